@@ -1,0 +1,169 @@
+"""The runtime's one error hierarchy. Every error has a stable ``code`` clients can match on.
+
+    AgentTuiError
+    ├── NotFoundError            run_not_found, job_not_found, checkpoint_not_found,
+    │                            request_not_found, tool_call_not_found
+    ├── ConflictError
+    │   ├── IllegalTransition    illegal_transition (a state machine refused the change)
+    │   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
+    │   ├── RevisionConflict     revision_conflict (another writer changed the run first)
+    │   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
+    │   ├── IdempotencyConflict  idempotency_conflict (same key, different input)
+    │   └── AlreadyAnswered      already_answered
+    ├── InvalidInput             invalid_input (a public argument failed validation)
+    │   └── InvalidResponse      invalid_response (an answer that does not fit its request)
+    ├── DatabaseError            database_error
+    │   ├── NotADatabase         not_a_database
+    │   ├── SchemaTooNew         schema_too_new
+    │   └── CursorOutOfRange     cursor_out_of_range
+    ├── ConfigError              config_error (names the file, line and key)
+    ├── ModelError               model_error (``retryable`` says whether to try again)
+    └── ToolError                tool_error (a failed tool call; the model sees the message)
+        └── PathOutsideWorkspace path_outside_workspace
+"""
+
+from __future__ import annotations
+
+
+class AgentTuiError(Exception):
+    code: str = "agent_tui_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFoundError(AgentTuiError):
+    code = "not_found"
+
+
+class RunNotFound(NotFoundError):
+    code = "run_not_found"
+
+
+class JobNotFound(NotFoundError):
+    code = "job_not_found"
+
+
+class CheckpointNotFound(NotFoundError):
+    code = "checkpoint_not_found"
+
+
+class RequestNotFound(NotFoundError):
+    code = "request_not_found"
+
+
+class ToolCallNotFound(NotFoundError):
+    code = "tool_call_not_found"
+
+
+class ConflictError(AgentTuiError):
+    code = "conflict"
+
+
+class IllegalTransition(ConflictError):
+    code = "illegal_transition"
+
+    def __init__(self, machine: str, from_state: str | None, to_state: str) -> None:
+        super().__init__(f"{machine}: illegal transition {from_state or '∅'} → {to_state}")
+        self.machine = machine
+        self.from_state = from_state
+        self.to_state = to_state
+
+
+class RunStateConflict(ConflictError):
+    code = "run_state_conflict"
+
+
+class RevisionConflict(ConflictError):
+    code = "revision_conflict"
+
+
+class OwnershipLost(ConflictError):
+    code = "ownership_lost"
+
+
+class IdempotencyConflict(ConflictError):
+    code = "idempotency_conflict"
+
+
+class AlreadyAnswered(ConflictError):
+    code = "already_answered"
+
+
+class InvalidInput(AgentTuiError):
+    code = "invalid_input"
+
+
+class InvalidResponse(InvalidInput):
+    code = "invalid_response"
+
+
+class DatabaseError(AgentTuiError):
+    code = "database_error"
+
+
+class NotADatabase(DatabaseError):
+    code = "not_a_database"
+
+
+class SchemaTooNew(DatabaseError):
+    code = "schema_too_new"
+
+
+class CursorOutOfRange(DatabaseError):
+    code = "cursor_out_of_range"
+
+
+class ConfigError(AgentTuiError):
+    code = "config_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        where = ":".join(str(p) for p in (file, line) if p is not None)
+        text = message
+        if key:
+            text = f"{key}: {text}"
+        if where:
+            text = f"{where}: {text}"
+        super().__init__(text)
+        self.file = file
+        self.line = line
+        self.key = key
+
+
+class ModelError(AgentTuiError):
+    code = "model_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        code: str | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ToolError(AgentTuiError):
+    code = "tool_error"
+
+
+class PathOutsideWorkspace(ToolError):
+    code = "path_outside_workspace"

@@ -1,0 +1,136 @@
+"""Events (DESIGN §6): one discriminated union for durable and transient events.
+
+Durable events are committed by the store in the same transaction as the change they record and
+carry a global increasing ``seq``. Transient events (deltas, progress, notices) live only in the
+process running the run. ``EVENT_ADAPTER`` is the single way events are saved and loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from runtime.models import (
+    Failure,
+    InputRequest,
+    Message,
+    RunState,
+    ToolCallState,
+)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, populate_by_name=True, serialize_by_alias=True, extra="forbid"
+    )
+
+    job_id: str
+    run_id: str
+
+
+class _DurableEvent(_Event):
+    seq: int = 0
+    """Assigned by the store when the event commits; 0 only before that."""
+    created_at: float = 0.0
+
+
+class RunStateChanged(_DurableEvent):
+    kind: Literal["run_state_changed"] = "run_state_changed"
+    from_state: RunState | None = Field(default=None, alias="from")
+    to_state: RunState = Field(alias="to")
+    request: InputRequest | None = None
+    outcome: str | None = None
+    failure: Failure | None = None
+    reason: str | None = None
+    interrupted: bool = False
+
+
+class MessageCommitted(_DurableEvent):
+    kind: Literal["message_committed"] = "message_committed"
+    message: Message
+
+
+class ToolStateChanged(_DurableEvent):
+    kind: Literal["tool_state_changed"] = "tool_state_changed"
+    tool_call_id: str
+    name: str
+    from_state: ToolCallState | None = Field(default=None, alias="from")
+    to_state: ToolCallState = Field(alias="to")
+    arguments: dict[str, Any] | None = None
+    """Set when the call is reserved (``from`` is None)."""
+    result: str | None = None
+    error: str | None = None
+
+
+class CheckpointCreated(_DurableEvent):
+    kind: Literal["checkpoint_created"] = "checkpoint_created"
+    checkpoint_id: str
+    step: int
+
+
+class MessageDelta(_Event):
+    kind: Literal["message_delta"] = "message_delta"
+    execution_id: str
+    message_id: str
+    offset: int
+    """Characters of this message's text before this piece."""
+    text: str
+    thinking: bool = False
+    """True for a piece of thinking rather than answer text."""
+
+
+class ToolProgress(_Event):
+    kind: Literal["tool_progress"] = "tool_progress"
+    tool_call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class Notice(_Event):
+    """Something a person should see that is not a state change (a retry after a rate limit)."""
+
+    kind: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+
+
+DurableEvent = Annotated[
+    RunStateChanged | MessageCommitted | ToolStateChanged | CheckpointCreated,
+    Field(discriminator="kind"),
+]
+TransientEvent = Annotated[MessageDelta | ToolProgress | Notice, Field(discriminator="kind")]
+Event = Annotated[
+    RunStateChanged
+    | MessageCommitted
+    | ToolStateChanged
+    | CheckpointCreated
+    | MessageDelta
+    | ToolProgress
+    | Notice,
+    Field(discriminator="kind"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+DURABLE_EVENT_ADAPTER: TypeAdapter[DurableEvent] = TypeAdapter(DurableEvent)
+
+DURABLE_KINDS = frozenset(
+    {"run_state_changed", "message_committed", "tool_state_changed", "checkpoint_created"}
+)
+
+
+def is_durable(event: Event) -> bool:
+    return event.kind in DURABLE_KINDS
+
+
+def dump_event(event: Event) -> dict[str, Any]:
+    """The JSON-ready form of an event, as the CLI prints it and the store saves it."""
+    data: dict[str, Any] = EVENT_ADAPTER.dump_python(event, mode="json", by_alias=True)
+    return data
+
+
+def load_event(data: str | bytes | dict[str, Any]) -> Event:
+    if isinstance(data, dict):
+        return EVENT_ADAPTER.validate_python(data)
+    return EVENT_ADAPTER.validate_json(data)

@@ -1,0 +1,290 @@
+"""Domain models of the durable runtime (DESIGN §3).
+
+Everything here is plain data: pydantic models that are saved to and loaded from the store and
+sent to clients. No model holds a live object or a closure.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, populate_by_name=True, serialize_by_alias=True, extra="forbid"
+    )
+
+
+class RunState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATES
+
+
+TERMINAL_RUN_STATES = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
+
+
+class ToolCallState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INDETERMINATE = "indeterminate"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self not in (ToolCallState.PENDING, ToolCallState.RUNNING)
+
+
+class InputRequestState(StrEnum):
+    PENDING = "pending"
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+
+
+class InputKind(StrEnum):
+    APPROVAL = "approval"
+    QUESTION = "question"
+    ELICITATION = "elicitation"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Usage(_Model):
+    """Token counts of one model call, or summed over a run or job."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens the model saw as its prompt for this call (its context fill)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+class Failure(_Model):
+    """Why a run failed: a stable code and a message for people."""
+
+    code: str
+    message: str
+
+
+# --- content blocks -------------------------------------------------------------------------
+
+
+class TextBlock(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(_Model):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    # Providers that sign thinking (Anthropic) need the signature sent back unchanged.
+    signature: str | None = None
+    # Redacted thinking is opaque data that must be echoed back as is.
+    redacted: bool = False
+
+
+class ToolUseBlock(_Model):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    """The provider's tool_use id (what the model refers to)."""
+    tool_call_id: str
+    """Our durable ToolCall id."""
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultBlock(_Model):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+ContentBlock = Annotated[
+    TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")
+]
+
+
+class Message(_Model):
+    """One message of a run, stored once, at its position in the run."""
+
+    id: str
+    run_id: str
+    job_id: str
+    position: int
+    role: Role
+    content: list[ContentBlock]
+    model: str | None = None
+    usage: Usage | None = None
+    cost_usd: float = 0.0
+    created_at: float
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+# --- durable records ------------------------------------------------------------------------
+
+
+class Job(_Model):
+    id: str
+    title: str
+    workspace: str
+    agent: str
+    created_at: float
+    updated_at: float
+    usage: Usage = Usage()
+    cost_usd: float = 0.0
+    archived: bool = False
+    latest_run_state: RunState | None = None
+
+
+class Run(_Model):
+    id: str
+    job_id: str
+    agent: str
+    model: str
+    state: RunState
+    revision: int
+    input: str | None
+    """The user's prompt, follow-up or delegated task; None when the run continues a history."""
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    history_run_id: str | None = None
+    """The run whose messages (up to ``history_position``) come before this run's own."""
+    history_position: int | None = None
+    forked_from_checkpoint_id: str | None = None
+    retry_of_run_id: str | None = None
+    idempotency_key: str | None = None
+    owner_id: str | None = None
+    execution_token: str | None = None
+    step: int = 0
+    max_steps: int = 50
+    interrupted: bool = False
+    """Recovered after its owner died; waits for a person to resume it (DESIGN §5)."""
+    outcome: str | None = None
+    failure: Failure | None = None
+    cancel_reason: str | None = None
+    usage: Usage = Usage()
+    cost_usd: float = 0.0
+    context_tokens: int = 0
+    created_at: float
+    updated_at: float
+
+
+class ToolCall(_Model):
+    id: str
+    run_id: str
+    job_id: str
+    message_id: str
+    index: int
+    """Order of the call in its assistant message; results are committed in this order."""
+    provider_id: str
+    name: str
+    arguments: dict[str, Any]
+    state: ToolCallState
+    idempotent: bool = False
+    """Read-only or idempotent: may be re-run on recovery instead of becoming indeterminate."""
+    step: int
+    result: str | None = None
+    error: str | None = None
+    child_run_id: str | None = None
+    created_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class InputRequest(_Model):
+    id: str
+    run_id: str
+    job_id: str
+    kind: InputKind
+    prompt: str
+    options: list[str] = []
+    answer_schema: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    tool_call_id: str | None = None
+    arguments_digest: str | None = None
+    """SHA-256 of the canonical JSON of the tool call's arguments when the request was made."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """Presentation data: tool name, arguments, a diff for writes, the MCP server name."""
+    state: InputRequestState = InputRequestState.PENDING
+    answer: Any = None
+    created_at: float
+    answered_at: float | None = None
+
+
+class Checkpoint(_Model):
+    id: str
+    run_id: str
+    job_id: str
+    step: int
+    last_position: int
+    """Position of the last message of the run this checkpoint covers; history is not copied."""
+    usage: Usage = Usage()
+    pending_tool_call_ids: list[str] = []
+    created_at: float
+
+
+class Draft(_Model):
+    """Streamed text of a message not yet committed, flushed at most every 250 ms."""
+
+    run_id: str
+    message_id: str
+    text: str
+    updated_at: float
+
+
+class SearchHit(_Model):
+    message_id: str
+    run_id: str
+    job_id: str
+    job_title: str
+    snippet: str
+    created_at: float

@@ -1,0 +1,58 @@
+"""The three state machines of DESIGN §4, one table each. Code asks these tables; it never
+re-decides a transition on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from runtime.errors import IllegalTransition
+from runtime.models import InputRequestState, RunState, ToolCallState
+
+R = RunState
+RUN_TRANSITIONS: Mapping[RunState | None, frozenset[RunState]] = {
+    None: frozenset({R.QUEUED}),
+    R.QUEUED: frozenset({R.RUNNING, R.CANCELLED}),
+    R.RUNNING: frozenset(
+        {R.INPUT_REQUIRED, R.COMPLETED, R.FAILED, R.QUEUED, R.CANCELLED}
+    ),
+    R.INPUT_REQUIRED: frozenset({R.QUEUED, R.CANCELLED}),
+    R.COMPLETED: frozenset(),
+    R.FAILED: frozenset(),
+    R.CANCELLED: frozenset(),
+}
+
+T = ToolCallState
+TOOL_TRANSITIONS: Mapping[ToolCallState | None, frozenset[ToolCallState]] = {
+    None: frozenset({T.PENDING}),
+    # pending → failed: denied, unknown tool, invalid arguments; pending → cancelled: run cancelled.
+    T.PENDING: frozenset({T.RUNNING, T.FAILED, T.CANCELLED}),
+    # running → pending only when recovery re-queues a call that declared itself idempotent.
+    T.RUNNING: frozenset({T.COMPLETED, T.FAILED, T.INDETERMINATE, T.CANCELLED, T.PENDING}),
+    T.COMPLETED: frozenset(),
+    T.FAILED: frozenset(),
+    T.INDETERMINATE: frozenset(),
+    T.CANCELLED: frozenset(),
+}
+
+I = InputRequestState  # noqa: E741
+INPUT_TRANSITIONS: Mapping[InputRequestState | None, frozenset[InputRequestState]] = {
+    None: frozenset({I.PENDING}),
+    I.PENDING: frozenset({I.ANSWERED, I.CANCELLED}),
+    I.ANSWERED: frozenset(),
+    I.CANCELLED: frozenset(),
+}
+
+
+def check_run(from_state: RunState | None, to_state: RunState) -> None:
+    if to_state not in RUN_TRANSITIONS[from_state]:
+        raise IllegalTransition("run", from_state, to_state)
+
+
+def check_tool(from_state: ToolCallState | None, to_state: ToolCallState) -> None:
+    if to_state not in TOOL_TRANSITIONS[from_state]:
+        raise IllegalTransition("tool_call", from_state, to_state)
+
+
+def check_input(from_state: InputRequestState | None, to_state: InputRequestState) -> None:
+    if to_state not in INPUT_TRANSITIONS[from_state]:
+        raise IllegalTransition("input_request", from_state, to_state)

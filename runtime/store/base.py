@@ -1,0 +1,300 @@
+"""The ``Store`` protocol (DESIGN §5, §15).
+
+A store keeps jobs, runs, messages, tool calls, input requests, checkpoints, drafts, receipts,
+owners and the event log. It enforces the state machines of §4 inside its own transactions:
+every method that changes state checks ``runtime.states``, writes the change and its durable
+event(s) in ONE transaction, and either commits all of it or nothing.
+
+Execution tokens: ``claim_run`` gives the claiming owner a fresh token. Every write an execution
+makes passes that token; a write whose token is no longer the run's current token raises
+``OwnershipLost`` and changes nothing. Methods that a person triggers (``cancel_run``,
+``answer_input_request``) take no token.
+
+The conformance suite in ``tests/store`` runs against any implementation of this protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.events import DurableEvent
+from runtime.models import (
+    Checkpoint,
+    ContentBlock,
+    Draft,
+    Failure,
+    InputKind,
+    InputRequest,
+    Job,
+    Message,
+    Role,
+    Run,
+    RunState,
+    SearchHit,
+    ToolCall,
+    ToolCallState,
+    Usage,
+)
+
+
+T = TypeVar("T")
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class NewRun(_Input):
+    """What ``create_run`` needs. With ``job_id`` None a new job is created for the run."""
+
+    agent: str
+    model: str
+    input: str | None
+    workspace: str
+    job_id: str | None = None
+    title: str | None = None
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    history_run_id: str | None = None
+    history_position: int | None = None
+    forked_from_checkpoint_id: str | None = None
+    retry_of_run_id: str | None = None
+    idempotency_key: str | None = None
+    owner_id: str | None = None
+    """The process that will execute the run (DESIGN §5: queued runs run where they were queued)."""
+    max_steps: int = 50
+
+
+class NewMessage(_Input):
+    id: str | None = None
+    """The id deltas were published under while it streamed; generated when None."""
+    role: Role
+    content: list[ContentBlock]
+    model: str | None = None
+    usage: Usage | None = None
+    cost_usd: float = 0.0
+
+
+class NewToolCall(_Input):
+    """A tool call reserved with the assistant message that asked for it."""
+
+    id: str | None = None
+    provider_id: str
+    name: str
+    arguments: dict[str, Any]
+    idempotent: bool = False
+
+
+class NewInputRequest(_Input):
+    kind: InputKind
+    prompt: str
+    options: list[str] = []
+    answer_schema: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    tool_call_id: str | None = None
+    arguments_digest: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a keyset-paged query; pass ``next_cursor`` back for the next page."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class RecoveryReport(BaseModel):
+    requeued: list[str] = []
+    """Runs put back in ``queued`` and marked interrupted (no tool side effect in doubt)."""
+    failed: list[str] = []
+    """Runs failed because a tool call's outcome became indeterminate."""
+    interrupted_queued: list[str] = []
+    """Runs that were queued by a process that died before running them."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open (creating and migrating if needed). Refuses non-databases and newer schemas."""
+        ...
+
+    async def close(self) -> None: ...
+
+    # --- owners and recovery -----------------------------------------------------------------
+    async def register_owner(self, owner_id: str, *, lease_seconds: float) -> None: ...
+
+    async def heartbeat(self, owner_id: str) -> None:
+        """Extend the lease. Raises ``OwnershipLost`` if it expired and was recovered."""
+        ...
+
+    async def release_owner(self, owner_id: str) -> None: ...
+
+    async def recover_expired(self) -> RecoveryReport:
+        """Recover runs of owners whose lease expired, exactly as DESIGN §4.1/§4.2 say."""
+        ...
+
+    # --- runs --------------------------------------------------------------------------------
+    async def create_run(self, new_run: NewRun) -> Run:
+        """Create a queued run (and its job when ``job_id`` is None) with its input message.
+
+        Idempotent by ``idempotency_key``: the same key and input return the existing run;
+        the same key with another input raises ``IdempotencyConflict``.
+        """
+        ...
+
+    async def claim_run(self, run_id: str, *, owner_id: str) -> Run:
+        """queued → running with a new execution token (and ``interrupted`` cleared)."""
+        ...
+
+    async def finish_run(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        to: RunState,
+        outcome: str | None = None,
+        failure: Failure | None = None,
+    ) -> Run:
+        """running → completed | failed | queued, by the execution holding ``token``."""
+        ...
+
+    async def cancel_run(self, run_id: str, *, reason: str | None = None) -> Run:
+        """Cancel from queued, running or input_required: pending tool calls become cancelled,
+        running ones cancelled too (the engine stops them), pending requests cancelled; all in
+        one transaction. Raises ``RunStateConflict`` for a terminal run."""
+        ...
+
+    async def set_run_step(self, run_id: str, *, token: str, step: int) -> Run: ...
+
+    # --- messages ------------------------------------------------------------------------------
+    async def commit_message(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        tool_calls: list[NewToolCall] | None = None,
+    ) -> tuple[Message, list[ToolCall]]:
+        """Commit a message at the run's next position; with ``tool_calls`` reserve them as
+        ``pending`` in the same transaction. Adds ``usage``/``cost_usd`` to the run and job
+        totals, sets the run's context fill, and deletes the message's draft."""
+        ...
+
+    async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
+        """Upsert the streamed text of a message not yet committed (no event)."""
+        ...
+
+    async def get_drafts(self, run_id: str) -> list[Draft]: ...
+
+    # --- tool calls ----------------------------------------------------------------------------
+    async def set_tool_state(
+        self,
+        tool_call_id: str,
+        *,
+        token: str,
+        to: ToolCallState,
+        result: str | None = None,
+        error: str | None = None,
+        child_run_id: str | None = None,
+    ) -> ToolCall: ...
+
+    # --- input requests ------------------------------------------------------------------------
+    async def open_input_request(
+        self, run_id: str, *, token: str, request: NewInputRequest
+    ) -> tuple[Run, InputRequest]:
+        """Create a pending request and move the run running → input_required, together."""
+        ...
+
+    async def answer_input_request(
+        self, request_id: str, *, answer: Any, idempotency_key: str | None = None
+    ) -> tuple[Run, InputRequest]:
+        """pending → answered and the run input_required → queued (compare-and-set).
+
+        A second answer raises ``AlreadyAnswered``. With ``idempotency_key`` a retried call
+        with the same answer returns the first result (a receipt)."""
+        ...
+
+    async def cancel_input_request(
+        self, request_id: str, *, token: str | None = None, reason: str
+    ) -> InputRequest: ...
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
+        """Mark the end of a step: covers the run's messages so far; never copies them."""
+        ...
+
+    # --- events --------------------------------------------------------------------------------
+    async def read_events(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 500,
+        run_id: str | None = None,
+        job_id: str | None = None,
+    ) -> list[DurableEvent]:
+        """Durable events with ``seq > after``, oldest first. ``after`` beyond the log raises
+        ``CursorOutOfRange``."""
+        ...
+
+    async def last_seq(self) -> int: ...
+
+    # --- queries -------------------------------------------------------------------------------
+    async def get_job(self, job_id: str) -> Job: ...
+
+    async def get_run(self, run_id: str) -> Run: ...
+
+    async def get_tool_call(self, tool_call_id: str) -> ToolCall: ...
+
+    async def get_input_request(self, request_id: str) -> InputRequest: ...
+
+    async def get_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
+
+    async def list_jobs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Job]:
+        """Jobs newest first (by last activity), keyset-paged; ``state`` filters on the job's
+        latest root run."""
+        ...
+
+    async def list_runs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Run]:
+        """Runs newest first across jobs, keyset-paged."""
+        ...
+
+    async def job_runs(self, job_id: str) -> list[Run]:
+        """A job's runs in creation order; ``parent_run_id`` makes the tree."""
+        ...
+
+    async def list_messages(
+        self,
+        run_id: str,
+        *,
+        after_position: int = -1,
+        before_position: int | None = None,
+        limit: int = 200,
+    ) -> list[Message]:
+        """Messages of a run in position order, within the window given."""
+        ...
+
+    async def list_tool_calls(self, run_id: str) -> list[ToolCall]: ...
+
+    async def list_checkpoints(self, run_id: str) -> list[Checkpoint]: ...
+
+    async def pending_input_requests(
+        self, *, run_id: str | None = None, limit: int = 100
+    ) -> list[InputRequest]:
+        """Open requests, oldest first (the inbox), or those of one run."""
+        ...
+
+    async def count_runs_by_state(self) -> dict[RunState, int]: ...
+
+    async def search_messages(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """Full-text search over message text (FTS5), best match first."""
+        ...
+
+    async def child_run_for_tool_call(self, tool_call_id: str) -> Run | None:
+        """The child run a delegation tool call created, if any (recovery re-attaches)."""
+        ...
