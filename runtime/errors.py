@@ -19,7 +19,9 @@
     ├── ConfigError              config_error (names the file, line and key)
     ├── ModelError               model_error (``retryable`` says whether to try again)
     └── ToolError                tool_error (a failed tool call; the model sees the message)
-        └── PathOutsideWorkspace path_outside_workspace
+        ├── PathOutsideWorkspace path_outside_workspace
+        └── ToolOutcomeUnknown   tool_indeterminate (it may have acted: the call becomes
+                                 indeterminate and the run fails; a person decides)
 """
 
 from __future__ import annotations
@@ -167,3 +169,7 @@ class ToolError(AgentTuiError):
 
 class PathOutsideWorkspace(ToolError):
     code = "path_outside_workspace"
+
+
+class ToolOutcomeUnknown(ToolError):
+    code = "tool_indeterminate"

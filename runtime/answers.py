@@ -1,0 +1,151 @@
+"""The shape of answers to input requests, shared by every client (CLI, TUI, tests).
+
+- approval:    ``{"decision": "allow_once" | "allow_run" | "allow_always" | "deny",
+                 "reason": str | None}``
+- question:    the answer text (a chosen option's text, or free text when allowed)
+- elicitation: ``{"action": "accept", "content": {...}}`` | ``{"action": "decline"}`` |
+               ``{"action": "cancel"}``; ``content`` is validated against the server's schema.
+
+``parse_cli_answer`` turns the CLI's ANSWER argument (DESIGN §11) into that shape;
+``validate_answer`` checks a value against its request and returns it normalised, or raises
+``InvalidResponse`` — before anything changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+from runtime.errors import InvalidResponse
+from runtime.models import InputKind, InputRequest
+
+APPROVAL_DECISIONS = ("allow_once", "allow_run", "allow_always", "deny")
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"enum": list(APPROVAL_DECISIONS)},
+        "reason": {"type": ["string", "null"]},
+    },
+    "required": ["decision"],
+    "additionalProperties": False,
+}
+
+
+def question_schema(options: list[str], *, allow_free_text: bool = True) -> dict[str, Any]:
+    if options and not allow_free_text:
+        return {"type": "string", "enum": list(options)}
+    return {"type": "string", "minLength": 1}
+
+
+_CLI_APPROVALS = {
+    "allow": "allow_once",
+    "y": "allow_once",
+    "yes": "allow_once",
+    "allow-run": "allow_run",
+    "allow-always": "allow_always",
+    "deny": "deny",
+    "n": "deny",
+    "no": "deny",
+}
+
+
+def parse_cli_answer(request: InputRequest, text: str) -> Any:
+    """The CLI's ANSWER string as a value for ``request`` (not yet validated)."""
+    text = text.strip()
+    match request.kind:
+        case InputKind.APPROVAL:
+            word, _, reason = text.partition(":")
+            decision = _CLI_APPROVALS.get(word.strip().lower())
+            if decision is None:
+                raise InvalidResponse(
+                    f"answer {text!r} is not an approval: use allow, allow-run, allow-always "
+                    "or deny[:reason]"
+                )
+            if decision != "deny" and reason:
+                raise InvalidResponse("only deny takes a reason (deny:REASON)")
+            return {"decision": decision, "reason": reason.strip() or None}
+        case InputKind.QUESTION:
+            if text.isdigit() and request.options:
+                number = int(text)
+                if not 1 <= number <= len(request.options):
+                    raise InvalidResponse(
+                        f"option {number} does not exist: choose 1 to {len(request.options)}"
+                    )
+                return request.options[number - 1]
+            return text
+        case InputKind.ELICITATION:
+            if text.lower() in ("decline", "cancel"):
+                return {"action": text.lower()}
+            try:
+                content = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidResponse(
+                    f"answer is not a JSON object ({exc.msg}); give a JSON object, "
+                    "'decline' or 'cancel'"
+                ) from None
+            if not isinstance(content, dict):
+                raise InvalidResponse("answer must be a JSON object, 'decline' or 'cancel'")
+            return {"action": "accept", "content": content}
+
+
+def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    messages = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(e.path)):
+        where = ".".join(str(p) for p in error.path)
+        messages.append(f"{where}: {error.message}" if where else error.message)
+    return messages
+
+
+def field_errors(schema: dict[str, Any], value: Any) -> dict[str, str]:
+    """Validation messages by top-level field name ('' for the whole value), for forms."""
+    validator = jsonschema.Draft202012Validator(schema)
+    result: dict[str, str] = {}
+    for error in validator.iter_errors(value):
+        if error.validator == "required" and isinstance(error.instance, dict):
+            missing = [k for k in error.validator_value if k not in error.instance]
+            for key in missing:
+                result.setdefault(str(key), "required")
+            continue
+        key = str(error.path[0]) if error.path else ""
+        result.setdefault(key, error.message)
+    return result
+
+
+def validate_answer(request: InputRequest, value: Any) -> Any:
+    """Check ``value`` against ``request``; return it normalised or raise InvalidResponse."""
+    match request.kind:
+        case InputKind.APPROVAL:
+            errors = _schema_errors(APPROVAL_SCHEMA, value)
+            if errors:
+                raise InvalidResponse("invalid approval answer: " + "; ".join(errors))
+            reason = value.get("reason")
+            return {"decision": value["decision"], "reason": reason or None}
+        case InputKind.QUESTION:
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidResponse("the answer to a question must be non-empty text")
+            schema = request.answer_schema or question_schema(request.options)
+            errors = _schema_errors(schema, value.strip())
+            if errors:
+                choices = ", ".join(request.options)
+                raise InvalidResponse(f"answer does not fit the question ({choices}): {errors[0]}")
+            return value.strip()
+        case InputKind.ELICITATION:
+            if not isinstance(value, dict) or value.get("action") not in ELICITATION_ACTIONS:
+                raise InvalidResponse(
+                    "an elicitation answer is {'action': 'accept', 'content': {...}}, "
+                    "{'action': 'decline'} or {'action': 'cancel'}"
+                )
+            if value["action"] != "accept":
+                return {"action": value["action"]}
+            content = value.get("content")
+            if not isinstance(content, dict):
+                raise InvalidResponse("an accepted elicitation needs a JSON object as content")
+            errors = _schema_errors(request.answer_schema or {"type": "object"}, content)
+            if errors:
+                raise InvalidResponse("answer does not fit the form: " + "; ".join(errors))
+            return {"action": "accept", "content": content}
