@@ -1,27 +1,27 @@
 """The runtime's one error hierarchy. Every error has a stable ``code`` clients can match on.
 
-    AgentTuiError
-    ├── NotFoundError            run_not_found, job_not_found, checkpoint_not_found,
-    │                            request_not_found, tool_call_not_found
-    ├── ConflictError
-    │   ├── IllegalTransition    illegal_transition (a state machine refused the change)
-    │   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
-    │   ├── RevisionConflict     revision_conflict (another writer changed the run first)
-    │   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
-    │   ├── IdempotencyConflict  idempotency_conflict (same key, different input)
-    │   └── AlreadyAnswered      already_answered
-    ├── InvalidInput             invalid_input (a public argument failed validation)
-    │   └── InvalidResponse      invalid_response (an answer that does not fit its request)
-    ├── DatabaseError            database_error
-    │   ├── NotADatabase         not_a_database
-    │   ├── SchemaTooNew         schema_too_new
-    │   └── CursorOutOfRange     cursor_out_of_range
-    ├── ConfigError              config_error (names the file, line and key)
-    ├── ModelError               model_error (``retryable`` says whether to try again)
-    └── ToolError                tool_error (a failed tool call; the model sees the message)
-        ├── PathOutsideWorkspace path_outside_workspace
-        └── ToolOutcomeUnknown   tool_indeterminate (it may have acted: the call becomes
-                                 indeterminate and the run fails; a person decides)
+AgentTuiError
+├── NotFoundError            run_not_found, job_not_found, checkpoint_not_found,
+│                            request_not_found, tool_call_not_found
+├── ConflictError
+│   ├── IllegalTransition    illegal_transition (a state machine refused the change)
+│   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
+│   ├── RevisionConflict     revision_conflict (another writer changed the run first)
+│   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
+│   ├── IdempotencyConflict  idempotency_conflict (same key, different input)
+│   └── AlreadyAnswered      already_answered
+├── InvalidInput             invalid_input (a public argument failed validation)
+│   └── InvalidResponse      invalid_response (an answer that does not fit its request)
+├── DatabaseError            database_error
+│   ├── NotADatabase         not_a_database
+│   ├── SchemaTooNew         schema_too_new
+│   └── CursorOutOfRange     cursor_out_of_range
+├── ConfigError              config_error (names the file, line and key)
+├── ModelError               model_error (``retryable`` says whether to try again)
+└── ToolError                tool_error (a failed tool call; the model sees the message)
+    ├── PathOutsideWorkspace path_outside_workspace
+    └── ToolOutcomeUnknown   tool_indeterminate (it may have acted: the call becomes
+                             indeterminate and the run fails; a person decides)
 """
 
 from __future__ import annotations

@@ -131,6 +131,10 @@ class Store(Protocol):
 
     async def release_owner(self, owner_id: str) -> None: ...
 
+    async def live_owners(self) -> list[str]:
+        """Owner ids whose lease has not expired and that have not been released."""
+        ...
+
     async def recover_expired(self) -> RecoveryReport:
         """Recover runs of owners whose lease expired, exactly as DESIGN §4.1/§4.2 say."""
         ...
@@ -276,7 +280,9 @@ class Store(Protocol):
         before_position: int | None = None,
         limit: int = 200,
     ) -> list[Message]:
-        """Messages of a run in position order, within the window given."""
+        """Messages of a run in position order. With ``before_position`` the ``limit`` messages
+        just before it (for scrolling up); otherwise the first ``limit`` after
+        ``after_position``."""
         ...
 
     async def list_tool_calls(self, run_id: str) -> list[ToolCall]: ...
@@ -287,6 +293,11 @@ class Store(Protocol):
         self, *, run_id: str | None = None, limit: int = 100
     ) -> list[InputRequest]:
         """Open requests, oldest first (the inbox), or those of one run."""
+        ...
+
+    async def list_input_requests(self, run_id: str) -> list[InputRequest]:
+        """Every request of a run (any state), oldest first: the engine reads answered
+        approvals and questions from here when it resumes."""
         ...
 
     async def count_runs_by_state(self) -> dict[RunState, int]: ...

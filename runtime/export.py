@@ -1,0 +1,85 @@
+"""Exporting a job as Markdown or JSON. Exports hold the conversation only: no keys, no config."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from runtime.store.base import Store
+
+_RESULT_LIMIT = 4000
+
+
+async def _messages(store: Store, run_id: str) -> list[Message]:
+    messages: list[Message] = []
+    after = -1
+    while True:
+        page = await store.list_messages(run_id, after_position=after, limit=500)
+        messages.extend(page)
+        if len(page) < 500:
+            return messages
+        after = page[-1].position
+
+
+async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
+    job = await store.get_job(job_id)
+    runs = await store.job_runs(job_id)
+    if format == "json":
+        data: dict[str, Any] = {"job": job.model_dump(mode="json"), "runs": []}
+        for run in runs:
+            data["runs"].append(
+                {
+                    "run": run.model_dump(mode="json"),
+                    "messages": [m.model_dump(mode="json") for m in await _messages(store, run.id)],
+                    "tool_calls": [
+                        c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)
+                    ],
+                }
+            )
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if format != "md":
+        raise ValueError(f"unknown export format {format!r}")
+    lines = [
+        f"# {job.title}",
+        "",
+        f"- Job: `{job.id}`",
+        f"- Workspace: `{job.workspace}`",
+        f"- Tokens: {job.usage.total_tokens}, cost: ${job.cost_usd:.4f}",
+        "",
+    ]
+    for run in runs:
+        parent = f", delegated by `{run.parent_run_id}`" if run.parent_run_id else ""
+        lines += [
+            f"## Run `{run.id}` — {run.agent} ({run.state.value}{parent})",
+            "",
+            f"Model: `{run.model}` · steps: {run.step} · tokens: {run.usage.total_tokens}",
+            "",
+        ]
+        if run.failure:
+            lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
+        for message in await _messages(store, run.id):
+            lines += _message_lines(message)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _message_lines(message: Message) -> list[str]:
+    heading = {Role.USER: "User", Role.ASSISTANT: "Assistant", Role.TOOL: "Tool results"}
+    lines = [f"### {heading[message.role]}", ""]
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines += [block.text, ""]
+        elif isinstance(block, ThinkingBlock):
+            if not block.redacted:
+                quoted = "\n".join(f"> {line}" for line in block.thinking.splitlines())
+                lines += ["<details><summary>Thinking</summary>", "", quoted, "", "</details>", ""]
+        elif isinstance(block, ToolUseBlock):
+            arguments = json.dumps(block.input, ensure_ascii=False, indent=2)
+            lines += [f"**Tool call** `{block.name}`", "", "```json", arguments, "```", ""]
+        elif isinstance(block, ToolResultBlock):
+            content = block.content
+            if len(content) > _RESULT_LIMIT:
+                content = content[:_RESULT_LIMIT] + "\n… (truncated)"
+            label = "error" if block.is_error else "result"
+            lines += [f"**{label}**", "", "```", content, "```", ""]
+    return lines

@@ -1,0 +1,94 @@
+"""Building and repairing the transcript sent to the model (DESIGN §8).
+
+``repair`` is pure: every ``tool_use`` gets exactly one ``tool_result`` in the message right
+after it. Orphans (a run cancelled or crashed while its tools ran) are closed with an error
+result; duplicate and stray results are dropped. It returns what it changed so the engine can
+record the repair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.models import (
+    ContentBlock,
+    Message,
+    Role,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+ORPHAN_RESULT = (
+    "No result was recorded for this tool call (the run was interrupted or cancelled "
+    "before it finished). Its outcome is unknown."
+)
+
+
+@dataclass(frozen=True)
+class Repair:
+    tool_use_id: str
+    tool_call_id: str
+    name: str
+    action: str
+    """``closed_orphan``, ``dropped_duplicate`` or ``dropped_stray``."""
+
+
+def repair(messages: list[Message]) -> tuple[list[Message], list[Repair]]:
+    repaired: list[Message] = []
+    repairs: list[Repair] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role is Role.TOOL:
+            # Tool messages are consumed right after their assistant message; one here has no
+            # tool_use before it.
+            for result in message.tool_results:
+                repairs.append(Repair(result.tool_use_id, result.tool_call_id, "", "dropped_stray"))
+            continue
+        repaired.append(message)
+        uses = message.tool_uses if message.role is Role.ASSISTANT else []
+        if not uses:
+            continue
+        results: dict[str, ToolResultBlock] = {}
+        follower = messages[index] if index < len(messages) else None
+        if follower is not None and follower.role is Role.TOOL:
+            index += 1
+            wanted = {use.id for use in uses}
+            for result in follower.tool_results:
+                if result.tool_use_id not in wanted:
+                    repairs.append(
+                        Repair(result.tool_use_id, result.tool_call_id, "", "dropped_stray")
+                    )
+                elif result.tool_use_id in results:
+                    repairs.append(
+                        Repair(result.tool_use_id, result.tool_call_id, "", "dropped_duplicate")
+                    )
+                else:
+                    results[result.tool_use_id] = result
+        blocks: list[ContentBlock] = []
+        for use in uses:
+            found = results.get(use.id)
+            if found is None:
+                found = _orphan_result(use)
+                repairs.append(Repair(use.id, use.tool_call_id, use.name, "closed_orphan"))
+            blocks.append(found)
+        base = follower if follower is not None and follower.role is Role.TOOL else message
+        repaired.append(
+            Message(
+                id=base.id if base is follower else f"{message.id}:repair",
+                run_id=message.run_id,
+                job_id=message.job_id,
+                position=message.position if base is message else base.position,
+                role=Role.TOOL,
+                content=blocks,
+                created_at=base.created_at,
+            )
+        )
+    return repaired, repairs
+
+
+def _orphan_result(use: ToolUseBlock) -> ToolResultBlock:
+    return ToolResultBlock(
+        tool_use_id=use.id, tool_call_id=use.tool_call_id, content=ORPHAN_RESULT, is_error=True
+    )

@@ -1,0 +1,404 @@
+"""The offline demo model (DESIGN §9): deterministic, no key, no network.
+
+It plays a real agent's part on a real workspace so that a new user sees agent-tui work on the
+first launch: it streams a Markdown plan, lists the workspace, reads a few files and searches them
+(the search reports progress), asks the person a question with options, asks to write a notes
+file (which needs approval), and ends with a summary built from what it read. With delegate tools
+(``delegate_to_*``) it hands parts of the task to sub-agents in parallel instead.
+
+The model decides from the conversation alone — the turns since the latest user prompt — so it is
+resumable from any committed state, exactly like a real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+from runtime.models import (
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from runtime.providers.base import (
+    ModelEvent,
+    ModelRequest,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    UsageReport,
+)
+
+NOTES_FILE = "agent-notes.md"
+DELEGATE_PREFIX = "delegate_to_"
+FOCUS_OPTIONS = ["A short overview", "The files, one by one", "Open questions and TODOs"]
+_WORD = re.compile(r"\S+\s*")
+
+
+class DemoProvider:
+    """``demo`` streams at reading speed; ``demo:instant`` streams with no delay."""
+
+    def __init__(self, instant: bool = False, *, chunk_delay: float = 0.012) -> None:
+        self._instant = instant
+        self._delay = 0.0 if instant else chunk_delay
+
+    @property
+    def reference(self) -> str:
+        return "demo:instant" if self._instant else "demo"
+
+    @property
+    def context_window(self) -> int:
+        return 200_000
+
+    def cost_usd(self, usage: Usage) -> float:
+        return 0.0
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        turn = _plan_turn(request)
+        prompt_chars = sum(len(_message_text(m)) for m in request.messages) + len(request.system)
+        if turn.thinking:
+            async for event in self._stream_text(turn.thinking, thinking=True):
+                yield event
+        async for event in self._stream_text(turn.text, thinking=False):
+            yield event
+        for index, (name, arguments) in enumerate(turn.tool_calls):
+            call_id = f"demo_{len(request.messages)}_{index}"
+            yield ToolCallStart(index=index, id=call_id, name=name)
+            encoded = json.dumps(arguments)
+            # Arguments arrive in pieces, as they do from real providers.
+            for start in range(0, len(encoded), 24):
+                yield ToolCallDelta(index=index, json_fragment=encoded[start : start + 24])
+            yield ToolCallEnd(index=index)
+        output_chars = (
+            len(turn.text)
+            + len(turn.thinking)
+            + sum(len(json.dumps(a)) for _, a in turn.tool_calls)
+        )
+        yield UsageReport(
+            usage=Usage(input_tokens=max(1, prompt_chars // 4), output_tokens=output_chars // 4)
+        )
+        yield StopReason(reason="tool_use" if turn.tool_calls else "end_turn")
+
+    async def _stream_text(self, text: str, *, thinking: bool) -> AsyncIterator[ModelEvent]:
+        for count, match in enumerate(_WORD.finditer(text)):
+            piece = match.group(0)
+            yield ThinkingDelta(text=piece) if thinking else TextDelta(text=piece)
+            if self._delay:
+                await asyncio.sleep(self._delay)
+            elif count % 64 == 63:
+                await asyncio.sleep(0)
+
+
+class _Turn:
+    def __init__(
+        self,
+        text: str,
+        tool_calls: Iterable[tuple[str, dict[str, Any]]] = (),
+        thinking: str = "",
+    ) -> None:
+        self.text = text
+        self.tool_calls = list(tool_calls)
+        self.thinking = thinking
+
+
+def _message_text(message: Message) -> str:
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            parts.append(block.content)
+    return "".join(parts)
+
+
+def _current_turns(messages: list[Message]) -> tuple[str, list[Message]]:
+    """The latest user prompt and the messages after it (this run's work so far)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role is Role.USER and message.text.strip():
+            return message.text.strip(), messages[index + 1 :]
+    return "", messages
+
+
+def _results_by_tool(after: list[Message]) -> dict[str, list[tuple[ToolUseBlock, ToolResultBlock]]]:
+    uses: dict[str, ToolUseBlock] = {}
+    for message in after:
+        for use in message.tool_uses:
+            uses[use.id] = use
+    found: dict[str, list[tuple[ToolUseBlock, ToolResultBlock]]] = {}
+    for message in after:
+        for result in message.tool_results:
+            matched = uses.get(result.tool_use_id)
+            if matched is not None:
+                found.setdefault(matched.name, []).append((matched, result))
+    return found
+
+
+def _spec(tools: list[ToolSpec], name: str) -> ToolSpec | None:
+    return next((t for t in tools if t.name == name), None)
+
+
+def _first_required_string(spec: ToolSpec) -> str:
+    schema = spec.input_schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    for key in schema.get("required", []):
+        if properties.get(key, {}).get("type") == "string":
+            return str(key)
+    return "query"
+
+
+def _args(spec: ToolSpec, **values: Any) -> dict[str, Any]:
+    """Only the arguments the tool's schema knows, so the demo fits whatever tools it has."""
+    properties: dict[str, Any] = spec.input_schema.get("properties", {})
+    return {k: v for k, v in values.items() if k in properties}
+
+
+def _listed_files(listing: str, workspace: Path) -> list[str]:
+    """File paths mentioned in a list_dir result that exist in the workspace."""
+    files: list[str] = []
+    for line in listing.splitlines():
+        for token in reversed(line.replace("\t", " ").split(" ")):
+            token = token.strip().rstrip("/")
+            if not token or token in files:
+                continue
+            candidate = workspace / token
+            try:
+                if candidate.is_file():
+                    files.append(token)
+                    break
+            except OSError:
+                continue
+    return files
+
+
+def _pick_files(files: list[str]) -> list[str]:
+    def rank(name: str) -> tuple[int, int, str]:
+        lower = name.lower()
+        if lower.startswith("readme"):
+            return (0, name.count("/"), name)
+        if lower.endswith((".md", ".txt", ".toml", ".py", ".json", ".cfg", ".rst")):
+            return (1, name.count("/"), name)
+        return (2, name.count("/"), name)
+
+    readable = [f for f in files if Path(f).name != NOTES_FILE]
+    return sorted(readable, key=rank)[:2]
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        # Numbered listings ("   1→text" or "1: text") keep only the text.
+        stripped = re.sub(r"^\d+\s*[:→|\t]\s*", "", line.strip())
+        stripped = stripped.lstrip("#").strip()
+        if stripped:
+            return stripped[:100]
+    return "(empty)"
+
+
+def _plan_turn(request: ModelRequest) -> _Turn:
+    prompt, after = _current_turns(request.messages)
+    tools = request.tools
+    done = _results_by_tool(after)
+    workspace = Path(request.workspace)
+    delegates = [t for t in tools if t.name.startswith(DELEGATE_PREFIX)]
+    earlier_runs = len(request.messages) - len(after) > 1
+
+    if delegates:
+        return _coordinator_turn(prompt, delegates, done)
+    if request.system.startswith("You are a sub-agent"):
+        return _child_turn(prompt, tools, done)
+    if earlier_runs:
+        return _follow_up_turn(prompt, tools, done)
+
+    list_dir = _spec(tools, "list_dir")
+    read_file = _spec(tools, "read_file")
+    search = _spec(tools, "search")
+    ask_user = _spec(tools, "ask_user")
+    write_file = _spec(tools, "write_file")
+
+    if list_dir and "list_dir" not in done:
+        return _Turn(
+            f"## Plan\n\nYou asked: *{prompt}*\n\n"
+            "1. **List** the files of this workspace.\n"
+            "2. **Read** the most telling ones and **search** them for open work.\n"
+            "3. **Ask you** what the notes should focus on.\n"
+            f"4. **Write** `{NOTES_FILE}` — only with your approval.\n"
+            "5. **Summarise** what I found.\n\n"
+            "_This is the offline demo model: set `ANTHROPIC_API_KEY` to use Claude._\n\n"
+            "Listing the workspace first.",
+            [("list_dir", _args(list_dir, path=".", recursive=True))],
+            thinking="The person wants an overview. Start from the file listing.",
+        )
+
+    listing = done.get("list_dir", [])
+    files = _listed_files(listing[0][1].content, workspace) if listing else []
+    chosen = _pick_files(files)
+    if "read_file" not in done and "search" not in done and (read_file or search):
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if read_file:
+            calls += [("read_file", _args(read_file, path=f)) for f in chosen]
+        if search:
+            key = _first_required_string(search)
+            calls.append(("search", _args(search, **{key: "TODO"}, path=".")))
+        names = ", ".join(f"`{f}`" for f in chosen) or "no readable files"
+        return _Turn(
+            f"The workspace has **{len(files)} files**. I will read {names} and search "
+            "every file for `TODO` markers.",
+            calls,
+        )
+
+    if ask_user and "ask_user" not in done:
+        return _Turn(
+            "I have read enough to write notes. One question before I do.",
+            [
+                (
+                    "ask_user",
+                    _args(
+                        ask_user,
+                        question="What should the notes focus on?",
+                        options=FOCUS_OPTIONS,
+                        allow_free_text=True,
+                    ),
+                )
+            ],
+        )
+
+    focus = done["ask_user"][0][1].content.strip() if "ask_user" in done else FOCUS_OPTIONS[0]
+    reads = [(u.input.get("path", "?"), r) for u, r in done.get("read_file", [])]
+    searches = [r for _, r in done.get("search", [])]
+    todo_hits = 0
+    if searches and not searches[0].is_error:
+        todo_hits = sum(1 for line in searches[0].content.splitlines() if "TODO" in line)
+
+    findings = [
+        f"- `{path}`: {'could not be read' if r.is_error else _first_line(r.content)}"
+        for path, r in reads
+    ]
+    if write_file and "write_file" not in done:
+        notes = "\n".join(
+            [
+                f"# Notes on {workspace.name}",
+                "",
+                f"Task: {prompt}",
+                f"Focus: {focus}",
+                "",
+                f"The workspace has {len(files)} files.",
+                *findings,
+                f"- `TODO` markers found: {todo_hits}",
+                "",
+                "_Written by the agent-tui demo model._",
+                "",
+            ]
+        )
+        return _Turn(
+            f"You chose **{focus}**. I would like to save these notes to `{NOTES_FILE}`.",
+            [("write_file", _args(write_file, path=NOTES_FILE, content=notes))],
+        )
+
+    written = done.get("write_file", [])
+    if written and not written[0][1].is_error:
+        notes_line = f"I saved the notes to `{NOTES_FILE}`."
+    elif written:
+        notes_line = f"I did not write `{NOTES_FILE}`: {written[0][1].content.strip()}"
+    else:
+        notes_line = "I had no tool to write notes with."
+    summary = "\n".join(
+        [
+            "## Summary",
+            "",
+            f"**{workspace.name}** holds {len(files)} files. What I read:",
+            "",
+            *(findings or ["- nothing could be read"]),
+            "",
+            f"`TODO` markers found: **{todo_hits}**. Focus you asked for: *{focus}*.",
+            "",
+            notes_line,
+        ]
+    )
+    return _Turn(summary)
+
+
+def _follow_up_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) -> _Turn:
+    search = _spec(tools, "search")
+    words = [w for w in re.findall(r"[A-Za-z_]{4,}", prompt)]
+    keyword = words[-1] if words else "TODO"
+    if search and "search" not in done:
+        key = _first_required_string(search)
+        return _Turn(
+            f"Following up on *{prompt}*. Let me search the workspace for `{keyword}`.",
+            [("search", _args(search, **{key: keyword}, path="."))],
+        )
+    hits = 0
+    for _, result in done.get("search", []):
+        hits = 0 if result.is_error else len([ln for ln in result.content.splitlines() if ln])
+    return _Turn(
+        f"## Follow-up\n\nYou asked: *{prompt}*\n\n"
+        f"The search for `{keyword}` gave **{hits}** line(s) of results. "
+        "Everything from the earlier runs of this job is still in my context."
+    )
+
+
+def _coordinator_turn(prompt: str, delegates: list[ToolSpec], done: dict[str, Any]) -> _Turn:
+    if not any(name.startswith(DELEGATE_PREFIX) for name in done):
+        calls = [
+            (spec.name, {"task": f"Part {i + 1} of: {prompt}"})
+            for i, spec in enumerate(delegates[:2])
+        ]
+        names = ", ".join(f"**{s.name.removeprefix(DELEGATE_PREFIX)}**" for s in delegates[:2])
+        return _Turn(
+            f"## Plan\n\nI will split *{prompt}* between {names}, working in parallel.",
+            calls,
+        )
+    lines = []
+    for name, pairs in done.items():
+        if not name.startswith(DELEGATE_PREFIX):
+            continue
+        for _, result in pairs:
+            status = "failed" if result.is_error else "reported"
+            lines.append(
+                f"- **{name.removeprefix(DELEGATE_PREFIX)}** {status}: "
+                f"{_first_line(result.content)}"
+            )
+    return _Turn("## Summary\n\nMy sub-agents are done.\n\n" + "\n".join(lines))
+
+
+def _child_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) -> _Turn:
+    ask_user = _spec(tools, "ask_user")
+    list_dir = _spec(tools, "list_dir")
+    if ask_user and "ask_user" not in done and prompt.startswith("Part 1"):
+        return _Turn(
+            "Before I start my part, one question.",
+            [
+                (
+                    "ask_user",
+                    _args(
+                        ask_user,
+                        question="Which part of the workspace matters most?",
+                        options=["The code", "The docs"],
+                        allow_free_text=True,
+                    ),
+                )
+            ],
+        )
+    if list_dir and "list_dir" not in done:
+        return _Turn(f"Working on: *{prompt}*.", [("list_dir", _args(list_dir, path="."))])
+    answer = ""
+    if "ask_user" in done:
+        answer = f" You said {done['ask_user'][0][1].content.strip()!r} matters most."
+    count = 0
+    for _, result in done.get("list_dir", []):
+        count = len([ln for ln in result.content.splitlines() if ln.strip()])
+    return _Turn(f"Done with {prompt.split(':')[0].lower()}: {count} entries listed.{answer}")
