@@ -647,7 +647,12 @@ class Runtime:
                 return False
             return job_id is None or event.job_id == job_id
 
-        subscription = self._bus.subscribe(accept)
+        def accept_run(event_job_id: str, event_run_id: str) -> bool:
+            if run_id is not None and event_run_id != run_id:
+                return False
+            return job_id is None or event_job_id == job_id
+
+        subscription = self._bus.subscribe(accept, accept_run)
         try:
             cursor = await self.store.last_seq() if after is None else after
             if after is not None:
@@ -814,6 +819,7 @@ class Runtime:
                 await self.store.finish_run(
                     run_id, token=execution.token, to=RunState.FAILED, failure=failed.failure
                 )
+                await self._cancel_descendants(run, reason="its parent run failed")
         except OwnershipLost:
             log.info("run %s: execution superseded (cancelled or recovered)", run_id)
         except asyncio.CancelledError:
@@ -887,6 +893,13 @@ class Runtime:
                 run.id, token=execution.token, to=RunState.COMPLETED, outcome=message.text[:2000]
             )
             return
+
+    async def _cancel_descendants(self, run: Run, *, reason: str) -> None:
+        """No child runs without a live parent."""
+        for child in await self._descendants(run):
+            if not child.state.is_terminal:
+                with contextlib.suppress(RunStateConflict):
+                    await self.cancel(child.id, reason=reason)
 
     async def _check_job_budget(self, run: Run) -> None:
         budget = self.config.defaults.job_step_budget
@@ -1020,23 +1033,15 @@ class Runtime:
         folded: _Fold,
     ) -> None:
         last_flush = self._clock.monotonic()
+        publish_delta = self._bus.publish_delta
         stream = provider.stream(request)
         try:
             async for event in stream:
                 if isinstance(event, TextDelta):
                     offset = folded.text_length
                     folded.add_text(event.text)
-                    self._publish(
-                        MessageDelta.model_construct(
-                            kind="message_delta",
-                            job_id=run.job_id,
-                            run_id=run.id,
-                            execution_id=execution.token,
-                            message_id=message_id,
-                            offset=offset,
-                            text=event.text,
-                            thinking=False,
-                        )
+                    publish_delta(
+                        run.job_id, run.id, execution.token, message_id, offset, event.text
                     )
                     now = self._clock.monotonic()
                     if now - last_flush >= DRAFT_INTERVAL:

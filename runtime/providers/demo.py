@@ -44,6 +44,24 @@ NOTES_FILE = "agent-notes.md"
 DELEGATE_PREFIX = "delegate_to_"
 FOCUS_OPTIONS = ["A short overview", "The files, one by one", "Open questions and TODOs"]
 _WORD = re.compile(r"\S+\s*")
+_STREAM_COMMAND = re.compile(r"^/stream\s+(\d{1,6})\s*$")
+"""``/stream N``: answer with N KiB of Markdown and nothing else (benchmarks, UI tests)."""
+
+
+def _filler(size: int) -> str:
+    paragraph = (
+        "The durable runtime commits every message as it happens, so **nothing committed is "
+        "lost**. Deltas stream to every observer; the committed message replaces them. "
+    )
+    lines: list[str] = []
+    total = 0
+    number = 0
+    while total < size:
+        number += 1
+        line = f"{number}. {paragraph}\n" if number % 8 else f"\n## Section {number // 8}\n\n"
+        lines.append(line)
+        total += len(line)
+    return "".join(lines)[:size]
 
 
 class DemoProvider:
@@ -216,6 +234,9 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     delegates = [t for t in tools if t.name.startswith(DELEGATE_PREFIX)]
     earlier_runs = len(request.messages) - len(after) > 1
 
+    bench = _STREAM_COMMAND.match(prompt)
+    if bench:
+        return _Turn(_filler(int(bench.group(1)) * 1024))
     if delegates:
         return _coordinator_turn(prompt, delegates, done)
     if request.system.startswith("You are a sub-agent"):

@@ -1,0 +1,80 @@
+"""Model references (``provider:model``) to providers (DESIGN §9).
+
+    anthropic:MODEL   Claude through the official SDK; needs ANTHROPIC_API_KEY
+                      (ANTHROPIC_BASE_URL optional)
+    openai:MODEL      any OpenAI-compatible server; OPENAI_BASE_URL (default: Ollama on
+                      http://localhost:11434/v1), OPENAI_API_KEY optional
+    demo              the offline demo model; ``demo:instant`` streams with no delay
+
+Both functions read the environment only through the ``env`` mapping they are given (the
+process environment when None), so callers and tests decide what is visible.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from runtime.errors import ConfigError
+from runtime.providers.base import ModelProvider
+
+__all__ = ["DEFAULT_CLAUDE_MODEL", "default_model_reference", "resolve_provider"]
+
+DEFAULT_CLAUDE_MODEL = "claude-sonnet-5"
+"""The Claude model used when a key is set and no model is configured."""
+
+_PROVIDERS = ("anthropic", "openai", "demo")
+
+
+def default_model_reference(env: Mapping[str, str] | None = None) -> str:
+    """Claude when ANTHROPIC_API_KEY is set, else the offline ``demo`` model."""
+    env = os.environ if env is None else env
+    if env.get("ANTHROPIC_API_KEY", "").strip():
+        return f"anthropic:{DEFAULT_CLAUDE_MODEL}"
+    return "demo"
+
+
+def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:
+    """The provider for ``reference``; ConfigError with a clear message when it cannot be built."""
+    env = os.environ if env is None else env
+    provider_name, _, model = reference.strip().partition(":")
+    provider_name = provider_name.strip().lower()
+    model = model.strip()
+
+    if provider_name == "demo":
+        if model not in ("", "instant"):
+            raise ConfigError(f"unknown demo model {reference!r}: use `demo` or `demo:instant`")
+        from runtime.providers.demo import DemoProvider
+
+        return DemoProvider(instant=model == "instant")
+
+    if provider_name not in _PROVIDERS:
+        raise ConfigError(
+            f"unknown model provider {provider_name!r} in {reference!r}: "
+            "use anthropic:MODEL, openai:MODEL or demo"
+        )
+    if not model:
+        raise ConfigError(
+            f"model reference {reference!r} names no model: write {provider_name}:MODEL"
+        )
+
+    if provider_name == "anthropic":
+        api_key = env.get("ANTHROPIC_API_KEY", "").strip()
+        if not api_key:
+            raise ConfigError(
+                f"ANTHROPIC_API_KEY is not set, so {reference!r} cannot be used: "
+                "set ANTHROPIC_API_KEY, or use the offline model `demo`"
+            )
+        from runtime.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(
+            model, api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None
+        )
+
+    from runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+
+    return OpenAIProvider(
+        model,
+        base_url=env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+        api_key=env.get("OPENAI_API_KEY") or None,
+    )

@@ -1,0 +1,115 @@
+"""The observer buffer of DESIGN §6: merged deltas, bounded size, superseded pieces dropped."""
+
+from __future__ import annotations
+
+import asyncio
+
+from runtime.bus import MAX_EVENTS, MAX_TEXT, EventBus
+from runtime.events import Event, MessageCommitted, MessageDelta, ToolProgress, ToolStateChanged
+from runtime.models import Message, Role, TextBlock, ToolCallState
+
+
+def accept_all(event: Event) -> bool:
+    return True
+
+
+def committed(message_id: str, seq: int) -> MessageCommitted:
+    message = Message(
+        id=message_id,
+        run_id="r",
+        job_id="j",
+        position=1,
+        role=Role.ASSISTANT,
+        content=[TextBlock(text="hello world")],
+        created_at=0,
+    )
+    return MessageCommitted(job_id="j", run_id="r", seq=seq, message=message)
+
+
+def drain(subscription: object) -> list[Event]:
+    events = []
+    while (event := subscription.get_nowait()) is not None:  # type: ignore[attr-defined]
+        events.append(event)
+    return events
+
+
+def test_consecutive_deltas_of_one_message_are_merged() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    bus.publish_delta("j", "r", "x", "m1", 0, "hello ")
+    bus.publish_delta("j", "r", "x", "m1", 6, "world")
+    bus.publish_delta("j", "r", "x", "m2", 0, "other")
+    events = drain(subscription)
+    assert [(e.message_id, e.offset, e.text) for e in events if isinstance(e, MessageDelta)] == [
+        ("m1", 0, "hello world"),
+        ("m2", 0, "other"),
+    ]
+
+
+def test_deltas_are_dropped_once_their_message_is_committed() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    bus.publish_delta("j", "r", "x", "m1", 0, "hello ")
+    bus.publish(committed("m1", 7))
+    events = drain(subscription)
+    assert [e.kind for e in events] == ["message_committed"]
+
+
+def test_progress_is_dropped_once_its_tool_call_ends() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    bus.publish(ToolProgress(job_id="j", run_id="r", tool_call_id="t", progress=1))
+    bus.publish(
+        ToolStateChanged(
+            job_id="j",
+            run_id="r",
+            seq=3,
+            tool_call_id="t",
+            name="shell",
+            **{"from": ToolCallState.RUNNING, "to": ToolCallState.COMPLETED},
+        )
+    )
+    assert [e.kind for e in drain(subscription)] == ["tool_state_changed"]
+
+
+def test_a_slow_subscriber_keeps_a_bounded_buffer_and_never_loses_durable_events() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    for index in range(1000):
+        # Separate messages, so nothing merges.
+        bus.publish_delta("j", "r", "x", f"m{index}", 0, "y" * 200)
+        if index % 100 == 0:
+            bus.publish(committed(f"done{index}", index + 1))
+    events = drain(subscription)
+    durable = [e for e in events if isinstance(e, MessageCommitted)]
+    assert len(durable) == 10
+    assert len(events) <= MAX_EVENTS + len(durable)
+    assert sum(len(e.text) for e in events if isinstance(e, MessageDelta)) <= MAX_TEXT
+    assert subscription.dropped > 0
+
+
+def test_a_filtered_subscriber_sees_only_its_run() -> None:
+    bus = EventBus()
+    mine = bus.subscribe(lambda e: e.run_id == "r1", lambda job, run: run == "r1")
+    bus.publish_delta("j", "r1", "x", "m", 0, "mine")
+    bus.publish_delta("j", "r2", "x", "n", 0, "theirs")
+    assert [e.text for e in drain(mine) if isinstance(e, MessageDelta)] == ["mine"]
+
+
+async def test_get_waits_for_the_next_event_and_ends_when_closed() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    waiter = asyncio.create_task(subscription.get())
+    await asyncio.sleep(0)
+    bus.publish_delta("j", "r", "x", "m", 0, "hi")
+    async with asyncio.timeout(5):
+        event = await waiter
+    assert isinstance(event, MessageDelta) and event.text == "hi"
+    subscription.close()
+    try:
+        async with asyncio.timeout(5):
+            await subscription.get()
+    except EOFError:
+        pass
+    else:
+        raise AssertionError("a closed subscription must end")
