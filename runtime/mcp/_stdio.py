@@ -1,0 +1,217 @@
+"""The stdio transport: an MCP server as a subprocess speaking newline-delimited JSON-RPC.
+
+Like the SDK's ``stdio_client``, but it keeps what error messages need: the process (its pid and
+exit code) and the last lines of its stderr, captured into a bounded buffer instead of our
+terminal. Shutdown follows the spec (close stdin, wait, then terminate the process group), is
+shielded from cancellation and bounded at every step, so no server is left running or unreaped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import mcp_types
+from anyio.streams.text import TextReceiveStream
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger(__name__)
+
+STDERR_LINES = 40
+"""How many of the last stderr lines a server keeps for error messages."""
+STDERR_LINE_CHARS = 400
+
+_EXIT_GRACE = 2.0
+"""Seconds a server gets to exit after its stdin closes, and again after SIGTERM."""
+_EXIT_AFTER_EOF = 1.0
+"""Seconds to wait for the exit code once the server closed its stdout."""
+
+
+@dataclass
+class ProcessState:
+    """What we know of one server process, readable while and after it runs."""
+
+    pid: int | None = None
+    returncode: int | None = None
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
+    stdout_closed: bool = False
+    process: anyio.abc.Process | None = None
+
+    @property
+    def alive(self) -> bool:
+        if self.process is not None and self.process.returncode is not None:
+            self.returncode = self.process.returncode
+        return self.pid is not None and self.returncode is None and not self.stdout_closed
+
+    def stderr_summary(self, lines: int = 5) -> str:
+        tail = [line for line in self.stderr_tail if line.strip()][-lines:]
+        return " | ".join(tail)
+
+    def exit_detail(self) -> str:
+        """``code 3; stderr: …`` / ``killed by SIGKILL`` — how the process ended, for messages."""
+        if self.returncode is None:
+            text = "still running"
+        elif self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            text = f"killed by {name}"
+        else:
+            text = f"code {self.returncode}"
+        stderr = self.stderr_summary()
+        return f"{text}; stderr: {stderr}" if stderr else text
+
+    def describe_exit(self) -> str:
+        """``exited with code 3; stderr: …`` (or ``closed its output`` if it still runs)."""
+        detail = self.exit_detail()
+        if self.returncode is None:
+            return "closed its output" + detail.removeprefix("still running")
+        if self.returncode < 0:
+            return f"was {detail}"
+        return f"exited with {detail}"
+
+
+def _poll_returncode(process: anyio.abc.Process, state: ProcessState) -> int | None:
+    code = process.returncode
+    if code is not None:
+        state.returncode = code
+    return code
+
+
+async def _wait_exit(process: anyio.abc.Process, state: ProcessState, timeout: float) -> bool:
+    # Polls returncode rather than process.wait(): on asyncio that also waits for pipe EOF, and a
+    # grandchild holding the pipes would make an exited server look alive.
+    with anyio.move_on_after(timeout):
+        while _poll_returncode(process, state) is None:
+            await anyio.sleep(0.01)
+        return True
+    return False
+
+
+def _signal_group(process: anyio.abc.Process, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        if sys.platform == "win32":  # pragma: no cover
+            process.kill()
+        else:
+            os.killpg(process.pid, sig)
+
+
+async def _stop_process(process: anyio.abc.Process, state: ProcessState) -> None:
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    if not await _wait_exit(process, state, _EXIT_GRACE):
+        _signal_group(process, signal.SIGTERM)
+        if not await _wait_exit(process, state, _EXIT_GRACE):
+            _signal_group(process, signal.SIGKILL)
+            if not await _wait_exit(process, state, _EXIT_GRACE):
+                logger.warning("MCP server process %s survived SIGKILL; abandoning it", process.pid)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    state: ProcessState,
+) -> AsyncIterator[TransportStreams]:
+    """Spawn ``command`` and yield the session's (read, write) streams.
+
+    Raises ``FileNotFoundError`` / ``PermissionError`` when the command cannot be started.
+    """
+    process = await anyio.open_process(
+        [command, *args],
+        env=get_default_environment() | env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    state.pid = process.pid
+    state.process = process
+    # No await between the spawn and the task group: a cancellation there would leak the process.
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        async with read_writer:
+            buffer = ""
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for chunk in TextReceiveStream(process.stdout, errors="replace"):
+                    lines = (buffer + chunk).split("\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        item: SessionMessage | Exception
+                        try:
+                            message = mcp_types.jsonrpc_message_adapter.validate_json(
+                                line, by_name=False
+                            )
+                            item = SessionMessage(message)
+                        except ValueError as exc:
+                            item = exc
+                        await read_writer.send(item)
+            state.stdout_closed = True
+            # Learn the exit code before the session reports the closed connection, so the
+            # error can say how the server ended.
+            with anyio.CancelScope(shield=True):
+                await _wait_exit(process, state, _EXIT_AFTER_EOF)
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        buffer = ""
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+                lines = (buffer + chunk).split("\n")
+                buffer = lines.pop()[-STDERR_LINE_CHARS:]
+                state.stderr_tail.extend(line[:STDERR_LINE_CHARS] for line in lines)
+        if buffer:
+            state.stderr_tail.append(buffer)
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    text = session_message.message.model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    )
+                    await process.stdin.send((text + "\n").encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server stopped reading: end the session's read side so no request waits forever.
+            await read_writer.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(read_stderr)
+        tg.start_soon(write_stdin)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                write_stream.close()
+                read_stream.close()
+                await _stop_process(process, state)
+            tg.cancel_scope.cancel()

@@ -1,0 +1,596 @@
+"""MCP servers as tools (DESIGN §9): start on first use, stay up, restart after a crash or hang.
+
+Each server lives in a ``_Connection`` whose SDK objects (transport, ``mcp.Client``, their anyio
+task groups and cancel scopes) are entered and exited by one dedicated asyncio task: anyio
+requires a cancel scope to be left in the task that entered it, so callers never enter or exit
+anything themselves — they only send requests over the live session and tell the owning task
+when to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from runtime.config import HttpServerConfig, StdioServerConfig
+from runtime.errors import ToolError, ToolOutcomeUnknown
+from runtime.mcp._content import render_result
+from runtime.mcp._stdio import ProcessState, stdio_transport
+from runtime.models import InputKind
+from runtime.store.base import NewInputRequest
+from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from runtime.tools.base import Tool
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_INFO = types.Implementation(name="agent-tui", version="0.1.0")
+_STOP_GRACE = 10.0
+"""Seconds a server's task gets to shut its server down before it is cancelled."""
+_TOOL_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_TOOL_NAME = 64
+
+
+@dataclass(frozen=True)
+class InMemoryServer:
+    """A server object run inside this process (an ``mcp`` ``MCPServer`` or low-level
+    ``Server``): for tests and for embedding servers written in Python."""
+
+    server: Any
+    timeout: float = 60.0
+    type: Literal["memory"] = "memory"
+
+
+ServerConfig = StdioServerConfig | HttpServerConfig | InMemoryServer
+
+
+class ServerReport(BaseModel):
+    """One server's line in ``agent-tui doctor``."""
+
+    name: str
+    transport: Literal["stdio", "http", "memory"]
+    ok: bool
+    error: str | None = None
+    tools: list[str] = []
+
+
+class _StartFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _safe_url(url: str) -> str:
+    """The URL without credentials (userinfo) or query string, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``server__tool``, with characters model APIs refuse replaced by ``_``."""
+    name = _TOOL_NAME_CHARS.sub("_", f"{server}__{tool}")
+    return name[:_MAX_TOOL_NAME]
+
+
+@dataclass
+class _Call:
+    """One tool call in flight on a server (elicitation requests are routed to it)."""
+
+    ctx: ToolContext
+    tool: str
+    timeout: float
+    deadline: asyncio.Timeout | None = None
+    paused: int = 0
+
+    def pause(self) -> None:
+        """Stop the clock while a person answers a question from the server."""
+        self.paused += 1
+        if self.deadline is not None and not self.deadline.expired():
+            self.deadline.reschedule(None)
+
+    def resume(self) -> None:
+        self.paused -= 1
+        if self.paused == 0 and self.deadline is not None and not self.deadline.expired():
+            self.deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
+
+
+def _elicit_result(answer: Any) -> types.ElicitResult:
+    """An answer in the shape of ``runtime.answers`` as the SDK's ``ElicitResult``."""
+    if isinstance(answer, Mapping):
+        action = answer.get("action")
+        if action == "accept":
+            try:
+                return types.ElicitResult(
+                    action="accept", content=dict(answer.get("content") or {})
+                )
+            except ValidationError:
+                logger.warning("elicitation answer does not fit the protocol; cancelling")
+                return types.ElicitResult(action="cancel")
+        if action in ("decline", "cancel"):
+            return types.ElicitResult(action=action)
+    logger.warning("unexpected elicitation answer shape; cancelling")
+    return types.ElicitResult(action="cancel")
+
+
+class _Connection:
+    """One running (or starting) server and the task that owns its SDK objects."""
+
+    def __init__(self, name: str, config: ServerConfig, workspace: Path) -> None:
+        self.name = name
+        self.config = config
+        self.workspace = workspace
+        self.process = ProcessState()
+        self.client: Client | None = None
+        self.tools: list[types.Tool] = []
+        self.in_flight: list[_Call] = []
+        self.closed_reason: str | None = None
+        """Why the connection ended, when we ended it (or its task failed)."""
+        self.started_at = time.monotonic()
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._main(), name=f"mcp-server:{name}")
+        self._task.add_done_callback(_consume_outcome)
+
+    # -- lifecycle (all of it runs in self._task) -------------------------------------------
+
+    def _transport(self) -> Any:
+        config = self.config
+        if isinstance(config, InMemoryServer):
+            return config.server
+        if isinstance(config, StdioServerConfig):
+            cwd = self.workspace if config.cwd is None else (self.workspace / config.cwd)
+            return stdio_transport(
+                config.command, list(config.args), env=dict(config.env), cwd=cwd, state=self.process
+            )
+        return None  # HTTP: built in _main, it needs an HTTP client on the exit stack
+
+    async def _main(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                transport = self._transport()
+                if isinstance(self.config, HttpServerConfig):
+                    http = await stack.enter_async_context(
+                        httpx2.AsyncClient(
+                            headers=dict(self.config.headers),
+                            timeout=httpx2.Timeout(30.0, read=max(300.0, self.config.timeout)),
+                        )
+                    )
+                    transport = streamable_http_client(self.config.url, http_client=http)
+                client = Client(
+                    transport,
+                    mode="legacy",
+                    elicitation_callback=self._on_elicit,
+                    client_info=_CLIENT_INFO,
+                    cache=None,
+                )
+                await stack.enter_async_context(client)
+                self.tools = await _list_all_tools(client)
+                self.client = client
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except Exception as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            else:
+                self.closed_reason = self.closed_reason or f"lost its connection ({_leaf(exc)})"
+                logger.debug("MCP server %r connection ended", self.name, exc_info=True)
+        finally:
+            self.client = None
+            if not self._ready.done():
+                self._ready.cancel()
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s from the start) until the server answers; raise
+        ``_StartFailed`` with a clear reason otherwise."""
+        remaining = max(0.0, self.started_at + timeout - time.monotonic())
+        try:
+            async with asyncio.timeout(remaining):
+                await asyncio.shield(self._ready)
+        except TimeoutError:
+            self.stop(f"did not start within {timeout:g} s")
+            reason = f"did not finish starting within {timeout:g} s"
+            stderr = self.process.stderr_summary()
+            raise _StartFailed(f"{reason}; stderr: {stderr}" if stderr else reason) from None
+        except asyncio.CancelledError:
+            if self._ready.cancelled() and not _current_task_cancelling():
+                raise _StartFailed("was stopped while starting") from None
+            raise
+        except Exception as exc:
+            raise _StartFailed(self._describe_start_failure(exc)) from None
+
+    def _describe_start_failure(self, exc: BaseException) -> str:
+        exc = _leaf(exc)
+        config = self.config
+        if isinstance(config, StdioServerConfig):
+            if isinstance(exc, FileNotFoundError):
+                cwd = self.workspace if config.cwd is None else self.workspace / config.cwd
+                if not cwd.is_dir():
+                    return f"working directory does not exist: {cwd}"
+                return f"command not found: {config.command!r}"
+            if isinstance(exc, PermissionError):
+                return f"command is not executable: {config.command!r}"
+            if self.process.pid is not None and not self.process.alive:
+                head, sep, stderr = self.process.describe_exit().partition("; stderr: ")
+                return f"{head} during startup" + (f"; stderr: {stderr}" if sep else "")
+        if isinstance(config, HttpServerConfig):
+            url = _safe_url(config.url)
+            if isinstance(exc, httpx2.ConnectError):
+                return f"could not connect to {url} (connection refused or host unreachable)"
+            if isinstance(exc, httpx2.TimeoutException):
+                return f"{url} did not answer in time"
+            if isinstance(exc, httpx2.HTTPError):
+                return f"HTTP error talking to {url}: {type(exc).__name__}"
+        if isinstance(exc, MCPError):
+            return f"the MCP handshake failed: {exc.error.message}"
+        return f"failed to start: {type(exc).__name__}: {exc}"
+
+    @property
+    def usable(self) -> bool:
+        if not self._ready.done() or self._ready.cancelled() or self._ready.exception():
+            return False
+        if self.client is None or self._task.done() or self._stop.is_set():
+            return False
+        return not isinstance(self.config, StdioServerConfig) or self.process.alive
+
+    @property
+    def starting(self) -> bool:
+        return not self._ready.done() and not self._task.done()
+
+    def stop(self, reason: str | None = None) -> None:
+        """Ask the owning task to shut the server down (it does so in the background)."""
+        if reason and not self.closed_reason:
+            self.closed_reason = reason
+        self._stop.set()
+        if not self._ready.done():
+            # Still starting: nothing to leave cleanly, cancel the handshake.
+            self._task.cancel()
+
+    async def wait_closed(self, reason: str, timeout: float = _STOP_GRACE) -> None:
+        self.stop(reason)
+        done, _ = await asyncio.wait({self._task}, timeout=timeout)
+        if not done:
+            self._task.cancel()
+            await asyncio.wait({self._task}, timeout=timeout)
+        if self._ready.done() and not self._ready.cancelled():
+            self._ready.exception()  # mark retrieved
+
+    # -- server-initiated requests -----------------------------------------------------------
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        # The SDK cannot tell which of several concurrent calls asked; the oldest one gets it.
+        call = self.in_flight[0] if self.in_flight else None
+        if call is None:
+            return types.ElicitResult(action="decline")
+        detail: dict[str, Any] = {"server": self.name, "tool": call.tool}
+        if isinstance(params, types.ElicitRequestURLParams):
+            prompt = f"{params.message}\n{params.url}"
+            schema: dict[str, Any] = {"type": "object", "properties": {}}
+            detail |= {"mode": "url", "url": params.url}
+        else:
+            prompt = params.message
+            schema = dict(params.requested_schema)
+        request = NewInputRequest(
+            kind=InputKind.ELICITATION,
+            prompt=prompt,
+            answer_schema=schema,
+            tool_call_id=call.ctx.tool_call_id or None,
+            detail=detail,
+        )
+        call.pause()
+        try:
+            answer = await call.ctx.request_input(request)
+        except asyncio.CancelledError:
+            if _current_task_cancelling():
+                raise
+            return types.ElicitResult(action="cancel")
+        except Exception:
+            logger.info("elicitation for %s/%s ended without an answer", self.name, call.tool)
+            return types.ElicitResult(action="cancel")
+        finally:
+            call.resume()
+        return _elicit_result(answer)
+
+
+def _consume_outcome(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.debug("MCP server task %s ended with an error", task.get_name())
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _list_all_tools(client: Client) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(100):  # a server paging forever cannot hang startup
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One server tool as a ``runtime.tools.base.Tool``."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
+    approval_default: ApprovalDefault
+    server: str
+    remote_name: str
+    _manager: McpManager = field(repr=False, compare=False)
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self._manager._call(self, arguments, ctx)
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {"server": self.server, "tool": self.remote_name}
+
+
+if TYPE_CHECKING:
+
+    def _conforms(tool: McpTool) -> Tool:  # mypy proves McpTool implements the Tool protocol
+        return tool
+
+
+class McpManager:
+    """The configured MCP servers, as tools.
+
+    A server starts on first use (``tools()`` or a call) and stays up until ``aclose()``. A
+    server that fails to start is skipped and its reason kept in ``errors``; one that exits or
+    stops answering mid-call fails that call and is restarted on next use.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig],
+        *,
+        workspace: Path,
+        startup_timeout: float = 30.0,
+        retry_failed_after: float = 30.0,
+    ) -> None:
+        self.servers: dict[str, ServerConfig] = dict(servers)
+        self.workspace = workspace
+        self.startup_timeout = startup_timeout
+        self.retry_failed_after = retry_failed_after
+        self.errors: dict[str, str] = {}
+        """Why a server could not be started, by server name (cleared once it starts)."""
+        self._connections: dict[str, _Connection] = {}
+        self._retired: set[_Connection] = set()
+        self._locks: dict[str, asyncio.Lock] = {name: asyncio.Lock() for name in self.servers}
+        self._failed_at: dict[str, float] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> McpManager:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- public -----------------------------------------------------------------------------
+
+    async def tools(self) -> list[McpTool]:
+        """Every reachable server's tools, named ``server__tool``. Servers that fail to start
+        are left out (see ``errors``); one that failed recently is not retried yet."""
+        now = time.monotonic()
+        names = [
+            name
+            for name in self.servers
+            if name not in self.errors
+            or now - self._failed_at.get(name, 0.0) >= self.retry_failed_after
+        ]
+        connections = await asyncio.gather(*(self._try_connection(name) for name in names))
+        result: list[McpTool] = []
+        seen: set[str] = set()
+        for name, connection in zip(names, connections, strict=True):
+            if connection is None:
+                continue
+            for remote in connection.tools:
+                tool = self._make_tool(name, remote)
+                if tool.name in seen:
+                    logger.warning(
+                        "MCP tool name %r is taken; skipping %s/%s", tool.name, name, remote.name
+                    )
+                    continue
+                seen.add(tool.name)
+                result.append(tool)
+        return result
+
+    async def check(self, *, timeout: float = 15.0) -> list[ServerReport]:
+        """Start every server (at most ``timeout`` s each, concurrently) and report on it."""
+
+        async def one(name: str) -> ServerReport:
+            config = self.servers[name]
+            try:
+                connection = await self._connection(name, startup_timeout=timeout)
+            except _StartFailed as exc:
+                return ServerReport(name=name, transport=config.type, ok=False, error=exc.reason)
+            tools = [self._make_tool(name, remote).name for remote in connection.tools]
+            return ServerReport(name=name, transport=config.type, ok=True, tools=tools)
+
+        return list(await asyncio.gather(*(one(name) for name in self.servers)))
+
+    async def aclose(self) -> None:
+        """Stop every server (bounded; stdio processes are terminated and reaped)."""
+        self._closed = True
+        connections = [*self._connections.values(), *self._retired]
+        self._connections.clear()
+        self._retired.clear()
+        await asyncio.gather(
+            *(
+                connection.wait_closed("was stopped because MCP was shut down")
+                for connection in connections
+            )
+        )
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _make_tool(self, server: str, remote: types.Tool) -> McpTool:
+        annotations = remote.annotations
+        read_only = bool(annotations is not None and annotations.read_only_hint)
+        schema = dict(remote.input_schema)
+        schema.setdefault("type", "object")
+        return McpTool(
+            name=tool_name(server, remote.name),
+            description=remote.description or f"Tool {remote.name!r} of MCP server {server!r}.",
+            input_schema=schema,
+            read_only=read_only,
+            approval_default="allow" if read_only else "ask",
+            server=server,
+            remote_name=remote.name,
+            _manager=self,
+        )
+
+    async def _try_connection(self, name: str) -> _Connection | None:
+        try:
+            return await self._connection(name)
+        except _StartFailed:
+            return None
+
+    async def _connection(self, name: str, *, startup_timeout: float | None = None) -> _Connection:
+        if self._closed:
+            raise _StartFailed("the MCP manager is closed")
+        config = self.servers[name]
+        timeout = startup_timeout or self.startup_timeout
+        async with self._locks[name]:
+            connection = self._connections.get(name)
+            if connection is not None and not connection.usable and not connection.starting:
+                self._retire(connection, "was not running any more")
+                connection = None
+            if connection is None:
+                connection = _Connection(name, config, self.workspace)
+                self._connections[name] = connection
+            if not connection.usable:
+                try:
+                    await connection.wait_ready(timeout)
+                except _StartFailed as exc:
+                    self._retire(connection, exc.reason)
+                    self.errors[name] = exc.reason
+                    self._failed_at[name] = time.monotonic()
+                    raise
+            self.errors.pop(name, None)
+            self._failed_at.pop(name, None)
+            return connection
+
+    def _retire(self, connection: _Connection, reason: str) -> None:
+        """Take a connection out of service; its task shuts the server down in the background
+        (awaited by ``aclose``)."""
+        if self._connections.get(connection.name) is connection:
+            del self._connections[connection.name]
+        connection.stop(reason)
+        self._retired.add(connection)
+        connection._task.add_done_callback(lambda _: self._retired.discard(connection))
+
+    async def _call(self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        server, remote = tool.server, tool.remote_name
+        try:
+            connection = await self._connection(server)
+        except _StartFailed as exc:
+            # Nothing ran: a plain failed call.
+            raise ToolError(f"MCP server '{server}' is not available: {exc.reason}") from None
+        client = connection.client
+        if client is None:  # pragma: no cover - usable implies a client
+            raise ToolError(f"MCP server '{server}' is not available")
+        timeout = connection.config.timeout
+        call = _Call(ctx=ctx, tool=remote, timeout=timeout)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            ctx.progress(progress, total, message)
+
+        failure: str | None = None
+        connection.in_flight.append(call)
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                call.deadline = deadline
+                result = await client.call_tool(remote, arguments, progress_callback=on_progress)
+        except TimeoutError:
+            if call.deadline is not None and call.deadline.expired():
+                failure = f"did not answer within {timeout:g} s while running '{remote}'"
+                self._retire(connection, f"was stopped after '{remote}' did not answer")
+            else:
+                failure = f"timed out talking to the server while running '{remote}'"
+                self._retire(connection, "timed out")
+        except MCPError as exc:
+            if exc.code != types.CONNECTION_CLOSED:
+                raise ToolError(
+                    f"MCP server '{server}' rejected the call to '{remote}': {exc.error.message}"
+                ) from None
+            if connection.closed_reason is not None:
+                failure = f"{connection.closed_reason} while running '{remote}'"
+            elif not isinstance(connection.config, StdioServerConfig):
+                failure = f"closed the connection while running '{remote}'"
+            elif connection.process.returncode is None:
+                detail = connection.process.exit_detail().removeprefix("still running")
+                failure = f"closed its output while running '{remote}'{detail}"
+            else:
+                detail = connection.process.exit_detail()
+                failure = f"exited while running '{remote}' ({detail})"
+            self._retire(connection, "exited")
+        except (ValidationError, RuntimeError) as exc:
+            # It answered, but with something we cannot read: whatever it did, it did.
+            message = f"MCP server '{server}' returned an unreadable result for '{remote}': {exc}"
+            raise (ToolError if tool.read_only else ToolOutcomeUnknown)(message) from None
+        except (
+            OSError,
+            httpx2.HTTPError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ) as exc:
+            failure = f"lost its connection while running '{remote}' ({type(exc).__name__})"
+            self._retire(connection, "lost its connection")
+        finally:
+            connection.in_flight.remove(call)
+        if failure is not None:
+            message = f"MCP server '{server}' {failure}; it will be restarted on next use"
+            if tool.read_only:
+                raise ToolError(message)
+            raise ToolOutcomeUnknown(message + "; the call may have had effects")
+        text, structured = render_result(result)
+        if result.is_error:
+            raise ToolError(text or f"MCP tool '{remote}' of server '{server}' failed")
+        return ToolOutput(content=text, structured=structured)

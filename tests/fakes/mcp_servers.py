@@ -1,0 +1,194 @@
+"""Real MCP servers for tests, written with the ``mcp`` SDK.
+
+Each one runs in memory (``build_server(name)``, handed to ``McpManager`` as an
+``InMemoryServer``), as a stdio subprocess (``python -m tests.fakes.mcp_servers --server NAME``,
+see ``stdio_config``) or over streamable HTTP on loopback (``serve_http``).
+
+Servers:
+
+- ``basic``: ``echo`` and ``pid`` (read-only), ``add``, ``fail`` (an ``isError`` result),
+  ``progress`` (three progress notifications), ``ask`` (elicits a name and an age),
+  ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
+  (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
+- ``broken``: writes to stderr and exits with code 3 before speaking MCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from runtime.config import StdioServerConfig
+
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+
+# A 1x1 transparent PNG.
+PNG_BYTES = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(description="Your age in years")
+
+
+def build_basic() -> MCPServer:
+    server = MCPServer("basic")
+
+    @server.tool(annotations=READ_ONLY)
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool(annotations=READ_ONLY)
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool(annotations=READ_ONLY)
+    def fail(reason: str) -> str:
+        """Always fails with the given reason."""
+        raise ToolError(reason)
+
+    @server.tool(annotations=READ_ONLY)
+    async def progress(ctx: Context, steps: int = 3) -> str:
+        """Count to ``steps``, reporting progress."""
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"counted to {steps}"
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def ask(ctx: Context) -> str:
+        """Ask the person for their name and age."""
+        answer = await ctx.elicit("Who are you?", Person)
+        if answer.action == "accept":
+            return f"hello {answer.data.name}, aged {answer.data.age}"
+        return f"no answer: {answer.action}"
+
+    @server.tool(annotations=READ_ONLY)
+    def picture() -> Image:
+        """A tiny PNG."""
+        return Image(data=PNG_BYTES, format="png")
+
+    @server.tool(annotations=READ_ONLY)
+    def header(ctx: Context, name: str) -> str:
+        """The value of one HTTP request header ('' when absent or not over HTTP)."""
+        headers = ctx.headers or {}
+        return str(headers.get(name.lower(), ""))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    def crash() -> str:
+        """Kill the server process in the middle of the call."""
+        sys.stderr.write("about to crash on purpose\n")
+        sys.stderr.flush()
+        os._exit(7)
+
+    @server.tool(annotations=READ_ONLY)
+    def crash_readonly() -> str:
+        """Kill the server process in the middle of a read-only call."""
+        os._exit(7)
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def hang() -> str:
+        """Never answer."""
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    @server.tool(annotations=READ_ONLY)
+    async def hang_readonly() -> str:
+        """Never answer (read-only)."""
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    return server
+
+
+def build_server(name: str) -> MCPServer:
+    if name == "basic":
+        return build_basic()
+    raise ValueError(f"no test server named {name!r}")
+
+
+def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
+    """Config that runs test server ``name`` as a stdio subprocess of this interpreter."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return StdioServerConfig(
+        command=sys.executable,
+        args=["-m", "tests.fakes.mcp_servers", "--server", name],
+        env={"PYTHONPATH": root, "PYTHONUNBUFFERED": "1"},
+        cwd=root,
+        timeout=timeout,
+    )
+
+
+@contextmanager
+def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[str]:
+    """Serve test server ``name`` over streamable HTTP on 127.0.0.1 (a random free port) in a
+    background thread; yields the endpoint URL."""
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        ready = threading.Event()
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            self.ready.set()
+
+    app = build_server(name).streamable_http_app()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+    server.ready = threading.Event()
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        if not server.ready.wait(ready_timeout):
+            raise RuntimeError(f"HTTP test server did not start within {ready_timeout} s")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run an MCP test server on stdio.")
+    parser.add_argument("--server", required=True, choices=["basic", "broken"])
+    args = parser.parse_args(argv)
+    if args.server == "broken":
+        sys.stderr.write("loading configuration\nfatal: the broken server refuses to start\n")
+        sys.stderr.flush()
+        os._exit(3)
+    build_server(args.server).run("stdio")
+
+
+if __name__ == "__main__":
+    main()

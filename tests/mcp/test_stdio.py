@@ -1,0 +1,167 @@
+"""MCP servers as stdio subprocesses: lifecycle, crashes, hangs, startup failures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.config import StdioServerConfig
+from runtime.errors import ToolError, ToolOutcomeUnknown
+from runtime.mcp import McpManager
+from tests.fakes.mcp_servers import stdio_config
+from tests.mcp.helpers import Recorder, tool_named
+
+pytestmark = pytest.mark.slow  # starts real server subprocesses
+
+
+def _process_gone(pid: int) -> bool:
+    """True once the process is gone and reaped (a zombie still answers signal 0)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_a_server_starts_on_first_use_and_stays_up_between_calls(workspace: Path) -> None:
+    manager = McpManager({"basic": stdio_config("basic")}, workspace=workspace)
+    try:
+        pid_tool = await tool_named(manager, "basic__pid")
+        ctx = Recorder().context(workspace)
+        first = await pid_tool.run({}, ctx)
+        echoed = await (await tool_named(manager, "basic__echo")).run({"text": "hello"}, ctx)
+        second = await pid_tool.run({}, ctx)
+    finally:
+        await manager.aclose()
+
+    assert echoed.content == "hello"
+    assert first.content == second.content
+    assert _process_gone(int(first.content)), "aclose left the server process behind"
+
+
+async def test_a_server_that_exits_mid_call_makes_the_call_indeterminate_and_restarts(
+    workspace: Path,
+) -> None:
+    async with McpManager({"basic": stdio_config("basic")}, workspace=workspace) as manager:
+        ctx = Recorder().context(workspace)
+        pid_tool = await tool_named(manager, "basic__pid")
+        before = int((await pid_tool.run({}, ctx)).content)
+
+        with pytest.raises(ToolOutcomeUnknown) as raised:
+            await (await tool_named(manager, "basic__crash")).run({}, ctx)
+        after = int((await pid_tool.run({}, ctx)).content)
+
+    message = str(raised.value)
+    assert message.startswith(
+        "MCP server 'basic' exited while running 'crash' "
+        "(code 7; stderr: about to crash on purpose); it will be restarted on next use"
+    )
+    assert after != before
+    assert _process_gone(before) and _process_gone(after)
+
+
+async def test_a_read_only_tool_whose_server_exits_is_a_plain_failed_call(
+    workspace: Path,
+) -> None:
+    async with McpManager({"basic": stdio_config("basic")}, workspace=workspace) as manager:
+        ctx = Recorder().context(workspace)
+        with pytest.raises(ToolError) as raised:
+            await (await tool_named(manager, "basic__crash_readonly")).run({}, ctx)
+        echoed = await (await tool_named(manager, "basic__echo")).run({"text": "again"}, ctx)
+
+    assert not isinstance(raised.value, ToolOutcomeUnknown)
+    assert "MCP server 'basic' exited" in str(raised.value)
+    assert echoed.content == "again"
+
+
+async def test_a_server_that_stops_answering_is_stopped_after_its_timeout_and_restarted(
+    workspace: Path,
+) -> None:
+    config = stdio_config("basic", timeout=1.0)
+    async with McpManager({"basic": config}, workspace=workspace) as manager:
+        ctx = Recorder().context(workspace)
+        pid_tool = await tool_named(manager, "basic__pid")
+        before = int((await pid_tool.run({}, ctx)).content)
+
+        with pytest.raises(ToolOutcomeUnknown) as raised:
+            await (await tool_named(manager, "basic__hang")).run({}, ctx)
+        after = int((await pid_tool.run({}, ctx)).content)
+
+    assert "MCP server 'basic' did not answer within 1 s while running 'hang'" in str(raised.value)
+    assert after != before
+    assert _process_gone(before) and _process_gone(after)
+
+
+async def test_a_command_that_does_not_exist_is_reported_and_does_not_break_other_servers(
+    workspace: Path,
+) -> None:
+    servers = {
+        "missing": StdioServerConfig(command="agent-tui-no-such-command-xyz"),
+        "basic": stdio_config("basic"),
+    }
+    async with McpManager(servers, workspace=workspace) as manager:
+        names = {tool.name for tool in await manager.tools()}
+        reports = {report.name: report for report in await manager.check()}
+
+    assert "basic__echo" in names
+    assert not any(name.startswith("missing__") for name in names)
+    assert manager.errors["missing"] == "command not found: 'agent-tui-no-such-command-xyz'"
+    assert reports["missing"].ok is False
+    assert reports["missing"].transport == "stdio"
+    assert reports["missing"].error == "command not found: 'agent-tui-no-such-command-xyz'"
+    assert reports["basic"].ok is True
+    assert "basic__add" in reports["basic"].tools
+
+
+async def test_a_server_that_exits_at_startup_is_reported_with_its_exit_code_and_stderr(
+    workspace: Path,
+) -> None:
+    async with McpManager({"broken": stdio_config("broken")}, workspace=workspace) as manager:
+        [report] = await manager.check(timeout=20.0)
+        tools = await manager.tools()
+
+    assert tools == []
+    assert report.ok is False
+    assert report.error is not None
+    assert report.error.startswith("exited with code 3 during startup; stderr: ")
+    assert "fatal: the broken server refuses to start" in report.error
+
+
+async def test_the_published_time_server_lists_its_tools_and_tells_the_time(
+    workspace: Path,
+) -> None:
+    config = StdioServerConfig(
+        command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    )
+    async with McpManager({"time": config}, workspace=workspace) as manager:
+        tools = {tool.name: tool for tool in await manager.tools()}
+        output = await tools["time__get_current_time"].run(
+            {"timezone": "UTC"}, Recorder().context(workspace)
+        )
+
+    assert {"time__get_current_time", "time__convert_time"} <= set(tools)
+    assert "timezone" in tools["time__get_current_time"].input_schema["properties"]
+    assert re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", output.content), output.content
+
+
+async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(
+    workspace: Path,
+) -> None:
+    async with McpManager({"basic": stdio_config("basic")}, workspace=workspace) as manager:
+        ctx = Recorder().context(workspace)
+        pid_tool = await tool_named(manager, "basic__pid")
+        before = int((await pid_tool.run({}, ctx)).content)
+        os.kill(before, signal.SIGKILL)
+        async with asyncio.timeout(10):
+            while not _process_gone(before):
+                await asyncio.sleep(0.01)
+
+        after = int((await pid_tool.run({}, ctx)).content)
+
+    assert after != before
