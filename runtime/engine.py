@@ -253,6 +253,7 @@ class Runtime:
         env: Mapping[str, str] | None = None,
         lease_seconds: float = LEASE_SECONDS,
         store: Store | None = None,
+        mcp: Any = None,
     ) -> Runtime:
         """Open the database (migrating it), take an owner lease, recover expired owners."""
         from runtime.store.sqlite import SqliteStore
@@ -276,8 +277,7 @@ class Runtime:
             from runtime.tools.builtin import builtin_tools
 
             tools = dict(builtin_tools())
-        mcp = None
-        if config.mcp_servers:
+        if mcp is None and config.mcp_servers:
             from runtime.mcp import McpManager
 
             mcp = McpManager(dict(config.mcp_servers), workspace=workspace_path)
@@ -339,10 +339,23 @@ class Runtime:
             run = await self.store.get_run(request.run_id)
             if run.owner_id in await self.store.live_owners():
                 continue
-            await self.store.cancel_input_request(
-                request.id,
-                reason="the MCP server session that asked for this ended when agent-tui stopped",
-            )
+            reason = "the MCP server session that asked for this ended when agent-tui stopped"
+            await self.store.cancel_input_request(request.id, reason=reason)
+            if request.tool_call_id is None:
+                continue
+            # The call that was waiting can never get its answer now: it fails, and the run
+            # goes back to the queue for a person to resume (the model will see the failure).
+            run = await self.store.claim_run(request.run_id, owner_id=self.owner_id)
+            token = run.execution_token or ""
+            call = await self.store.get_tool_call(request.tool_call_id)
+            if call.state is ToolCallState.RUNNING:
+                await self.store.set_tool_state(
+                    call.id,
+                    token=token,
+                    to=ToolCallState.FAILED,
+                    error=f"the request for input was cancelled: {reason}",
+                )
+            await self.store.finish_run(run.id, token=token, to=RunState.QUEUED)
 
     async def close(self) -> None:
         """Stop executions (their runs stay recoverable) and release the owner lease."""

@@ -1,0 +1,173 @@
+"""MCP tools inside runs: progress, approvals, elicitation round trips, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.events import ToolProgress
+from runtime.mcp import InMemoryServer, McpManager
+from runtime.models import InputKind, RunState, ToolCallState, ToolResultBlock
+from runtime.tools.builtin import builtin_tools
+from tests.fakes.mcp_servers import build_server
+from tests.fakes.scripted import ScriptedProvider, Turn
+
+WAIT = 20
+
+Factory = Callable[[list[Any]], Awaitable[tuple[Runtime, ScriptedProvider]]]
+
+
+@pytest.fixture
+async def make_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Factory]:
+    opened: list[Runtime] = []
+
+    async def factory(script: list[Any]) -> tuple[Runtime, ScriptedProvider]:
+        provider = ScriptedProvider(script)
+        manager = McpManager(
+            {"basic": InMemoryServer(build_server("basic"), timeout=1.5)}, workspace=workspace
+        )
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=Config(),
+            model="scripted:test",
+            providers=lambda reference: provider,
+            tools=dict(builtin_tools()),
+            mcp=manager,
+        )
+        opened.append(runtime)
+        return runtime, provider
+
+    yield factory
+    for runtime in opened:
+        await runtime.close()
+
+
+def results(provider: ScriptedProvider, call: int) -> list[ToolResultBlock]:
+    return [
+        block
+        for message in provider.requests[call].messages
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+    ]
+
+
+async def test_server_progress_becomes_tool_progress_and_the_result_is_committed(
+    make_runtime: Factory,
+) -> None:
+    runtime, model = await make_runtime(
+        [Turn("", [("basic__progress", {"steps": 3})]), Turn("counted")]
+    )
+    progress: list[ToolProgress] = []
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if isinstance(event, ToolProgress):
+                progress.append(event)
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)
+    run = await runtime.start("count")
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    watcher.cancel()
+    assert boundary.state is RunState.COMPLETED
+    assert [p.progress for p in progress] == [1, 2, 3]
+    assert progress[-1].message == "step 3 of 3"
+    [call] = await runtime.tool_calls(run.id)
+    assert call.state is ToolCallState.COMPLETED and call.result == "counted to 3"
+    # The model saw the tool among its tools, named server__tool.
+    assert "basic__progress" in {t.name for t in model.requests[0].tools}
+
+
+async def test_an_elicitation_makes_the_run_wait_and_the_answer_goes_back_to_the_server(
+    make_runtime: Factory,
+) -> None:
+    runtime, model = await make_runtime([Turn("", [("basic__ask", {})]), Turn("greeted")])
+    run = await runtime.start("who am I?")
+    approval = await runtime.wait(run.id, timeout=WAIT)
+    # A destructive tool asks for approval first.
+    assert approval.request is not None and approval.request.kind is InputKind.APPROVAL
+    await runtime.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    request = boundary.request
+    assert request is not None and request.kind is InputKind.ELICITATION
+    assert request.prompt == "Who are you?"
+    assert set(request.answer_schema["properties"]) == {"name", "age"}
+    assert request.detail["server"] == "basic"
+    await runtime.respond(
+        run.id, request.id, {"action": "accept", "content": {"name": "Ada", "age": 36}}
+    )
+    final = await runtime.wait(run.id, timeout=WAIT)
+    assert final.state is RunState.COMPLETED
+    assert results(model, 1)[0].content == "hello Ada, aged 36"
+
+
+async def test_a_declined_elicitation_reaches_the_server_as_a_decline(
+    make_runtime: Factory,
+) -> None:
+    runtime, model = await make_runtime([Turn("", [("basic__ask", {})]), Turn("ok")])
+    run = await runtime.start("who am I?")
+    approval = await runtime.wait(run.id, timeout=WAIT)
+    assert approval.request is not None
+    await runtime.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    assert boundary.request is not None
+    await runtime.respond(run.id, boundary.request.id, {"action": "decline"})
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert results(model, 1)[0].content == "no answer: decline"
+
+
+async def test_an_elicitation_open_at_restart_is_cancelled_and_its_call_fails(
+    make_runtime: Factory,
+) -> None:
+    first, _ = await make_runtime([Turn("", [("basic__ask", {})])])
+    run = await first.start("who am I?")
+    approval = await first.wait(run.id, timeout=WAIT)
+    assert approval.request is not None
+    await first.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    waiting = await first.wait(run.id, timeout=WAIT)
+    assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
+    await first.close()
+
+    second, model = await make_runtime([Turn("I could not ask")])
+    assert await second.inbox() == []
+    [call] = await second.tool_calls(run.id)
+    assert call.state is ToolCallState.FAILED
+    assert "MCP server session" in (call.error or "")
+    assert (await second.get_run(run.id)).state is RunState.QUEUED
+    await second.retry(run.id)
+    assert (await second.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [result] = results(model, 0)
+    assert result.is_error and "cancelled" in result.content
+
+
+async def test_a_hanging_read_only_tool_fails_the_call_without_hanging_the_run(
+    make_runtime: Factory,
+) -> None:
+    runtime, model = await make_runtime([Turn("", [("basic__hang_readonly", {})]), Turn("gave up")])
+    run = await runtime.start("wait forever")
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    assert boundary.state is RunState.COMPLETED
+    [result] = results(model, 1)
+    assert result.is_error and "did not answer" in result.content
+
+
+async def test_a_hanging_tool_that_may_have_acted_fails_the_run_as_indeterminate(
+    make_runtime: Factory,
+) -> None:
+    runtime, _ = await make_runtime([Turn("", [("basic__hang", {})])])
+    run = await runtime.start("wait forever")
+    approval = await runtime.wait(run.id, timeout=WAIT)
+    assert approval.request is not None
+    await runtime.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    assert boundary.state is RunState.FAILED and boundary.run.failure is not None
+    assert boundary.run.failure.code == "tool_indeterminate"
+    [call] = await runtime.tool_calls(run.id)
+    assert call.state is ToolCallState.INDETERMINATE
