@@ -1,14 +1,30 @@
-"""Configuration (DESIGN §10): data models.
+"""Configuration (DESIGN §10): data models, loading and small careful edits of config files.
 
-SKELETON: the models are fixed; loading (files, environment, precedence, errors naming file,
-line and key) is being implemented below them.
+Files, later ones win: the user's ``config.toml`` (``$XDG_CONFIG_HOME/agent-tui``), the
+workspace's ``.mcp.json`` (MCP servers only, Claude Code's format), then the workspace's
+``agent-tui.toml``. Tables merge key by key; ``[permissions]`` lists are concatenated; an MCP
+server is taken whole from the last file that names it. ``AGENT_TUI_MODEL`` overrides
+``defaults.model``. Every problem is a ``ConfigError`` naming the file, the line and the key.
+
+Config files are edited as text (there is no TOML writer): a new value replaces exactly the text
+of the old one, so comments and layout survive; writes are atomic (temp file, then rename).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from runtime.errors import ConfigError
 
 
 class _Config(BaseModel):
@@ -71,3 +87,873 @@ class Config(_Config):
     permissions: Permissions = Permissions()
     sources: list[str] = []
     """The files this config was read from, in order (later ones won)."""
+    warnings: list[str] = []
+    """Problems that do not stop loading (e.g. an unset ``${VAR}`` in an MCP server entry)."""
+
+
+# === loading ===================================================================================
+
+CONFIG_FILE_NAME = "agent-tui.toml"
+MCP_JSON_NAME = ".mcp.json"
+ENV_MODEL = "AGENT_TUI_MODEL"
+ENV_DB = "AGENT_TUI_DB"
+
+_RESERVED_KEYS = ("sources", "warnings")
+"""Fields of ``Config`` filled by the loader, not by a file."""
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _xdg_dir(env: Mapping[str, str], variable: str, fallback: str) -> Path:
+    value = env.get(variable, "")
+    # The XDG spec says relative values are invalid and must be ignored.
+    if value and os.path.isabs(value):
+        return Path(value)
+    return _home(env) / fallback
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/agent-tui/config.toml`` (``~/.config/agent-tui/config.toml``)."""
+    env = os.environ if env is None else env
+    return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "agent-tui" / "config.toml"
+
+
+def workspace_config_path(workspace: Path) -> Path:
+    return Path(workspace) / CONFIG_FILE_NAME
+
+
+def resolve_db_path(cli_db: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """``--db``, else ``AGENT_TUI_DB``, else ``$XDG_DATA_HOME/agent-tui/agent-tui.db``."""
+    env = os.environ if env is None else env
+    if cli_db:
+        return Path(cli_db).expanduser()
+    from_env = env.get(ENV_DB, "")
+    if from_env:
+        return Path(from_env).expanduser()
+    return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "agent-tui" / "agent-tui.db"
+
+
+def load_config(
+    workspace: Path,
+    *,
+    user_config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Read the user config, the workspace's ``.mcp.json`` and ``agent-tui.toml`` (later wins)
+    and the environment. Raises ``ConfigError`` naming file, line and key."""
+    env = os.environ if env is None else env
+    user_path = user_config if user_config is not None else user_config_path(env)
+    layers: list[tuple[Path, dict[str, Any]]] = []
+    scanned: list[tuple[Path, list[_TomlItem]]] = []
+    warnings: list[str] = []
+
+    for path, kind in (
+        (user_path, "toml"),
+        (Path(workspace) / MCP_JSON_NAME, "json"),
+        (workspace_config_path(Path(workspace)), "toml"),
+    ):
+        text = _read_config_text(path)
+        if text is None:
+            continue
+        if kind == "toml":
+            raw, items = _validated_toml(text, path)
+            scanned.append((path, items))
+        else:
+            raw = {"mcp_servers": _parse_mcp_json(text, path)}
+        _expand_server_variables(raw, path, env, warnings)
+        layers.append((path, raw))
+
+    merged: dict[str, Any] = {}
+    for _, raw in layers:
+        merged = _merge_layers(merged, raw)
+    model_override = env.get(ENV_MODEL, "").strip()
+    if model_override:
+        merged.setdefault("defaults", {})
+        merged["defaults"] = {**merged["defaults"], "model": model_override}
+    merged["sources"] = [str(path) for path, _ in layers]
+    merged["warnings"] = warnings
+    try:
+        config = Config.model_validate(merged)
+    except ValidationError as exc:
+        loc, message = _first_problem(exc)
+        key = _dotted(loc)
+        raise ConfigError(
+            message + _more(exc),
+            file=ENV_MODEL if loc[:2] == ("defaults", "model") and model_override else None,
+            key=key,
+        ) from None
+    _check_references(config, scanned)
+    return config
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """The config as plain data with MCP header and environment values hidden (for display)."""
+    data = config.model_dump(mode="json")
+    for server in data.get("mcp_servers", {}).values():
+        for field_name in ("headers", "env"):
+            if isinstance(server.get(field_name), dict):
+                server[field_name] = {name: "***" for name in server[field_name]}
+    return data
+
+
+# --- reading and validating one file ------------------------------------------------------------
+
+
+def _read_config_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError("is a folder, not a config file", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"is not UTF-8 text ({exc.reason})", file=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read ({exc.strerror})", file=str(path)) from None
+
+
+_TOML_WHERE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_AT_END = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        line: int | None = None
+        found = _TOML_WHERE.search(message)
+        if found:
+            line = int(found.group(1))
+            message = f"{message[: found.start()]} (column {found.group(2)})"
+        elif _TOML_AT_END.search(message):
+            line = text.count("\n") + (0 if text.endswith("\n") else 1)
+            message = _TOML_AT_END.sub(" (at the end of the file)", message)
+        raise ConfigError(f"invalid TOML: {message}", file=str(path), line=line) from None
+
+
+_SECTION_FIELDS: dict[str, tuple[str, ...]] = {
+    "": tuple(name for name in Config.model_fields if name not in _RESERVED_KEYS),
+    "defaults": tuple(Defaults.model_fields),
+    "agents.*": tuple(AgentConfig.model_fields),
+    "mcp_servers.*": tuple(
+        dict.fromkeys([*StdioServerConfig.model_fields, *HttpServerConfig.model_fields])
+    ),
+    "permissions": tuple(Permissions.model_fields),
+}
+
+
+def _allowed_keys(parent: tuple[str | int, ...]) -> tuple[str, ...] | None:
+    if not parent:
+        return _SECTION_FIELDS[""]
+    if len(parent) == 1:
+        return _SECTION_FIELDS.get(str(parent[0]))
+    if len(parent) == 2:
+        return _SECTION_FIELDS.get(f"{parent[0]}.*")
+    return None
+
+
+def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """Drop the discriminator tag pydantic puts in the location of a tagged-union error."""
+    if len(loc) > 2 and loc[0] == "mcp_servers" and loc[2] in ("stdio", "http"):
+        return loc[:2] + loc[3:]
+    return loc
+
+
+def _first_problem(exc: ValidationError) -> tuple[tuple[str | int, ...], str]:
+    error = exc.errors(include_url=False)[0]
+    loc = _clean_loc(tuple(error["loc"]))
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        message = "unknown key"
+        if allowed:
+            message += f" (expected one of: {', '.join(allowed)})"
+        return loc, message
+    return loc, str(error["msg"])
+
+
+def _more(exc: ValidationError) -> str:
+    extra = exc.error_count() - 1
+    return f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra > 0 else ""
+
+
+def _dotted(loc: Sequence[str | int]) -> str:
+    parts: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif parts:
+            parts.append(f".{part}")
+        else:
+            parts.append(str(part))
+    return "".join(parts)
+
+
+def _validate_layer(
+    raw: dict[str, Any],
+    path: Path,
+    find_line: Callable[[tuple[str | int, ...]], int | None],
+) -> None:
+    for reserved in _RESERVED_KEYS:
+        if reserved in raw:
+            loc: tuple[str | int, ...] = (reserved,)
+            raise ConfigError(
+                f"unknown key (expected one of: {', '.join(_SECTION_FIELDS[''])})",
+                file=str(path),
+                line=find_line(loc),
+                key=reserved,
+            )
+    try:
+        Config.model_validate(raw)
+    except ValidationError as exc:
+        loc, message = _first_problem(exc)
+        raise ConfigError(
+            message + _more(exc), file=str(path), line=find_line(loc), key=_dotted(loc)
+        ) from None
+
+
+# --- .mcp.json (Claude Code's format) ---------------------------------------------------------
+
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
+_SERVER_ADAPTER: TypeAdapter[StdioServerConfig | HttpServerConfig] = TypeAdapter(McpServerConfig)
+
+
+def _with_server_type(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with ``type`` filled in (stdio when it has a command, http when it has only a
+    url) and HTTP spellings of other tools (``streamable-http``, ``streamableHttp``) accepted."""
+    entry = dict(entry)
+    kind = entry.get("type")
+    if kind is None:
+        kind = "http" if "url" in entry and "command" not in entry else "stdio"
+    if kind in _HTTP_TYPES:
+        kind = "http"
+    entry["type"] = kind
+    return entry
+
+
+def _line_in_json(text: str, loc: Sequence[str | int]) -> int | None:
+    """Best effort: the line where the quoted keys of ``loc`` appear one after another."""
+    position = 0
+    found: int | None = None
+    for part in loc:
+        if isinstance(part, int):
+            break
+        index = text.find(json.dumps(part), position)
+        if index < 0:
+            break
+        found = index
+        position = index + 1
+    return None if found is None else text.count("\n", 0, found) + 1
+
+
+def _parse_mcp_json(text: str, path: Path) -> dict[str, dict[str, Any]]:
+    """The servers of a ``.mcp.json`` file, as raw entries in ``mcp_servers`` form."""
+    file = str(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=exc.lineno
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError('expected a JSON object like {"mcpServers": {...}}', file=file, line=1)
+    servers = data.get("mcpServers")
+    if servers is None:
+        return {}
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            "must be an object of servers by name",
+            file=file,
+            line=_line_in_json(text, ["mcpServers"]),
+            key="mcpServers",
+        )
+    result: dict[str, dict[str, Any]] = {}
+    for name, entry in servers.items():
+        where: list[str | int] = ["mcpServers", name]
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                "must be an object with command/args/env or type/url/headers",
+                file=file,
+                line=_line_in_json(text, where),
+                key=_dotted(where),
+            )
+        entry = _with_server_type(entry)
+        kind = entry.get("type")
+        if kind not in ("stdio", "http"):
+            message = (
+                'the SSE transport is not supported: use a streamable HTTP server ("type": "http")'
+                if kind == "sse"
+                else f"unknown server type {kind!r}: use 'stdio' or 'http'"
+            )
+            raise ConfigError(
+                message,
+                file=file,
+                line=_line_in_json(text, [*where, "type"]),
+                key=_dotted([*where, "type"]),
+            )
+        try:
+            _SERVER_ADAPTER.validate_python(entry)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            loc = tuple(error["loc"])
+            if loc and loc[0] in ("stdio", "http"):
+                loc = loc[1:]
+            full: list[str | int] = [*where, *loc]
+            message = str(error["msg"])
+            if error["type"] == "extra_forbidden":
+                message = "unknown key (expected one of: " + (
+                    ", ".join(_SECTION_FIELDS["mcp_servers.*"]) + ")"
+                )
+            raise ConfigError(
+                message + _more(exc),
+                file=file,
+                line=_line_in_json(text, full),
+                key=_dotted(full),
+            ) from None
+        result[str(name)] = entry
+    return result
+
+
+# --- ${VAR} in MCP server entries -----------------------------------------------------------
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand_server_variables(
+    raw: dict[str, Any], path: Path, env: Mapping[str, str], warnings: list[str]
+) -> None:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in MCP server entries, as Claude Code does, so
+    tokens can stay in the environment instead of the file. An unset variable is left as is
+    and reported in ``Config.warnings`` (the server then fails clearly when used)."""
+    servers = raw.get("mcp_servers")
+    if not isinstance(servers, dict):
+        return
+
+    def expand(value: str, where: str) -> str:
+        def replace(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            warnings.append(f"{path}: {where}: environment variable {name} is not set")
+            return match.group(0)
+
+        return _VARIABLE.sub(replace, value)
+
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            continue
+        for field_name in ("command", "url", "cwd"):
+            if isinstance(entry.get(field_name), str):
+                entry[field_name] = expand(entry[field_name], f"mcp_servers.{name}.{field_name}")
+        if isinstance(entry.get("args"), list):
+            entry["args"] = [
+                expand(arg, f"mcp_servers.{name}.args") if isinstance(arg, str) else arg
+                for arg in entry["args"]
+            ]
+        for field_name in ("env", "headers"):
+            table = entry.get(field_name)
+            if isinstance(table, dict):
+                entry[field_name] = {
+                    key: expand(value, f"mcp_servers.{name}.{field_name}.{key}")
+                    if isinstance(value, str)
+                    else value
+                    for key, value in table.items()
+                }
+
+
+# --- merging ------------------------------------------------------------------------------------
+
+
+def _merge_tables(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    result = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _merge_tables(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def _merge_layers(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    result = dict(base)
+    for key, value in over.items():
+        if key == "mcp_servers" and isinstance(value, dict):
+            # A server is taken whole from the last file naming it: mixing the fields of a
+            # stdio and an http definition would make no sense.
+            result[key] = {**result.get(key, {}), **value}
+        elif key == "permissions" and isinstance(value, dict):
+            lists = dict(result.get(key, {}))
+            for rule_kind, patterns in value.items():
+                combined = [*lists.get(rule_kind, []), *patterns]
+                lists[rule_kind] = list(dict.fromkeys(combined))
+            result[key] = lists
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _merge_tables(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def _check_references(config: Config, scanned: list[tuple[Path, list[_TomlItem]]]) -> None:
+    """Agents named by ``defaults.agent`` and ``delegates`` must exist."""
+    known = {"default", *config.agents}
+
+    def fail(message: str, loc: tuple[str | int, ...]) -> None:
+        for path, items in reversed(scanned):
+            line = _line_in_toml(items, loc, exact=True)
+            if line is not None:
+                raise ConfigError(message, file=str(path), line=line, key=_dotted(loc))
+        raise ConfigError(message, key=_dotted(loc))
+
+    if config.defaults.agent not in known:
+        fail(
+            f"no agent named {config.defaults.agent!r} (defined: {', '.join(sorted(known))})",
+            ("defaults", "agent"),
+        )
+    for agent_name, agent in config.agents.items():
+        for delegate in agent.delegates:
+            if delegate not in known:
+                fail(
+                    f"no agent named {delegate!r} to delegate to "
+                    f"(defined: {', '.join(sorted(known))})",
+                    ("agents", agent_name, "delegates"),
+                )
+            if delegate == agent_name:
+                fail("an agent cannot delegate to itself", ("agents", agent_name, "delegates"))
+
+
+# === TOML as text: locating keys and careful edits ===========================================
+
+
+@dataclass(frozen=True)
+class _TomlItem:
+    """One table header or key/value of a TOML text, with where it sits."""
+
+    path: tuple[str, ...]
+    line: int
+    start: int
+    is_header: bool
+    value_start: int = -1
+    value_end: int = -1
+    elements: tuple[tuple[int, int], ...] | None = None
+    """For an array value: the spans of its elements."""
+    element_lines: tuple[int, ...] = ()
+
+
+_BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class _TomlScanner:
+    """A small scanner over a text tomllib already accepted; it only finds where things are."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def line_of(self, offset: int) -> int:
+        return self.text.count("\n", 0, offset) + 1
+
+    def skip_space(self, i: int, *, newlines: bool) -> int:
+        text = self.text
+        while i < len(text):
+            char = text[i]
+            if char in " \t" or (newlines and char in "\r\n"):
+                i += 1
+            elif char == "#" and newlines:
+                end = text.find("\n", i)
+                i = len(text) if end < 0 else end
+            else:
+                break
+        return i
+
+    def string_end(self, i: int) -> int:
+        text = self.text
+        for quote in ('"""', "'''"):
+            if text.startswith(quote, i):
+                k = i + 3
+                while True:
+                    if quote == '"""' and text[k] == "\\":
+                        k += 2
+                    elif text.startswith(quote, k):
+                        end = k + 3
+                        while end < len(text) and text[end] == quote[0] and end < k + 5:
+                            end += 1
+                        return end
+                    else:
+                        k += 1
+        if text[i] == "'":
+            return text.index("'", i + 1) + 1
+        k = i + 1
+        while text[k] != '"':
+            k += 2 if text[k] == "\\" else 1
+        return k + 1
+
+    def key(self, i: int) -> tuple[list[str], int]:
+        text = self.text
+        parts: list[str] = []
+        while True:
+            i = self.skip_space(i, newlines=False)
+            if text[i] in "\"'":
+                end = self.string_end(i)
+                parts.append(str(tomllib.loads(f"k = {text[i:end]}")["k"]))
+                i = end
+            else:
+                start = i
+                while i < len(text) and text[i] in _BARE_KEY:
+                    i += 1
+                parts.append(text[start:i])
+            i = self.skip_space(i, newlines=False)
+            if i < len(text) and text[i] == ".":
+                i += 1
+                continue
+            return parts, i
+
+    def value_end(self, i: int) -> tuple[int, tuple[tuple[int, int], ...] | None]:
+        text = self.text
+        char = text[i]
+        if char in "\"'":
+            return self.string_end(i), None
+        if char == "[":
+            elements: list[tuple[int, int]] = []
+            k = i + 1
+            while True:
+                k = self.skip_space(k, newlines=True)
+                if text[k] == "]":
+                    return k + 1, tuple(elements)
+                start = k
+                k, _ = self.value_end(k)
+                elements.append((start, k))
+                k = self.skip_space(k, newlines=True)
+                if text[k] == ",":
+                    k += 1
+        if char == "{":
+            k = i + 1
+            while True:
+                k = self.skip_space(k, newlines=True)
+                if text[k] == "}":
+                    return k + 1, None
+                _, k = self.key(k)
+                k = self.skip_space(k + 1, newlines=False)  # past '='
+                k, _ = self.value_end(k)
+                k = self.skip_space(k, newlines=True)
+                if text[k] == ",":
+                    k += 1
+        k = i
+        while k < len(text) and text[k] not in ",]}\n#":
+            k += 1
+        while k > i and text[k - 1] in " \t\r":
+            k -= 1
+        return k, None
+
+    def items(self) -> list[_TomlItem]:
+        text = self.text
+        found: list[_TomlItem] = []
+        table: tuple[str, ...] = ()
+        i = 0
+        while True:
+            i = self.skip_space(i, newlines=True)
+            if i >= len(text):
+                return found
+            if text[i] == "[":
+                double = text.startswith("[[", i)
+                parts, k = self.key(i + (2 if double else 1))
+                k = text.index("]", k) + (2 if double else 1)
+                table = tuple(parts)
+                found.append(_TomlItem(path=table, line=self.line_of(i), start=i, is_header=True))
+                i = k
+                continue
+            parts, k = self.key(i)
+            k = self.skip_space(k + 1, newlines=False)  # past '='
+            end, elements = self.value_end(k)
+            found.append(
+                _TomlItem(
+                    path=table + tuple(parts),
+                    line=self.line_of(i),
+                    start=i,
+                    is_header=False,
+                    value_start=k,
+                    value_end=end,
+                    elements=elements,
+                    element_lines=tuple(self.line_of(s) for s, _ in elements or ()),
+                )
+            )
+            i = end
+
+
+def _scan_toml_safely(text: str) -> list[_TomlItem]:
+    """Items of a valid TOML text; an empty list if the scanner trips (line numbers are a
+    best effort, never a reason to fail)."""
+    try:
+        return _TomlScanner(text).items()
+    except (IndexError, ValueError, tomllib.TOMLDecodeError):
+        return []
+
+
+def _line_in_toml(
+    items: list[_TomlItem], loc: Sequence[str | int], *, exact: bool = False
+) -> int | None:
+    """The line of the deepest header or key that ``loc`` runs through."""
+    target = list(loc)
+    best: _TomlItem | None = None
+    best_length = -1
+    for item in items:
+        length = len(item.path)
+        if length > len(target) or list(item.path) != target[:length]:
+            continue
+        if length > best_length or (length == best_length and best and best.is_header):
+            best, best_length = item, length
+    if best is None or (exact and best_length < len([p for p in loc if isinstance(p, str)])):
+        return None
+    line = best.line
+    if (
+        not best.is_header
+        and best.elements
+        and best_length < len(target)
+        and isinstance(target[best_length], int)
+    ):
+        index = int(target[best_length])
+        if 0 <= index < len(best.element_lines):
+            line = best.element_lines[index]
+    return line
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"cannot store {value!r} in a config file")
+        return repr(value)
+    if isinstance(value, str):
+        # JSON string escapes are valid TOML basic-string escapes; TOML also wants DEL escaped.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ConfigError(f"cannot store a {type(value).__name__} in a config file")
+
+
+def _end_of_line(text: str, offset: int) -> int:
+    """The offset just past the newline ending the line that holds ``offset`` (or the end)."""
+    newline = text.find("\n", offset)
+    return len(text) if newline < 0 else newline + 1
+
+
+def _checked_edit(original: str, edited: str, path: Path | None, what: str) -> str:
+    """``edited`` if it is still valid TOML; a clear error (and no write) otherwise."""
+    try:
+        tomllib.loads(edited)
+    except tomllib.TOMLDecodeError:
+        raise ConfigError(
+            f"cannot update this file automatically ({what}); please edit it by hand",
+            file=str(path) if path else None,
+        ) from None
+    return edited
+
+
+def set_toml_value(
+    text: str, table: tuple[str, ...], key: str, value: Any, *, path: Path | None = None
+) -> str:
+    """``text`` with ``key = value`` in ``[table]``: the old value's text replaced in place,
+    or the line added to the table (the table appended if missing). The rest is untouched."""
+    items = _TomlScanner(text).items()
+    full = (*table, key)
+    rendered = _toml_value(value)
+    for item in items:
+        if not item.is_header and item.path == full:
+            edited = text[: item.value_start] + rendered + text[item.value_end :]
+            return _checked_edit(text, edited, path, f"set {'.'.join(full)}")
+    line = f"{_bare_or_quoted(key)} = {rendered}\n"
+    headers = [item for item in items if item.is_header and item.path == table]
+    if headers:
+        header = headers[-1]
+        members = [
+            item
+            for item in items
+            if not item.is_header and item.start > header.start and item.path[:-1] == table
+        ]
+        after = members[-1].value_end if members else header.start
+        at = _end_of_line(text, after)
+        prefix = "" if at == 0 or text[at - 1] == "\n" else "\n"
+        edited = text[:at] + prefix + line + text[at:]
+    else:
+        separator = (
+            "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+        )
+        heading = "[" + ".".join(_bare_or_quoted(part) for part in table) + "]\n"
+        edited = text + separator + heading + line
+    return _checked_edit(text, edited, path, f"set {'.'.join(full)}")
+
+
+def _bare_or_quoted(key: str) -> str:
+    return key if key and all(char in _BARE_KEY for char in key) else _toml_value(key)
+
+
+def _array_item(text: str, full: tuple[str, ...], path: Path | None) -> _TomlItem | None:
+    for item in _TomlScanner(text).items():
+        if not item.is_header and item.path == full:
+            if item.elements is None:
+                raise ConfigError(
+                    "is not a list", file=str(path) if path else None, key=".".join(full)
+                )
+            return item
+    return None
+
+
+def add_to_toml_array(
+    text: str, table: tuple[str, ...], key: str, value: str, *, path: Path | None = None
+) -> str:
+    """``text`` with ``value`` appended to the list ``[table] key``, keeping its layout and
+    comments; the key (and table) are created when missing. No change if already present."""
+    current = tomllib.loads(text) if text.strip() else {}
+    node: Any = current
+    for part in (*table, key):
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, list) and value in node:
+        return text
+    full = (*table, key)
+    item = _array_item(text, full, path)
+    if item is None:
+        return set_toml_value(text, table, key, [value], path=path)
+    assert item.elements is not None
+    rendered = _toml_value(value)
+    if not item.elements:
+        at = item.value_start + 1
+        edited = text[:at] + rendered + text[at:]
+        return _checked_edit(text, edited, path, f"add to {'.'.join(full)}")
+    last_start, last_end = item.elements[-1]
+    line_start = text.rfind("\n", 0, last_start) + 1
+    indent = text[line_start:last_start]
+    line_end = _end_of_line(text, last_end)
+    rest_of_line = text[last_end:line_end]
+    own_line = (
+        "\n" in text[item.value_start : item.value_end]
+        and not indent.strip()
+        and rest_of_line.split("#", 1)[0].strip() in ("", ",")
+    )
+    if own_line:
+        # A list written one element per line: add a line after the last element.
+        comma = "" if rest_of_line.split("#", 1)[0].strip() == "," else ","
+        edited = (
+            text[:last_end]
+            + comma
+            + text[last_end:line_end]
+            + f"{indent}{rendered},\n"
+            + text[line_end:]
+        )
+    else:
+        edited = text[:last_end] + f", {rendered}" + text[last_end:]
+    return _checked_edit(text, edited, path, f"add to {'.'.join(full)}")
+
+
+def remove_from_toml_array(
+    text: str, table: tuple[str, ...], key: str, value: str, *, path: Path | None = None
+) -> str:
+    """``text`` without the elements equal to ``value`` in the list ``[table] key``."""
+    full = (*table, key)
+    while True:
+        item = _array_item(text, full, path)
+        if item is None or not item.elements:
+            return text
+        match = next(
+            (
+                span
+                for span in item.elements
+                if tomllib.loads(f"v = {text[span[0] : span[1]]}")["v"] == value
+            ),
+            None,
+        )
+        if match is None:
+            return text
+        start, end = match
+        after = end
+        while after < len(text) and text[after] in " \t":
+            after += 1
+        if after < len(text) and text[after] == ",":
+            end = after + 1
+            while end < len(text) and text[end] in " \t":
+                end += 1
+        else:
+            before = len(text[:start].rstrip(" \t\r\n"))
+            if before > 0 and text[before - 1] == ",":
+                start = before - 1
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = _end_of_line(text, end)
+        remainder = text[line_start:start] + text[end:line_end]
+        if not remainder.strip():
+            start, end = line_start, line_end
+        edited = text[:start] + text[end:]
+        text = _checked_edit(text, edited, path, f"remove from {'.'.join(full)}")
+
+
+def read_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text of a TOML file and its parsed content (``""`` and ``{}`` when it does not
+    exist); a broken file is a ConfigError naming file and line, so it is never overwritten."""
+    text = _read_config_text(path) or ""
+    return text, (_parse_toml(text, path) if text.strip() else {})
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so a
+    crash leaves either the old or the new file, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp_name, mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp_name, 0o666 & ~umask)
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        raise
+
+
+def _validated_toml(text: str, path: Path) -> tuple[dict[str, Any], list[_TomlItem]]:
+    """The parsed file and its scanned items, or ConfigError naming file, line and key."""
+    raw = _parse_toml(text, path)
+    items = _scan_toml_safely(text)
+    servers = raw.get("mcp_servers")
+    if isinstance(servers, dict):
+        for name, entry in servers.items():
+            if isinstance(entry, dict):
+                servers[name] = _with_server_type(entry)
+
+    def find_line(loc: tuple[str | int, ...]) -> int | None:
+        return _line_in_toml(items, loc)
+
+    _validate_layer(raw, path, find_line)
+    return raw, items
+
+
+def save_user_setting(
+    section: str,
+    key: str,
+    value: Any,
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """Persist ``[section] key = value`` in the user config (e.g. the chosen theme), keeping
+    the rest of the file as it was. Refuses (ConfigError) a value the config would reject."""
+    target = path if path is not None else user_config_path(env)
+    text, _ = read_toml_file(target)
+    edited = set_toml_value(text, (section,), key, value, path=target)
+    _validated_toml(edited, target)
+    write_text_atomically(target, edited)
+    return target

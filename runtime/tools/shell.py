@@ -1,0 +1,325 @@
+"""The ``shell`` tool: one command in the workspace, its output streamed as progress.
+
+The command runs under ``/bin/sh`` in a session (and process group) of its own, so that a
+timeout or a cancel can stop it together with every child it started: SIGTERM to the group,
+a short grace, then SIGKILL, and the tool returns (or re-raises) only once no process of the
+group is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from runtime.errors import ToolError
+from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
+from runtime.tools.builtin import _BuiltinTool, _clip_line
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "ShellTool"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+TERM_GRACE = 0.5
+"""Seconds the processes get to exit after SIGTERM before SIGKILL."""
+KILL_WAIT = 5.0
+"""Seconds to wait for the processes to disappear after SIGKILL (they always do, promptly)."""
+PIPE_GRACE = 0.5
+"""After the shell exits, how long background children may keep its output open."""
+HEAD_CHARS = 15_000
+TAIL_CHARS = 15_000
+"""The output kept for the model: its beginning and its end, the middle elided."""
+PROGRESS_LINE_CHARS = 500
+READ_CHUNK = 64 * 1024
+POLL_INTERVAL = 0.01
+OUTPUT_POLL_INTERVAL = 0.05
+
+_SECRET_ENVIRONMENT = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+"""The runtime's own model keys are not handed to commands the model runs: a command printing
+its environment would otherwise copy them into the transcript."""
+
+
+class _Output:
+    """Keeps the first HEAD_CHARS and the last TAIL_CHARS characters of the output, by line."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.head_chars = 0
+        self.tail: collections.deque[str] = collections.deque()
+        self.tail_chars = 0
+        self.omitted_lines = 0
+        self.omitted_chars = 0
+        self.lines = 0
+
+    def add(self, line: str) -> None:
+        self.lines += 1
+        if self.head_chars < HEAD_CHARS and not self.tail:
+            self.head.append(line)
+            self.head_chars += len(line) + 1
+            return
+        self.tail.append(line)
+        self.tail_chars += len(line) + 1
+        while self.tail_chars > TAIL_CHARS and len(self.tail) > 1:
+            dropped = self.tail.popleft()
+            self.tail_chars -= len(dropped) + 1
+            self.omitted_lines += 1
+            self.omitted_chars += len(dropped) + 1
+
+    def text(self) -> str:
+        parts = list(self.head)
+        if self.omitted_lines:
+            parts.append(
+                f"… [{self.omitted_lines:,} lines ({self.omitted_chars:,} characters) omitted] …"
+            )
+        parts.extend(self.tail)
+        return "\n".join(clip for clip in (_clip_line(p, HEAD_CHARS) for p in parts))
+
+    @property
+    def truncated(self) -> bool:
+        return self.omitted_lines > 0
+
+
+async def _pump(stream: asyncio.StreamReader, output: _Output, ctx: ToolContext) -> None:
+    """Read the command's output until EOF: each line goes to ``output`` and to progress."""
+    pending = b""
+
+    def emit(raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        # Progress bars rewrite their line with '\r': keep what a terminal would show.
+        text = text.rsplit("\r", 1)[-1]
+        output.add(text)
+        ctx.progress(output.lines, None, _clip_line(text, PROGRESS_LINE_CHARS))
+
+    while True:
+        chunk = await stream.read(READ_CHUNK)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            emit(raw)
+        if len(pending) > READ_CHUNK:
+            emit(pending)
+            pending = b""
+    if pending:
+        emit(pending)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still running (zombies do not count: they are dead
+    and only wait for their parent, possibly init, to collect them)."""
+    if sys.platform.startswith("linux") and os.path.isdir("/proc"):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2 :].split()
+            if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _wait_gone(process: asyncio.subprocess.Process, pgid: int, seconds: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        if process.returncode is not None and not _group_alive(pgid):
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(POLL_INTERVAL)
+
+
+async def _stop_group(process: asyncio.subprocess.Process, pgid: int) -> None:
+    """SIGTERM the group, then SIGKILL what is left; return once nothing of it runs."""
+    try:
+        _signal_group(pgid, signal.SIGTERM)
+        if await _wait_gone(process, pgid, TERM_GRACE):
+            return
+        _signal_group(pgid, signal.SIGKILL)
+        if not await _wait_gone(process, pgid, KILL_WAIT):
+            logger.warning("shell: process group %d still has processes after SIGKILL", pgid)
+    except asyncio.CancelledError:
+        # Cancelled again while stopping: do not leave anything behind.
+        _signal_group(pgid, signal.SIGKILL)
+        raise
+
+
+async def _finish_pump(pump: asyncio.Task[None], seconds: float) -> None:
+    """Let the reader drain what is left; a pipe held open by an escaped process is let go."""
+    try:
+        async with asyncio.timeout(seconds):
+            await asyncio.shield(pump)
+    except TimeoutError:
+        pump.cancel()
+        try:
+            await pump
+        except asyncio.CancelledError:
+            pass
+
+
+async def _wait_output(
+    process: asyncio.subprocess.Process, pgid: int, pump: asyncio.Task[None]
+) -> bool:
+    """Wait until the output ends. If the shell has exited but background children keep the
+    output open past PIPE_GRACE, stop them; returns whether that happened. (asyncio's
+    ``Process.wait`` itself waits for the pipes to close, so it cannot tell these apart.)"""
+    loop = asyncio.get_running_loop()
+    exited_at: float | None = None
+    while not pump.done():
+        await asyncio.wait({pump}, timeout=OUTPUT_POLL_INTERVAL)
+        if pump.done() or process.returncode is None:
+            continue
+        if exited_at is None:
+            exited_at = loop.time()
+        elif loop.time() - exited_at >= PIPE_GRACE:
+            await _stop_group(process, pgid)
+            await _finish_pump(pump, 1.0)
+            return True
+    return False
+
+
+def _working_folder(workspace: Path) -> Path:
+    folder = Path(os.path.realpath(workspace))
+    if not folder.is_dir():
+        raise ToolError(f"the workspace {workspace} is not a folder")
+    return folder
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exit code {code}"
+
+
+class ShellTool(_BuiltinTool):
+    name = "shell"
+    description = (
+        "Run a shell command (/bin/sh) in the workspace folder and return its exit code and "
+        "combined stdout and stderr. Standard input is empty: the command cannot prompt. "
+        f"It is stopped after `timeout` seconds (default {DEFAULT_TIMEOUT:g}, at most "
+        f"{MAX_TIMEOUT:g}). Long output keeps its beginning and end. Background processes that "
+        "keep the output open are stopped when the command ends; redirect their output to a "
+        "file to keep them running."
+    )
+    SCHEMA: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The command line, run by /bin/sh -c in the workspace folder.",
+            },
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": MAX_TIMEOUT,
+                "description": f"Seconds before the command is stopped. Default: "
+                f"{DEFAULT_TIMEOUT:g}.",
+                "default": DEFAULT_TIMEOUT,
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    read_only = False
+    approval_default: ApprovalDefault = "ask"
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {"command": arguments.get("command", ""), "cwd": str(ctx.workspace)}
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ToolError("command is empty")
+        raw_timeout = arguments.get("timeout", DEFAULT_TIMEOUT)
+        timeout = (
+            float(raw_timeout)
+            if isinstance(raw_timeout, int | float) and not isinstance(raw_timeout, bool)
+            else DEFAULT_TIMEOUT
+        )
+        timeout = min(max(timeout, 0.001), MAX_TIMEOUT)
+        cwd = _working_folder(ctx.workspace)
+        env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENVIRONMENT}
+        env.setdefault("PAGER", "cat")
+        env.setdefault("GIT_PAGER", "cat")
+        try:
+            process = await asyncio.create_subprocess_shell(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
+        pgid = process.pid  # a new session: the shell leads its own process group
+        assert process.stdout is not None
+        output = _Output()
+        pump = asyncio.create_task(_pump(process.stdout, output, ctx))
+        try:
+            async with asyncio.timeout(timeout):
+                stray_stopped = await _wait_output(process, pgid, pump)
+                code = await process.wait()
+        except TimeoutError:
+            await _stop_group(process, pgid)
+            await _finish_pump(pump, 1.0)
+            so_far = output.text()
+            raise ToolError(
+                f"the command timed out after {timeout:g} s and was stopped with its child "
+                "processes" + (f"; output so far:\n{so_far}" if so_far else " (no output)")
+            ) from None
+        except BaseException:
+            # Cancelled (or failed): stop the processes before letting the error through.
+            await _stop_group(process, pgid)
+            pump.cancel()
+            try:
+                await pump
+            except (asyncio.CancelledError, Exception):
+                pass
+            raise
+        pump.result()  # re-raise a reader failure, if any
+        text = output.text()
+        lines = [text if text else "(no output)"]
+        if stray_stopped:
+            lines.append(
+                "[background processes that kept the output open were stopped; redirect their "
+                "output to a file (cmd > log 2>&1 &) to keep them running]"
+            )
+        lines.append(_describe_exit(code))
+        return ToolOutput(
+            content="\n".join(lines),
+            is_error=code != 0,
+            structured={"exit_code": code, "truncated": output.truncated, "lines": output.lines},
+        )
