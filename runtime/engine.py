@@ -97,6 +97,7 @@ from runtime.store.base import (
     Page,
     RecoveryReport,
     Store,
+    ToolStateChange,
 )
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 
@@ -875,7 +876,7 @@ class Runtime:
                     f"the agent used all {run.max_steps} steps without finishing",
                 )
             await self._check_job_budget(run)
-            run = await self.store.set_run_step(run.id, token=execution.token, step=run.step + 1)
+            step = run.step + 1
             history, repairs = repair(await self._history(run))
             if repairs:
                 names = ", ".join(sorted({r.name or r.tool_use_id for r in repairs}))
@@ -889,10 +890,12 @@ class Runtime:
                 tools=specs,
                 workspace=job.workspace,
             )
-            message, stop_reason = await self._call_model(execution, run, provider, request, tools)
+            message, stop_reason = await self._call_model(
+                execution, run, provider, request, tools, step=step
+            )
             if message.tool_uses and stop_reason != "max_tokens":
                 continue
-            await self.store.create_checkpoint(run.id, token=execution.token, step=run.step)
+            await self.store.create_checkpoint(run.id, token=execution.token, step=step)
             if stop_reason == "pause_turn":
                 continue
             if stop_reason == "max_tokens":
@@ -991,6 +994,8 @@ class Runtime:
         provider: ModelProvider,
         request: ModelRequest,
         tools: dict[str, Tool],
+        *,
+        step: int,
     ) -> tuple[Message, str]:
         message_id = uuid.uuid4().hex
         attempt = 0
@@ -1032,6 +1037,7 @@ class Runtime:
                 cost_usd=cost,
             ),
             tool_calls=new_calls,
+            step=step,
         )
         self._changed.set()
         return message, folded.stop_reason
@@ -1108,11 +1114,13 @@ class Runtime:
         job: Job,
     ) -> bool:
         """Run the tool calls of ``assistant`` and commit their results. True when the run
-        stopped (input required, or failed)."""
-        calls = [
-            c for c in await self.store.list_tool_calls(run.id) if c.message_id == assistant.id
-        ]
-        calls.sort(key=lambda c: c.index)
+        stopped (input required, or failed).
+
+        Transitions decided before anything runs (unknown tools, bad arguments, denials,
+        answered questions) commit together with the calls that start; results commit in call
+        order as soon as they and all before them are ready; the last ones commit together
+        with the tool message and the step's checkpoint."""
+        calls = await self.store.list_tool_calls(run.id, message_id=assistant.id)
         requests = await self.store.list_input_requests(run.id)
         by_call: dict[str, InputRequest] = {}
         for each in requests:
@@ -1128,21 +1136,32 @@ class Runtime:
             ):
                 allowed_here.add(str(each.detail.get("tool", "")))
         workspace = Path(job.workspace)
+        decided: list[ToolStateChange] = []
+
+        def fail(call: ToolCall, error: str) -> None:
+            decided.append(
+                ToolStateChange(tool_call_id=call.id, to=ToolCallState.FAILED, error=error)
+            )
+
+        async def stop_for_input() -> bool:
+            if decided:
+                await self.store.set_tool_states(run.id, token=execution.token, changes=decided)
+            return True
+
         to_run: list[tuple[ToolCall, Tool]] = []
         for call in calls:
             if call.state is ToolCallState.RUNNING:
                 elicitation = by_call.get(call.id)
                 if elicitation is not None and elicitation.state is InputRequestState.CANCELLED:
-                    await self._finish_call(
-                        execution, call, ToolCallState.FAILED, error=_cancelled_text(elicitation)
-                    )
+                    fail(call, _cancelled_text(elicitation))
                     continue
                 # Started by an execution that is gone, and not recovered: outcome unknown.
-                await self._finish_call(
-                    execution,
-                    call,
-                    ToolCallState.INDETERMINATE,
-                    error="the process running this tool stopped; its outcome is unknown",
+                decided.append(
+                    ToolStateChange(
+                        tool_call_id=call.id,
+                        to=ToolCallState.INDETERMINATE,
+                        error="the process running this tool stopped; its outcome is unknown",
+                    )
                 )
                 continue
             if call.state is not ToolCallState.PENDING:
@@ -1150,83 +1169,82 @@ class Runtime:
             tool = tools.get(call.name)
             if tool is None:
                 known = ", ".join(sorted(tools))
-                await self._finish_call(
-                    execution,
-                    call,
-                    ToolCallState.FAILED,
-                    error=f"there is no tool named {call.name!r}; available tools: {known}",
-                )
+                fail(call, f"there is no tool named {call.name!r}; available tools: {known}")
                 continue
             problem = _argument_problem(tool, call.arguments)
             if problem is not None:
-                await self._finish_call(execution, call, ToolCallState.FAILED, error=problem)
+                fail(call, problem)
                 continue
             request = by_call.get(call.id)
             if call.name == ASK_USER:
                 if request is None:
+                    await stop_for_input()
                     await self._ask_question(execution, run, call)
                     return True
                 if request.state is InputRequestState.ANSWERED:
-                    await self.store.set_tool_state(
-                        call.id, token=execution.token, to=ToolCallState.RUNNING
-                    )
-                    await self._finish_call(
-                        execution, call, ToolCallState.COMPLETED, result=str(request.answer)
+                    decided.append(ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING))
+                    decided.append(
+                        ToolStateChange(
+                            tool_call_id=call.id,
+                            to=ToolCallState.COMPLETED,
+                            result=str(request.answer),
+                        )
                     )
                 elif request.state is InputRequestState.CANCELLED:
-                    await self._finish_call(
-                        execution, call, ToolCallState.FAILED, error=_cancelled_text(request)
-                    )
+                    fail(call, _cancelled_text(request))
                 else:
-                    return True
+                    return await stop_for_input()
                 continue
             decision = self._decide(call.name, tool, allowed_here)
             if decision == "deny":
-                await self._finish_call(
-                    execution,
-                    call,
-                    ToolCallState.FAILED,
-                    error=f"the permission rules deny {call.name}; do not try it again",
-                )
+                fail(call, f"the permission rules deny {call.name}; do not try it again")
                 continue
             if decision == "ask":
                 if request is None:
+                    await stop_for_input()
                     ctx = ToolContext(workspace=workspace, run_id=run.id, job_id=run.job_id)
                     await self._ask_approval(execution, run, call, tool, ctx)
                     return True
                 if request.state is InputRequestState.PENDING:
-                    return True
+                    return await stop_for_input()
                 answer = request.answer if isinstance(request.answer, dict) else {}
                 if request.state is InputRequestState.CANCELLED:
-                    await self._finish_call(
-                        execution, call, ToolCallState.FAILED, error=_cancelled_text(request)
-                    )
+                    fail(call, _cancelled_text(request))
                     continue
                 if answer.get("decision") == "deny":
                     reason = answer.get("reason")
-                    text = "the person denied this tool call"
-                    if reason:
-                        text += f": {reason}"
-                    await self._finish_call(execution, call, ToolCallState.FAILED, error=text)
+                    fail(call, f"the person denied this tool call{': ' + reason if reason else ''}")
                     continue
                 if answer.get("decision") == "allow_run":
                     allowed_here.add(call.name)
             to_run.append((call, tool))
-        await self._run_calls(execution, run, to_run, workspace)
-        calls = [
-            c for c in await self.store.list_tool_calls(run.id) if c.message_id == assistant.id
+        starting = decided + [
+            ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING) for call, _ in to_run
         ]
-        calls.sort(key=lambda c: c.index)
-        doubtful = [c for c in calls if c.state is ToolCallState.INDETERMINATE]
-        if doubtful:
+        if starting:
+            await self.store.set_tool_states(run.id, token=execution.token, changes=starting)
+            self._changed.set()
+        last_changes = await self._run_calls(execution, run, to_run, workspace)
+        final = {c.id: c for c in await self.store.list_tool_calls(run.id, message_id=assistant.id)}
+        for change in last_changes:
+            final[change.tool_call_id] = final[change.tool_call_id].model_copy(
+                update={"state": change.to, "result": change.result, "error": change.error}
+            )
+        settled = [final[c.id] for c in calls]
+        doubtful = [c for c in settled if c.state is ToolCallState.INDETERMINATE]
+        if doubtful or any(not c.state.is_terminal for c in settled):
+            if last_changes:
+                await self.store.set_tool_states(
+                    run.id, token=execution.token, changes=last_changes
+                )
+            if not doubtful:
+                return True
             names = ", ".join(c.name for c in doubtful)
             raise _RunFailed(
                 "tool_indeterminate",
                 f"the outcome of {names} is unknown (it may have acted); retry from the last "
                 "checkpoint or fork once you have checked",
             )
-        if any(not c.state.is_terminal for c in calls):
-            return True
         blocks: list[ContentBlock] = [
             ToolResultBlock(
                 tool_use_id=c.provider_id,
@@ -1234,13 +1252,15 @@ class Runtime:
                 content=(c.result if c.state is ToolCallState.COMPLETED else c.error) or "",
                 is_error=c.state is not ToolCallState.COMPLETED,
             )
-            for c in calls
+            for c in settled
         ]
-        await self.store.commit_message(
-            run.id, token=execution.token, message=NewMessage(role=Role.TOOL, content=blocks)
+        await self.store.finish_step(
+            run.id,
+            token=execution.token,
+            tool_changes=last_changes,
+            message=NewMessage(role=Role.TOOL, content=blocks),
+            checkpoint_step=calls[0].step if calls else run.step,
         )
-        current = await self.store.get_run(run.id)
-        await self.store.create_checkpoint(run.id, token=execution.token, step=current.step)
         self._changed.set()
         return False
 
@@ -1293,43 +1313,22 @@ class Runtime:
         )
         self._changed.set()
 
-    async def _finish_call(
-        self,
-        execution: _Execution,
-        call: ToolCall,
-        to: ToolCallState,
-        *,
-        result: str | None = None,
-        error: str | None = None,
-        child_run_id: str | None = None,
-    ) -> None:
-        await self.store.set_tool_state(
-            call.id,
-            token=execution.token,
-            to=to,
-            result=result,
-            error=error,
-            child_run_id=child_run_id,
-        )
-        self._changed.set()
-
     async def _run_calls(
         self,
         execution: _Execution,
         run: Run,
         to_run: list[tuple[ToolCall, Tool]],
         workspace: Path,
-    ) -> None:
+    ) -> list[ToolStateChange]:
+        """Run the calls concurrently (bounded). Results commit in call order, whatever order
+        the tools finish in: each group that is ready commits before waiting for a slower
+        call; the last group is returned uncommitted, to commit with the tool message."""
         if not to_run:
-            return
+            return []
         limit = asyncio.Semaphore(self.config.defaults.max_parallel_tools)
 
         async def one(call: ToolCall, tool: Tool) -> tuple[ToolCallState, str | None, str | None]:
             async with limit:
-                await self.store.set_tool_state(
-                    call.id, token=execution.token, to=ToolCallState.RUNNING
-                )
-                self._changed.set()
                 if isinstance(tool, _DelegateTool):
                     return await self._delegate(execution, run, call, tool)
                 ctx = ToolContext(
@@ -1344,8 +1343,6 @@ class Runtime:
                     output = await tool.run(dict(call.arguments), ctx)
                 except ToolOutcomeUnknown as exc:
                     return ToolCallState.INDETERMINATE, None, str(exc)
-                except ToolError as exc:
-                    return ToolCallState.FAILED, None, str(exc)
                 except AgentTuiError as exc:
                     return ToolCallState.FAILED, None, str(exc)
                 except Exception as exc:
@@ -1356,18 +1353,28 @@ class Runtime:
                 return ToolCallState.COMPLETED, output.content, None
 
         tasks = [asyncio.create_task(one(call, tool)) for call, tool in to_run]
+        ready: list[ToolStateChange] = []
         try:
-            # Results commit in call order, whatever order the tools finish in.
             for (call, _), task in zip(to_run, tasks, strict=True):
+                if not task.done() and ready:
+                    await self.store.set_tool_states(run.id, token=execution.token, changes=ready)
+                    self._changed.set()
+                    ready = []
                 state, result, error = await task
-                child = self._delegated_children.pop(call.id, None)
-                await self._finish_call(
-                    execution, call, state, result=result, error=error, child_run_id=child
+                ready.append(
+                    ToolStateChange(
+                        tool_call_id=call.id,
+                        to=state,
+                        result=result,
+                        error=error,
+                        child_run_id=self._delegated_children.pop(call.id, None),
+                    )
                 )
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        return ready
 
     def _progress_publisher(
         self, run: Run, call: ToolCall

@@ -8,7 +8,9 @@ from runtime.store.base import (
     Page,
     RecoveryReport,
     Store,
+    ToolStateChange,
 )
+from runtime.store.sqlite import SqliteStore, open_sqlite_store
 
 __all__ = [
     "NewInputRequest",
@@ -17,5 +19,8 @@ __all__ = [
     "NewToolCall",
     "Page",
     "RecoveryReport",
+    "SqliteStore",
     "Store",
+    "ToolStateChange",
+    "open_sqlite_store",
 ]

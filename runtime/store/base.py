@@ -38,7 +38,6 @@ from runtime.models import (
     Usage,
 )
 
-
 T = TypeVar("T")
 
 
@@ -85,6 +84,16 @@ class NewToolCall(_Input):
     name: str
     arguments: dict[str, Any]
     idempotent: bool = False
+
+
+class ToolStateChange(_Input):
+    """One tool call transition, for methods that commit several in one transaction."""
+
+    tool_call_id: str
+    to: ToolCallState
+    result: str | None = None
+    error: str | None = None
+    child_run_id: str | None = None
 
 
 class NewInputRequest(_Input):
@@ -180,10 +189,12 @@ class Store(Protocol):
         token: str,
         message: NewMessage,
         tool_calls: list[NewToolCall] | None = None,
+        step: int | None = None,
     ) -> tuple[Message, list[ToolCall]]:
         """Commit a message at the run's next position; with ``tool_calls`` reserve them as
         ``pending`` in the same transaction. Adds ``usage``/``cost_usd`` to the run and job
-        totals, sets the run's context fill, and deletes the message's draft."""
+        totals, sets the run's context fill, and deletes the message's draft. With ``step``
+        the run's step counter is set in the same transaction (the step the message ends)."""
         ...
 
     async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
@@ -203,6 +214,26 @@ class Store(Protocol):
         error: str | None = None,
         child_run_id: str | None = None,
     ) -> ToolCall: ...
+
+    async def set_tool_states(
+        self, run_id: str, *, token: str, changes: list[ToolStateChange]
+    ) -> list[ToolCall]:
+        """Several transitions of the run's tool calls, in order, in one transaction (a group
+        of calls starting together, or results that are ready together)."""
+        ...
+
+    async def finish_step(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        tool_changes: list[ToolStateChange],
+        message: NewMessage | None,
+        checkpoint_step: int,
+    ) -> tuple[list[ToolCall], Message | None, Checkpoint]:
+        """The end of a step in one transaction: the last tool results (in call order), the
+        tool message that carries them to the model, and the step's checkpoint."""
+        ...
 
     # --- input requests ------------------------------------------------------------------------
     async def open_input_request(
@@ -285,7 +316,11 @@ class Store(Protocol):
         ``after_position``."""
         ...
 
-    async def list_tool_calls(self, run_id: str) -> list[ToolCall]: ...
+    async def list_tool_calls(
+        self, run_id: str, *, message_id: str | None = None
+    ) -> list[ToolCall]:
+        """A run's tool calls in order; with ``message_id`` only those of that message."""
+        ...
 
     async def list_checkpoints(self, run_id: str) -> list[Checkpoint]: ...
 

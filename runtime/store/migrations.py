@@ -1,0 +1,300 @@
+"""Schema migrations of the SQLite store: an append-only list (never edit a shipped one).
+
+Each migration is applied with its ``PRAGMA user_version`` bump in ONE transaction. Main tables
+carry an ``n INTEGER PRIMARY KEY`` (a stable rowid: creation order, FTS rowids) beside their
+public text ``id``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from runtime.errors import SchemaTooNew
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: Sequence[str] = ()
+    apply: Callable[[sqlite3.Connection], None] | None = None
+
+
+_V1_CORE = (
+    """
+    CREATE TABLE jobs (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        archived INTEGER NOT NULL DEFAULT 0,
+        latest_root_run_id TEXT,
+        latest_run_state TEXT
+    )
+    """,
+    "CREATE INDEX jobs_by_activity ON jobs (updated_at DESC, id DESC)",
+    "CREATE INDEX jobs_by_state ON jobs (latest_run_state, updated_at DESC, id DESC)",
+    """
+    CREATE TABLE runs (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        job_id TEXT NOT NULL REFERENCES jobs (id),
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL,
+        state TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        input TEXT,
+        parent_run_id TEXT REFERENCES runs (id),
+        parent_tool_call_id TEXT,
+        history_run_id TEXT REFERENCES runs (id),
+        history_position INTEGER,
+        forked_from_checkpoint_id TEXT,
+        retry_of_run_id TEXT REFERENCES runs (id),
+        idempotency_key TEXT UNIQUE,
+        idempotency_hash TEXT,
+        owner_id TEXT,
+        execution_token TEXT,
+        step INTEGER NOT NULL DEFAULT 0,
+        max_steps INTEGER NOT NULL,
+        interrupted INTEGER NOT NULL DEFAULT 0,
+        outcome TEXT,
+        failure TEXT,
+        cancel_reason TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        context_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )
+    """,
+    "CREATE INDEX runs_by_job ON runs (job_id, n)",
+    "CREATE INDEX runs_by_age ON runs (created_at DESC, n DESC)",
+    "CREATE INDEX runs_by_state ON runs (state, created_at DESC, n DESC)",
+    "CREATE INDEX runs_by_owner ON runs (owner_id) WHERE state IN ('queued', 'running')",
+    "CREATE INDEX runs_by_parent_tool_call ON runs (parent_tool_call_id)"
+    " WHERE parent_tool_call_id IS NOT NULL",
+    """
+    CREATE TABLE messages (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        job_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        model TEXT,
+        usage TEXT,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        UNIQUE (run_id, position)
+    )
+    """,
+    """
+    CREATE TABLE tool_calls (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        job_id TEXT NOT NULL,
+        message_id TEXT NOT NULL REFERENCES messages (id),
+        idx INTEGER NOT NULL,
+        provider_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        state TEXT NOT NULL,
+        idempotent INTEGER NOT NULL DEFAULT 0,
+        step INTEGER NOT NULL,
+        result TEXT,
+        error TEXT,
+        child_run_id TEXT,
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL
+    )
+    """,
+    "CREATE INDEX tool_calls_by_run ON tool_calls (run_id, n)",
+    """
+    CREATE TABLE input_requests (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        job_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        options TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        tool_call_id TEXT,
+        arguments_digest TEXT,
+        detail TEXT NOT NULL,
+        state TEXT NOT NULL,
+        answer TEXT,
+        created_at REAL NOT NULL,
+        answered_at REAL
+    )
+    """,
+    "CREATE INDEX input_requests_by_run ON input_requests (run_id, n)",
+    "CREATE INDEX input_requests_pending ON input_requests (created_at, n) WHERE state = 'pending'",
+    """
+    CREATE TABLE checkpoints (
+        n INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        job_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        last_position INTEGER NOT NULL,
+        usage TEXT NOT NULL,
+        pending_tool_call_ids TEXT NOT NULL,
+        created_at REAL NOT NULL
+    )
+    """,
+    "CREATE INDEX checkpoints_by_run ON checkpoints (run_id, n)",
+    """
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        job_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        payload TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX events_by_run ON events (run_id, seq)",
+    "CREATE INDEX events_by_job ON events (job_id, seq)",
+    """
+    CREATE TABLE owners (
+        owner_id TEXT PRIMARY KEY,
+        pid INTEGER,
+        lease_seconds REAL NOT NULL,
+        lease_expires_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL,
+        released INTEGER NOT NULL DEFAULT 0,
+        recovered_at REAL
+    )
+    """,
+)
+
+_V2_DRAFTS_RECEIPTS = (
+    """
+    CREATE TABLE drafts (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        message_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (run_id, message_id)
+    ) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE receipts (
+        operation TEXT NOT NULL,
+        key TEXT NOT NULL,
+        input_hash TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (operation, key)
+    ) WITHOUT ROWID
+    """,
+)
+
+# The searchable text of a message: its text blocks and tool result contents.
+_MESSAGE_TEXT = """(
+    SELECT group_concat(coalesce(json_extract(b.value, '$.text'),
+                                 json_extract(b.value, '$.content')), char(10))
+    FROM json_each({content}) AS b
+    WHERE json_extract(b.value, '$.type') IN ('text', 'tool_result')
+)"""
+
+_V3_SEARCH = (
+    "CREATE VIRTUAL TABLE messages_fts USING fts5 (text, tokenize = 'unicode61')",
+    f"""
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, coalesce({_MESSAGE_TEXT.format(content="new.content")}, ''));
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.n;
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.n;
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, coalesce({_MESSAGE_TEXT.format(content="new.content")}, ''));
+    END
+    """,
+    # Messages committed before this version become searchable too.
+    f"""
+    INSERT INTO messages_fts (rowid, text)
+    SELECT n, coalesce({_MESSAGE_TEXT.format(content="messages.content")}, '') FROM messages
+    """,
+)
+
+_V4_TOOL_CALL_INDEXES = (
+    # A step reads the calls of one message, and a checkpoint the calls still open: neither
+    # may scan every call of a long run.
+    "CREATE INDEX tool_calls_by_message ON tool_calls (message_id, idx)",
+    "CREATE INDEX tool_calls_open ON tool_calls (run_id, n) WHERE state IN ('pending', 'running')",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
+    Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
+    Migration(3, "full-text search over message text", _V3_SEARCH),
+    Migration(
+        4, "indexes for the tool calls of a message and the open ones", _V4_TOOL_CALL_INDEXES
+    ),
+)
+
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def migrate(conn: sqlite3.Connection, *, path: str, upto: int | None = None) -> int:
+    """Apply the migrations the database lacks (up to ``upto``), each with its version bump in
+    one ``BEGIN IMMEDIATE`` transaction. ``conn`` must be in autocommit mode
+    (``isolation_level=None``). Returns the resulting version."""
+    target = LATEST_VERSION if upto is None else upto
+    for migration in MIGRATIONS:
+        if migration.version > target:
+            break
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = user_version(conn)
+            if current > LATEST_VERSION:
+                raise SchemaTooNew(too_new_message(path, current))
+            if current < migration.version:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                if migration.apply is not None:
+                    migration.apply(conn)
+                conn.execute(f"PRAGMA user_version = {int(migration.version)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return user_version(conn)
+
+
+def too_new_message(path: str, version: int) -> str:
+    return (
+        f"{path}: database schema version {version} is newer than this agent-tui supports "
+        f"({LATEST_VERSION}); upgrade agent-tui to open it"
+    )
