@@ -1,0 +1,43 @@
+"""Fixtures of the store conformance suite.
+
+The suite is written against the ``Store`` protocol: another implementation reuses it by
+overriding ``make_store`` (a factory that opens a fresh store, or reopens one on the same
+storage when given the same ``name``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from runtime.clock import ManualClock
+from runtime.store.base import Store
+from runtime.store.sqlite import SqliteStore
+
+StoreFactory = Callable[..., Awaitable[Store]]
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def make_store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[StoreFactory]:
+    opened: list[Store] = []
+
+    async def factory(name: str = "store.db", *, store_clock: ManualClock | None = None) -> Store:
+        store = SqliteStore(tmp_path / name, clock=store_clock or clock)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+async def store(make_store: StoreFactory) -> Store:
+    return await make_store()

@@ -1,0 +1,663 @@
+"""The store conformance suite: behaviour any ``Store`` must have (DESIGN §4-§6, §15)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime import errors
+from runtime.clock import ManualClock
+from runtime.events import (
+    CheckpointCreated,
+    MessageCommitted,
+    RunStateChanged,
+    ToolStateChanged,
+)
+from runtime.models import (
+    Failure,
+    InputKind,
+    InputRequestState,
+    Role,
+    RunState,
+    TextBlock,
+    ToolCallState,
+    Usage,
+)
+from runtime.store.base import NewInputRequest, NewMessage, Store
+from tests.store.conftest import StoreFactory
+from tests.store.helpers import (
+    assistant,
+    new_run,
+    running_run,
+    step_with_tools,
+    tool_result_message,
+)
+
+QUESTION = NewInputRequest(kind=InputKind.QUESTION, prompt="Which file?", options=["a", "b"])
+
+
+# --- creating runs -------------------------------------------------------------------------------
+
+
+async def test_a_new_run_creates_its_job_input_message_and_two_events(store: Store) -> None:
+    run = await store.create_run(new_run("Fix the failing test\nin src/main.py"))
+
+    job = await store.get_job(run.job_id)
+    assert job.title == "Fix the failing test"
+    assert job.latest_run_state is RunState.QUEUED
+    assert run.state is RunState.QUEUED and run.execution_token is None
+    [message] = await store.list_messages(run.id)
+    assert (message.position, message.role, message.text) == (
+        0,
+        Role.USER,
+        "Fix the failing test\nin src/main.py",
+    )
+    events = await store.read_events(run_id=run.id)
+    assert [e.kind for e in events] == ["run_state_changed", "message_committed"]
+    first = events[0]
+    assert isinstance(first, RunStateChanged)
+    assert (first.from_state, first.to_state) == (None, RunState.QUEUED)
+    assert isinstance(events[1], MessageCommitted) and events[1].message == message
+
+
+async def test_a_long_first_line_is_trimmed_into_the_job_title(store: Store) -> None:
+    run = await store.create_run(new_run("   " + "word " * 40))
+    title = (await store.get_job(run.job_id)).title
+    assert len(title) <= 80 and title.startswith("word word") and title.endswith("…")
+
+
+async def test_a_run_without_input_has_no_message_and_uses_the_given_title(store: Store) -> None:
+    run = await store.create_run(new_run(None, title="Forked job"))
+    assert (await store.get_job(run.job_id)).title == "Forked job"
+    assert await store.list_messages(run.id) == []
+
+
+async def test_the_same_idempotency_key_and_input_return_the_same_run(store: Store) -> None:
+    first = await store.create_run(new_run("hello", idempotency_key="k1", owner_id="a"))
+    seq = await store.last_seq()
+    again = await store.create_run(new_run("hello", idempotency_key="k1", owner_id="b"))
+    assert again.id == first.id
+    assert await store.last_seq() == seq
+
+
+async def test_the_same_idempotency_key_with_other_input_is_a_conflict(store: Store) -> None:
+    await store.create_run(new_run("hello", idempotency_key="k1"))
+    seq = await store.last_seq()
+    with pytest.raises(errors.IdempotencyConflict):
+        await store.create_run(new_run("goodbye", idempotency_key="k1"))
+    assert await store.last_seq() == seq
+
+
+async def test_references_to_missing_rows_are_refused_with_not_found(store: Store) -> None:
+    with pytest.raises(errors.JobNotFound):
+        await store.create_run(new_run(job_id="nope"))
+    with pytest.raises(errors.RunNotFound):
+        await store.create_run(new_run(parent_run_id="nope"))
+    with pytest.raises(errors.RunNotFound):
+        await store.create_run(new_run(history_run_id="nope", history_position=3))
+    with pytest.raises(errors.CheckpointNotFound):
+        await store.create_run(new_run(forked_from_checkpoint_id="nope"))
+    assert (await store.list_jobs()).items == []
+
+
+async def test_a_follow_up_run_joins_its_job_and_keeps_its_history_link(store: Store) -> None:
+    first = await store.create_run(new_run("first"))
+    second = await store.create_run(
+        new_run("second", job_id=first.job_id, history_run_id=first.id, history_position=0)
+    )
+    assert (second.job_id, second.history_run_id, second.history_position) == (
+        first.job_id,
+        first.id,
+        0,
+    )
+    assert [r.id for r in await store.job_runs(first.job_id)] == [first.id, second.id]
+
+
+# --- claiming and finishing ------------------------------------------------------------------
+
+
+async def test_claiming_a_queued_run_gives_a_fresh_token_and_bumps_revision(
+    store: Store,
+) -> None:
+    created = await store.create_run(new_run())
+    claimed = await store.claim_run(created.id, owner_id="owner-1")
+    assert claimed.state is RunState.RUNNING
+    assert claimed.owner_id == "owner-1" and claimed.execution_token
+    assert claimed.revision == created.revision + 1
+    with pytest.raises(errors.RunStateConflict):
+        await store.claim_run(created.id, owner_id="owner-2")
+
+
+async def test_a_stale_token_is_refused_and_changes_nothing(store: Store) -> None:
+    run, old_token = await running_run(store)
+    await store.finish_run(run.id, token=old_token, to=RunState.QUEUED)
+    again = await store.claim_run(run.id, owner_id="owner-1")
+    assert again.execution_token != old_token
+    seq = await store.last_seq()
+    with pytest.raises(errors.OwnershipLost):
+        await store.commit_message(run.id, token=old_token, message=assistant("late"))
+    with pytest.raises(errors.OwnershipLost):
+        await store.finish_run(run.id, token=old_token, to=RunState.COMPLETED)
+    assert await store.last_seq() == seq
+    assert (await store.get_run(run.id)).revision == again.revision
+
+
+async def test_finishing_completed_records_outcome_and_clears_the_token(store: Store) -> None:
+    run, token = await running_run(store)
+    done = await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="All good")
+    assert (done.state, done.outcome, done.execution_token) == (
+        RunState.COMPLETED,
+        "All good",
+        None,
+    )
+    assert (await store.get_job(run.job_id)).latest_run_state is RunState.COMPLETED
+    [*_, last] = await store.read_events(run_id=run.id)
+    assert isinstance(last, RunStateChanged) and last.outcome == "All good"
+
+
+async def test_a_failed_run_carries_its_failure_in_row_and_event(store: Store) -> None:
+    run, token = await running_run(store)
+    failure = Failure(code="max_steps", message="Stopped after 50 steps")
+    failed = await store.finish_run(run.id, token=token, to=RunState.FAILED, failure=failure)
+    assert failed.failure == failure
+    [*_, last] = await store.read_events(run_id=run.id)
+    assert isinstance(last, RunStateChanged) and last.failure == failure
+
+
+async def test_terminal_runs_never_change(store: Store) -> None:
+    run, token = await running_run(store)
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED)
+    seq = await store.last_seq()
+    with pytest.raises(errors.RunStateConflict):
+        await store.cancel_run(run.id)
+    with pytest.raises(errors.RunStateConflict):
+        await store.claim_run(run.id, owner_id="owner-1")
+    with pytest.raises(errors.OwnershipLost):
+        await store.finish_run(run.id, token=token, to=RunState.FAILED)
+    assert (await store.get_run(run.id)).state is RunState.COMPLETED
+    assert await store.last_seq() == seq
+
+
+async def test_finishing_from_input_required_is_an_illegal_transition(store: Store) -> None:
+    run, token = await running_run(store)
+    await store.open_input_request(run.id, token=token, request=QUESTION)
+    with pytest.raises(errors.IllegalTransition):
+        await store.finish_run(run.id, token=token, to=RunState.COMPLETED)
+    assert (await store.get_run(run.id)).state is RunState.INPUT_REQUIRED
+
+
+async def test_set_run_step_needs_the_token_and_records_the_step(store: Store) -> None:
+    run, token = await running_run(store)
+    stepped = await store.set_run_step(run.id, token=token, step=3)
+    assert stepped.step == 3 and stepped.revision == run.revision + 1
+    with pytest.raises(errors.OwnershipLost):
+        await store.set_run_step(run.id, token="other", step=4)
+
+
+# --- messages, tool calls, usage -------------------------------------------------------------
+
+
+async def test_commit_message_reserves_tool_calls_and_emits_one_event_each(store: Store) -> None:
+    run, token = await running_run(store)
+    await store.set_run_step(run.id, token=token, step=2)
+    seq = await store.last_seq()
+    calls = await step_with_tools(store, run, token, "list_dir", "read_file", "search")
+
+    assert [(c.index, c.name, c.state, c.step) for c in calls] == [
+        (0, "list_dir", ToolCallState.PENDING, 2),
+        (1, "read_file", ToolCallState.PENDING, 2),
+        (2, "search", ToolCallState.PENDING, 2),
+    ]
+    assert await store.list_tool_calls(run.id) == calls
+    events = await store.read_events(after=seq)
+    assert [e.kind for e in events] == ["message_committed"] + ["tool_state_changed"] * 3
+    reserved = events[1]
+    assert isinstance(reserved, ToolStateChanged)
+    assert (reserved.from_state, reserved.to_state, reserved.arguments) == (
+        None,
+        ToolCallState.PENDING,
+        {"path": "f0"},
+    )
+    messages = await store.list_messages(run.id)
+    assert [m.position for m in messages] == [0, 1]
+
+
+async def test_usage_and_cost_add_up_on_run_and_job_including_child_runs(store: Store) -> None:
+    run, token = await running_run(store)
+    usage = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=5, cache_write_tokens=1)
+    await store.commit_message(run.id, token=token, message=assistant("a", usage=usage, cost=0.5))
+    await store.commit_message(run.id, token=token, message=assistant("b", usage=usage, cost=0.5))
+    [call] = await step_with_tools(store, run, token, "delegate")
+    child = await store.create_run(
+        new_run("sub task", job_id=run.job_id, parent_run_id=run.id, parent_tool_call_id=call.id)
+    )
+    child = await store.claim_run(child.id, owner_id="owner-1")
+    assert child.execution_token
+    await store.commit_message(
+        child.id, token=child.execution_token, message=assistant("c", usage=usage, cost=1.0)
+    )
+
+    parent = await store.get_run(run.id)
+    assert parent.usage == usage + usage and parent.cost_usd == pytest.approx(1.0)
+    assert parent.context_tokens == usage.context_tokens
+    job = await store.get_job(run.job_id)
+    assert job.usage == usage + usage + usage and job.cost_usd == pytest.approx(2.0)
+    # A child run does not replace the job's latest root run state.
+    assert job.latest_run_state is RunState.RUNNING
+    assert (await store.child_run_for_tool_call(call.id)) == await store.get_run(child.id)
+    assert await store.child_run_for_tool_call("nothing") is None
+
+
+async def test_a_tool_call_moves_through_its_states_with_timings(
+    store: Store, clock: ManualClock
+) -> None:
+    run, token = await running_run(store)
+    [call] = await step_with_tools(store, run, token, "read_file")
+    clock.advance(1)
+    started = await store.set_tool_state(call.id, token=token, to=ToolCallState.RUNNING)
+    clock.advance(2)
+    done = await store.set_tool_state(
+        call.id, token=token, to=ToolCallState.COMPLETED, result="file text"
+    )
+    assert started.started_at == call.created_at + 1
+    assert (done.state, done.result, done.finished_at) == (
+        ToolCallState.COMPLETED,
+        "file text",
+        call.created_at + 3,
+    )
+    [*_, last] = await store.read_events(run_id=run.id)
+    assert isinstance(last, ToolStateChanged)
+    assert (last.from_state, last.to_state, last.result) == (
+        ToolCallState.RUNNING,
+        ToolCallState.COMPLETED,
+        "file text",
+    )
+
+
+async def test_an_illegal_tool_transition_is_refused_and_changes_nothing(store: Store) -> None:
+    run, token = await running_run(store)
+    [call] = await step_with_tools(store, run, token, "read_file")
+    await store.set_tool_state(call.id, token=token, to=ToolCallState.FAILED, error="denied")
+    seq = await store.last_seq()
+    with pytest.raises(errors.IllegalTransition):
+        await store.set_tool_state(call.id, token=token, to=ToolCallState.RUNNING)
+    with pytest.raises(errors.OwnershipLost):
+        await store.set_tool_state(call.id, token="stale", to=ToolCallState.RUNNING)
+    with pytest.raises(errors.ToolCallNotFound):
+        await store.get_tool_call("missing")
+    assert (await store.get_tool_call(call.id)).state is ToolCallState.FAILED
+    assert await store.last_seq() == seq
+
+
+async def test_a_committed_message_replaces_its_draft(store: Store) -> None:
+    run, token = await running_run(store)
+    await store.save_draft(run.id, token=token, message_id="m1", text="Hel")
+    await store.save_draft(run.id, token=token, message_id="m1", text="Hello wor")
+    [draft] = await store.get_drafts(run.id)
+    assert (draft.message_id, draft.text) == ("m1", "Hello wor")
+    seq = await store.last_seq()
+    message, _ = await store.commit_message(
+        run.id,
+        token=token,
+        message=NewMessage(id="m1", role=Role.ASSISTANT, content=[TextBlock(text="Hello world")]),
+    )
+    assert message.id == "m1"
+    assert await store.get_drafts(run.id) == []
+    assert await store.last_seq() == seq + 1
+
+
+# --- input requests --------------------------------------------------------------------------
+
+
+async def test_an_input_request_moves_the_run_and_its_event_carries_it(store: Store) -> None:
+    run, token = await running_run(store)
+    waiting, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    assert waiting.state is RunState.INPUT_REQUIRED
+    assert request.state is InputRequestState.PENDING and request.options == ["a", "b"]
+    [*_, last] = await store.read_events(run_id=run.id)
+    assert isinstance(last, RunStateChanged) and last.request == request
+    assert await store.pending_input_requests() == [request]
+    assert (await store.get_job(run.job_id)).latest_run_state is RunState.INPUT_REQUIRED
+
+
+async def test_answering_queues_the_run_and_a_second_answer_is_refused(store: Store) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    queued, answered = await store.answer_input_request(request.id, answer="a")
+    assert (queued.state, queued.execution_token) == (RunState.QUEUED, None)
+    assert (answered.state, answered.answer) == (InputRequestState.ANSWERED, "a")
+    assert answered.answered_at is not None
+    seq = await store.last_seq()
+    with pytest.raises(errors.AlreadyAnswered):
+        await store.answer_input_request(request.id, answer="b")
+    assert await store.last_seq() == seq
+    assert await store.pending_input_requests() == []
+    assert await store.list_input_requests(run.id) == [answered]
+
+
+async def test_a_retried_answer_with_its_key_returns_the_first_result(store: Store) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    first = await store.answer_input_request(request.id, answer="a", idempotency_key="r1")
+    seq = await store.last_seq()
+    assert await store.answer_input_request(request.id, answer="a", idempotency_key="r1") == first
+    with pytest.raises(errors.IdempotencyConflict):
+        await store.answer_input_request(request.id, answer="b", idempotency_key="r1")
+    assert await store.last_seq() == seq
+
+
+async def test_an_answer_for_a_tool_call_that_ended_is_a_conflict(store: Store) -> None:
+    run, token = await running_run(store)
+    [call] = await step_with_tools(store, run, token, "write_file")
+    approval = NewInputRequest(kind=InputKind.APPROVAL, prompt="Write?", tool_call_id=call.id)
+    _, request = await store.open_input_request(run.id, token=token, request=approval)
+    await store.set_tool_state(call.id, token=token, to=ToolCallState.CANCELLED)
+    with pytest.raises(errors.RunStateConflict):
+        await store.answer_input_request(request.id, answer={"decision": "allow_once"})
+    assert (await store.get_input_request(request.id)).state is InputRequestState.PENDING
+
+
+async def test_cancelling_the_only_request_puts_the_run_back_in_the_queue(store: Store) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    cancelled = await store.cancel_input_request(request.id, token=token, reason="timed out")
+    assert cancelled.state is InputRequestState.CANCELLED
+    assert (await store.get_run(run.id)).state is RunState.QUEUED
+    with pytest.raises(errors.RunStateConflict):
+        await store.answer_input_request(request.id, answer="a")
+    with pytest.raises(errors.RequestNotFound):
+        await store.answer_input_request("missing", answer="a")
+
+
+# --- cancel ----------------------------------------------------------------------------------
+
+
+async def test_cancel_closes_open_tool_calls_and_requests_in_one_change(store: Store) -> None:
+    run, token = await running_run(store)
+    first, second, third = await step_with_tools(store, run, token, "a", "b", "c")
+    await store.set_tool_state(first.id, token=token, to=ToolCallState.RUNNING)
+    await store.set_tool_state(first.id, token=token, to=ToolCallState.COMPLETED, result="ok")
+    await store.set_tool_state(second.id, token=token, to=ToolCallState.RUNNING)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    seq = await store.last_seq()
+
+    cancelled = await store.cancel_run(run.id, reason="user pressed c")
+
+    assert (cancelled.state, cancelled.cancel_reason, cancelled.execution_token) == (
+        RunState.CANCELLED,
+        "user pressed c",
+        None,
+    )
+    states = [c.state for c in await store.list_tool_calls(run.id)]
+    assert states == [ToolCallState.COMPLETED, ToolCallState.CANCELLED, ToolCallState.CANCELLED]
+    assert (await store.get_input_request(request.id)).state is InputRequestState.CANCELLED
+    events = await store.read_events(after=seq)
+    assert [(e.kind, getattr(e, "tool_call_id", None)) for e in events] == [
+        ("tool_state_changed", second.id),
+        ("tool_state_changed", third.id),
+        ("run_state_changed", None),
+    ]
+    last = events[-1]
+    assert isinstance(last, RunStateChanged) and last.reason == "user pressed c"
+    with pytest.raises(errors.OwnershipLost):
+        await store.commit_message(run.id, token=token, message=assistant("late"))
+
+
+async def test_a_queued_run_can_be_cancelled(store: Store) -> None:
+    run = await store.create_run(new_run())
+    assert (await store.cancel_run(run.id)).state is RunState.CANCELLED
+    with pytest.raises(errors.RunNotFound):
+        await store.cancel_run("missing")
+
+
+# --- checkpoints -----------------------------------------------------------------------------
+
+
+async def test_a_checkpoint_refers_to_messages_and_never_copies_them(store: Store) -> None:
+    run, token = await running_run(store)
+    usage = Usage(input_tokens=10, output_tokens=3)
+    await store.commit_message(run.id, token=token, message=assistant("a", usage=usage))
+    first, second = await step_with_tools(store, run, token, "a", "b")
+    await store.set_tool_state(first.id, token=token, to=ToolCallState.RUNNING)
+    checkpoint = await store.create_checkpoint(run.id, token=token, step=1)
+
+    assert (checkpoint.step, checkpoint.last_position) == (1, 2)
+    assert checkpoint.usage == usage
+    assert checkpoint.pending_tool_call_ids == [second.id]
+    assert await store.get_checkpoint(checkpoint.id) == checkpoint
+    assert await store.list_checkpoints(run.id) == [checkpoint]
+    assert len(await store.list_messages(run.id)) == 3
+    [*_, last] = await store.read_events(run_id=run.id)
+    assert isinstance(last, CheckpointCreated) and last.checkpoint_id == checkpoint.id
+    with pytest.raises(errors.CheckpointNotFound):
+        await store.get_checkpoint("missing")
+
+
+async def test_a_fork_points_at_its_checkpoint(store: Store) -> None:
+    run, token = await running_run(store)
+    checkpoint = await store.create_checkpoint(run.id, token=token, step=0)
+    fork = await store.create_run(
+        new_run(
+            "try another way",
+            forked_from_checkpoint_id=checkpoint.id,
+            history_run_id=run.id,
+            history_position=checkpoint.last_position,
+        )
+    )
+    assert fork.job_id != run.job_id
+    assert fork.forked_from_checkpoint_id == checkpoint.id
+
+
+# --- events ----------------------------------------------------------------------------------
+
+
+async def test_events_page_by_cursor_oldest_first_and_filter(store: Store) -> None:
+    one = await store.create_run(new_run("one"))
+    two = await store.create_run(new_run("two"))
+    assert await store.last_seq() == 4
+    everything = await store.read_events()
+    assert [e.seq for e in everything] == [1, 2, 3, 4]
+    assert [e.seq for e in await store.read_events(after=1, limit=2)] == [2, 3]
+    assert {e.run_id for e in await store.read_events(run_id=two.id)} == {two.id}
+    assert {e.job_id for e in await store.read_events(job_id=one.job_id)} == {one.job_id}
+    assert await store.read_events(after=4) == []
+    with pytest.raises(errors.CursorOutOfRange):
+        await store.read_events(after=5)
+
+
+async def test_an_empty_log_starts_at_zero(store: Store) -> None:
+    assert await store.last_seq() == 0
+    assert await store.read_events() == []
+
+
+# --- queries ---------------------------------------------------------------------------------
+
+
+async def test_jobs_list_newest_activity_first_in_pages(store: Store, clock: ManualClock) -> None:
+    runs = []
+    for i in range(5):
+        runs.append(await store.create_run(new_run(f"job {i}")))
+    clock.advance(1)
+    await store.claim_run(runs[1].id, owner_id="owner-1")  # job 1 becomes the most recent
+
+    first = await store.list_jobs(limit=2)
+    assert first.next_cursor is not None
+    second = await store.list_jobs(limit=2, cursor=first.next_cursor)
+    third = await store.list_jobs(limit=2, cursor=second.next_cursor)
+    titles = [j.title for page in (first, second, third) for j in page.items]
+    assert titles[0] == "job 1"
+    assert sorted(titles) == [f"job {i}" for i in range(5)]
+    assert third.next_cursor is None
+    running = await store.list_jobs(state=RunState.RUNNING)
+    assert [j.title for j in running.items] == ["job 1"]
+    with pytest.raises(errors.InvalidInput):
+        await store.list_jobs(cursor="not a cursor")
+
+
+async def test_runs_list_newest_first_in_pages_with_a_state_filter(store: Store) -> None:
+    created = [await store.create_run(new_run(f"run {i}")) for i in range(5)]
+    await store.claim_run(created[2].id, owner_id="o")
+    page = await store.list_runs(limit=3)
+    rest = await store.list_runs(limit=3, cursor=page.next_cursor)
+    assert [r.id for r in page.items + rest.items] == [r.id for r in reversed(created)]
+    assert rest.next_cursor is None
+    assert [r.id for r in (await store.list_runs(state=RunState.RUNNING)).items] == [created[2].id]
+    counts = await store.count_runs_by_state()
+    assert counts[RunState.QUEUED] == 4 and counts[RunState.RUNNING] == 1
+    assert counts[RunState.FAILED] == 0
+
+
+async def test_messages_are_read_in_windows_by_position(store: Store) -> None:
+    run, token = await running_run(store)
+    for i in range(1, 10):
+        await store.commit_message(run.id, token=token, message=assistant(f"m{i}"))
+    positions = [m.position for m in await store.list_messages(run.id, limit=3)]
+    assert positions == [0, 1, 2]
+    after = await store.list_messages(run.id, after_position=2, limit=3)
+    assert [m.position for m in after] == [3, 4, 5]
+    before = await store.list_messages(run.id, before_position=9, limit=3)
+    assert [m.position for m in before] == [6, 7, 8]
+    between = await store.list_messages(run.id, after_position=4, before_position=7)
+    assert [m.position for m in between] == [5, 6]
+
+
+async def test_the_inbox_lists_open_requests_oldest_first(store: Store, clock: ManualClock) -> None:
+    first, first_token = await running_run(store)
+    second, second_token = await running_run(store)
+    _, older = await store.open_input_request(first.id, token=first_token, request=QUESTION)
+    clock.advance(1)
+    _, newer = await store.open_input_request(second.id, token=second_token, request=QUESTION)
+    assert [r.id for r in await store.pending_input_requests()] == [older.id, newer.id]
+    assert [r.id for r in await store.pending_input_requests(run_id=second.id)] == [newer.id]
+
+
+async def test_search_finds_text_and_tool_results_best_first(store: Store) -> None:
+    run, token = await running_run(store, text="Where is the parser configured?")
+    calls = await step_with_tools(store, run, token, "read_file")
+    await store.commit_message(
+        run.id, token=token, message=tool_result_message(calls, "parser = toml parser config")
+    )
+    await store.commit_message(run.id, token=token, message=assistant("unrelated words"))
+
+    hits = await store.search_messages("parser")
+    assert len(hits) == 2
+    assert "«parser»" in hits[0].snippet and hits[0].snippet.count("«") >= 2
+    assert hits[0].job_title == "Where is the parser configured?"
+    assert await store.search_messages("pars") != []  # the last word matches as a prefix
+    assert await store.search_messages("nothing-like-this") == []
+
+
+@pytest.mark.parametrize(
+    "query", ['foo"bar', "a AND (", "*", "NEAR(", "-x", '"', "   ", "col:value", "^start"]
+)
+async def test_search_never_fails_on_punctuation(store: Store, query: str) -> None:
+    run, token = await running_run(store)
+    await store.commit_message(run.id, token=token, message=assistant("foo bar a value x"))
+    assert isinstance(await store.search_messages(query), list)
+
+
+async def test_lookups_of_missing_rows_raise_not_found(store: Store) -> None:
+    with pytest.raises(errors.RunNotFound):
+        await store.get_run("missing")
+    with pytest.raises(errors.JobNotFound):
+        await store.get_job("missing")
+    with pytest.raises(errors.JobNotFound):
+        await store.job_runs("missing")
+    with pytest.raises(errors.RequestNotFound):
+        await store.get_input_request("missing")
+
+
+# --- owners and recovery ---------------------------------------------------------------------
+
+
+async def test_recovery_requeues_a_run_whose_owner_lease_expired(
+    store: Store, clock: ManualClock
+) -> None:
+    await store.register_owner("dead", lease_seconds=10)
+    await store.register_owner("alive", lease_seconds=100)
+    run, token = await running_run(store, owner_id="dead")
+    [read_call] = await step_with_tools(store, run, token, "read_file", idempotent=True)
+    await store.set_tool_state(read_call.id, token=token, to=ToolCallState.RUNNING)
+    other, _ = await running_run(store, owner_id="alive")
+    clock.advance(11)
+
+    report = await store.recover_expired()
+
+    assert report.requeued == [run.id] and report.failed == []
+    recovered = await store.get_run(run.id)
+    assert (recovered.state, recovered.interrupted, recovered.execution_token) == (
+        RunState.QUEUED,
+        True,
+        None,
+    )
+    assert (await store.get_tool_call(read_call.id)).state is ToolCallState.PENDING
+    assert (await store.get_run(other.id)).state is RunState.RUNNING
+    assert await store.live_owners() == ["alive"]
+    with pytest.raises(errors.OwnershipLost):
+        await store.heartbeat("dead")
+    with pytest.raises(errors.OwnershipLost):
+        await store.commit_message(run.id, token=token, message=assistant("late"))
+    reclaimed = await store.claim_run(run.id, owner_id="alive")
+    assert not reclaimed.interrupted
+    assert (await store.recover_expired()).requeued == []
+
+
+async def test_recovery_fails_a_run_whose_tool_outcome_is_unknown(
+    store: Store, clock: ManualClock
+) -> None:
+    await store.register_owner("dead", lease_seconds=10)
+    run, token = await running_run(store, owner_id="dead")
+    [shell] = await step_with_tools(store, run, token, "shell")
+    await store.set_tool_state(shell.id, token=token, to=ToolCallState.RUNNING)
+    clock.advance(11)
+
+    report = await store.recover_expired()
+
+    assert report.failed == [run.id]
+    failed = await store.get_run(run.id)
+    assert failed.state is RunState.FAILED and failed.failure is not None
+    assert failed.failure.code == "tool_indeterminate" and "shell" in failed.failure.message
+    assert (await store.get_tool_call(shell.id)).state is ToolCallState.INDETERMINATE
+    kinds = [e.kind for e in await store.read_events(run_id=run.id)][-2:]
+    assert kinds == ["tool_state_changed", "run_state_changed"]
+
+
+async def test_a_released_owner_is_recovered_at_once_but_waiting_runs_stay(
+    store: Store,
+) -> None:
+    await store.register_owner("gone", lease_seconds=1000)
+    queued = await store.create_run(new_run("later", owner_id="gone"))
+    waiting, token = await running_run(store, owner_id="gone")
+    await store.open_input_request(waiting.id, token=token, request=QUESTION)
+    await store.release_owner("gone")
+    seq = await store.last_seq()
+
+    report = await store.recover_expired()
+
+    assert report.interrupted_queued == [queued.id] and report.requeued == []
+    assert (await store.get_run(queued.id)).interrupted
+    assert (await store.get_run(waiting.id)).state is RunState.INPUT_REQUIRED
+    assert await store.last_seq() == seq  # marking interrupted is not a state change
+    assert len(await store.pending_input_requests()) == 1
+
+
+async def test_a_heartbeat_extends_the_lease(store: Store, clock: ManualClock) -> None:
+    await store.register_owner("me", lease_seconds=10)
+    run, _ = await running_run(store, owner_id="me")
+    for _ in range(3):
+        clock.advance(8)
+        await store.heartbeat("me")
+    assert (await store.recover_expired()).requeued == []
+    assert (await store.get_run(run.id)).state is RunState.RUNNING
+
+
+async def test_two_stores_on_one_file_see_each_others_commits(
+    make_store: StoreFactory,
+) -> None:
+    first = await make_store("shared.db")
+    second = await make_store("shared.db")
+    run = await first.create_run(new_run("shared"))
+    claimed = await second.claim_run(run.id, owner_id="second")
+    with pytest.raises(errors.RunStateConflict):
+        await first.claim_run(run.id, owner_id="first")
+    assert (await first.get_run(run.id)).execution_token == claimed.execution_token
+    assert [e.seq for e in await first.read_events()] == [1, 2, 3]

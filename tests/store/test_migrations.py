@@ -1,0 +1,214 @@
+"""Schema migrations and refusals (DESIGN §5): blank databases, every earlier version with rows
+in it, non-databases and newer schemas (refused, file unchanged)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from runtime import errors
+from runtime.clock import ManualClock
+from runtime.models import RunState
+from runtime.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from runtime.store.sqlite import SqliteStore
+from tests.store.helpers import assistant, new_run
+
+EXPECTED_TABLES = {
+    "jobs",
+    "runs",
+    "messages",
+    "tool_calls",
+    "input_requests",
+    "checkpoints",
+    "events",
+    "owners",
+    "drafts",
+    "receipts",
+    "messages_fts",
+}
+
+
+def _tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {r[0] for r in rows}
+
+
+def _version(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _old_database(path: Path, version: int) -> None:
+    """A database made by an earlier release: the first ``version`` migrations, with a job, a
+    run in the middle of its work, messages and a tool call in it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(conn, path=str(path), upto=version)
+        conn.execute(
+            "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
+            " latest_root_run_id, latest_run_state)"
+            " VALUES ('job1', 'Old job', '/w', 'default', 1.0, 2.0, 'run1', 'running')"
+        )
+        conn.execute(
+            "INSERT INTO runs (id, job_id, agent, model, state, revision, input, owner_id,"
+            " execution_token, max_steps, created_at, updated_at) VALUES ('run1', 'job1',"
+            " 'default', 'demo', 'running', 2, 'find the zebra', 'old-owner', 'tok', 50, 1.0, 2.0)"
+        )
+        conn.execute(
+            "INSERT INTO messages (id, run_id, job_id, position, role, content, created_at)"
+            " VALUES ('m0', 'run1', 'job1', 0, 'user',"
+            ' \'[{"type":"text","text":"find the zebra"}]\', 1.0)'
+        )
+        conn.execute(
+            "INSERT INTO messages (id, run_id, job_id, position, role, content, created_at)"
+            " VALUES ('m1', 'run1', 'job1', 1, 'assistant', '[{\"type\":\"tool_use\","
+            '"id":"toolu_1","tool_call_id":"tc1","name":"search","input":{"q":"zebra"}}]\', 2.0)'
+        )
+        conn.execute(
+            "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id, name,"
+            " arguments, state, step, created_at) VALUES ('tc1', 'run1', 'job1', 'm1', 0,"
+            " 'toolu_1', 'search', '{\"q\":\"zebra\"}', 'pending', 0, 2.0)"
+        )
+        conn.execute(
+            "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES"
+            " ('job1', 'run1', 'run_state_changed', 1.0, '{\"kind\":\"run_state_changed\","
+            '"job_id":"job1","run_id":"run1","created_at":1.0,"from":null,"to":"queued"}\')'
+        )
+    finally:
+        conn.close()
+
+
+async def test_a_blank_file_gets_every_migration(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.open()
+    await store.close()
+    assert _version(db_path) == LATEST_VERSION
+    assert _tables(db_path) >= EXPECTED_TABLES
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_an_empty_existing_file_is_initialised(db_path: Path) -> None:
+    db_path.write_bytes(b"")
+    store = SqliteStore(db_path)
+    await store.open()
+    await store.close()
+    assert _version(db_path) == LATEST_VERSION
+
+
+def test_the_migration_history_is_append_only_and_numbered_from_one() -> None:
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    assert len(MIGRATIONS) >= 3
+
+
+@pytest.mark.parametrize("version", [m.version for m in MIGRATIONS[:-1]])
+async def test_an_earlier_version_with_rows_is_migrated_and_keeps_them(
+    db_path: Path, version: int
+) -> None:
+    _old_database(db_path, version)
+    clock = ManualClock()
+    store = SqliteStore(db_path, clock=clock)
+    await store.open()
+    try:
+        assert _version(db_path) == LATEST_VERSION
+        run = await store.get_run("run1")
+        assert (run.state, run.input, run.revision) == (RunState.RUNNING, "find the zebra", 2)
+        assert [m.position for m in await store.list_messages("run1")] == [0, 1]
+        assert [c.name for c in await store.list_tool_calls("run1")] == ["search"]
+        # Messages from before full-text search are searchable after the upgrade.
+        [hit] = await store.search_messages("zebra")
+        assert hit.message_id == "m0" and hit.job_title == "Old job"
+        # The old run keeps working: its execution goes on, drafts work, its events continue.
+        await store.save_draft("run1", token="tok", message_id="m2", text="Found")
+        found = assistant("Found the zebra").model_copy(update={"id": "m2"})
+        await store.commit_message("run1", token="tok", message=found)
+        assert await store.get_drafts("run1") == []
+        assert len(await store.search_messages("zebra")) == 2
+        assert [e.seq for e in await store.read_events()] == [1, 2]
+        await store.create_run(new_run("a new job after the upgrade"))
+    finally:
+        await store.close()
+
+
+async def test_reopening_a_current_database_changes_nothing(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.open()
+    run = await store.create_run(new_run())
+    await store.close()
+    store = SqliteStore(db_path)
+    await store.open()
+    assert (await store.get_run(run.id)).id == run.id
+    assert await store.last_seq() == 2
+    await store.close()
+
+
+# --- refusals ----------------------------------------------------------------------------------
+
+
+def _assert_one_line_naming(error: errors.AgentTuiError, path: Path) -> None:
+    text = str(error)
+    assert "\n" not in text
+    assert str(path) in text
+
+
+async def test_a_file_that_is_not_a_database_is_refused_and_left_unchanged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "notes.db"
+    original = b"These are my notes, not a database.\n" * 200
+    path.write_bytes(original)
+    with pytest.raises(errors.NotADatabase) as caught:
+        await SqliteStore(path).open()
+    _assert_one_line_naming(caught.value, path)
+    assert path.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+async def test_a_short_non_database_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.db"
+    path.write_bytes(b"SQLite")
+    with pytest.raises(errors.NotADatabase):
+        await SqliteStore(path).open()
+    assert path.read_bytes() == b"SQLite"
+
+
+async def test_another_programs_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE contacts (name TEXT)")
+        conn.execute("INSERT INTO contacts VALUES ('Ada')")
+    conn.close()
+    original = path.read_bytes()
+    with pytest.raises(errors.NotADatabase) as caught:
+        await SqliteStore(path).open()
+    _assert_one_line_naming(caught.value, path)
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("journal_mode", ["delete", "wal"])
+async def test_a_database_from_a_newer_version_is_refused_unchanged(
+    tmp_path: Path, journal_mode: str
+) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA journal_mode = {journal_mode}")
+    migrate(conn, path=str(path))
+    conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 7}")
+    conn.close()
+    original = path.read_bytes()
+
+    with pytest.raises(errors.SchemaTooNew) as caught:
+        await SqliteStore(path).open()
+
+    _assert_one_line_naming(caught.value, path)
+    assert str(LATEST_VERSION + 7) in str(caught.value)
+    assert path.read_bytes() == original
+    assert _version(path) == LATEST_VERSION + 7
+    if journal_mode == "delete":
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
