@@ -12,9 +12,7 @@ R = RunState
 RUN_TRANSITIONS: Mapping[RunState | None, frozenset[RunState]] = {
     None: frozenset({R.QUEUED}),
     R.QUEUED: frozenset({R.RUNNING, R.CANCELLED}),
-    R.RUNNING: frozenset(
-        {R.INPUT_REQUIRED, R.COMPLETED, R.FAILED, R.QUEUED, R.CANCELLED}
-    ),
+    R.RUNNING: frozenset({R.INPUT_REQUIRED, R.COMPLETED, R.FAILED, R.QUEUED, R.CANCELLED}),
     R.INPUT_REQUIRED: frozenset({R.QUEUED, R.CANCELLED}),
     R.COMPLETED: frozenset(),
     R.FAILED: frozenset(),
