@@ -590,15 +590,29 @@ class Runtime:
         future = self._find_elicitation(request.id)
         if future is not None:
             execution = self._executions[run_id]
-            claimed = await self.store.claim_run(run_id, owner_id=self.owner_id)
+            try:
+                claimed = await self.store.claim_run(run_id, owner_id=self.owner_id)
+            except RunStateConflict:
+                return await self.store.get_run(run_id)  # the waiting call claimed it first
             execution.token = claimed.execution_token or ""
             if not future.done():
                 future.set_result(answer)
             return claimed
+        if request.kind is InputKind.ELICITATION and await self._held_elsewhere(run):
+            # Another live process holds the MCP session and will pick the answer up.
+            return run
         if run.state is RunState.QUEUED:
             self._launch(run_id)
             await self._resume_ancestors(run)
         return run
+
+    async def _held_elsewhere(self, run: Run) -> bool:
+        """Whether another live process owns the run (and will go on with it)."""
+        return (
+            run.owner_id is not None
+            and run.owner_id != self.owner_id
+            and run.owner_id in await self.store.live_owners()
+        )
 
     def _save_always_rule(self, tool_name: str) -> None:
         from runtime.approvals import save_always_rule
@@ -713,8 +727,12 @@ class Runtime:
             requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
             if requests:
                 return Boundary(run=run, request=requests[0])
-        if run.state is RunState.QUEUED and run_id not in self._executions:
-            # Nobody here will execute it (interrupted, or queued by another process).
+        if (
+            run.state is RunState.QUEUED
+            and run_id not in self._executions
+            and not await self._held_elsewhere(run)
+        ):
+            # Nobody will execute it (interrupted, or its process is gone).
             return Boundary(run=run)
         for descendant in await self._descendants(run):
             if descendant.state is RunState.INPUT_REQUIRED:
@@ -1406,7 +1424,25 @@ class Runtime:
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             execution.elicitations[request.id] = future
             try:
-                return await future
+                while True:
+                    with contextlib.suppress(TimeoutError):
+                        return await asyncio.wait_for(asyncio.shield(future), POLL_INTERVAL * 2)
+                    # The answer may come from another process (`agent-tui respond` in a
+                    # shell): this process holds the server session, so it picks it up.
+                    stored = await self.store.get_input_request(request.id)
+                    if stored.state is InputRequestState.PENDING:
+                        continue
+                    try:
+                        claimed = await self.store.claim_run(run.id, owner_id=self.owner_id)
+                    except RunStateConflict:
+                        if stored.state is InputRequestState.ANSWERED:
+                            continue  # answered in this process: `respond` claimed it
+                        return {"action": "cancel"}
+                    execution.token = claimed.execution_token or ""
+                    self._changed.set()
+                    if stored.state is InputRequestState.ANSWERED:
+                        return stored.answer
+                    return {"action": "cancel"}
             finally:
                 execution.elicitations.pop(request.id, None)
 

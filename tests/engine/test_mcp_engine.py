@@ -171,3 +171,34 @@ async def test_a_hanging_tool_that_may_have_acted_fails_the_run_as_indeterminate
     assert boundary.run.failure.code == "tool_indeterminate"
     [call] = await runtime.tool_calls(run.id)
     assert call.state is ToolCallState.INDETERMINATE
+
+
+async def test_an_elicitation_answered_from_another_process_reaches_the_live_session(
+    make_runtime: Factory, db_path: Path, workspace: Path
+) -> None:
+    holder, model = await make_runtime([Turn("", [("basic__ask", {})]), Turn("greeted")])
+    run = await holder.start("who am I?")
+    approval = await holder.wait(run.id, timeout=WAIT)
+    assert approval.request is not None
+    await holder.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    waiting = await holder.wait(run.id, timeout=WAIT)
+    assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
+
+    # A second runtime on the same database, as `agent-tui respond` in another shell would be.
+    other = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: ScriptedProvider([]),
+        tools=dict(builtin_tools()),
+    )
+    try:
+        await other.respond(
+            run.id, waiting.request.id, {"action": "accept", "content": {"name": "Bo", "age": 7}}
+        )
+        final = await other.wait(run.id, timeout=WAIT)
+    finally:
+        await other.close()
+    assert final.state is RunState.COMPLETED
+    assert results(model, 1)[0].content == "hello Bo, aged 7"
