@@ -1,0 +1,151 @@
+"""The command line without running an agent: version, usage errors, refused databases."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.harness import Cli, agent_tui_command
+
+pytestmark = pytest.mark.slow
+
+
+def test_version_prints_the_package_version(cli: Cli) -> None:
+    result = cli.run("--version", global_options=False)
+    assert result.returncode == 0
+    assert result.stdout.strip().startswith("agent-tui 0.")
+
+
+def test_an_unknown_command_is_a_usage_error(cli: Cli) -> None:
+    result = cli.run("frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_invalid_state_filter_is_a_usage_error(cli: Cli) -> None:
+    result = cli.run("runs", "--state", "sleeping")
+    assert result.returncode == 2
+    assert "sleeping" in result.stderr
+
+
+def test_global_options_are_accepted_after_the_subcommand(cli: Cli) -> None:
+    result = cli.run(
+        "runs", "--db", str(cli.db), "--workspace", str(cli.workspace), global_options=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert cli.db.exists()
+
+
+def test_headless_commands_do_not_import_textual() -> None:
+    code = (
+        "import sys, tui.cli, tui._cli.commands, tui._cli.doctor;"
+        "print('textual' in sys.modules or 'rich' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_a_file_that_is_not_a_database_is_refused_untouched(cli: Cli) -> None:
+    cli.db.parent.mkdir(parents=True)
+    content = b"these are my notes, not a database\n" * 20
+    cli.db.write_bytes(content)
+    result = cli.run("runs")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert str(cli.db) in lines[0]
+    assert lines[0].startswith("agent-tui: error:")
+    assert cli.db.read_bytes() == content
+
+
+def test_a_database_from_a_newer_version_is_refused_untouched(cli: Cli) -> None:
+    cli.db.parent.mkdir(parents=True)
+    connection = sqlite3.connect(cli.db)
+    connection.execute("CREATE TABLE future (x)")
+    connection.execute("PRAGMA user_version = 999")
+    connection.commit()
+    connection.close()
+    before = cli.db.read_bytes()
+    result = cli.run("run", "hello", "--model", "demo:instant")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert str(cli.db) in lines[0]
+    assert cli.db.read_bytes() == before
+
+
+def test_an_unknown_run_is_a_clear_error(cli: Cli) -> None:
+    result = cli.run("show", "no-such-run")
+    assert result.returncode == 2
+    assert result.stderr.startswith("agent-tui: error:")
+    assert "no-such-run" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_workspace_is_a_clear_error(cli: Cli) -> None:
+    result = subprocess.run(
+        [*agent_tui_command(), "--db", str(cli.db), "--workspace", str(cli.root / "nope"), "runs"],
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+
+
+def test_the_database_defaults_to_the_xdg_data_folder(cli: Cli) -> None:
+    result = subprocess.run(
+        [*agent_tui_command(), "--workspace", str(cli.workspace), "runs"],
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (cli.root / "home/.local/share/agent-tui/agent-tui.db").exists()
+
+
+def test_doctor_reports_keys_as_set_without_their_values(cli: Cli) -> None:
+    secret = "sk-ant-test-0123456789-never-print-me"
+    env = {**cli.env, "OPENAI_API_KEY": secret}
+    result = subprocess.run(
+        cli.argv("doctor"), capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert secret not in result.stdout + result.stderr
+    assert "OPENAI_API_KEY: (secret) set" in result.stdout
+    assert "ANTHROPIC_API_KEY: (secret) not set" in result.stdout
+    assert str(cli.db) in result.stdout
+    assert "demo" in result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_doctor_names_a_broken_config_file(cli: Cli) -> None:
+    (cli.workspace / "agent-tui.toml").write_text("[defaults]\nmodel = = 'x'\n")
+    result = cli.run("doctor")
+    assert result.returncode == 1
+    assert "agent-tui.toml" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_doctor_starts_each_mcp_server_and_lists_its_tools(cli: Cli) -> None:
+    server = Path(sys.executable).parent / "mcp-server-time"
+    if not server.exists():
+        pytest.skip("mcp-server-time is not installed")
+    servers = {"time": {"command": str(server)}, "broken": {"command": "/nonexistent/server"}}
+    (cli.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    result = cli.run("doctor")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "time (stdio): starts" in result.stdout
+    assert "time__get_current_time" in result.stdout
+    assert "broken (stdio): error" in result.stdout

@@ -1,0 +1,117 @@
+"""The terminal prompts for approvals, questions and forms, driven with scripted lines."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from runtime.answers import APPROVAL_SCHEMA, question_schema
+from runtime.models import InputKind, InputRequest
+from tui._cli.prompt import GaveUp, Prompter, coerce_field
+
+
+class ScriptedLines:
+    def __init__(self, *lines: str) -> None:
+        self._lines = list(lines)
+
+    async def readline(self) -> str | None:
+        return self._lines.pop(0) if self._lines else None
+
+
+def _request(kind: InputKind, **fields: Any) -> InputRequest:
+    return InputRequest(
+        id="req1", run_id="run1", job_id="job1", kind=kind, created_at=0.0, **fields
+    )
+
+
+APPROVAL = _request(
+    InputKind.APPROVAL,
+    prompt="Allow write_file?",
+    schema=APPROVAL_SCHEMA,
+    detail={"tool": "write_file", "arguments": {"path": "a.txt", "content": "hi"}},
+)
+OPTIONS = ["Red", "Green"]
+QUESTION = _request(
+    InputKind.QUESTION, prompt="Which colour?", options=OPTIONS, schema=question_schema(OPTIONS)
+)
+FORM = _request(
+    InputKind.ELICITATION,
+    prompt="Booking details",
+    detail={"server": "hotel"},
+    schema={
+        "type": "object",
+        "properties": {
+            "guests": {"type": "integer", "minimum": 1},
+            "breakfast": {"type": "boolean"},
+            "room": {"enum": ["single", "double"]},
+            "note": {"type": "string"},
+        },
+        "required": ["guests", "room"],
+    },
+)
+
+
+async def _answer(request: InputRequest, *lines: str) -> tuple[Any, str]:
+    err = io.StringIO()
+    value = await Prompter(ScriptedLines(*lines), err).answer(request)
+    return value, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("key", "decision"),
+    [("y", "allow_once"), ("a", "allow_run"), ("A", "allow_always"), ("n", "deny")],
+)
+async def test_approval_keys_give_each_decision(key: str, decision: str) -> None:
+    value, shown = await _answer(APPROVAL, key)
+    assert value == {"decision": decision, "reason": None}
+    assert "write_file" in shown and '"path": "a.txt"' in shown
+
+
+async def test_an_unknown_approval_key_asks_again_then_takes_a_reason() -> None:
+    value, shown = await _answer(APPROVAL, "x", "r", "too risky")
+    assert value == {"decision": "deny", "reason": "too risky"}
+    assert "Please answer y, a, A, n or r." in shown
+
+
+async def test_a_question_takes_an_option_number_after_a_wrong_one() -> None:
+    value, shown = await _answer(QUESTION, "5", "", "2")
+    assert value == "Green"
+    assert "1. Red" in shown and "option 5 does not exist" in shown
+
+
+async def test_a_form_asks_each_field_with_type_coercion() -> None:
+    value, shown = await _answer(FORM, "", "zero", "0", "2", "yes", "3", "double", "")
+    assert value == {
+        "action": "accept",
+        "content": {"guests": 2, "breakfast": True, "room": "double"},
+    }
+    assert "hotel" in shown
+    assert "not a whole number" in shown
+    assert "minimum" in shown or "less than" in shown
+    assert "choose one of single, double" in shown
+
+
+async def test_a_form_takes_json_or_a_decline_on_its_first_line() -> None:
+    value, _ = await _answer(FORM, '{"guests": 1, "room": "single"}')
+    assert value == {"action": "accept", "content": {"guests": 1, "room": "single"}}
+    value, _ = await _answer(FORM, "decline")
+    assert value == {"action": "decline"}
+    value, shown = await _answer(FORM, '{"guests": 0}', "cancel")
+    assert value == {"action": "cancel"}
+    assert "does not fit the form" in shown
+
+
+async def test_end_of_input_gives_up() -> None:
+    with pytest.raises(GaveUp):
+        await _answer(QUESTION)
+
+
+def test_field_coercion_follows_the_schema_type() -> None:
+    assert coerce_field({"type": "number"}, "2.5") == 2.5
+    assert coerce_field({"type": "boolean"}, "no") is False
+    assert coerce_field({"enum": ["a", "b"]}, "2") == "b"
+    assert coerce_field({"type": "array", "items": {"type": "string"}}, "x, y") == ["x", "y"]
+    with pytest.raises(ValueError):
+        coerce_field({"type": "boolean"}, "perhaps")

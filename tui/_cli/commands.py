@@ -1,0 +1,278 @@
+"""The subcommands of DESIGN §11, each an async function of an open ``Runtime``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from runtime.answers import parse_cli_answer
+from runtime.api import Runtime
+from runtime.errors import RunStateConflict
+from runtime.models import InputRequest, Message, Run, RunState
+from tui._cli.driver import EventPrinter, Observer, drive
+from tui._cli.parser import EXIT_OK
+from tui._cli.prompt import Prompter, StdinLines
+from tui._cli.render import runs_table, show_text
+
+CLOSE_SECONDS = 10.0
+
+
+@dataclass
+class Context:
+    """What every command needs, and what Ctrl+C needs to know to say how to resume."""
+
+    db_path: Path
+    workspace: Path
+    config: Any | None
+    model: str | None
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    interactive: bool = False
+    current_run_id: str | None = None
+    prompting: InputRequest | None = None
+    """The request being asked at the terminal right now (for the Ctrl+C message)."""
+
+    def set_prompting(self, request: InputRequest | None) -> None:
+        self.prompting = request
+
+    def resume_hint(self) -> str | None:
+        if self.prompting is not None:
+            run_id = self.prompting.run_id
+            return (
+                f"Run {run_id} is still waiting for your answer; give it later with: "
+                f"agent-tui respond {run_id} ANSWER"
+            )
+        if self.current_run_id is not None:
+            return (
+                f"Run {self.current_run_id} stays recoverable; resume it with: "
+                f"agent-tui retry {self.current_run_id}"
+            )
+        return None
+
+    def say(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def print(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
+    runtime = await Runtime.open(
+        db_path=ctx.db_path, workspace=ctx.workspace, config=ctx.config, model=ctx.model
+    )
+    try:
+        yield runtime
+    finally:
+        # Closing stops executions (their runs stay recoverable) and releases the lease; it must
+        # happen even when Ctrl+C cancelled the command.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await runtime.close()
+
+
+async def event_cursor(runtime: Runtime) -> int:
+    """The sequence number of the newest durable event: observing from it misses nothing that
+    the command is about to cause."""
+    return await runtime.store.last_seq()
+
+
+def _show_model_notice(ctx: Context, runtime: Runtime) -> None:
+    notice = runtime.model_notice
+    if notice:
+        ctx.say(notice)
+
+
+# --- commands that run an agent ---------------------------------------------------------------
+
+
+async def _follow(
+    ctx: Context,
+    runtime: Runtime,
+    run: Run,
+    *,
+    json_mode: bool,
+    after: int,
+    observer: Observer | None = None,
+) -> int:
+    """Print the run's events from ``after`` on and follow it to its final boundary."""
+    ctx.current_run_id = run.id
+    if observer is None:
+        printer = EventPrinter(ctx.out, ctx.err, json_mode=json_mode, main_run_id=run.id)
+        observer = Observer(runtime, run.job_id, after=after, printer=printer)
+        observer.start()
+    else:
+        observer.printer.main_run_id = run.id
+    prompter = Prompter(StdinLines(), ctx.err) if ctx.interactive else None
+    try:
+        return await drive(runtime, run.id, observer, prompter, on_prompt=ctx.set_prompting)
+    finally:
+        await observer.stop()
+
+
+async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
+    _show_model_notice(ctx, runtime)
+    run = await runtime.start(args.prompt, agent=args.agent, model=args.model or ctx.model)
+    # A new job: every event of it belongs to this command.
+    return await _follow(ctx, runtime, run, json_mode=args.json, after=0)
+
+
+async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
+    _show_model_notice(ctx, runtime)
+    await runtime.get_job(args.job_id)
+    cursor = await event_cursor(runtime)
+    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model)
+    return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
+
+
+async def cmd_fork(ctx: Context, runtime: Runtime, args: Any) -> int:
+    _show_model_notice(ctx, runtime)
+    run = await runtime.fork(args.checkpoint_id, args.prompt)
+    return await _follow(ctx, runtime, run, json_mode=args.json, after=0)
+
+
+async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
+    _show_model_notice(ctx, runtime)
+    old = await runtime.get_run(args.run_id)
+    if old.state is RunState.INPUT_REQUIRED:
+        raise RunStateConflict(
+            f"run {old.id} is waiting for input, not interrupted: answer it with "
+            f"agent-tui respond {old.id} ANSWER"
+        )
+    ctx.current_run_id = old.id
+    cursor = await event_cursor(runtime)
+    run = await runtime.retry(args.run_id)
+    return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
+
+
+async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
+    run = await runtime.get_run(args.run_id)
+    request: InputRequest | None
+    if args.request is not None:
+        # A named request is answered or refused by the runtime: a second answer to it is
+        # "already answered", whatever the run does now.
+        request = await runtime.store.get_input_request(args.request)
+    else:
+        request = await runtime.open_request(run.id)
+    if request is None:
+        raise RunStateConflict(
+            f"run {run.id} is not waiting for input (it is {run.state.value}): nothing to answer"
+        )
+    value = parse_cli_answer(request, args.answer)
+    root = run
+    while root.parent_run_id is not None:
+        root = await runtime.get_run(root.parent_run_id)
+    ctx.current_run_id = root.id
+    cursor = await event_cursor(runtime)
+    printer = EventPrinter(ctx.out, ctx.err, json_mode=args.json, main_run_id=root.id)
+    observer = Observer(runtime, root.job_id, after=cursor, printer=printer)
+    observer.start()
+    try:
+        await runtime.respond(request.run_id, request.id, value)
+    except BaseException:
+        await observer.stop()
+        raise
+    return await _follow(ctx, runtime, root, json_mode=args.json, after=cursor, observer=observer)
+
+
+# --- queries -----------------------------------------------------------------------------------
+
+
+async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
+    state = RunState(args.state) if args.state else None
+    page = await runtime.list_runs(limit=args.limit, state=state)
+    titles: dict[str, str] = {}
+    for run in page.items:
+        if run.job_id not in titles:
+            titles[run.job_id] = (await runtime.get_job(run.job_id)).title
+    if args.json:
+        for run in page.items:
+            data = run.model_dump(mode="json")
+            data["job_title"] = titles[run.job_id]
+            ctx.print(json.dumps(data, ensure_ascii=False))
+        return EXIT_OK
+    if not page.items:
+        ctx.say("No runs" + (f" in state {state.value}." if state else " yet."))
+        return EXIT_OK
+    now = _now()
+    for line in runs_table(page.items, titles, now=now):
+        ctx.print(line)
+    return EXIT_OK
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+async def all_messages(runtime: Runtime, run_id: str) -> list[Message]:
+    messages: list[Message] = []
+    after = -1
+    while True:
+        page = await runtime.messages(run_id, after_position=after, limit=200)
+        messages.extend(page)
+        if len(page) < 200:
+            return messages
+        after = page[-1].position
+
+
+async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
+    run = await runtime.get_run(args.run_id)
+    job = await runtime.get_job(run.job_id)
+    messages = await all_messages(runtime, run.id)
+    tool_calls = await runtime.tool_calls(run.id)
+    request = await runtime.open_request(run.id)
+    checkpoints = await runtime.checkpoints(run.id)
+    if args.json:
+        data = {
+            "run": run.model_dump(mode="json"),
+            "job": job.model_dump(mode="json"),
+            "messages": [m.model_dump(mode="json") for m in messages],
+            "tool_calls": [c.model_dump(mode="json") for c in tool_calls],
+            "request": request.model_dump(mode="json", by_alias=True) if request else None,
+            "checkpoints": [c.model_dump(mode="json") for c in checkpoints],
+        }
+        ctx.print(json.dumps(data, ensure_ascii=False))
+        return EXIT_OK
+    for line in show_text(run, job, messages, tool_calls, request, checkpoints):
+        ctx.print(line)
+    return EXIT_OK
+
+
+async def cmd_cancel(ctx: Context, runtime: Runtime, args: Any) -> int:
+    run = await runtime.get_run(args.run_id)
+    if run.state.is_terminal:
+        raise RunStateConflict(f"run {run.id} is already {run.state.value}: nothing to cancel")
+    run = await runtime.cancel(run.id, reason="cancelled from the command line")
+    ctx.print(f"{run.id} {run.state.value}")
+    return EXIT_OK
+
+
+async def cmd_export(ctx: Context, runtime: Runtime, args: Any) -> int:
+    text = await runtime.export_job(args.job_id, format=args.format)
+    ctx.out.write(text if text.endswith("\n") else text + "\n")
+    ctx.out.flush()
+    return EXIT_OK
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "respond": cmd_respond,
+    "follow-up": cmd_follow_up,
+    "retry": cmd_retry,
+    "fork": cmd_fork,
+    "cancel": cmd_cancel,
+    "export": cmd_export,
+}
+RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})

@@ -1,0 +1,150 @@
+"""`agent-tui doctor`: what the CLI would use, and whether each piece works. Never prints a
+secret's value, only whether it is set."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from runtime.api import Runtime
+from runtime.errors import AgentTuiError
+from tui._cli.commands import CLOSE_SECONDS, Context
+from tui._cli.parser import EXIT_FAILED, EXIT_OK
+from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
+
+MCP_CHECK_SECONDS = 30.0
+
+
+def _schema_version(path: Path) -> int:
+    """``PRAGMA user_version`` read without changing the file (read-only, no journal)."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True)
+    try:
+        row = connection.execute("PRAGMA user_version").fetchone()
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return int(row[0])
+    finally:
+        connection.close()
+
+
+async def _open_and_close(ctx: Context, db_path: Path, config: Any) -> tuple[str, str | None]:
+    import asyncio
+    import contextlib
+
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model
+    )
+    try:
+        return runtime.default_model, runtime.model_notice
+    finally:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await runtime.close()
+
+
+class _Skipped(Exception):
+    pass
+
+
+async def cmd_doctor(ctx: Context) -> int:
+    healthy = True
+    out = ctx.print
+
+    out(f"agent-tui doctor — workspace {ctx.workspace}")
+    out("")
+    out(f"Database: {ctx.db_path}")
+    db_exists = ctx.db_path.exists()
+    if db_exists:
+        try:
+            version = _schema_version(ctx.db_path)
+        except sqlite3.DatabaseError as exc:
+            out(f"  error: cannot read it as a database ({exc})")
+            healthy = False
+        else:
+            out(f"  schema version {version}")
+    else:
+        out("  not created yet (it is created on the first run)")
+    out(f"Log file: {log_path(ctx.db_path)}")
+
+    out("")
+    out("Configuration:")
+    config: Any = None
+    try:
+        config = load_config(ctx.workspace)
+    except AgentTuiError as exc:
+        out(f"  error: {exc.message}")
+        healthy = False
+    else:
+        sources = list(getattr(config, "sources", []) or [])
+        if sources:
+            for source in sources:
+                out(f"  read {source}")
+        else:
+            out("  no config files found (using defaults)")
+
+    out("")
+    out("Environment:")
+    for name in ENV_KEYS:
+        status = key_status(name)
+        label = "(secret) " if name in SECRET_ENV_KEYS else ""
+        out(f"  {name}: {label}{status}")
+
+    out("")
+    config_ok = healthy or config is not None
+    try:
+        if not config_ok:
+            raise _Skipped("not checked: fix the configuration first")
+        if db_exists and healthy:
+            model, notice = await _open_and_close(ctx, ctx.db_path, config)
+            out("Database opens: yes")
+        else:
+            with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
+                model, notice = await _open_and_close(ctx, Path(scratch) / "probe.db", config)
+    except AgentTuiError as exc:
+        out(f"Runtime: error: {exc.message}")
+        healthy = False
+    except _Skipped as skipped:
+        out(f"Default model: {skipped}")
+    else:
+        out(f"Default model: {model}")
+        if notice:
+            out(f"  {notice}")
+
+    out("")
+    out("MCP servers:")
+    healthy = await _check_mcp(ctx, config) and healthy
+
+    out("")
+    out("All fine." if healthy else "Some checks failed (see above).")
+    return EXIT_OK if healthy else EXIT_FAILED
+
+
+async def _check_mcp(ctx: Context, config: Any) -> bool:
+    servers = dict(getattr(config, "mcp_servers", {}) or {})
+    if not servers:
+        ctx.print("  none configured")
+        return True
+    try:
+        from runtime.mcp import McpManager
+    except ImportError:
+        for name in servers:
+            ctx.print(f"  {name}: cannot check (MCP support is not available in this build)")
+        return False
+    manager = McpManager(servers, workspace=ctx.workspace)
+    try:
+        reports = await manager.check(timeout=MCP_CHECK_SECONDS)
+    finally:
+        await manager.aclose()
+    healthy = True
+    for report in reports:
+        if report.ok:
+            names = ", ".join(report.tools) or "no tools"
+            ctx.print(
+                f"  {report.name} ({report.transport}): starts — {len(report.tools)} tools: {names}"
+            )
+        else:
+            ctx.print(f"  {report.name} ({report.transport}): error: {report.error}")
+            healthy = False
+    return healthy

@@ -1,0 +1,130 @@
+"""The argument parser of DESIGN §11.
+
+Global options (``--db``, ``--workspace``) are accepted before or after the subcommand: each
+subparser repeats them with ``SUPPRESS`` defaults, so a value given after the subcommand wins and
+an absent one does not overwrite a value given before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from runtime.models import RunState
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INPUT_REQUIRED = 3
+EXIT_CANCELLED = 4
+EXIT_INTERRUPTED = 130
+
+RUN_STATES = [state.value for state in RunState]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-tui")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0"
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        default=default,
+        help="database file (default: $AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db)",
+    )
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=default,
+        help="the project folder agents work in (default: the current folder)",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-tui",
+        description="A terminal home for AI agents. Without a command, opens the TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-tui {_version()}")
+    _add_global_options(parser, suppress=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _add_global_options(sub, suppress=True)
+        return sub
+
+    def json_option(sub: argparse.ArgumentParser, what: str) -> None:
+        sub.add_argument("--json", action="store_true", help=what)
+
+    events_help = "print every event as one JSON object per line, then a boundary line"
+
+    run = command("run", "run an agent headless in the workspace")
+    run.add_argument("prompt", metavar="PROMPT")
+    run.add_argument("--agent", metavar="A", help="agent name (default: from config, else default)")
+    run.add_argument("--model", metavar="M", help="model reference, e.g. demo or anthropic:NAME")
+    json_option(run, events_help)
+
+    runs = command("runs", "list runs, newest first")
+    runs.add_argument("--state", metavar="S", choices=RUN_STATES, help=", ".join(RUN_STATES))
+    runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
+    json_option(runs, "one JSON object per run")
+
+    show = command("show", "one run: state, messages, tool calls, open request")
+    show.add_argument("run_id", metavar="RUN_ID")
+    json_option(show, "one JSON object")
+
+    respond = command("respond", "answer a run's open request, then continue it")
+    respond.add_argument("run_id", metavar="RUN_ID")
+    respond.add_argument(
+        "answer",
+        metavar="ANSWER",
+        help="approval: allow, allow-run, allow-always or deny[:reason]; question: the text or "
+        "the option number; form: a JSON object (or decline, cancel)",
+    )
+    respond.add_argument(
+        "--request",
+        metavar="REQUEST_ID",
+        help="answer only this request (refused if it was already answered)",
+    )
+    json_option(respond, events_help)
+
+    follow_up = command("follow-up", "continue a job with a new message")
+    follow_up.add_argument("job_id", metavar="JOB_ID")
+    follow_up.add_argument("prompt", metavar="PROMPT")
+    json_option(follow_up, events_help)
+
+    retry = command("retry", "resume a failed or interrupted run")
+    retry.add_argument("run_id", metavar="RUN_ID")
+    json_option(retry, events_help)
+
+    fork = command("fork", "start a new job from a checkpoint")
+    fork.add_argument("checkpoint_id", metavar="CHECKPOINT_ID")
+    fork.add_argument("prompt", metavar="PROMPT", nargs="?")
+    json_option(fork, events_help)
+
+    cancel = command("cancel", "cancel a run")
+    cancel.add_argument("run_id", metavar="RUN_ID")
+
+    export = command("export", "export a job to stdout")
+    export.add_argument("job_id", metavar="JOB_ID")
+    export.add_argument("--format", choices=["md", "json"], default="md")
+
+    command("doctor", "check the database, config, keys and MCP servers")
+    return parser

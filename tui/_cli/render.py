@@ -1,0 +1,291 @@
+"""Plain-text formatting for the command line: tables, requests, transcripts. Pure functions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from runtime.models import (
+    Checkpoint,
+    InputKind,
+    InputRequest,
+    Job,
+    Message,
+    Run,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+MAX_VALUE_LINES = 40
+
+
+def format_age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def format_tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def format_cost(usd: float) -> str:
+    if usd <= 0:
+        return "-"
+    if usd < 0.01:
+        return f"${usd:.4f}"
+    return f"${usd:.2f}"
+
+
+def one_line(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def compact_json(value: Any, width: int = 80) -> str:
+    return one_line(json.dumps(value, ensure_ascii=False, sort_keys=True), width)
+
+
+def _clip_lines(text: str, limit: int = MAX_VALUE_LINES) -> list[str]:
+    lines = text.splitlines() or [""]
+    if len(lines) > limit:
+        hidden = len(lines) - limit
+        lines = [*lines[:limit], f"… ({hidden} more lines)"]
+    return lines
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    materialised = [list(row) for row in rows]
+    widths = [len(h) for h in headers]
+    for row in materialised:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    for row in materialised:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return lines
+
+
+def run_state_label(run: Run) -> str:
+    label = run.state.value
+    if run.interrupted:
+        label += " (interrupted)"
+    return label
+
+
+def runs_table(runs: Sequence[Run], titles: dict[str, str], *, now: float) -> list[str]:
+    rows = []
+    for run in runs:
+        title = one_line(titles.get(run.job_id, ""), 40)
+        if run.parent_run_id:
+            title = f"↳ child of {run.parent_run_id}: {title}"
+        rows.append(
+            [
+                run.id,
+                run_state_label(run),
+                run.agent,
+                run.model,
+                format_age(now - run.created_at),
+                format_tokens(run.usage.total_tokens),
+                format_cost(run.cost_usd),
+                title,
+            ]
+        )
+    return table(["RUN", "STATE", "AGENT", "MODEL", "AGE", "TOKENS", "COST", "JOB"], rows)
+
+
+def schema_fields(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+    """(name, property schema, required) of an object schema's top-level fields."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return []
+    required = set(schema.get("required") or [])
+    return [
+        (str(name), prop if isinstance(prop, dict) else {}, name in required)
+        for name, prop in properties.items()
+    ]
+
+
+def field_type(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return "one of " + ", ".join(str(v) for v in prop["enum"])
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    return str(kind)
+
+
+def describe_request(request: InputRequest) -> list[str]:
+    """What a person needs to see to answer ``request``."""
+    lines: list[str] = []
+    detail = request.detail or {}
+    match request.kind:
+        case InputKind.APPROVAL:
+            tool = detail.get("tool") or detail.get("tool_name") or detail.get("name") or "a tool"
+            server = detail.get("server")
+            where = f" (MCP server {server})" if server else ""
+            lines.append(f"Approval needed: the agent wants to run {tool}{where}.")
+            if request.prompt:
+                lines.append(request.prompt)
+            arguments = detail.get("arguments")
+            diff = detail.get("diff")
+            if arguments is not None and isinstance(diff, str) and diff:
+                # The diff shows the content; the arguments only need to say where.
+                brief = {
+                    key: value
+                    for key, value in arguments.items()
+                    if not (isinstance(value, str) and len(value) > 60)
+                }
+                lines.append("Arguments: " + compact_json(brief, 100) + " (content in the diff)")
+            elif arguments is not None:
+                lines.append("Arguments:")
+                text = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True)
+                lines.extend("  " + line for line in _clip_lines(text))
+            if isinstance(diff, str) and diff:
+                lines.append("Changes:")
+                lines.extend("  " + line for line in _clip_lines(diff, 80))
+        case InputKind.QUESTION:
+            lines.append(f"Question: {request.prompt}")
+            for number, option in enumerate(request.options, start=1):
+                lines.append(f"  {number}. {option}")
+        case InputKind.ELICITATION:
+            server = detail.get("server")
+            source = f"MCP server {server}" if server else "A tool"
+            lines.append(f"{source} asks for input: {request.prompt}")
+            for name, prop, required in schema_fields(request.answer_schema):
+                flag = "required" if required else "optional"
+                title = prop.get("title") or prop.get("description") or ""
+                suffix = f" — {title}" if title else ""
+                lines.append(f"  {name} ({field_type(prop)}, {flag}){suffix}")
+    return lines
+
+
+def answer_hint(request: InputRequest) -> str:
+    match request.kind:
+        case InputKind.APPROVAL:
+            return "allow, allow-run, allow-always or deny[:reason]"
+        case InputKind.QUESTION:
+            if request.options:
+                return f"an option number (1-{len(request.options)}) or the answer text"
+            return "the answer text"
+        case InputKind.ELICITATION:
+            return "a JSON object with the fields above, decline or cancel"
+    return "an answer"  # pragma: no cover
+
+
+def how_to_answer(run_id: str, request: InputRequest) -> list[str]:
+    example = {
+        InputKind.APPROVAL: "allow",
+        InputKind.QUESTION: "1" if request.options else "'your answer'",
+        InputKind.ELICITATION: "'{...}'",
+    }[request.kind]
+    return [
+        f"Run {run_id} is waiting for input. Answer with:",
+        f"  agent-tui respond {run_id} ANSWER      (ANSWER: {answer_hint(request)})",
+        f"  e.g. agent-tui respond {run_id} {example}",
+    ]
+
+
+def _block_lines(block: Any, calls: dict[str, ToolCall]) -> list[str]:
+    if isinstance(block, TextBlock):
+        return block.text.splitlines() or [""]
+    if isinstance(block, ThinkingBlock):
+        if block.redacted:
+            return ["[thinking redacted]"]
+        return ["[thinking] " + one_line(block.thinking, 100)]
+    if isinstance(block, ToolUseBlock):
+        call = calls.get(block.tool_call_id)
+        state = f" [{call.state.value}]" if call else ""
+        return [f"→ {block.name}{state} {compact_json(block.input, 100)}"]
+    if isinstance(block, ToolResultBlock):
+        marker = "✗" if block.is_error else "←"
+        lines = _clip_lines(block.content, 12)
+        return [f"{marker} result: {lines[0]}", *("    " + line for line in lines[1:])]
+    return []  # pragma: no cover
+
+
+def show_text(
+    run: Run,
+    job: Job | None,
+    messages: Sequence[Message],
+    tool_calls: Sequence[ToolCall],
+    request: InputRequest | None,
+    checkpoints: Sequence[Checkpoint],
+) -> list[str]:
+    usage = run.usage
+    lines = [
+        f"Run {run.id}",
+        f"  job:     {run.job_id}" + (f" — {one_line(job.title, 60)}" if job else ""),
+        f"  state:   {run_state_label(run)}",
+        f"  agent:   {run.agent}",
+        f"  model:   {run.model}",
+        f"  steps:   {run.step} of at most {run.max_steps}",
+        f"  tokens:  {usage.input_tokens} in, {usage.output_tokens} out, "
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
+        f"  cost:    {format_cost(run.cost_usd)}",
+    ]
+    if run.parent_run_id:
+        lines.append(f"  parent:  {run.parent_run_id} (tool call {run.parent_tool_call_id})")
+    if run.history_run_id:
+        upto = "" if run.history_position is None else f" up to message {run.history_position}"
+        lines.append(f"  history: run {run.history_run_id}{upto} comes first")
+    if run.retry_of_run_id:
+        lines.append(f"  retries: {run.retry_of_run_id}")
+    if run.forked_from_checkpoint_id:
+        lines.append(f"  forked from checkpoint {run.forked_from_checkpoint_id}")
+    if run.outcome:
+        lines.append(f"  outcome: {one_line(run.outcome, 100)}")
+    if run.failure:
+        lines.append(f"  failure: {run.failure.code}: {run.failure.message}")
+    if run.cancel_reason:
+        lines.append(f"  cancelled: {run.cancel_reason}")
+    calls = {call.id: call for call in tool_calls}
+    lines.append("")
+    lines.append("Messages:")
+    for message in messages:
+        label = message.role.value
+        if message.model:
+            label += f" ({message.model})"
+        lines.append(f"[{message.position}] {label}:")
+        for block in message.content:
+            lines.extend(("    " + line).rstrip() for line in _block_lines(block, calls))
+    if tool_calls:
+        lines.append("")
+        lines.append("Tool calls:")
+        for call in tool_calls:
+            lines.append(
+                f"  {call.id}  {call.name}  {call.state.value}  {compact_json(call.arguments, 70)}"
+            )
+            if call.error:
+                lines.append(f"      error: {one_line(call.error, 100)}")
+            elif call.result is not None:
+                lines.append(f"      result: {one_line(call.result, 100)}")
+    if checkpoints:
+        lines.append("")
+        lines.append("Checkpoints:")
+        for checkpoint in checkpoints:
+            lines.append(
+                f"  {checkpoint.id}  step {checkpoint.step}  "
+                f"(messages up to {checkpoint.last_position})"
+            )
+    if request is not None:
+        lines.append("")
+        lines.append(f"Open request {request.id} ({request.kind.value}):")
+        lines.extend("  " + line for line in describe_request(request))
+        if request.kind is InputKind.ELICITATION and request.answer_schema:
+            lines.append("  schema: " + compact_json(request.answer_schema, 200))
+        lines.extend("  " + line for line in how_to_answer(run.id, request))
+    return lines

@@ -1,0 +1,210 @@
+"""The ``agent-tui`` command (DESIGN §11).
+
+Without a command it opens the TUI; with one it runs headless. Headless commands never import
+Textual, so they start fast. Errors are one line on stderr, never a traceback: runtime errors
+exit 2 (usage, configuration, database, not found, conflicts) or 1; anything unexpected is
+logged with its traceback to ``agent-tui.log`` next to the database and exits 1.
+
+Exit status of commands that run an agent: 0 completed, 1 failed, 2 usage or configuration
+error, 3 stopped at input_required with nobody to answer, 4 cancelled, 130 interrupted (Ctrl+C;
+the run stays recoverable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import (
+    AgentTuiError,
+    ConfigError,
+    ConflictError,
+    DatabaseError,
+    InvalidInput,
+    NotFoundError,
+)
+from tui._cli.parser import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    build_parser,
+)
+from tui._cli.settings import (
+    load_config,
+    log_path,
+    model_override,
+    prepare_db_path,
+    resolve_db_path,
+    resolve_workspace,
+)
+
+__all__ = ["main"]
+
+log = logging.getLogger("agent_tui.cli")
+
+USAGE_ERRORS = (ConfigError, DatabaseError, InvalidInput, NotFoundError, ConflictError)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def _logging_to(path: Path) -> Iterator[None]:
+    """Log warnings and errors to ``path``; the file is only created when something is logged,
+    and a broken log never breaks a command."""
+    logging.raiseExceptions = False
+    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    previous_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
+        handler.close()
+
+
+def _error_message(exc: AgentTuiError, db_path: Path | None) -> str:
+    message = _one_line(exc.message or exc.code)
+    if isinstance(exc, DatabaseError) and db_path is not None and str(db_path) not in message:
+        message = f"{db_path}: {message}"
+    return message
+
+
+class _Interrupt:
+    """First Ctrl+C cancels the command (the runtime closes cleanly); a second one exits now."""
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.requested = False
+
+    def __call__(self) -> None:
+        if self.requested:
+            _say("agent-tui: interrupted again, exiting now")
+            os._exit(EXIT_INTERRUPTED)
+        self.requested = True
+        self.task.cancel()
+
+
+async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
+    from tui._cli.commands import COMMANDS, RUNS_AN_AGENT, Context, open_runtime
+
+    ctx = Context(
+        db_path=db_path,
+        workspace=workspace,
+        config=None if args.command == "doctor" else load_config(workspace),
+        model=model_override(getattr(args, "model", None)),
+        interactive=_stdin_is_terminal(),
+    )
+    task = asyncio.current_task()
+    assert task is not None
+    interrupt = _Interrupt(task)
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
+        pass
+    try:
+        if args.command == "doctor":
+            from tui._cli.doctor import cmd_doctor
+
+            return await cmd_doctor(ctx)
+        async with open_runtime(ctx) as runtime:
+            return await COMMANDS[args.command](ctx, runtime, args)
+    except asyncio.CancelledError:
+        if not interrupt.requested:
+            raise
+        task.uncancel()
+        hint = ctx.resume_hint() if args.command in RUNS_AN_AGENT else None
+        _say("\nagent-tui: interrupted." + (f" {hint}" if hint else ""))
+        return EXIT_INTERRUPTED
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover
+            pass
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
+    try:
+        from tui.app import run_app  # imports Textual: only here
+    except ImportError as exc:
+        if exc.name in ("tui.app", "tui"):
+            _say(
+                "agent-tui: the TUI is not available in this build yet; "
+                "use `agent-tui run PROMPT` (see agent-tui --help)"
+            )
+            return EXIT_USAGE
+        raise
+    result = run_app(db_path=db_path, workspace=workspace)
+    return int(result or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
+    db_path: Path | None = None
+    try:
+        db_path = resolve_db_path(args.db)
+        prepare_db_path(db_path)
+    except AgentTuiError as exc:
+        _say(f"agent-tui: error: {_error_message(exc, db_path)}")
+        return EXIT_USAGE
+    with _logging_to(log_path(db_path)):
+        return _main(args, db_path)
+
+
+def _main(args: argparse.Namespace, db_path: Path) -> int:
+    try:
+        workspace = resolve_workspace(args.workspace)
+        if args.command is None:
+            return _open_tui(args, db_path, workspace)
+        return asyncio.run(_run_command(args, db_path, workspace))
+    except AgentTuiError as exc:
+        _say(f"agent-tui: error: {_error_message(exc, db_path)}")
+        return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
+    except KeyboardInterrupt:
+        _say("\nagent-tui: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed early (e.g. piped into head): not an error worth a message. Point
+        # stdout at /dev/null so the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:
+        log.exception("unexpected error in agent-tui %s", args.command or "(tui)")
+        _say(
+            f"agent-tui: unexpected error: {_one_line(str(exc)) or type(exc).__name__} "
+            f"(see {log_path(db_path)})"
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
