@@ -719,6 +719,26 @@ class Runtime:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._progress.wait(), POLL_INTERVAL * 2)
 
+    async def wait_answered(self, request_id: str, *, timeout: float | None = None) -> InputRequest:
+        """Wait until a request is answered or cancelled, here or by another process."""
+        async with asyncio.timeout(timeout):
+            while True:
+                request = await self.store.get_input_request(request_id)
+                if request.state is not InputRequestState.PENDING:
+                    return request
+                async with self._progress:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._progress.wait(), POLL_INTERVAL * 2)
+
+    def holds_session(self, request: InputRequest) -> bool:
+        """An MCP elicitation whose server session lives in this process: it can only be
+        answered while this process runs (from here, or by `respond` from another shell)."""
+        return request.kind is InputKind.ELICITATION and request.run_id in self._executions
+
+    async def last_seq(self) -> int:
+        """The cursor of the newest durable event (for ``observe(after=...)``)."""
+        return await self.store.last_seq()
+
     async def _boundary(self, run_id: str) -> Boundary | None:
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:

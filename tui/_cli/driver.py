@@ -271,6 +271,15 @@ async def drive(
                     printer.note(line)
             for line in how_to_answer(request.run_id, request):
                 printer.note(line)
+            if runtime.holds_session(request):
+                # The MCP server session that asked lives in this process: exiting would end
+                # it, so wait for an answer from another shell instead.
+                printer.note(
+                    "agent-tui: the MCP server's session lives in this process; waiting for "
+                    "that answer (Ctrl+C to stop)"
+                )
+                await runtime.wait_answered(request.id)
+                continue
         elif boundary.state is RunState.FAILED:
             failure = boundary.run.failure
             why = f"{failure.code}: {failure.message}" if failure else "unknown reason"

@@ -1,0 +1,122 @@
+"""MCP servers from the command line: a stdio server configured in agent-tui.toml, called by a
+model (the fake Anthropic server), its progress printed, its crash and its form handled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.harness import Cli, LineStream, boundary_of, finish, json_lines, kill_hard
+from tests.fakes.anthropic_server import spawn_fake_server, text_response, tool_use_response
+from tests.fakes.mcp_servers import stdio_config
+
+MODEL = "anthropic:claude-sonnet-5"
+
+
+def configure(cli: Cli, *, allow: list[str] | None = None, timeout: float = 20) -> None:
+    server = stdio_config("basic", timeout=timeout)
+    lines = [
+        "[mcp_servers.basic]",
+        f"command = {json.dumps(server.command)}",
+        f"args = {json.dumps(server.args)}",
+        f"cwd = {json.dumps(server.cwd)}",
+        f"timeout = {timeout}",
+        "[mcp_servers.basic.env]",
+        *(f"{key} = {json.dumps(value)}" for key, value in server.env.items()),
+    ]
+    if allow:
+        lines += ["[permissions]", f"allow = {json.dumps(allow)}"]
+    (cli.workspace / "agent-tui.toml").write_text("\n".join(lines) + "\n")
+
+
+def use_fake(cli: Cli, base_url: str) -> None:
+    cli.env = {**cli.env, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": base_url}
+
+
+def test_server_progress_prints_as_tool_progress_lines_and_the_result_is_committed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    configure(cli)
+    script = [
+        tool_use_response([("toolu_p", "basic__progress", {"steps": 3})]),
+        text_response("Counted."),
+    ]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        use_fake(cli, server.base_url)
+        result = cli.run("run", "count to three", "--json", "--model", MODEL)
+    assert result.returncode == 0, result.stderr
+    lines = json_lines(result.stdout)
+    progress = [line for line in lines if line["kind"] == "tool_progress"]
+    assert [p["progress"] for p in progress] == [1, 2, 3]
+    assert progress[-1]["message"] == "step 3 of 3"
+    finished = [
+        line for line in lines if line["kind"] == "tool_state_changed" and line["to"] == "completed"
+    ]
+    assert finished and finished[0]["result"] == "counted to 3"
+    assert boundary_of(lines)["state"] == "completed"
+
+
+def test_a_server_that_crashes_mid_call_fails_the_run_as_indeterminate(
+    cli: Cli, tmp_path: Path
+) -> None:
+    configure(cli, allow=["basic__crash"])
+    script = [tool_use_response([("toolu_c", "basic__crash", {})])]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        use_fake(cli, server.base_url)
+        result = cli.run("run", "crash it", "--json", "--model", MODEL)
+    assert result.returncode == 1
+    boundary = boundary_of(json_lines(result.stdout))
+    assert boundary["state"] == "failed"
+    assert boundary["failure"]["code"] == "tool_indeterminate"
+    assert "exited while running 'crash'" in result.stdout
+
+
+def test_a_hanging_server_ends_the_call_without_hanging_the_run(cli: Cli, tmp_path: Path) -> None:
+    configure(cli, timeout=2)
+    script = [tool_use_response([("toolu_h", "basic__hang_readonly", {})]), text_response("ok")]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        use_fake(cli, server.base_url)
+        result = cli.run("run", "wait", "--json", "--model", MODEL)
+    assert result.returncode == 0, result.stderr
+    failed = [
+        line
+        for line in json_lines(result.stdout)
+        if line["kind"] == "tool_state_changed" and line["to"] == "failed"
+    ]
+    assert failed and "did not answer within 2" in failed[0]["error"]
+
+
+def test_an_elicitation_round_trip_through_show_and_respond(cli: Cli, tmp_path: Path) -> None:
+    configure(cli, allow=["basic__ask"])
+    script = [tool_use_response([("toolu_a", "basic__ask", {})]), text_response("Greeted.")]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        use_fake(cli, server.base_url)
+        holder = cli.spawn("run", "who am I?", "--json", "--model", MODEL)
+        try:
+            stream = LineStream(holder)
+            seen = stream.json_until(
+                lambda item, _: (
+                    item["kind"] == "run_state_changed" and item["to"] == "input_required"
+                )
+            )
+            request = seen[-1]["request"]
+            assert request["kind"] == "elicitation"
+            run_id = seen[-1]["run_id"]
+
+            shown = cli.run("show", run_id)
+            assert shown.returncode == 0, shown.stderr
+            assert "Who are you?" in shown.stdout and "age" in shown.stdout
+            assert "name" in shown.stdout
+
+            answer = cli.run("respond", run_id, '{"name": "Ada", "age": 36}')
+            assert answer.returncode == 0, answer.stderr
+            code, out, err = finish(holder, timeout=60)
+        except BaseException:
+            kill_hard(holder)
+            raise
+    assert code == 0, err
+    lines = [json.loads(line) for line in [*stream.lines, *out.splitlines()] if line.strip()]
+    completed = [
+        line for line in lines if line["kind"] == "tool_state_changed" and line["to"] == "completed"
+    ]
+    assert completed and completed[0]["result"] == "hello Ada, aged 36"
