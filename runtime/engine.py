@@ -658,8 +658,8 @@ class Runtime:
         execution = self._executions.get(run_id)
         if execution is not None and execution.task is not None:
             execution.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(execution.task), timeout=5)
+            # Tools stop promptly (a shell's process group is killed); bounded all the same.
+            await asyncio.wait({execution.task}, timeout=5)
         return cancelled
 
     # --- observing -----------------------------------------------------------------------------
@@ -715,9 +715,7 @@ class Runtime:
                 boundary = await self._boundary(run_id)
                 if boundary is not None:
                     return boundary
-                async with self._progress:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._progress.wait(), POLL_INTERVAL * 2)
+                await self._await_progress()
 
     async def wait_answered(self, request_id: str, *, timeout: float | None = None) -> InputRequest:
         """Wait until a request is answered or cancelled, here or by another process."""
@@ -726,9 +724,7 @@ class Runtime:
                 request = await self.store.get_input_request(request_id)
                 if request.state is not InputRequestState.PENDING:
                     return request
-                async with self._progress:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._progress.wait(), POLL_INTERVAL * 2)
+                await self._await_progress()
 
     def holds_session(self, request: InputRequest) -> bool:
         """An MCP elicitation whose server session lives in this process: it can only be
@@ -1446,7 +1442,8 @@ class Runtime:
             try:
                 while True:
                     with contextlib.suppress(TimeoutError):
-                        return await asyncio.wait_for(asyncio.shield(future), POLL_INTERVAL * 2)
+                        async with asyncio.timeout(POLL_INTERVAL * 2):
+                            return await asyncio.shield(future)
                     # The answer may come from another process (`agent-tui respond` in a
                     # shell): this process holds the server session, so it picks it up.
                     stored = await self.store.get_input_request(request.id)
@@ -1500,9 +1497,7 @@ class Runtime:
                     break
                 if child.state is RunState.QUEUED and child.id not in self._executions:
                     self._launch(child.id)
-                async with self._progress:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._progress.wait(), POLL_INTERVAL * 2)
+                await self._await_progress()
         except asyncio.CancelledError:
             raise
         if child.state is RunState.COMPLETED:
@@ -1530,10 +1525,18 @@ class Runtime:
         async with self._progress:
             self._progress.notify_all()
 
+    async def _await_progress(self) -> None:
+        """Until events were read (here or from another process), at most two poll intervals.
+        (``asyncio.timeout``, not ``wait_for``: on 3.11 ``wait_for`` can swallow a cancel.)"""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(POLL_INTERVAL * 2), self._progress:
+                await self._progress.wait()
+
     async def _pump_loop(self) -> None:
-        while True:
+        while not self._closing:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), POLL_INTERVAL)
+                async with asyncio.timeout(POLL_INTERVAL):
+                    await self._changed.wait()
             self._changed.clear()
             try:
                 await self._pump()
@@ -1545,7 +1548,7 @@ class Runtime:
 
     async def _heartbeat_loop(self) -> None:
         interval = max(0.05, self._lease_seconds / 3)
-        while True:
+        while not self._closing:
             await asyncio.sleep(interval)
             try:
                 await self.store.heartbeat(self.owner_id)
