@@ -144,6 +144,8 @@ class _Execution:
     token: str
     task: asyncio.Task[None] | None = None
     elicitations: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)
+    """Tool calls this execution started together with the message that asked for them."""
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -1058,8 +1060,15 @@ class Runtime:
                 )
                 await self._sleep(delay)
         content, new_calls = folded.result(tools)
+        allowed_here = self._run_allowed.setdefault(run.id, set())
+        if folded.stop_reason != "max_tokens" and all(
+            self._starts_at_once(c, tools, allowed_here) for c in new_calls
+        ):
+            # Nothing to decide or ask before these calls run: they start in the same
+            # transaction as the message (a step then takes two commits instead of three).
+            new_calls = [c.model_copy(update={"start": True}) for c in new_calls]
         cost = provider.cost_usd(folded.usage)
-        message, _ = await self.store.commit_message(
+        message, calls = await self.store.commit_message(
             run.id,
             token=execution.token,
             message=NewMessage(
@@ -1073,8 +1082,19 @@ class Runtime:
             tool_calls=new_calls,
             step=step,
         )
+        execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
         self._changed.set()
         return message, folded.stop_reason
+
+    def _starts_at_once(self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str]) -> bool:
+        tool = tools.get(call.name)
+        return (
+            tool is not None
+            and call.name != ASK_USER
+            and not isinstance(tool, _DelegateTool)
+            and _argument_problem(tool, call.arguments) is None
+            and self._decide(call.name, tool, allowed) == "allow"
+        )
 
     async def _stream_once(
         self,
@@ -1183,7 +1203,17 @@ class Runtime:
             return True
 
         to_run: list[tuple[ToolCall, Tool]] = []
+        already_running: set[str] = set()
         for call in calls:
+            started_here = tools.get(call.name)
+            if (
+                call.id in execution.started
+                and call.state is ToolCallState.RUNNING
+                and started_here is not None
+            ):
+                already_running.add(call.id)
+                to_run.append((call, started_here))
+                continue
             if call.state is ToolCallState.RUNNING:
                 elicitation = by_call.get(call.id)
                 if elicitation is not None and elicitation.state is InputRequestState.CANCELLED:
@@ -1253,7 +1283,9 @@ class Runtime:
                     allowed_here.add(call.name)
             to_run.append((call, tool))
         starting = decided + [
-            ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING) for call, _ in to_run
+            ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING)
+            for call, _ in to_run
+            if call.id not in already_running
         ]
         if starting:
             await self.store.set_tool_states(run.id, token=execution.token, changes=starting)

@@ -84,6 +84,9 @@ class NewToolCall(_Input):
     name: str
     arguments: dict[str, Any]
     idempotent: bool = False
+    start: bool = False
+    """Start it in the same transaction (pending → running): a call nothing needs to decide on
+    first, such as an allowed read-only tool."""
 
 
 class ToolStateChange(_Input):

@@ -1632,6 +1632,16 @@ def _tx_commit_message(
         for c in calls
     )
     _emit(conn, events)
+    started = {index for index, new_call in enumerate(tool_calls or ()) if new_call.start}
+    if started:
+        calls = [
+            _tx_tool_state(
+                conn, now, token, ToolStateChange(tool_call_id=c.id, to=ToolCallState.RUNNING)
+            )
+            if c.index in started
+            else c
+            for c in calls
+        ]
     return committed, calls
 
 
