@@ -1,0 +1,173 @@
+"""Drive the real app with the demo model and write SVG screenshots for the README.
+
+Run with `make screenshots`. Every scene opens a fresh database in a small sample workspace and
+uses the same factory as the program (``tui.app.create_app``)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runtime.api import Runtime  # noqa: E402
+from runtime.config import Config  # noqa: E402
+from tui.app import Settings, create_app  # noqa: E402
+from tui.screens.inbox import InboxScreen  # noqa: E402
+from tui.screens.main import MainScreen  # noqa: E402
+from tui.widgets.approval_prompt import ApprovalPrompt  # noqa: E402
+from tui.widgets.message_view import MessageView  # noqa: E402
+from tui.widgets.question_prompt import QuestionPrompt  # noqa: E402
+
+OUT = ROOT / "screenshots"
+SIZE = (130, 38)
+
+Scene = Callable[[Any, Runtime], Awaitable[None]]
+
+
+def _sample_workspace(base: Path) -> Path:
+    workspace = base / "my-project"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "README.md").write_text(
+        "# my-project\n\nA small command line tool that greets people.\n\nTODO: add tests\n"
+    )
+    (workspace / "src" / "greet.py").write_text(
+        'def greet(name: str) -> str:\n    return f"Hello, {name}!"  # TODO: i18n\n'
+    )
+    (workspace / "pyproject.toml").write_text('[project]\nname = "my-project"\n')
+    return workspace
+
+
+async def _until(pilot: Any, condition: Callable[[], object], timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await pilot.pause(0.02)
+
+
+def _main(pilot: Any) -> MainScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+async def _finish(runtime: Runtime, run_id: str) -> None:
+    while True:
+        boundary = await runtime.wait(run_id, timeout=30)
+        request = boundary.request
+        if request is None:
+            return
+        value: Any = (
+            request.options[0]
+            if request.kind.value == "question"
+            else {"decision": "allow_once", "reason": None}
+        )
+        await runtime.respond(boundary.run.id, request.id, value)
+
+
+async def scene_main(pilot: Any, runtime: Runtime) -> None:
+    for task in ("summarise this project", "list the TODOs"):
+        run = await runtime.start(task)
+        await _finish(runtime, run.id)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2 and screen.job_tree.cursor_node)
+    await pilot.press("enter")
+    await _until(pilot, lambda: screen.selected_run is not None)
+    await pilot.pause(0.3)
+
+
+async def scene_streaming(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press(*"summarise this project", "enter")
+    screen = _main(pilot)
+    await _until(pilot, lambda: any(len(v.text) > 300 for v in screen.query(MessageView)))
+
+
+async def scene_question(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press(*"summarise this project", "enter")
+    await _until(pilot, lambda: _main(pilot).query(QuestionPrompt))
+    await pilot.pause(0.3)
+
+
+async def scene_approval(pilot: Any, runtime: Runtime) -> None:
+    await scene_question(pilot, runtime)
+    await pilot.press("1")
+    await _until(pilot, lambda: _main(pilot).query(ApprovalPrompt))
+    await pilot.pause(0.3)
+
+
+async def scene_inbox(pilot: Any, runtime: Runtime) -> None:
+    for task in ("summarise this project", "review src/greet.py", "plan the tests"):
+        run = await runtime.start(task)
+        await runtime.wait(run.id, timeout=30)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 3 and screen.job_tree.cursor_node)
+    await pilot.press("i")
+    await _until(pilot, lambda: isinstance(pilot.app.screen, InboxScreen))
+    await _until(pilot, lambda: len(pilot.app.screen.requests) == 3)
+    await pilot.pause(0.3)
+
+
+async def scene_search(pilot: Any, runtime: Runtime) -> None:
+    for task in ("summarise this project", "find the TODO markers"):
+        run = await runtime.start(task)
+        await _finish(runtime, run.id)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2 and screen.job_tree.has_focus)
+    await pilot.press("slash", *"TODO", "enter")
+    results = screen.query_one("#search-results")
+    await _until(pilot, lambda: results.display)
+    await pilot.press("enter")
+    await _until(pilot, lambda: screen.selected_run is not None)
+    await pilot.pause(0.3)
+
+
+SCENES: list[tuple[str, str, Scene]] = [
+    ("main", "demo:instant", scene_main),
+    ("streaming", "demo", scene_streaming),
+    ("question", "demo:instant", scene_question),
+    ("approval", "demo:instant", scene_approval),
+    ("inbox", "demo:instant", scene_inbox),
+    ("search", "demo:instant", scene_search),
+]
+
+
+async def shoot(name: str, model: str, scene: Scene) -> Path:
+    base = Path(tempfile.mkdtemp(prefix="agent-tui-shots-"))
+    try:
+        workspace = _sample_workspace(base)
+        runtime = await Runtime.open(
+            db_path=base / "agent-tui.db", workspace=workspace, config=Config(), model=model
+        )
+        try:
+            settings = Settings(workspace=workspace, theme="agent-dusk", remember_theme=False)
+            app = create_app(runtime, settings)
+            async with app.run_test(size=SIZE) as pilot:
+                await pilot.pause()
+                await scene(pilot, runtime)
+                path = OUT / f"{name}.svg"
+                path.write_text(app.export_screenshot(title=f"agent-tui — {name}"))
+        finally:
+            await runtime.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return path
+
+
+async def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    for name, model, scene in SCENES:
+        path = await shoot(name, model, scene)
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -1,0 +1,83 @@
+"""Helpers for the TUI tests: a real Runtime on a temp SQLite file with the instant demo model,
+and the app built by the one factory with a fixed theme and ages hidden."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from runtime.api import Runtime
+from runtime.config import Config
+from tui.app import AgentTuiApp, Settings, create_app
+
+SIZE = (140, 44)
+
+
+async def open_runtime(db_path: Path, workspace: Path, *, model: str = "demo:instant") -> Runtime:
+    return await Runtime.open(db_path=db_path, workspace=workspace, config=Config(), model=model)
+
+
+def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTuiApp:
+    settings = Settings(
+        workspace=workspace,
+        theme=str(overrides.pop("theme", "agent-dusk")),
+        hide_ages=True,
+        remember_theme=bool(overrides.pop("remember_theme", False)),
+        **overrides,  # type: ignore[arg-type]
+    )
+    return create_app(runtime, settings)
+
+
+async def wait_until(
+    pilot: Pilot[object], condition: Callable[[], object], *, timeout: float = 15.0
+) -> None:
+    """Let the app run until ``condition()`` holds; fail after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await pilot.pause(0.02)
+
+
+def screen_text(app: AgentTuiApp) -> str:
+    """Everything on screen as plain text (what a person reads)."""
+    from textual.widgets import Static
+
+    parts = []
+    for widget in app.screen.query("*"):
+        if isinstance(widget, Static) and widget.display:
+            parts.append(str(widget.render()))
+    return "\n".join(parts)
+
+
+def notifications(app: AgentTuiApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+async def finish_run(runtime: Runtime, run_id: str) -> None:
+    """Answer every prompt the demo model asks (first option, allow once) until the run ends."""
+    from runtime.models import InputKind
+
+    while True:
+        boundary = await runtime.wait(run_id, timeout=10)
+        request = boundary.request
+        if request is None:
+            return
+        if request.kind is InputKind.QUESTION:
+            await runtime.respond(boundary.run.id, request.id, request.options[0])
+        else:
+            await runtime.respond(
+                boundary.run.id, request.id, {"decision": "allow_once", "reason": None}
+            )
+
+
+async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
+    """Until the browser shows its first page with the cursor on the first job."""
+    from tui.screens.main import MainScreen
+
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    await wait_until(
+        pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node is not None
+    )

@@ -1,0 +1,300 @@
+"""Pilot tests of the main flows, on a real Runtime and a real SQLite file (demo:instant)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, OptionList
+
+from runtime.api import Runtime
+from runtime.models import InputRequestState, RunState
+from tests.tui.helpers import (
+    SIZE,
+    finish_run,
+    make_app,
+    notifications,
+    screen_text,
+    wait_for_browser,
+    wait_until,
+)
+from tui.screens.inbox import InboxScreen
+from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.composer import Composer
+from tui.widgets.message_view import MessageView
+from tui.widgets.question_prompt import QuestionPrompt
+
+
+def main_screen(app: object) -> MainScreen:
+    screen = app.screen  # type: ignore[attr-defined]
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.focused, Input) and app.focused.id == "composer-input"
+        await pilot.press(*"summarise this project", "enter")
+        screen = main_screen(app)
+
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        assert isinstance(app.focused, QuestionPrompt)
+        assert any("Plan" in view.text for view in screen.query(MessageView))
+        assert not screen.query_one(Composer).display
+        run = screen.selected_run
+        assert run is not None
+        assert (await runtime.get_run(run.id)).state is RunState.INPUT_REQUIRED
+
+        await pilot.press("1")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        approval = screen.query_one(ApprovalPrompt)
+        assert approval.request.detail.get("diff")
+        assert "agent-notes.md" in screen_text(app)
+
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run is not None and screen.selected_run.state is RunState.COMPLETED
+            ),
+        )
+        assert not screen.query(ApprovalPrompt)
+        assert screen.query_one(Composer).display
+        assert "completed" in screen.status.text
+
+    stored = await runtime.get_run(run.id)
+    assert stored.state is RunState.COMPLETED
+    assert await runtime.inbox() == []
+    assert (workspace / "agent-notes.md").exists()
+
+
+async def test_a_question_is_answered_with_free_text(runtime: Runtime, workspace: Path) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        request = screen.query_one(QuestionPrompt).request
+        await pilot.press("t", *"only the TODOs", "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+    answered = [
+        r for r in await runtime.store.list_input_requests(request.run_id) if r.id == request.id
+    ]
+    assert answered[0].state is InputRequestState.ANSWERED
+    assert answered[0].answer == "only the TODOs"
+
+
+async def test_denying_with_a_reason_sends_the_reason(runtime: Runtime, workspace: Path) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        await pilot.press("2")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        request = screen.query_one(ApprovalPrompt).request
+        await pilot.press("r", *"not now", "enter")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+        )
+    stored = await runtime.store.get_input_request(request.id)
+    assert stored.answer == {"decision": "deny", "reason": "not now"}
+    assert not (workspace / "agent-notes.md").exists()
+
+
+async def test_a_follow_up_continues_the_selected_job(runtime: Runtime, workspace: Path) -> None:
+    first = await runtime.start("summarise")
+    await finish_run(runtime, first.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")  # the tree has focus: open the job's latest run
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        await pilot.press("n", "ctrl+t")
+        assert "Follow-up in: summarise" in screen_text(app)
+        await pilot.press(*"and now the tests", "enter")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_run is not None and screen.selected_run.id != first.id,
+        )
+        follow_up = screen.selected_run
+        assert follow_up.job_id == first.job_id
+        assert follow_up.input == "and now the tests"
+    runs = await runtime.job_runs(first.job_id)
+    assert {run.id for run in runs} >= {first.id, follow_up.id}
+
+
+async def test_cancel_stops_the_selected_run(runtime: Runtime, workspace: Path) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        run_id = screen.query_one(QuestionPrompt).request.run_id
+        await pilot.press("c")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run is not None and screen.selected_run.state is RunState.CANCELLED
+            ),
+        )
+        assert not screen.query(QuestionPrompt)
+    assert (await runtime.get_run(run_id)).state is RunState.CANCELLED
+
+
+async def test_fork_makes_a_new_job_from_the_last_checkpoint(
+    runtime: Runtime, workspace: Path
+) -> None:
+    first = await runtime.start("summarise")
+    await finish_run(runtime, first.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        await pilot.press("f")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_run is not None and screen.selected_run.job_id != first.job_id,
+        )
+        forked = screen.selected_run
+        assert any("Forked" in text for text in notifications(app))
+    stored = await runtime.get_run(forked.id)
+    assert stored.forked_from_checkpoint_id is not None
+    assert len((await runtime.list_jobs()).items) == 2
+
+
+async def test_the_inbox_lists_every_waiting_run_and_opens_its_prompt(
+    runtime: Runtime, workspace: Path
+) -> None:
+    waiting = []
+    for task in ("first task", "second task"):
+        run = await runtime.start(task)
+        boundary = await runtime.wait(run.id, timeout=10)
+        assert boundary.state is RunState.INPUT_REQUIRED
+        waiting.append(run)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        inbox = app.screen.query_one("#inbox-list", OptionList)
+        await wait_until(pilot, lambda: inbox.option_count == 2)
+        listed = " ".join(
+            str(inbox.get_option_at_index(index).prompt) for index in range(inbox.option_count)
+        )
+        assert "first task" in listed and "second task" in listed
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: main_screen(app).query(QuestionPrompt))
+        assert main_screen(app).selected_run is not None
+        assert main_screen(app).selected_run.id in {run.id for run in waiting}
+
+
+async def test_a_run_that_starts_waiting_off_screen_rings_and_notifies(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        run = await runtime.start("background task")
+        await wait_until(
+            pilot, lambda: any("waiting for you" in text for text in notifications(app))
+        )
+        assert (await runtime.get_run(run.id)).state is RunState.INPUT_REQUIRED
+
+
+async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, workspace: Path) -> None:
+    run = await runtime.start("find the pelicans")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelicans", "enter")
+        results = screen.query_one("#search-results")
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id
+        )
+        await pilot.press("escape")
+        await pilot.press("escape")
+
+
+async def test_export_writes_the_job_as_markdown_into_the_workspace(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any("Exported" in text for text in notifications(app)))
+    exports = list(workspace.glob("agent-tui-*.md"))
+    assert len(exports) == 1
+    assert "summarise" in exports[0].read_text()
+
+
+async def test_a_runtime_error_becomes_a_notification_not_a_crash(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        await pilot.press("c")  # cancelling a completed run is refused by the runtime
+        await wait_until(pilot, lambda: any("already" in text for text in notifications(app)))
+        assert app.is_running
+
+
+async def test_a_run_opens_on_a_window_of_its_last_messages_and_loads_older_ones_at_the_top(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    total = len(await runtime.messages(run.id))
+    app = make_app(runtime, workspace, window=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        conversation = screen.conversation
+        # The window (3 messages) does not fill the view, so older ones load until the top.
+        await wait_until(pilot, lambda: conversation.first_position == 0)
+        assert not conversation.has_older
+        shown = {view.position for view in conversation.message_views}
+    visible = [m for m in await runtime.messages(run.id) if m.role.value != "tool"]
+    assert total > 3
+    assert shown == {message.position for message in visible}
+
+
+async def test_the_state_filter_shows_only_jobs_in_that_state(
+    runtime: Runtime, workspace: Path
+) -> None:
+    done = await runtime.start("finished task")
+    await finish_run(runtime, done.id)
+    waiting = await runtime.start("waiting task")
+    await runtime.wait(waiting.id, timeout=10)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        assert len(screen.job_tree.job_ids) == 2
+        await pilot.press("s", "s")  # all → running → input_required
+        await wait_until(pilot, lambda: screen.job_tree.job_ids == [waiting.job_id])
+        assert "filter: input_required" in screen_text(app)

@@ -1,0 +1,131 @@
+"""Elicitation forms built from a JSON Schema, and themes loaded from data files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Checkbox, Input, Static
+
+from runtime.api import Runtime
+from runtime.models import InputKind, InputRequestState
+from runtime.store.base import NewInputRequest, NewRun
+from tests.tui.helpers import SIZE, make_app, notifications, wait_for_browser, wait_until
+from themes import load_theme_file, load_themes
+from tui.screens.main import MainScreen
+from tui.widgets.elicitation_form import ElicitationForm
+
+FORM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "minLength": 2},
+        "count": {"type": "integer", "title": "How many", "minimum": 1},
+        "urgent": {"type": "boolean", "title": "Urgent"},
+        "colour": {"enum": ["red", "green"], "title": "Colour"},
+    },
+    "required": ["name", "count"],
+}
+
+
+async def _waiting_elicitation(runtime: Runtime, workspace: Path) -> tuple[str, str]:
+    """A run waiting on an MCP-style form, made through the store as the engine would."""
+    store = runtime.store
+    run = await store.create_run(
+        NewRun(
+            agent="default",
+            model="demo:instant",
+            input="book a table",
+            workspace=str(workspace),
+            owner_id=runtime.owner_id,
+        )
+    )
+    claimed = await store.claim_run(run.id, owner_id=runtime.owner_id)
+    _, request = await store.open_input_request(
+        run.id,
+        token=claimed.execution_token or "",
+        request=NewInputRequest(
+            kind=InputKind.ELICITATION,
+            prompt="Details for the booking",
+            schema=FORM_SCHEMA,
+            detail={"server": "bookings"},
+        ),
+    )
+    return run.id, request.id
+
+
+async def test_an_elicitation_form_shows_errors_beside_fields_then_sends_the_answer(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run_id, request_id = await _waiting_elicitation(runtime, workspace)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.query(ElicitationForm))
+        form = screen.query_one(ElicitationForm)
+        assert isinstance(form.query_one("#input-urgent"), Checkbox)
+
+        await pilot.press("x", "ctrl+s")  # a one-letter name and no count
+        await pilot.pause()
+        assert "required" in str(form.query_one("#error-count", Static).render())
+        assert str(form.query_one("#error-name", Static).render())
+        pending = await runtime.store.get_input_request(request_id)
+        assert pending.state is InputRequestState.PENDING
+
+        form.query_one("#input-name", Input).value = "Ada"
+        form.query_one("#input-count", Input).value = "4"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not screen.query(ElicitationForm))
+    answered = await runtime.store.get_input_request(request_id)
+    assert answered.state is InputRequestState.ANSWERED
+    assert answered.answer["content"] == {"name": "Ada", "count": 4, "urgent": False}
+    assert run_id
+
+
+def test_the_project_themes_load_and_validate() -> None:
+    themes, problems = load_themes()
+    assert problems == []
+    assert {"agent-dusk", "agent-paper", "agent-moss"} <= {theme.name for theme in themes}
+
+
+def test_a_bad_theme_file_is_reported_with_its_name_and_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.toml"
+    bad.write_text('name = "broken"\nprimary = "not-a-colour"\n')
+    with pytest.raises(ValueError, match=r"broken\.toml: primary"):
+        load_theme_file(bad)
+
+
+async def test_a_bad_theme_file_is_a_notification_and_the_app_still_runs(
+    runtime: Runtime, workspace: Path, tmp_path: Path
+) -> None:
+    themes_dir = tmp_path / "themes"
+    themes_dir.mkdir()
+    (themes_dir / "broken.toml").write_text("name = [unclosed\n")
+    (themes_dir / "fine.toml").write_text('name = "fine"\nprimary = "#336699"\n')
+    app = make_app(runtime, workspace, theme_dirs=(themes_dir,), theme="fine")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any("broken.toml" in n for n in notifications(app)))
+        assert app.theme == "fine"
+        assert app.is_running
+
+
+async def test_a_theme_chosen_in_the_palette_is_applied_and_remembered(
+    runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    app = make_app(runtime, workspace, remember_theme=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+p", *"theme")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"agent-moss")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.theme == "agent-moss")
+    saved = tmp_path / "config" / "agent-tui" / "config.toml"
+    await_text = saved.read_text()
+    assert 'theme = "agent-moss"' in await_text

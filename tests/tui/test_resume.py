@@ -1,0 +1,95 @@
+"""Restart: close the app mid-run and reopen the same database; waiting prompts come back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.models import InputRequestState, RunState
+from tests.tui.helpers import (
+    SIZE,
+    make_app,
+    open_runtime,
+    screen_text,
+    wait_for_browser,
+    wait_until,
+)
+from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.message_view import MessageView
+from tui.widgets.question_prompt import QuestionPrompt
+
+
+async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
+    db_path: Path, workspace: Path
+) -> None:
+    first = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(first, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(*"summarise this project", "enter")
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(
+                pilot, lambda: any(len(view.text) > 20 for view in screen.query(MessageView))
+            )
+            run_id = screen.selected_run.id if screen.selected_run else None
+            assert run_id is not None
+            await pilot.press("ctrl+q")
+    finally:
+        await first.close()
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        interrupted = await second.get_run(run_id)
+        assert interrupted.interrupted or interrupted.state is RunState.FAILED
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.job_tree.run_node(run_id) is not None)
+            node = screen.job_tree.run_node(run_id)
+            assert node is not None and "⚠" in str(node.label)
+            assert "Interrupted" in screen_text(app) or "Failed" in screen_text(app)
+            await pilot.press("R")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt), timeout=30)
+            retried = screen.selected_run
+            assert retried is not None
+        stored = await second.get_run(retried.id)
+        assert stored.state is RunState.INPUT_REQUIRED
+        assert retried.id == run_id or stored.retry_of_run_id == run_id
+    finally:
+        await second.close()
+
+
+async def test_a_waiting_prompt_survives_a_restart_and_answering_continues_the_run(
+    db_path: Path, workspace: Path
+) -> None:
+    first = await open_runtime(db_path, workspace)
+    try:
+        run = await first.start("summarise")
+        boundary = await first.wait(run.id, timeout=10)
+        assert boundary.request is not None
+        request_id = boundary.request.id
+    finally:
+        await first.close()
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            assert screen.query_one(QuestionPrompt).request.id == request_id
+            await pilot.press("1")
+            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        answered = await second.store.get_input_request(request_id)
+        assert answered.state is InputRequestState.ANSWERED
+        assert (await second.get_run(run.id)).state is RunState.INPUT_REQUIRED
+        assert (await second.inbox())[0].kind.value == "approval"
+    finally:
+        await second.close()

@@ -1,0 +1,187 @@
+"""The one module that turns runtime events into Textual messages.
+
+A worker iterates ``runtime.observe()`` (every run, from now on) and posts past-tense messages to
+the app. Deltas are coalesced per message for a short interval so a fast stream never floods the
+message queue (keypresses share it): at most one ``DeltaReceived`` per streaming message per
+flush. Durable events flush pending deltas first, so order is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message as TextualMessage
+
+from runtime import events as rt
+
+if TYPE_CHECKING:
+    from textual.message_pump import MessagePump
+
+    from runtime.api import Runtime
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL = 1 / 30
+
+
+class RunStateChanged(TextualMessage):
+    def __init__(self, event: rt.RunStateChanged) -> None:
+        super().__init__()
+        self.event = event
+
+
+class MessageCommitted(TextualMessage):
+    def __init__(self, event: rt.MessageCommitted) -> None:
+        super().__init__()
+        self.event = event
+
+
+class DeltaReceived(TextualMessage):
+    """Merged consecutive pieces of one streaming message (text or thinking)."""
+
+    def __init__(
+        self, *, run_id: str, message_id: str, offset: int, text: str, thinking: bool
+    ) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.message_id = message_id
+        self.offset = offset
+        self.text = text
+        self.thinking = thinking
+
+
+class ToolStateChanged(TextualMessage):
+    def __init__(self, event: rt.ToolStateChanged) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ToolProgressed(TextualMessage):
+    def __init__(self, event: rt.ToolProgress) -> None:
+        super().__init__()
+        self.event = event
+
+
+class CheckpointCreated(TextualMessage):
+    def __init__(self, event: rt.CheckpointCreated) -> None:
+        super().__init__()
+        self.event = event
+
+
+class NoticeReceived(TextualMessage):
+    def __init__(self, event: rt.Notice) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ObservationFailed(TextualMessage):
+    """The event stream ended with an error; the app reports it and resubscribes."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
+@dataclass
+class _PendingDelta:
+    run_id: str
+    message_id: str
+    offset: int
+    text: list[str]
+    thinking: bool
+
+
+class Bridge:
+    """Feeds ``target`` with Textual messages made from ``runtime.observe()``."""
+
+    def __init__(self, runtime: Runtime, target: MessagePump) -> None:
+        self._runtime = runtime
+        self._target = target
+        self._pending: list[_PendingDelta | TextualMessage] = []
+        self._flush_handle: asyncio.TimerHandle | None = None
+
+    async def pump(self) -> None:
+        """Run until cancelled; post one message per durable event, merged deltas."""
+        try:
+            async for event in self._runtime.observe():
+                self._accept(event)
+        finally:
+            self._flush()
+
+    def _accept(self, event: rt.Event) -> None:
+        if isinstance(event, rt.MessageDelta):
+            last = self._pending[-1] if self._pending else None
+            if (
+                isinstance(last, _PendingDelta)
+                and last.message_id == event.message_id
+                and last.thinking == event.thinking
+            ):
+                last.text.append(event.text)
+            else:
+                self._pending.append(
+                    _PendingDelta(
+                        run_id=event.run_id,
+                        message_id=event.message_id,
+                        offset=event.offset,
+                        text=[event.text],
+                        thinking=event.thinking,
+                    )
+                )
+            self._schedule()
+            return
+        message = _to_message(event)
+        if message is None:
+            return
+        if isinstance(event, rt.ToolProgress):
+            last = self._pending[-1] if self._pending else None
+            if isinstance(last, ToolProgressed) and last.event.tool_call_id == event.tool_call_id:
+                self._pending[-1] = message  # only the latest progress of a tool matters
+            else:
+                self._pending.append(message)
+            self._schedule()
+            return
+        self._pending.append(message)
+        self._flush()
+
+    def _schedule(self) -> None:
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        pending, self._pending = self._pending, []
+        for item in pending:
+            if isinstance(item, _PendingDelta):
+                self._target.post_message(
+                    DeltaReceived(
+                        run_id=item.run_id,
+                        message_id=item.message_id,
+                        offset=item.offset,
+                        text="".join(item.text),
+                        thinking=item.thinking,
+                    )
+                )
+            else:
+                self._target.post_message(item)
+
+
+def _to_message(event: rt.Event) -> TextualMessage | None:
+    if isinstance(event, rt.RunStateChanged):
+        return RunStateChanged(event)
+    if isinstance(event, rt.MessageCommitted):
+        return MessageCommitted(event)
+    if isinstance(event, rt.ToolStateChanged):
+        return ToolStateChanged(event)
+    if isinstance(event, rt.ToolProgress):
+        return ToolProgressed(event)
+    if isinstance(event, rt.CheckpointCreated):
+        return CheckpointCreated(event)
+    if isinstance(event, rt.Notice):
+        return NoticeReceived(event)
+    return None

@@ -1,0 +1,1 @@
+"""Screens of the agent-tui app; each ``<name>.py`` has its stylesheet ``<name>.tcss`` beside it."""

@@ -1,0 +1,62 @@
+"""Help: every key binding of the app, the main screen and the inline prompts."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
+    rows = []
+    for binding in bindings:
+        if isinstance(binding, Binding):
+            rows.append((binding.key, binding.description or binding.action))
+        elif isinstance(binding, tuple):
+            rows.append((binding[0], binding[2] if len(binding) > 2 else binding[1]))
+    return rows
+
+
+def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+    from tui.app import AgentTuiApp
+    from tui.screens.main import MainScreen
+    from tui.widgets.approval_prompt import ApprovalPrompt
+    from tui.widgets.composer import Composer
+    from tui.widgets.elicitation_form import ElicitationForm
+    from tui.widgets.question_prompt import QuestionPrompt
+    from tui.widgets.tool_call_view import ToolCallView
+
+    return [
+        ("Everywhere", [*_rows(AgentTuiApp.BINDINGS), ("ctrl+p", "Command palette")]),
+        ("Main screen", _rows(MainScreen.BINDINGS)),
+        ("Composer", [*_rows(Composer.BINDINGS), ("enter", "Send")]),
+        ("Approval prompt", _rows(ApprovalPrompt.BINDINGS)),
+        ("Question prompt", [("1–9", "Choose an option"), *_rows(QuestionPrompt.BINDINGS)]),
+        ("Form", [*_rows(ElicitationForm.BINDINGS), ("tab", "Next field")]),
+        ("Tool call", _rows(ToolCallView.BINDINGS)),
+        ("Browser", [("enter", "Open"), ("space", "Expand / collapse"), ("↑ ↓", "Move")]),
+    ]
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,f1,question_mark", "close", "Close help")
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static("Keys", id="help-title")
+            with VerticalScroll(id="help-body"):
+                for title, rows in help_sections():
+                    yield Static(title, classes="help-section")
+                    text = "\n".join(f"  {key:<22} {what}" for key, what in rows)
+                    yield Static(text, classes="help-rows", markup=False)
+            yield Static("Esc to close", id="help-keys")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,87 @@
+"""The inbox: every run waiting for input across jobs; Enter opens one."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message as TextualMessage
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker
+
+from runtime.models import InputRequest
+from tui.widgets._format import short
+
+
+class InboxLoaded(TextualMessage):
+    def __init__(self, requests: list[InputRequest], titles: dict[str, str]) -> None:
+        super().__init__()
+        self.requests = requests
+        self.titles = titles
+
+
+class InboxScreen(ModalScreen[InputRequest | None]):
+    CSS_PATH = "inbox.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,i,q", "close", "Close inbox"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="inbox")
+        self.requests: list[InputRequest] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="inbox-box"):
+            yield Static("Inbox — runs waiting for you", id="inbox-title")
+            yield OptionList(id="inbox-list")
+            yield Static("Enter open · Esc close", id="inbox-keys")
+
+    def on_mount(self) -> None:
+        self._load()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.app.report_worker_failure(event)  # type: ignore[attr-defined]
+
+    @property
+    def runtime(self) -> Any:
+        return self.app.runtime  # type: ignore[attr-defined]
+
+    @work(exit_on_error=False, group="inbox")
+    async def _load(self) -> None:
+        requests = await self.runtime.inbox(limit=100)
+        titles: dict[str, str] = {}
+        for request in requests:
+            if request.job_id not in titles:
+                job = await self.runtime.get_job(request.job_id)
+                titles[request.job_id] = job.title
+        self.post_message(InboxLoaded(requests, titles))
+
+    def on_inbox_loaded(self, message: InboxLoaded) -> None:
+        self.requests = message.requests
+        options = self.query_one("#inbox-list", OptionList)
+        options.clear_options()
+        if not message.requests:
+            options.add_option(Option("No run is waiting for input.", disabled=True))
+        for index, request in enumerate(message.requests):
+            title = message.titles.get(request.job_id, request.job_id)
+            options.add_option(
+                Option(
+                    f"{request.kind.value:<11} {short(title, 30)}\n"
+                    f"            {short(request.prompt, 70)}",
+                    id=str(index),
+                )
+            )
+        options.highlighted = 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is not None:
+            self.dismiss(self.requests[int(event.option.id)])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,752 @@
+"""The main screen: browser, conversation, composer or inline prompt, status line.
+
+Screens stay thin: every runtime call runs in a worker (``exit_on_error=False``) that posts a
+past-tense message back; the app turns any worker failure into a notification.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message as TextualMessage
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, OptionList, Static, Tree
+from textual.widgets.option_list import Option
+from textual.worker import Worker
+
+from runtime.errors import AgentTuiError
+from runtime.models import (
+    Checkpoint,
+    InputKind,
+    InputRequest,
+    Job,
+    Message,
+    Run,
+    RunState,
+    SearchHit,
+    ToolCall,
+)
+from tui import bridge
+from tui.widgets._format import needs_resume, short
+from tui.widgets._prompt_base import PromptAnswered
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.composer import Composer
+from tui.widgets.conversation import Conversation
+from tui.widgets.elicitation_form import ElicitationForm
+from tui.widgets.job_tree import CheckpointEntry, JobEntry, JobTree, MoreEntry, RunEntry
+from tui.widgets.question_prompt import QuestionPrompt
+from tui.widgets.status_line import StatusLine
+from tui.widgets.tool_call_view import ToolCallView
+
+if TYPE_CHECKING:
+    from tui.app import AgentTuiApp
+
+STATE_FILTERS: list[RunState | None] = [
+    None,
+    RunState.RUNNING,
+    RunState.INPUT_REQUIRED,
+    RunState.FAILED,
+    RunState.COMPLETED,
+    RunState.CANCELLED,
+    RunState.QUEUED,
+]
+
+
+# --- messages workers post back ------------------------------------------------------------------
+class JobsLoaded(TextualMessage):
+    def __init__(self, jobs: list[Job], next_cursor: str | None, *, first: bool) -> None:
+        super().__init__()
+        self.jobs = jobs
+        self.next_cursor = next_cursor
+        self.first = first
+
+
+class RunsLoaded(TextualMessage):
+    def __init__(self, job_id: str, runs: list[Run]) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.runs = runs
+
+
+class CheckpointsLoaded(TextualMessage):
+    def __init__(self, run_id: str, checkpoints: list[Checkpoint]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.checkpoints = checkpoints
+
+
+class RunLoaded(TextualMessage):
+    def __init__(
+        self,
+        run: Run,
+        job: Job,
+        messages: list[Message],
+        tool_calls: list[ToolCall],
+        request: InputRequest | None,
+        *,
+        has_older: bool,
+    ) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+        self.messages = messages
+        self.tool_calls = tool_calls
+        self.request = request
+        self.has_older = has_older
+
+
+class OlderLoaded(TextualMessage):
+    def __init__(self, run_id: str, messages: list[Message], *, has_older: bool) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.messages = messages
+        self.has_older = has_older
+
+
+class RunRefreshed(TextualMessage):
+    def __init__(self, run: Run, job: Job) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+
+
+class RunStarted(TextualMessage):
+    """A run this screen started (new job, follow-up, retry or fork): show it."""
+
+    def __init__(self, run: Run, job: Job) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+
+
+class SearchFinished(TextualMessage):
+    def __init__(self, query: str, hits: list[SearchHit]) -> None:
+        super().__init__()
+        self.query = query
+        self.hits = hits
+
+
+class AnswerFailed(TextualMessage):
+    def __init__(self, request: InputRequest, error: AgentTuiError) -> None:
+        super().__init__()
+        self.request = request
+        self.error = error
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    AUTO_FOCUS = "#composer-input"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "compose", "New / follow-up"),
+        Binding("i", "inbox", "Inbox"),
+        Binding("c", "cancel_run", "Cancel run"),
+        Binding("f", "fork", "Fork"),
+        Binding("R", "retry", "Retry"),
+        Binding("e", "export", "Export"),
+        Binding("s", "cycle_filter", "Filter"),
+        Binding("slash", "search", "Search"),
+        Binding("b", "focus_browser", "Browser"),
+        Binding("escape", "leave", "Back", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="main")
+        self.selected_run: Run | None = None
+        self.selected_job: Job | None = None
+        self.open_request: InputRequest | None = None
+        self.state_filter: RunState | None = None
+        self._loading_run_id: str | None = None
+        self._replay: list[TextualMessage] = []
+        self._loading_more = False
+        self._search_hits: list[SearchHit] = []
+
+    @property
+    def agent_app(self) -> AgentTuiApp:
+        from tui.app import AgentTuiApp
+
+        app = self.app
+        assert isinstance(app, AgentTuiApp)
+        return app
+
+    @property
+    def runtime(self) -> Any:
+        return self.agent_app.runtime
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.agent_app.report_worker_failure(event)
+
+    # --- layout --------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        settings = self.agent_app.settings
+        with Horizontal(id="body"):
+            with Vertical(id="browser"):
+                yield Input(placeholder="/ search messages", id="search")
+                yield Static(self._filter_text(), id="filter", markup=False)
+                yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                results = OptionList(id="search-results")
+                results.display = False
+                yield results
+            with Vertical(id="main-pane"):
+                banner = Static("", id="banner", markup=False)
+                banner.display = False
+                yield banner
+                yield Conversation(window=settings.window, id="conversation")
+                with Vertical(id="bottom"):
+                    yield Composer(id="composer")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    @property
+    def job_tree(self) -> JobTree:
+        return self.query_one("#tree", JobTree)
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.query_one("#conversation", Conversation)
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one("#composer", Composer)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one("#status", StatusLine)
+
+    def _filter_text(self) -> str:
+        shown = self.state_filter.value if self.state_filter else "all"
+        return f"filter: {shown}  (s to change)"
+
+    async def on_mount(self) -> None:
+        runtime = self.runtime
+        self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
+        await self.conversation.show_empty(
+            "Type a task below and press Enter.  ? or F1 lists every key."
+        )
+        self.load_jobs(None, first=True)
+        self.agent_app.start_bridge(self)
+        self._report_recovery()
+
+    def _report_recovery(self) -> None:
+        report = getattr(self.runtime, "recovery", None)
+        if report is None:
+            return
+        interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
+        if interrupted:
+            self.notify(
+                f"{interrupted} run(s) were interrupted by a crash: select one and press R to "
+                "retry or f to fork.",
+                title="Interrupted runs",
+                severity="warning",
+                timeout=10,
+            )
+
+    # --- browser loading -----------------------------------------------------------------------
+    @work(exit_on_error=False, group="jobs")
+    async def load_jobs(self, cursor: str | None, *, first: bool = False) -> None:
+        page = await self.runtime.list_jobs(
+            cursor=cursor, limit=self.agent_app.settings.page_size, state=self.state_filter
+        )
+        self.post_message(JobsLoaded(page.items, page.next_cursor, first=first))
+
+    def on_jobs_loaded(self, message: JobsLoaded) -> None:
+        self._loading_more = False
+        tree = self.job_tree
+        if message.first:
+            tree.clear_jobs()
+        tree.add_jobs(message.jobs, message.next_cursor)
+        if message.first and message.jobs:
+            self._count_waiting()
+            composer_input = self.composer.input
+            search = self.query_one("#search", Input)
+            if self.focused in (None, composer_input, search) and not composer_input.value:
+                tree.focus()
+                tree.call_after_refresh(tree.move_cursor_to_line, 0)
+
+    @work(exit_on_error=False, group="inbox-count")
+    async def _count_waiting(self) -> None:
+        waiting = await self.runtime.inbox(limit=100)
+        if waiting:
+            self.notify(
+                f"{len(waiting)} run(s) wait for your input — press i for the inbox.",
+                title="Inbox",
+            )
+
+    @work(exit_on_error=False, group="runs")
+    async def load_runs(self, job_id: str) -> None:
+        runs = await self.runtime.job_runs(job_id)
+        self.post_message(RunsLoaded(job_id, runs))
+
+    def on_runs_loaded(self, message: RunsLoaded) -> None:
+        self.job_tree.set_runs(message.job_id, message.runs)
+        if self.selected_run is not None and self.selected_run.job_id == message.job_id:
+            self.job_tree.select_run(self.selected_run.id)
+
+    @work(exit_on_error=False, group="checkpoints")
+    async def load_checkpoints(self, run_id: str) -> None:
+        checkpoints = await self.runtime.checkpoints(run_id)
+        self.post_message(CheckpointsLoaded(run_id, checkpoints))
+
+    def on_checkpoints_loaded(self, message: CheckpointsLoaded) -> None:
+        self.job_tree.set_checkpoints(message.run_id, message.checkpoints)
+
+    def _load_more(self, cursor: str) -> None:
+        if not self._loading_more:
+            self._loading_more = True
+            self.load_jobs(cursor)
+
+    @on(Tree.NodeExpanded, "#tree")
+    def _node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
+        data = event.node.data
+        if isinstance(data, JobEntry) and data.job.id not in self.job_tree.loaded_runs:
+            self.load_runs(data.job.id)
+        elif isinstance(data, RunEntry):
+            self.load_checkpoints(data.run.id)
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def _node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        data = event.node.data
+        if isinstance(data, MoreEntry):
+            self._load_more(data.cursor)
+        elif isinstance(data, JobEntry):
+            self.composer.set_selected_job(data.job.id, data.job.title)
+
+    @on(Tree.NodeSelected, "#tree")
+    def _node_selected(self, event: Tree.NodeSelected[Any]) -> None:
+        data = event.node.data
+        if isinstance(data, JobEntry):
+            self.open_job(data.job.id)
+        elif isinstance(data, RunEntry):
+            self.open_run(data.run.id)
+        elif isinstance(data, CheckpointEntry):
+            self.open_run(data.checkpoint.run_id)
+        elif isinstance(data, MoreEntry):
+            self._load_more(data.cursor)
+
+    # --- opening a run -------------------------------------------------------------------------
+    @work(exit_on_error=False, group="open", exclusive=True)
+    async def open_job(self, job_id: str) -> None:
+        runs = await self.runtime.job_runs(job_id)
+        self.post_message(RunsLoaded(job_id, runs))
+        roots = [run for run in runs if run.parent_run_id is None]
+        if roots:
+            latest = max(roots, key=lambda run: run.created_at)
+            self.open_run(latest.id)
+
+    def open_run(self, run_id: str) -> None:
+        self._loading_run_id = run_id
+        self._replay = []
+        self._load_run(run_id)
+
+    @work(exit_on_error=False, group="open-run", exclusive=True)
+    async def _load_run(self, run_id: str) -> None:
+        runtime = self.runtime
+        window = self.agent_app.settings.window
+        run = await runtime.get_run(run_id)
+        job = await runtime.get_job(run.job_id)
+        messages = await runtime.messages(run_id, before_position=2**62, limit=window)
+        messages.sort(key=lambda message: message.position)
+        tool_calls = await runtime.tool_calls(run_id)
+        request = None
+        if run.state is RunState.INPUT_REQUIRED:
+            request = await runtime.open_request(run_id)
+        has_older = bool(messages) and messages[0].position > 0 and len(messages) >= window
+        self.post_message(RunLoaded(run, job, messages, tool_calls, request, has_older=has_older))
+
+    async def on_run_loaded(self, message: RunLoaded) -> None:
+        if message.run.id != self._loading_run_id:
+            return
+        self.selected_run = message.run
+        self.selected_job = message.job
+        self.composer.set_selected_job(message.job.id, message.job.title)
+        self.job_tree.upsert_job(message.job)
+        if message.job.id not in self.job_tree.loaded_runs:
+            self.load_runs(message.job.id)
+        else:
+            self.job_tree.upsert_run(message.run)
+            self.job_tree.select_run(message.run.id)
+        await self.conversation.load(
+            message.run.id, message.messages, message.tool_calls, has_older=message.has_older
+        )
+        self._loading_run_id = None
+        replay, self._replay = self._replay, []
+        for pending in replay:
+            await self._apply_to_conversation(pending)
+        self._show_run_state(message.run)
+        if message.request is not None:
+            await self.show_prompt(message.request)
+        else:
+            await self.hide_prompt()
+
+    def _show_run_state(self, run: Run) -> None:
+        self.status.show(run=run)
+        banner = self.query_one("#banner", Static)
+        if needs_resume(run):
+            why = run.failure.message if run.failure else "its process stopped mid-run"
+            banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
+            banner.display = True
+        elif run.state is RunState.FAILED and run.failure is not None:
+            banner.update(f"✗ Failed ({run.failure.code}): {run.failure.message}  · R retry")
+            banner.display = True
+        else:
+            banner.display = False
+
+    @on(Conversation.OlderWanted)
+    def _older_wanted(self, message: Conversation.OlderWanted) -> None:
+        self._load_older(message.run_id, message.before_position)
+
+    @work(exit_on_error=False, group="older")
+    async def _load_older(self, run_id: str, before_position: int) -> None:
+        limit = 50
+        messages = await self.runtime.messages(run_id, before_position=before_position, limit=limit)
+        messages.sort(key=lambda message: message.position)
+        has_older = bool(messages) and messages[0].position > 0
+        self.post_message(OlderLoaded(run_id, messages, has_older=has_older))
+
+    async def on_older_loaded(self, message: OlderLoaded) -> None:
+        await self.conversation.prepend(
+            message.run_id, message.messages, has_older=message.has_older
+        )
+
+    @on(ToolCallView.OpenChildRequested)
+    def _open_child(self, message: ToolCallView.OpenChildRequested) -> None:
+        if message.child_run_id:
+            self.open_run(message.child_run_id)
+        elif self.selected_run is not None:
+            self._find_child(self.selected_run.id, message.tool_call_id)
+
+    @work(exit_on_error=False, group="open")
+    async def _find_child(self, run_id: str, tool_call_id: str) -> None:
+        for call in await self.runtime.tool_calls(run_id):
+            if call.id == tool_call_id and call.child_run_id:
+                self.open_run(call.child_run_id)
+                return
+        self.notify("This tool call did not start a sub-run.", severity="warning")
+
+    # --- runtime events (from the bridge) ------------------------------------------------------
+    def _on_screen(self, run_id: str) -> bool:
+        return self.conversation.run_id == run_id and self._loading_run_id is None
+
+    async def _apply_to_conversation(self, message: TextualMessage) -> None:
+        conversation = self.conversation
+        if isinstance(message, bridge.DeltaReceived):
+            await conversation.delta(
+                message.message_id, message.offset, message.text, thinking=message.thinking
+            )
+        elif isinstance(message, bridge.MessageCommitted):
+            await conversation.committed(message.event.message)
+        elif isinstance(message, bridge.ToolStateChanged):
+            event = message.event
+            await conversation.tool_state(
+                event.tool_call_id,
+                event.name,
+                event.to_state,
+                arguments=event.arguments,
+                result=event.result,
+                error=event.error,
+            )
+        elif isinstance(message, bridge.ToolProgressed):
+            progress = message.event
+            conversation.tool_progress(
+                progress.tool_call_id, progress.progress, progress.total, progress.message
+            )
+
+    async def _route(self, run_id: str, message: TextualMessage) -> None:
+        if self._loading_run_id == run_id:
+            self._replay.append(message)
+        elif self._on_screen(run_id):
+            await self._apply_to_conversation(message)
+
+    async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
+        await self._route(message.run_id, message)
+
+    async def on_message_committed(self, message: bridge.MessageCommitted) -> None:
+        await self._route(message.event.run_id, message)
+
+    async def on_tool_state_changed(self, message: bridge.ToolStateChanged) -> None:
+        await self._route(message.event.run_id, message)
+
+    async def on_tool_progressed(self, message: bridge.ToolProgressed) -> None:
+        await self._route(message.event.run_id, message)
+
+    def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
+        self.refresh_run(message.event.run_id)
+
+    def on_notice_received(self, message: bridge.NoticeReceived) -> None:
+        event = message.event
+        severity = {"info": "information", "warning": "warning", "error": "error"}[event.level]
+        self.notify(event.text, severity=severity)  # type: ignore[arg-type]
+
+    async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
+        event = message.event
+        self.refresh_run(event.run_id)
+        on_screen = self._on_screen(event.run_id)
+        if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
+            if on_screen:
+                await self.show_prompt(event.request)
+            if not on_screen or not self.agent_app.terminal_focused:
+                self.app.bell()
+                self.notify(
+                    f"{short(event.request.prompt, 60)} — press i for the inbox",
+                    title="A run is waiting for you",
+                    severity="warning",
+                )
+        elif on_screen and self.open_request is not None:
+            await self.hide_prompt()
+
+    @work(exit_on_error=False, group="refresh")
+    async def refresh_run(self, run_id: str) -> None:
+        run = await self.runtime.get_run(run_id)
+        job = await self.runtime.get_job(run.job_id)
+        self.post_message(RunRefreshed(run, job))
+
+    def on_run_refreshed(self, message: RunRefreshed) -> None:
+        run = message.run
+        if self.job_tree.job_node(run.job_id) is not None or self.state_filter is None:
+            self.job_tree.upsert_job(message.job)
+        self.job_tree.upsert_run(run)
+        if self.selected_run is not None and self.selected_run.id == run.id:
+            self.selected_run = run
+            self.selected_job = message.job
+            self._show_run_state(run)
+
+    # --- composer, prompts ---------------------------------------------------------------------
+    @on(Composer.Submitted)
+    def _composer_submitted(self, message: Composer.Submitted) -> None:
+        self._submit(message.text, message.follow_up_job_id)
+
+    @work(exit_on_error=False, group="start")
+    async def _submit(self, text: str, follow_up_job_id: str | None) -> None:
+        if follow_up_job_id is None:
+            run = await self.runtime.start(text)
+        else:
+            run = await self.runtime.follow_up(follow_up_job_id, text)
+        self._loading_run_id = run.id
+        job = await self.runtime.get_job(run.job_id)
+        self.post_message(RunStarted(run, job))
+
+    def on_run_started(self, message: RunStarted) -> None:
+        self.job_tree.upsert_job(message.job)
+        self.job_tree.upsert_run(message.run)
+        self.open_run(message.run.id)
+
+    async def show_prompt(self, request: InputRequest) -> None:
+        if self.open_request is not None and self.open_request.id == request.id:
+            return
+        await self._remove_prompt()
+        self.open_request = request
+        widget: Widget
+        if request.kind is InputKind.APPROVAL:
+            widget = ApprovalPrompt(request)
+        elif request.kind is InputKind.QUESTION:
+            widget = QuestionPrompt(request)
+        else:
+            widget = ElicitationForm(request)
+        composer = self.composer
+        composer.display = False
+        await self.query_one("#bottom", Vertical).mount(widget)
+        if not isinstance(widget, ElicitationForm):
+            widget.focus()
+
+    async def _remove_prompt(self) -> None:
+        for widget in self.query(
+            "#bottom > ApprovalPrompt, #bottom > QuestionPrompt, #bottom > ElicitationForm"
+        ):
+            await widget.remove()
+
+    async def hide_prompt(self) -> None:
+        had_prompt = self.open_request is not None
+        self.open_request = None
+        await self._remove_prompt()
+        self.composer.display = True
+        if had_prompt:
+            self.composer.focus_input()
+
+    @on(PromptAnswered)
+    def _prompt_answered(self, message: PromptAnswered) -> None:
+        message.stop()
+        self._respond(message.request, message.value)
+
+    @work(exit_on_error=False, group="respond")
+    async def _respond(self, request: InputRequest, value: Any) -> None:
+        try:
+            await self.runtime.respond(request.run_id, request.id, value)
+        except AgentTuiError as error:
+            self.post_message(AnswerFailed(request, error))
+
+    async def on_answer_failed(self, message: AnswerFailed) -> None:
+        self.notify(str(message.error), title="Answer refused", severity="error")
+        for form in self.query(ElicitationForm):
+            form.show_errors({"": str(message.error)})
+
+    # --- actions -------------------------------------------------------------------------------
+    def action_compose(self) -> None:
+        if self.open_request is None:
+            self.composer.focus_input()
+
+    def action_focus_browser(self) -> None:
+        self.job_tree.focus()
+
+    def action_leave(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Input) and focused.id == "search":
+            self._close_search()
+        elif self.open_request is not None:
+            prompt = self.query("#bottom > ApprovalPrompt, #bottom > QuestionPrompt").first()
+            prompt.focus()
+        else:
+            self.job_tree.focus()
+
+    def action_inbox(self) -> None:
+        from tui.screens.inbox import InboxScreen
+
+        def chosen(request: InputRequest | None) -> None:
+            if request is not None:
+                self.open_run(request.run_id)
+
+        self.app.push_screen(InboxScreen(), chosen)
+
+    def _selected_run_or_warn(self) -> Run | None:
+        if self.selected_run is None:
+            self.notify("Select a run first.", severity="warning")
+        return self.selected_run
+
+    def action_cancel_run(self) -> None:
+        run = self._selected_run_or_warn()
+        if run is not None:
+            self._cancel(run.id)
+
+    @work(exit_on_error=False, group="cancel")
+    async def _cancel(self, run_id: str) -> None:
+        await self.runtime.cancel(run_id, reason="cancelled in agent-tui")
+        self.notify("Run cancelled.")
+
+    def action_retry(self) -> None:
+        run = self._selected_run_or_warn()
+        if run is not None:
+            self._retry(run.id)
+
+    @work(exit_on_error=False, group="start")
+    async def _retry(self, run_id: str) -> None:
+        run = await self.runtime.retry(run_id)
+        self._loading_run_id = run.id
+        job = await self.runtime.get_job(run.job_id)
+        self.post_message(RunStarted(run, job))
+        self.notify("Retrying the run from its last checkpoint.")
+
+    def action_fork(self) -> None:
+        node = self.job_tree.cursor_node
+        if node is not None and isinstance(node.data, CheckpointEntry):
+            self._fork(node.data.checkpoint.id, None)
+            return
+        run = self._selected_run_or_warn()
+        if run is not None:
+            self._fork(None, run.id)
+
+    @work(exit_on_error=False, group="start")
+    async def _fork(self, checkpoint_id: str | None, run_id: str | None) -> None:
+        if checkpoint_id is None and run_id is not None:
+            checkpoints = await self.runtime.checkpoints(run_id)
+            if not checkpoints:
+                self.notify("This run has no checkpoint to fork from yet.", severity="warning")
+                return
+            checkpoint_id = checkpoints[-1].id
+        assert checkpoint_id is not None
+        run = await self.runtime.fork(checkpoint_id)
+        self._loading_run_id = run.id
+        job = await self.runtime.get_job(run.job_id)
+        self.post_message(RunStarted(run, job))
+        self.notify(f"Forked into a new job: {job.title}")
+
+    def action_export(self) -> None:
+        job_id = self.selected_job.id if self.selected_job else None
+        node = self.job_tree.cursor_node
+        if node is not None and isinstance(node.data, JobEntry):
+            job_id = node.data.job.id
+        if job_id is None:
+            self.notify("Select a job first.", severity="warning")
+            return
+        self._export(job_id)
+
+    @work(exit_on_error=False, group="export")
+    async def _export(self, job_id: str) -> None:
+        text = await self.runtime.export_job(job_id, format="md")
+        job = await self.runtime.get_job(job_id)
+        slug = re.sub(r"[^a-z0-9]+", "-", job.title.lower()).strip("-")[:40] or "job"
+        path = self.agent_app.settings.workspace / f"agent-tui-{slug}-{job_id[:8]}.md"
+        write_atomically(path, text)
+        self.notify(f"Exported to {path}", title="Export")
+
+    def action_cycle_filter(self) -> None:
+        index = STATE_FILTERS.index(self.state_filter)
+        self.state_filter = STATE_FILTERS[(index + 1) % len(STATE_FILTERS)]
+        self.query_one("#filter", Static).update(self._filter_text())
+        self.load_jobs(None, first=True)
+
+    def action_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        query = event.value.strip()
+        if query:
+            self._search(query)
+        else:
+            self._close_search()
+
+    @work(exit_on_error=False, group="search", exclusive=True)
+    async def _search(self, query: str) -> None:
+        hits = await self.runtime.search(query, limit=50)
+        self.post_message(SearchFinished(query, hits))
+
+    def on_search_finished(self, message: SearchFinished) -> None:
+        results = self.query_one("#search-results", OptionList)
+        results.clear_options()
+        self._search_hits = message.hits
+        if message.hits:
+            results.add_options(
+                Option(f"{short(hit.job_title, 30)}\n  {short(hit.snippet, 60)}", id=str(index))
+                for index, hit in enumerate(message.hits)
+            )
+        else:
+            results.add_option(Option(f"No message matches {message.query!r}", disabled=True))
+        results.display = True
+        results.highlighted = 0
+        self.job_tree.display = False
+        results.focus()
+
+    @on(OptionList.OptionSelected, "#search-results")
+    def _hit_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is not None:
+            self.open_run(self._search_hits[int(event.option.id)].run_id)
+
+    def _close_search(self) -> None:
+        self.query_one("#search", Input).value = ""
+        self.query_one("#search-results", OptionList).display = False
+        self.job_tree.display = True
+        self.job_tree.focus()
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write a file so a reader never sees half of it: a temp file beside it, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

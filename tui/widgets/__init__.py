@@ -1,0 +1,1 @@
+"""Widgets of the agent-tui app, one per module."""

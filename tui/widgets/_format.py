@@ -1,0 +1,66 @@
+"""Small presentation helpers shared by the widgets (icons, ages, token and cost figures)."""
+
+from __future__ import annotations
+
+import time
+
+from runtime.models import Run, RunState
+
+STATE_ICONS: dict[RunState | None, str] = {
+    RunState.QUEUED: "◌",
+    RunState.RUNNING: "●",
+    RunState.INPUT_REQUIRED: "?",
+    RunState.COMPLETED: "✓",
+    RunState.FAILED: "✗",
+    RunState.CANCELLED: "⊘",
+    None: "·",
+}
+
+CONTEXT_WINDOW = 200_000
+
+
+def needs_resume(run: Run) -> bool:
+    """A run a crash interrupted: resumable by a person (retry) or forkable."""
+    if run.interrupted and not run.state.is_terminal:
+        return True
+    return (
+        run.state is RunState.FAILED
+        and run.failure is not None
+        and run.failure.code in ("tool_indeterminate", "interrupted")
+    )
+
+
+def run_icon(run: Run) -> str:
+    if needs_resume(run):
+        return "⚠"
+    return STATE_ICONS[run.state]
+
+
+def age(timestamp: float, *, now: float | None = None, hidden: bool = False) -> str:
+    if hidden:
+        return ""
+    seconds = max(0.0, (now if now is not None else time.time()) - timestamp)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def cost(usd: float) -> str:
+    return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+
+
+def short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,239 @@
+"""The conversation of one run: a bounded window of mounted message widgets, streaming at the
+tail, older messages asked for when scrolled to the top, the tail followed only while at the
+bottom (an anchored scroll)."""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.message import Message as TextualMessage
+from textual.widget import Widget
+from textual.widgets import Static
+
+from runtime.models import Message, Role, ToolCall, ToolCallState
+from tui.widgets.message_view import MessageView
+from tui.widgets.tool_call_view import ToolCallView
+
+WINDOW = 100
+"""Most message widgets kept mounted at once."""
+
+
+class Conversation(VerticalScroll):
+    DEFAULT_CSS = """
+    Conversation { background: $background; padding: 0 1; }
+    Conversation > .empty { color: $text-muted; padding: 1 2; }
+    Conversation > .older { color: $text-muted; text-align: center; }
+    """
+
+    class OlderWanted(TextualMessage):
+        """Scrolled to the top while older messages exist in the database."""
+
+        def __init__(self, run_id: str, before_position: int) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.before_position = before_position
+
+    def __init__(self, *, window: int = WINDOW, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.window = window
+        self.run_id: str | None = None
+        self.has_older = False
+        self._loading_older = False
+        self._messages: dict[str, MessageView] = {}
+        self._tools: dict[str, ToolCallView] = {}
+        self._tool_calls: dict[str, ToolCall] = {}
+
+    # --- whole-run loading -----------------------------------------------------------------------
+    async def show_empty(self, text: str) -> None:
+        self.run_id = None
+        await self._clear()
+        await self.mount(Static(text, classes="empty", markup=False))
+
+    async def load(
+        self,
+        run_id: str,
+        messages: list[Message],
+        tool_calls: list[ToolCall],
+        *,
+        has_older: bool,
+    ) -> None:
+        self.run_id = run_id
+        await self._clear()
+        self._tool_calls = {call.id: call for call in tool_calls}
+        self.has_older = has_older
+        widgets: list[Widget] = []
+        if has_older:
+            widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
+        for message in messages:
+            widgets.extend(self._widgets_for(message))
+        await self.mount_all(widgets)
+        self.scroll_end(animate=False, immediate=True)
+        self.anchor()
+        self.call_after_refresh(self._want_older)
+
+    async def _clear(self) -> None:
+        self._messages.clear()
+        self._tools.clear()
+        self._tool_calls.clear()
+        self._loading_older = False
+        await self.remove_children()
+
+    def _widgets_for(self, message: Message) -> list[Widget]:
+        widgets: list[Widget] = []
+        if message.role is Role.TOOL:
+            for block in message.tool_results:
+                tool_view = self._tools.get(block.tool_call_id)
+                if tool_view is not None:
+                    tool_view.set_result(block.content, is_error=block.is_error)
+            return widgets
+        view = MessageView.from_message(message)
+        view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
+        self._messages[message.id] = view
+        widgets.append(view)
+        for use in message.tool_uses:
+            widgets.append(self._tool_view(use.tool_call_id, use.name, use.input))
+        return widgets
+
+    def _tool_view(
+        self, tool_call_id: str, name: str, arguments: dict[str, object]
+    ) -> ToolCallView:
+        call = self._tool_calls.get(tool_call_id)
+        view = ToolCallView(
+            tool_call_id=tool_call_id,
+            name=name,
+            arguments=dict(arguments),
+            state=call.state if call else ToolCallState.PENDING,
+            result=call.result if call else None,
+            error=call.error if call else None,
+            child_run_id=call.child_run_id if call else None,
+        )
+        self._tools[tool_call_id] = view
+        return view
+
+    # --- live updates --------------------------------------------------------------------------
+    async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
+        view = self._messages.get(message_id)
+        if view is None:
+            view = MessageView(message_id=message_id, role=Role.ASSISTANT, position=None)
+            self._messages[message_id] = view
+            await self.mount(view)
+            self._trim()
+        if view.committed:
+            return
+        if thinking:
+            view.append_thinking(text)
+        else:
+            await view.append_text(offset, text)
+
+    async def committed(self, message: Message) -> None:
+        view = self._messages.get(message.id)
+        if view is not None:
+            await view.commit(message)
+            new_tools = [
+                self._tool_view(use.tool_call_id, use.name, use.input)
+                for use in message.tool_uses
+                if use.tool_call_id not in self._tools
+            ]
+            if new_tools:
+                await self.mount_all(new_tools, after=view)
+            return
+        widgets = self._widgets_for(message)
+        if widgets:
+            await self.mount_all(widgets)
+            self._trim()
+
+    async def tool_state(
+        self,
+        tool_call_id: str,
+        name: str,
+        state: ToolCallState,
+        *,
+        arguments: dict[str, object] | None,
+        result: str | None,
+        error: str | None,
+    ) -> None:
+        view = self._tools.get(tool_call_id)
+        if view is None:
+            view = self._tool_view(tool_call_id, name, dict(arguments or {}))
+            view.state = state
+            await self.mount(view)
+        view.update_state(
+            state, arguments=dict(arguments) if arguments else None, result=result, error=error
+        )
+
+    def tool_progress(
+        self, tool_call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        view = self._tools.get(tool_call_id)
+        if view is not None and view.is_mounted:
+            view.progress(progress, total, message)
+
+    def tool_view(self, tool_call_id: str) -> ToolCallView | None:
+        return self._tools.get(tool_call_id)
+
+    # --- the window ----------------------------------------------------------------------------
+    @property
+    def message_views(self) -> list[MessageView]:
+        return list(self.query_children(MessageView))
+
+    @property
+    def first_position(self) -> int | None:
+        positions = [v.position for v in self._messages.values() if v.position is not None]
+        return min(positions) if positions else None
+
+    def _trim(self) -> None:
+        """Unmount the oldest messages beyond the window while following the tail."""
+        if not self.is_anchored:
+            return
+        views = self.message_views
+        excess = len(views) - self.window
+        if excess <= 0:
+            return
+        doomed: list[Widget] = []
+        keep_from = views[excess]
+        for child in self.children:
+            if child is keep_from:
+                break
+            doomed.append(child)
+            if isinstance(child, MessageView):
+                self._messages.pop(child.message_id, None)
+            elif isinstance(child, ToolCallView):
+                self._tools.pop(child.tool_call_id, None)
+        self.has_older = True
+        self.remove_children(doomed)
+        self.mount(Static("↑ older messages load as you scroll up", classes="older"), before=0)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._want_older()
+
+    def _want_older(self) -> None:
+        """At the top (or the window does not fill the view) with older messages: ask."""
+        if self.scroll_y <= 0 and self.has_older and not self._loading_older and self.run_id:
+            first = self.first_position
+            if first is not None and first > 0:
+                self._loading_older = True
+                self.post_message(self.OlderWanted(self.run_id, first))
+
+    async def prepend(self, run_id: str, messages: list[Message], *, has_older: bool) -> None:
+        self._loading_older = False
+        if run_id != self.run_id:
+            return
+        for marker in self.query_children(".older"):
+            await marker.remove()
+        widgets: list[Widget] = []
+        if has_older:
+            widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
+        for message in messages:
+            widgets.extend(self._widgets_for(message))
+        self.has_older = has_older
+        if not widgets:
+            return
+        before_height = self.virtual_size.height
+        await self.mount_all(widgets, before=0)
+
+        def keep_place() -> None:
+            grown = self.virtual_size.height - before_height
+            self.scroll_to(y=self.scroll_y + max(grown, 0), animate=False, immediate=True)
+            self._want_older()
+
+        self.call_after_refresh(keep_place)
