@@ -23,9 +23,9 @@ from runtime.config import (
     read_toml_file,
     remove_from_toml_array,
     workspace_config_path,
-    write_text_atomically,
 )
 from runtime.errors import ConfigError
+from runtime.fileio import write_text_atomically
 
 __all__ = [
     "ApprovalPolicy",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from runtime.errors import ConfigError
+from runtime.fileio import write_text_atomically
 
 
 class _Config(BaseModel):
@@ -896,32 +896,6 @@ def read_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
     exist); a broken file is a ConfigError naming file and line, so it is never overwritten."""
     text = _read_config_text(path) or ""
     return text, (_parse_toml(text, path) if text.strip() else {})
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so a
-    crash leaves either the old or the new file, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp_name, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp_name, 0o666 & ~umask)
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        raise
 
 
 def _validated_toml(text: str, path: Path) -> tuple[dict[str, Any], list[_TomlItem]]:

@@ -54,7 +54,7 @@ from runtime.events import (
     RunStateChanged,
     ToolProgress,
 )
-from runtime.history import repair
+from runtime.history import all_messages, repair
 from runtime.models import (
     Checkpoint,
     ContentBlock,
@@ -810,6 +810,10 @@ class Runtime:
             limit=_limit(limit, 10_000),
         )
 
+    async def all_messages(self, run_id: str) -> list[Message]:
+        """Every message of one run, in order (exports, `show`); paged reads underneath."""
+        return await all_messages(self.store, run_id)
+
     async def history(self, run_id: str) -> list[Message]:
         """Everything the model sees for this run: the history prefix and the run's messages."""
         return await self._history(await self.store.get_run(run_id))
@@ -1000,27 +1004,14 @@ class Runtime:
         prefix: list[Message] = []
         if run.history_run_id is not None:
             prefix = await self._history_upto(run.history_run_id, run.history_position)
-        return prefix + await self._all_messages(run.id, upto=None)
+        return prefix + await all_messages(self.store, run.id)
 
     async def _history_upto(self, run_id: str, position: int | None) -> list[Message]:
         source = await self.store.get_run(run_id)
         prefix: list[Message] = []
         if source.history_run_id is not None:
             prefix = await self._history_upto(source.history_run_id, source.history_position)
-        return prefix + await self._all_messages(run_id, upto=position)
-
-    async def _all_messages(self, run_id: str, *, upto: int | None) -> list[Message]:
-        messages: list[Message] = []
-        after = -1
-        while True:
-            page = await self.store.list_messages(run_id, after_position=after, limit=500)
-            for message in page:
-                if upto is not None and message.position > upto:
-                    return messages
-                messages.append(message)
-            if len(page) < 500:
-                return messages
-            after = page[-1].position
+        return prefix + await all_messages(self.store, run_id, upto=position)
 
     # --- the model call ------------------------------------------------------------------------
     async def _call_model(

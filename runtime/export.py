@@ -5,21 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from runtime.history import all_messages
 from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from runtime.store.base import Store
 
 _RESULT_LIMIT = 4000
-
-
-async def _messages(store: Store, run_id: str) -> list[Message]:
-    messages: list[Message] = []
-    after = -1
-    while True:
-        page = await store.list_messages(run_id, after_position=after, limit=500)
-        messages.extend(page)
-        if len(page) < 500:
-            return messages
-        after = page[-1].position
 
 
 async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
@@ -31,7 +21,9 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
             data["runs"].append(
                 {
                     "run": run.model_dump(mode="json"),
-                    "messages": [m.model_dump(mode="json") for m in await _messages(store, run.id)],
+                    "messages": [
+                        m.model_dump(mode="json") for m in await all_messages(store, run.id)
+                    ],
                     "tool_calls": [
                         c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)
                     ],
@@ -58,7 +50,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
         ]
         if run.failure:
             lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
-        for message in await _messages(store, run.id):
+        for message in await all_messages(store, run.id):
             lines += _message_lines(message)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -17,6 +17,9 @@ from runtime.models import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from runtime.store.base import Store
+
+_PAGE = 500
 
 ORPHAN_RESULT = (
     "No result was recorded for this tool call (the run was interrupted or cancelled "
@@ -92,3 +95,18 @@ def _orphan_result(use: ToolUseBlock) -> ToolResultBlock:
     return ToolResultBlock(
         tool_use_id=use.id, tool_call_id=use.tool_call_id, content=ORPHAN_RESULT, is_error=True
     )
+
+
+async def all_messages(store: Store, run_id: str, *, upto: int | None = None) -> list[Message]:
+    """Every message of a run in order (up to position ``upto``), read page by page."""
+    messages: list[Message] = []
+    after = -1
+    while True:
+        page = await store.list_messages(run_id, after_position=after, limit=_PAGE)
+        for message in page:
+            if upto is not None and message.position > upto:
+                return messages
+            messages.append(message)
+        if len(page) < _PAGE:
+            return messages
+        after = page[-1].position

@@ -14,13 +14,13 @@ import fnmatch
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
 import jsonschema
 
 from runtime.errors import ToolError
+from runtime.fileio import write_text_atomically
 from runtime.providers.base import ToolSpec
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
 from runtime.tools.workspace import display_path, resolve_in_workspace
@@ -146,36 +146,6 @@ def _unified_diff(old: str, new: str, shown: str, *, new_file: bool) -> str:
         omitted = len(diff) - MAX_DETAIL_CHARS
         diff = diff[:MAX_DETAIL_CHARS] + f"\n… [{omitted:,} more characters of diff]\n"
     return diff
-
-
-def _write_atomically(path: Path, content: str) -> None:
-    """Write through a temporary file in the same folder, then rename over the target,
-    keeping the permission bits of a file that already exists."""
-    mode: int | None = None
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp_name, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp_name, 0o666 & ~umask)
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        raise
 
 
 def _line_count(text: str) -> int:
@@ -589,7 +559,7 @@ class WriteFileTool(_BuiltinTool):
             raise ToolError(f"{shown} is a folder; give a file path")
         created = not path.exists()
         try:
-            await asyncio.to_thread(_write_atomically, path, content)
+            await asyncio.to_thread(write_text_atomically, path, content)
         except OSError as exc:
             raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from None
         size = len(content.encode("utf-8"))
@@ -706,7 +676,7 @@ class EditFileTool(_BuiltinTool):
             self._edited, arguments, ctx
         )
         try:
-            await asyncio.to_thread(_write_atomically, path, new_text)
+            await asyncio.to_thread(write_text_atomically, path, new_text)
         except OSError as exc:
             raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from None
         plural = "s" if replacements > 1 else ""

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from runtime.answers import parse_cli_answer
 from runtime.api import Runtime
 from runtime.errors import RunStateConflict
-from runtime.models import InputRequest, Message, Run, RunState
+from runtime.models import InputRequest, Run, RunState
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
 from tui._cli.prompt import Prompter, StdinLines
@@ -214,21 +214,10 @@ def _now() -> float:
     return time.time()
 
 
-async def all_messages(runtime: Runtime, run_id: str) -> list[Message]:
-    messages: list[Message] = []
-    after = -1
-    while True:
-        page = await runtime.messages(run_id, after_position=after, limit=200)
-        messages.extend(page)
-        if len(page) < 200:
-            return messages
-        after = page[-1].position
-
-
 async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     run = await runtime.get_run(args.run_id)
     job = await runtime.get_job(run.job_id)
-    messages = await all_messages(runtime, run.id)
+    messages = await runtime.all_messages(run.id)
     tool_calls = await runtime.tool_calls(run.id)
     request = await runtime.open_request(run.id)
     checkpoints = await runtime.checkpoints(run.id)
