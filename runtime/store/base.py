@@ -173,7 +173,8 @@ class Store(Protocol):
         outcome: str | None = None,
         failure: Failure | None = None,
     ) -> Run:
-        """running → completed | failed | queued, by the execution holding ``token``."""
+        """running → completed | failed | queued, by the execution holding ``token``. A run sent
+        back to ``queued`` is marked interrupted: nobody goes on with it until a person does."""
         ...
 
     async def cancel_run(self, run_id: str, *, reason: str | None = None) -> Run:

@@ -635,6 +635,9 @@ class SqliteStore:
                 fields["outcome"] = outcome
             if target is RunState.FAILED:
                 fields["failure"] = failure.model_dump_json() if failure else None
+            if target is RunState.QUEUED:
+                # Stopped early with nobody to go on: it waits for a person, like a recovered run.
+                fields["interrupted"] = 1
             run = _update_run(conn, row, now, **fields)
             _emit_run_change(
                 conn,
@@ -643,6 +646,7 @@ class SqliteStore:
                 now,
                 outcome=outcome if target is RunState.COMPLETED else None,
                 failure=failure if target is RunState.FAILED else None,
+                interrupted=target is RunState.QUEUED,
             )
             return run
 

@@ -140,7 +140,8 @@ async def test_an_elicitation_open_at_restart_is_cancelled_and_its_call_fails(
     [call] = await second.tool_calls(run.id)
     assert call.state is ToolCallState.FAILED
     assert "MCP server session" in (call.error or "")
-    assert (await second.get_run(run.id)).state is RunState.QUEUED
+    reopened = await second.get_run(run.id)
+    assert reopened.state is RunState.QUEUED and reopened.interrupted
     await second.retry(run.id)
     assert (await second.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
     [result] = results(model, 0)
