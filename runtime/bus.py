@@ -28,6 +28,14 @@ from runtime.events import (
 
 MAX_EVENTS = 128
 MAX_TEXT = 64 * 1024
+MAX_BACKLOG = 4096
+"""Durable events are never trimmed; a subscriber this far behind is told it overflowed and
+reads them back from the store by its cursor instead (``observe`` does)."""
+
+
+class Overflowed(Exception):
+    """The subscriber fell too far behind; durable events since its cursor are in the store."""
+
 
 EventFilter = Callable[[Event], bool]
 RunFilter = Callable[[str, str], bool]
@@ -92,6 +100,7 @@ class Subscription:
         self._text = 0
         self._ready = asyncio.Event()
         self.closed = False
+        self.overflowed = False
         self.dropped = 0
 
     def push_delta(
@@ -144,7 +153,11 @@ class Subscription:
             call_id = event.tool_call_id
             self._discard(lambda e: isinstance(e, ToolProgress) and e.tool_call_id == call_id)
         self._buffer.append(event)
-        if len(self._buffer) > MAX_EVENTS:
+        if len(self._buffer) > MAX_BACKLOG:
+            self._buffer.clear()
+            self._text = 0
+            self.overflowed = True
+        elif len(self._buffer) > MAX_EVENTS:
             self._trim()
         self._ready.set()
 
@@ -157,16 +170,22 @@ class Subscription:
         self._text = sum(e.length for e in kept if isinstance(e, _Delta))
 
     def _trim(self) -> None:
-        # Oldest deltas first, then other transient events; durable events are never dropped.
+        """Drop the oldest deltas, then other transient events, in one pass each; durable
+        events are never dropped here."""
         for kinds in ((_Delta,), (ToolProgress, Notice)):
-            while len(self._buffer) > MAX_EVENTS or self._text > MAX_TEXT:
-                victim = next((e for e in self._buffer if isinstance(e, kinds)), None)
-                if victim is None:
-                    break
-                self._buffer.remove(victim)
-                self.dropped += 1
-                if isinstance(victim, _Delta):
-                    self._text -= victim.length
+            excess = len(self._buffer) - MAX_EVENTS
+            if excess <= 0 and self._text <= MAX_TEXT:
+                return
+            kept: deque[_Entry] = deque()
+            for entry in self._buffer:
+                if isinstance(entry, kinds) and (excess > 0 or self._text > MAX_TEXT):
+                    excess -= 1
+                    self.dropped += 1
+                    if isinstance(entry, _Delta):
+                        self._text -= entry.length
+                    continue
+                kept.append(entry)
+            self._buffer = kept
 
     def _take(self) -> Event:
         entry = self._buffer.popleft()
@@ -176,7 +195,14 @@ class Subscription:
         return entry
 
     async def get(self) -> Event:
+        if self.overflowed:
+            # Before anything still buffered: those events are newer than the lost ones.
+            self.overflowed = False
+            raise Overflowed
         while not self._buffer:
+            if self.overflowed:
+                self.overflowed = False
+                raise Overflowed
             if self.closed:
                 raise EOFError
             self._ready.clear()

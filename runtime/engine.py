@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from runtime.answers import question_schema, validate_answer
-from runtime.bus import EventBus
+from runtime.bus import EventBus, Overflowed
 from runtime.clock import Clock, SystemClock
 from runtime.config import AgentConfig, Config
 from runtime.errors import (
@@ -146,6 +146,7 @@ class _Execution:
     elicitations: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     """Tool calls this execution started together with the message that asked for them."""
+    repair_noted: bool = False
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -218,6 +219,7 @@ class Runtime:
         self.store = store
         self.workspace = workspace
         self.config = config
+        self._workspace_configs: dict[str, Config] = {str(workspace): config}
         self.owner_id = owner_id
         self._default_model = default_model
         self._provider_factory = providers
@@ -314,6 +316,7 @@ class Runtime:
         await self.store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
         self.recovery = await self.store.recover_expired()
         self._pumped = await self.store.last_seq()
+        await self._after_recovery(self.recovery)
         await self._cancel_orphaned_elicitations()
         loop = asyncio.get_running_loop()
         self._background.append(loop.create_task(self._heartbeat_loop()))
@@ -404,6 +407,11 @@ class Runtime:
         """Plain words for people when the demo model is the default, else None."""
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
+    def context_window(self, model: str) -> int:
+        """The context window, in tokens, of the model ``model`` refers to (e.g. a run's model).
+        Raises ``ConfigError`` for a model no provider knows."""
+        return self._provider(model).context_window
+
     def _provider(self, reference: str) -> ModelProvider:
         provider = self._providers.get(reference)
         if provider is None:
@@ -411,13 +419,31 @@ class Runtime:
             self._providers[reference] = provider
         return provider
 
-    def _agent(self, name: str) -> AgentConfig:
-        agent = self.config.agents.get(name)
+    def _config_for(self, workspace: str | None) -> Config:
+        """The configuration of a job's workspace (its agents and permissions), which may not
+        be the folder this process was opened in."""
+        if workspace is None:
+            return self.config
+        config = self._workspace_configs.get(workspace)
+        if config is None:
+            from runtime.config import load_config
+
+            try:
+                config = load_config(Path(workspace))
+            except (ConfigError, OSError) as exc:
+                log.warning("using this folder's config for %s: %s", workspace, exc)
+                config = self.config
+            self._workspace_configs[workspace] = config
+        return config
+
+    def _agent(self, name: str, workspace: str | None = None) -> AgentConfig:
+        config = self._config_for(workspace)
+        agent = config.agents.get(name)
         if agent is not None:
             return agent
         if name == "default":
             return _default_agent()
-        known = ", ".join(sorted({"default", *self.config.agents}))
+        known = ", ".join(sorted({"default", *config.agents}))
         raise InvalidInput(f"unknown agent {name!r}; configured agents: {known}")
 
     # --- starting runs -------------------------------------------------------------------------
@@ -468,7 +494,7 @@ class Runtime:
             )
         previous = roots[-1] if roots else None
         agent_name = agent or (previous.agent if previous else job.agent)
-        agent_config = self._agent(agent_name)
+        agent_config = self._agent(agent_name, job.workspace)
         reference = model or (previous.model if previous else None) or self._default_model
         self._provider(reference)
         history_position = None
@@ -579,15 +605,16 @@ class Runtime:
                     "the tool call's arguments changed since the request was made; "
                     "the answer was refused"
                 )
+        run, request = await self.store.answer_input_request(
+            request_id, answer=answer, idempotency_key=idempotency_key
+        )
         if (
             request.kind is InputKind.APPROVAL
             and answer["decision"] == "allow_always"
             and request.detail.get("tool")
         ):
-            self._save_always_rule(str(request.detail["tool"]))
-        run, request = await self.store.answer_input_request(
-            request_id, answer=answer, idempotency_key=idempotency_key
-        )
+            job = await self.store.get_job(run.job_id)
+            self._save_always_rule(str(request.detail["tool"]), job.workspace)
         self._changed.set()
         future = self._find_elicitation(request.id)
         if future is not None:
@@ -616,16 +643,20 @@ class Runtime:
             and run.owner_id in await self.store.live_owners()
         )
 
-    def _save_always_rule(self, tool_name: str) -> None:
+    def _save_always_rule(self, tool_name: str, workspace: str) -> None:
         from runtime.approvals import save_always_rule
 
         try:
-            save_always_rule(self.workspace, tool_name)
+            save_always_rule(Path(workspace), tool_name)
         except OSError as exc:
             raise ConfigError(f"could not save the rule for {tool_name}: {exc}") from None
-        allow = [*self.config.permissions.allow, tool_name]
-        permissions = self.config.permissions.model_copy(update={"allow": allow})
-        self.config = self.config.model_copy(update={"permissions": permissions})
+        config = self._config_for(workspace)
+        allow = [*config.permissions.allow, tool_name]
+        permissions = config.permissions.model_copy(update={"allow": allow})
+        updated = config.model_copy(update={"permissions": permissions})
+        self._workspace_configs[workspace] = updated
+        if Path(workspace) == self.workspace:
+            self.config = updated
 
     def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
         for execution in self._executions.values():
@@ -647,14 +678,6 @@ class Runtime:
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
-        children = [
-            r
-            for r in await self.store.job_runs(run.job_id)
-            if r.parent_run_id == run_id and not r.state.is_terminal
-        ]
-        for child in children:
-            with contextlib.suppress(RunStateConflict):
-                await self.cancel(child.id, reason="its parent run was cancelled")
         cancelled = await self.store.cancel_run(run_id, reason=reason)
         self._changed.set()
         execution = self._executions.get(run_id)
@@ -662,6 +685,11 @@ class Runtime:
             execution.task.cancel()
             # Tools stop promptly (a shell's process group is killed); bounded all the same.
             await asyncio.wait({execution.task}, timeout=5)
+        # The parent first, so it does not go on with its children's errors; then the children.
+        for child in await self.store.job_runs(run.job_id):
+            if child.parent_run_id == run_id and not child.state.is_terminal:
+                with contextlib.suppress(RunStateConflict):
+                    await self.cancel(child.id, reason="its parent run was cancelled")
         return cancelled
 
     # --- observing -----------------------------------------------------------------------------
@@ -685,21 +713,23 @@ class Runtime:
         subscription = self._bus.subscribe(accept, accept_run)
         try:
             cursor = await self.store.last_seq() if after is None else after
-            if after is not None:
-                while True:
+            replay = after is not None
+            while True:
+                while replay:
                     page = await self.store.read_events(
                         after=cursor, limit=500, run_id=run_id, job_id=job_id
                     )
                     for durable in page:
                         cursor = durable.seq
                         yield durable
-                    if len(page) < 500:
-                        break
-            while True:
+                    replay = len(page) == 500
                 try:
                     event = await subscription.get()
                 except EOFError:
                     return
+                except Overflowed:
+                    replay = True  # too far behind: read the durable events back by cursor
+                    continue
                 if event.kind in DURABLE_KINDS:
                     seq: int = getattr(event, "seq", 0)
                     if seq <= cursor:
@@ -882,25 +912,26 @@ class Runtime:
         except Exception as exc:
             log.exception("run %s failed inside the engine", run_id)
             with contextlib.suppress(AgentTuiError):
-                await self.store.finish_run(
+                ended = await self.store.finish_run(
                     run_id,
                     token=execution.token,
                     to=RunState.FAILED,
                     failure=Failure(code="internal_error", message=f"{type(exc).__name__}: {exc}"),
                 )
+                await self._cancel_descendants(ended, reason="its parent run failed")
         finally:
             self._executions.pop(run_id, None)
             self._changed.set()
 
     async def _run_steps(self, execution: _Execution, run: Run) -> None:
-        agent = self._agent(run.agent)
+        job = await self.store.get_job(run.job_id)
+        agent = self._agent(run.agent, job.workspace)
         provider = self._provider(run.model)
-        tools = await self._tools_for(agent, child=run.parent_run_id is not None)
+        tools = await self._tools_for(agent, workspace=job.workspace)
         specs = [
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for t in tools.values()
         ]
-        job = await self.store.get_job(run.job_id)
         system = self._system_prompt(run, agent, Path(job.workspace))
         while True:
             last = await self._last_message(run.id)
@@ -918,7 +949,8 @@ class Runtime:
             await self._check_job_budget(run)
             step = run.step + 1
             history, repairs = repair(await self._history(run))
-            if repairs:
+            if repairs and not execution.repair_noted:
+                execution.repair_noted = True
                 names = ", ".join(sorted({r.name or r.tool_use_id for r in repairs}))
                 text = f"history repaired before calling the model ({len(repairs)}): {names}"
                 log.info("run %s: %s", run.id, text)
@@ -933,7 +965,21 @@ class Runtime:
             message, stop_reason = await self._call_model(
                 execution, run, provider, request, tools, step=step
             )
-            if message.tool_uses and stop_reason != "max_tokens":
+            if message.tool_uses and stop_reason == "max_tokens":
+                cut = await self.store.list_tool_calls(run.id, message_id=message.id)
+                await self.store.set_tool_states(
+                    run.id,
+                    token=execution.token,
+                    changes=[
+                        ToolStateChange(
+                            tool_call_id=c.id,
+                            to=ToolCallState.FAILED,
+                            error="the model's output was cut off (max_tokens) before it ended",
+                        )
+                        for c in cut
+                    ],
+                )
+            elif message.tool_uses:
                 continue
             await self.store.create_checkpoint(run.id, token=execution.token, step=step)
             if stop_reason == "pause_turn":
@@ -981,7 +1027,7 @@ class Runtime:
             )
         return f"{head}\n\n{agent.instructions}".strip()
 
-    async def _tools_for(self, agent: AgentConfig, *, child: bool) -> dict[str, Tool]:
+    async def _tools_for(self, agent: AgentConfig, *, workspace: str) -> dict[str, Tool]:
         tools: dict[str, Tool] = {}
         for name, tool in self._builtin_tools.items():
             if _tool_allowed(agent, name):
@@ -991,7 +1037,7 @@ class Runtime:
                 if _tool_allowed(agent, tool.name):
                     tools[tool.name] = tool
         for delegate in agent.delegates:
-            delegate_config = self._agent(delegate)
+            delegate_config = self._agent(delegate, workspace)
             tool = _DelegateTool(delegate, delegate_config.description)
             tools[tool.name] = tool
         return tools
@@ -1001,17 +1047,19 @@ class Runtime:
         return found[-1] if found else None
 
     async def _history(self, run: Run) -> list[Message]:
-        prefix: list[Message] = []
-        if run.history_run_id is not None:
-            prefix = await self._history_upto(run.history_run_id, run.history_position)
-        return prefix + await all_messages(self.store, run.id)
-
-    async def _history_upto(self, run_id: str, position: int | None) -> list[Message]:
-        source = await self.store.get_run(run_id)
-        prefix: list[Message] = []
-        if source.history_run_id is not None:
-            prefix = await self._history_upto(source.history_run_id, source.history_position)
-        return prefix + await all_messages(self.store, run_id, upto=position)
+        """The run's messages after its history prefix: the chain of runs it continues (a
+        follow-up's earlier root runs, a retry's failed run, a fork's source), each up to the
+        position the next one starts from. Walked iteratively: chains can be long."""
+        segments: list[tuple[str, int | None]] = [(run.id, None)]
+        source_id, position = run.history_run_id, run.history_position
+        while source_id is not None:
+            segments.append((source_id, position))
+            source = await self.store.get_run(source_id)
+            source_id, position = source.history_run_id, source.history_position
+        messages: list[Message] = []
+        for run_id, upto in reversed(segments):
+            messages += await all_messages(self.store, run_id, upto=upto)
+        return messages
 
     # --- the model call ------------------------------------------------------------------------
     async def _call_model(
@@ -1024,10 +1072,12 @@ class Runtime:
         *,
         step: int,
     ) -> tuple[Message, str]:
-        message_id = uuid.uuid4().hex
         attempt = 0
         while True:
             attempt += 1
+            # Each attempt streams under its own message id: observers never see a retry's
+            # text glued onto the dropped attempt's. The commit clears the run's drafts.
+            message_id = uuid.uuid4().hex
             folded = _Fold()
             try:
                 await self._stream_once(execution, run, provider, request, message_id, folded)
@@ -1053,7 +1103,7 @@ class Runtime:
         content, new_calls = folded.result(tools)
         allowed_here = self._run_allowed.setdefault(run.id, set())
         if folded.stop_reason != "max_tokens" and all(
-            self._starts_at_once(c, tools, allowed_here) for c in new_calls
+            self._starts_at_once(c, tools, allowed_here, request.workspace) for c in new_calls
         ):
             # Nothing to decide or ask before these calls run: they start in the same
             # transaction as the message (a step then takes two commits instead of three).
@@ -1077,14 +1127,16 @@ class Runtime:
         self._changed.set()
         return message, folded.stop_reason
 
-    def _starts_at_once(self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str]) -> bool:
+    def _starts_at_once(
+        self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str], workspace: str
+    ) -> bool:
         tool = tools.get(call.name)
         return (
             tool is not None
             and call.name != ASK_USER
             and not isinstance(tool, _DelegateTool)
             and _argument_problem(tool, call.arguments) is None
-            and self._decide(call.name, tool, allowed) == "allow"
+            and self._decide(call.name, tool, allowed, workspace) == "allow"
         )
 
     async def _stream_once(
@@ -1250,7 +1302,7 @@ class Runtime:
                 else:
                     return await stop_for_input()
                 continue
-            decision = self._decide(call.name, tool, allowed_here)
+            decision = self._decide(call.name, tool, allowed_here, job.workspace)
             if decision == "deny":
                 fail(call, f"the permission rules deny {call.name}; do not try it again")
                 continue
@@ -1282,6 +1334,10 @@ class Runtime:
             await self.store.set_tool_states(run.id, token=execution.token, changes=starting)
             self._changed.set()
         last_changes = await self._run_calls(execution, run, to_run, workspace)
+        # A form the calls asked for and that is still open can no longer be answered (its
+        # server session ended with the call, or the call timed out): withdraw it.
+        for open_request in await self.store.pending_input_requests(run_id=run.id):
+            await self._withdraw_request(execution, run, open_request.id)
         final = {c.id: c for c in await self.store.list_tool_calls(run.id, message_id=assistant.id)}
         for change in last_changes:
             final[change.tool_call_id] = final[change.tool_call_id].model_copy(
@@ -1321,10 +1377,11 @@ class Runtime:
         self._changed.set()
         return False
 
-    def _decide(self, name: str, tool: Tool, allowed_here: set[str]) -> str:
+    def _decide(self, name: str, tool: Tool, allowed_here: set[str], workspace: str) -> str:
         from runtime.approvals import ApprovalPolicy
 
-        policy = ApprovalPolicy(self.config.permissions, run_allowed=allowed_here)
+        permissions = self._config_for(workspace).permissions
+        policy = ApprovalPolicy(permissions, run_allowed=allowed_here)
         return policy.decide(name, default=tool.approval_default)
 
     async def _ask_question(self, execution: _Execution, run: Run, call: ToolCall) -> None:
@@ -1488,14 +1545,29 @@ class Runtime:
 
         return request_input
 
+    async def _withdraw_request(self, execution: _Execution, run: Run, request_id: str) -> None:
+        with contextlib.suppress(AgentTuiError):
+            stored = await self.store.get_input_request(request_id)
+            if stored.state is not InputRequestState.PENDING:
+                return
+            await self.store.cancel_input_request(
+                request_id,
+                token=execution.token,
+                reason="the tool that asked stopped before it was answered",
+            )
+            # The run went back to the queue with the request; this execution goes on.
+            claimed = await self.store.claim_run(run.id, owner_id=self.owner_id)
+            execution.token = claimed.execution_token or ""
+            self._changed.set()
+
     async def _delegate(
         self, execution: _Execution, run: Run, call: ToolCall, tool: _DelegateTool
     ) -> tuple[ToolCallState, str | None, str | None]:
         """Start (or re-attach to) the child run of a delegation call and wait for its end."""
         child = await self.store.child_run_for_tool_call(call.id)
         if child is None:
-            delegate = self._agent(tool.agent_name)
             job = await self.store.get_job(run.job_id)
+            delegate = self._agent(tool.agent_name, job.workspace)
             child = await self.store.create_run(
                 NewRun(
                     job_id=run.job_id,
@@ -1543,6 +1615,15 @@ class Runtime:
                 for event in events:
                     self._pumped = event.seq
                     self._publish(event)
+                    if (
+                        isinstance(event, RunStateChanged)
+                        and event.to_state is RunState.CANCELLED
+                        and event.run_id in self._executions
+                    ):
+                        # Cancelled by another process: stop its model stream and tools now.
+                        task = self._executions[event.run_id].task
+                        if task is not None and not task.done():
+                            task.cancel()
                 if len(events) < 1000:
                     break
         async with self._progress:
@@ -1574,28 +1655,45 @@ class Runtime:
         while not self._closing:
             await asyncio.sleep(interval)
             try:
-                await self.store.heartbeat(self.owner_id)
-            except OwnershipLost:
-                log.warning("owner lease was lost; stopping executions and re-registering")
-                for execution in list(self._executions.values()):
-                    if execution.task is not None:
-                        execution.task.cancel()
-                await self.store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
+                await self._renew_lease()
+                await self._recover_dead_owners()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("heartbeat failed")
-            await self._stop_superseded_executions()
 
-    async def _stop_superseded_executions(self) -> None:
-        """Another process cancelled one of our runs: stop executing it."""
+    async def _renew_lease(self) -> None:
+        try:
+            await self.store.heartbeat(self.owner_id)
+            return
+        except OwnershipLost:
+            log.warning("the owner lease ran out (was the process suspended?); renewing it")
+        await self.store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
+        # Executions whose runs another process recovered meanwhile have lost them; the others
+        # go on (their tokens are still current).
         for execution in list(self._executions.values()):
-            if not execution.token or execution.task is None:
+            if execution.task is None or not execution.token:
                 continue
             with contextlib.suppress(AgentTuiError):
                 run = await self.store.get_run(execution.run_id)
-                if run.state.is_terminal and not execution.task.done():
+                if run.execution_token != execution.token:
                     execution.task.cancel()
+
+    async def _recover_dead_owners(self) -> None:
+        """Processes that died while this one runs (a CLI run killed while the TUI is open)
+        leave runs that only recovery frees: recover them now, not at the next launch."""
+        await self._release_dead_local_owners()
+        report = await self.store.recover_expired()
+        if report.requeued or report.failed or report.interrupted_queued:
+            self._changed.set()
+        await self._after_recovery(report)
+
+    async def _after_recovery(self, report: RecoveryReport) -> None:
+        for run_id in report.failed:
+            with contextlib.suppress(AgentTuiError):
+                await self._cancel_descendants(
+                    await self.store.get_run(run_id), reason="its parent run failed"
+                )
 
 
 class _Fold:

@@ -197,7 +197,7 @@ class Store(Protocol):
     ) -> tuple[Message, list[ToolCall]]:
         """Commit a message at the run's next position; with ``tool_calls`` reserve them as
         ``pending`` in the same transaction. Adds ``usage``/``cost_usd`` to the run and job
-        totals, sets the run's context fill, and deletes the message's draft. With ``step``
+        totals, sets the run's context fill, and deletes the run's drafts. With ``step``
         the run's step counter is set in the same transaction (the step the message ends)."""
         ...
 

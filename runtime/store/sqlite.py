@@ -1618,7 +1618,9 @@ def _tx_commit_message(
         " updated_at = ? WHERE id = ?",
         (*totals, now, job_id),
     )
-    conn.execute("DELETE FROM drafts WHERE run_id = ? AND message_id = ?", (run_id, message_id))
+    # The committed message replaces the draft it streamed under, and those of attempts that
+    # were dropped and retried (one message streams per run at a time).
+    conn.execute("DELETE FROM drafts WHERE run_id = ?", (run_id,))
     events: list[DurableEvent] = [
         MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=committed)
     ]

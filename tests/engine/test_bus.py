@@ -113,3 +113,24 @@ async def test_get_waits_for_the_next_event_and_ends_when_closed() -> None:
         pass
     else:
         raise AssertionError("a closed subscription must end")
+
+
+async def test_a_subscriber_far_behind_is_told_to_read_durable_events_back() -> None:
+    from runtime.bus import MAX_BACKLOG, Overflowed
+
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    for index in range(MAX_BACKLOG + 10):
+        bus.publish(committed(f"m{index}", index + 1))
+    try:
+        async with asyncio.timeout(5):
+            await subscription.get()
+    except Overflowed:
+        pass
+    else:
+        raise AssertionError("an overflowed subscription must say so")
+    bus.publish(committed("after", MAX_BACKLOG + 20))
+    # What is still buffered came after the overflow, in order; the rest is in the store.
+    rest = drain(subscription)
+    seqs = [e.seq for e in rest if isinstance(e, MessageCommitted)]
+    assert seqs == sorted(seqs) and seqs[0] > MAX_BACKLOG and seqs[-1] == MAX_BACKLOG + 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -625,3 +626,110 @@ async def test_a_tool_error_from_the_tool_reaches_the_model(make_runtime: Factor
     assert (await wait_for(runtime, run.id)).state is RunState.COMPLETED
     result = tool_results(model.requests[1])[0]
     assert result.is_error and result.content == "disk on fire"
+
+
+async def test_a_retried_stream_uses_a_new_message_id_so_observers_never_glue_attempts(
+    make_runtime: Factory,
+) -> None:
+    runtime, _ = await make_runtime(
+        [
+            Turn("first try", error=ModelError("dropped", retryable=True, retry_after=0)),
+            Turn("second try"),
+        ]
+    )
+    deltas: list[MessageDelta] = []
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if isinstance(event, MessageDelta):
+                deltas.append(event)
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)
+    run = await runtime.start("hello")
+    assert (await wait_for(runtime, run.id)).state is RunState.COMPLETED
+    watcher.cancel()
+    by_message: dict[str, str] = {}
+    for delta in deltas:
+        by_message[delta.message_id] = by_message.get(delta.message_id, "") + delta.text
+    committed = [m for m in await runtime.messages(run.id) if m.role is Role.ASSISTANT]
+    assert by_message.get(committed[0].id, "second try") == "second try"
+    assert all(text in ("first try", "second try") for text in by_message.values())
+    assert await runtime.store.get_drafts(run.id) == []
+
+
+async def test_a_max_tokens_stop_with_tool_calls_fails_the_run_and_closes_the_calls(
+    make_runtime: Factory,
+) -> None:
+    runtime, _ = await make_runtime(
+        [Turn("", [("read_file", {"path": "notes.txt"})], stop="max_tokens")]
+    )
+    run = await runtime.start("read")
+    boundary = await wait_for(runtime, run.id)
+    assert boundary.state is RunState.FAILED and boundary.run.failure is not None
+    assert boundary.run.failure.code == "max_tokens"
+    assert [c.state for c in await runtime.tool_calls(run.id)] == [ToolCallState.FAILED]
+
+
+async def test_an_expired_lease_is_renewed_without_stopping_runs_nobody_recovered(
+    make_runtime: Factory, db_path: Path
+) -> None:
+    gated = GatedTool()
+    runtime, _ = await make_runtime(
+        [Turn("", [("gated", {"label": "slow"})]), Turn("done")], extra_tools=[gated]
+    )
+    run = await runtime.start("work")
+    async with asyncio.timeout(WAIT):
+        await gated.started_event("slow").wait()
+    # As if the process had been suspended past its lease.
+    with sqlite3.connect(db_path) as db:
+        db.execute("UPDATE owners SET lease_expires_at = 0 WHERE owner_id = ?", (runtime.owner_id,))
+    await runtime._renew_lease()
+    gated.gate("slow").set()
+    assert (await wait_for(runtime, run.id)).state is RunState.COMPLETED
+    assert gated.cancelled == []
+
+
+async def test_a_job_follows_its_own_workspaces_permissions_wherever_it_is_resumed(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "agent-tui.toml").write_text('[permissions]\ndeny = ["write_file"]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = [
+        Turn("", [("ask_user", {"question": "Go on?"})]),
+        Turn("", [("write_file", {"path": "x.txt", "content": "x"})]),
+        Turn("done"),
+    ]
+    provider = ScriptedProvider(script)
+    first = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools=dict(builtin_tools()),
+    )
+    run = await first.start("write something")
+    boundary = await first.wait(run.id, timeout=WAIT)
+    assert boundary.request is not None
+    await first.close()
+
+    # Answered from a shell in another folder, whose (empty) config must not apply.
+    second = await Runtime.open(
+        db_path=db_path,
+        workspace=elsewhere,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools=dict(builtin_tools()),
+    )
+    try:
+        await second.respond(run.id, boundary.request.id, "yes")
+        final = await second.wait(run.id, timeout=WAIT)
+        assert final.state is RunState.COMPLETED  # no approval was asked: the rule denies
+        calls = {c.name: c for c in await second.tool_calls(run.id)}
+        assert calls["write_file"].state is ToolCallState.FAILED
+        assert "deny" in (calls["write_file"].error or "")
+        assert not (workspace / "x.txt").exists()
+    finally:
+        await second.close()

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from runtime.api import Runtime
-from runtime.config import Config
-from runtime.events import ToolProgress
+from runtime.config import Config, Permissions
+from runtime.events import RunStateChanged, ToolProgress
 from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import InputKind, RunState, ToolCallState, ToolResultBlock
 from runtime.tools.builtin import builtin_tools
@@ -203,3 +203,38 @@ async def test_an_elicitation_answered_from_another_process_reaches_the_live_ses
         await other.close()
     assert final.state is RunState.COMPLETED
     assert results(model, 1)[0].content == "hello Bo, aged 7"
+
+
+async def test_a_session_that_dies_while_its_form_waits_does_not_leave_the_run_waiting(
+    db_path: Path, workspace: Path
+) -> None:
+    # The hanging call times out and the server is torn down, ending the session the open form
+    # belongs to: the request is withdrawn and the run ends instead of waiting for good.
+    provider = ScriptedProvider([Turn("", [("basic__ask", {}), ("basic__hang_readonly", {})])])
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=1.5)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(permissions=Permissions(allow=["basic__*"])),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools=dict(builtin_tools()),
+        mcp=manager,
+    )
+    try:
+        run = await runtime.start("ask and hang")
+        waiting = await runtime.wait(run.id, timeout=WAIT)
+        assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
+        async with asyncio.timeout(WAIT):
+            async for event in runtime.observe(run.id, after=0):
+                if isinstance(event, RunStateChanged) and event.to_state.is_terminal:
+                    break
+        final = await runtime.wait(run.id, timeout=WAIT)
+        assert final.state.is_terminal, final
+        assert await runtime.inbox() == []
+        withdrawn = await runtime.store.get_input_request(waiting.request.id)
+        assert withdrawn.state.value == "cancelled"
+    finally:
+        await runtime.close()
