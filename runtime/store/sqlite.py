@@ -523,6 +523,18 @@ class SqliteStore:
                     ),
                 )
             elif is_root:
+                # One conversation at a time: a second root run while one is still active (a
+                # double submit, two processes) would interleave two histories.
+                active = conn.execute(
+                    "SELECT id, state FROM runs WHERE job_id = ? AND parent_run_id IS NULL"
+                    " AND state IN ('queued', 'running', 'input_required') LIMIT 1",
+                    (job_id,),
+                ).fetchone()
+                if active is not None:
+                    raise errors.RunStateConflict(
+                        f"run {active['id']} of job {job_id} is {active['state']}; wait for it,"
+                        " answer it or cancel it first"
+                    )
                 conn.execute(
                     "UPDATE jobs SET updated_at = ?, latest_root_run_id = ?,"
                     " latest_run_state = ? WHERE id = ?",

@@ -101,6 +101,7 @@ async def test_references_to_missing_rows_are_refused_with_not_found(store: Stor
 
 async def test_a_follow_up_run_joins_its_job_and_keeps_its_history_link(store: Store) -> None:
     first = await store.create_run(new_run("first"))
+    await store.cancel_run(first.id)
     second = await store.create_run(
         new_run("second", job_id=first.job_id, history_run_id=first.id, history_position=0)
     )
@@ -110,6 +111,13 @@ async def test_a_follow_up_run_joins_its_job_and_keeps_its_history_link(store: S
         0,
     )
     assert [r.id for r in await store.job_runs(first.job_id)] == [first.id, second.id]
+
+
+async def test_a_second_root_run_is_refused_while_the_jobs_run_is_active(store: Store) -> None:
+    first = await store.create_run(new_run("first"))
+    with pytest.raises(errors.RunStateConflict):
+        await store.create_run(new_run("second", job_id=first.job_id))
+    assert [r.id for r in await store.job_runs(first.job_id)] == [first.id]
 
 
 # --- claiming and finishing ------------------------------------------------------------------
