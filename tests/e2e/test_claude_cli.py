@@ -86,6 +86,8 @@ def test_run_json_streams_deltas_runs_a_tool_and_records_usage_and_cost(
         job_cost = db.execute("SELECT cost_usd FROM jobs").fetchone()[0]
     assert state == "completed" and input_tokens == 450
     assert cost > 0 and job_cost == pytest.approx(cost)
+    shown = cli.run("show", lines[0]["run_id"])
+    assert "context: 300 tokens" in shown.stdout and "of the model's" in shown.stdout
 
 
 def test_a_bad_key_fails_the_run_with_a_message_naming_the_variable(

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from runtime.answers import parse_cli_answer
 from runtime.api import Runtime
-from runtime.errors import RunStateConflict
+from runtime.errors import AgentTuiError, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
@@ -232,7 +232,11 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         }
         ctx.print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
-    for line in show_text(run, job, messages, tool_calls, request, checkpoints):
+    try:
+        window: int | None = runtime.context_window(run.model)
+    except AgentTuiError:  # e.g. a Claude run shown on a machine with no key
+        window = None
+    for line in show_text(run, job, messages, tool_calls, request, checkpoints, window):
         ctx.print(line)
     return EXIT_OK
 

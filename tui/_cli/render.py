@@ -224,8 +224,14 @@ def show_text(
     tool_calls: Sequence[ToolCall],
     request: InputRequest | None,
     checkpoints: Sequence[Checkpoint],
+    context_window: int | None = None,
 ) -> list[str]:
     usage = run.usage
+    if context_window:
+        fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
+        fill += f"the model's {format_tokens(context_window)} window"
+    else:
+        fill = f"{run.context_tokens} tokens"
     lines = [
         f"Run {run.id}",
         f"  job:     {run.job_id}" + (f" — {one_line(job.title, 60)}" if job else ""),
@@ -236,6 +242,7 @@ def show_text(
         f"  tokens:  {usage.input_tokens} in, {usage.output_tokens} out, "
         f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
         f"  cost:    {format_cost(run.cost_usd)}",
+        f"  context: {fill}",
     ]
     if run.parent_run_id:
         lines.append(f"  parent:  {run.parent_run_id} (tool call {run.parent_tool_call_id})")
