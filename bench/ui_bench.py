@@ -52,9 +52,15 @@ def _app(runtime: Runtime, base: Path) -> Any:
 
 
 async def _until(pilot: Any, condition: Callable[[], object], timeout: float = 600) -> None:
+    """Poll ``condition`` every 5 ms, then let the screen paint once.
+
+    Polling with ``pilot.pause`` would be unfair: each pause forces a full layout and paint (and
+    posts a callback to every widget), 200 times a second, where a real terminal paints at most
+    ``TEXTUAL_FPS`` (60) times a second."""
     async with asyncio.timeout(timeout):
         while not condition():
-            await pilot.pause(0.005)
+            await asyncio.sleep(0.005)
+        await pilot.pause(0)
 
 
 class StallMonitor:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from runtime.api import Runtime  # noqa: E402
-from runtime.config import Config  # noqa: E402
+from runtime.config import AgentConfig, Config, Defaults  # noqa: E402
 from tui.app import Settings, create_app  # noqa: E402
 from tui.screens.inbox import InboxScreen  # noqa: E402
 from tui.screens.main import MainScreen  # noqa: E402
@@ -129,6 +129,28 @@ async def scene_search(pilot: Any, runtime: Runtime) -> None:
     await pilot.pause(0.3)
 
 
+async def scene_delegation(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press(*"summarise this project", "enter")
+    screen = _main(pilot)
+    await _until(pilot, lambda: screen.query(QuestionPrompt))
+    run = screen.selected_run
+    assert run is not None
+    children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id]
+    await _until(pilot, lambda: all(screen.job_tree.run_node(c.id) for c in children))
+    await pilot.pause(0.3)
+
+
+def _delegating() -> Config:
+    return Config(
+        defaults=Defaults(agent="coordinator"),
+        agents={
+            "coordinator": AgentConfig(delegates=["researcher", "reviewer"]),
+            "researcher": AgentConfig(description="reads the workspace"),
+            "reviewer": AgentConfig(description="reviews the findings"),
+        },
+    )
+
+
 SCENES: list[tuple[str, str, Scene]] = [
     ("main", "demo:instant", scene_main),
     ("streaming", "demo", scene_streaming),
@@ -136,7 +158,10 @@ SCENES: list[tuple[str, str, Scene]] = [
     ("approval", "demo:instant", scene_approval),
     ("inbox", "demo:instant", scene_inbox),
     ("search", "demo:instant", scene_search),
+    ("delegation", "demo:instant", scene_delegation),
 ]
+
+CONFIGS = {"delegation": _delegating}
 
 
 async def shoot(name: str, model: str, scene: Scene) -> Path:
@@ -144,7 +169,10 @@ async def shoot(name: str, model: str, scene: Scene) -> Path:
     try:
         workspace = _sample_workspace(base)
         runtime = await Runtime.open(
-            db_path=base / "agent-tui.db", workspace=workspace, config=Config(), model=model
+            db_path=base / "agent-tui.db",
+            workspace=workspace,
+            config=CONFIGS.get(name, Config)(),
+            model=model,
         )
         try:
             settings = Settings(workspace=workspace, theme="agent-dusk", remember_theme=False)

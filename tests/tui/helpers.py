@@ -24,7 +24,7 @@ def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTui
     settings = Settings(
         workspace=workspace,
         theme=str(overrides.pop("theme", "agent-dusk")),
-        hide_ages=True,
+        hide_ages=bool(overrides.pop("hide_ages", True)),
         remember_theme=bool(overrides.pop("remember_theme", False)),
         **overrides,  # type: ignore[arg-type]
     )

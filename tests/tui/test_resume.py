@@ -47,10 +47,18 @@ async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
             screen = app.screen
             assert isinstance(screen, MainScreen)
             await wait_for_browser(pilot, app)
+            tree = screen.job_tree
+
+            def job_row() -> str:
+                node = tree.job_node(interrupted.job_id)
+                return tree.row_text(node).lstrip("▶▼ ") if node is not None else ""
+
+            # The job row is marked before anyone opens it.
+            await wait_until(pilot, lambda: job_row().startswith("⚠"))
             await pilot.press("enter")
             await wait_until(pilot, lambda: screen.job_tree.run_node(run_id) is not None)
             node = screen.job_tree.run_node(run_id)
-            assert node is not None and "⚠" in str(node.label)
+            assert node is not None and screen.job_tree.row_text(node).startswith("⚠")
             assert "Interrupted" in screen_text(app) or "Failed" in screen_text(app)
             await pilot.press("R")
             await wait_until(pilot, lambda: screen.query(QuestionPrompt), timeout=30)

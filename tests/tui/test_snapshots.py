@@ -72,12 +72,18 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
             and run is not None
             and run.state.value == "input_required"
             and node is not None
-            and str(node.label).startswith("?")
+            and screen.job_tree.row_text(node).startswith("?")
         )
 
     await wait_until(pilot, caught_up)
     await pilot.pause(0.3)
     await pilot.wait_for_scheduled_animations()
+    # The transcript follows its tail: wait until it has scrolled to the end and focus settled.
+    await wait_until(
+        pilot,
+        lambda: screen.conversation.is_vertical_scroll_end and isinstance(pilot.app.focused, until),
+    )
+    await pilot.pause(0.1)
 
 
 def test_the_main_screen_on_an_empty_database(snap_compare: Any, snapshot_app: Any) -> None:

@@ -10,14 +10,30 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "escape": "esc",
+    "right_square_bracket": "]",
+    "left_square_bracket": "[",
+    "space": "space",
+}
+
+
+def key_name(keys: str) -> str:
+    """Keys as a person types them: ``right_square_bracket`` → ``]``, ``enter,space`` →
+    ``enter / space``."""
+    return " / ".join(KEY_NAMES.get(key, key) for key in keys.split(","))
+
 
 def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
     rows = []
     for binding in bindings:
         if isinstance(binding, Binding):
-            rows.append((binding.key, binding.description or binding.action))
+            what = binding.tooltip or binding.description or binding.action
+            rows.append((key_name(binding.key), what))
         elif isinstance(binding, tuple):
-            rows.append((binding[0], binding[2] if len(binding) > 2 else binding[1]))
+            rows.append((key_name(binding[0]), binding[2] if len(binding) > 2 else binding[1]))
     return rows
 
 

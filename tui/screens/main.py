@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -94,6 +95,7 @@ class RunLoaded(TextualMessage):
         request: InputRequest | None,
         *,
         has_older: bool,
+        asker: Run | None = None,
     ) -> None:
         super().__init__()
         self.run = run
@@ -102,6 +104,8 @@ class RunLoaded(TextualMessage):
         self.tool_calls = tool_calls
         self.request = request
         self.has_older = has_older
+        self.asker = asker
+        """The sub-run that asks ``request`` when it is not ``run`` itself."""
 
 
 class OlderLoaded(TextualMessage):
@@ -135,6 +139,17 @@ class SearchFinished(TextualMessage):
         self.hits = hits
 
 
+class RequestRouted(TextualMessage):
+    """Where a new input request goes: inline under the conversation showing ``shown_run_id``
+    (the run itself or one of its ancestors), or to a notification."""
+
+    def __init__(self, request: InputRequest, asker: Run, *, shown_run_id: str | None) -> None:
+        super().__init__()
+        self.request = request
+        self.asker = asker
+        self.shown_run_id = shown_run_id
+
+
 class AnswerFailed(TextualMessage):
     def __init__(self, request: InputRequest, error: AgentTuiError) -> None:
         super().__init__()
@@ -147,16 +162,25 @@ class MainScreen(Screen[None]):
     AUTO_FOCUS = "#composer-input"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "compose", "New / follow-up"),
+        Binding("tab", "next_pane", "Pane", tooltip="Next pane: browser → conversation → bottom"),
+        Binding("shift+tab", "previous_pane", "Previous pane", show=False),
+        Binding(
+            "escape", "leave", "Leave", key_display="esc", tooltip="Leave the composer or search"
+        ),
+        Binding("n", "compose", "New", tooltip="Focus the composer: new job or follow-up"),
         Binding("i", "inbox", "Inbox"),
-        Binding("c", "cancel_run", "Cancel run"),
-        Binding("f", "fork", "Fork"),
+        Binding("c", "cancel_run", "Cancel", tooltip="Cancel the selected run"),
         Binding("R", "retry", "Retry"),
-        Binding("e", "export", "Export"),
-        Binding("s", "cycle_filter", "Filter"),
-        Binding("slash", "search", "Search"),
-        Binding("b", "focus_browser", "Browser"),
-        Binding("escape", "leave", "Back", show=False),
+        Binding("f", "fork", "Fork", show=False),
+        Binding("e", "export", "Export", show=False),
+        Binding("s", "cycle_filter", "Filter", show=False),
+        Binding("slash", "search", "Search", key_display="/", show=False),
+        Binding("p", "parent_run", "Parent run"),
+        Binding("right_square_bracket", "next_tool", "Next tool", key_display="]"),
+        Binding("left_square_bracket", "previous_tool", "Previous tool", key_display="["),
+        Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
+        Binding("b", "focus_browser", "Browser", show=False),
+        Binding("g", "focus_conversation", "Conversation", show=False),
     ]
 
     def __init__(self) -> None:
@@ -169,6 +193,9 @@ class MainScreen(Screen[None]):
         self._replay: list[TextualMessage] = []
         self._loading_more = False
         self._search_hits: list[SearchHit] = []
+        self._context_windows: dict[str, int | None] = {}
+        self._return_to_tool: str | None = None
+        """After jumping back to a parent run: the delegation block to focus again."""
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -202,9 +229,12 @@ class MainScreen(Screen[None]):
                 yield banner
                 yield Conversation(window=settings.window, id="conversation")
                 with Vertical(id="bottom"):
+                    origin = Static("", id="prompt-origin", markup=False)
+                    origin.display = False
+                    yield origin
                     yield Composer(id="composer")
         yield StatusLine(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def job_tree(self) -> JobTree:
@@ -264,6 +294,16 @@ class MainScreen(Screen[None]):
         if message.first:
             tree.clear_jobs()
         tree.add_jobs(message.jobs, message.next_cursor)
+        # A crash leaves runs queued, running or failed: look at those jobs' runs (a page at
+        # most) so an interrupted one shows ⚠ on its job row too.
+        suspects = [
+            job.id
+            for job in message.jobs
+            if job.latest_run_state in (RunState.QUEUED, RunState.RUNNING, RunState.FAILED)
+            and job.id not in tree.loaded_runs
+        ]
+        if suspects:
+            self._check_interrupted(suspects)
         if message.first and message.jobs:
             self._count_waiting()
             composer_input = self.composer.input
@@ -271,6 +311,12 @@ class MainScreen(Screen[None]):
             if self.focused in (None, composer_input, search) and not composer_input.value:
                 tree.focus()
                 tree.call_after_refresh(tree.move_cursor_to_line, 0)
+
+    @work(exit_on_error=False, group="interrupted")
+    async def _check_interrupted(self, job_ids: list[str]) -> None:
+        for job_id in job_ids:
+            runs = await self.runtime.job_runs(job_id)
+            self.post_message(RunsLoaded(job_id, runs))
 
     @work(exit_on_error=False, group="inbox-count")
     async def _count_waiting(self) -> None:
@@ -357,10 +403,38 @@ class MainScreen(Screen[None]):
         messages.sort(key=lambda message: message.position)
         tool_calls = await runtime.tool_calls(run_id)
         request = None
+        asker: Run | None = None
         if run.state is RunState.INPUT_REQUIRED:
             request = await runtime.open_request(run_id)
+        elif not run.state.is_terminal:
+            found = await self._descendant_request(run)
+            if found is not None:
+                request, asker = found
         has_older = bool(messages) and messages[0].position > 0 and len(messages) >= window
-        self.post_message(RunLoaded(run, job, messages, tool_calls, request, has_older=has_older))
+        self.post_message(
+            RunLoaded(run, job, messages, tool_calls, request, has_older=has_older, asker=asker)
+        )
+
+    async def _is_descendant(self, run: Run, ancestor_id: str) -> bool:
+        """Whether ``run`` was delegated (directly or further down) by the run ``ancestor_id``."""
+        current = run
+        for _ in range(32):  # delegation chains are short; a bound keeps a bad row harmless
+            if current.parent_run_id is None:
+                return False
+            if current.parent_run_id == ancestor_id:
+                return True
+            current = await self.runtime.get_run(current.parent_run_id)
+        return False
+
+    async def _descendant_request(self, run: Run) -> tuple[InputRequest, Run] | None:
+        """An open request of one of ``run``'s sub-runs: the parent waits on it."""
+        for request in await self.runtime.inbox(limit=100):
+            if request.job_id != run.job_id or request.run_id == run.id:
+                continue
+            asker = await self.runtime.get_run(request.run_id)
+            if await self._is_descendant(asker, run.id):
+                return request, asker
+        return None
 
     async def on_run_loaded(self, message: RunLoaded) -> None:
         if message.run.id != self._loading_run_id:
@@ -383,12 +457,29 @@ class MainScreen(Screen[None]):
             await self._apply_to_conversation(pending)
         self._show_run_state(message.run)
         if message.request is not None:
-            await self.show_prompt(message.request)
+            await self.show_prompt(message.request, asker=message.asker)
         else:
             await self.hide_prompt()
+        back_to, self._return_to_tool = self._return_to_tool, None
+        if back_to is not None:
+            block = self.conversation.tool_view(back_to)
+            if block is not None:
+                block.focus()
+
+    def _context_window(self, model: str) -> int | None:
+        """The run's model's context window (cached per model); None when no provider knows it."""
+        if model not in self._context_windows:
+            window: int | None
+            try:
+                window = int(self.runtime.context_window(model))
+            except (AgentTuiError, AttributeError, ValueError):
+                window = None
+            self._context_windows[model] = window
+        return self._context_windows[model]
 
     def _show_run_state(self, run: Run) -> None:
-        self.status.show(run=run)
+        self.status.show(run=run, context_window=self._context_window(run.model))
+        self.refresh_bindings()
         banner = self.query_one("#banner", Static)
         if needs_resume(run):
             why = run.failure.message if run.failure else "its process stopped mid-run"
@@ -419,6 +510,7 @@ class MainScreen(Screen[None]):
 
     @on(ToolCallView.OpenChildRequested)
     def _open_child(self, message: ToolCallView.OpenChildRequested) -> None:
+        self.conversation.focus()
         if message.child_run_id:
             self.open_run(message.child_run_id)
         elif self.selected_run is not None:
@@ -430,7 +522,13 @@ class MainScreen(Screen[None]):
             if call.id == tool_call_id and call.child_run_id:
                 self.open_run(call.child_run_id)
                 return
-        self.notify("This tool call did not start a sub-run.", severity="warning")
+        # While the delegation runs the link is on the child (``parent_tool_call_id``).
+        run = await self.runtime.get_run(run_id)
+        for child in await self.runtime.job_runs(run.job_id):
+            if child.parent_run_id == run_id and child.parent_tool_call_id == tool_call_id:
+                self.open_run(child.id)
+                return
+        self.notify("This tool call has not started a sub-run yet.", severity="warning")
 
     # --- runtime events (from the bridge) ------------------------------------------------------
     def _on_screen(self, run_id: str) -> bool:
@@ -493,15 +591,45 @@ class MainScreen(Screen[None]):
         if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
             if on_screen:
                 await self.show_prompt(event.request)
-            if not on_screen or not self.agent_app.terminal_focused:
-                self.app.bell()
-                self.notify(
-                    f"{short(event.request.prompt, 60)} — press i for the inbox",
-                    title="A run is waiting for you",
-                    severity="warning",
-                )
-        elif on_screen and self.open_request is not None:
+                if not self.agent_app.terminal_focused:
+                    self._tell_waiting(event.request, None)
+            elif self.conversation.run_id is not None and event.job_id == (
+                self.selected_job.id if self.selected_job else None
+            ):
+                self._route_request(event.request, self.conversation.run_id)
+            else:
+                self._tell_waiting(event.request, None)
+        elif self.open_request is not None and self.open_request.run_id == event.run_id:
             await self.hide_prompt()
+
+    def _tell_waiting(self, request: InputRequest, asker: Run | None) -> None:
+        """Ring the bell and say a run waits, with the key that reaches it from here."""
+        self.app.bell()
+        typing = isinstance(self.focused, Input)
+        key = "Esc, then i" if typing else "i"
+        who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
+        self.notify(
+            f"{who}{short(request.prompt, 60)} — press {key} for the inbox",
+            title="A run is waiting for you",
+            severity="warning",
+        )
+
+    @work(exit_on_error=False, group="route")
+    async def _route_request(self, request: InputRequest, shown_run_id: str) -> None:
+        asker = await self.runtime.get_run(request.run_id)
+        inline = await self._is_descendant(asker, shown_run_id)
+        self.post_message(
+            RequestRouted(request, asker, shown_run_id=shown_run_id if inline else None)
+        )
+
+    async def on_request_routed(self, message: RequestRouted) -> None:
+        shown = message.shown_run_id
+        if shown is not None and self._on_screen(shown) and self.open_request is None:
+            await self.show_prompt(message.request, asker=message.asker)
+            if not self.agent_app.terminal_focused:
+                self._tell_waiting(message.request, message.asker)
+        elif self.open_request is None or self.open_request.id != message.request.id:
+            self._tell_waiting(message.request, message.asker)
 
     @work(exit_on_error=False, group="refresh")
     async def refresh_run(self, run_id: str) -> None:
@@ -539,7 +667,13 @@ class MainScreen(Screen[None]):
         self.job_tree.upsert_run(message.run)
         self.open_run(message.run.id)
 
-    async def show_prompt(self, request: InputRequest) -> None:
+    async def show_prompt(self, request: InputRequest, *, asker: Run | None = None) -> None:
+        """Dock the prompt for ``request`` under the conversation; ``asker`` is the sub-run
+        that asks when it is not the run on screen."""
+        origin = self.query_one("#prompt-origin", Static)
+        if asker is not None:
+            origin.update(f"↳ Asked by sub-run {asker.agent} — answering resumes it, then this run")
+        origin.display = asker is not None
         if self.open_request is not None and self.open_request.id == request.id:
             return
         await self._remove_prompt()
@@ -567,6 +701,7 @@ class MainScreen(Screen[None]):
         had_prompt = self.open_request is not None
         self.open_request = None
         await self._remove_prompt()
+        self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True
         if had_prompt:
             self.composer.focus_input()
@@ -593,18 +728,144 @@ class MainScreen(Screen[None]):
         if self.open_request is None:
             self.composer.focus_input()
 
+    def action_follow_up(self) -> None:
+        """Follow up the selected job: the composer in follow-up mode, focused."""
+        if self.open_request is not None:
+            self.notify("Answer the prompt first.", severity="warning")
+            return
+        job_id = self.selected_job.id if self.selected_job else None
+        node = self.job_tree.cursor_node
+        if node is not None and isinstance(node.data, JobEntry):
+            job_id = node.data.job.id
+            self.composer.set_selected_job(job_id, node.data.job.title)
+        if job_id is None:
+            self.notify("Select a job first.", severity="warning")
+            return
+        self.composer.follow_up_job_id = job_id
+        self.composer.focus_input()
+
     def action_focus_browser(self) -> None:
-        self.job_tree.focus()
+        self._focus_pane(0)
+
+    def action_focus_conversation(self) -> None:
+        self._focus_pane(1)
+
+    # Focus moves between three panes — browser, conversation, bottom (composer or prompt) —
+    # with Tab and shift+Tab; inside the bottom pane Tab first visits the prompt's own fields.
+    PANES = ("browser", "conversation", "bottom")
+
+    def _pane_of(self, widget: Widget | None) -> int | None:
+        node = widget
+        while node is not None and node is not self:
+            if node.id in self.PANES:
+                return self.PANES.index(node.id)
+            node = node.parent  # type: ignore[assignment]
+        return None
+
+    def _focus_pane(self, index: int) -> None:
+        pane = self.PANES[index]
+        if pane == "browser":
+            results = self.query_one("#search-results", OptionList)
+            (results if results.display else self.job_tree).focus()
+        elif pane == "conversation":
+            self.conversation.focus()
+        elif self.open_request is not None:
+            prompt = self.query(
+                "#bottom > ApprovalPrompt, #bottom > QuestionPrompt, #bottom > ElicitationForm"
+            )
+            if prompt:
+                widget = prompt.first()
+                if isinstance(widget, ElicitationForm):
+                    widget.focus_first_field()
+                else:
+                    widget.focus()
+        else:
+            self.composer.focus_input()
+
+    def _cycle(self, step: int) -> None:
+        focused = self.focused
+        pane = self._pane_of(focused)
+        if pane is None:
+            self._focus_pane(0 if step > 0 else 2)
+            return
+        if self.PANES[pane] == "bottom" and focused is not None:
+            chain = self.focus_chain
+            index = chain.index(focused) if focused in chain else -1
+            neighbour = index + step
+            if (
+                index >= 0
+                and 0 <= neighbour < len(chain)
+                and self._pane_of(chain[neighbour]) == pane
+            ):
+                chain[neighbour].focus()
+                return
+        self._focus_pane((pane + step) % len(self.PANES))
+
+    def action_next_pane(self) -> None:
+        self._cycle(1)
+
+    def action_previous_pane(self) -> None:
+        self._cycle(-1)
 
     def action_leave(self) -> None:
         focused = self.focused
-        if isinstance(focused, Input) and focused.id == "search":
+        if focused is not None and focused.id in ("search", "search-results"):
             self._close_search()
-        elif self.open_request is not None:
-            prompt = self.query("#bottom > ApprovalPrompt, #bottom > QuestionPrompt").first()
-            prompt.focus()
+        elif self._pane_of(focused) == 0:
+            if self.open_request is not None:
+                self._focus_pane(2)
         else:
-            self.job_tree.focus()
+            self._focus_pane(0)
+
+    def _tool_views(self) -> list[ToolCallView]:
+        return [view for view in self.conversation.query(ToolCallView) if view.display]
+
+    def _step_tool(self, step: int) -> None:
+        views = self._tool_views()
+        if not views:
+            self.notify("No tool call in this conversation.", severity="information")
+            return
+        focused = self.focused
+        if isinstance(focused, ToolCallView) and focused in views:
+            index = max(0, min(len(views) - 1, views.index(focused) + step))
+        else:
+            # From the conversation itself: the first (]) or last ([) block in view.
+            viewport = self.conversation.region
+            in_view = [i for i, v in enumerate(views) if v.region.overlaps(viewport)]
+            index = (in_view[0] if step > 0 else in_view[-1]) if in_view else len(views) - 1
+        views[index].focus()
+        views[index].scroll_visible(animate=False)
+
+    def action_next_tool(self) -> None:
+        self._step_tool(1)
+
+    def action_previous_tool(self) -> None:
+        self._step_tool(-1)
+
+    def action_parent_run(self) -> None:
+        run = self.selected_run
+        if run is None or run.parent_run_id is None:
+            self.notify("This run was not delegated by another run.", severity="information")
+            return
+        self._return_to_tool = run.parent_tool_call_id
+        self.open_run(run.parent_run_id)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that make no sense right now are hidden from the footer (and do nothing)."""
+        run = self.selected_run
+        if action == "parent_run":
+            return run is not None and run.parent_run_id is not None
+        if action == "cancel_run":
+            return run is not None
+        if action == "retry":
+            return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
+        if action in ("next_tool", "previous_tool"):
+            return self._pane_of(self.focused) == 1
+        if action == "leave":
+            return self._pane_of(self.focused) != 0 or (
+                self.focused is not None and self.focused.id in ("search", "search-results")
+            )
+        return True
 
     def action_inbox(self) -> None:
         from tui.screens.inbox import InboxScreen
@@ -714,8 +975,16 @@ class MainScreen(Screen[None]):
         results.clear_options()
         self._search_hits = message.hits
         if message.hits:
+            width = max(20, self.query_one("#browser").size.width - 6)
             results.add_options(
-                Option(f"{short(hit.job_title, 30)}\n  {short(hit.snippet, 60)}", id=str(index))
+                Option(
+                    Text.assemble(
+                        (short(hit.job_title, width), "bold"),
+                        "\n",
+                        ("  " + short(hit.snippet, width - 2), "dim"),
+                    ),
+                    id=str(index),
+                )
                 for index, hit in enumerate(message.hits)
             )
         else:

@@ -16,7 +16,14 @@ STATE_ICONS: dict[RunState | None, str] = {
     None: "·",
 }
 
-CONTEXT_WINDOW = 200_000
+
+def context_fill(context_tokens: int, window: int | None) -> str:
+    """The context used, as a percentage of the model's window ("ctx —" when unknown)."""
+    if not window or window <= 0:
+        return "ctx —"
+    percent = context_tokens * 100 / window
+    shown = f"{percent:.0f}" if percent >= 1 or context_tokens == 0 else "<1"
+    return f"ctx {shown}%"
 
 
 def needs_resume(run: Run) -> bool:

@@ -24,7 +24,8 @@ class Composer(Vertical):
     Composer:focus-within { border: round $accent; }
     Composer #mode { color: $text-muted; }
     Composer.-follow-up #mode { color: $accent; text-style: bold; }
-    Composer Input { border: none; padding: 0; background: $surface; }
+    Composer Input, Composer Input:focus { border: none; height: 1; padding: 0;
+                                           background: $surface; }
     """
 
     follow_up_job_id: reactive[str | None] = reactive(None)
@@ -49,7 +50,7 @@ class Composer(Vertical):
         if self.follow_up_job_id is None:
             hint = "  (ctrl+t: follow up in the selected job)" if self.selected_job_id else ""
             return "✚ New job" + hint
-        return f"↪ Follow-up in: {short(self.selected_job_title, 50)}  (ctrl+t: new job)"
+        return f"↪ Follow-up in: {short(self.selected_job_title, 50)}  (ctrl+t: new job instead)"
 
     def watch_follow_up_job_id(self) -> None:
         self.set_class(self.follow_up_job_id is not None, "-follow-up")

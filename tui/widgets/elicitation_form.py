@@ -93,8 +93,12 @@ class ElicitationForm(Vertical):
         )
 
     def on_mount(self) -> None:
-        first = self.query("#fields Input, #fields Checkbox, #fields Select").first()
-        first.focus()
+        self.focus_first_field()
+
+    def focus_first_field(self) -> None:
+        fields = self.query("#fields Input, #fields Checkbox, #fields Select")
+        if fields:
+            fields.first().focus()
 
     def content(self) -> dict[str, Any]:
         """The form's values, typed by the schema; empty fields are left out."""

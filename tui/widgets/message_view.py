@@ -1,29 +1,34 @@
 """One user or assistant message: Markdown (streamed as it arrives), thinking collapsed.
 
-Textual's Markdown makes a widget per block, which costs about a millisecond or two each: fine
-for ordinary answers, far too slow for huge ones. So the first ``MARKDOWN_CHARS`` of a message
-are Markdown (streamed with MarkdownStream); anything beyond is shown as plain text in segments
-of ``PLAIN_CHARS`` (only the tail segment changes while text streams), which keeps a 1 MB
-answer within the UI budget."""
+Textual's Markdown makes a widget per block (a millisecond or two each, and a Markdown parse of
+the whole source per append): fine for ordinary answers, far too slow for huge ones. So the first
+``MARKDOWN_CHARS`` of a message (up to a paragraph break outside code fences) are Markdown,
+streamed with MarkdownStream; once the text goes beyond, that part is sealed into one
+``FrozenMarkdown`` widget (rendered once) and the rest is plain text in one ``StreamText``, which
+re-wraps only its last row per append and draws only the rows on screen. No work per delta grows
+with the length of the message, and a huge message is three widgets, not thousands.
+
+The committed message is authoritative: if what streamed differs (dropped or merged deltas), only
+the part after the longest common prefix is redrawn, a slice per event-loop turn; when it is the
+same, nothing is redrawn at all.
+"""
 
 from __future__ import annotations
 
 import contextlib
 
-from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widget import MountError
-from textual.widgets import Collapsible, Markdown, Static
+from textual.widget import MountError, Widget
+from textual.widgets import Collapsible, Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from runtime.models import Message, Role, ThinkingBlock
+from tui.widgets.frozen_markdown import FrozenMarkdown
+from tui.widgets.stream_text import StreamText
 
 MARKDOWN_CHARS = 8000
 """The Markdown part ends at the first paragraph break (outside code fences) after this."""
-PLAIN_CHARS = 8000
-"""Plain-text segments end at the first line break after this many characters."""
-PLAIN_REFRESH = 0.15
 
 
 def _fences_balanced(text: str) -> bool:
@@ -40,17 +45,18 @@ def markdown_cut(text: str) -> int | None:
     return None if cut == -1 else cut + 2
 
 
-def plain_segments(text: str) -> list[str]:
-    segments: list[str] = []
-    start = 0
-    while len(text) - start > PLAIN_CHARS:
-        cut = text.find("\n", start + PLAIN_CHARS)
-        if cut == -1:
-            break
-        segments.append(text[start : cut + 1])
-        start = cut + 1
-    segments.append(text[start:])
-    return segments
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix (binary search over C-speed slice comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while low < high:  # invariant: a[:low] == b[:low] and a[:high + 1] != b[:high + 1]
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _thinking_of(message: Message) -> str:
@@ -67,55 +73,71 @@ class MessageView(Vertical):
     MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }
     MessageView.-assistant { padding: 0 1; }
     MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
+    MessageView > FrozenMarkdown { margin: 0 0 1 0; }
     MessageView Collapsible { background: transparent; border: none; padding: 0; }
     MessageView .thinking-text { color: $text-muted; text-style: italic; }
     MessageView > .plain { color: $text; }
     """
 
     def __init__(
-        self, *, message_id: str, role: Role, position: int | None, text: str = ""
+        self,
+        *,
+        message_id: str,
+        role: Role,
+        position: int | None,
+        text: str = "",
+        thinking: str = "",
     ) -> None:
         super().__init__(classes=f"-{role.value}")
         self.message_id = message_id
         self.role = role
         self.position = position
-        self.text = text
-        self.thinking_text = ""
         self.committed = position is not None
+        self._parts: list[str] = [text] if text else []
+        cut = markdown_cut(text)
+        self._markdown_text = text if cut is None else text[:cut]
+        self._markdown: Markdown | FrozenMarkdown = (
+            Markdown(text, classes="segment")
+            if cut is None
+            else FrozenMarkdown(self._markdown_text, classes="segment")
+        )
+        self._tail: StreamText | None = (
+            None if cut is None else StreamText(text[cut:], classes="plain")
+        )
+        """The plain part after the Markdown one; None while the message is all Markdown."""
+        self._thinking = StreamText(thinking, classes="thinking-text")
         self._stream: MarkdownStream | None = None
-        self._markdown_text = ""
-        self._plain_flush_scheduled = False
-        self._plain_tail: str | None = None
-        """Text of the last plain segment; None while the message is still all Markdown."""
-        self._streamed = 0
+        self._streamed = len(text)
         self._gap = False
 
     @classmethod
     def from_message(cls, message: Message) -> MessageView:
-        view = cls(
-            message_id=message.id, role=message.role, position=message.position, text=message.text
+        return cls(
+            message_id=message.id,
+            role=message.role,
+            position=message.position,
+            text=message.text,
+            thinking=_thinking_of(message),
         )
-        view.thinking_text = _thinking_of(message)
-        return view
+
+    @property
+    def text(self) -> str:
+        """All of the text shown (streamed so far, or committed)."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def thinking_text(self) -> str:
+        return self._thinking.text
 
     def compose(self) -> ComposeResult:
         with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
-            thinking.display = bool(self.thinking_text)
-            yield Static(self.thinking_text, classes="thinking-text", markup=False)
-        yield from self._body(self.text)
-
-    def _body(self, text: str) -> list[Markdown | Static]:
-        cut = markdown_cut(text)
-        self._markdown_text = text if cut is None else text[:cut]
-        self._plain_tail = None
-        if cut is None:
-            return [Markdown(self._markdown_text, classes="segment")]
-        widgets: list[Markdown | Static] = [self._frozen_markdown(self._markdown_text)]
-        if cut is not None:
-            segments = plain_segments(text[cut:])
-            widgets += [Static(segment, classes="plain", markup=False) for segment in segments]
-            self._plain_tail = segments[-1]
-        return widgets
+            thinking.display = bool(self._thinking.text)
+            yield self._thinking
+        yield self._markdown
+        if self._tail is not None:
+            yield self._tail
 
     async def append_text(self, offset: int, text: str) -> None:
         """Append a streamed piece; pieces already seen are skipped, a gap is healed on commit."""
@@ -126,88 +148,89 @@ class MessageView(Vertical):
         if not text:
             return
         self._streamed = max(self._streamed, offset) + len(text)
-        self.text += text
-        if self._plain_tail is None:
+        self._parts.append(text)
+        if self._tail is None:
             joined = self._markdown_text + text
             cut = markdown_cut(joined)
             if cut is None:
                 self._markdown_text = joined
                 await self._write_markdown(text)
                 return
+            head_rest = joined[len(self._markdown_text) : cut]
             self._markdown_text = joined[:cut]
-            if self._stream is not None:
-                await self._stream.stop()
-                self._stream = None
-            # One widget instead of a widget per block: layout stays cheap as the text grows.
-            await self.remove_children(".segment")
-            await self.mount(self._frozen_markdown(self._markdown_text))
-            self._plain_tail = ""
-            await self.mount(Static("", classes="plain", markup=False))
+            await self._write_markdown(head_rest)
+            await self._stop_stream()
+            # Sealed: one widget instead of a widget per block, so later layouts stay cheap.
+            live, self._markdown = (
+                self._markdown,
+                FrozenMarkdown(self._markdown_text, classes="segment"),
+            )
+            self._tail = StreamText(classes="plain")
+            await self.mount_all([self._markdown, self._tail], after=live)
+            await live.remove()
             text = joined[cut:]
-        await self._write_plain(text)
-
-    @staticmethod
-    def _frozen_markdown(text: str) -> Static:
-        return Static(RichMarkdown(text), classes="segment frozen")
+        self._tail.append(text)
 
     async def _write_markdown(self, text: str) -> None:
         if not text:
             return
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(Markdown))
+            assert isinstance(self._markdown, Markdown)
+            self._stream = Markdown.get_stream(self._markdown)
         await self._stream.write(text)
 
-    async def _write_plain(self, text: str) -> None:
-        """Plain text is shown at most every ``PLAIN_REFRESH`` seconds: each refresh re-wraps
-        the tail segment and re-arranges the conversation, the main cost of a huge answer."""
-        assert self._plain_tail is not None
-        self._plain_tail += text
-        if not self._plain_flush_scheduled:
-            self._plain_flush_scheduled = True
-            self.set_timer(PLAIN_REFRESH, self._flush_plain)
-
-    async def _flush_plain(self) -> None:
-        self._plain_flush_scheduled = False
-        if self._plain_tail is None or not self.is_mounted:
-            return
-        segments = plain_segments(self._plain_tail)
-        plains = list(self.query_children(".plain").results(Static))
-        plains[-1].update(segments[0])
-        if len(segments) > 1:
-            await self.mount_all(
-                [Static(segment, classes="plain", markup=False) for segment in segments[1:]]
-            )
-        self._plain_tail = segments[-1]
-
-    def append_thinking(self, text: str) -> None:
-        self.thinking_text += text
-        thinking = self.query_one("#thinking", Collapsible)
-        thinking.display = True
-        thinking.query_one(Static).update(self.thinking_text)
-
-    async def on_unmount(self) -> None:
+    async def _stop_stream(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
-            # Whatever was still pending has nowhere to go once the widget is gone.
-            with contextlib.suppress(MountError):
-                await stream.stop()
+            await stream.stop()
+
+    def append_thinking(self, text: str) -> None:
+        self.query_one("#thinking", Collapsible).display = True
+        self._thinking.append(text)
+
+    async def on_unmount(self) -> None:
+        # Whatever was still pending has nowhere to go once the widget is gone.
+        with contextlib.suppress(MountError):
+            await self._stop_stream()
 
     async def commit(self, message: Message) -> None:
         """The durable message is authoritative over whatever streamed."""
         self.position = message.position
         self.committed = True
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
-        if self._plain_tail is not None:
-            await self._flush_plain()
+        await self._stop_stream()
         final = message.text
         if self._gap or final != self.text:
-            self.text = final
-            await self.remove_children(".segment, .plain")
-            await self.mount_all(self._body(final))
+            await self._replace_text(final)
         thinking = _thinking_of(message)
-        if thinking and thinking != self.thinking_text:
-            self.thinking_text = ""
-            self.append_thinking(thinking)
+        if thinking and thinking != self._thinking.text:
+            self.query_one("#thinking", Collapsible).display = True
+            await self._thinking.set_text(thinking)
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
+
+    async def _replace_text(self, final: str) -> None:
+        """Show ``final`` instead of what streamed, redrawing only from where they differ."""
+        same = common_prefix_length(self.text, final)
+        self._parts = [final] if final else []
+        self._streamed = len(final)
+        self._gap = False
+        head = len(self._markdown_text)
+        if self._tail is not None and same >= head:
+            self._tail.truncate(same - head)
+            await self._tail.extend(final[same:])
+            return
+        cut = markdown_cut(final)
+        self._markdown_text = final if cut is None else final[:cut]
+        if cut is None and isinstance(self._markdown, Markdown) and self._tail is None:
+            await self._markdown.update(final)
+            return
+        old = [self._markdown] if self._tail is None else [self._markdown, self._tail]
+        if cut is None:
+            self._markdown, self._tail = Markdown(final, classes="segment"), None
+        else:
+            self._markdown = FrozenMarkdown(self._markdown_text, classes="segment")
+            self._tail = StreamText(classes="plain")
+        new: list[Widget] = [self._markdown] if self._tail is None else [self._markdown, self._tail]
+        await self.mount_all(new, after=old[-1])
+        await self.remove_children(old)
+        if self._tail is not None and cut is not None:
+            await self._tail.extend(final[cut:])

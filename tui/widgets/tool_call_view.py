@@ -1,5 +1,5 @@
 """A tool call as a compact block: name and arguments, a progress bar while it runs, the result
-folded; a delegation's child run opens with Enter."""
+folded (Enter or space unfolds it); a delegation's sub-run opens with Enter."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.widgets import Collapsible, ProgressBar, Static
+from textual.widgets._collapsible import CollapsibleTitle
 
 from runtime.models import ToolCallState
 from tui.widgets._format import short
@@ -25,6 +26,7 @@ TOOL_ICONS = {
 }
 
 RESULT_LIMIT = 4000
+DELEGATION_PREFIX = "delegate_to_"
 
 
 def _arguments_text(arguments: dict[str, Any]) -> str:
@@ -36,7 +38,10 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
 
 
 class ToolCallView(Vertical, can_focus=True):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_child", "Open sub-run")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_child", "Open sub-run"),
+        Binding("enter,space", "toggle_result", "Show / hide result"),
+    ]
 
     DEFAULT_CSS = """
     ToolCallView { height: auto; margin: 0 0 1 2; padding: 0 1; border-left: wide $secondary; }
@@ -45,8 +50,10 @@ class ToolCallView(Vertical, can_focus=True):
     ToolCallView.-completed { border-left: wide $success; }
     ToolCallView .tool-header { color: $text; }
     ToolCallView .tool-child { color: $accent; }
+    ToolCallView .tool-progress-line { color: $text-muted; }
     ToolCallView ProgressBar { height: 1; }
     ToolCallView Collapsible { background: transparent; border: none; padding: 0; }
+    ToolCallView Collapsible > Contents { padding: 0 0 0 2; }
     """
 
     class OpenChildRequested(TextualMessage):
@@ -78,23 +85,34 @@ class ToolCallView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header", markup=False)
         child = Static(self._child_text(), classes="tool-child", markup=False)
-        child.display = self.child_run_id is not None
+        child.display = self.is_delegation
         yield child
         bar = ProgressBar(total=None, show_eta=False, id="progress")
         bar.display = False
         yield bar
+        line = Static("", classes="tool-progress-line", markup=False, id="progress-line")
+        line.display = False
+        yield line
         with Collapsible(title="result", collapsed=True, id="result") as result:
             result.display = self.result is not None or self.error is not None
             yield Static(self._result_text(), markup=False, id="result-text")
 
     def on_mount(self) -> None:
         self._set_state_class()
+        # The block itself takes focus; its fold is toggled from here (one stop per block).
+        for title in self.query(CollapsibleTitle):
+            title.can_focus = False
+
+    @property
+    def is_delegation(self) -> bool:
+        return self.child_run_id is not None or self.tool_name.startswith(DELEGATION_PREFIX)
 
     def _header(self) -> str:
         return f"{TOOL_ICONS[self.state]} {self.tool_name}({_arguments_text(self.arguments)})"
 
     def _child_text(self) -> str:
-        return f"↳ sub-run {self.child_run_id} — Enter to open"
+        agent = self.tool_name.removeprefix(DELEGATION_PREFIX)
+        return f"↳ {agent} sub-run — Enter opens it, p comes back"
 
     def _result_text(self) -> str:
         text = self.error if self.error is not None else (self.result or "")
@@ -127,6 +145,7 @@ class ToolCallView(Vertical, can_focus=True):
         self._set_state_class()
         if state.is_terminal:
             self.query_one("#progress", ProgressBar).display = False
+            self.query_one("#progress-line", Static).display = False
         if self.result is not None or self.error is not None:
             folded = self.query_one("#result", Collapsible)
             folded.display = True
@@ -150,11 +169,31 @@ class ToolCallView(Vertical, can_focus=True):
             child.display = True
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Show progress while the tool runs: a bar (with a total) or a pulsing bar, and the
+        latest progress line (e.g. the last line a shell command printed)."""
+        running = not self.state.is_terminal
         bar = self.query_one("#progress", ProgressBar)
-        bar.display = not self.state.is_terminal
+        bar.display = running
         bar.update(total=total, progress=progress)
+        line = self.query_one("#progress-line", Static)
+        line.display = running and bool(message)
         if message:
-            self.query_one("#result", Collapsible).title = f"result — {short(message, 50)}"
+            line.update(short(message, 100))
+
+    @property
+    def result_expanded(self) -> bool:
+        return not self.query_one("#result", Collapsible).collapsed
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_child":
+            return self.is_delegation
+        if action == "toggle_result":
+            return self.result is not None or self.error is not None
+        return True
 
     def action_open_child(self) -> None:
         self.post_message(self.OpenChildRequested(self.tool_call_id, self.child_run_id))
+
+    def action_toggle_result(self) -> None:
+        folded = self.query_one("#result", Collapsible)
+        folded.collapsed = not folded.collapsed

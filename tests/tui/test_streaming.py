@@ -1,0 +1,146 @@
+"""A long streamed answer: what ends up on screen is exactly the committed message, the view
+follows the tail, and a commit that differs from what streamed wins."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+
+from runtime.api import Runtime
+from runtime.models import Message, Role, RunState, TextBlock
+from tests.tui.helpers import SIZE, make_app, wait_until
+from tui.screens.main import MainScreen
+from tui.widgets.conversation import Conversation
+from tui.widgets.frozen_markdown import FrozenMarkdown
+from tui.widgets.message_view import MessageView
+from tui.widgets.stream_text import StreamText, wrap_line
+
+
+def _shown_text(view: MessageView) -> str:
+    """The text held by the widgets that draw the message body, in order."""
+    parts: list[str] = []
+    for child in view.children:
+        if isinstance(child, FrozenMarkdown):
+            parts.append(child.source)
+        elif isinstance(child, StreamText) and child.has_class("plain"):
+            parts.append(child.text)
+        elif child.has_class("segment"):
+            parts.append(child.source)  # type: ignore[attr-defined]
+    return "".join(parts)
+
+
+async def test_a_256_kib_streamed_answer_ends_as_the_committed_text_with_the_tail_in_view(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press(*"/stream 256", "enter")
+
+        def committed_view() -> MessageView | None:
+            run = screen.selected_run
+            if run is None or run.state is not RunState.COMPLETED:
+                return None
+            views = [
+                v for v in screen.query(MessageView) if v.committed and v.role is Role.ASSISTANT
+            ]
+            return views[-1] if views and len(views[-1].text) >= 256 * 1024 else None
+
+        await wait_until(pilot, committed_view, timeout=60)
+        await pilot.pause()
+        view = committed_view()
+        assert view is not None
+        run = screen.selected_run
+        assert run is not None
+        stored = [m for m in await runtime.messages(run.id) if m.role is Role.ASSISTANT]
+        committed = stored[-1].text
+        assert len(committed) == 256 * 1024
+        assert view.text == committed
+        assert _shown_text(view) == committed
+        assert "## Section" in committed  # Markdown: its first part is rendered as Markdown
+        assert view.query(FrozenMarkdown)
+
+        conversation = screen.query_one(Conversation)
+        assert conversation.max_scroll_y > 0
+        assert conversation.scroll_y == conversation.max_scroll_y
+        tail = view.query_one(".plain", StreamText)
+        last_row = tail.rows[-1].strip() or tail.rows[-2].strip()
+        assert last_row and committed.rstrip().endswith(last_row)
+        region = tail.region
+        assert region.bottom <= conversation.region.bottom + 1  # the tail's last row is on screen
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Conversation(id="conversation")
+
+
+def _message(message_id: str, text: str) -> Message:
+    return Message(
+        id=message_id,
+        run_id="run",
+        job_id="job",
+        position=1,
+        role=Role.ASSISTANT,
+        content=[TextBlock(text=text)],
+        created_at=time.time(),
+    )
+
+
+async def test_a_commit_that_differs_from_the_stream_replaces_what_streamed() -> None:
+    paragraph = "Some words that wrap across the width of the view, again and again.\n\n"
+    final = "# Title\n\n" + paragraph * 400  # far beyond the Markdown part
+    streamed = final[:20_000] + "GARBLED" + final[30_000:50_000]  # a gap and a wrong piece
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, streamed[:20_007], thinking=False)
+        await conversation.delta("m1", 30_000, streamed[20_007:], thinking=False)
+        await pilot.pause()
+        view = conversation.message_views[0]
+        assert view.text == streamed
+
+        await conversation.committed(_message("m1", final))
+        await pilot.pause()
+        assert view.text == final
+        assert _shown_text(view) == final
+        assert "GARBLED" not in "".join(view.query_one(".plain", StreamText).rows)
+
+
+async def test_a_short_answer_stays_markdown_and_a_changed_commit_is_shown() -> None:
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, "# Plan\n\n- one\n- tw", thinking=False)
+        await conversation.committed(_message("m1", "# Plan\n\n- one\n- two\n\n```\ncode\n```\n"))
+        await pilot.pause()
+        view = conversation.message_views[0]
+        assert view.text.endswith("```\ncode\n```\n")
+        assert not view.query(StreamText).filter(".plain")
+        assert _shown_text(view) == view.text
+
+
+def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
+    text = (
+        "word " * 37 + "averyveryverylongwordthatmustbefolded" * 3 + "\n\tindented ünïcödé 日本語\n"
+    ) * 20
+    for width in (9, 40, 100):
+        whole = StreamText(text)
+        whole.get_content_height(None, None, width)  # type: ignore[arg-type]
+        pieces = StreamText()
+        pieces.get_content_height(None, None, width)  # type: ignore[arg-type]
+        for start in range(0, len(text), 13):
+            pieces._add(text[start : start + 13])
+        assert pieces.rows == whole.rows
+        assert pieces.text == text
+        expected = [
+            row
+            for line in text.split("\n")
+            for row in wrap_line(line.replace("\t", "    "), width)[0]
+        ]
+        assert whole.rows == expected
+        assert all(len(row) <= width for row in whole.rows)

@@ -1,0 +1,59 @@
+"""Markdown that will not change again, as one widget rendered once per width.
+
+Textual's Markdown widget is a widget per block; a sealed part of a huge answer kept that way
+costs every later layout pass (hundreds of widgets walked) and the garbage collector (hundreds
+of objects per widget). This widget renders the same text with Rich's Markdown once per width
+and draws the rows on screen from that, so its height and its lines cost nothing afterwards.
+"""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+class FrozenMarkdown(Widget):
+    DEFAULT_CSS = """
+    FrozenMarkdown { height: auto; }
+    """
+
+    def __init__(self, markdown: str, *, classes: str | None = None) -> None:
+        super().__init__(classes=classes)
+        self.source = markdown
+        self._width = -1
+        self._strips: list[Strip] = []
+        self._style: Style | None = None
+
+    def _render_at(self, width: int) -> None:
+        style = self._style = self.rich_style
+        options = self.app.console_options.update_width(max(width, 1)).update(highlight=False)
+        lines = self.app.console.render_lines(
+            RichMarkdown(self.source), options, style=style, pad=False
+        )
+        self._strips = [Strip(Segment.simplify(line)) for line in lines]
+        self._width = width
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width != self._width:
+            self._render_at(width)
+        return len(self._strips)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        if width != self._width:
+            self._render_at(width)
+        style = self._style or self.rich_style
+        if y >= len(self._strips):
+            return Strip.blank(width, style)
+        return self._strips[y].crop_extend(0, width, style)
+
+    def notify_style_update(self) -> None:
+        self._width = -1  # colours changed (a theme switch): render again
+        super().notify_style_update()
