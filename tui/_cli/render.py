@@ -19,27 +19,9 @@ from runtime.models import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from tui.formatting import format_age, format_tokens
 
 MAX_VALUE_LINES = 40
-
-
-def format_age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h"
-    return f"{int(seconds // 86400)}d"
-
-
-def format_tokens(count: int) -> str:
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.1f}M"
 
 
 def format_cost(usd: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from runtime.models import Run, RunState
+from tui.formatting import format_age, format_tokens
 
 STATE_ICONS: dict[RunState | None, str] = {
     RunState.QUEUED: "◌",
@@ -46,22 +47,11 @@ def run_icon(run: Run) -> str:
 def age(timestamp: float, *, now: float | None = None, hidden: bool = False) -> str:
     if hidden:
         return ""
-    seconds = max(0.0, (now if now is not None else time.time()) - timestamp)
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h"
-    return f"{int(seconds // 86400)}d"
+    return format_age((now if now is not None else time.time()) - timestamp)
 
 
 def tokens(count: int) -> str:
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.1f}M"
+    return format_tokens(count)
 
 
 def cost(usd: float) -> str:
