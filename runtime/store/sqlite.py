@@ -25,7 +25,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -795,7 +795,7 @@ class SqliteStore:
 
         def tx(conn: Conn) -> list[ToolCall]:
             _run_row_for_token(conn, run_id, token)
-            return [_tx_tool_state(conn, now, token, change, run_id=run_id) for change in changes]
+            return _tx_tool_states(conn, now, run_id, changes)
 
         return await self._write(tx)
 
@@ -812,9 +812,7 @@ class SqliteStore:
 
         def tx(conn: Conn) -> tuple[list[ToolCall], Message | None, Checkpoint]:
             _run_row_for_token(conn, run_id, token)
-            calls = [
-                _tx_tool_state(conn, now, token, change, run_id=run_id) for change in tool_changes
-            ]
+            calls = _tx_tool_states(conn, now, run_id, tool_changes)
             committed = None
             if message is not None:
                 committed, _ = _tx_commit_message(
@@ -1572,19 +1570,24 @@ def _tx_commit_message(
             provider_id=new_call.provider_id,
             name=new_call.name,
             arguments=new_call.arguments,
-            state=ToolCallState.PENDING,
+            # A call started with its message goes pending → running in this transaction: it
+            # is written once, in its final state, and both transitions are in the log.
+            state=ToolCallState.RUNNING if new_call.start else ToolCallState.PENDING,
             idempotent=new_call.idempotent,
             step=call_step,
             created_at=now,
+            started_at=now if new_call.start else None,
         )
         for index, new_call in enumerate(tool_calls or ())
     ]
     if calls:
         check_tool(None, ToolCallState.PENDING)
+        if any(c.state is ToolCallState.RUNNING for c in calls):
+            check_tool(ToolCallState.PENDING, ToolCallState.RUNNING)
         conn.executemany(
             "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
-            " name, arguments, state, idempotent, step, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+            " name, arguments, state, idempotent, step, created_at, started_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     c.id,
@@ -1595,9 +1598,11 @@ def _tx_commit_message(
                     c.provider_id,
                     c.name,
                     _dumps(c.arguments),
+                    c.state.value,
                     int(c.idempotent),
                     c.step,
                     now,
+                    c.started_at,
                 )
                 for c in calls
             ],
@@ -1636,30 +1641,32 @@ def _tx_commit_message(
     events: list[DurableEvent] = [
         MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=committed)
     ]
-    events.extend(
-        ToolStateChanged(
-            job_id=job_id,
-            run_id=run_id,
-            created_at=now,
-            tool_call_id=c.id,
-            name=c.name,
-            from_state=None,
-            to_state=ToolCallState.PENDING,
-            arguments=c.arguments,
-        )
-        for c in calls
-    )
-    _emit(conn, events)
-    started = {index for index, new_call in enumerate(tool_calls or ()) if new_call.start}
-    if started:
-        calls = [
-            _tx_tool_state(
-                conn, now, token, ToolStateChange(tool_call_id=c.id, to=ToolCallState.RUNNING)
+    for c in calls:
+        events.append(
+            ToolStateChanged(
+                job_id=job_id,
+                run_id=run_id,
+                created_at=now,
+                tool_call_id=c.id,
+                name=c.name,
+                from_state=None,
+                to_state=ToolCallState.PENDING,
+                arguments=c.arguments,
             )
-            if c.index in started
-            else c
-            for c in calls
-        ]
+        )
+        if c.state is ToolCallState.RUNNING:
+            events.append(
+                ToolStateChanged(
+                    job_id=job_id,
+                    run_id=run_id,
+                    created_at=now,
+                    tool_call_id=c.id,
+                    name=c.name,
+                    from_state=ToolCallState.PENDING,
+                    to_state=ToolCallState.RUNNING,
+                )
+            )
+    _emit(conn, events)
     return committed, calls
 
 
@@ -1763,3 +1770,70 @@ def _tx_tool_state(
         ],
     )
     return _tool_call(updated)
+
+
+def _tx_tool_states(
+    conn: Conn, now: float, run_id: str, changes: Sequence[ToolStateChange]
+) -> list[ToolCall]:
+    """Several transitions of one run's tool calls, in order, with one statement each for
+    reading, updating and logging them. The caller has checked the execution token."""
+    if not changes:
+        return []
+    ids = list(dict.fromkeys(change.tool_call_id for change in changes))
+    marks = ", ".join("?" * len(ids))
+    # By primary key; the run is checked on the rows (an index on run_id would scan the run).
+    rows = conn.execute(f"SELECT * FROM tool_calls WHERE id IN ({marks})", ids).fetchall()
+    current = {row["id"]: _tool_call(row) for row in rows if row["run_id"] == run_id}
+    events: list[DurableEvent] = []
+    changed: list[ToolCall] = []
+    for change in changes:
+        before = current.get(change.tool_call_id)
+        if before is None:
+            raise errors.ToolCallNotFound(f"tool call {change.tool_call_id} not found")
+        target = ToolCallState(change.to)
+        check_tool(before.state, target)
+        after = before.model_copy(
+            update={
+                "state": target,
+                "result": change.result if change.result is not None else before.result,
+                "error": change.error if change.error is not None else before.error,
+                "child_run_id": change.child_run_id or before.child_run_id,
+                "started_at": before.started_at
+                or (now if target is ToolCallState.RUNNING else None),
+                "finished_at": now if target.is_terminal else None,
+            }
+        )
+        current[after.id] = after
+        changed.append(after)
+        events.append(
+            ToolStateChanged(
+                job_id=after.job_id,
+                run_id=run_id,
+                created_at=now,
+                tool_call_id=after.id,
+                name=after.name,
+                from_state=before.state,
+                to_state=target,
+                result=change.result,
+                error=change.error,
+            )
+        )
+    final = {call.id: call for call in changed}
+    conn.executemany(
+        "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
+        " started_at = ?, finished_at = ? WHERE id = ?",
+        [
+            (
+                c.state.value,
+                c.result,
+                c.error,
+                c.child_run_id,
+                c.started_at,
+                c.finished_at,
+                c.id,
+            )
+            for c in final.values()
+        ],
+    )
+    _emit(conn, events)
+    return changed
