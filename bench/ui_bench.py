@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from textual import events  # noqa: E402
 
 from runtime.api import Runtime  # noqa: E402
 from runtime.config import Config  # noqa: E402
+from runtime.errors import RunStateConflict  # noqa: E402
 from runtime.models import RunState  # noqa: E402
 from tui.app import Settings, create_app  # noqa: E402
 from tui.screens.main import MainScreen  # noqa: E402
@@ -163,7 +165,8 @@ async def keypress_latency(runs: int, size_kib: int, presses: int = 20) -> list[
                 ]
                 print(f"  ({len(still_streaming)} of {runs} runs were still streaming at the end)")
                 for run in started:
-                    if not (await runtime.get_run(run.id)).state.is_terminal:
+                    # A run may finish between the check and the cancel.
+                    with contextlib.suppress(RunStateConflict):
                         await runtime.cancel(run.id)
                 return latencies
         finally:
