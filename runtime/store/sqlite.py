@@ -786,7 +786,17 @@ class SqliteStore:
             tool_call_id=tool_call_id, to=to, result=result, error=error, child_run_id=child_run_id
         )
         now = self._now()
-        return await self._write(lambda conn: _tx_tool_state(conn, now, token, change))
+
+        def tx(conn: Conn) -> ToolCall:
+            row = conn.execute(
+                "SELECT run_id FROM tool_calls WHERE id = ?", (tool_call_id,)
+            ).fetchone()
+            if row is None:
+                raise errors.ToolCallNotFound(f"tool call {tool_call_id} not found")
+            _run_row_for_token(conn, row["run_id"], token)
+            return _tx_tool_states(conn, now, row["run_id"], [change])[0]
+
+        return await self._write(tx)
 
     async def set_tool_states(
         self, run_id: str, *, token: str, changes: list[ToolStateChange]
@@ -1720,56 +1730,6 @@ def _tx_checkpoint(conn: Conn, now: float, run_id: str, token: str, step: int) -
         ],
     )
     return checkpoint
-
-
-def _tx_tool_state(
-    conn: Conn, now: float, token: str, change: ToolStateChange, *, run_id: str | None = None
-) -> ToolCall:
-    target = ToolCallState(change.to)
-    row = conn.execute(
-        "SELECT t.n, t.state, t.name, t.job_id, t.run_id, r.execution_token"
-        " FROM tool_calls AS t JOIN runs AS r ON r.id = t.run_id WHERE t.id = ?",
-        (change.tool_call_id,),
-    ).fetchone()
-    if row is None or (run_id is not None and row["run_id"] != run_id):
-        raise errors.ToolCallNotFound(f"tool call {change.tool_call_id} not found")
-    if row["execution_token"] is None or row["execution_token"] != token:
-        raise errors.OwnershipLost(f"run {row['run_id']}: this execution no longer owns it")
-    source = ToolCallState(row["state"])
-    check_tool(source, target)
-    started_at = now if target is ToolCallState.RUNNING else None
-    finished_at = now if target.is_terminal else None
-    updated = conn.execute(
-        "UPDATE tool_calls SET state = ?, result = coalesce(?, result),"
-        " error = coalesce(?, error), child_run_id = coalesce(?, child_run_id),"
-        " started_at = coalesce(?, started_at), finished_at = ? WHERE n = ? RETURNING *",
-        (
-            target.value,
-            change.result,
-            change.error,
-            change.child_run_id,
-            started_at,
-            finished_at,
-            row["n"],
-        ),
-    ).fetchone()
-    _emit(
-        conn,
-        [
-            ToolStateChanged(
-                job_id=row["job_id"],
-                run_id=row["run_id"],
-                created_at=now,
-                tool_call_id=change.tool_call_id,
-                name=row["name"],
-                from_state=source,
-                to_state=target,
-                result=change.result,
-                error=change.error,
-            )
-        ],
-    )
-    return _tool_call(updated)
 
 
 def _tx_tool_states(
