@@ -42,6 +42,7 @@ from runtime.errors import (
     InvalidResponse,
     ModelError,
     OwnershipLost,
+    RevisionConflict,
     RunStateConflict,
     ToolError,
     ToolOutcomeUnknown,
@@ -606,7 +607,10 @@ class Runtime:
                     "the answer was refused"
                 )
         run, request = await self.store.answer_input_request(
-            request_id, answer=answer, idempotency_key=idempotency_key
+            request_id,
+            answer=answer,
+            idempotency_key=idempotency_key,
+            expected_revision=None if idempotency_key else run.revision,
         )
         if (
             request.kind is InputKind.APPROVAL
@@ -678,7 +682,13 @@ class Runtime:
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
-        cancelled = await self.store.cancel_run(run_id, reason=reason)
+        try:
+            cancelled = await self.store.cancel_run(
+                run_id, reason=reason, expected_revision=run.revision
+            )
+        except RevisionConflict:
+            # It moved on since we read it (a step ended); cancel what it is now.
+            cancelled = await self.store.cancel_run(run_id, reason=reason)
         self._changed.set()
         execution = self._executions.get(run_id)
         if execution is not None and execution.task is not None:

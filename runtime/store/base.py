@@ -177,7 +177,9 @@ class Store(Protocol):
         back to ``queued`` is marked interrupted: nobody goes on with it until a person does."""
         ...
 
-    async def cancel_run(self, run_id: str, *, reason: str | None = None) -> Run:
+    async def cancel_run(
+        self, run_id: str, *, reason: str | None = None, expected_revision: int | None = None
+    ) -> Run:
         """Cancel from queued, running or input_required: pending tool calls become cancelled,
         running ones cancelled too (the engine stops them), pending requests cancelled; all in
         one transaction. Raises ``RunStateConflict`` for a terminal run."""
@@ -247,9 +249,17 @@ class Store(Protocol):
         ...
 
     async def answer_input_request(
-        self, request_id: str, *, answer: Any, idempotency_key: str | None = None
+        self,
+        request_id: str,
+        *,
+        answer: Any,
+        idempotency_key: str | None = None,
+        expected_revision: int | None = None,
     ) -> tuple[Run, InputRequest]:
         """pending → answered and the run input_required → queued (compare-and-set).
+
+        Methods a person triggers take ``expected_revision``: the run's revision they read.
+        If the run changed since, ``RevisionConflict`` and nothing changes.
 
         A second answer raises ``AlreadyAnswered``. With ``idempotency_key`` a retried call
         with the same answer returns the first result (a receipt)."""

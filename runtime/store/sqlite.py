@@ -664,11 +664,14 @@ class SqliteStore:
 
         return await self._write(tx)
 
-    async def cancel_run(self, run_id: str, *, reason: str | None = None) -> Run:
+    async def cancel_run(
+        self, run_id: str, *, reason: str | None = None, expected_revision: int | None = None
+    ) -> Run:
         now = self._now()
 
         def tx(conn: Conn) -> Run:
             row = _run_row(conn, run_id)
+            _check_revision(row, expected_revision)
             state = RunState(row["state"])
             if state.is_terminal:
                 raise errors.RunStateConflict(f"run {run_id} is already {state}")
@@ -888,7 +891,12 @@ class SqliteStore:
         return await self._write(tx)
 
     async def answer_input_request(
-        self, request_id: str, *, answer: Any, idempotency_key: str | None = None
+        self,
+        request_id: str,
+        *,
+        answer: Any,
+        idempotency_key: str | None = None,
+        expected_revision: int | None = None,
     ) -> tuple[Run, InputRequest]:
         now = self._now()
         input_hash = canonical_hash({"request_id": request_id, "answer": answer})
@@ -921,6 +929,7 @@ class SqliteStore:
             if req["state"] == InputRequestState.CANCELLED:
                 raise errors.RunStateConflict(f"input request {request_id} was cancelled")
             row = _run_row(conn, req["run_id"])
+            _check_revision(row, expected_revision)
             if row["state"] != RunState.INPUT_REQUIRED:
                 raise errors.RunStateConflict(
                     f"run {row['id']} is {row['state']}, not waiting for input"
@@ -1336,6 +1345,15 @@ def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
     return row
+
+
+def _check_revision(row: sqlite3.Row, expected: int | None) -> None:
+    """Compare-and-set: a writer that states the revision it read loses to any change since."""
+    if expected is not None and row["revision"] != expected:
+        raise errors.RevisionConflict(
+            f"run {row['id']} changed since it was read (revision {row['revision']}, "
+            f"expected {expected}); read it again"
+        )
 
 
 def _run_row_for_token(conn: Conn, run_id: str, token: str) -> sqlite3.Row:

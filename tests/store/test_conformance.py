@@ -669,3 +669,35 @@ async def test_two_stores_on_one_file_see_each_others_commits(
         await first.claim_run(run.id, owner_id="first")
     assert (await first.get_run(run.id)).execution_token == claimed.execution_token
     assert [e.seq for e in await first.read_events()] == [1, 2, 3]
+
+
+# --- compare-and-set on the run's revision ------------------------------------------------------
+
+
+async def test_an_answer_stating_a_stale_revision_is_refused_and_changes_nothing(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    waiting, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    with pytest.raises(errors.RevisionConflict):
+        await store.answer_input_request(
+            request.id, answer="a", expected_revision=waiting.revision - 1
+        )
+    assert (await store.get_input_request(request.id)).state is InputRequestState.PENDING
+    assert (await store.get_run(run.id)).revision == waiting.revision
+    answered, _ = await store.answer_input_request(
+        request.id, answer="a", expected_revision=waiting.revision
+    )
+    assert answered.state is RunState.QUEUED and answered.revision == waiting.revision + 1
+
+
+async def test_a_cancel_stating_a_stale_revision_is_refused_and_changes_nothing(
+    store: Store,
+) -> None:
+    created = await store.create_run(new_run())
+    claimed = await store.claim_run(created.id, owner_id="owner-1")
+    with pytest.raises(errors.RevisionConflict):
+        await store.cancel_run(created.id, expected_revision=created.revision)
+    assert (await store.get_run(created.id)).state is RunState.RUNNING
+    cancelled = await store.cancel_run(created.id, expected_revision=claimed.revision)
+    assert cancelled.state is RunState.CANCELLED
