@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runtime.api import Boundary, Runtime
-from runtime.config import Config, Defaults
+from runtime.config import Config, Defaults, Permissions
 from runtime.errors import (
     AlreadyAnswered,
     InvalidInput,
@@ -33,6 +33,7 @@ from runtime.store.base import NewRun
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 from runtime.tools.builtin import builtin_tools
 from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tools.test_shell import is_gone
 
 WAIT = 15
 
@@ -733,3 +734,35 @@ async def test_a_job_follows_its_own_workspaces_permissions_wherever_it_is_resum
         assert not (workspace / "x.txt").exists()
     finally:
         await second.close()
+
+
+async def test_cancel_during_a_long_shell_command_kills_it_and_cancels_the_run(
+    make_runtime: Factory,
+) -> None:
+    command = "echo $$; sleep 60 & echo $!; wait"
+    runtime, _ = await make_runtime(
+        [Turn("", [("shell", {"command": command})])],
+        config=Config(permissions=Permissions(allow=["shell"])),
+    )
+    lines: list[str] = []
+    two_pids = asyncio.Event()
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if event.kind == "tool_progress" and event.message:
+                lines.append(event.message.strip())
+                if len(lines) >= 2:
+                    two_pids.set()
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)
+    run = await runtime.start("wait a minute")
+    async with asyncio.timeout(WAIT):
+        await two_pids.wait()
+    pids = [int(line) for line in lines[:2]]
+    cancelled = await runtime.cancel(run.id, reason="too slow")
+    watcher.cancel()
+    assert cancelled.state is RunState.CANCELLED
+    assert all(is_gone(pid) for pid in pids)
+    [call] = await runtime.tool_calls(run.id)
+    assert call.state is ToolCallState.CANCELLED
