@@ -49,6 +49,7 @@ from runtime.errors import (
 )
 from runtime.events import (
     DURABLE_KINDS,
+    DurableEvent,
     Event,
     MessageDelta,
     Notice,
@@ -772,6 +773,22 @@ class Runtime:
         """An MCP elicitation whose server session lives in this process: it can only be
         answered while this process runs (from here, or by `respond` from another shell)."""
         return request.kind is InputKind.ELICITATION and request.run_id in self._executions
+
+    async def get_request(self, request_id: str) -> InputRequest:
+        return await self.store.get_input_request(request_id)
+
+    async def events(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 500,
+        run_id: str | None = None,
+        job_id: str | None = None,
+    ) -> list[DurableEvent]:
+        """Durable events after a cursor, oldest first (paged); for clients that poll."""
+        return await self.store.read_events(
+            after=after, limit=_limit(limit), run_id=run_id, job_id=job_id
+        )
 
     async def last_seq(self) -> int:
         """The cursor of the newest durable event (for ``observe(after=...)``)."""

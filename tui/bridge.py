@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 1 / 30
 FAST_INTERVAL = 1 / 12
 FAST_CHARS = 2048
+HUGE_INTERVAL = 0.2
+HUGE_CHARS = 64 * 1024
 
 
 class RunStateChanged(TextualMessage):
@@ -166,10 +168,14 @@ class Bridge:
             self._flush_handle.cancel()
             self._flush_handle = None
         pending, self._pending = self._pending, []
-        fast = False
+        interval = FLUSH_INTERVAL
         for item in pending:
             if isinstance(item, _PendingDelta):
-                fast = fast or sum(map(len, item.text)) > FAST_CHARS
+                size = sum(map(len, item.text))
+                if item.offset + size > HUGE_CHARS:
+                    interval = max(interval, HUGE_INTERVAL)
+                elif size > FAST_CHARS:
+                    interval = max(interval, FAST_INTERVAL)
                 self._target.post_message(
                     DeltaReceived(
                         run_id=item.run_id,
@@ -182,7 +188,7 @@ class Bridge:
             else:
                 self._target.post_message(item)
         if pending:
-            self._interval = FAST_INTERVAL if fast else FLUSH_INTERVAL
+            self._interval = interval
 
 
 GC_GEN0_THRESHOLD = 5000

@@ -82,7 +82,7 @@ async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
 async def event_cursor(runtime: Runtime) -> int:
     """The sequence number of the newest durable event: observing from it misses nothing that
     the command is about to cause."""
-    return await runtime.store.last_seq()
+    return await runtime.last_seq()
 
 
 def _show_model_notice(ctx: Context, runtime: Runtime) -> None:
@@ -159,7 +159,7 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     if args.request is not None:
         # A named request is answered or refused by the runtime: a second answer to it is
         # "already answered", whatever the run does now.
-        request = await runtime.store.get_input_request(args.request)
+        request = await runtime.get_request(args.request)
     else:
         request = await runtime.open_request(run.id)
     if request is None:

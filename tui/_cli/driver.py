@@ -189,7 +189,7 @@ class Observer:
 
     async def _fill(self, *, upto: int | None) -> None:
         while True:
-            stored = await self._runtime.store.read_events(
+            stored = await self._runtime.events(
                 after=self.printed_seq, limit=500, job_id=self._job_id
             )
             for event in stored:

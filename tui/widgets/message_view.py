@@ -156,9 +156,9 @@ class MessageView(Vertical):
                 self._markdown_text = joined
                 await self._write_markdown(text)
                 return
-            head_rest = joined[len(self._markdown_text) : cut]
+            # The live Markdown is about to be replaced: writing the rest of the head into it
+            # would only parse and mount blocks that are thrown away at once.
             self._markdown_text = joined[:cut]
-            await self._write_markdown(head_rest)
             await self._stop_stream()
             # Sealed: one widget instead of a widget per block, so later layouts stay cheap.
             live, self._markdown = (
