@@ -8,7 +8,9 @@ flush. Durable events flush pending deltas first, so order is kept.
 Each flush of a streaming message costs the app a layout and a repaint of the conversation
 (about 10-15 ms here, whatever the size of the piece), so a fast stream (more than
 ``FAST_CHARS`` in one flush: faster than anyone reads) is flushed ``FAST_INTERVAL`` apart
-instead: fewer, bigger pieces, and the runtime keeps most of the CPU (DESIGN §13).
+instead: fewer, bigger pieces, and the runtime keeps most of the CPU (DESIGN §13). Once a
+message is past ``HUGE_CHARS`` it is flushed ``HUGE_INTERVAL`` apart: four updates a second are
+plenty for the eye, and each one still costs a layout and a repaint of the whole screen.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 1 / 30
 FAST_INTERVAL = 1 / 12
 FAST_CHARS = 2048
-HUGE_INTERVAL = 0.2
+HUGE_INTERVAL = 0.25
 HUGE_CHARS = 64 * 1024
 
 

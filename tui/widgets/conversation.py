@@ -113,19 +113,17 @@ class Conversation(VerticalScroll):
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
         if view is None:
-            if not thinking and offset == 0:
-                # Built with its first piece: a big one is sealed at once, never mounted twice.
-                view = MessageView(
-                    message_id=message_id, role=Role.ASSISTANT, position=None, text=text
-                )
-                self._messages[message_id] = view
-                await self.mount(view)
-                self._trim()
-                return
-            view = MessageView(message_id=message_id, role=Role.ASSISTANT, position=None)
+            # Built with its first piece: a big one is sealed at once instead of being streamed
+            # into a Markdown widget and then replaced.
+            first = text if not thinking and offset == 0 else ""
+            view = MessageView(
+                message_id=message_id, role=Role.ASSISTANT, position=None, text=first
+            )
             self._messages[message_id] = view
             await self.mount(view)
             self._trim()
+            if first:
+                return
         if view.committed:
             return
         if thinking:
