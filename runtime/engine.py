@@ -149,6 +149,8 @@ class _Execution:
     started: set[str] = field(default_factory=set)
     """Tool calls this execution started together with the message that asked for them."""
     repair_noted: bool = False
+    asked: set[str] = field(default_factory=set)
+    """Requests the tools of this execution opened while they ran (MCP forms)."""
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -341,11 +343,12 @@ class Runtime:
 
     async def _cancel_orphaned_elicitations(self) -> None:
         """An MCP server's request for input dies with the process that held its session."""
+        live = set(await self.store.live_owners())
         for request in await self.store.pending_input_requests(limit=1000):
             if request.kind is not InputKind.ELICITATION:
                 continue
             run = await self.store.get_run(request.run_id)
-            if run.owner_id in await self.store.live_owners():
+            if run.owner_id in live:
                 continue
             reason = "the MCP server session that asked for this ended when agent-tui stopped"
             await self.store.cancel_input_request(request.id, reason=reason)
@@ -871,10 +874,6 @@ class Runtime:
         """Every message of one run, in order (exports, `show`); paged reads underneath."""
         return await all_messages(self.store, run_id)
 
-    async def history(self, run_id: str) -> list[Message]:
-        """Everything the model sees for this run: the history prefix and the run's messages."""
-        return await self._history(await self.store.get_run(run_id))
-
     async def tool_calls(self, run_id: str) -> list[ToolCall]:
         return await self.store.list_tool_calls(run_id)
 
@@ -896,9 +895,6 @@ class Runtime:
 
     async def counts(self) -> dict[RunState, int]:
         return await self.store.count_runs_by_state()
-
-    def is_executing(self, run_id: str) -> bool:
-        return run_id in self._executions
 
     async def export_job(self, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
         from runtime.export import export_job
@@ -1363,8 +1359,8 @@ class Runtime:
         last_changes = await self._run_calls(execution, run, to_run, workspace)
         # A form the calls asked for and that is still open can no longer be answered (its
         # server session ended with the call, or the call timed out): withdraw it.
-        for open_request in await self.store.pending_input_requests(run_id=run.id):
-            await self._withdraw_request(execution, run, open_request.id)
+        while execution.asked:
+            await self._withdraw_request(execution, run, execution.asked.pop())
         final = {c.id: c for c in await self.store.list_tool_calls(run.id, message_id=assistant.id)}
         for change in last_changes:
             final[change.tool_call_id] = final[change.tool_call_id].model_copy(
@@ -1544,6 +1540,7 @@ class Runtime:
                 run.id, token=execution.token, request=new_request
             )
             self._changed.set()
+            execution.asked.add(request.id)
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             execution.elicitations[request.id] = future
             try:

@@ -16,7 +16,6 @@ plenty for the eye, and each one still costs a layout and a repaint of the whole
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -118,7 +117,6 @@ class Bridge:
 
     async def pump(self) -> None:
         """Run until cancelled; post one message per durable event, merged deltas."""
-        _tune_gc()
         try:
             async for event in self._runtime.observe():
                 self._accept(event)
@@ -191,24 +189,6 @@ class Bridge:
                 self._target.post_message(item)
         if pending:
             self._interval = interval
-
-
-GC_GEN0_THRESHOLD = 5000
-
-
-def _tune_gc() -> None:
-    """Keep garbage collection out of the way of streaming (DESIGN §13: stalls ≤ 50 ms).
-
-    Everything alive by now (modules, the runtime, the app's first screen) lives as long as the
-    app, so it is frozen out of full collections, which would otherwise scan it all. And the
-    young generation is collected every 5,000 allocations instead of 700: Textual's per-frame
-    objects (strips, layout maps) then die before they are promoted, instead of piling into the
-    old generation and triggering a full collection (50-150 ms here) a few times per big stream.
-    """
-    gc.freeze()
-    threshold0, threshold1, threshold2 = gc.get_threshold()
-    if 0 < threshold0 < GC_GEN0_THRESHOLD:
-        gc.set_threshold(GC_GEN0_THRESHOLD, threshold1, threshold2)
 
 
 def _to_message(event: rt.Event) -> TextualMessage | None:
