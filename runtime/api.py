@@ -1,5 +1,5 @@
 """The public runtime API (DESIGN §7). Clients (the TUI, the CLI, tests) use only this."""
 
-from runtime.engine import Boundary, Runtime, arguments_digest
+from runtime.runtime import Boundary, Runtime, arguments_digest
 
 __all__ = ["Boundary", "Runtime", "arguments_digest"]

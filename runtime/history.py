@@ -14,6 +14,7 @@ from runtime.models import (
     ContentBlock,
     Message,
     Role,
+    Run,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -110,3 +111,28 @@ async def all_messages(store: Store, run_id: str, *, upto: int | None = None) ->
         if len(page) < _PAGE:
             return messages
         after = page[-1].position
+
+
+_LAST = 2**62
+
+
+async def last_message(store: Store, run_id: str) -> Message | None:
+    """The newest message of one run (not of the runs it continues)."""
+    found = await store.list_messages(run_id, before_position=_LAST, limit=1)
+    return found[-1] if found else None
+
+
+async def run_history(store: Store, run: Run) -> list[Message]:
+    """The run's messages after its history prefix: the chain of runs it continues (a
+    follow-up's earlier root runs, a retry's failed run, a fork's source), each up to the
+    position the next one starts from. Walked iteratively: chains can be long."""
+    segments: list[tuple[str, int | None]] = [(run.id, None)]
+    source_id, position = run.history_run_id, run.history_position
+    while source_id is not None:
+        segments.append((source_id, position))
+        source = await store.get_run(source_id)
+        source_id, position = source.history_run_id, source.history_position
+    messages: list[Message] = []
+    for run_id, upto in reversed(segments):
+        messages += await all_messages(store, run_id, upto=upto)
+    return messages

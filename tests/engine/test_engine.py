@@ -685,7 +685,7 @@ async def test_an_expired_lease_is_renewed_without_stopping_runs_nobody_recovere
     # As if the process had been suspended past its lease.
     with sqlite3.connect(db_path) as db:
         db.execute("UPDATE owners SET lease_expires_at = 0 WHERE owner_id = ?", (runtime.owner_id,))
-    await runtime._renew_lease()
+    await runtime._leases.renew()
     gated.gate("slow").set()
     assert (await wait_for(runtime, run.id)).state is RunState.COMPLETED
     assert gated.cancelled == []

@@ -1,0 +1,109 @@
+"""The composition root: configuration → store → providers → tools and MCP → a ``Runtime``.
+
+``Runtime.open`` calls ``open_runtime``; nothing here is imported by the engine or the facade
+at import time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from runtime.clock import Clock, SystemClock
+from runtime.config import Config
+from runtime.engine.execution import LEASE_SECONDS, ProviderFactory, SleepFn
+from runtime.engine.leases import new_owner_id
+from runtime.errors import InvalidInput
+from runtime.providers.base import ModelProvider
+from runtime.store.base import Store
+from runtime.tools.base import Tool
+
+if TYPE_CHECKING:
+    from runtime.runtime import Runtime
+
+R = TypeVar("R", bound="Runtime")
+
+
+def registry_factory(env: Mapping[str, str]) -> ProviderFactory:
+    """Providers by model reference (``anthropic:…``, ``openai:…``, ``demo``), imported lazily."""
+
+    def factory(reference: str) -> ModelProvider:
+        from runtime.providers.registry import resolve_provider
+
+        return resolve_provider(reference, env=env)
+
+    return factory
+
+
+def open_store(db_path: str | Path, *, clock: Clock) -> Store:
+    """The store for a database path (SQLite; the place to choose by URL scheme)."""
+    from runtime.store.sqlite import SqliteStore
+
+    return SqliteStore(Path(db_path), clock=clock)
+
+
+async def open_runtime(
+    cls: type[R],
+    *,
+    db_path: str | Path,
+    workspace: str | Path,
+    config: Config | None = None,
+    model: str | None = None,
+    providers: ProviderFactory | None = None,
+    tools: dict[str, Tool] | None = None,
+    clock: Clock | None = None,
+    sleep: SleepFn = asyncio.sleep,
+    env: Mapping[str, str] | None = None,
+    lease_seconds: float = LEASE_SECONDS,
+    store: Store | None = None,
+    mcp: Any = None,
+) -> R:
+    """Open the database (migrating it), take an owner lease, recover expired owners."""
+    environ = os.environ if env is None else env
+    workspace_path = Path(workspace).resolve()
+    if not workspace_path.is_dir():
+        raise InvalidInput(f"workspace {workspace_path} is not a folder")
+    if config is None:
+        from runtime.config import load_config
+
+        config = load_config(workspace_path, env=environ)
+    default_model = model or environ.get("AGENT_TUI_MODEL") or config.defaults.model
+    if not default_model:
+        from runtime.providers.registry import default_model_reference
+
+        default_model = default_model_reference(environ)
+    if providers is None:
+        providers = registry_factory(environ)
+    if tools is None:
+        from runtime.tools.builtin import builtin_tools
+
+        tools = dict(builtin_tools())
+    if mcp is None and config.mcp_servers:
+        from runtime.mcp import McpManager
+
+        mcp = McpManager(dict(config.mcp_servers), workspace=workspace_path)
+    clock = clock or SystemClock()
+    if store is None:
+        store = open_store(db_path, clock=clock)
+    await store.open()
+    runtime = cls(
+        store,
+        workspace=workspace_path,
+        config=config,
+        owner_id=new_owner_id(),
+        default_model=default_model,
+        providers=providers,
+        tools=tools,
+        mcp=mcp,
+        clock=clock,
+        sleep=sleep,
+        lease_seconds=lease_seconds,
+    )
+    try:
+        await runtime.start_engine()
+    except BaseException:
+        await store.close()
+        raise
+    return runtime

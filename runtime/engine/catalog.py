@@ -1,0 +1,167 @@
+"""What a run may use: its agent, its model provider, its workspace's configuration, its tools
+(built-in, MCP, delegates) and the approval policy over them."""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from runtime.config import AgentConfig, Config
+from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
+from runtime.errors import ConfigError, InvalidInput, ToolError
+from runtime.providers.base import ModelProvider
+from runtime.tools.base import Tool, ToolContext, ToolOutput
+
+log = logging.getLogger("runtime.engine")
+
+Decision = Literal["allow", "ask", "deny"]
+
+
+def default_agent() -> AgentConfig:
+    return AgentConfig(
+        instructions=(
+            "Work step by step. Use the tools to look before you answer. Ask the person with "
+            "ask_user when a choice is theirs to make."
+        ),
+        description="The general-purpose agent.",
+    )
+
+
+def tool_allowed(agent: AgentConfig, name: str) -> bool:
+    if agent.tools is None or name == ASK_USER:
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in agent.tools)
+
+
+class DelegateTool:
+    """A delegate agent as its parent sees it: a tool that takes a task."""
+
+    read_only = False
+    approval_default: Literal["allow"] = "allow"
+
+    def __init__(self, agent_name: str, description: str) -> None:
+        self.agent_name = agent_name
+        self.name = DELEGATE_PREFIX + agent_name
+        self.description = description or f"Hand a task to the {agent_name} agent."
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "minLength": 1, "description": "What to do."}
+            },
+            "required": ["task"],
+            "additionalProperties": False,
+        }
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raise ToolError("delegation is run by the engine")
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {}
+
+
+class Catalog:
+    """Agents, providers (created on first use), per-workspace configuration and tool sets."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        workspace: Path,
+        providers: ProviderFactory,
+        tools: dict[str, Tool],
+        mcp: Any = None,
+    ) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.mcp = mcp
+        self._workspace_configs: dict[str, Config] = {str(workspace): config}
+        self._provider_factory = providers
+        self._providers: dict[str, ModelProvider] = {}
+        self._builtin_tools = tools
+        self._run_allowed: dict[str, set[str]] = {}
+
+    def provider(self, reference: str) -> ModelProvider:
+        provider = self._providers.get(reference)
+        if provider is None:
+            provider = self._provider_factory(reference)
+            self._providers[reference] = provider
+        return provider
+
+    def config_for(self, workspace: str | None) -> Config:
+        """The configuration of a job's workspace (its agents and permissions), which may not
+        be the folder this process was opened in."""
+        if workspace is None:
+            return self.config
+        config = self._workspace_configs.get(workspace)
+        if config is None:
+            from runtime.config import load_config
+
+            try:
+                config = load_config(Path(workspace))
+            except (ConfigError, OSError) as exc:
+                log.warning("using this folder's config for %s: %s", workspace, exc)
+                config = self.config
+            self._workspace_configs[workspace] = config
+        return config
+
+    def agent(self, name: str, workspace: str | None = None) -> AgentConfig:
+        config = self.config_for(workspace)
+        agent = config.agents.get(name)
+        if agent is not None:
+            return agent
+        if name == "default":
+            return default_agent()
+        known = ", ".join(sorted({"default", *config.agents}))
+        raise InvalidInput(f"unknown agent {name!r}; configured agents: {known}")
+
+    def save_always_rule(self, tool_name: str, workspace: str) -> None:
+        from runtime.approvals import save_always_rule
+
+        try:
+            save_always_rule(Path(workspace), tool_name)
+        except OSError as exc:
+            raise ConfigError(f"could not save the rule for {tool_name}: {exc}") from None
+        config = self.config_for(workspace)
+        allow = [*config.permissions.allow, tool_name]
+        permissions = config.permissions.model_copy(update={"allow": allow})
+        updated = config.model_copy(update={"permissions": permissions})
+        self._workspace_configs[workspace] = updated
+        if Path(workspace) == self.workspace:
+            self.config = updated
+
+    async def tools_for(self, agent: AgentConfig, *, workspace: str) -> dict[str, Tool]:
+        tools: dict[str, Tool] = {}
+        for name, tool in self._builtin_tools.items():
+            if tool_allowed(agent, name):
+                tools[name] = tool
+        if self.mcp is not None:
+            for tool in await self.mcp.tools():
+                if tool_allowed(agent, tool.name):
+                    tools[tool.name] = tool
+        for delegate in agent.delegates:
+            delegate_config = self.agent(delegate, workspace)
+            delegate_tool = DelegateTool(delegate, delegate_config.description)
+            tools[delegate_tool.name] = delegate_tool
+        return tools
+
+    def allowed_for_run(self, run_id: str) -> set[str]:
+        """Tools the person allowed for the rest of this run ("allow for this run")."""
+        return self._run_allowed.setdefault(run_id, set())
+
+    def decide(self, name: str, tool: Tool, allowed_here: set[str], workspace: str) -> Decision:
+        from runtime.approvals import ApprovalPolicy
+
+        permissions = self.config_for(workspace).permissions
+        policy = ApprovalPolicy(permissions, run_allowed=allowed_here)
+        return policy.decide(name, default=tool.approval_default)
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+        if self.mcp is not None:
+            with contextlib.suppress(Exception):
+                await self.mcp.aclose()

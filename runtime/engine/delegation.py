@@ -1,0 +1,106 @@
+"""Delegation: a parent's tool call runs as a child run of the same job (started, or re-attached
+to after a restart), and the queries over a run's descendants."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+
+from runtime.engine.catalog import Catalog, DelegateTool
+from runtime.engine.execution import Execution, Launcher
+from runtime.engine.pump import Pump
+from runtime.errors import RunStateConflict
+from runtime.models import Run, RunState, ToolCall, ToolCallState
+from runtime.store.base import NewRun, Store
+
+Outcome = tuple[ToolCallState, str | None, str | None]
+"""A call's end: (state, result, error)."""
+
+
+async def descendants(store: Store, run: Run) -> list[Run]:
+    """Every run below ``run`` in its job's delegation tree."""
+    runs = await store.job_runs(run.job_id)
+    children: dict[str, list[Run]] = {}
+    for candidate in runs:
+        if candidate.parent_run_id:
+            children.setdefault(candidate.parent_run_id, []).append(candidate)
+    found: list[Run] = []
+    frontier = [run.id]
+    while frontier:
+        current = frontier.pop()
+        for child in children.get(current, []):
+            found.append(child)
+            frontier.append(child.id)
+    return found
+
+
+class Delegation:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        catalog: Catalog,
+        pump: Pump,
+        launcher: Launcher,
+        executions: Mapping[str, Execution],
+        owner_id: str,
+    ) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._pump = pump
+        self._launcher = launcher
+        self._executions = executions
+        self._owner_id = owner_id
+        self._children: dict[str, str] = {}
+
+    def take_child(self, tool_call_id: str) -> str | None:
+        """The child run a delegation call started, once (to record on the call)."""
+        return self._children.pop(tool_call_id, None)
+
+    async def delegate(
+        self, execution: Execution, run: Run, call: ToolCall, tool: DelegateTool
+    ) -> Outcome:
+        """Start (or re-attach to) the child run of a delegation call and wait for its end."""
+        child = await self._store.child_run_for_tool_call(call.id)
+        if child is None:
+            child = await self._create_child(run, call, tool)
+        self._children[call.id] = child.id
+        if child.state is RunState.QUEUED:
+            self._launcher.launch(child.id)
+        while True:
+            child = await self._store.get_run(child.id)
+            if child.state.is_terminal:
+                break
+            if child.state is RunState.QUEUED and child.id not in self._executions:
+                self._launcher.launch(child.id)
+            await self._pump.await_progress()
+        if child.state is RunState.COMPLETED:
+            return ToolCallState.COMPLETED, child.outcome or "(the sub-agent gave no answer)", None
+        if child.state is RunState.FAILED and child.failure is not None:
+            return ToolCallState.FAILED, None, f"the sub-agent failed: {child.failure.message}"
+        return ToolCallState.FAILED, None, f"the sub-agent run ended {child.state.value}"
+
+    async def _create_child(self, run: Run, call: ToolCall, tool: DelegateTool) -> Run:
+        job = await self._store.get_job(run.job_id)
+        delegate = self._catalog.agent(tool.agent_name, job.workspace)
+        return await self._store.create_run(
+            NewRun(
+                job_id=run.job_id,
+                agent=tool.agent_name,
+                model=delegate.model or run.model,
+                input=str(call.arguments["task"]),
+                workspace=job.workspace,
+                parent_run_id=run.id,
+                parent_tool_call_id=call.id,
+                idempotency_key=f"delegate:{call.id}",
+                owner_id=self._owner_id,
+                max_steps=delegate.max_steps or self._catalog.config.defaults.max_steps,
+            )
+        )
+
+    async def cancel_descendants(self, run: Run, *, reason: str) -> None:
+        """No child runs without a live parent."""
+        for child in await descendants(self._store, run):
+            if not child.state.is_terminal:
+                with contextlib.suppress(RunStateConflict):
+                    await self._launcher.cancel(child.id, reason)

@@ -1,0 +1,170 @@
+"""One model call: stream the provider (with retry and backoff on retryable errors), show the
+text as deltas, keep a draft, and commit the assistant message with its tool calls reserved."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from runtime.bus import EventBus
+from runtime.clock import Clock
+from runtime.engine.catalog import Catalog, DelegateTool
+from runtime.engine.execution import (
+    ASK_USER,
+    DRAFT_INTERVAL,
+    MAX_MODEL_ATTEMPTS,
+    Execution,
+    RunFailed,
+    SleepFn,
+)
+from runtime.engine.pump import Pump
+from runtime.engine.stream_fold import Fold
+from runtime.engine.tool_decision import argument_problem
+from runtime.errors import ModelError
+from runtime.events import MessageDelta, Notice
+from runtime.models import Message, Role, Run, ToolCallState
+from runtime.providers.base import ModelProvider, ModelRequest
+from runtime.store.base import NewMessage, NewToolCall, Store
+from runtime.tools.base import Tool
+
+
+class ModelCall:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        catalog: Catalog,
+        pump: Pump,
+        bus: EventBus,
+        clock: Clock,
+        sleep: SleepFn,
+    ) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._pump = pump
+        self._bus = bus
+        self._clock = clock
+        self._sleep = sleep
+
+    async def call(
+        self,
+        execution: Execution,
+        run: Run,
+        provider: ModelProvider,
+        request: ModelRequest,
+        tools: dict[str, Tool],
+        *,
+        step: int,
+    ) -> tuple[Message, str]:
+        """Stream until one attempt ends; commit its message. (message, stop reason)."""
+        message_id, folded = await self._stream_with_retries(execution, run, provider, request)
+        content, new_calls = folded.result(tools)
+        allowed_here = self._catalog.allowed_for_run(run.id)
+        if folded.stop_reason != "max_tokens" and all(
+            self._starts_at_once(c, tools, allowed_here, request.workspace) for c in new_calls
+        ):
+            # Nothing to decide or ask before these calls run: they start in the same
+            # transaction as the message (a step then takes two commits instead of three).
+            new_calls = [c.model_copy(update={"start": True}) for c in new_calls]
+        message, calls = await self._store.commit_message(
+            run.id,
+            token=execution.token,
+            message=NewMessage(
+                id=message_id,
+                role=Role.ASSISTANT,
+                content=content,
+                model=run.model,
+                usage=folded.usage,
+                cost_usd=provider.cost_usd(folded.usage),
+            ),
+            tool_calls=new_calls,
+            step=step,
+        )
+        execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
+        self._pump.notify()
+        return message, folded.stop_reason
+
+    async def _stream_with_retries(
+        self, execution: Execution, run: Run, provider: ModelProvider, request: ModelRequest
+    ) -> tuple[str, Fold]:
+        attempt = 0
+        while True:
+            attempt += 1
+            # Each attempt streams under its own message id: observers never see a retry's
+            # text glued onto the dropped attempt's. The commit clears the run's drafts.
+            message_id = uuid.uuid4().hex
+            folded = Fold()
+            try:
+                await self._stream_once(execution, run, provider, request, message_id, folded)
+                return message_id, folded
+            except ModelError as error:
+                if not error.retryable or attempt >= MAX_MODEL_ATTEMPTS:
+                    raise RunFailed(error.code, error.message) from None
+                delay = error.retry_after
+                if delay is None:
+                    delay = min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.8 + 0.4 * random.random())
+                text = (
+                    f"{error.message} — retrying in {delay:.1f} s "
+                    f"(attempt {attempt + 1} of {MAX_MODEL_ATTEMPTS})"
+                )
+                self._pump.publish(
+                    Notice(job_id=run.job_id, run_id=run.id, level="warning", text=text)
+                )
+                await self._sleep(delay)
+
+    def _starts_at_once(
+        self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str], workspace: str
+    ) -> bool:
+        tool = tools.get(call.name)
+        return (
+            tool is not None
+            and call.name != ASK_USER
+            and not isinstance(tool, DelegateTool)
+            and argument_problem(tool, call.arguments) is None
+            and self._catalog.decide(call.name, tool, allowed, workspace) == "allow"
+        )
+
+    async def _stream_once(
+        self,
+        execution: Execution,
+        run: Run,
+        provider: ModelProvider,
+        request: ModelRequest,
+        message_id: str,
+        folded: Fold,
+    ) -> None:
+        last_flush = self._clock.monotonic()
+        publish_delta = self._bus.publish_delta
+        stream = provider.stream(request)
+        try:
+            async for event in stream:
+                shown = folded.apply(event)
+                if shown is None:
+                    continue
+                if shown.thinking:
+                    self._pump.publish(
+                        MessageDelta(
+                            job_id=run.job_id,
+                            run_id=run.id,
+                            execution_id=execution.token,
+                            message_id=message_id,
+                            offset=shown.offset,
+                            text=shown.text,
+                            thinking=True,
+                        )
+                    )
+                    continue
+                publish_delta(
+                    run.job_id, run.id, execution.token, message_id, shown.offset, shown.text
+                )
+                now = self._clock.monotonic()
+                if now - last_flush >= DRAFT_INTERVAL:
+                    last_flush = now
+                    await self._store.save_draft(
+                        run.id, token=execution.token, message_id=message_id, text=folded.all_text()
+                    )
+        finally:
+            # Closing the generator closes the provider's HTTP stream (cancel, errors).
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,140 @@
+"""The event pump: durable events committed (here or by another process) are read by cursor
+and published on the bus; transient events are published directly. Waiters use
+``await_progress`` to wake when anything was read."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from runtime.bus import EventBus, Overflowed
+from runtime.engine.execution import POLL_INTERVAL, Executions
+from runtime.events import DURABLE_KINDS, Event, RunStateChanged
+from runtime.models import RunState
+from runtime.store.base import Store
+
+log = logging.getLogger("runtime.engine")
+
+
+def stop_once(task: asyncio.Task[None] | None) -> bool:
+    """Cancel an execution's task unless it is done or already being cancelled (one cancel
+    path per execution). Whether this call cancelled it."""
+    if task is None or task.done() or task.cancelling():
+        return False
+    task.cancel()
+    return True
+
+
+class Pump:
+    def __init__(self, store: Store, bus: EventBus, executions: Executions) -> None:
+        self._store = store
+        self._bus = bus
+        self._executions = executions
+        self._pumped = 0
+        self._lock = asyncio.Lock()
+        self._changed = asyncio.Event()
+        self._progress = asyncio.Condition()
+
+    def start_after(self, seq: int) -> None:
+        """Publish durable events after ``seq`` only (those before happened before we opened)."""
+        self._pumped = seq
+
+    def notify(self) -> None:
+        """Something was committed here: read the events soon (without waiting a poll)."""
+        self._changed.set()
+
+    def publish(self, event: Event) -> None:
+        try:
+            self._bus.publish(event)
+        except Exception:  # a subscriber must never break a run
+            log.exception("publishing %s failed", event.kind)
+
+    async def pump(self) -> None:
+        async with self._lock:
+            while True:
+                events = await self._store.read_events(after=self._pumped, limit=1000)
+                for event in events:
+                    self._pumped = event.seq
+                    self.publish(event)
+                    if (
+                        isinstance(event, RunStateChanged)
+                        and event.to_state is RunState.CANCELLED
+                        and event.run_id in self._executions
+                    ):
+                        # Cancelled by another process: stop its model stream and tools now.
+                        # Once: `Runtime.cancel` here may have cancelled it already, and a
+                        # second cancel would cut the tools' clean stop short (a shell's
+                        # process group killed without waiting for it).
+                        stop_once(self._executions[event.run_id].task)
+                if len(events) < 1000:
+                    break
+        async with self._progress:
+            self._progress.notify_all()
+
+    async def await_progress(self) -> None:
+        """Until events were read (here or from another process), at most two poll intervals.
+        (``asyncio.timeout``, not ``wait_for``: on 3.11 ``wait_for`` can swallow a cancel.)"""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(POLL_INTERVAL * 2), self._progress:
+                await self._progress.wait()
+
+    async def loop(self, closing: asyncio.Event) -> None:
+        while not closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_INTERVAL):
+                    await self._changed.wait()
+            self._changed.clear()
+            try:
+                await self.pump()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading events failed")
+                await asyncio.sleep(POLL_INTERVAL)
+
+    async def observe(
+        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+    ) -> AsyncIterator[Event]:
+        """Durable events from the cursor on (read back from the store) interleaved with live
+        transient ones from the bus; a subscriber that overflows reads back by cursor."""
+
+        def accept(event: Event) -> bool:
+            if run_id is not None and event.run_id != run_id:
+                return False
+            return job_id is None or event.job_id == job_id
+
+        def accept_run(event_job_id: str, event_run_id: str) -> bool:
+            if run_id is not None and event_run_id != run_id:
+                return False
+            return job_id is None or event_job_id == job_id
+
+        subscription = self._bus.subscribe(accept, accept_run)
+        try:
+            cursor = await self._store.last_seq() if after is None else after
+            replay = after is not None
+            while True:
+                while replay:
+                    page = await self._store.read_events(
+                        after=cursor, limit=500, run_id=run_id, job_id=job_id
+                    )
+                    for durable in page:
+                        cursor = durable.seq
+                        yield durable
+                    replay = len(page) == 500
+                try:
+                    event = await subscription.get()
+                except EOFError:
+                    return
+                except Overflowed:
+                    replay = True  # too far behind: read the durable events back by cursor
+                    continue
+                if event.kind in DURABLE_KINDS:
+                    seq: int = getattr(event, "seq", 0)
+                    if seq <= cursor:
+                        continue
+                    cursor = seq
+                yield event
+        finally:
+            subscription.close()

@@ -1,0 +1,175 @@
+"""A pure reducer: a provider's event stream folded into message content and tool calls.
+
+``Fold.apply`` takes one event and returns the text it shows (to publish as a delta), if any.
+Orderings no provider may send (arguments or an end for a tool call that was never started, a
+tool call started twice, arguments after its end) raise a retryable ``protocol_error``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.engine.execution import DELEGATE_PREFIX
+from runtime.errors import ModelError
+from runtime.models import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from runtime.providers.base import (
+    ModelEvent,
+    RedactedThinking,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageReport,
+)
+from runtime.store.base import NewToolCall
+from runtime.tools.base import Tool
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Text an event added, at ``offset`` in the message's text (or thinking)."""
+
+    offset: int
+    text: str
+    thinking: bool = False
+
+
+def _protocol_error(text: str) -> ModelError:
+    return ModelError(text, retryable=True, code="protocol_error")
+
+
+class Fold:
+    """Folds a provider's event stream into message content and tool calls."""
+
+    def __init__(self) -> None:
+        self.blocks: list[dict[str, Any]] = []
+        self.tools: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.stop_reason = "end_turn"
+        self.text_length = 0
+        self.thinking_length = 0
+        self._text: list[str] = []
+
+    def apply(self, event: ModelEvent) -> Shown | None:
+        """Fold one event in; the text it shows, if any."""
+        if isinstance(event, TextDelta):
+            offset = self.text_length
+            self.add_text(event.text)
+            return Shown(offset, event.text)
+        if isinstance(event, ThinkingDelta):
+            offset = self.thinking_length
+            self.add_thinking(event.text, event.signature)
+            return Shown(offset, event.text, thinking=True) if event.text else None
+        if isinstance(event, RedactedThinking):
+            self.blocks.append({"type": "redacted", "data": event.data})
+        elif isinstance(event, ToolCallStart):
+            self.start_tool(event.index, event.id, event.name)
+        elif isinstance(event, ToolCallDelta):
+            self.tool_arguments(event.index, event.json_fragment)
+        elif isinstance(event, ToolCallEnd):
+            self._open_tool(event.index, "an end").setdefault("ended", True)
+        elif isinstance(event, UsageReport):
+            self.usage = merge_usage(self.usage, event.usage)
+        elif isinstance(event, StopReason):
+            self.stop_reason = event.reason
+        return None
+
+    def _current(self, kind: str) -> dict[str, Any]:
+        if self.blocks and self.blocks[-1]["type"] == kind:
+            return self.blocks[-1]
+        block: dict[str, Any] = {"type": kind, "parts": [], "signature": None}
+        self.blocks.append(block)
+        return block
+
+    def add_text(self, text: str) -> None:
+        self._current("text")["parts"].append(text)
+        self._text.append(text)
+        self.text_length += len(text)
+
+    def all_text(self) -> str:
+        joined = "".join(self._text)
+        self._text = [joined]
+        return joined
+
+    def add_thinking(self, text: str, signature: str | None) -> None:
+        block = self._current("thinking")
+        block["parts"].append(text)
+        if signature:
+            block["signature"] = signature
+        self.thinking_length += len(text)
+
+    def start_tool(self, index: int, provider_id: str, name: str) -> None:
+        if index in self.tools:
+            raise _protocol_error(f"the model started tool call {index} twice")
+        entry = {"type": "tool", "index": index, "id": provider_id, "name": name, "json": []}
+        self.tools[index] = entry
+        self.blocks.append(entry)
+
+    def _open_tool(self, index: int, what: str) -> dict[str, Any]:
+        entry = self.tools.get(index)
+        if entry is None:
+            raise _protocol_error(f"the model sent {what} for tool call {index} before starting it")
+        if entry.get("ended"):
+            raise _protocol_error(f"the model sent {what} for tool call {index} after its end")
+        return entry
+
+    def tool_arguments(self, index: int, fragment: str) -> None:
+        self._open_tool(index, "arguments")["json"].append(fragment)
+
+    def result(self, tools: dict[str, Tool]) -> tuple[list[ContentBlock], list[NewToolCall]]:
+        content: list[ContentBlock] = []
+        calls: list[NewToolCall] = []
+        for block in self.blocks:
+            kind = block["type"]
+            if kind == "text":
+                text = "".join(block["parts"])
+                if text:
+                    content.append(TextBlock(text=text))
+            elif kind == "thinking":
+                content.append(
+                    ThinkingBlock(thinking="".join(block["parts"]), signature=block["signature"])
+                )
+            elif kind == "redacted":
+                content.append(ThinkingBlock(thinking=block["data"], redacted=True))
+            elif kind == "tool":
+                use, call = _tool_call(block, tools)
+                content.append(use)
+                calls.append(call)
+        return content, calls
+
+
+def _tool_call(block: dict[str, Any], tools: dict[str, Tool]) -> tuple[ToolUseBlock, NewToolCall]:
+    raw = "".join(block["json"]).strip()
+    try:
+        arguments = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        arguments = {"_invalid_json": raw}
+    if not isinstance(arguments, dict):
+        arguments = {"_invalid_json": raw}
+    tool_call_id = uuid.uuid4().hex
+    tool = tools.get(block["name"])
+    use = ToolUseBlock(
+        id=block["id"], tool_call_id=tool_call_id, name=block["name"], input=arguments
+    )
+    call = NewToolCall(
+        id=tool_call_id,
+        provider_id=block["id"],
+        name=block["name"],
+        arguments=arguments,
+        idempotent=bool(tool is not None and tool.read_only)
+        or block["name"].startswith(DELEGATE_PREFIX),
+    )
+    return use, call
+
+
+def merge_usage(old: Usage, new: Usage) -> Usage:
+    return Usage(
+        input_tokens=new.input_tokens or old.input_tokens,
+        output_tokens=new.output_tokens or old.output_tokens,
+        cache_read_tokens=new.cache_read_tokens or old.cache_read_tokens,
+        cache_write_tokens=new.cache_write_tokens or old.cache_write_tokens,
+    )

@@ -1,0 +1,349 @@
+"""Settling the tool calls of an assistant message: carry out the plan of
+``runtime.engine.tool_decision`` (open the question or approval a call waits for), run the calls
+concurrently, and commit their results and the step's tool message."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from runtime.answers import question_schema
+from runtime.engine.catalog import Catalog, DelegateTool
+from runtime.engine.delegation import Delegation, Outcome
+from runtime.engine.execution import (
+    ASK_USER,
+    POLL_INTERVAL,
+    Execution,
+    RunFailed,
+    arguments_digest,
+)
+from runtime.engine.pump import Pump
+from runtime.engine.tool_decision import Plan, plan_calls
+from runtime.errors import AgentTuiError, RunStateConflict, ToolOutcomeUnknown
+from runtime.events import ToolProgress
+from runtime.models import (
+    ContentBlock,
+    InputKind,
+    InputRequestState,
+    Job,
+    Message,
+    Role,
+    Run,
+    ToolCall,
+    ToolCallState,
+    ToolResultBlock,
+)
+from runtime.store.base import NewInputRequest, NewMessage, Store, ToolStateChange
+from runtime.tools.base import Tool, ToolContext
+
+log = logging.getLogger("runtime.engine")
+
+
+class ToolCalls:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        catalog: Catalog,
+        pump: Pump,
+        delegation: Delegation,
+        owner_id: str,
+    ) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._pump = pump
+        self._delegation = delegation
+        self._owner_id = owner_id
+
+    async def settle(
+        self, execution: Execution, run: Run, assistant: Message, tools: dict[str, Tool], job: Job
+    ) -> bool:
+        """Run the tool calls of ``assistant`` and commit their results. True when the run
+        stopped (input required, or failed).
+
+        Transitions decided before anything runs (unknown tools, bad arguments, denials,
+        answered questions) commit together with the calls that start; results commit in call
+        order as soon as they and all before them are ready; the last ones commit together
+        with the tool message and the step's checkpoint."""
+        calls = await self._store.list_tool_calls(run.id, message_id=assistant.id)
+        requests = await self._store.list_input_requests(run.id)
+        allowed_here = self._catalog.allowed_for_run(run.id)
+        plan = plan_calls(
+            calls,
+            requests,
+            tools,
+            started_here=execution.started,
+            allowed=allowed_here,
+            decide=lambda name, tool, allowed: self._catalog.decide(
+                name, tool, allowed, job.workspace
+            ),
+        )
+        allowed_here |= plan.allowed
+        if plan.stop is not None:
+            if plan.decided:
+                await self._store.set_tool_states(
+                    run.id, token=execution.token, changes=plan.decided
+                )
+            if plan.stop.kind == "question" and plan.stop.call is not None:
+                await self._ask_question(execution, run, plan.stop.call)
+            elif plan.stop.kind == "approval" and plan.stop.call and plan.stop.tool:
+                await self._ask_approval(execution, run, plan.stop.call, plan.stop.tool, job)
+            return True
+        workspace = Path(job.workspace)
+        await self._start(execution, run, plan)
+        last_changes = await self._run_calls(execution, run, plan.to_run, workspace)
+        # A form the calls asked for and that is still open can no longer be answered (its
+        # server session ended with the call, or the call timed out): withdraw it.
+        while execution.asked:
+            await self._withdraw_request(execution, run, execution.asked.pop())
+        return await self._commit_results(execution, run, assistant, calls, last_changes)
+
+    async def _start(self, execution: Execution, run: Run, plan: Plan) -> None:
+        starting = plan.decided + [
+            ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING)
+            for call, _ in plan.to_run
+            if call.id not in plan.already_running
+        ]
+        if starting:
+            await self._store.set_tool_states(run.id, token=execution.token, changes=starting)
+            self._pump.notify()
+
+    async def _commit_results(
+        self,
+        execution: Execution,
+        run: Run,
+        assistant: Message,
+        calls: list[ToolCall],
+        last_changes: list[ToolStateChange],
+    ) -> bool:
+        stored = await self._store.list_tool_calls(run.id, message_id=assistant.id)
+        final = {c.id: c for c in stored}
+        for change in last_changes:
+            final[change.tool_call_id] = final[change.tool_call_id].model_copy(
+                update={"state": change.to, "result": change.result, "error": change.error}
+            )
+        settled = [final[c.id] for c in calls]
+        doubtful = [c for c in settled if c.state is ToolCallState.INDETERMINATE]
+        if doubtful or any(not c.state.is_terminal for c in settled):
+            if last_changes:
+                await self._store.set_tool_states(
+                    run.id, token=execution.token, changes=last_changes
+                )
+            if not doubtful:
+                return True
+            names = ", ".join(c.name for c in doubtful)
+            raise RunFailed(
+                "tool_indeterminate",
+                f"the outcome of {names} is unknown (it may have acted); retry from the last "
+                "checkpoint or fork once you have checked",
+            )
+        blocks: list[ContentBlock] = [
+            ToolResultBlock(
+                tool_use_id=c.provider_id,
+                tool_call_id=c.id,
+                content=(c.result if c.state is ToolCallState.COMPLETED else c.error) or "",
+                is_error=c.state is not ToolCallState.COMPLETED,
+            )
+            for c in settled
+        ]
+        await self._store.finish_step(
+            run.id,
+            token=execution.token,
+            tool_changes=last_changes,
+            message=NewMessage(role=Role.TOOL, content=blocks),
+            checkpoint_step=calls[0].step if calls else run.step,
+        )
+        self._pump.notify()
+        return False
+
+    async def _ask_question(self, execution: Execution, run: Run, call: ToolCall) -> None:
+        options = [str(o) for o in call.arguments.get("options") or []]
+        free = bool(call.arguments.get("allow_free_text", True))
+        await self._store.open_input_request(
+            run.id,
+            token=execution.token,
+            request=NewInputRequest(
+                kind=InputKind.QUESTION,
+                prompt=str(call.arguments.get("question", "")),
+                options=options,
+                answer_schema=question_schema(options, allow_free_text=free),
+                tool_call_id=call.id,
+                arguments_digest=arguments_digest(call.arguments),
+                detail={"tool": ASK_USER, "allow_free_text": free},
+            ),
+        )
+        self._pump.notify()
+
+    async def _ask_approval(
+        self, execution: Execution, run: Run, call: ToolCall, tool: Tool, job: Job
+    ) -> None:
+        from runtime.answers import APPROVAL_SCHEMA
+
+        ctx = ToolContext(workspace=Path(job.workspace), run_id=run.id, job_id=run.job_id)
+        try:
+            detail = dict(tool.approval_detail(call.arguments, ctx))
+        except AgentTuiError as exc:
+            detail = {"note": str(exc)}
+        detail.update({"tool": call.name, "arguments": call.arguments})
+        await self._store.open_input_request(
+            run.id,
+            token=execution.token,
+            request=NewInputRequest(
+                kind=InputKind.APPROVAL,
+                prompt=f"Allow {call.name}?",
+                options=["allow_once", "allow_run", "allow_always", "deny"],
+                answer_schema=APPROVAL_SCHEMA,
+                tool_call_id=call.id,
+                arguments_digest=arguments_digest(call.arguments),
+                detail=detail,
+            ),
+        )
+        self._pump.notify()
+
+    async def _run_one(
+        self, execution: Execution, run: Run, call: ToolCall, tool: Tool, workspace: Path
+    ) -> Outcome:
+        if isinstance(tool, DelegateTool):
+            return await self._delegation.delegate(execution, run, call, tool)
+        ctx = ToolContext(
+            workspace=workspace,
+            run_id=run.id,
+            job_id=run.job_id,
+            tool_call_id=call.id,
+            progress=self._progress_publisher(run, call),
+            request_input=self._input_requester(execution, run, call),
+        )
+        try:
+            output = await tool.run(dict(call.arguments), ctx)
+        except ToolOutcomeUnknown as exc:
+            return ToolCallState.INDETERMINATE, None, str(exc)
+        except AgentTuiError as exc:
+            return ToolCallState.FAILED, None, str(exc)
+        except Exception as exc:
+            log.exception("tool %s crashed", call.name)
+            return ToolCallState.FAILED, None, f"{call.name} crashed: {exc}"
+        if output.is_error:
+            return ToolCallState.FAILED, None, output.content
+        return ToolCallState.COMPLETED, output.content, None
+
+    async def _run_calls(
+        self,
+        execution: Execution,
+        run: Run,
+        to_run: list[tuple[ToolCall, Tool]],
+        workspace: Path,
+    ) -> list[ToolStateChange]:
+        """Run the calls concurrently (bounded). Results commit in call order, whatever order
+        the tools finish in: each group that is ready commits before waiting for a slower
+        call; the last group is returned uncommitted, to commit with the tool message."""
+        if not to_run:
+            return []
+        limit = asyncio.Semaphore(self._catalog.config.defaults.max_parallel_tools)
+
+        async def one(call: ToolCall, tool: Tool) -> Outcome:
+            async with limit:
+                return await self._run_one(execution, run, call, tool, workspace)
+
+        tasks = [asyncio.create_task(one(call, tool)) for call, tool in to_run]
+        ready: list[ToolStateChange] = []
+        try:
+            for (call, _), task in zip(to_run, tasks, strict=True):
+                if not task.done() and ready:
+                    await self._store.set_tool_states(run.id, token=execution.token, changes=ready)
+                    self._pump.notify()
+                    ready = []
+                state, result, error = await task
+                ready.append(
+                    ToolStateChange(
+                        tool_call_id=call.id,
+                        to=state,
+                        result=result,
+                        error=error,
+                        child_run_id=self._delegation.take_child(call.id),
+                    )
+                )
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return ready
+
+    def _progress_publisher(
+        self, run: Run, call: ToolCall
+    ) -> Callable[[float, float | None, str | None], None]:
+        def publish(done: float, total: float | None, message: str | None) -> None:
+            self._pump.publish(
+                ToolProgress(
+                    job_id=run.job_id,
+                    run_id=run.id,
+                    tool_call_id=call.id,
+                    progress=done,
+                    total=total,
+                    message=message,
+                )
+            )
+
+        return publish
+
+    def _input_requester(
+        self, execution: Execution, run: Run, call: ToolCall
+    ) -> Callable[[NewInputRequest], Awaitable[Any]]:
+        async def request_input(new_request: NewInputRequest) -> Any:
+            if new_request.tool_call_id is None:
+                new_request = new_request.model_copy(update={"tool_call_id": call.id})
+            _, request = await self._store.open_input_request(
+                run.id, token=execution.token, request=new_request
+            )
+            self._pump.notify()
+            execution.asked.add(request.id)
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            execution.elicitations[request.id] = future
+            try:
+                return await self._await_answer(execution, run, request.id, future)
+            finally:
+                execution.elicitations.pop(request.id, None)
+
+        return request_input
+
+    async def _await_answer(
+        self, execution: Execution, run: Run, request_id: str, future: asyncio.Future[Any]
+    ) -> Any:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_INTERVAL * 2):
+                    return await asyncio.shield(future)
+            # The answer may come from another process (`agent-tui respond` in a shell): this
+            # process holds the server session, so it picks it up.
+            stored = await self._store.get_input_request(request_id)
+            if stored.state is InputRequestState.PENDING:
+                continue
+            try:
+                claimed = await self._store.claim_run(run.id, owner_id=self._owner_id)
+            except RunStateConflict:
+                if stored.state is InputRequestState.ANSWERED:
+                    continue  # answered in this process: `respond` claimed it
+                return {"action": "cancel"}
+            execution.token = claimed.execution_token or ""
+            self._pump.notify()
+            if stored.state is InputRequestState.ANSWERED:
+                return stored.answer
+            return {"action": "cancel"}
+
+    async def _withdraw_request(self, execution: Execution, run: Run, request_id: str) -> None:
+        with contextlib.suppress(AgentTuiError):
+            stored = await self._store.get_input_request(request_id)
+            if stored.state is not InputRequestState.PENDING:
+                return
+            await self._store.cancel_input_request(
+                request_id,
+                token=execution.token,
+                reason="the tool that asked stopped before it was answered",
+            )
+            # The run went back to the queue with the request; this execution goes on.
+            claimed = await self._store.claim_run(run.id, owner_id=self._owner_id)
+            execution.token = claimed.execution_token or ""
+            self._pump.notify()

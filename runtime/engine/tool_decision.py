@@ -1,0 +1,163 @@
+"""The pure part of settling a batch of tool calls: for each call of an assistant message,
+given the stored calls, the requests opened for them and the approval policy, what happens
+next. No I/O: the plan is carried out by ``runtime.engine.tool_calls``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runtime.engine.execution import ASK_USER
+from runtime.errors import ToolError
+from runtime.models import InputKind, InputRequest, InputRequestState, ToolCall, ToolCallState
+from runtime.store.base import ToolStateChange
+from runtime.tools.base import Tool
+
+Decide = Callable[[str, Tool, set[str]], str]
+"""``decide(tool name, tool, tools allowed for this run)`` → "allow" / "ask" / "deny"."""
+
+STOPPED_UNKNOWN = "the process running this tool stopped; its outcome is unknown"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The batch waits for a person: ask a question, ask for approval, or keep waiting."""
+
+    kind: Literal["question", "approval", "wait"]
+    call: ToolCall | None = None
+    tool: Tool | None = None
+
+
+@dataclass
+class Plan:
+    decided: list[ToolStateChange] = field(default_factory=list)
+    """Transitions decided before anything runs (unknown tools, bad arguments, denials...)."""
+    to_run: list[tuple[ToolCall, Tool]] = field(default_factory=list)
+    already_running: set[str] = field(default_factory=set)
+    """Calls in ``to_run`` this execution started with their message (already ``running``)."""
+    allowed: set[str] = field(default_factory=set)
+    """Tools allowed for the rest of the run, with this batch's "allow for this run" answers."""
+    stop: Stop | None = None
+
+    def fail(self, call: ToolCall, error: str) -> None:
+        self.decided.append(
+            ToolStateChange(tool_call_id=call.id, to=ToolCallState.FAILED, error=error)
+        )
+
+
+def argument_problem(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    if "_invalid_json" in arguments:
+        return f"the arguments for {tool.name} were not valid JSON; send a JSON object"
+    from runtime.tools.builtin import validate_arguments
+
+    try:
+        validate_arguments(tool, arguments)
+    except ToolError as exc:
+        return str(exc)
+    return None
+
+
+def cancelled_text(request: InputRequest) -> str:
+    reason = request.detail.get("cancel_reason")
+    return f"the request for input was cancelled{': ' + reason if reason else ''}"
+
+
+def allowed_by_answers(requests: Iterable[InputRequest]) -> set[str]:
+    """Tools a person allowed "for this run" in the answered approvals of ``requests``."""
+    return {
+        str(each.detail.get("tool", ""))
+        for each in requests
+        if each.kind is InputKind.APPROVAL
+        and each.state is InputRequestState.ANSWERED
+        and isinstance(each.answer, dict)
+        and each.answer.get("decision") == "allow_run"
+    }
+
+
+def plan_calls(
+    calls: list[ToolCall],
+    requests: list[InputRequest],
+    tools: dict[str, Tool],
+    *,
+    started_here: set[str],
+    allowed: set[str],
+    decide: Decide,
+) -> Plan:
+    """What to do with each call, in call order, up to the first one that waits for a person."""
+    by_call = {each.tool_call_id: each for each in requests if each.tool_call_id}
+    plan = Plan(allowed=set(allowed) | allowed_by_answers(requests))
+    for call in calls:
+        tool = tools.get(call.name)
+        if call.id in started_here and call.state is ToolCallState.RUNNING and tool is not None:
+            plan.already_running.add(call.id)
+            plan.to_run.append((call, tool))
+        elif call.state is ToolCallState.RUNNING:
+            _started_elsewhere(plan, call, by_call.get(call.id))
+        elif call.state is not ToolCallState.PENDING:
+            continue
+        elif tool is None:
+            known = ", ".join(sorted(tools))
+            plan.fail(call, f"there is no tool named {call.name!r}; available tools: {known}")
+        elif (problem := argument_problem(tool, call.arguments)) is not None:
+            plan.fail(call, problem)
+        elif call.name == ASK_USER:
+            _question(plan, call, by_call.get(call.id))
+        else:
+            _permission(plan, call, tool, by_call.get(call.id), decide)
+        if plan.stop is not None:
+            break
+    return plan
+
+
+def _started_elsewhere(plan: Plan, call: ToolCall, request: InputRequest | None) -> None:
+    if request is not None and request.state is InputRequestState.CANCELLED:
+        plan.fail(call, cancelled_text(request))
+        return
+    # Started by an execution that is gone, and not recovered: outcome unknown.
+    plan.decided.append(
+        ToolStateChange(tool_call_id=call.id, to=ToolCallState.INDETERMINATE, error=STOPPED_UNKNOWN)
+    )
+
+
+def _question(plan: Plan, call: ToolCall, request: InputRequest | None) -> None:
+    if request is None:
+        plan.stop = Stop("question", call)
+    elif request.state is InputRequestState.ANSWERED:
+        plan.decided.append(ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING))
+        plan.decided.append(
+            ToolStateChange(
+                tool_call_id=call.id, to=ToolCallState.COMPLETED, result=str(request.answer)
+            )
+        )
+    elif request.state is InputRequestState.CANCELLED:
+        plan.fail(call, cancelled_text(request))
+    else:
+        plan.stop = Stop("wait")
+
+
+def _permission(
+    plan: Plan, call: ToolCall, tool: Tool, request: InputRequest | None, decide: Decide
+) -> None:
+    decision = decide(call.name, tool, plan.allowed)
+    if decision == "deny":
+        plan.fail(call, f"the permission rules deny {call.name}; do not try it again")
+        return
+    if decision == "ask":
+        if request is None:
+            plan.stop = Stop("approval", call, tool)
+            return
+        if request.state is InputRequestState.PENDING:
+            plan.stop = Stop("wait")
+            return
+        if request.state is InputRequestState.CANCELLED:
+            plan.fail(call, cancelled_text(request))
+            return
+        answer = request.answer if isinstance(request.answer, dict) else {}
+        if answer.get("decision") == "deny":
+            reason = answer.get("reason")
+            plan.fail(call, f"the person denied this tool call{': ' + reason if reason else ''}")
+            return
+        if answer.get("decision") == "allow_run":
+            plan.allowed.add(call.name)
+    plan.to_run.append((call, tool))

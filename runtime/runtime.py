@@ -1,0 +1,631 @@
+"""The public ``Runtime`` (DESIGN §7): a facade over the engine (``runtime.engine``).
+
+One ``Runtime`` per process: it holds an owner lease on the store, executes the runs it queued
+(start, respond, retry, fork, follow-up) as asyncio tasks, and fans events out to observers.
+The engine keeps no state that matters outside the store: every execution can stop at any await
+and the next one resumes from what was committed. ``Runtime.open`` (``runtime.compose``) builds
+one from a database path and a workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from runtime.answers import validate_answer
+from runtime.clock import Clock
+from runtime.config import Config
+from runtime.engine.assembly import build_engine
+from runtime.engine.delegation import descendants
+from runtime.engine.execution import (
+    LEASE_SECONDS,
+    Execution,
+    Launcher,
+    ProviderFactory,
+    SleepFn,
+    arguments_digest,
+)
+from runtime.engine.pump import stop_once
+from runtime.errors import (
+    AgentTuiError,
+    AlreadyAnswered,
+    InvalidInput,
+    InvalidResponse,
+    RevisionConflict,
+    RunStateConflict,
+)
+from runtime.events import DurableEvent, Event, RunStateChanged
+from runtime.history import all_messages, last_message
+from runtime.models import (
+    Checkpoint,
+    InputKind,
+    InputRequest,
+    InputRequestState,
+    Job,
+    Message,
+    Run,
+    RunState,
+    SearchHit,
+    ToolCall,
+)
+from runtime.store.base import NewRun, Page, RecoveryReport, Store
+from runtime.tools.base import Tool
+
+DEMO_NOTICE = "Using the offline demo model — set ANTHROPIC_API_KEY to use Claude."
+
+
+class Boundary(BaseModel):
+    """Where ``wait`` returns: a terminal state, or ``input_required`` with its request.
+
+    ``run`` is the run that reached the boundary: the waited-for run, or one of its
+    descendants when a delegated child waits for a person."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: Run
+    request: InputRequest | None = None
+
+    @property
+    def state(self) -> RunState:
+        return self.run.state
+
+
+class Runtime:
+    """One in-process runtime: an owner lease on a store, the engine, providers and tools."""
+
+    recovery: RecoveryReport
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        workspace: Path,
+        config: Config,
+        owner_id: str,
+        default_model: str,
+        providers: ProviderFactory,
+        tools: dict[str, Tool],
+        mcp: Any = None,
+        clock: Clock,
+        sleep: SleepFn = asyncio.sleep,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
+        self.store = store
+        self.workspace = workspace
+        self.owner_id = owner_id
+        self._default_model = default_model
+        self._background: list[asyncio.Task[None]] = []
+        self._closing = asyncio.Event()
+        self._closed = False
+        self.recovery = RecoveryReport()
+        engine = build_engine(
+            store=store,
+            owner_id=owner_id,
+            config=config,
+            workspace=workspace,
+            providers=providers,
+            tools=tools,
+            mcp=mcp,
+            clock=clock,
+            sleep=sleep,
+            lease_seconds=lease_seconds,
+            launcher=Launcher(launch=self._launch, cancel=self._cancel_for_engine),
+        )
+        self._bus = engine.bus
+        self._executions = engine.executions
+        self._catalog = engine.catalog
+        self._pump = engine.pump
+        self._leases = engine.leases
+        self._executor = engine.executor
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        *,
+        db_path: str | Path,
+        workspace: str | Path,
+        config: Config | None = None,
+        model: str | None = None,
+        providers: ProviderFactory | None = None,
+        tools: dict[str, Tool] | None = None,
+        clock: Clock | None = None,
+        sleep: SleepFn = asyncio.sleep,
+        env: Mapping[str, str] | None = None,
+        lease_seconds: float = LEASE_SECONDS,
+        store: Store | None = None,
+        mcp: Any = None,
+    ) -> Runtime:
+        """Open the database (migrating it), take an owner lease, recover expired owners
+        (``runtime.compose.open_runtime``)."""
+        from runtime.compose import open_runtime
+
+        return await open_runtime(
+            cls,
+            db_path=db_path,
+            workspace=workspace,
+            config=config,
+            model=model,
+            providers=providers,
+            tools=tools,
+            clock=clock,
+            sleep=sleep,
+            env=env,
+            lease_seconds=lease_seconds,
+            store=store,
+            mcp=mcp,
+        )
+
+    @property
+    def config(self) -> Config:
+        """This folder's configuration (with the "always allow" rules saved since open)."""
+        return self._catalog.config
+
+    @property
+    def mcp(self) -> Any:
+        return self._catalog.mcp
+
+    async def start_engine(self) -> None:
+        """Take the owner lease, recover expired owners, start the heartbeat and the pump."""
+        self.recovery = await self._leases.take()
+        self._pump.start_after(await self.store.last_seq())
+        await self._leases.settle(self.recovery)
+        loop = asyncio.get_running_loop()
+        self._background.append(loop.create_task(self._leases.heartbeat_loop(self._closing)))
+        self._background.append(loop.create_task(self._pump.loop(self._closing)))
+        if self.config.defaults.auto_resume:
+            for run_id in self.recovery.requeued + self.recovery.interrupted_queued:
+                self._launch(run_id)
+
+    async def close(self) -> None:
+        """Stop executions (their runs stay recoverable) and release the owner lease."""
+        if self._closed:
+            return
+        self._closing.set()
+        tasks = [e.task for e in self._executions.values() if e.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        with contextlib.suppress(AgentTuiError, OSError):
+            await self._pump.pump()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._bus.close()
+        with contextlib.suppress(AgentTuiError, OSError):
+            await self._leases.release()
+        await self._catalog.aclose()
+        await self.store.close()
+        self._closed = True
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- models --------------------------------------------------------------------------------
+    @property
+    def default_model(self) -> str:
+        """The model reference new runs use (``demo`` when no API key is configured)."""
+        return self._default_model
+
+    @property
+    def model_notice(self) -> str | None:
+        """Plain words for people when the demo model is the default, else None."""
+        return DEMO_NOTICE if self._default_model.startswith("demo") else None
+
+    def context_window(self, model: str) -> int:
+        """The context window, in tokens, of the model ``model`` refers to (e.g. a run's model).
+        Raises ``ConfigError`` for a model no provider knows."""
+        return self._catalog.provider(model).context_window
+
+    # --- starting runs -------------------------------------------------------------------------
+    async def start(
+        self,
+        input: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        job_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """Create a run in a new job (or ``job_id``) and execute it in this process."""
+        if not isinstance(input, str) or not input.strip():
+            raise InvalidInput("the prompt is empty: say what the agent should do")
+        if job_id is not None:
+            return await self.follow_up(job_id, input, agent=agent, model=model)
+        agent_name = agent or self.config.defaults.agent
+        agent_config = self._catalog.agent(agent_name)
+        reference = model or agent_config.model or self._default_model
+        self._catalog.provider(reference)  # fail early on a bad model reference
+        run = await self.store.create_run(
+            NewRun(
+                agent=agent_name,
+                model=reference,
+                input=input.strip(),
+                workspace=str(self.workspace),
+                idempotency_key=idempotency_key,
+                owner_id=self.owner_id,
+                max_steps=agent_config.max_steps or self.config.defaults.max_steps,
+            )
+        )
+        self._launch(run.id)
+        return run
+
+    async def follow_up(
+        self, job_id: str, input: str, *, agent: str | None = None, model: str | None = None
+    ) -> Run:
+        if not isinstance(input, str) or not input.strip():
+            raise InvalidInput("the follow-up is empty: say what the agent should do next")
+        job = await self.store.get_job(job_id)
+        roots = [r for r in await self.store.job_runs(job_id) if r.parent_run_id is None]
+        active = [r for r in roots if not r.state.is_terminal]
+        if active:
+            raise RunStateConflict(
+                f"run {active[-1].id} of this job is {active[-1].state.value}; "
+                "wait for it, answer it or cancel it before following up"
+            )
+        previous = roots[-1] if roots else None
+        agent_name = agent or (previous.agent if previous else job.agent)
+        agent_config = self._catalog.agent(agent_name, job.workspace)
+        reference = model or (previous.model if previous else None) or self._default_model
+        self._catalog.provider(reference)
+        history_position = None
+        if previous is not None:
+            last = await last_message(self.store, previous.id)
+            history_position = last.position if last else -1
+        run = await self.store.create_run(
+            NewRun(
+                job_id=job_id,
+                agent=agent_name,
+                model=reference,
+                input=input.strip(),
+                workspace=job.workspace,
+                history_run_id=previous.id if previous else None,
+                history_position=history_position,
+                owner_id=self.owner_id,
+                max_steps=agent_config.max_steps or self.config.defaults.max_steps,
+            )
+        )
+        self._launch(run.id)
+        return run
+
+    async def retry(self, run_id: str) -> Run:
+        """Interrupted run: execute it again from its committed state. Failed or cancelled run:
+        a new run in the same job continuing from its last checkpoint. Returns the run that
+        executes."""
+        run = await self.store.get_run(run_id)
+        if run.state is RunState.QUEUED:
+            if run_id not in self._executions:
+                self._launch(run_id)
+            return run
+        if run.state in (RunState.RUNNING, RunState.INPUT_REQUIRED):
+            raise RunStateConflict(
+                f"run {run_id} is {run.state.value}; only an interrupted, failed or cancelled "
+                "run can be retried"
+            )
+        if run.state is RunState.COMPLETED:
+            raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
+        checkpoints = await self.store.list_checkpoints(run_id)
+        if checkpoints:
+            position = checkpoints[-1].last_position
+        else:
+            first = await self.store.list_messages(run_id, limit=1)
+            position = first[0].position if first else -1
+        job = await self.store.get_job(run.job_id)
+        new_run = await self.store.create_run(
+            NewRun(
+                job_id=run.job_id,
+                agent=run.agent,
+                model=run.model,
+                input=None,
+                workspace=job.workspace,
+                parent_run_id=run.parent_run_id,
+                history_run_id=run.id,
+                history_position=position,
+                retry_of_run_id=run.id,
+                owner_id=self.owner_id,
+                max_steps=run.max_steps,
+            )
+        )
+        self._launch(new_run.id)
+        return new_run
+
+    async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
+        """A new job whose history is the checkpoint's; runs at once."""
+        checkpoint = await self.store.get_checkpoint(checkpoint_id)
+        source = await self.store.get_run(checkpoint.run_id)
+        job = await self.store.get_job(source.job_id)
+        text = input.strip() if input and input.strip() else None
+        run = await self.store.create_run(
+            NewRun(
+                agent=source.agent,
+                model=source.model,
+                input=text,
+                workspace=job.workspace,
+                title=f"Fork of {job.title}"[:80],
+                history_run_id=source.id,
+                history_position=checkpoint.last_position,
+                forked_from_checkpoint_id=checkpoint.id,
+                owner_id=self.owner_id,
+                max_steps=source.max_steps,
+            )
+        )
+        self._launch(run.id)
+        return run
+
+    async def respond(
+        self, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None = None
+    ) -> Run:
+        """Answer the open request (validated) and continue the run in this process."""
+        request = await self.store.get_input_request(request_id)
+        if request.run_id != run_id:
+            raise InvalidInput(f"request {request_id} does not belong to run {run_id}")
+        if request.state is InputRequestState.ANSWERED and idempotency_key is None:
+            raise AlreadyAnswered(f"request {request_id} was already answered")
+        if request.state is InputRequestState.CANCELLED:
+            raise RunStateConflict(f"request {request_id} was cancelled")
+        run = await self.store.get_run(run_id)
+        if run.state is not RunState.INPUT_REQUIRED and idempotency_key is None:
+            raise RunStateConflict(
+                f"run {run_id} is {run.state.value}, not waiting for input; nothing to answer"
+            )
+        answer = validate_answer(request, value)
+        if request.tool_call_id and request.arguments_digest:
+            call = await self.store.get_tool_call(request.tool_call_id)
+            if arguments_digest(call.arguments) != request.arguments_digest:
+                raise InvalidResponse(
+                    "the tool call's arguments changed since the request was made; "
+                    "the answer was refused"
+                )
+        run, request = await self.store.answer_input_request(
+            request_id,
+            answer=answer,
+            idempotency_key=idempotency_key,
+            expected_revision=None if idempotency_key else run.revision,
+        )
+        if (
+            request.kind is InputKind.APPROVAL
+            and answer["decision"] == "allow_always"
+            and request.detail.get("tool")
+        ):
+            job = await self.store.get_job(run.job_id)
+            self._catalog.save_always_rule(str(request.detail["tool"]), job.workspace)
+        self._pump.notify()
+        future = self._find_elicitation(request.id)
+        if future is not None:
+            execution = self._executions[run_id]
+            try:
+                claimed = await self.store.claim_run(run_id, owner_id=self.owner_id)
+            except RunStateConflict:
+                return await self.store.get_run(run_id)  # the waiting call claimed it first
+            execution.token = claimed.execution_token or ""
+            if not future.done():
+                future.set_result(answer)
+            return claimed
+        if request.kind is InputKind.ELICITATION and await self._held_elsewhere(run):
+            # Another live process holds the MCP session and will pick the answer up.
+            return run
+        if run.state is RunState.QUEUED:
+            self._launch(run_id)
+            await self._resume_ancestors(run)
+        return run
+
+    async def _held_elsewhere(self, run: Run) -> bool:
+        """Whether another live process owns the run (and will go on with it)."""
+        return (
+            run.owner_id is not None
+            and run.owner_id != self.owner_id
+            and run.owner_id in await self.store.live_owners()
+        )
+
+    def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
+        for execution in self._executions.values():
+            future = execution.elicitations.get(request_id)
+            if future is not None:
+                return future
+        return None
+
+    async def _resume_ancestors(self, run: Run) -> None:
+        """A child answered after a restart: its waiting parents must run again too."""
+        parent_id = run.parent_run_id
+        while parent_id is not None:
+            parent = await self.store.get_run(parent_id)
+            if parent.state is RunState.QUEUED and parent.id not in self._executions:
+                self._launch(parent.id)
+            parent_id = parent.parent_run_id
+
+    async def cancel(self, run_id: str, *, reason: str | None = None) -> Run:
+        run = await self.store.get_run(run_id)
+        if run.state.is_terminal:
+            raise RunStateConflict(f"run {run_id} already {run.state.value}")
+        try:
+            cancelled = await self.store.cancel_run(
+                run_id, reason=reason, expected_revision=run.revision
+            )
+        except RevisionConflict:
+            # It moved on since we read it (a step ended); cancel what it is now.
+            cancelled = await self.store.cancel_run(run_id, reason=reason)
+        self._pump.notify()
+        execution = self._executions.get(run_id)
+        if execution is not None and execution.task is not None:
+            stop_once(execution.task)
+            # Tools stop promptly (a shell's process group is killed); bounded all the same.
+            await asyncio.wait({execution.task}, timeout=5)
+        # The parent first, so it does not go on with its children's errors; then the children.
+        for child in await self.store.job_runs(run.job_id):
+            if child.parent_run_id == run_id and not child.state.is_terminal:
+                with contextlib.suppress(RunStateConflict):
+                    await self.cancel(child.id, reason="its parent run was cancelled")
+        return cancelled
+
+    # --- observing -----------------------------------------------------------------------------
+    def observe(
+        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+    ) -> AsyncIterator[Event]:
+        """Durable events from the cursor on interleaved with live transient ones (§6).
+
+        ``run_id`` None and ``job_id`` None: every run. ``after`` None: from now on."""
+        return self._pump.observe(run_id, job_id=job_id, after=after)
+
+    async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary:
+        """The run's next boundary: terminal, or input_required with its open request (of the
+        run or of a delegated descendant)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                boundary = await self._boundary(run_id)
+                if boundary is not None:
+                    return boundary
+                await self._pump.await_progress()
+
+    async def wait_answered(self, request_id: str, *, timeout: float | None = None) -> InputRequest:
+        """Wait until a request is answered or cancelled, here or by another process."""
+        async with asyncio.timeout(timeout):
+            while True:
+                request = await self.store.get_input_request(request_id)
+                if request.state is not InputRequestState.PENDING:
+                    return request
+                await self._pump.await_progress()
+
+    def holds_session(self, request: InputRequest) -> bool:
+        """An MCP elicitation whose server session lives in this process: it can only be
+        answered while this process runs (from here, or by `respond` from another shell)."""
+        return request.kind is InputKind.ELICITATION and request.run_id in self._executions
+
+    async def get_request(self, request_id: str) -> InputRequest:
+        return await self.store.get_input_request(request_id)
+
+    async def events(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 500,
+        run_id: str | None = None,
+        job_id: str | None = None,
+    ) -> list[DurableEvent]:
+        """Durable events after a cursor, oldest first (paged); for clients that poll."""
+        return await self.store.read_events(
+            after=after, limit=_limit(limit), run_id=run_id, job_id=job_id
+        )
+
+    async def last_seq(self) -> int:
+        """The cursor of the newest durable event (for ``observe(after=...)``)."""
+        return await self.store.last_seq()
+
+    async def _boundary(self, run_id: str) -> Boundary | None:
+        run = await self.store.get_run(run_id)
+        if run.state.is_terminal:
+            return Boundary(run=run)
+        if run.state is RunState.INPUT_REQUIRED:
+            requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
+            if requests:
+                return Boundary(run=run, request=requests[0])
+        if (
+            run.state is RunState.QUEUED
+            and run_id not in self._executions
+            and not await self._held_elsewhere(run)
+        ):
+            # Nobody will execute it (interrupted, or its process is gone).
+            return Boundary(run=run)
+        for descendant in await descendants(self.store, run):
+            if descendant.state is RunState.INPUT_REQUIRED:
+                requests = await self.store.pending_input_requests(run_id=descendant.id, limit=1)
+                if requests:
+                    return Boundary(run=descendant, request=requests[0])
+        return None
+
+    # --- queries -------------------------------------------------------------------------------
+    async def get_job(self, job_id: str) -> Job:
+        return await self.store.get_job(job_id)
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self.store.get_run(run_id)
+
+    async def list_jobs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Job]:
+        return await self.store.list_jobs(cursor=cursor, limit=_limit(limit), state=state)
+
+    async def list_runs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Run]:
+        return await self.store.list_runs(cursor=cursor, limit=_limit(limit), state=state)
+
+    async def job_runs(self, job_id: str) -> list[Run]:
+        await self.store.get_job(job_id)
+        return await self.store.job_runs(job_id)
+
+    async def messages(
+        self,
+        run_id: str,
+        *,
+        after_position: int = -1,
+        before_position: int | None = None,
+        limit: int = 200,
+    ) -> list[Message]:
+        return await self.store.list_messages(
+            run_id,
+            after_position=after_position,
+            before_position=before_position,
+            limit=_limit(limit, 10_000),
+        )
+
+    async def all_messages(self, run_id: str) -> list[Message]:
+        """Every message of one run, in order (exports, `show`); paged reads underneath."""
+        return await all_messages(self.store, run_id)
+
+    async def tool_calls(self, run_id: str) -> list[ToolCall]:
+        return await self.store.list_tool_calls(run_id)
+
+    async def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        return await self.store.list_checkpoints(run_id)
+
+    async def open_request(self, run_id: str) -> InputRequest | None:
+        requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
+        return requests[0] if requests else None
+
+    async def inbox(self, *, limit: int = 100) -> list[InputRequest]:
+        """Every open input request across jobs, oldest first."""
+        return await self.store.pending_input_requests(limit=_limit(limit))
+
+    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        if not query.strip():
+            return []
+        return await self.store.search_messages(query, limit=_limit(limit))
+
+    async def counts(self) -> dict[RunState, int]:
+        return await self.store.count_runs_by_state()
+
+    async def export_job(self, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
+        from runtime.export import export_job
+
+        return await export_job(self.store, job_id, format=format)
+
+    # --- execution -----------------------------------------------------------------------------
+    def _launch(self, run_id: str) -> None:
+        if self._closing.is_set() or run_id in self._executions:
+            return
+        execution = Execution(run_id=run_id, token="")
+        self._executions[run_id] = execution
+        execution.task = asyncio.get_running_loop().create_task(
+            self._executor.execute(execution), name=f"run-{run_id}"
+        )
+
+    async def _cancel_for_engine(self, run_id: str, reason: str) -> Run:
+        return await self.cancel(run_id, reason=reason)
+
+
+def _limit(value: int, maximum: int = 1000) -> int:
+    if not isinstance(value, int) or value < 1 or value > maximum:
+        raise InvalidInput(f"limit must be between 1 and {maximum}")
+    return value
+
+
+__all__ = ["Boundary", "RunStateChanged", "Runtime", "arguments_digest"]

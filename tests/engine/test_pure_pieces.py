@@ -1,0 +1,128 @@
+"""The pure pieces of the engine, without a store: the stream fold and the tool-call plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.engine.stream_fold import Fold
+from runtime.engine.tool_decision import plan_calls
+from runtime.errors import ModelError
+from runtime.models import InputKind, InputRequest, InputRequestState, ToolCall, ToolCallState
+from runtime.providers.base import (
+    StopReason,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from runtime.tools.builtin import builtin_tools
+
+
+def test_the_fold_returns_what_each_text_piece_shows_and_builds_the_message() -> None:
+    fold = Fold()
+    shown = [fold.apply(TextDelta(text="Hel")), fold.apply(TextDelta(text="lo"))]
+    assert [(s.offset, s.text) for s in shown if s] == [(0, "Hel"), (3, "lo")]
+    fold.apply(ToolCallStart(index=0, id="t0", name="read_file"))
+    fold.apply(ToolCallDelta(index=0, json_fragment='{"path": "a"}'))
+    fold.apply(ToolCallEnd(index=0))
+    fold.apply(StopReason(reason="tool_use"))
+    content, calls = fold.result(dict(builtin_tools()))
+    assert content[0].model_dump()["text"] == "Hello"
+    assert [(c.name, c.arguments, c.idempotent) for c in calls] == [
+        ("read_file", {"path": "a"}, True)
+    ]
+    assert fold.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [ToolCallDelta(index=0, json_fragment="{}")],
+        [ToolCallEnd(index=3)],
+        [ToolCallStart(index=0, id="a", name="x"), ToolCallStart(index=0, id="b", name="y")],
+        [
+            ToolCallStart(index=0, id="a", name="x"),
+            ToolCallEnd(index=0),
+            ToolCallDelta(index=0, json_fragment="{}"),
+        ],
+    ],
+    ids=["arguments-before-start", "end-before-start", "started-twice", "arguments-after-end"],
+)
+def test_the_fold_rejects_orderings_no_provider_may_send(events: list[Any]) -> None:
+    fold = Fold()
+    with pytest.raises(ModelError) as raised:
+        for event in events:
+            fold.apply(event)
+    assert raised.value.code == "protocol_error"
+    assert raised.value.retryable
+
+
+def _call(n: int, name: str, arguments: dict[str, Any], state: ToolCallState) -> ToolCall:
+    return ToolCall(
+        id=f"c{n}",
+        run_id="r",
+        job_id="j",
+        message_id="m",
+        index=n,
+        provider_id=f"p{n}",
+        name=name,
+        arguments=arguments,
+        state=state,
+        step=1,
+        created_at=0.0,
+    )
+
+
+def test_the_plan_decides_unknown_invalid_denied_and_asks_before_anything_runs() -> None:
+    tools = dict(builtin_tools())
+    calls = [
+        _call(0, "nope", {}, ToolCallState.PENDING),
+        _call(1, "read_file", {"_invalid_json": "{"}, ToolCallState.PENDING),
+        _call(2, "write_file", {"path": "a", "content": "x"}, ToolCallState.PENDING),
+        _call(3, "read_file", {"path": "a"}, ToolCallState.PENDING),
+        _call(4, "shell", {"command": "ls"}, ToolCallState.PENDING),
+        _call(5, "read_file", {"path": "b"}, ToolCallState.PENDING),
+    ]
+    rules = {"write_file": "deny", "read_file": "allow", "shell": "ask"}
+    plan = plan_calls(
+        calls, [], tools, started_here=set(), allowed=set(), decide=lambda n, t, a: rules[n]
+    )
+    assert [(c.tool_call_id, c.to) for c in plan.decided] == [
+        ("c0", ToolCallState.FAILED),
+        ("c1", ToolCallState.FAILED),
+        ("c2", ToolCallState.FAILED),
+    ]
+    assert "no tool named 'nope'" in (plan.decided[0].error or "")
+    assert [c.id for c, _ in plan.to_run] == ["c3"]
+    assert plan.stop is not None and plan.stop.kind == "approval"
+    assert plan.stop.call is not None and plan.stop.call.id == "c4"
+
+
+def test_a_call_started_by_a_gone_execution_is_indeterminate_and_allow_run_answers_count() -> None:
+    tools = dict(builtin_tools())
+    calls = [
+        _call(0, "shell", {"command": "ls"}, ToolCallState.RUNNING),
+        _call(1, "shell", {"command": "pwd"}, ToolCallState.PENDING),
+    ]
+    answered = InputRequest(
+        id="q",
+        run_id="r",
+        job_id="j",
+        kind=InputKind.APPROVAL,
+        prompt="Allow shell?",
+        state=InputRequestState.ANSWERED,
+        answer={"decision": "allow_run"},
+        detail={"tool": "shell"},
+        created_at=0.0,
+    )
+
+    def decide(name: str, tool: Any, allowed: set[str]) -> str:
+        return "allow" if name in allowed else "ask"
+
+    plan = plan_calls(calls, [answered], tools, started_here=set(), allowed=set(), decide=decide)
+    assert [(c.tool_call_id, c.to) for c in plan.decided] == [("c0", ToolCallState.INDETERMINATE)]
+    assert [c.id for c, _ in plan.to_run] == ["c1"]
+    assert plan.stop is None
+    assert plan.allowed == {"shell"}
