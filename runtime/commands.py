@@ -1,0 +1,116 @@
+"""Custom slash commands (DESIGN §16): Markdown files that become ``/name`` in the composer.
+
+Found in ``WORKSPACE/.agent-tui/commands/``, ``WORKSPACE/.claude/commands/`` and the user's
+``$XDG_CONFIG_HOME/agent-tui/commands/``, nearest first (a nearer command hides a farther one of
+the same name). ``review.md`` is ``/review``; ``git/commit.md`` is ``/git:commit`` (Claude Code's
+convention). Optional front matter: ``description`` and ``argument-hint`` (shown in completion).
+The body is the prompt sent; ``$ARGUMENTS`` becomes everything typed after the name and
+``$1`` … ``$9`` its whitespace-separated words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.frontmatter import FrontMatterError, read_markdown
+
+__all__ = ["CommandProblem", "CustomCommand", "discover_commands", "expand_command"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_POSITIONAL = re.compile(r"\$([1-9])")
+
+
+@dataclass(frozen=True)
+class CustomCommand:
+    name: str
+    description: str
+    argument_hint: str
+    path: str
+    body: str
+
+
+@dataclass(frozen=True)
+class CommandProblem:
+    path: str
+    reason: str
+
+
+@dataclass
+class CommandCatalog:
+    commands: dict[str, CustomCommand] = field(default_factory=dict)
+    problems: list[CommandProblem] = field(default_factory=list)
+
+
+def command_search_dirs(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
+    env = os.environ if env is None else env
+    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return [
+        workspace / ".agent-tui" / "commands",
+        workspace / ".claude" / "commands",
+        Path(config) / "agent-tui" / "commands",
+    ]
+
+
+def _text(value: object) -> str:
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def discover_commands(workspace: Path, *, env: Mapping[str, str] | None = None) -> CommandCatalog:
+    catalog = CommandCatalog()
+    for directory in command_search_dirs(workspace, env=env):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.rglob("*.md")):
+            relative = path.relative_to(directory).with_suffix("")
+            name = ":".join(relative.parts)
+            if not _NAME.match(name):
+                catalog.problems.append(
+                    CommandProblem(path=str(path), reason=f"{name!r} is not a usable command name")
+                )
+                continue
+            try:
+                document = read_markdown(path)
+            except FrontMatterError as exc:
+                catalog.problems.append(CommandProblem(path=str(path), reason=str(exc)))
+                continue
+            command = CustomCommand(
+                name=name,
+                description=_text(document.metadata.get("description"))
+                or _first_line(document.body),
+                argument_hint=_text(document.metadata.get("argument-hint")),
+                path=str(path),
+                body=document.body.strip(),
+            )
+            catalog.commands.setdefault(name, command)
+    return catalog
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        if line.strip():
+            return line.strip().lstrip("# ")[:80]
+    return ""
+
+
+def expand_command(command: CustomCommand, arguments: str) -> str:
+    """The prompt ``/name arguments`` sends. Without ``$ARGUMENTS`` in the body, typed arguments
+    are appended on a line of their own, so they are never silently dropped."""
+    arguments = arguments.strip()
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        words = arguments.split()
+    body = command.body
+    uses_arguments = "$ARGUMENTS" in body or _POSITIONAL.search(body) is not None
+    body = body.replace("$ARGUMENTS", arguments)
+    body = _POSITIONAL.sub(
+        lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", body
+    )
+    if arguments and not uses_arguments:
+        body = f"{body}\n\n{arguments}"
+    return body

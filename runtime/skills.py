@@ -1,0 +1,204 @@
+"""Skills (DESIGN §16): folders holding a ``SKILL.md``, offered to the model by name and description
+and loaded on demand through the ``use_skill`` tool, or invoked by the person as ``/name args``.
+
+Where they are found, nearest first (a nearer skill of the same name hides a farther one):
+``WORKSPACE/.agent-tui/skills/``, ``WORKSPACE/.claude/skills/``, then the user's
+``$XDG_CONFIG_HOME/agent-tui/skills/``. ``SKILL.md`` front matter: ``name`` (defaults to the
+folder's name), ``description`` (required: the model chooses by it), optional
+``disable-model-invocation: true`` (only the person may invoke it) and ``allowed-tools`` (a list,
+or a comma-separated string, recorded and shown).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import ToolError
+from runtime.frontmatter import FrontMatterError, read_markdown
+from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
+
+__all__ = [
+    "USE_SKILL_NAME",
+    "Skill",
+    "SkillProblem",
+    "UseSkillTool",
+    "discover_skills",
+    "skill_search_dirs",
+    "skills_prompt",
+]
+
+USE_SKILL_NAME = "use_skill"
+MAX_LISTED_FILES = 200
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    path: str
+    """The ``SKILL.md`` file."""
+    body: str
+    model_invocable: bool = True
+    allowed_tools: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path).parent
+
+    def files(self) -> list[str]:
+        """Every other file of the skill's folder, relative to it (what the body may refer to)."""
+        listed: list[str] = []
+        for root, dirs, names in os.walk(self.folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                relative = (Path(root) / name).relative_to(self.folder).as_posix()
+                if relative != "SKILL.md":
+                    listed.append(relative)
+                if len(listed) >= MAX_LISTED_FILES:
+                    return listed
+        return listed
+
+
+@dataclass(frozen=True)
+class SkillProblem:
+    """A skill folder that could not be used, and why (shown by ``doctor``)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class SkillCatalog:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    problems: list[SkillProblem] = field(default_factory=list)
+
+
+def skill_search_dirs(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
+    env = os.environ if env is None else env
+    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return [
+        workspace / ".agent-tui" / "skills",
+        workspace / ".claude" / "skills",
+        Path(config) / "agent-tui" / "skills",
+    ]
+
+
+def _tool_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ValueError("allowed-tools must be a list of tool names or a comma-separated string")
+
+
+def _load_skill(path: Path) -> Skill:
+    document = read_markdown(path)
+    meta = document.metadata
+    name = meta.get("name", path.parent.name)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"name {name!r} is not a usable skill name (letters, digits, - _ .)")
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("description is missing: the model chooses a skill by it")
+    disabled = meta.get("disable-model-invocation", False)
+    if not isinstance(disabled, bool):
+        raise ValueError("disable-model-invocation must be true or false")
+    return Skill(
+        name=name,
+        description=" ".join(description.split()),
+        path=str(path),
+        body=document.body.strip(),
+        model_invocable=not disabled,
+        allowed_tools=_tool_list(meta.get("allowed-tools")),
+    )
+
+
+def discover_skills(workspace: Path, *, env: Mapping[str, str] | None = None) -> SkillCatalog:
+    """Every skill visible from ``workspace``; broken ones are reported, never fatal."""
+    catalog = SkillCatalog()
+    for directory in skill_search_dirs(workspace, env=env):
+        if not directory.is_dir():
+            continue
+        for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+            path = folder / "SKILL.md"
+            if not path.is_file():
+                continue
+            try:
+                skill = _load_skill(path)
+            except (FrontMatterError, ValueError) as exc:
+                catalog.problems.append(SkillProblem(path=str(path), reason=str(exc)))
+                continue
+            catalog.skills.setdefault(skill.name, skill)
+    return catalog
+
+
+def skills_prompt(skills: Sequence[Skill]) -> str:
+    """The system-prompt section offering the model-invocable skills by name and description."""
+    offered = [s for s in skills if s.model_invocable]
+    if not offered:
+        return ""
+    lines = [
+        "# Skills",
+        "",
+        f"Load a skill with the {USE_SKILL_NAME} tool when the task matches its description;",
+        "its instructions and the list of its files come back as the tool result.",
+        "",
+    ]
+    lines += [f"- {s.name}: {s.description}" for s in offered]
+    return "\n".join(lines)
+
+
+def skill_text(skill: Skill, arguments: str = "") -> str:
+    """What loading a skill yields: its body, its folder and files, and the person's arguments."""
+    parts = [f"# Skill: {skill.name}", "", skill.body]
+    files = skill.files()
+    if files:
+        parts += ["", f"Files of this skill (in {skill.folder}):", *[f"- {f}" for f in files]]
+    if skill.allowed_tools:
+        parts += ["", "Tools this skill expects: " + ", ".join(skill.allowed_tools)]
+    if arguments.strip():
+        parts += ["", f"Arguments: {arguments.strip()}"]
+    return "\n".join(parts).strip()
+
+
+class UseSkillTool:
+    """The ``use_skill`` tool: read-only, allowed by default."""
+
+    name = USE_SKILL_NAME
+    read_only = True
+    approval_default: ApprovalDefault = "allow"
+
+    def __init__(self, skills: Sequence[Skill]) -> None:
+        self._skills = {s.name: s for s in skills if s.model_invocable}
+        names = ", ".join(sorted(self._skills)) or "none"
+        self.description = (
+            "Load one of the skills listed in the system prompt: returns its instructions and "
+            f"the paths of its files. Available: {names}."
+        )
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": sorted(self._skills) or [""]},
+                "arguments": {"type": "string", "description": "optional details for the skill"},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        }
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        skill = self._skills.get(str(arguments.get("name", "")))
+        if skill is None:
+            known = ", ".join(sorted(self._skills)) or "none"
+            raise ToolError(f"there is no skill of that name (known: {known})")
+        return ToolOutput(content=skill_text(skill, str(arguments.get("arguments", ""))))
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,71 @@
+"""Skills: found in their folders, offered by description, loaded through use_skill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.errors import ToolError
+from runtime.skills import UseSkillTool, discover_skills, skills_prompt
+from runtime.tools.base import ToolContext
+
+
+def _skill(folder: Path, text: str, *extra: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(text)
+    for name in extra:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("x")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    _skill(
+        ws / ".agent-tui" / "skills" / "release",
+        "---\nname: release\ndescription: Cut a release.\nallowed-tools: read_file, shell\n---\n"
+        "Steps to release.\n",
+        "scripts/bump.sh",
+    )
+    _skill(
+        ws / ".claude" / "skills" / "release",
+        "---\ndescription: the farther copy\n---\nFARTHER\n",
+    )
+    _skill(
+        ws / ".claude" / "skills" / "secret-deploy",
+        "---\ndescription: Deploy.\ndisable-model-invocation: true\n---\nDeploy it.\n",
+    )
+    _skill(ws / ".claude" / "skills" / "broken", "---\nname: [unclosed\n---\nbody\n")
+    _skill(ws / ".claude" / "skills" / "nodesc", "---\nname: nodesc\n---\nbody\n")
+    return ws
+
+
+def test_the_nearest_skill_of_a_name_wins_and_broken_ones_are_reported(workspace: Path) -> None:
+    catalog = discover_skills(workspace, env={"HOME": str(workspace / "nohome")})
+    assert sorted(catalog.skills) == ["release", "secret-deploy"]
+    assert catalog.skills["release"].body == "Steps to release."
+    assert catalog.skills["release"].allowed_tools == ("read_file", "shell")
+    reasons = {Path(p.path).parent.name: p.reason for p in catalog.problems}
+    assert set(reasons) == {"broken", "nodesc"}
+    assert "broken/SKILL.md:" in reasons["broken"]
+    assert "front matter" in reasons["broken"]
+    assert "description is missing" in reasons["nodesc"]
+
+
+def test_the_prompt_offers_only_skills_the_model_may_invoke(workspace: Path) -> None:
+    catalog = discover_skills(workspace, env={"HOME": str(workspace / "nohome")})
+    prompt = skills_prompt(list(catalog.skills.values()))
+    assert "- release: Cut a release." in prompt
+    assert "secret-deploy" not in prompt
+
+
+async def test_use_skill_returns_the_body_and_the_files_of_the_skill(workspace: Path) -> None:
+    catalog = discover_skills(workspace, env={"HOME": str(workspace / "nohome")})
+    tool = UseSkillTool(list(catalog.skills.values()))
+    assert tool.input_schema["properties"]["name"]["enum"] == ["release"]
+    output = await tool.run({"name": "release"}, ToolContext(workspace=workspace))
+    assert "Steps to release." in output.content
+    assert "- scripts/bump.sh" in output.content
+    with pytest.raises(ToolError, match="no skill of that name"):
+        await tool.run({"name": "secret-deploy"}, ToolContext(workspace=workspace))
