@@ -1,0 +1,170 @@
+"""Hooks: real scripts decide, rewrite results, and are killed at their timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from runtime.hooks import (
+    HookEntry,
+    HooksConfig,
+    load_claude_hooks,
+    run_after_tool,
+    run_before_tool,
+)
+
+
+def _script(path: Path, text: str) -> str:
+    path.write_text("#!/usr/bin/env python3\n" + text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def no_lock_files(tmp_path: Path) -> str:
+    return _script(
+        tmp_path / "no-lock.py",
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "if call['arguments'].get('path', '').endswith('.lock'):\n"
+        "    print(json.dumps({'decision': 'deny', 'reason': 'lock files are generated'}))\n",
+    )
+
+
+async def test_a_hook_denies_write_file_on_lock_paths_and_allows_the_rest(
+    workspace: Path, no_lock_files: str
+) -> None:
+    hooks = HooksConfig(
+        before_tool=[
+            HookEntry(command=no_lock_files, matcher="write_file", source="agent-tui.toml")
+        ]
+    )
+    denied = await run_before_tool(
+        hooks, tool_name="write_file", arguments={"path": "poetry.lock"}, workspace=workspace
+    )
+    assert (denied.decision, denied.reason) == ("deny", "lock files are generated")
+    assert no_lock_files in denied.hook and "agent-tui.toml" in denied.hook
+    allowed = await run_before_tool(
+        hooks, tool_name="write_file", arguments={"path": "notes.md"}, workspace=workspace
+    )
+    assert allowed.decision == "allow" and allowed.failure is None
+    other_tool = await run_before_tool(
+        hooks, tool_name="edit_file", arguments={"path": "x.lock"}, workspace=workspace
+    )
+    assert other_tool.decision == "allow"
+
+
+async def test_an_after_tool_hook_rewrites_the_result_the_model_sees(
+    workspace: Path, tmp_path: Path
+) -> None:
+    redact = _script(
+        tmp_path / "redact.py",
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "print(json.dumps({'result': call['result'].replace('hunter2', '[redacted]')}))\n",
+    )
+    hooks = HooksConfig(after_tool=[HookEntry(command=redact, matcher="read_*")])
+    outcome = await run_after_tool(
+        hooks,
+        tool_name="read_file",
+        arguments={"path": "cfg"},
+        result="password = hunter2",
+        is_error=False,
+        workspace=workspace,
+    )
+    assert outcome.result == "password = [redacted]"
+    untouched = await run_after_tool(
+        hooks, tool_name="list_dir", arguments={}, result="a", is_error=False, workspace=workspace
+    )
+    assert untouched.result is None
+
+
+async def test_a_hook_that_hangs_is_killed_at_its_timeout_with_a_clear_failure(
+    workspace: Path, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "hook.pid"
+    # sh starts in a millisecond, so the pid is written long before the timeout even under load.
+    hang = f"echo $$ > {pid_file}; exec sleep 600"
+    hooks = HooksConfig(before_tool=[HookEntry(command=hang, timeout=2)])
+    outcome = await run_before_tool(hooks, tool_name="shell", arguments={}, workspace=workspace)
+    assert outcome.failure is not None
+    assert "did not answer within 2 s and was killed" in outcome.failure
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_exit_status_2_denies_with_stderr_and_other_failures_stop_the_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    block = _script(
+        tmp_path / "block.py", "import sys\nsys.stderr.write('no shells')\nsys.exit(2)\n"
+    )
+    crash = _script(tmp_path / "crash.py", "import sys\nsys.stderr.write('boom')\nsys.exit(1)\n")
+    denied = await run_before_tool(
+        HooksConfig(before_tool=[HookEntry(command=block)]),
+        tool_name="shell",
+        arguments={},
+        workspace=workspace,
+    )
+    assert (denied.decision, denied.reason) == ("deny", "no shells")
+    failed = await run_before_tool(
+        HooksConfig(before_tool=[HookEntry(command=crash)]),
+        tool_name="shell",
+        arguments={},
+        workspace=workspace,
+    )
+    assert failed.failure is not None and "status 1: boom" in failed.failure
+
+
+async def test_claude_code_pre_tool_use_entries_run_with_its_field_names(
+    workspace: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.json"
+    guard = _script(
+        tmp_path / "guard.py",
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps(call))\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',"
+        " 'permissionDecision': 'deny', 'permissionDecisionReason': 'not today'}}))\n",
+    )
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": guard}]},
+                        {"matcher": "*", "hooks": [{"type": "prompt", "prompt": "judge it"}]},
+                    ],
+                    "SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}],
+                }
+            }
+        )
+    )
+    hooks, report = load_claude_hooks(workspace, env={"HOME": str(tmp_path / "home")})
+    assert len(report.used) == 1 and "Write|Edit" in report.used[0]
+    assert any("only command hooks" in s for s in report.skipped)
+    assert any("SessionStart" in s and "no such event" in s for s in report.skipped)
+    outcome = await run_before_tool(
+        hooks, tool_name="edit_file", arguments={"path": "a.py"}, workspace=workspace
+    )
+    assert (outcome.decision, outcome.reason) == ("deny", "not today")
+    payload = json.loads(seen.read_text())
+    assert payload["hook_event_name"] == "PreToolUse"
+    assert payload["tool_name"] == "Edit"
+    assert payload["tool_input"]["file_path"] == str((workspace / "a.py").resolve())
+    passes = await run_before_tool(hooks, tool_name="shell", arguments={}, workspace=workspace)
+    assert passes.decision == "allow"
