@@ -1,0 +1,162 @@
+"""Context compaction (DESIGN §16), the pure part: when to compact, where to cut, what to ask the
+model, and the history that replaces the older part.
+
+The engine decides with ``needs_compaction`` before a model call; ``plan_compaction`` picks the
+older messages to summarise and the recent ones to keep, never splitting a ``tool_use`` from its
+``tool_result`` (the kept part never starts with a tool message); ``summary_request_text`` is the
+transcript the model summarises; ``compacted_history`` is summary + recent turns. The originals
+are never deleted: a compaction record names the messages it covered, and forks from before it
+see everything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runtime.models import (
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+__all__ = [
+    "COMPACTION_INSTRUCTIONS",
+    "CompactionPlan",
+    "compacted_history",
+    "estimate_tokens",
+    "needs_compaction",
+    "plan_compaction",
+    "summary_request_text",
+]
+
+CHARS_PER_TOKEN = 4
+"""A rough, provider-independent estimate; real usage replaces it once a call reports it."""
+DEFAULT_SHARE = 0.8
+KEEP_RECENT_SHARE = 0.25
+"""Of the context window, how much recent history is kept verbatim after a compaction."""
+
+COMPACTION_INSTRUCTIONS = (
+    "Summarise the conversation below so that the work can continue from the summary alone. "
+    "Keep: the person's goal and every requirement they stated, decisions made and why, files "
+    "read or changed (with paths) and what was learnt from them, commands run and their "
+    "outcomes, open questions, and the next steps. Be specific and concise; do not invent."
+)
+SUMMARY_HEADER = "Summary of the earlier part of this conversation (compacted):"
+
+
+def _block_chars(block: object) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ThinkingBlock):
+        return len(block.thinking)
+    if isinstance(block, ToolUseBlock):
+        return len(block.name) + len(json.dumps(block.input, ensure_ascii=False))
+    if isinstance(block, ToolResultBlock):
+        return len(block.content)
+    return 0
+
+
+def estimate_tokens(messages: Sequence[Message], *, system: str = "") -> int:
+    chars = len(system) + sum(_block_chars(b) for m in messages for b in m.content)
+    return chars // CHARS_PER_TOKEN + 4 * len(messages)
+
+
+def needs_compaction(
+    messages: Sequence[Message],
+    *,
+    context_window: int,
+    system: str = "",
+    share: float = DEFAULT_SHARE,
+) -> bool:
+    return estimate_tokens(messages, system=system) > context_window * share
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    summarised: list[Message]
+    kept: list[Message]
+
+    @property
+    def through_message_id(self) -> str:
+        """The last message the summary covers (what the compaction record names)."""
+        return self.summarised[-1].id
+
+
+def plan_compaction(
+    messages: Sequence[Message], *, context_window: int, keep_share: float = KEEP_RECENT_SHARE
+) -> CompactionPlan | None:
+    """Cut so that the kept tail fits in ``keep_share`` of the window and starts at a message a
+    model request may start from (never a tool message: its ``tool_use`` would be summarised
+    away). None when the whole history already fits in the kept share: there is nothing worth
+    summarising yet."""
+    budget = int(context_window * keep_share)
+    if estimate_tokens(messages) <= budget:
+        return None
+    cut = len(messages)
+    kept_tokens = 0
+    for index in range(len(messages) - 1, 0, -1):
+        kept_tokens += estimate_tokens([messages[index]])
+        if kept_tokens > budget:
+            break
+        if messages[index].role is not Role.TOOL:
+            cut = index
+    if cut >= len(messages):
+        # Even the last turn is bigger than the budget: keep just the last safe start.
+        cut = next(
+            (i for i in range(len(messages) - 1, 0, -1) if messages[i].role is not Role.TOOL), 0
+        )
+    if cut <= 0:
+        return None
+    return CompactionPlan(summarised=list(messages[:cut]), kept=list(messages[cut:]))
+
+
+def _render(message: Message) -> str:
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock) and block.text.strip():
+            parts.append(block.text.strip())
+        elif isinstance(block, ToolUseBlock):
+            parts.append(f"[called {block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+        elif isinstance(block, ToolResultBlock):
+            status = "error" if block.is_error else "result"
+            text = block.content if len(block.content) <= 4000 else block.content[:4000] + " […]"
+            parts.append(f"[{status}: {text}]")
+    return f"{message.role.value}: " + "\n".join(parts) if parts else ""
+
+
+def summary_request_text(plan: CompactionPlan, *, previous_summary: str | None = None) -> str:
+    """The user turn sent to the model to get the summary."""
+    lines = [COMPACTION_INSTRUCTIONS, ""]
+    if previous_summary:
+        lines += ["An earlier summary, to fold in:", previous_summary, ""]
+    lines += ["<conversation>"]
+    lines += [text for m in plan.summarised if (text := _render(m))]
+    lines += ["</conversation>"]
+    return "\n".join(lines)
+
+
+def compacted_history(summary: str, plan: CompactionPlan) -> list[Message]:
+    """Summary + recent turns, as the model request's history. The summary rides in a user
+    message: merged into the first kept message when that is a user turn, otherwise before it
+    (so roles still alternate)."""
+    note = TextBlock(text=f"{SUMMARY_HEADER}\n\n{summary.strip()}")
+    first = plan.kept[0]
+    if first.role is Role.USER:
+        merged = first.model_copy(update={"content": [note, *first.content]})
+        return [merged, *plan.kept[1:]]
+    anchor = plan.summarised[-1]
+    summary_message = Message(
+        id=f"{anchor.id}:summary",
+        run_id=first.run_id,
+        job_id=first.job_id,
+        position=first.position,
+        role=Role.USER,
+        content=[note],
+        created_at=first.created_at,
+    )
+    return [summary_message, *plan.kept]
