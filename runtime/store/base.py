@@ -125,6 +125,26 @@ class RecoveryReport(BaseModel):
     """Runs that were queued by a process that died before running them."""
 
 
+class FileSnapshot(BaseModel):
+    """A file an approved ``write_file``/``edit_file`` changed: its content before (and, once
+    the call finished, after) as blob digests; ``None`` digests mean "no file"."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    job_id: str
+    run_id: str
+    tool_call_id: str
+    path: str
+    """Relative to the job's workspace."""
+    before_sha256: str | None
+    after_sha256: str | None
+    after_recorded: bool
+    """Whether ``after_sha256`` is known (False if the process stopped during the write)."""
+    checkpoint_n: int
+    created_at: float
+
+
 @runtime_checkable
 class Store(Protocol):
     # --- lifecycle ---------------------------------------------------------------------------
@@ -301,16 +321,28 @@ class Store(Protocol):
     async def get_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
 
     async def list_jobs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        archived: bool | None = False,
     ) -> Page[Job]:
         """Jobs newest first (by last activity), keyset-paged; ``state`` filters on the job's
-        latest root run."""
+        latest root run; ``archived``: False (default) hides archived jobs, True lists only
+        them, None lists both."""
         ...
 
     async def list_runs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        archived: bool | None = False,
     ) -> Page[Run]:
-        """Runs newest first across jobs, keyset-paged."""
+        """Runs newest first across jobs, keyset-paged; ``archived`` as in ``list_jobs`` (on
+        the run's job)."""
         ...
 
     async def job_runs(self, job_id: str) -> list[Run]:
@@ -357,4 +389,41 @@ class Store(Protocol):
 
     async def child_run_for_tool_call(self, tool_call_id: str) -> Run | None:
         """The child run a delegation tool call created, if any (recovery re-attaches)."""
+        ...
+
+    # --- archive and delete ------------------------------------------------------------------
+
+    async def set_job_archived(self, job_id: str, archived: bool) -> Job:
+        """Archive or unarchive a job; archived jobs are hidden from ``list_jobs`` and
+        ``list_runs`` unless asked. A job with an open run cannot be archived."""
+        ...
+
+    async def delete_job(self, job_id: str) -> dict[str, int]:
+        """Remove an archived job and every row of it in one transaction; rows removed by kind."""
+        ...
+
+    # --- blobs and file snapshots --------------------------------------------------------------
+
+    async def put_blob(self, data: bytes, media_type: str) -> str:
+        """Store bytes once under their SHA-256 (hex), returned."""
+        ...
+
+    async def get_blob(self, sha256: str) -> tuple[str, bytes]:
+        """The media type and bytes of a blob."""
+        ...
+
+    async def record_file_snapshot(
+        self, tool_call_id: str, path: str, before: bytes | None
+    ) -> FileSnapshot:
+        """The content of a file before a tool call changes it (idempotent per call and path)."""
+        ...
+
+    async def record_file_after(self, tool_call_id: str, path: str, after: bytes | None) -> None:
+        """What the tool call left in the file."""
+        ...
+
+    async def list_file_snapshots(self, job_id: str) -> list[FileSnapshot]: ...
+
+    async def checkpoint_order(self, checkpoint_id: str) -> int:
+        """The checkpoint's position in the global checkpoint order."""
         ...

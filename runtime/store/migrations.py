@@ -249,6 +249,40 @@ _V4_TOOL_CALL_INDEXES = (
     "CREATE INDEX tool_calls_open ON tool_calls (run_id, n) WHERE state IN ('pending', 'running')",
 )
 
+_V5_BLOBS_FILE_SNAPSHOTS = (
+    # Content-addressed bytes, stored once (file snapshots for rewinding; images).
+    """
+    CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY,
+        media_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        created_at TEXT NOT NULL
+    )
+    """,
+    # One row per file an approved write_file / edit_file is about to change: its content
+    # before (a blob, NULL when the file did not exist) and, once the tool finished, after.
+    # ``checkpoint_n`` is the newest checkpoint row when the write was recorded: a write is
+    # "after checkpoint C" when checkpoint_n >= C.n.
+    """
+    CREATE TABLE file_snapshots (
+        n INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL REFERENCES jobs (id),
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        tool_call_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        before_sha256 TEXT REFERENCES blobs (sha256),
+        after_sha256 TEXT REFERENCES blobs (sha256),
+        after_recorded INTEGER NOT NULL DEFAULT 0,
+        checkpoint_n INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        UNIQUE (tool_call_id, path)
+    )
+    """,
+    "CREATE INDEX file_snapshots_by_job ON file_snapshots (job_id, n)",
+    "CREATE INDEX jobs_archived ON jobs (archived) WHERE archived = 1",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -256,6 +290,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         4, "indexes for the tool calls of a message and the open ones", _V4_TOOL_CALL_INDEXES
     ),
+    Migration(5, "blobs, file snapshots for rewinding, archived jobs", _V5_BLOBS_FILE_SNAPSHOTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -64,6 +64,7 @@ from runtime.models import (
 )
 from runtime.states import check_input, check_run, check_tool
 from runtime.store.base import (
+    FileSnapshot,
     NewInputRequest,
     NewMessage,
     NewRun,
@@ -1107,12 +1108,20 @@ class SqliteStore:
         )
 
     async def list_jobs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        archived: bool | None = False,
     ) -> Page[Job]:
         limit = max(1, limit)
         sql = "SELECT * FROM jobs"
         where: list[str] = []
         params: list[Any] = []
+        if archived is not None:
+            where.append("archived = ?")
+            params.append(int(archived))
         if state is not None:
             where.append("latest_run_state = ?")
             params.append(RunState(state).value)
@@ -1136,12 +1145,20 @@ class SqliteStore:
         return await self._call(read)
 
     async def list_runs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        archived: bool | None = False,
     ) -> Page[Run]:
         limit = max(1, limit)
         sql = "SELECT * FROM runs"
         where: list[str] = []
         params: list[Any] = []
+        if archived is not None:
+            where.append("job_id IN (SELECT id FROM jobs WHERE archived = ?)")
+            params.append(int(archived))
         if state is not None:
             where.append("state = ?")
             params.append(RunState(state).value)
@@ -1317,6 +1334,187 @@ class SqliteStore:
 
         return await self._call(read)
 
+    # --- archive and delete (DESIGN §5: deletion is explicit, archive first) -------------------
+
+    async def set_job_archived(self, job_id: str, archived: bool) -> Job:
+        """Archive (hide) or unarchive a job. A job with a run still queued, running or
+        waiting for input cannot be archived (cancel it first)."""
+
+        def tx(conn: Conn) -> Job:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise errors.JobNotFound(f"job {job_id} not found")
+            if archived:
+                busy = conn.execute(
+                    "SELECT id, state FROM runs WHERE job_id = ? AND state IN (?, ?, ?)"
+                    " ORDER BY n LIMIT 1",
+                    (job_id, *(state.value for state in _OPEN_RUN_STATES)),
+                ).fetchone()
+                if busy is not None:
+                    raise errors.ConflictError(
+                        f"job {job_id} has a run that is {busy['state']} ({busy['id']}); "
+                        "cancel it or let it finish before archiving"
+                    )
+            if bool(row["archived"]) != archived:
+                conn.execute("UPDATE jobs SET archived = ? WHERE id = ?", (int(archived), job_id))
+            return _job(conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+
+        return await self._write(tx)
+
+    async def delete_job(self, job_id: str) -> dict[str, int]:
+        """Delete an ARCHIVED job and every row of it (runs, messages and their search index,
+        tool calls, requests, checkpoints, drafts, events, file snapshots and the blobs only
+        they used) in one transaction. Returns the number of rows removed per kind. Refused
+        for a job that is not archived, or whose runs another job's fork reads as history."""
+
+        def tx(conn: Conn) -> dict[str, int]:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise errors.JobNotFound(f"job {job_id} not found")
+            if not row["archived"]:
+                raise errors.ConflictError(
+                    f"job {job_id} is not archived; archive it first (agent-tui archive {job_id})"
+                )
+            forks = conn.execute(
+                "SELECT DISTINCT r.job_id FROM runs AS r JOIN runs AS h ON h.id = r.history_run_id"
+                " WHERE h.job_id = ? AND r.job_id != ? ORDER BY r.job_id",
+                (job_id, job_id),
+            ).fetchall()
+            if forks:
+                names = ", ".join(f["job_id"] for f in forks)
+                raise errors.ConflictError(
+                    f"job {job_id} is the history of the forked job(s) {names}; delete those first"
+                )
+            removed: dict[str, int] = {}
+            run_ids = "SELECT id FROM runs WHERE job_id = ?"
+            blob_candidates = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT before_sha256 FROM file_snapshots WHERE job_id = ?"
+                    " AND before_sha256 IS NOT NULL UNION"
+                    " SELECT after_sha256 FROM file_snapshots WHERE job_id = ?"
+                    " AND after_sha256 IS NOT NULL",
+                    (job_id, job_id),
+                )
+            ]
+            for table, where in (
+                ("file_snapshots", "job_id = ?"),
+                ("drafts", f"run_id IN ({run_ids})"),
+                ("events", "job_id = ?"),
+                ("input_requests", "job_id = ?"),
+                ("checkpoints", "job_id = ?"),
+                ("tool_calls", "job_id = ?"),
+                ("messages", "job_id = ?"),
+            ):
+                removed[table] = conn.execute(
+                    f"DELETE FROM {table} WHERE {where}", (job_id,)
+                ).rowcount
+            # Runs reference each other (parent, history, retry): clear those links first.
+            conn.execute(
+                "UPDATE runs SET parent_run_id = NULL, history_run_id = NULL,"
+                " retry_of_run_id = NULL WHERE job_id = ?",
+                (job_id,),
+            )
+            removed["runs"] = conn.execute("DELETE FROM runs WHERE job_id = ?", (job_id,)).rowcount
+            removed["jobs"] = conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,)).rowcount
+            blobs = 0
+            for sha in blob_candidates:
+                still_used = conn.execute(
+                    "SELECT 1 FROM file_snapshots WHERE before_sha256 = ? OR after_sha256 = ?"
+                    " UNION ALL SELECT 1 FROM messages WHERE instr(content, ?) > 0 LIMIT 1",
+                    (sha, sha, sha),
+                ).fetchone()
+                if still_used is None:
+                    blobs += conn.execute("DELETE FROM blobs WHERE sha256 = ?", (sha,)).rowcount
+            removed["blobs"] = blobs
+            return removed
+
+        return await self._write(tx)
+
+    # --- blobs (content-addressed, stored once) --------------------------------------------------
+
+    async def put_blob(self, data: bytes, media_type: str) -> str:
+        """Store ``data`` once under its SHA-256 (hex); returns the digest."""
+        sha = hashlib.sha256(data).hexdigest()
+        created = _iso_now(self._now())
+
+        def tx(conn: Conn) -> str:
+            _insert_blob(conn, sha, data, media_type, created)
+            return sha
+
+        return await self._write(tx)
+
+    async def get_blob(self, sha256: str) -> tuple[str, bytes]:
+        """The media type and bytes stored under ``sha256``."""
+
+        def read(conn: Conn) -> tuple[str, bytes]:
+            row = conn.execute(
+                "SELECT media_type, data FROM blobs WHERE sha256 = ?", (sha256,)
+            ).fetchone()
+            if row is None:
+                raise errors.NotFoundError(f"blob {sha256} not found")
+            return str(row["media_type"]), bytes(row["data"])
+
+        return await self._call(read)
+
+    # --- file snapshots (rewinding files) ---------------------------------------------------------
+
+    async def record_file_snapshot(
+        self, tool_call_id: str, path: str, before: bytes | None
+    ) -> FileSnapshot:
+        """Record the content of ``path`` (workspace-relative) before the tool call changes it
+        (``None``: it did not exist), its blob stored once. Idempotent per (call, path): a
+        resumed call keeps the first snapshot."""
+        now = self._now()
+        created = _iso_now(now)
+
+        def tx(conn: Conn) -> FileSnapshot:
+            return _tx_file_snapshot(conn, now, created, tool_call_id, path, before)
+
+        return await self._write(tx)
+
+    async def record_file_after(self, tool_call_id: str, path: str, after: bytes | None) -> None:
+        """Record what the tool call left in ``path`` (``None``: no file)."""
+        created = _iso_now(self._now())
+
+        def tx(conn: Conn) -> None:
+            sha = None
+            if after is not None:
+                sha = hashlib.sha256(after).hexdigest()
+                _insert_blob(conn, sha, after, "application/octet-stream", created)
+            conn.execute(
+                "UPDATE file_snapshots SET after_sha256 = ?, after_recorded = 1"
+                " WHERE tool_call_id = ? AND path = ?",
+                (sha, tool_call_id, path),
+            )
+
+        await self._write(tx)
+
+    async def list_file_snapshots(self, job_id: str) -> list[FileSnapshot]:
+        """Every file snapshot of a job, oldest first."""
+
+        def read(conn: Conn) -> list[FileSnapshot]:
+            rows = conn.execute(
+                "SELECT * FROM file_snapshots WHERE job_id = ? ORDER BY n", (job_id,)
+            )
+            return [_file_snapshot(r) for r in rows]
+
+        return await self._call(read)
+
+    async def checkpoint_order(self, checkpoint_id: str) -> int:
+        """The checkpoint's place in the global order of checkpoints (compared with
+        ``FileSnapshot.checkpoint_n``)."""
+
+        def read(conn: Conn) -> int:
+            row = conn.execute(
+                "SELECT n FROM checkpoints WHERE id = ?", (checkpoint_id,)
+            ).fetchone()
+            if row is None:
+                raise errors.CheckpointNotFound(f"checkpoint {checkpoint_id} not found")
+            return int(row[0])
+
+        return await self._call(read)
+
 
 async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> SqliteStore:
     """Open (creating and migrating if needed) the store at ``path``."""
@@ -1326,6 +1524,62 @@ async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> 
 
 
 # --- helpers run on the connection thread, inside a transaction ---------------------------------
+
+
+def _iso_now(now: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(now, tz=datetime.UTC).isoformat()
+
+
+def _insert_blob(conn: Conn, sha: str, data: bytes, media_type: str, created: str) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO blobs (sha256, media_type, size, data, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (sha, media_type, len(data), data, created),
+    )
+
+
+def _file_snapshot(row: sqlite3.Row) -> FileSnapshot:
+    return FileSnapshot(
+        n=row["n"],
+        job_id=row["job_id"],
+        run_id=row["run_id"],
+        tool_call_id=row["tool_call_id"],
+        path=row["path"],
+        before_sha256=row["before_sha256"],
+        after_sha256=row["after_sha256"],
+        after_recorded=bool(row["after_recorded"]),
+        checkpoint_n=row["checkpoint_n"],
+        created_at=row["created_at"],
+    )
+
+
+def _tx_file_snapshot(
+    conn: Conn, now: float, created: str, tool_call_id: str, path: str, before: bytes | None
+) -> FileSnapshot:
+    existing = conn.execute(
+        "SELECT * FROM file_snapshots WHERE tool_call_id = ? AND path = ?", (tool_call_id, path)
+    ).fetchone()
+    if existing is not None:
+        return _file_snapshot(existing)
+    call = conn.execute(
+        "SELECT run_id, job_id FROM tool_calls WHERE id = ?", (tool_call_id,)
+    ).fetchone()
+    if call is None:
+        raise errors.ToolCallNotFound(f"tool call {tool_call_id} not found")
+    sha = None
+    if before is not None:
+        sha = hashlib.sha256(before).hexdigest()
+        _insert_blob(conn, sha, before, "application/octet-stream", created)
+    newest = conn.execute("SELECT coalesce(max(n), 0) FROM checkpoints").fetchone()[0]
+    cursor = conn.execute(
+        "INSERT INTO file_snapshots (job_id, run_id, tool_call_id, path, before_sha256,"
+        " checkpoint_n, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (call["job_id"], call["run_id"], tool_call_id, path, sha, newest, now),
+    )
+    row = conn.execute("SELECT * FROM file_snapshots WHERE n = ?", (cursor.lastrowid,)).fetchone()
+    return _file_snapshot(row)
 
 
 def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from runtime.answers import parse_cli_answer
 from runtime.api import Runtime
-from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
@@ -188,7 +188,10 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
     state = RunState(args.state) if args.state else None
-    page = await runtime.list_runs(limit=args.limit, state=state)
+    if getattr(args, "archived", False):
+        page = await runtime.store.list_runs(limit=args.limit, state=state, archived=None)
+    else:
+        page = await runtime.list_runs(limit=args.limit, state=state)
     titles: dict[str, str] = {}
     for run in page.items:
         if run.job_id not in titles:
@@ -257,6 +260,71 @@ async def cmd_export(ctx: Context, runtime: Runtime, args: Any) -> int:
     return EXIT_OK
 
 
+# --- archive and delete (DESIGN §5) -------------------------------------------------------------
+
+
+async def cmd_archive(ctx: Context, runtime: Runtime, args: Any) -> int:
+    job = await runtime.store.set_job_archived(args.job_id, True)
+    ctx.print(f"Archived job {job.id} ({job.title}); agent-tui unarchive {job.id} brings it back.")
+    return EXIT_OK
+
+
+async def cmd_unarchive(ctx: Context, runtime: Runtime, args: Any) -> int:
+    job = await runtime.store.set_job_archived(args.job_id, False)
+    ctx.print(f"Unarchived job {job.id} ({job.title}).")
+    return EXIT_OK
+
+
+_REMOVED_NAMES = (
+    ("runs", "run", "runs"),
+    ("messages", "message", "messages"),
+    ("tool_calls", "tool call", "tool calls"),
+    ("input_requests", "request", "requests"),
+    ("checkpoints", "checkpoint", "checkpoints"),
+    ("drafts", "draft", "drafts"),
+    ("events", "event", "events"),
+    ("file_snapshots", "file snapshot", "file snapshots"),
+    ("blobs", "stored file content", "stored file contents"),
+)
+
+
+def removed_summary(removed: dict[str, int]) -> str:
+    parts = [
+        f"{removed[key]} {one if removed[key] == 1 else many}"
+        for key, one, many in _REMOVED_NAMES
+        if removed.get(key)
+    ]
+    return ", ".join(parts) if parts else "no other rows"
+
+
+async def cmd_delete(ctx: Context, runtime: Runtime, args: Any) -> int:
+    job = await runtime.get_job(args.job_id)
+    if not job.archived:
+        raise ConflictError(
+            f"job {job.id} is not archived; only archived jobs can be deleted "
+            f"(agent-tui archive {job.id} first)"
+        )
+    if not args.yes:
+        if not ctx.interactive:
+            raise InvalidInput(
+                f"deleting job {job.id} cannot be undone: pass --yes to confirm "
+                "(stdin is not a terminal, so agent-tui cannot ask)"
+            )
+        runs = await runtime.store.job_runs(job.id)
+        ctx.err.write(
+            f"Delete job {job.id} ({job.title}) with its {len(runs)} run"
+            f"{'' if len(runs) == 1 else 's'}, for good? [y/N] "
+        )
+        ctx.err.flush()
+        line = await StdinLines().readline()
+        if (line or "").strip().lower() not in ("y", "yes"):
+            ctx.say("Nothing deleted.")
+            return EXIT_OK
+    removed = await runtime.store.delete_job(job.id)
+    ctx.print(f"Deleted job {job.id} ({job.title}): {removed_summary(removed)}.")
+    return EXIT_OK
+
+
 COMMANDS = {
     "run": cmd_run,
     "runs": cmd_runs,
@@ -267,5 +335,8 @@ COMMANDS = {
     "fork": cmd_fork,
     "cancel": cmd_cancel,
     "export": cmd_export,
+    "archive": cmd_archive,
+    "unarchive": cmd_unarchive,
+    "delete": cmd_delete,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})

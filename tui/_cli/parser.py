@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--state", metavar="S", choices=RUN_STATES, help=", ".join(RUN_STATES))
     runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
     json_option(runs, "one JSON object per run")
+    runs.add_argument("--archived", action="store_true", help="include the runs of archived jobs")
 
     show = command("show", "one run: state, messages, tool calls, open request")
     show.add_argument("run_id", metavar="RUN_ID")
@@ -125,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     export = command("export", "export a job to stdout")
     export.add_argument("job_id", metavar="JOB_ID")
     export.add_argument("--format", choices=["md", "json"], default="md")
+
+    archive = command("archive", "hide a job from the browser and `runs` (undo with unarchive)")
+    archive.add_argument("job_id", metavar="JOB_ID")
+
+    unarchive = command("unarchive", "bring an archived job back")
+    unarchive.add_argument("job_id", metavar="JOB_ID")
+
+    delete = command("delete", "delete an archived job and everything of it, for good")
+    delete.add_argument("job_id", metavar="JOB_ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     command("doctor", "check the database, config, keys and MCP servers")
     return parser

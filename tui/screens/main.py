@@ -173,6 +173,7 @@ class MainScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("f", "fork", "Fork", show=False),
         Binding("e", "export", "Export", show=False),
+        Binding("x", "archive_job", "Archive job", show=False),
         Binding("s", "cycle_filter", "Filter", show=False),
         Binding("slash", "search", "Search", key_display="/", show=False),
         Binding("p", "parent_run", "Parent run"),
@@ -946,6 +947,29 @@ class MainScreen(Screen[None]):
         path = self.agent_app.settings.workspace / f"agent-tui-{slug}-{job_id[:8]}.md"
         write_atomically(path, text)
         self.notify(f"Exported to {path}", title="Export")
+
+    def action_archive_job(self) -> None:
+        node = self.job_tree.cursor_node
+        job = node.data.job if node is not None and isinstance(node.data, JobEntry) else None
+        job = job or self.selected_job
+        if job is None:
+            self.notify("Select a job first.", severity="warning")
+            return
+        self._archive(job.id)
+
+    @work(exit_on_error=False, group="archive")
+    async def _archive(self, job_id: str) -> None:
+        try:
+            job = await self.runtime.store.set_job_archived(job_id, True)
+        except AgentTuiError as exc:
+            self.notify(str(exc), title="Not archived", severity="warning")
+            return
+        self.notify(
+            f"Archived {job.title!r}: hidden here and from `agent-tui runs`; "
+            f"`agent-tui unarchive {job.id}` brings it back.",
+            title="Archived",
+        )
+        self.load_jobs(None, first=True)
 
     def action_cycle_filter(self) -> None:
         index = STATE_FILTERS.index(self.state_filter)

@@ -1,0 +1,133 @@
+"""`agent-tui archive / unarchive / delete` and `runs --archived` (DESIGN §5: deletion is an
+explicit action on an archived job; nothing else deletes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+
+from runtime.store.sqlite import SqliteStore
+from tests.cli.harness import Cli, boundary_of, json_lines
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "summarise this folder for the archive test"
+
+
+def _job_waiting(cli: Cli) -> tuple[str, str]:
+    """A job whose demo run stops at its question: (job id, run id)."""
+    result = cli.run("run", PROMPT, "--json", "--model", "demo:instant")
+    assert result.returncode == 3, result.stderr
+    run_id = boundary_of(json_lines(result.stdout))["run_id"]
+    shown = cli.run("show", run_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)["job"]["id"], run_id
+
+
+def _finished_job(cli: Cli) -> tuple[str, str]:
+    job_id, run_id = _job_waiting(cli)
+    cancelled = cli.run("cancel", run_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    return job_id, run_id
+
+
+def _listed_run_ids(cli: Cli, *extra: str) -> set[str]:
+    result = cli.run("runs", "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    return {row["id"] for row in json_lines(result.stdout)}
+
+
+def _count(cli: Cli, sql: str, *params: str) -> int:
+    with sqlite3.connect(cli.db) as conn:
+        return int(conn.execute(sql, params).fetchone()[0])
+
+
+def _search(cli: Cli, text: str) -> list[str]:
+    async def go() -> list[str]:
+        async with SqliteStore(cli.db) as store:
+            return [hit.job_id for hit in await store.search_messages(text)]
+
+    return asyncio.run(go())
+
+
+def test_an_archived_job_is_hidden_from_runs_unless_archived_is_asked(cli: Cli) -> None:
+    job_id, run_id = _finished_job(cli)
+    assert run_id in _listed_run_ids(cli)
+
+    archived = cli.run("archive", job_id)
+    assert archived.returncode == 0, archived.stderr
+    assert f"Archived job {job_id}" in archived.stdout
+    assert run_id not in _listed_run_ids(cli)
+    assert run_id in _listed_run_ids(cli, "--archived")
+
+    restored = cli.run("unarchive", job_id)
+    assert restored.returncode == 0, restored.stderr
+    assert run_id in _listed_run_ids(cli)
+
+
+def test_a_job_waiting_for_input_cannot_be_archived(cli: Cli) -> None:
+    job_id, run_id = _job_waiting(cli)
+    result = cli.run("archive", job_id)
+    assert result.returncode == 2
+    assert "input_required" in result.stderr and "cancel it" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _count(cli, "SELECT archived FROM jobs WHERE id = ?", job_id) == 0
+
+
+def test_delete_is_refused_on_a_job_that_is_not_archived(cli: Cli) -> None:
+    job_id, _ = _finished_job(cli)
+    before = _count(cli, "SELECT count(*) FROM messages WHERE job_id = ?", job_id)
+    result = cli.run("delete", job_id, "--yes")
+    assert result.returncode == 2
+    assert "not archived" in result.stderr and f"agent-tui archive {job_id}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _count(cli, "SELECT count(*) FROM messages WHERE job_id = ?", job_id) == before > 0
+
+
+def test_delete_without_yes_off_a_terminal_refuses_and_keeps_the_job(cli: Cli) -> None:
+    job_id, _ = _finished_job(cli)
+    assert cli.run("archive", job_id).returncode == 0
+    result = cli.run("delete", job_id, input="y\n")
+    assert result.returncode == 2
+    assert "--yes" in result.stderr
+    assert _count(cli, "SELECT count(*) FROM jobs WHERE id = ?", job_id) == 1
+
+
+def test_delete_removes_every_row_of_the_job_and_its_search_hits_only(cli: Cli) -> None:
+    kept_job, kept_run = _finished_job(cli)
+    job_id, run_id = _finished_job(cli)
+    assert job_id != kept_job
+    word = "folder"
+    assert {job_id, kept_job} <= set(_search(cli, word))
+    assert cli.run("archive", job_id).returncode == 0
+
+    result = cli.run("delete", job_id, "--yes")
+    assert result.returncode == 0, result.stderr
+    assert f"Deleted job {job_id}" in result.stdout
+    assert "1 run" in result.stdout and "messages" in result.stdout
+
+    for table in ("runs", "messages", "tool_calls", "input_requests", "checkpoints", "events"):
+        assert _count(cli, f"SELECT count(*) FROM {table} WHERE job_id = ?", job_id) == 0, table
+    assert _count(cli, "SELECT count(*) FROM jobs WHERE id = ?", job_id) == 0
+    assert _count(cli, "SELECT count(*) FROM drafts WHERE run_id = ?", run_id) == 0
+    hits = _search(cli, word)
+    assert job_id not in hits and kept_job in hits
+    # The search index holds exactly one row per remaining message.
+    assert _count(cli, "SELECT count(*) FROM messages_fts") == _count(
+        cli, "SELECT count(*) FROM messages"
+    )
+    with sqlite3.connect(cli.db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    assert kept_run in _listed_run_ids(cli)
+    assert cli.run("show", run_id).returncode == 2
+
+
+def test_archive_of_an_unknown_job_is_one_clear_line(cli: Cli) -> None:
+    result = cli.run("archive", "job_nope")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "job_nope" in result.stderr
