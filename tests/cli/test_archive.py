@@ -69,7 +69,7 @@ def test_an_archived_job_is_hidden_from_runs_unless_archived_is_asked(cli: Cli) 
 
 
 def test_a_job_waiting_for_input_cannot_be_archived(cli: Cli) -> None:
-    job_id, run_id = _job_waiting(cli)
+    job_id, _ = _job_waiting(cli)
     result = cli.run("archive", job_id)
     assert result.returncode == 2
     assert "input_required" in result.stderr and "cancel it" in result.stderr
