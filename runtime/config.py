@@ -6,8 +6,8 @@ workspace's ``.mcp.json`` (MCP servers only, Claude Code's format), then the wor
 server is taken whole from the last file that names it. ``AGENT_TUI_MODEL`` overrides
 ``defaults.model``. Every problem is a ``ConfigError`` naming the file, the line and the key.
 
-Config files are edited as text (there is no TOML writer): a new value replaces exactly the text
-of the old one, so comments and layout survive; writes are atomic (temp file, then rename).
+Config files are edited with ``tomlkit`` (``runtime.config_edit``), so comments and layout
+survive; writes are atomic (temp file, then rename).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from runtime.config_edit import add_to_toml_array as add_to_toml_array
+from runtime.config_edit import remove_from_toml_array as remove_from_toml_array
+from runtime.config_edit import set_toml_value
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
 
@@ -527,7 +530,7 @@ def _check_references(config: Config, scanned: list[tuple[Path, list[_TomlItem]]
                 fail("an agent cannot delegate to itself", ("agents", agent_name, "delegates"))
 
 
-# === TOML as text: locating keys and careful edits ===========================================
+# === TOML as text: locating keys (for error messages) =========================================
 
 
 @dataclass(frozen=True)
@@ -719,176 +722,6 @@ def _line_in_toml(
         if 0 <= index < len(best.element_lines):
             line = best.element_lines[index]
     return line
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ConfigError(f"cannot store {value!r} in a config file")
-        return repr(value)
-    if isinstance(value, str):
-        # JSON string escapes are valid TOML basic-string escapes; TOML also wants DEL escaped.
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise ConfigError(f"cannot store a {type(value).__name__} in a config file")
-
-
-def _end_of_line(text: str, offset: int) -> int:
-    """The offset just past the newline ending the line that holds ``offset`` (or the end)."""
-    newline = text.find("\n", offset)
-    return len(text) if newline < 0 else newline + 1
-
-
-def _checked_edit(original: str, edited: str, path: Path | None, what: str) -> str:
-    """``edited`` if it is still valid TOML; a clear error (and no write) otherwise."""
-    try:
-        tomllib.loads(edited)
-    except tomllib.TOMLDecodeError:
-        raise ConfigError(
-            f"cannot update this file automatically ({what}); please edit it by hand",
-            file=str(path) if path else None,
-        ) from None
-    return edited
-
-
-def set_toml_value(
-    text: str, table: tuple[str, ...], key: str, value: Any, *, path: Path | None = None
-) -> str:
-    """``text`` with ``key = value`` in ``[table]``: the old value's text replaced in place,
-    or the line added to the table (the table appended if missing). The rest is untouched."""
-    items = _TomlScanner(text).items()
-    full = (*table, key)
-    rendered = _toml_value(value)
-    for item in items:
-        if not item.is_header and item.path == full:
-            edited = text[: item.value_start] + rendered + text[item.value_end :]
-            return _checked_edit(text, edited, path, f"set {'.'.join(full)}")
-    line = f"{_bare_or_quoted(key)} = {rendered}\n"
-    headers = [item for item in items if item.is_header and item.path == table]
-    if headers:
-        header = headers[-1]
-        members = [
-            item
-            for item in items
-            if not item.is_header and item.start > header.start and item.path[:-1] == table
-        ]
-        after = members[-1].value_end if members else header.start
-        at = _end_of_line(text, after)
-        prefix = "" if at == 0 or text[at - 1] == "\n" else "\n"
-        edited = text[:at] + prefix + line + text[at:]
-    else:
-        separator = (
-            "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        )
-        heading = "[" + ".".join(_bare_or_quoted(part) for part in table) + "]\n"
-        edited = text + separator + heading + line
-    return _checked_edit(text, edited, path, f"set {'.'.join(full)}")
-
-
-def _bare_or_quoted(key: str) -> str:
-    return key if key and all(char in _BARE_KEY for char in key) else _toml_value(key)
-
-
-def _array_item(text: str, full: tuple[str, ...], path: Path | None) -> _TomlItem | None:
-    for item in _TomlScanner(text).items():
-        if not item.is_header and item.path == full:
-            if item.elements is None:
-                raise ConfigError(
-                    "is not a list", file=str(path) if path else None, key=".".join(full)
-                )
-            return item
-    return None
-
-
-def add_to_toml_array(
-    text: str, table: tuple[str, ...], key: str, value: str, *, path: Path | None = None
-) -> str:
-    """``text`` with ``value`` appended to the list ``[table] key``, keeping its layout and
-    comments; the key (and table) are created when missing. No change if already present."""
-    current = tomllib.loads(text) if text.strip() else {}
-    node: Any = current
-    for part in (*table, key):
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, list) and value in node:
-        return text
-    full = (*table, key)
-    item = _array_item(text, full, path)
-    if item is None:
-        return set_toml_value(text, table, key, [value], path=path)
-    assert item.elements is not None
-    rendered = _toml_value(value)
-    if not item.elements:
-        at = item.value_start + 1
-        edited = text[:at] + rendered + text[at:]
-        return _checked_edit(text, edited, path, f"add to {'.'.join(full)}")
-    last_start, last_end = item.elements[-1]
-    line_start = text.rfind("\n", 0, last_start) + 1
-    indent = text[line_start:last_start]
-    line_end = _end_of_line(text, last_end)
-    rest_of_line = text[last_end:line_end]
-    own_line = (
-        "\n" in text[item.value_start : item.value_end]
-        and not indent.strip()
-        and rest_of_line.split("#", 1)[0].strip() in ("", ",")
-    )
-    if own_line:
-        # A list written one element per line: add a line after the last element.
-        comma = "" if rest_of_line.split("#", 1)[0].strip() == "," else ","
-        edited = (
-            text[:last_end]
-            + comma
-            + text[last_end:line_end]
-            + f"{indent}{rendered},\n"
-            + text[line_end:]
-        )
-    else:
-        edited = text[:last_end] + f", {rendered}" + text[last_end:]
-    return _checked_edit(text, edited, path, f"add to {'.'.join(full)}")
-
-
-def remove_from_toml_array(
-    text: str, table: tuple[str, ...], key: str, value: str, *, path: Path | None = None
-) -> str:
-    """``text`` without the elements equal to ``value`` in the list ``[table] key``."""
-    full = (*table, key)
-    while True:
-        item = _array_item(text, full, path)
-        if item is None or not item.elements:
-            return text
-        match = next(
-            (
-                span
-                for span in item.elements
-                if tomllib.loads(f"v = {text[span[0] : span[1]]}")["v"] == value
-            ),
-            None,
-        )
-        if match is None:
-            return text
-        start, end = match
-        after = end
-        while after < len(text) and text[after] in " \t":
-            after += 1
-        if after < len(text) and text[after] == ",":
-            end = after + 1
-            while end < len(text) and text[end] in " \t":
-                end += 1
-        else:
-            before = len(text[:start].rstrip(" \t\r\n"))
-            if before > 0 and text[before - 1] == ",":
-                start = before - 1
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = _end_of_line(text, end)
-        remainder = text[line_start:start] + text[end:line_end]
-        if not remainder.strip():
-            start, end = line_start, line_end
-        edited = text[:start] + text[end:]
-        text = _checked_edit(text, edited, path, f"remove from {'.'.join(full)}")
 
 
 def read_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
