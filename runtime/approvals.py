@@ -6,8 +6,9 @@ writes and shell ask). Rules are tool names or fnmatch patterns (``shell``, ``wr
 ``server__*``, ``*``).
 
 "Allow always in this workspace" is a visible, revocable rule: the tool's name in
-``[permissions] allow`` of the workspace's ``agent-tui.toml``, added and removed by careful text
-edits that keep the rest of the file (and its comments) as it was.
+``[permissions] allow`` of the workspace's ``agent-tui.toml``, added and removed with tomlkit so
+the rest of the file (and its comments) stays as it was. ``runtime.permissions`` lists every
+rule with its file, revokes them, and re-reads changed files before each decision.
 """
 
 from __future__ import annotations

@@ -181,7 +181,16 @@ class AgentTuiApp(App[int]):
         ]
         for title, help_text, action in commands:
             yield SystemCommand(title, help_text, lambda a=action: self._main_action(a))
+        yield SystemCommand(
+            "Permissions", "Every allow / ask / deny rule, revocable", self.action_permissions
+        )
         yield SystemCommand("Help", "List every key", self.action_help)
+
+    def action_permissions(self) -> None:
+        from tui.screens.permissions import PermissionsScreen
+
+        if not isinstance(self.screen, PermissionsScreen):
+            self.push_screen(PermissionsScreen(self.settings.workspace))
 
 
 GC_GEN0_THRESHOLD = 5000

@@ -153,8 +153,9 @@ class Catalog:
 
     def decide(self, name: str, tool: Tool, allowed_here: set[str], workspace: str) -> Decision:
         from runtime.approvals import ApprovalPolicy
+        from runtime.permissions import current_permissions
 
-        permissions = self.config_for(workspace).permissions
+        permissions = current_permissions(Path(workspace), self.config_for(workspace))
         policy = ApprovalPolicy(permissions, run_allowed=allowed_here)
         return policy.decide(name, default=tool.approval_default)
 

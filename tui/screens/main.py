@@ -651,6 +651,9 @@ class MainScreen(Screen[None]):
     # --- composer, prompts ---------------------------------------------------------------------
     @on(Composer.Submitted)
     def _composer_submitted(self, message: Composer.Submitted) -> None:
+        if message.text.strip() == "/permissions":
+            self.agent_app.action_permissions()
+            return
         self._submit(message.text, message.follow_up_job_id)
 
     @work(exit_on_error=False, group="start")

@@ -1,0 +1,190 @@
+"""Permission rules as a person sees them (DESIGN §8, §10): every rule, the file it lives in,
+revocable; and the permissions in force right now, re-read when a file changed.
+
+Rules live in ``[permissions] allow / ask / deny`` of the user's ``config.toml`` and of the
+workspace's ``agent-tui.toml``. ``current_permissions`` is consulted before every approval
+decision: it compares each file's (mtime, size, inode) with what it last read, so an edit by
+hand, a rule revoked on the permissions screen or by another process takes effect for the next
+tool call without a restart, and an unchanged file costs two ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from runtime.config import (
+    Config,
+    Permissions,
+    read_toml_file,
+    remove_from_toml_array,
+    user_config_path,
+    workspace_config_path,
+)
+from runtime.errors import ConfigError
+from runtime.fileio import write_text_atomically
+
+__all__ = [
+    "PermissionRule",
+    "RuleKind",
+    "RuleSource",
+    "current_permissions",
+    "list_rules",
+    "revoke_rule",
+]
+
+log = logging.getLogger(__name__)
+
+RuleKind = Literal["allow", "ask", "deny"]
+RuleSource = Literal["user", "workspace"]
+RULE_KINDS: tuple[RuleKind, ...] = ("deny", "ask", "allow")
+
+
+@dataclass(frozen=True)
+class PermissionRule:
+    pattern: str
+    kind: RuleKind
+    source: RuleSource
+    path: Path
+    """The file the rule is saved in."""
+
+    def describe(self) -> str:
+        where = "user config" if self.source == "user" else "workspace"
+        return f"{self.kind} {self.pattern} ({where}: {self.path})"
+
+
+def _files(
+    workspace: Path, user_config: Path | None, env: Mapping[str, str] | None
+) -> list[tuple[RuleSource, Path]]:
+    user = user_config if user_config is not None else user_config_path(env)
+    return [("user", user), ("workspace", workspace_config_path(Path(workspace)))]
+
+
+def _file_permissions(path: Path) -> Permissions:
+    """The ``[permissions]`` of one file (empty if it does not exist); ConfigError if broken."""
+    _, content = read_toml_file(path)
+    section = content.get("permissions", {})
+    if not isinstance(section, dict):
+        raise ConfigError("must be a table", file=str(path), key="permissions")
+    try:
+        return Permissions.model_validate(section)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key = ".".join(str(part) for part in ("permissions", *error["loc"]))
+        raise ConfigError(str(error["msg"]), file=str(path), key=key) from None
+
+
+def list_rules(
+    workspace: Path,
+    *,
+    user_config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[PermissionRule]:
+    """Every rule of the user and workspace files, user first, each in file order."""
+    rules: list[PermissionRule] = []
+    for source, path in _files(workspace, user_config, env):
+        permissions = _file_permissions(path)
+        for kind in RULE_KINDS:
+            for pattern in getattr(permissions, kind):
+                rules.append(PermissionRule(str(pattern), kind, source, path))
+    return rules
+
+
+def revoke_rule(rule: PermissionRule) -> bool:
+    """Remove ``rule`` from the file it is saved in (comments and layout kept); whether it was
+    there. The next decision of every run in this process reads the file again."""
+    text, _ = read_toml_file(rule.path)
+    if not text.strip():
+        return False
+    edited = remove_from_toml_array(text, ("permissions",), rule.kind, rule.pattern, path=rule.path)
+    if edited == text:
+        return False
+    write_text_atomically(rule.path, edited)
+    return True
+
+
+# --- the permissions in force, re-read on change ----------------------------------------------
+
+_Stamp = tuple[int, int, int] | None
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@dataclass
+class _Cached:
+    stamps: tuple[_Stamp, ...]
+    permissions: Permissions
+
+
+_cache: dict[tuple[str, str], _Cached] = {}
+_lock = threading.Lock()
+
+
+def _merged(layers: list[Permissions]) -> Permissions:
+    combined: dict[str, list[str]] = {kind: [] for kind in RULE_KINDS}
+    for layer in layers:
+        for kind in RULE_KINDS:
+            combined[kind] = list(dict.fromkeys([*combined[kind], *getattr(layer, kind)]))
+    return Permissions(**combined)
+
+
+def current_permissions(
+    workspace: Path,
+    config: Config,
+    *,
+    user_config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Permissions:
+    """The permissions for a decision in ``workspace`` now.
+
+    ``config`` is the workspace's config as the runtime loaded it. When it was read from no
+    file and no permission file exists, its permissions are used as given (a program or a test
+    that passes its own ``Config``). Otherwise the user and workspace files are read again when
+    one of them changed since the last call (by mtime, size and inode), merged as the loader
+    merges them. A file that is broken right now (e.g. half-way through an edit) keeps the last
+    good rules, minus every ``allow``: a mistake can make the agent ask more, never less.
+    """
+    files = _files(workspace, user_config, env)
+    stamps = tuple(_stamp(path) for _, path in files)
+    if not config.sources and all(stamp is None for stamp in stamps):
+        return config.permissions
+    key = (str(Path(workspace)), str(files[0][1]))
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None and cached.stamps == stamps:
+            return cached.permissions
+        try:
+            permissions = _merged([_file_permissions(path) for _, path in files])
+        except ConfigError as exc:
+            last = cached.permissions if cached is not None else config.permissions
+            permissions = last.model_copy(update={"allow": []})
+            log.warning("permissions: %s; asking for every tool until it is fixed", exc)
+        _cache[key] = _Cached(stamps=stamps, permissions=permissions)
+        return permissions
+
+
+def _forget_cache() -> None:
+    """For tests: drop what was read (the next call reads the files)."""
+    with _lock:
+        _cache.clear()
+
+
+def rules_as_rows(rules: list[PermissionRule]) -> list[dict[str, Any]]:
+    """Plain data for display or ``--json``."""
+    return [
+        {"pattern": r.pattern, "kind": r.kind, "source": r.source, "path": str(r.path)}
+        for r in rules
+    ]

@@ -1,0 +1,100 @@
+"""The permissions screen: rules with their file, a filter, revoking by key; a revoked
+"always" rule makes the next task ask again in the same process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+
+from runtime.api import Runtime
+from runtime.permissions import _forget_cache
+from tests.tui.helpers import SIZE, make_app, notifications, wait_until
+from tui.screens.main import MainScreen
+from tui.screens.permissions import PermissionsScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.question_prompt import QuestionPrompt
+
+
+@pytest.fixture(autouse=True)
+def user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    _forget_cache()
+    path = tmp_path / "xdg-config" / "agent-tui" / "config.toml"
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def _lines(screen: PermissionsScreen) -> list[str]:
+    options = screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_the_screen_lists_filters_and_revokes_rules_by_key(
+    runtime: Runtime, workspace: Path, user_config: Path
+) -> None:
+    user_config.write_text('[permissions]\ndeny = ["github__delete_*"]\n')
+    (workspace / "agent-tui.toml").write_text(
+        '# team\n[permissions]\nallow = ["shell", "read_file"]\n'
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"/permissions", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        screen = app.screen
+        assert isinstance(screen, PermissionsScreen)
+        lines = _lines(screen)
+        assert len(lines) == 3
+        assert "deny" in lines[0] and "github__delete_*" in lines[0] and "user" in lines[0]
+        assert "allow" in lines[1] and "shell" in lines[1] and "workspace" in lines[1]
+
+        await pilot.press("slash", *"shell", "enter")
+        assert len(_lines(screen)) == 1 and "shell" in _lines(screen)[0]
+        await pilot.press("d")
+        await wait_until(pilot, lambda: any("Rule revoked" in n for n in notifications(app)))
+        assert "No rule matches" in _lines(screen)[0]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert (workspace / "agent-tui.toml").read_text() == (
+        '# team\n[permissions]\nallow = ["read_file"]\n'
+    )
+    assert "github__delete_*" in user_config.read_text()
+
+
+async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_same_process(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press(*"summarise", "enter")
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        await pilot.press("1")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        await pilot.press("A")
+        await wait_until(pilot, lambda: (workspace / "agent-notes.md").exists())
+        assert "write_file" in (workspace / "agent-tui.toml").read_text()
+
+        await wait_until(pilot, lambda: screen.query_one("#composer-input").display)
+        screen.query_one("#composer-input").focus()
+        await pilot.press(*"/permissions", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        permissions = app.screen
+        assert isinstance(permissions, PermissionsScreen)
+        await wait_until(pilot, lambda: permissions.rules)
+        assert any("write_file" in line for line in _lines(permissions))
+        await pilot.press("slash", *"write_file", "enter", "d", "escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert "write_file" not in (workspace / "agent-tui.toml").read_text()
+
+        os.remove(workspace / "agent-notes.md")
+        screen.query_one("#composer-input").focus()
+        await pilot.press(*"summarise again", "enter")
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        await pilot.press("1")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        assert screen.query_one(ApprovalPrompt).request.detail["tool"] == "write_file"

@@ -1,0 +1,145 @@
+"""The permissions screen: every rule with the file it is saved in, searchable, revocable.
+
+Revoking removes the rule from its file; every run of this process reads the files again before
+its next decision (``runtime.permissions.current_permissions``), so the next tool call asks again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from runtime.errors import AgentTuiError
+from runtime.permissions import PermissionRule, list_rules, revoke_rule
+from tui.widgets._format import short
+
+KIND_LABELS = {"allow": "allow", "ask": "ask  ", "deny": "deny "}
+
+
+def _home_relative(path: Path) -> str:
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+class PermissionsScreen(ModalScreen[None]):
+    CSS_PATH = "permissions.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("d,delete", "revoke", "Revoke rule"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("ctrl+r", "reload", "Reload files"),
+    ]
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(id="permissions")
+        self.workspace = workspace
+        self.rules: list[PermissionRule] = []
+        self.shown: list[PermissionRule] = []
+        self.problem: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="permissions-box"):
+            yield Static("Permissions — rules for tool calls", id="permissions-title")
+            yield Input(placeholder="/ filter rules by tool, kind or file", id="permissions-search")
+            yield OptionList(id="permissions-list")
+            yield Static("", id="permissions-status")
+            yield Static("d revoke · / search · ctrl+r reload · esc close", id="permissions-keys")
+
+    def on_mount(self) -> None:
+        self.action_reload()
+        self.query_one(OptionList).focus()
+
+    def action_reload(self) -> None:
+        try:
+            self.rules = list_rules(self.workspace)
+            self.problem = None
+        except AgentTuiError as exc:
+            self.rules = []
+            self.problem = str(exc)
+        self._show()
+
+    def _show(self) -> None:
+        if not self.is_attached:  # a filter change that arrived after the screen closed
+            return
+        needle = self.query_one("#permissions-search", Input).value.strip().lower()
+        options = self.query_one(OptionList)
+        highlighted = options.highlighted
+        options.clear_options()
+        self.shown = [
+            rule
+            for rule in self.rules
+            if not needle
+            or needle in f"{rule.kind} {rule.pattern} {rule.source} {rule.path}".lower()
+        ]
+        width = max((len(rule.pattern) for rule in self.shown), default=10)
+        width = min(max(width, 10), 40)
+        for index, rule in enumerate(self.shown):
+            where = "workspace" if rule.source == "workspace" else "user     "
+            options.add_option(
+                Option(
+                    f"{KIND_LABELS[rule.kind]}  {short(rule.pattern, 40):<{width}}  {where}  "
+                    f"{_home_relative(rule.path)}",
+                    id=str(index),
+                )
+            )
+        if not self.shown:
+            empty = "No rule matches the filter." if needle else "No permission rules saved."
+            options.add_option(Option(empty, disabled=True))
+        elif highlighted is not None:
+            options.highlighted = min(highlighted, len(self.shown) - 1)
+        else:
+            options.highlighted = 0
+        status = self.query_one("#permissions-status", Static)
+        if self.problem:
+            status.update(f"⚠ {self.problem}")
+        else:
+            status.update(
+                f"{len(self.shown)} of {len(self.rules)} rule(s). Read-only tools allow and "
+                "writes and shell ask unless a rule says otherwise; deny wins."
+            )
+
+    @on(Input.Changed, "#permissions-search")
+    def _filter(self) -> None:
+        self._show()
+
+    @on(Input.Submitted, "#permissions-search")
+    def _filter_done(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def action_search(self) -> None:
+        self.query_one("#permissions-search", Input).focus()
+
+    def action_revoke(self) -> None:
+        options = self.query_one(OptionList)
+        index = options.highlighted
+        if index is None or index >= len(self.shown):
+            self.notify("No rule selected.", severity="warning")
+            return
+        rule = self.shown[index]
+        try:
+            removed = revoke_rule(rule)
+        except (AgentTuiError, OSError) as exc:
+            self.notify(f"Could not revoke: {exc}", severity="error")
+            return
+        if removed:
+            self.notify(
+                f"Revoked {rule.kind} {rule.pattern} from {rule.path}: the next call asks again.",
+                title="Rule revoked",
+            )
+        else:
+            self.notify("That rule was already gone from its file.", severity="warning")
+        self.action_reload()
+        options.focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
