@@ -1,4 +1,8 @@
-"""Exporting a job as Markdown or JSON. Exports hold the conversation only: no keys, no config."""
+"""Exporting a job as Markdown or JSON. Exports hold the conversation only: no keys, no config.
+
+A fork's export starts with the history it inherited from its source job, labelled as such; a
+run that stopped while text streamed ends with that text, marked as a partial answer.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any, Literal
 from runtime.history import all_messages
 from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from runtime.store.base import Store
+from runtime.transcript import PartialAnswer, inherited_history, partial_answer
 
 _RESULT_LIMIT = 4000
 
@@ -15,9 +20,20 @@ _RESULT_LIMIT = 4000
 async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
     job = await store.get_job(job_id)
     runs = await store.job_runs(job_id)
+    origin, inherited = (None, []) if not runs else await inherited_history(store, runs[0])
     if format == "json":
         data: dict[str, Any] = {"job": job.model_dump(mode="json"), "runs": []}
+        if origin is not None:
+            data["inherited"] = {
+                "label": origin.label(),
+                "source_job_id": origin.source_job.id,
+                "source_run_id": origin.source_run.id,
+                "checkpoint_id": origin.checkpoint_id,
+                "checkpoint_step": origin.checkpoint_step,
+                "messages": [item.message.model_dump(mode="json") for item in inherited],
+            }
         for run in runs:
+            partial = await partial_answer(store, run)
             data["runs"].append(
                 {
                     "run": run.model_dump(mode="json"),
@@ -27,6 +43,9 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                     "tool_calls": [
                         c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)
                     ],
+                    "partial_answer": None
+                    if partial is None
+                    else {"text": partial.text, "label": partial.label(), "partial": True},
                 }
             )
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -40,6 +59,16 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
         f"- Tokens: {job.usage.total_tokens}, cost: ${job.cost_usd:.4f}",
         "",
     ]
+    if origin is not None:
+        lines += [
+            f"## Inherited history — {origin.label()}",
+            "",
+            f"_The messages below come from run `{origin.source_run.id}` of job "
+            f"`{origin.source_job.id}`; this job starts after them._",
+            "",
+        ]
+        for item in inherited:
+            lines += _message_lines(item.message, suffix=" (inherited)")
     for run in runs:
         parent = f", delegated by `{run.parent_run_id}`" if run.parent_run_id else ""
         lines += [
@@ -52,12 +81,19 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
             lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
         for message in await all_messages(store, run.id):
             lines += _message_lines(message)
+        partial = await partial_answer(store, run)
+        if partial is not None:
+            lines += _partial_lines(partial)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _message_lines(message: Message) -> list[str]:
+def _partial_lines(partial: PartialAnswer) -> list[str]:
+    return ["### Assistant (partial)", "", f"> _{partial.label()}_", "", partial.text, ""]
+
+
+def _message_lines(message: Message, *, suffix: str = "") -> list[str]:
     heading = {Role.USER: "User", Role.ASSISTANT: "Assistant", Role.TOOL: "Tool results"}
-    lines = [f"### {heading[message.role]}", ""]
+    lines = [f"### {heading[message.role]}{suffix}", ""]
     for block in message.content:
         if isinstance(block, TextBlock):
             lines += [block.text, ""]

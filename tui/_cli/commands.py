@@ -15,6 +15,8 @@ from runtime.answers import parse_cli_answer
 from runtime.api import Runtime
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
+from runtime.rewind import apply_rewind, plan_rewind, with_file_history
+from runtime.transcript import inherited_history, partial_answer
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
 from tui._cli.prompt import Prompter, StdinLines
@@ -66,8 +68,18 @@ class Context:
 
 @contextlib.asynccontextmanager
 async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
+    from runtime.store.sqlite import SqliteStore
+    from runtime.tools.builtin import builtin_tools
+
+    # write_file / edit_file record the content they replace, for `agent-tui rewind`.
+    store = SqliteStore(ctx.db_path)
     runtime = await Runtime.open(
-        db_path=ctx.db_path, workspace=ctx.workspace, config=ctx.config, model=ctx.model
+        db_path=ctx.db_path,
+        workspace=ctx.workspace,
+        config=ctx.config,
+        model=ctx.model,
+        store=store,
+        tools=with_file_history(builtin_tools(), store),
     )
     try:
         yield runtime
@@ -224,11 +236,22 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     tool_calls = await runtime.tool_calls(run.id)
     request = await runtime.open_request(run.id)
     checkpoints = await runtime.checkpoints(run.id)
+    origin, inherited = await inherited_history(runtime.store, run)
+    partial = await partial_answer(runtime.store, run)
     if args.json:
         data = {
             "run": run.model_dump(mode="json"),
             "job": job.model_dump(mode="json"),
+            "inherited": None
+            if origin is None
+            else {
+                "label": origin.label(),
+                "messages": [item.message.model_dump(mode="json") for item in inherited],
+            },
             "messages": [m.model_dump(mode="json") for m in messages],
+            "partial_answer": None
+            if partial is None
+            else {"label": partial.label(), "text": partial.text, "partial": True},
             "tool_calls": [c.model_dump(mode="json") for c in tool_calls],
             "request": request.model_dump(mode="json", by_alias=True) if request else None,
             "checkpoints": [c.model_dump(mode="json") for c in checkpoints],
@@ -239,7 +262,18 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         window: int | None = runtime.context_window(run.model)
     except AgentTuiError:  # e.g. a Claude run shown on a machine with no key
         window = None
-    for line in show_text(run, job, messages, tool_calls, request, checkpoints, window):
+    for line in show_text(
+        run,
+        job,
+        messages,
+        tool_calls,
+        request,
+        checkpoints,
+        window,
+        inherited=[item.message for item in inherited],
+        inherited_label=origin.label() if origin else None,
+        partial=(partial.label(), partial.text) if partial else None,
+    ):
         ctx.print(line)
     return EXIT_OK
 
@@ -325,6 +359,65 @@ async def cmd_delete(ctx: Context, runtime: Runtime, args: Any) -> int:
     return EXIT_OK
 
 
+# --- rewinding files ------------------------------------------------------------------------------
+
+
+async def _confirm(ctx: Context, question: str) -> bool:
+    ctx.err.write(question + " [y/N] ")
+    ctx.err.flush()
+    line = await StdinLines().readline()
+    return (line or "").strip().lower() in ("y", "yes")
+
+
+async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
+    plan = await plan_rewind(runtime.store, args.checkpoint_id)
+    if not plan.changes:
+        ctx.print(
+            f"Nothing to rewind: no file agent-tui wrote in job {plan.job_id} after checkpoint "
+            f"{plan.checkpoint_id} differs from its content then."
+        )
+        return EXIT_OK
+    for change in plan.changes:
+        outside = (
+            "  (changed outside agent-tui since: left alone)" if change.changed_outside else ""
+        )
+        ctx.print(f"{change.action} {change.path}{outside}")
+    ctx.print()
+    for change in plan.changes:
+        ctx.out.write(change.diff())
+    ctx.out.flush()
+    if not args.files:
+        ctx.say(
+            f"Nothing changed. To restore these files: agent-tui rewind {plan.checkpoint_id} "
+            "--files (to start over from there: agent-tui fork "
+            f"{plan.checkpoint_id} PROMPT)"
+        )
+        return EXIT_OK
+    include_outside = bool(args.force)
+    if not args.yes:
+        if not ctx.interactive:
+            raise InvalidInput(
+                "restoring files overwrites them: pass --yes to confirm "
+                "(stdin is not a terminal, so agent-tui cannot ask)"
+            )
+        if not await _confirm(ctx, f"Restore {len(plan.safe)} file(s) as shown?"):
+            ctx.say("Nothing changed.")
+            return EXIT_OK
+        if plan.changed_outside and not include_outside:
+            names = ", ".join(change.path for change in plan.changed_outside)
+            include_outside = await _confirm(
+                ctx, f"Also overwrite {names}, changed outside agent-tui since?"
+            )
+    done = apply_rewind(plan, include_changed_outside=include_outside)
+    for change in done:
+        ctx.print(f"{'removed' if change.target is None else 'restored'} {change.path}")
+    skipped = [change for change in plan.changes if change not in done]
+    for change in skipped:
+        why = "changed outside agent-tui" if change.changed_outside else "changed while asking"
+        ctx.say(f"left alone: {change.path} ({why}; --force overwrites it)")
+    return EXIT_OK
+
+
 COMMANDS = {
     "run": cmd_run,
     "runs": cmd_runs,
@@ -338,5 +431,6 @@ COMMANDS = {
     "archive": cmd_archive,
     "unarchive": cmd_unarchive,
     "delete": cmd_delete,
+    "rewind": cmd_rewind,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})

@@ -137,5 +137,20 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("job_id", metavar="JOB_ID")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    rewind = command(
+        "rewind",
+        "show what rewinding a checkpoint's files would change; --files restores them",
+    )
+    rewind.add_argument("checkpoint_id", metavar="CHECKPOINT_ID")
+    rewind.add_argument(
+        "--files", action="store_true", help="restore the files (asks first on a terminal)"
+    )
+    rewind.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    rewind.add_argument(
+        "--force",
+        action="store_true",
+        help="also overwrite files changed outside agent-tui since (listed otherwise)",
+    )
+
     command("doctor", "check the database, config, keys and MCP servers")
     return parser

@@ -207,7 +207,13 @@ def show_text(
     request: InputRequest | None,
     checkpoints: Sequence[Checkpoint],
     context_window: int | None = None,
+    *,
+    inherited: Sequence[Message] = (),
+    inherited_label: str | None = None,
+    partial: tuple[str, str] | None = None,
 ) -> list[str]:
+    """``inherited``: messages a fork inherited from another job, shown first under
+    ``inherited_label``; ``partial``: (label, text) of a stopped run's uncommitted answer."""
     usage = run.usage
     if context_window:
         fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
@@ -242,6 +248,13 @@ def show_text(
     if run.cancel_reason:
         lines.append(f"  cancelled: {run.cancel_reason}")
     calls = {call.id: call for call in tool_calls}
+    if inherited:
+        lines.append("")
+        lines.append(f"Inherited history ({inherited_label or 'from another job'}):")
+        for message in inherited:
+            lines.append(f"[{message.position}] {message.role.value} (inherited):")
+            for block in message.content:
+                lines.extend(("    " + line).rstrip() for line in _block_lines(block, {}))
     lines.append("")
     lines.append("Messages:")
     for message in messages:
@@ -251,6 +264,10 @@ def show_text(
         lines.append(f"[{message.position}] {label}:")
         for block in message.content:
             lines.extend(("    " + line).rstrip() for line in _block_lines(block, calls))
+    if partial is not None:
+        label, text = partial
+        lines.append(f"[partial] assistant ({label}):")
+        lines.extend(("    " + line).rstrip() for line in text.splitlines())
     if tool_calls:
         lines.append("")
         lines.append("Tool calls:")

@@ -1,0 +1,306 @@
+"""Rewinding files to a checkpoint (issue 11 point 3): content-addressed snapshots taken before
+every approved ``write_file`` / ``edit_file``, and a restore that shows its diff first and
+leaves files changed outside agent-tui alone unless told otherwise.
+
+Recording (the engine calls these around an approved file-writing tool call):
+
+- ``snapshot_before_write(store, call, workspace)`` before the tool runs: the file's bytes (or
+  "no file") go to ``blobs`` once by SHA-256, a ``file_snapshots`` row names them;
+- ``record_after_write(store, call, workspace)`` after it ran: what the call left there.
+
+Rewinding to checkpoint C: every file the job's calls wrote after C goes back to its content
+before the first of those writes (a file that did not exist is removed). A file whose current
+content is not what agent-tui last left there (edited by hand, by another program, or a write
+that never reported back) is *changed outside*: it is listed and skipped unless the caller
+includes it explicitly. Works after a crash and across restarts: everything is in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import PathOutsideWorkspace, ToolError
+from runtime.models import ToolCall
+from runtime.store.base import FileSnapshot, Store
+from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
+from runtime.tools.workspace import display_path, resolve_in_workspace
+
+__all__ = [
+    "FILE_WRITING_TOOLS",
+    "FileChange",
+    "RewindPlan",
+    "apply_rewind",
+    "plan_rewind",
+    "record_after_write",
+    "snapshot_before_write",
+    "with_file_history",
+]
+
+FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file"})
+MAX_DIFF_LINES = 400
+
+
+def _target(call_name: str, arguments: Mapping[str, Any], workspace: Path) -> Path | None:
+    if call_name not in FILE_WRITING_TOOLS:
+        return None
+    given = arguments.get("path")
+    if not isinstance(given, str) or not given:
+        return None
+    try:
+        return resolve_in_workspace(workspace, given)
+    except (PathOutsideWorkspace, ToolError):
+        return None  # the tool refuses it too; nothing will be written
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+async def snapshot_before_write(
+    store: Store, call: ToolCall, workspace: Path
+) -> FileSnapshot | None:
+    """Record the previous content of the file an approved write_file / edit_file call is
+    about to change (None for other tools or a path the tool will refuse). Idempotent: a call
+    resumed after a crash keeps its first snapshot."""
+    path = _target(call.name, call.arguments, workspace)
+    if path is None:
+        return None
+    before = await asyncio.to_thread(_read, path)
+    return await store.record_file_snapshot(call.id, display_path(workspace, path), before)
+
+
+async def record_after_write(store: Store, call: ToolCall, workspace: Path) -> None:
+    """Record what the call left in its file (after the tool ran, whatever its outcome)."""
+    path = _target(call.name, call.arguments, workspace)
+    if path is None:
+        return
+    after = await asyncio.to_thread(_read, path)
+    await store.record_file_after(call.id, display_path(workspace, path), after)
+
+
+# --- planning and applying a rewind -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    """Relative to the workspace."""
+    absolute: Path
+    target: bytes | None
+    """The content to restore (None: the file did not exist, so it is removed)."""
+    current: bytes | None
+    changed_outside: bool
+    """The file is not what agent-tui last left there."""
+    writes: int
+    """How many recorded writes since the checkpoint this undoes."""
+
+    @property
+    def action(self) -> str:
+        if self.target is None:
+            return "remove"
+        return "create" if self.current is None else "restore"
+
+    def diff(self, limit: int = MAX_DIFF_LINES) -> str:
+        """A unified diff from the file now to what the rewind puts back."""
+        now = self.current or b""
+        then = self.target or b""
+        if b"\0" in now or b"\0" in then:
+            return f"Binary file {self.path}: {len(now)} bytes now, {len(then)} after rewinding\n"
+        lines = list(
+            difflib.unified_diff(
+                now.decode("utf-8", errors="replace").splitlines(keepends=True),
+                then.decode("utf-8", errors="replace").splitlines(keepends=True),
+                fromfile=f"{self.path} (now)" if self.current is not None else "/dev/null",
+                tofile=f"{self.path} (at the checkpoint)"
+                if self.target is not None
+                else "/dev/null",
+            )
+        )
+        lines = [
+            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+            for line in lines
+        ]
+        if len(lines) > limit:
+            lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)\n"]
+        return "".join(lines)
+
+
+@dataclass(frozen=True)
+class RewindPlan:
+    checkpoint_id: str
+    job_id: str
+    workspace: Path
+    changes: list[FileChange] = field(default_factory=list)
+
+    @property
+    def safe(self) -> list[FileChange]:
+        return [change for change in self.changes if not change.changed_outside]
+
+    @property
+    def changed_outside(self) -> list[FileChange]:
+        return [change for change in self.changes if change.changed_outside]
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+async def plan_rewind(store: Store, checkpoint_id: str) -> RewindPlan:
+    """What rewinding the files of the checkpoint's job to it would change, file by file.
+    Reads the workspace; changes nothing."""
+    checkpoint = await store.get_checkpoint(checkpoint_id)
+    order = await store.checkpoint_order(checkpoint_id)
+    job = await store.get_job(checkpoint.job_id)
+    workspace = Path(job.workspace)
+    snapshots = await store.list_file_snapshots(job.id)
+    latest: dict[str, FileSnapshot] = {}
+    for snapshot in snapshots:
+        latest[snapshot.path] = snapshot
+    first_after: dict[str, FileSnapshot] = {}
+    writes: dict[str, int] = {}
+    for snapshot in snapshots:
+        if snapshot.checkpoint_n >= order:
+            first_after.setdefault(snapshot.path, snapshot)
+            writes[snapshot.path] = writes.get(snapshot.path, 0) + 1
+    changes: list[FileChange] = []
+    for relative, first in first_after.items():
+        try:
+            absolute = resolve_in_workspace(workspace, relative)
+        except (PathOutsideWorkspace, ToolError):
+            continue  # the workspace changed shape (e.g. a symlink now leads out): leave it
+        target = (
+            None if first.before_sha256 is None else (await store.get_blob(first.before_sha256))[1]
+        )
+        current = await asyncio.to_thread(_read, absolute)
+        if current == target:
+            continue
+        last = latest[relative]
+        outside = not last.after_recorded or _sha(current) != last.after_sha256
+        changes.append(
+            FileChange(
+                path=relative,
+                absolute=absolute,
+                target=target,
+                current=current,
+                changed_outside=outside,
+                writes=writes[relative],
+            )
+        )
+    return RewindPlan(
+        checkpoint_id=checkpoint_id, job_id=job.id, workspace=workspace, changes=changes
+    )
+
+
+def _write_bytes_atomically(path: Path, data: bytes) -> None:
+    """``runtime.fileio``'s temp-file, fsync and rename, for bytes (kept permission bits)."""
+    mode: int | None = None
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+
+
+def _restore(change: FileChange) -> None:
+    if change.target is None:
+        try:
+            os.remove(change.absolute)
+        except FileNotFoundError:
+            pass
+        return
+    _write_bytes_atomically(change.absolute, change.target)
+
+
+def apply_rewind(plan: RewindPlan, *, include_changed_outside: bool = False) -> list[FileChange]:
+    """Restore the plan's files (those changed outside agent-tui only when asked); returns the
+    changes made. A file that changed again since the plan was made is skipped."""
+    done: list[FileChange] = []
+    for change in plan.changes:
+        if change.changed_outside and not include_changed_outside:
+            continue
+        if _read(change.absolute) != change.current:
+            continue  # changed between planning and applying: plan again
+        _restore(change)
+        done.append(change)
+    return done
+
+
+# --- a tool wrapper that records file history -------------------------------------------------
+
+
+class FileHistoryTool:
+    """``tool`` with its file's content snapshotted before it runs and recorded after. Lets a
+    composition root give file history to file-writing tools without engine changes (the store
+    writes are then separate transactions from the call's own record)."""
+
+    def __init__(self, tool: Tool, store: Store) -> None:
+        self._tool = tool
+        self._store = store
+
+    @property
+    def name(self) -> str:
+        return self._tool.name
+
+    @property
+    def description(self) -> str:
+        return self._tool.description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self._tool.input_schema
+
+    @property
+    def read_only(self) -> bool:
+        return self._tool.read_only
+
+    @property
+    def approval_default(self) -> ApprovalDefault:
+        return self._tool.approval_default
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return self._tool.approval_detail(arguments, ctx)
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        call = await self._store.get_tool_call(ctx.tool_call_id)
+        await snapshot_before_write(self._store, call, ctx.workspace)
+        try:
+            return await self._tool.run(arguments, ctx)
+        finally:
+            await record_after_write(self._store, call, ctx.workspace)
+
+
+def with_file_history(tools: Mapping[str, Tool], store: Store) -> dict[str, Tool]:
+    """``tools`` with write_file and edit_file wrapped in ``FileHistoryTool``."""
+    return {
+        name: FileHistoryTool(tool, store) if name in FILE_WRITING_TOOLS else tool
+        for name, tool in tools.items()
+    }

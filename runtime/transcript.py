@@ -1,0 +1,171 @@
+"""A job as one conversation (issue 11 points 1-3): the display items of a whole job, in order.
+
+``job_transcript`` yields what a reader sees, top to bottom:
+
+- for a fork, the history it inherited from another job (``ForkOrigin`` then the inherited
+  messages, each a ``TranscriptMessage`` with ``inherited=True``);
+- then each ROOT run of the job in creation order: a ``RunHeader`` (agent, model, state, usage),
+  its messages, and a ``PartialAnswer`` when the run stopped (interrupted, cancelled, failed)
+  while text was streaming: the draft that was never committed, marked as partial.
+
+Sub-runs are not listed at the top level: they belong under the delegation block that made them
+(``Run.parent_run_id``). The conversation widget, exports and ``agent-tui show`` consume these
+items, so all three say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from runtime.errors import CheckpointNotFound
+from runtime.history import all_messages
+from runtime.models import Job, Message, Run, RunState
+from runtime.store.base import Store
+
+__all__ = [
+    "ForkOrigin",
+    "PartialAnswer",
+    "RunHeader",
+    "TranscriptItem",
+    "TranscriptMessage",
+    "inherited_history",
+    "job_transcript",
+    "partial_answer",
+    "run_transcript",
+]
+
+
+@dataclass(frozen=True)
+class ForkOrigin:
+    """The job was forked from ``source_job`` at ``checkpoint_step`` of ``source_run``."""
+
+    source_job: Job
+    source_run: Run
+    checkpoint_id: str | None
+    checkpoint_step: int | None
+    position: int | None
+    """The last inherited message position of ``source_run`` (None: all of it)."""
+
+    def label(self) -> str:
+        step = f" at step {self.checkpoint_step}" if self.checkpoint_step is not None else ""
+        return f"forked from job {self.source_job.id} ({self.source_job.title}){step}"
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    run: Run
+    index: int
+    """1 for the job's first root run, 2 for the next (a follow-up or retry), …"""
+
+    def label(self) -> str:
+        run = self.run
+        kind = "retry" if run.retry_of_run_id else ("follow-up" if self.index > 1 else "run")
+        return (
+            f"{kind} {self.index} · {run.agent} · {run.model} · {run.state.value}"
+            f" · {run.usage.total_tokens} tok · ${run.cost_usd:.2f}"
+        )
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    message: Message
+    run: Run
+    inherited: bool = False
+
+
+@dataclass(frozen=True)
+class PartialAnswer:
+    """Text that streamed but was never committed: the run stopped first."""
+
+    run: Run
+    message_id: str
+    text: str
+    updated_at: float
+
+    def label(self) -> str:
+        why = {
+            RunState.CANCELLED: "cancelled",
+            RunState.FAILED: "failed",
+        }.get(self.run.state, "interrupted")
+        return f"partial answer — the run was {why} before it finished"
+
+
+TranscriptItem = ForkOrigin | RunHeader | TranscriptMessage | PartialAnswer
+
+_STREAMING_STATES = (RunState.RUNNING,)
+
+
+async def partial_answer(store: Store, run: Run) -> PartialAnswer | None:
+    """The run's uncommitted streamed text, if the run is not streaming it right now (a running
+    run's draft is live text, not a partial answer)."""
+    if run.state in _STREAMING_STATES and not run.interrupted:
+        return None
+    drafts = [d for d in await store.get_drafts(run.id) if d.text.strip()]
+    if not drafts:
+        return None
+    last = drafts[-1]
+    return PartialAnswer(
+        run=run, message_id=last.message_id, text=last.text, updated_at=last.updated_at
+    )
+
+
+async def inherited_history(
+    store: Store, run: Run
+) -> tuple[ForkOrigin | None, list[TranscriptMessage]]:
+    """The messages ``run`` inherits from runs of OTHER jobs (a fork's source chain), oldest
+    first, and where the fork was made. Follow-ups and retries inherit from their own job,
+    whose runs the transcript shows anyway: they give (None, [])."""
+    segments: list[tuple[Run, int | None]] = []
+    source_id, position = run.history_run_id, run.history_position
+    while source_id is not None:
+        source = await store.get_run(source_id)
+        segments.append((source, position))
+        source_id, position = source.history_run_id, source.history_position
+    foreign = [(source, upto) for source, upto in segments if source.job_id != run.job_id]
+    if not foreign:
+        return None, []
+    first_source, first_upto = foreign[0]
+    step: int | None = None
+    if run.forked_from_checkpoint_id:
+        try:
+            step = (await store.get_checkpoint(run.forked_from_checkpoint_id)).step
+        except CheckpointNotFound:
+            step = None
+    origin = ForkOrigin(
+        source_job=await store.get_job(first_source.job_id),
+        source_run=first_source,
+        checkpoint_id=run.forked_from_checkpoint_id,
+        checkpoint_step=step,
+        position=first_upto,
+    )
+    messages: list[TranscriptMessage] = []
+    for source, upto in reversed(foreign):
+        for message in await all_messages(store, source.id, upto=upto):
+            messages.append(TranscriptMessage(message=message, run=source, inherited=True))
+    return origin, messages
+
+
+async def run_transcript(store: Store, run: Run) -> AsyncIterator[TranscriptItem]:
+    """One run's own items: its messages, then its partial answer if any."""
+    for message in await all_messages(store, run.id):
+        yield TranscriptMessage(message=message, run=run)
+    partial = await partial_answer(store, run)
+    if partial is not None:
+        yield partial
+
+
+async def job_transcript(store: Store, job_id: str) -> AsyncIterator[TranscriptItem]:
+    """Every display item of a job, in reading order (see the module docstring)."""
+    runs = [run for run in await store.job_runs(job_id) if run.parent_run_id is None]
+    if not runs:
+        return
+    origin, inherited = await inherited_history(store, runs[0])
+    if origin is not None:
+        yield origin
+        for message in inherited:
+            yield message
+    for index, run in enumerate(runs, start=1):
+        yield RunHeader(run=run, index=index)
+        async for item in run_transcript(store, run):
+            yield item

@@ -1,0 +1,76 @@
+"""`agent-tui rewind CHECKPOINT_ID [--files] [--yes] [--force]` on files the demo agent wrote
+through the real command line (its write_file records the content it replaces)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.providers.demo import NOTES_FILE
+from tests.cli.harness import Cli, boundary_of, json_lines
+
+pytestmark = pytest.mark.slow
+
+
+def _completed_demo_run(cli: Cli) -> list[dict[str, object]]:
+    """Run the demo to completion (question answered, write approved); its checkpoints."""
+    started = cli.run("run", "summarise this folder", "--json", "--model", "demo:instant")
+    assert started.returncode == 3, started.stderr
+    run_id = boundary_of(json_lines(started.stdout))["run_id"]
+    answered = cli.run("respond", run_id, "1", "--json")
+    assert answered.returncode == 3, answered.stderr
+    approved = cli.run("respond", run_id, "allow", "--json")
+    assert approved.returncode == 0, approved.stderr
+    assert (cli.workspace / NOTES_FILE).exists()
+    shown = json.loads(cli.run("show", run_id, "--json").stdout)
+    return list(shown["checkpoints"])
+
+
+def test_rewind_shows_the_diff_then_restores_with_files_and_yes(cli: Cli) -> None:
+    checkpoints = _completed_demo_run(cli)
+    first = str(checkpoints[0]["id"])
+    notes = cli.workspace / NOTES_FILE
+    written = notes.read_bytes()
+
+    preview = cli.run("rewind", first)
+    assert preview.returncode == 0, preview.stderr
+    assert f"remove {NOTES_FILE}" in preview.stdout
+    assert "--- " + NOTES_FILE + " (now)" in preview.stdout
+    assert "Nothing changed" in preview.stderr
+    assert notes.read_bytes() == written
+
+    refused = cli.run("rewind", first, "--files")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert notes.read_bytes() == written
+
+    restored = cli.run("rewind", first, "--files", "--yes")
+    assert restored.returncode == 0, restored.stderr
+    assert f"removed {NOTES_FILE}" in restored.stdout
+    assert not notes.exists()
+    again = cli.run("rewind", first)
+    assert again.returncode == 0 and "Nothing to rewind" in again.stdout
+
+
+def test_a_hand_edited_file_is_listed_and_kept_unless_forced(cli: Cli) -> None:
+    checkpoints = _completed_demo_run(cli)
+    first = str(checkpoints[0]["id"])
+    notes = cli.workspace / NOTES_FILE
+    notes.write_text("my own notes\n")
+
+    kept = cli.run("rewind", first, "--files", "--yes")
+    assert kept.returncode == 0, kept.stderr
+    assert "changed outside agent-tui" in kept.stdout
+    assert f"left alone: {NOTES_FILE}" in kept.stderr
+    assert notes.read_text() == "my own notes\n"
+
+    forced = cli.run("rewind", first, "--files", "--yes", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not notes.exists()
+
+
+def test_rewind_of_an_unknown_checkpoint_is_one_clear_line(cli: Cli) -> None:
+    result = cli.run("rewind", "nope")
+    assert result.returncode == 2
+    assert "checkpoint nope not found" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,42 @@
+"""`agent-tui show` and `export` of a fork include its inherited history, labelled."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.harness import Cli, boundary_of, json_lines
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "summarise this folder please"
+
+
+def test_show_and_export_of_a_fork_label_the_history_it_inherited(cli: Cli) -> None:
+    started = cli.run("run", PROMPT, "--json", "--model", "demo:instant")
+    assert started.returncode == 3, started.stderr
+    run_id = boundary_of(json_lines(started.stdout))["run_id"]
+    source = json.loads(cli.run("show", run_id, "--json").stdout)
+    checkpoint = source["checkpoints"][0]
+
+    forked = cli.run("fork", checkpoint["id"], "only the README", "--json")
+    assert forked.returncode in (0, 3), forked.stderr
+    fork_run = boundary_of(json_lines(forked.stdout))["run_id"]
+
+    shown = cli.run("show", fork_run)
+    assert shown.returncode == 0, shown.stderr
+    label = f"forked from job {source['job']['id']}"
+    assert f"Inherited history ({label}" in shown.stdout
+    assert "user (inherited):" in shown.stdout and PROMPT in shown.stdout
+    assert shown.stdout.index("Inherited history") < shown.stdout.index("Messages:")
+    data = json.loads(cli.run("show", fork_run, "--json").stdout)
+    assert data["inherited"]["label"].startswith(label)
+    assert data["inherited"]["messages"][0]["role"] == "user"
+    assert data["partial_answer"] is None
+
+    fork_job = data["job"]["id"]
+    exported = cli.run("export", fork_job)
+    assert exported.returncode == 0, exported.stderr
+    assert "## Inherited history — " + label in exported.stdout
+    assert "### User (inherited)" in exported.stdout and PROMPT in exported.stdout

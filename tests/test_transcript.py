@@ -1,0 +1,130 @@
+"""A job as one transcript: root runs in order with headers, a fork's inherited history
+labelled, a stopped run's streamed text kept as a partial answer; the same in exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.export import export_job
+from runtime.models import Role, RunState, TextBlock
+from runtime.store.base import NewRun
+from runtime.store.sqlite import SqliteStore
+from runtime.transcript import (
+    ForkOrigin,
+    PartialAnswer,
+    RunHeader,
+    TranscriptMessage,
+    job_transcript,
+)
+from tests.tui.helpers import finish_run
+
+
+async def _items(store: SqliteStore, job_id: str) -> list[object]:
+    return [item async for item in job_transcript(store, job_id)]
+
+
+async def _cancelled_mid_stream(store: SqliteStore, workspace: Path) -> tuple[str, str]:
+    """A run (its prompt committed by create_run) that streamed some text, then was
+    cancelled."""
+    run = await store.create_run(
+        NewRun(agent="default", model="demo", input="explain the notes", workspace=str(workspace))
+    )
+    await store.register_owner("owner-1", lease_seconds=30)
+    claimed = await store.claim_run(run.id, owner_id="owner-1")
+    token = claimed.execution_token or ""
+    await store.save_draft(run.id, token=token, message_id="m-2", text="The notes say the ans")
+    await store.cancel_run(run.id, reason="stopped by the person")
+    return run.job_id, run.id
+
+
+async def test_a_cancelled_runs_streamed_text_is_kept_and_marked_partial(
+    tmp_path: Path, workspace: Path
+) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
+        job_id, run_id = await _cancelled_mid_stream(store, workspace)
+        items = await _items(store, job_id)
+        assert isinstance(items[0], RunHeader) and items[0].run.id == run_id
+        assert "cancelled" in items[0].label()
+        assert isinstance(items[1], TranscriptMessage) and items[1].message.role is Role.USER
+        partial = items[2]
+        assert isinstance(partial, PartialAnswer)
+        assert partial.text == "The notes say the ans"
+        assert "cancelled before it finished" in partial.label()
+
+        markdown = await export_job(store, job_id, format="md")
+        assert "### Assistant (partial)" in markdown
+        assert "The notes say the ans" in markdown
+        assert markdown.index("### User") < markdown.index("### Assistant (partial)")
+        data = json.loads(await export_job(store, job_id, format="json"))
+        assert data["runs"][0]["partial_answer"]["text"] == "The notes say the ans"
+        assert data["runs"][0]["partial_answer"]["partial"] is True
+
+
+async def test_a_running_runs_draft_is_live_text_not_a_partial_answer(
+    tmp_path: Path, workspace: Path
+) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
+        run = await store.create_run(
+            NewRun(agent="default", model="demo", input="hi", workspace=str(workspace))
+        )
+        await store.register_owner("owner-1", lease_seconds=30)
+        claimed = await store.claim_run(run.id, owner_id="owner-1")
+        await store.save_draft(
+            run.id, token=claimed.execution_token or "", message_id="m", text="Hel"
+        )
+        items = await _items(store, run.job_id)
+        assert not any(isinstance(item, PartialAnswer) for item in items)
+        markdown = await export_job(store, run.job_id)
+        assert "(partial)" not in markdown
+
+
+async def test_a_fork_shows_and_exports_its_inherited_history_labelled(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        first = await runtime.start("summarise the sample project")
+        await finish_run(runtime, first.id)
+        follow = await runtime.follow_up(first.job_id, "and list the files")
+        await finish_run(runtime, follow.id)
+        checkpoints = await runtime.checkpoints(first.id)
+        fork = await runtime.fork(checkpoints[0].id, "now only the README")
+        await runtime.wait(fork.id, timeout=20)
+
+        items = await _items(runtime.store, first.job_id)
+        headers = [item for item in items if isinstance(item, RunHeader)]
+        assert [h.run.id for h in headers] == [first.id, follow.id]
+        assert headers[1].label().startswith("follow-up 2")
+        assert not any(isinstance(item, ForkOrigin) for item in items)
+
+        items = await _items(runtime.store, fork.job_id)
+        origin = items[0]
+        assert isinstance(origin, ForkOrigin)
+        assert origin.source_job.id == first.job_id
+        assert origin.checkpoint_step == checkpoints[0].step
+        assert f"forked from job {first.job_id}" in origin.label()
+        inherited = [i for i in items if isinstance(i, TranscriptMessage) and i.inherited]
+        assert inherited and all(i.run.id == first.id for i in inherited)
+        assert inherited[0].message.role is Role.USER
+        assert inherited[-1].message.position == checkpoints[0].last_position
+        own_header = items[len(inherited) + 1]
+        assert isinstance(own_header, RunHeader) and own_header.run.id == fork.id
+        own = [i for i in items if isinstance(i, TranscriptMessage) and not i.inherited]
+        assert own[0].message.content[0] == TextBlock(text="now only the README")
+
+        markdown = await runtime.export_job(fork.job_id)
+        assert f"## Inherited history — forked from job {first.job_id}" in markdown
+        assert "### User (inherited)" in markdown
+        assert "summarise the sample project" in markdown
+        assert markdown.index("### User (inherited)") < markdown.index(f"## Run `{fork.id}`")
+        data = json.loads(await runtime.export_job(fork.job_id, format="json"))
+        assert data["inherited"]["source_job_id"] == first.job_id
+        assert len(data["inherited"]["messages"]) == len(inherited)
+        assert (await runtime.get_run(first.id)).state is RunState.COMPLETED
+    finally:
+        await runtime.close()
