@@ -32,6 +32,7 @@ __all__ = [
     "inherited_history",
     "job_transcript",
     "partial_answer",
+    "run_context",
     "run_transcript",
 ]
 
@@ -50,6 +51,11 @@ class ForkOrigin:
     def label(self) -> str:
         step = f" at step {self.checkpoint_step}" if self.checkpoint_step is not None else ""
         return f"forked from job {self.source_job.id} ({self.source_job.title}){step}"
+
+    def short_label(self) -> str:
+        """For the screen: the source job by title (ids are in exports and ``show``)."""
+        step = f" at step {self.checkpoint_step}" if self.checkpoint_step is not None else ""
+        return f"forked from “{self.source_job.title}”{step}"
 
 
 @dataclass(frozen=True)
@@ -169,3 +175,26 @@ async def job_transcript(store: Store, job_id: str) -> AsyncIterator[TranscriptI
         yield RunHeader(run=run, index=index)
         async for item in run_transcript(store, run):
             yield item
+
+
+async def run_context(
+    store: Store, run: Run, *, limit: int
+) -> tuple[list[TranscriptItem], PartialAnswer | None]:
+    """What a conversation pane shows around ``run``'s own messages: before them, the job's
+    items that come earlier (a fork's inherited history, earlier root runs with their
+    headers), the last ``limit`` of them, ending with ``run``'s own header; after them, its
+    partial answer. A sub-run gets no context (it sits under its delegation block)."""
+    partial = await partial_answer(store, run)
+    if run.parent_run_id is not None:
+        return [], partial
+    before: list[TranscriptItem] = []
+    async for item in job_transcript(store, run.job_id):
+        if isinstance(item, RunHeader) and item.run.id == run.id:
+            before.append(item)
+            break
+        before.append(item)
+    else:
+        return [], partial
+    if limit <= 1:
+        return before[-1:], partial
+    return before[-limit:], partial

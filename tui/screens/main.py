@@ -36,6 +36,7 @@ from runtime.models import (
     SearchHit,
     ToolCall,
 )
+from runtime.transcript import PartialAnswer, TranscriptItem, run_context
 from tui import bridge
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
@@ -96,8 +97,12 @@ class RunLoaded(TextualMessage):
         *,
         has_older: bool,
         asker: Run | None = None,
+        context: list[TranscriptItem] | None = None,
+        partial: PartialAnswer | None = None,
     ) -> None:
         super().__init__()
+        self.context = context or []
+        self.partial = partial
         self.run = run
         self.job = job
         self.messages = messages
@@ -412,8 +417,21 @@ class MainScreen(Screen[None]):
             if found is not None:
                 request, asker = found
         has_older = bool(messages) and messages[0].position > 0 and len(messages) >= window
+        context, partial = await run_context(
+            runtime.store, run, limit=0 if has_older else window - len(messages)
+        )
         self.post_message(
-            RunLoaded(run, job, messages, tool_calls, request, has_older=has_older, asker=asker)
+            RunLoaded(
+                run,
+                job,
+                messages,
+                tool_calls,
+                request,
+                has_older=has_older,
+                asker=asker,
+                context=context,
+                partial=partial,
+            )
         )
 
     async def _is_descendant(self, run: Run, ancestor_id: str) -> bool:
@@ -450,7 +468,12 @@ class MainScreen(Screen[None]):
             self.job_tree.upsert_run(message.run)
             self.job_tree.select_run(message.run.id)
         await self.conversation.load(
-            message.run.id, message.messages, message.tool_calls, has_older=message.has_older
+            message.run.id,
+            message.messages,
+            message.tool_calls,
+            has_older=message.has_older,
+            context=message.context,
+            partial=message.partial,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []

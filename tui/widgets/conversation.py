@@ -4,12 +4,21 @@ bottom (an anchored scroll)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.containers import VerticalScroll
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
 
 from runtime.models import Message, Role, ToolCall, ToolCallState
+from runtime.transcript import (
+    ForkOrigin,
+    PartialAnswer,
+    RunHeader,
+    TranscriptItem,
+    TranscriptMessage,
+)
 from tui.widgets.message_view import MessageView
 from tui.widgets.tool_call_view import ToolCallView
 
@@ -22,6 +31,10 @@ class Conversation(VerticalScroll):
     Conversation { background: $background; padding: 0 1; }
     Conversation > .empty { color: $text-muted; padding: 1 2; }
     Conversation > .older { color: $text-muted; text-align: center; }
+    Conversation > .run-header { color: $text-muted; text-style: bold; margin: 0 0 1 0; }
+    Conversation > .fork-origin { color: $warning; margin: 0 0 1 0; }
+    Conversation > .inherited { opacity: 70%; }
+    Conversation > .partial-label { color: $warning; text-style: italic; }
     """
 
     class OlderWanted(TextualMessage):
@@ -55,7 +68,11 @@ class Conversation(VerticalScroll):
         tool_calls: list[ToolCall],
         *,
         has_older: bool,
+        context: Sequence[TranscriptItem] = (),
+        partial: PartialAnswer | None = None,
     ) -> None:
+        """``context``: the job's items before this run (``runtime.transcript.run_context``),
+        shown only when the run's first message is loaded; ``partial``: its partial answer."""
         self.run_id = run_id
         await self._clear()
         self._tool_calls = {call.id: call for call in tool_calls}
@@ -63,8 +80,12 @@ class Conversation(VerticalScroll):
         widgets: list[Widget] = []
         if has_older:
             widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
+        else:
+            widgets.extend(_context_widgets(context))
         for message in messages:
             widgets.extend(self._widgets_for(message))
+        if partial is not None:
+            widgets.extend(_partial_widgets(partial))
         await self.mount_all(widgets)
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
@@ -244,3 +265,39 @@ class Conversation(VerticalScroll):
             self._want_older()
 
         self.call_after_refresh(keep_place)
+
+
+def _context_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
+    """Read-only widgets for the job's earlier items: fork origin, run headers, messages."""
+    widgets: list[Widget] = []
+    for item in items:
+        if isinstance(item, ForkOrigin):
+            text = f"↳ {item.short_label()} — the history it inherited, dimmed:"
+            widgets.append(Static(text, classes="fork-origin", markup=False))
+        elif isinstance(item, RunHeader):
+            widgets.append(Static(f"── {item.label()}", classes="run-header", markup=False))
+        elif isinstance(item, TranscriptMessage):
+            message = item.message
+            if message.role is Role.TOOL:
+                continue
+            if message.text or message.role is Role.USER:
+                view = MessageView.from_message(message)
+                if item.inherited:
+                    view.add_class("inherited")
+                widgets.append(view)
+            if message.tool_uses:
+                names = ", ".join(use.name for use in message.tool_uses)
+                widgets.append(Static(f"  ⚙ {names}", classes="run-header", markup=False))
+        elif isinstance(item, PartialAnswer):
+            widgets.extend(_partial_widgets(item))
+    return widgets
+
+
+def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
+    view = MessageView(
+        message_id=f"partial:{partial.run.id}:{partial.message_id}",
+        role=Role.ASSISTANT,
+        position=-1,
+        text=partial.text,
+    )
+    return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
