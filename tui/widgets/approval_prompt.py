@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.syntax import Syntax
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -25,15 +26,19 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ]
 
     DEFAULT_CSS = """
-    ApprovalPrompt { height: auto; max-height: 24; border: round $warning; padding: 0 1;
+    ApprovalPrompt { height: auto; max-height: 50vh; border: round $warning; padding: 0 1;
                      background: $surface; }
     ApprovalPrompt:focus-within { border: round $accent; }
     ApprovalPrompt .prompt-title { text-style: bold; color: $warning; }
     ApprovalPrompt .prompt-keys { color: $text-muted; }
-    ApprovalPrompt #details { height: auto; max-height: 16; }
+    ApprovalPrompt .prompt-command { background: $boost; padding: 0 1; }
+    ApprovalPrompt .prompt-where { color: $text-muted; }
+    ApprovalPrompt #details { height: auto; max-height: 40vh; }
     ApprovalPrompt #reason { display: none; }
     ApprovalPrompt.-reason #reason { display: block; }
     """
+
+    KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"
 
     def __init__(self, request: InputRequest) -> None:
         super().__init__(id="approval-prompt")
@@ -43,29 +48,43 @@ class ApprovalPrompt(Vertical, can_focus=True):
         detail = self.request.detail
         tool = detail.get("tool") or detail.get("tool_name") or "tool"
         yield Static(self._title(str(tool)), classes="prompt-title", markup=False)
+        # The keys come before the details: however long those are, the keys stay visible.
+        yield Static(self.KEYS, classes="prompt-keys", markup=False)
         with VerticalScroll(id="details"):
-            arguments = detail.get("arguments")
-            diff = detail.get("diff")
-            if arguments and isinstance(diff, str) and diff:
-                arguments = {
-                    key: (
-                        value[:120] + "…" if isinstance(value, str) and len(value) > 120 else value
-                    )
-                    for key, value in arguments.items()
-                }
-            if arguments:
-                text = json.dumps(arguments, indent=2, ensure_ascii=False)
-                if len(text) > 2000:
-                    text = text[:2000] + "\n…"
-                yield Static(text, classes="prompt-arguments", markup=False)
-            if isinstance(diff, str) and diff:
-                yield Static(Syntax(diff, "diff", word_wrap=True), classes="prompt-diff")
-        yield Static(
-            "y allow once · a allow this run · A always here · n deny · r deny with a reason",
-            classes="prompt-keys",
-            markup=False,
-        )
+            yield from self._details(detail)
         yield Input(placeholder="Why deny? Enter to send, Esc to go back", id="reason")
+
+    def _details(self, detail: dict[str, Any]) -> ComposeResult:
+        arguments = detail.get("arguments")
+        diff = detail.get("diff")
+        command = detail.get("command")
+        if isinstance(command, str) and command:
+            # A shell command reads as the command itself, wrapped, not as escaped JSON.
+            yield Static(Text("$ " + command, no_wrap=False), classes="prompt-command")
+            extra = {
+                k: v for k, v in (arguments or {}).items() if k != "command" and v not in (None, "")
+            }
+            where = f"in {detail['cwd']}" if detail.get("cwd") else ""
+            if extra:
+                where += ("  " if where else "") + ", ".join(f"{k}={v}" for k, v in extra.items())
+            if where:
+                yield Static(where, classes="prompt-where", markup=False)
+            return
+        if isinstance(diff, str) and diff:
+            # An edit reads as its diff; the arguments (which repeat it) stay folded.
+            path = detail.get("path") or (arguments or {}).get("path")
+            if path:
+                new = " (new file)" if detail.get("new_file") else ""
+                yield Static(f"{path}{new}", classes="prompt-where", markup=False)
+            yield Static(Syntax(diff, "diff", word_wrap=True), classes="prompt-diff")
+            return
+        if detail.get("error"):
+            yield Static(f"⚠ {detail['error']}", classes="prompt-where", markup=False)
+        if arguments:
+            text = json.dumps(arguments, indent=2, ensure_ascii=False)
+            if len(text) > 2000:
+                text = text[:2000] + "\n…"
+            yield Static(text, classes="prompt-arguments", markup=False)
 
     def _title(self, tool: str) -> str:
         prompt = self.request.prompt

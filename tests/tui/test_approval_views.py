@@ -1,0 +1,134 @@
+"""Approvals that read well: a shell command as its text (no JSON escapes), an edit as its
+diff only, the key hints visible whatever the size; snapshots at 80x24 and 140x45."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rich.syntax import Syntax
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from runtime.api import Runtime
+from runtime.config import Config
+from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tui.helpers import wait_until
+from tests.tui.test_snapshots import ROOT
+from tui.app import Settings, create_app
+from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+
+COMMAND = (
+    """grep -rn "TODO" src | sed 's/\\t/  /' > todo.txt && echo "done: $(wc -l < todo.txt)" """
+)
+SHELL = [Turn("Collecting the TODOs.", [("shell", {"command": COMMAND, "timeout": 30})])]
+EDIT = [
+    Turn(
+        "Fixing the greeting.",
+        [
+            (
+                "edit_file",
+                {
+                    "path": "src/main.py",
+                    "old_string": 'print("hello")',
+                    "new_string": 'print("hi")',
+                },
+            )
+        ],
+    )
+]
+
+
+def _app_factory(name: str, script: list[Turn]) -> Callable[[], Any]:
+    base = ROOT / name
+    shutil.rmtree(base, ignore_errors=True)
+    workspace = base / "project"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "main.py").write_text('def main() -> None:\n    print("hello")\n')
+
+    async def opener() -> Runtime:
+        provider = ScriptedProvider(list(script))
+        return await Runtime.open(
+            db_path=base / "agent-tui.db",
+            workspace=workspace,
+            config=Config(),
+            model="scripted:test",
+            providers=lambda reference: provider,
+        )
+
+    def build() -> Any:
+        settings = Settings(
+            workspace=workspace, theme="agent-dusk", hide_ages=True, remember_theme=False
+        )
+        return create_app(opener, settings)
+
+    return build
+
+
+async def _until_approval(pilot: Pilot[Any]) -> None:
+    await pilot.pause()
+    await pilot.press(*"do the task", "enter")
+    screen = pilot.app.screen
+    assert isinstance(screen, MainScreen)
+    await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+    await wait_until(pilot, lambda: isinstance(pilot.app.focused, ApprovalPrompt))
+    pilot.app.clear_notifications()
+    await pilot.pause(0.3)
+    await pilot.wait_for_scheduled_animations()
+
+
+def _shown(prompt: ApprovalPrompt) -> list[str]:
+    return [str(w.render()) for w in prompt.query(Static) if w.display]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+async def test_a_shell_approval_shows_the_command_as_text_and_the_keys(
+    request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _app_factory(request.node.name, SHELL)()
+    async with app.run_test(size=size) as pilot:
+        await _until_approval(pilot)
+        prompt = app.screen.query_one(ApprovalPrompt)
+        shown = "\n".join(_shown(prompt))
+        assert "$ " + COMMAND in shown
+        assert '\\"' not in shown and "{" not in shown  # no JSON dump, no escapes
+        assert "timeout=30" in shown
+        keys = prompt.query_one(".prompt-keys")
+        assert keys.region.height >= 1 and keys.region.y + 1 <= app.size.height
+        assert prompt.region.height <= app.size.height // 2 + 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+async def test_an_edit_approval_shows_the_diff_only(
+    request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _app_factory(request.node.name, EDIT)()
+    async with app.run_test(size=size) as pilot:
+        await _until_approval(pilot)
+        prompt = app.screen.query_one(ApprovalPrompt)
+        shown = "\n".join(_shown(prompt))
+        assert "src/main.py" in shown
+        diff = prompt.query_one(".prompt-diff", Static).content
+        assert isinstance(diff, Syntax)
+        assert '-    print("hello")' in diff.code and '+    print("hi")' in diff.code
+        assert "old_string" not in shown and "new_string" not in shown
+        assert prompt.query_one(".prompt-keys").region.height >= 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+def test_snapshot_of_a_shell_approval(
+    snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _app_factory(request.node.name, SHELL)()
+    assert snap_compare(app, terminal_size=size, run_before=_until_approval)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+def test_snapshot_of_an_edit_approval(
+    snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _app_factory(request.node.name, EDIT)()
+    assert snap_compare(app, terminal_size=size, run_before=_until_approval)
