@@ -63,14 +63,16 @@ class RunHeader:
     run: Run
     index: int
     """1 for the job's first root run, 2 for the next (a follow-up or retry), …"""
+    current: bool = False
+    """The header of the run a pane shows live: its state and usage are on the status line."""
 
     def label(self) -> str:
         run = self.run
         kind = "retry" if run.retry_of_run_id else ("follow-up" if self.index > 1 else "run")
-        return (
-            f"{kind} {self.index} · {run.agent} · {run.model} · {run.state.value}"
-            f" · {run.usage.total_tokens} tok · ${run.cost_usd:.2f}"
-        )
+        head = f"{kind} {self.index} · {run.agent} · {run.model}"
+        if self.current:
+            return head
+        return f"{head} · {run.state.value} · {run.usage.total_tokens} tok · ${run.cost_usd:.2f}"
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ async def run_context(
     before: list[TranscriptItem] = []
     async for item in job_transcript(store, run.job_id):
         if isinstance(item, RunHeader) and item.run.id == run.id:
-            before.append(item)
+            before.append(RunHeader(run=item.run, index=item.index, current=True))
             break
         before.append(item)
     else:
