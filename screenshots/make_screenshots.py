@@ -140,6 +140,36 @@ async def scene_delegation(pilot: Any, runtime: Runtime) -> None:
     await pilot.pause(0.3)
 
 
+async def scene_fork(pilot: Any, runtime: Runtime) -> None:
+    first = await runtime.start("summarise this project")
+    await _finish(runtime, first.id)
+    second = await runtime.follow_up(first.job_id, "and list the TODOs")
+    await _finish(runtime, second.id)
+    checkpoint = (await runtime.checkpoints(first.id))[0]
+    fork = await runtime.fork(checkpoint.id, "only the README, please")
+    await runtime.wait(fork.id, timeout=30)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
+    screen.open_run(fork.id)
+    await _until(pilot, lambda: screen.query(".fork-origin"))
+    pilot.app.clear_notifications()
+    await pilot.pause(0.3)
+    screen.conversation.scroll_home(animate=False, immediate=True)
+    await pilot.pause(0.2)
+
+
+async def scene_permissions(pilot: Any, runtime: Runtime) -> None:
+    workspace = pilot.app.settings.workspace
+    (workspace / "agent-tui.toml").write_text(
+        '[permissions]\nallow = ["write_file", "github__list_*"]\nask = ["shell"]\n'
+        'deny = ["github__delete_*"]\n'
+    )
+    pilot.app.action_permissions()
+    await _until(pilot, lambda: getattr(pilot.app.screen, "rules", None))
+    await pilot.pause(0.3)
+
+
 def _delegating() -> Config:
     return Config(
         defaults=Defaults(agent="coordinator"),
@@ -159,7 +189,12 @@ SCENES: list[tuple[str, str, Scene]] = [
     ("inbox", "demo:instant", scene_inbox),
     ("search", "demo:instant", scene_search),
     ("delegation", "demo:instant", scene_delegation),
+    ("fork", "demo:instant", scene_fork),
+    ("permissions", "demo:instant", scene_permissions),
+    ("approval-80x24", "demo:instant", scene_approval),
+    ("fork-80x24", "demo:instant", scene_fork),
 ]
+SIZES = {"approval-80x24": (80, 24), "fork-80x24": (80, 24)}
 
 CONFIGS = {"delegation": _delegating}
 
@@ -177,7 +212,7 @@ async def shoot(name: str, model: str, scene: Scene) -> Path:
         try:
             settings = Settings(workspace=workspace, theme="agent-dusk", remember_theme=False)
             app = create_app(runtime, settings)
-            async with app.run_test(size=SIZE) as pilot:
+            async with app.run_test(size=SIZES.get(name, SIZE)) as pilot:
                 await pilot.pause()
                 await scene(pilot, runtime)
                 path = OUT / f"{name}.svg"
@@ -191,7 +226,10 @@ async def shoot(name: str, model: str, scene: Scene) -> Path:
 
 async def main() -> int:
     OUT.mkdir(exist_ok=True)
+    wanted = set(sys.argv[1:])  # scene names; none: all of them
     for name, model, scene in SCENES:
+        if wanted and name not in wanted:
+            continue
         path = await shoot(name, model, scene)
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
