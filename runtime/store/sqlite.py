@@ -73,6 +73,7 @@ from runtime.store.base import (
     ToolStateChange,
 )
 from runtime.store.migrations import LATEST_VERSION, migrate, too_new_message
+from runtime.store.schema import expected_shape, schema_problems, shape_of
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "open_sqlite_store"]
 
@@ -313,6 +314,11 @@ def check_database_file(path: Path) -> None:
                     " AND name NOT LIKE 'sqlite_%'"
                 ).fetchone()[0]
             )
+            problems = (
+                schema_problems(shape_of(ro), expected_shape(version))
+                if 0 < version <= LATEST_VERSION
+                else []
+            )
         finally:
             ro.close()
     except sqlite3.DatabaseError as exc:
@@ -322,6 +328,14 @@ def check_database_file(path: Path) -> None:
     if version == 0 and tables:
         raise errors.NotADatabase(
             f"{path}: an SQLite database of another program, not an agent-tui database"
+        )
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
+        raise errors.SchemaDamaged(
+            f"{path}: damaged agent-tui database (schema version {version}: {shown});"
+            " refusing to open it, nothing was changed"
         )
 
 

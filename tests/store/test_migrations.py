@@ -212,3 +212,67 @@ async def test_a_database_from_a_newer_version_is_refused_unchanged(
     assert _version(path) == LATEST_VERSION + 7
     if journal_mode == "delete":
         assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
+
+
+async def _real_database(path: Path) -> None:
+    store = SqliteStore(path)
+    await store.open()
+    run = await store.create_run(new_run("hello"))
+    await store.claim_run(run.id, owner_id="o")
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        ("DROP TABLE messages", "table messages is missing"),
+        ("DROP INDEX runs_by_job", "index runs_by_job is missing"),
+        ("DROP TRIGGER messages_fts_insert", "trigger messages_fts_insert is missing"),
+        ("ALTER TABLE runs DROP COLUMN cancel_reason", "column runs.cancel_reason is missing"),
+    ],
+)
+async def test_a_database_with_a_damaged_schema_is_refused_byte_for_byte_unchanged(
+    tmp_path: Path, damage: str, named: str
+) -> None:
+    path = tmp_path / "agent.db"
+    await _real_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute(damage)
+    conn.close()
+    original = path.read_bytes()
+
+    with pytest.raises(errors.SchemaDamaged) as caught:
+        await SqliteStore(path).open()
+
+    assert caught.value.code == "schema_damaged"
+    _assert_one_line_naming(caught.value, path)
+    assert named in str(caught.value)
+    assert path.read_bytes() == original
+    assert _version(path) == LATEST_VERSION
+
+
+@pytest.mark.parametrize("version", [m.version for m in MIGRATIONS])
+async def test_an_intact_database_at_every_version_passes_the_schema_check(
+    tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / f"v{version}.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, path=str(path), upto=version)
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    assert _version(path) == LATEST_VERSION
+
+
+async def test_an_index_a_person_added_is_not_damage(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    await _real_database(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE INDEX my_own_index ON runs (model)")
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    assert (await store.count_runs_by_state())[RunState.RUNNING] == 1
+    await store.close()
