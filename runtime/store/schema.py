@@ -86,11 +86,11 @@ def schema_problems(actual: SchemaShape, expected: SchemaShape) -> list[str]:
                 problems.append(f"column {name}.{column[0]} is missing")
             elif have[column[0]] != column:
                 problems.append(f"column {name}.{column[0]} has changed")
-    for name, (table, columns) in expected.indexes.items():
+    for name, index in expected.indexes.items():
         found_index = actual.indexes.get(name)
         if found_index is None:
             problems.append(f"index {name} is missing")
-        elif found_index != (table, columns):
+        elif found_index != index:
             problems.append(f"index {name} has changed")
     for name, (kind, sql) in expected.sql_objects.items():
         found_sql = actual.sql_objects.get(name)
