@@ -1,16 +1,18 @@
 """The ``Store`` protocol (DESIGN §5, §15).
 
 A store keeps jobs, runs, messages, tool calls, input requests, checkpoints, drafts, receipts,
-owners and the event log. It enforces the state machines of §4 inside its own transactions:
-every method that changes state checks ``runtime.states``, writes the change and its durable
-event(s) in ONE transaction, and either commits all of it or nothing.
+owners and the event log. It decides nothing itself: every method that changes state fetches
+the records involved, asks ``runtime.store.rules`` (pure code over ``runtime.states``) for the
+row changes and events, and writes them in ONE transaction — all of it or nothing. A second
+backend implements the same fetch and write steps and gets the same behaviour.
 
 Execution tokens: ``claim_run`` gives the claiming owner a fresh token. Every write an execution
 makes passes that token; a write whose token is no longer the run's current token raises
 ``OwnershipLost`` and changes nothing. Methods that a person triggers (``cancel_run``,
 ``answer_input_request``) take no token.
 
-The conformance suite in ``tests/store`` runs against any implementation of this protocol.
+The conformance suite and the state machine in ``tests/store`` run against every backend listed
+in ``tests/store/backends.py``.
 """
 
 from __future__ import annotations
