@@ -41,7 +41,10 @@ from runtime.clock import Clock, SystemClock
 from runtime.events import (
     DURABLE_EVENT_ADAPTER,
     EVENT_ADAPTER,
+    CheckpointCreated,
     DurableEvent,
+    MessageCommitted,
+    ToolStateChanged,
 )
 from runtime.models import (
     Checkpoint,
@@ -75,7 +78,12 @@ from runtime.store.base import (
     RecoveryReport,
     ToolStateChange,
 )
-from runtime.store.migrations import LATEST_VERSION, migrate, too_new_message
+from runtime.store.migrations import (
+    LATEST_VERSION,
+    encode_event_v5,
+    migrate,
+    too_new_message,
+)
 from runtime.store.rules import Plan, canonical_hash
 from runtime.store.schema import expected_shape, schema_problems, shape_of
 
@@ -86,6 +94,7 @@ Conn = sqlite3.Connection
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
@@ -197,7 +206,24 @@ def _message(row: sqlite3.Row) -> Message:
     )
 
 
+_TOOL_SELECT = (
+    "SELECT t.*, m.content AS result_message FROM tool_calls AS t"
+    " LEFT JOIN messages AS m ON m.n = t.result_in"
+)
+"""Tool call rows with the tool message that carries a result kept there (``_tool_call``)."""
+
+
+def _carried_result(content: str, tool_call_id: str) -> str | None:
+    for block in json.loads(content):
+        if block.get("tool_call_id") == tool_call_id and block.get("type") == "tool_result":
+            return cast(str, block.get("content"))
+    return None
+
+
 def _tool_call(row: sqlite3.Row) -> ToolCall:
+    result = row["result"]
+    if result is None and row["result_in"] is not None and row["result_message"] is not None:
+        result = _carried_result(row["result_message"], row["id"])
     return ToolCall.model_construct(
         id=row["id"],
         run_id=row["run_id"],
@@ -210,7 +236,7 @@ def _tool_call(row: sqlite3.Row) -> ToolCall:
         state=ToolCallState(row["state"]),
         idempotent=bool(row["idempotent"]),
         step=row["step"],
-        result=row["result"],
+        result=result,
         error=row["error"],
         child_run_id=row["child_run_id"],
         created_at=row["created_at"],
@@ -387,6 +413,9 @@ class SqliteStore:
     def _setup(self, conn: Conn) -> None:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Only a new, empty file takes a page size; larger pages pack whole messages with less
+        # slack than the default 4 KiB (a ~3 KiB tool message would leave a page a quarter empty).
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -487,8 +516,7 @@ class SqliteStore:
                 running = [
                     _tool_call(r)
                     for r in conn.execute(
-                        "SELECT * FROM tool_calls WHERE run_id = ? AND state = 'running'"
-                        " ORDER BY n",
+                        f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state = 'running' ORDER BY t.n",
                         (run.id,),
                     )
                 ]
@@ -589,8 +617,8 @@ class SqliteStore:
             open_calls = [
                 _tool_call(r)
                 for r in conn.execute(
-                    "SELECT * FROM tool_calls WHERE run_id = ?"
-                    " AND state IN ('pending', 'running') ORDER BY n",
+                    f"{_TOOL_SELECT} WHERE t.run_id = ?"
+                    " AND t.state IN ('pending', 'running') ORDER BY t.n",
                     (run_id,),
                 )
             ]
@@ -729,10 +757,12 @@ class SqliteStore:
 
         def tx(conn: Conn) -> tuple[list[ToolCall], Message | None, Checkpoint]:
             run = _fetch_run(conn, run_id)
-            calls = _tool_states(conn, run, token, tool_changes, now)
+            plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
             committed = None
             if message is not None:
-                plan, committed, _ = rules.commit_message(
+                # One plan: the results are written straight into the tool message that
+                # carries them, never first into the calls (no row grows, then shrinks).
+                message_plan, committed, _ = rules.commit_message(
                     run,
                     token=token,
                     position=_next_position(conn, run_id),
@@ -741,8 +771,9 @@ class SqliteStore:
                     step=None,
                     now=now,
                 )
-                _apply(conn, plan)
-                run = plan.runs[0][0]
+                plan.extend(message_plan)
+                run = message_plan.runs[0][0]
+            _apply(conn, plan)
             checkpoint = _checkpoint_tx(conn, run, token, checkpoint_step, now)
             return calls, committed, checkpoint
 
@@ -760,7 +791,7 @@ class SqliteStore:
             call = None
             if request.tool_call_id is not None:
                 found = conn.execute(
-                    "SELECT * FROM tool_calls WHERE id = ?", (request.tool_call_id,)
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
                 ).fetchone()
                 call = _tool_call(found) if found is not None else None
             plan, after, created = rules.open_input_request(
@@ -807,7 +838,7 @@ class SqliteStore:
             call = None
             if request.tool_call_id is not None:
                 found = conn.execute(
-                    "SELECT * FROM tool_calls WHERE id = ?", (request.tool_call_id,)
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
                 ).fetchone()
                 call = _tool_call(found) if found is not None else None
             plan, after, answered = rules.answer_input_request(
@@ -875,22 +906,17 @@ class SqliteStore:
                 raise errors.CursorOutOfRange(
                     f"event cursor {after} is outside the log (last event is {last})"
                 )
-            sql = "SELECT seq, payload FROM events WHERE seq > ?"
+            sql = "SELECT * FROM events WHERE seq > ?"
             params: list[Any] = [after]
             if run_id is not None:
-                sql += " AND run_id = ?"
+                sql += " AND run_n = (SELECT n FROM runs WHERE id = ?)"
                 params.append(run_id)
             if job_id is not None:
-                sql += " AND job_id = ?"
+                sql += " AND run_n IN (SELECT n FROM runs WHERE job_id = ?)"
                 params.append(job_id)
             sql += " ORDER BY seq LIMIT ?"
             params.append(max(0, limit))
-            result: list[DurableEvent] = []
-            for seq, payload in conn.execute(sql, params):
-                data = json.loads(payload)
-                data["seq"] = seq
-                result.append(DURABLE_EVENT_ADAPTER.validate_python(data))
-            return result
+            return _hydrate_events(conn, conn.execute(sql, params).fetchall())
 
         return await self._call(read)
 
@@ -930,7 +956,7 @@ class SqliteStore:
 
     async def get_tool_call(self, tool_call_id: str) -> ToolCall:
         return await self._get(
-            "SELECT * FROM tool_calls WHERE id = ?",
+            f"{_TOOL_SELECT} WHERE t.id = ?",
             tool_call_id,
             _tool_call,
             errors.ToolCallNotFound(f"tool call {tool_call_id} not found"),
@@ -1054,13 +1080,11 @@ class SqliteStore:
         def read(conn: Conn) -> list[ToolCall]:
             if message_id is not None:
                 rows = conn.execute(
-                    "SELECT * FROM tool_calls WHERE message_id = ? AND run_id = ? ORDER BY idx",
+                    f"{_TOOL_SELECT} WHERE t.message_id = ? AND t.run_id = ? ORDER BY t.idx",
                     (message_id, run_id),
                 )
             else:
-                rows = conn.execute(
-                    "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY n", (run_id,)
-                )
+                rows = conn.execute(f"{_TOOL_SELECT} WHERE t.run_id = ? ORDER BY t.n", (run_id,))
             return [_tool_call(r) for r in rows]
 
         return await self._call(read)
@@ -1248,21 +1272,26 @@ def _check_references(conn: Conn, new_run: NewRun) -> None:
             raise missing
 
 
+def _tool_states_plan(
+    conn: Conn, run: Run, token: str, changes: Sequence[ToolStateChange], now: float
+) -> tuple[Plan, list[ToolCall]]:
+    """Several transitions of one run's tool calls: the calls read by primary key in one
+    statement, then the rule (which checks the token and the run of each call)."""
+    rules.check_token(run, token)
+    if not changes:
+        return Plan(), []
+    ids = list(dict.fromkeys(change.tool_call_id for change in changes))
+    marks = ", ".join("?" * len(ids))
+    rows = conn.execute(f"{_TOOL_SELECT} WHERE t.id IN ({marks})", ids).fetchall()
+    return rules.tool_states(
+        run, token=token, calls={r["id"]: _tool_call(r) for r in rows}, changes=changes, now=now
+    )
+
+
 def _tool_states(
     conn: Conn, run: Run, token: str, changes: Sequence[ToolStateChange], now: float
 ) -> list[ToolCall]:
-    """Several transitions of one run's tool calls: one statement each for reading, updating
-    and logging them."""
-    rules.check_token(run, token)
-    if not changes:
-        return []
-    ids = list(dict.fromkeys(change.tool_call_id for change in changes))
-    marks = ", ".join("?" * len(ids))
-    # By primary key; the rule checks the run on the records.
-    rows = conn.execute(f"SELECT * FROM tool_calls WHERE id IN ({marks})", ids).fetchall()
-    plan, changed = rules.tool_states(
-        run, token=token, calls={r["id"]: _tool_call(r) for r in rows}, changes=changes, now=now
-    )
+    plan, changed = _tool_states_plan(conn, run, token, changes, now)
     _apply(conn, plan)
     return changed
 
@@ -1444,22 +1473,37 @@ def _apply(conn: Conn, plan: Plan) -> None:
                 for c in plan.new_tool_calls
             ],
         )
+    carried = _carried_results(plan)
     if plan.tool_calls:
-        conn.executemany(
-            "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
-            " started_at = ?, finished_at = ? WHERE id = ?",
-            [
+        rows = []
+        for c in plan.tool_calls:
+            carrier = carried.pop(c.id, None)
+            in_message = carrier is not None and c.result is not None and carrier[1] == c.result
+            rows.append(
                 (
                     c.state.value,
-                    c.result,
+                    None if in_message else c.result,
                     c.error,
                     c.child_run_id,
                     c.started_at,
                     c.finished_at,
+                    carrier[0] if in_message and carrier is not None else None,
                     c.id,
                 )
-                for c in plan.tool_calls
-            ],
+            )
+        conn.executemany(
+            "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
+            " started_at = ?, finished_at = ?,"
+            " result_in = coalesce((SELECT n FROM messages WHERE id = ?), result_in) WHERE id = ?",
+            rows,
+        )
+    if carried:
+        # Results committed before the tool message that now carries them.
+        conn.executemany(
+            "UPDATE tool_calls SET result = NULL,"
+            " result_in = (SELECT n FROM messages WHERE id = ?2)"
+            " WHERE id = ?1 AND result IS NOT NULL AND result = ?3",
+            [(call_id, message_id, text) for call_id, (message_id, text) in carried.items()],
         )
     for request in plan.new_requests:
         conn.execute(
@@ -1522,23 +1566,136 @@ def _apply(conn: Conn, plan: Plan) -> None:
                 receipt.created_at,
             ),
         )
-    _emit(conn, plan.events)
+    calls = {c.id: c for c in plan.new_tool_calls}
+    calls.update((c.id, c) for c in plan.tool_calls)
+    _emit(conn, plan.events, calls)
+
+
+def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
+    """tool call id → (tool message id, result text) for each result a tool message of the plan
+    carries to the model: there the result lives, and only there (``_tool_call`` reads it)."""
+    return {
+        block.tool_call_id: (message.id, block.content)
+        for message in plan.messages
+        if message.role is Role.TOOL
+        for block in message.content
+        if isinstance(block, ToolResultBlock) and block.tool_call_id
+    }
 
 
 _NO_USAGE = Usage()
 
 
-def _emit(conn: Conn, events: Iterable[DurableEvent]) -> None:
-    conn.executemany(
-        "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                e.job_id,
-                e.run_id,
-                e.kind,
-                e.created_at,
-                EVENT_ADAPTER.dump_json(e, by_alias=True, exclude={"seq"}).decode(),
-            )
-            for e in events
-        ],
+_EVENT_INSERT = (
+    "INSERT INTO events (run_n, kind, ref, created_at, payload) VALUES"
+    " ((SELECT n FROM runs WHERE id = ?1), ?2, CASE ?2"
+    " WHEN 2 THEN (SELECT n FROM messages WHERE id = ?3)"
+    " WHEN 3 THEN (SELECT n FROM tool_calls WHERE id = ?3)"
+    " WHEN 4 THEN (SELECT n FROM checkpoints WHERE id = ?3) END, ?4, ?5)"
+)
+
+
+def _encoded(
+    event: DurableEvent, calls: dict[str, ToolCall]
+) -> tuple[str, int, str | None, float, str | None]:
+    """One event as the events table keeps it (the v5 form, ``encode_event_v5``): the row it
+    describes by reference, only what that row does not say in ``payload``."""
+    if isinstance(event, MessageCommitted):
+        return event.run_id, 2, event.message.id, event.created_at, None
+    data = EVENT_ADAPTER.dump_python(event, mode="json", by_alias=True, exclude={"seq"})
+    ref: str | None = None
+    facts: dict[str, Any] | None = None
+    if isinstance(event, ToolStateChanged):
+        ref = event.tool_call_id
+        call = calls.get(ref)
+        facts = (
+            {"name": call.name, "arguments": call.arguments, "result": call.result}
+            if call is not None
+            else {}
+        )
+    elif isinstance(event, CheckpointCreated):
+        ref = event.checkpoint_id
+    code, payload = encode_event_v5(data, run_known=True, ref_found=True, tool_call=facts)
+    return event.run_id, code, ref, event.created_at, payload
+
+
+def _emit(
+    conn: Conn, events: Iterable[DurableEvent], calls: dict[str, ToolCall] | None = None
+) -> None:
+    conn.executemany(_EVENT_INSERT, [_encoded(e, calls or {}) for e in events])
+
+
+def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEvent]:
+    """Events as they were published: each joined back to the row it references."""
+
+    def by_n(sql: str, numbers: set[int]) -> dict[int, sqlite3.Row]:
+        if not numbers:
+            return {}
+        marks = ", ".join("?" * len(numbers))
+        return {r["n"]: r for r in conn.execute(sql.format(marks=marks), sorted(numbers))}
+
+    runs = by_n(
+        "SELECT n, id, job_id FROM runs WHERE n IN ({marks})",
+        {r["run_n"] for r in rows if r["run_n"] is not None},
     )
+    messages = by_n(
+        "SELECT * FROM messages WHERE n IN ({marks})", {r["ref"] for r in rows if r["kind"] == 2}
+    )
+    calls = by_n(
+        _TOOL_SELECT + " WHERE t.n IN ({marks})",
+        {r["ref"] for r in rows if r["kind"] == 3},
+    )
+    checkpoints = by_n(
+        "SELECT n, id, step FROM checkpoints WHERE n IN ({marks})",
+        {r["ref"] for r in rows if r["kind"] == 4},
+    )
+    hydrated_calls: dict[int, ToolCall] = {}
+    result: list[DurableEvent] = []
+    for row in rows:
+        kind, seq, created_at = row["kind"], row["seq"], row["created_at"]
+        payload: dict[str, Any] = json.loads(row["payload"]) if row["payload"] else {}
+        if kind == 0:
+            payload["seq"] = seq
+            result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))
+            continue
+        run = runs[row["run_n"]]
+        envelope = {"seq": seq, "job_id": run["job_id"], "run_id": run["id"]}
+        if kind == 2:
+            result.append(
+                MessageCommitted.model_construct(
+                    **envelope, created_at=created_at, message=_message(messages[row["ref"]])
+                )
+            )
+        elif kind == 3:
+            call = hydrated_calls.get(row["ref"])
+            if call is None:
+                call = hydrated_calls[row["ref"]] = _tool_call(calls[row["ref"]])
+            result.append(
+                ToolStateChanged.model_construct(
+                    **envelope,
+                    created_at=created_at,
+                    tool_call_id=call.id,
+                    name=payload.get("name", call.name),
+                    from_state=ToolCallState(payload["from"]) if payload.get("from") else None,
+                    to_state=ToolCallState(payload["to"]),
+                    arguments=call.arguments
+                    if payload.get("arguments_ref")
+                    else payload.get("arguments"),
+                    result=call.result if payload.get("result_ref") else payload.get("result"),
+                    error=payload.get("error"),
+                )
+            )
+        elif kind == 4:
+            checkpoint = checkpoints[row["ref"]]
+            result.append(
+                CheckpointCreated.model_construct(
+                    **envelope,
+                    created_at=created_at,
+                    checkpoint_id=checkpoint["id"],
+                    step=payload.get("step", checkpoint["step"]),
+                )
+            )
+        else:
+            payload.update(envelope, kind="run_state_changed", created_at=created_at)
+            result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))
+    return result

@@ -35,10 +35,7 @@ async def _crash_sqlite(store: Store) -> None:
     assert db is not None
     await db.execute("BEGIN IMMEDIATE")
     await db.execute("UPDATE runs SET state = 'completed', revision = revision + 1")
-    await db.execute(
-        "INSERT INTO events (job_id, run_id, kind, created_at, payload)"
-        " VALUES ('x', 'x', 'run_state_changed', 0, '{}')"
-    )
+    await db.execute("INSERT INTO events (kind, created_at, payload) VALUES (0, 0, '{}')")
     await asyncio.shield(db.close())
     store._db = None
 
