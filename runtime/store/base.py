@@ -17,6 +17,7 @@ in ``tests/store/backends.py``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,6 +117,21 @@ class Page(BaseModel, Generic[T]):
 
     items: list[T]
     next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommit:
+    """What one step transaction committed, so the engine keeps its history in memory and
+    publishes the events directly, without reading any of it back."""
+
+    run: Run
+    """The run as the transaction left it (revision, step, usage totals, context fill)."""
+    message: Message | None
+    tool_calls: list[ToolCall]
+    """The calls reserved with the message, or the calls the transaction changed, in order."""
+    checkpoint: Checkpoint | None
+    events: list[DurableEvent]
+    """The durable events committed, in order, each with its ``seq``."""
 
 
 class RecoveryReport(BaseModel):

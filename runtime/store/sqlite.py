@@ -28,7 +28,7 @@ import base64
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -76,6 +76,7 @@ from runtime.store.base import (
     NewToolCall,
     Page,
     RecoveryReport,
+    StepCommit,
     ToolStateChange,
 )
 from runtime.store.migrations import (
@@ -756,28 +757,69 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> tuple[list[ToolCall], Message | None, Checkpoint]:
-            run = _fetch_run(conn, run_id)
-            plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
-            committed = None
-            if message is not None:
-                # One plan: the results are written straight into the tool message that
-                # carries them, never first into the calls (no row grows, then shrinks).
-                message_plan, committed, _ = rules.commit_message(
-                    run,
-                    token=token,
-                    position=_next_position(conn, run_id),
-                    message=message,
-                    tool_calls=(),
-                    step=None,
-                    now=now,
-                )
-                plan.extend(message_plan)
-                run = message_plan.runs[0][0]
-            _apply(conn, plan)
-            checkpoint = _checkpoint_tx(conn, run, token, checkpoint_step, now)
-            return calls, committed, checkpoint
+            done = _step_results_tx(
+                conn, now, run_id, token, tool_changes, message, checkpoint_step
+            )
+            assert done.checkpoint is not None
+            return done.tool_calls, done.message, done.checkpoint
 
         return await self._write(tx)
+
+    # --- one step in two transactions ------------------------------------------------------------
+
+    async def commit_assistant_message_with_calls(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        tool_calls: list[NewToolCall],
+        step: int,
+    ) -> StepCommit:
+        now = self._now()
+
+        def tx(conn: Conn) -> StepCommit:
+            plan, committed, calls = rules.commit_message(
+                _fetch_run(conn, run_id),
+                token=token,
+                position=_next_position(conn, run_id),
+                message=message,
+                tool_calls=tool_calls,
+                step=step,
+                now=now,
+            )
+            events = _apply(conn, plan)
+            return StepCommit(plan.runs[0][0], committed, calls, None, events)
+
+        return await self._write(tx)
+
+    async def commit_tool_states(
+        self, run_id: str, *, token: str, changes: list[ToolStateChange]
+    ) -> StepCommit:
+        now = self._now()
+
+        def tx(conn: Conn) -> StepCommit:
+            run = _fetch_run(conn, run_id)
+            plan, changed = _tool_states_plan(conn, run, token, changes, now)
+            return StepCommit(run, None, changed, None, _apply(conn, plan))
+
+        return await self._write(tx)
+
+    async def commit_step_results(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        tool_changes: list[ToolStateChange],
+        message: NewMessage | None,
+        checkpoint_step: int,
+    ) -> StepCommit:
+        now = self._now()
+        return await self._write(
+            lambda conn: _step_results_tx(
+                conn, now, run_id, token, tool_changes, message, checkpoint_step
+            )
+        )
 
     # --- input requests --------------------------------------------------------------------------
 
@@ -1296,11 +1338,56 @@ def _tool_states(
     return changed
 
 
+def _step_results_tx(
+    conn: Conn,
+    now: float,
+    run_id: str,
+    token: str,
+    tool_changes: Sequence[ToolStateChange],
+    message: NewMessage | None,
+    checkpoint_step: int,
+) -> StepCommit:
+    run = _fetch_run(conn, run_id)
+    plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
+    committed = None
+    position = _next_position(conn, run_id)
+    if message is not None:
+        # One plan: the results are written straight into the tool message that carries
+        # them, never first into the calls (no row grows, then shrinks).
+        message_plan, committed, _ = rules.commit_message(
+            run,
+            token=token,
+            position=position,
+            message=message,
+            tool_calls=(),
+            step=None,
+            now=now,
+        )
+        plan.extend(message_plan)
+        run = message_plan.runs[0][0]
+        position += 1
+    events = _apply(conn, plan)
+    checkpoint_plan, checkpoint = _checkpoint_plan(
+        conn, run, token, checkpoint_step, now, position - 1
+    )
+    events += _apply(conn, checkpoint_plan)
+    return StepCommit(run, committed, calls, checkpoint, events)
+
+
 def _checkpoint_tx(conn: Conn, run: Run, token: str, step: int, now: float) -> Checkpoint:
+    plan, created = _checkpoint_plan(conn, run, token, step, now, None)
+    _apply(conn, plan)
+    return created
+
+
+def _checkpoint_plan(
+    conn: Conn, run: Run, token: str, step: int, now: float, last_position: int | None
+) -> tuple[Plan, Checkpoint]:
     rules.check_token(run, token)
-    last_position = conn.execute(
-        "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = ?", (run.id,)
-    ).fetchone()[0]
+    if last_position is None:
+        last_position = conn.execute(
+            "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = ?", (run.id,)
+        ).fetchone()[0]
     pending = [
         r[0]
         for r in conn.execute(
@@ -1309,7 +1396,7 @@ def _checkpoint_tx(conn: Conn, run: Run, token: str, step: int, now: float) -> C
             (run.id,),
         )
     ]
-    plan, created = rules.checkpoint(
+    return rules.checkpoint(
         run,
         token=token,
         step=step,
@@ -1317,8 +1404,6 @@ def _checkpoint_tx(conn: Conn, run: Run, token: str, step: int, now: float) -> C
         pending_tool_call_ids=pending,
         now=now,
     )
-    _apply(conn, plan)
-    return created
 
 
 _RUN_UPDATE = (
@@ -1336,8 +1421,9 @@ _JOB_UPDATE = (
 )
 
 
-def _apply(conn: Conn, plan: Plan) -> None:
-    """Write a rule's plan, in the order ``Plan`` documents."""
+def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
+    """Write a rule's plan, in the order ``Plan`` documents; returns its events with their
+    ``seq``."""
     for new_job in plan.new_jobs:
         job = new_job.job
         conn.execute(
@@ -1568,7 +1654,7 @@ def _apply(conn: Conn, plan: Plan) -> None:
         )
     calls = {c.id: c for c in plan.new_tool_calls}
     calls.update((c.id, c) for c in plan.tool_calls)
-    _emit(conn, plan.events, calls)
+    return _emit(conn, plan.events, calls)
 
 
 def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
@@ -1620,9 +1706,17 @@ def _encoded(
 
 
 def _emit(
-    conn: Conn, events: Iterable[DurableEvent], calls: dict[str, ToolCall] | None = None
-) -> None:
+    conn: Conn, events: Sequence[DurableEvent], calls: dict[str, ToolCall] | None = None
+) -> list[DurableEvent]:
+    """Append ``events`` to the log; returns them with the ``seq`` each got."""
+    if not events:
+        return []
     conn.executemany(_EVENT_INSERT, [_encoded(e, calls or {}) for e in events])
+    # One writer holds the database (BEGIN IMMEDIATE): the rows just inserted have the last
+    # len(events) sequence numbers.
+    last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+    first = last - len(events) + 1
+    return [e.model_copy(update={"seq": first + i}) for i, e in enumerate(events)]
 
 
 def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEvent]:
