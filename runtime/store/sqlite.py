@@ -1,10 +1,12 @@
 """The SQLite implementation of the ``Store`` protocol (DESIGN §3-§6).
 
-One long-lived aiosqlite connection per store (WAL, ``synchronous=NORMAL``, foreign keys on).
-Every operation is ONE synchronous function run on aiosqlite's connection thread: a write is a
-whole ``BEGIN IMMEDIATE`` … ``COMMIT`` transaction, so a transaction never stays open across an
-``await``, two stores on one file never deadlock, and a stream of commits costs one thread hop
-each.
+One long-lived sqlite3 connection per store (WAL, ``synchronous=NORMAL``, foreign keys on) and
+one worker thread. Every operation is ONE synchronous function holding the store's lock: a write
+is a whole ``BEGIN IMMEDIATE`` … ``COMMIT`` transaction, so a transaction never stays open
+across an ``await`` and two stores on one file never deadlock. Reads run on the worker; a write
+runs at once on the caller's thread when the connection is free and the file's write lock can
+be taken without waiting (no thread hop), else on the worker, which waits up to the busy
+timeout. The WAL is checkpointed by the worker, never inside a caller's commit.
 
 Each write fetches the records the rule needs, asks ``runtime.store.rules`` (the only place that
 decides transitions, tokens, revisions, totals and events) for a ``Plan``, and writes it with
@@ -24,16 +26,19 @@ Rules beyond the protocol docstrings:
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import aiosqlite
 from pydantic import BaseModel, TypeAdapter
 
 from runtime import errors
@@ -95,6 +100,8 @@ Conn = sqlite3.Connection
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+CHECKPOINT_EVERY = 100
+"""Commits between two WAL checkpoints (run on the worker thread)."""
 PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
@@ -365,7 +372,11 @@ class SqliteStore:
     def __init__(self, path: str | Path, *, clock: Clock | None = None) -> None:
         self.path = Path(path)
         self._clock: Clock = clock or SystemClock()
-        self._db: aiosqlite.Connection | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        """Held by whichever thread runs an operation on the connection, for that operation."""
+        self._worker: ThreadPoolExecutor | None = None
+        self._commits = 0
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -379,37 +390,89 @@ class SqliteStore:
     def _now(self) -> float:
         return self._clock.now()
 
-    async def _call(self, fn: Callable[[Conn], R]) -> R:
-        """Run ``fn(connection)`` on the connection's thread (one hop per operation)."""
-        db = self._db
-        if db is None:
+    def _connection(self) -> tuple[sqlite3.Connection, ThreadPoolExecutor]:
+        if self._conn is None or self._worker is None:
             raise errors.DatabaseError(f"{self.path}: the store is not open")
+        return self._conn, self._worker
+
+    def _translated(self, exc: sqlite3.Error) -> errors.AgentTuiError:
+        if isinstance(exc, sqlite3.IntegrityError):
+            return errors.ConflictError(f"{self.path}: {exc}")
+        return errors.DatabaseError(f"{self.path}: {exc}")
+
+    def _locked(self, fn: Callable[[Conn], R], conn: Conn) -> R:
+        with self._lock:
+            return fn(conn)
+
+    async def _call(self, fn: Callable[[Conn], R]) -> R:
+        """Run ``fn(connection)`` on the store's worker thread, one operation at a time."""
+        conn, worker = self._connection()
         try:
-            # aiosqlite's queue runs callables on its connection thread; one hop per operation.
-            return cast(R, await cast(Any, db)._execute(fn, db._conn))
-        except sqlite3.IntegrityError as exc:
-            raise errors.ConflictError(f"{self.path}: {exc}") from exc
+            return await asyncio.get_running_loop().run_in_executor(worker, self._locked, fn, conn)
         except sqlite3.Error as exc:
-            raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+            raise self._translated(exc) from exc
 
     async def _write(self, fn: Callable[[Conn], R]) -> R:
-        return await self._call(partial(_in_transaction, fn))
+        """One write transaction. Run at once on the caller's thread when the connection is free
+        and no other process holds the write lock (a step's commit is a millisecond or two: a
+        hop to a thread and back costs more than that on a busy machine); otherwise on the
+        worker thread, which waits for the lock up to the busy timeout."""
+        conn, _ = self._connection()
+        if self._lock.acquire(blocking=False):
+            try:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError:
+                    began = False  # another process writes: wait for it on the worker
+                else:
+                    began = True
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if began:
+                    try:
+                        result = _transaction_body(fn, conn)
+                    except sqlite3.Error as exc:
+                        raise self._translated(exc) from exc
+                    self._after_commit(conn)
+                    return result
+            finally:
+                self._lock.release()
+        result = await self._call(partial(_in_transaction, fn))
+        return result
+
+    def _after_commit(self, conn: Conn) -> None:
+        """Commits on the caller's thread never checkpoint the WAL themselves (that may write
+        and sync megabytes); every CHECKPOINT_EVERY of them, the worker does it."""
+        self._commits += 1
+        if self._commits % CHECKPOINT_EVERY == 0 and self._worker is not None:
+            self._worker.submit(self._locked, _checkpoint_wal, conn)
 
     async def open(self) -> None:
-        if self._db is not None:
+        if self._conn is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_database_file(self.path)
-        db = await aiosqlite.connect(str(self.path), isolation_level=None)
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-tui-store")
+        loop = asyncio.get_running_loop()
         try:
-            await cast(Any, db)._execute(self._setup, db._conn)
+            conn = await loop.run_in_executor(worker, self._connect)
         except sqlite3.Error as exc:
-            await db.close()
+            worker.shutdown(wait=False)
             raise errors.DatabaseError(f"{self.path}: {exc}") from exc
         except BaseException:
-            await db.close()
+            worker.shutdown(wait=False)
             raise
-        self._db = db
+        self._conn, self._worker = conn, worker
+
+    def _connect(self) -> Conn:
+        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        try:
+            self._setup(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _setup(self, conn: Conn) -> None:
         conn.row_factory = sqlite3.Row
@@ -421,13 +484,19 @@ class SqliteStore:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA cache_size = -32000")
-        conn.execute("PRAGMA wal_autocheckpoint = 4000")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
         migrate(conn, path=str(self.path))
 
     async def close(self) -> None:
-        db, self._db = self._db, None
-        if db is not None:
-            await db.close()
+        conn, worker = self._conn, self._worker
+        self._conn = self._worker = None
+        if conn is None or worker is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(worker, self._locked, _close_connection, conn)
+        finally:
+            worker.shutdown(wait=True)
 
     # --- owners and recovery ---------------------------------------------------------------------
 
@@ -1242,6 +1311,11 @@ async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> 
 
 def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:
     conn.execute("BEGIN IMMEDIATE")
+    return _transaction_body(fn, conn)
+
+
+def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> R:
+    """``fn`` inside the transaction just begun: all of it is committed, or none."""
     try:
         result = fn(conn)
         conn.execute("COMMIT")
@@ -1250,6 +1324,16 @@ def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:
             conn.execute("ROLLBACK")
         raise
     return result
+
+
+def _checkpoint_wal(conn: Conn) -> None:
+    with contextlib.suppress(sqlite3.Error):  # busy readers: the next one will do it
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def _close_connection(conn: Conn) -> None:
+    _checkpoint_wal(conn)
+    conn.close()
 
 
 def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:

@@ -6,7 +6,6 @@ backend adds an entry here (a database or schema per name) and gets every test."
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +30,14 @@ def _sqlite(folder: Path, name: str, clock: ManualClock) -> Store:
 
 async def _crash_sqlite(store: Store) -> None:
     assert isinstance(store, SqliteStore)
-    db = store._db
-    assert db is not None
-    await db.execute("BEGIN IMMEDIATE")
-    await db.execute("UPDATE runs SET state = 'completed', revision = revision + 1")
-    await db.execute("INSERT INTO events (kind, created_at, payload) VALUES (0, 0, '{}')")
-    await asyncio.shield(db.close())
-    store._db = None
+    conn, worker = store._conn, store._worker
+    assert conn is not None and worker is not None
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE runs SET state = 'completed', revision = revision + 1")
+    conn.execute("INSERT INTO events (kind, created_at, payload) VALUES (0, 0, '{}')")
+    conn.close()  # never committed: SQLite rolls it back, as when the process dies
+    store._conn = store._worker = None
+    worker.shutdown(wait=True)
 
 
 BACKENDS: dict[str, Backend] = {"sqlite": Backend("sqlite", _sqlite, _crash_sqlite)}
