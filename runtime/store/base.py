@@ -259,6 +259,44 @@ class Store(Protocol):
         tool message that carries them to the model, and the step's checkpoint."""
         ...
 
+    # --- one step in two transactions (issue 13: constant work per step) ----------------------
+
+    async def commit_assistant_message_with_calls(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        tool_calls: list[NewToolCall],
+        step: int,
+    ) -> StepCommit:
+        """The first write of a step, ONE transaction: the assistant message at the run's next
+        position, its calls reserved (those with ``start`` running), the run's step, usage and
+        context fill, the job's totals, the run's drafts dropped. Returns the run after it, the
+        message, the calls and the events with their seq."""
+        ...
+
+    async def commit_tool_states(
+        self, run_id: str, *, token: str, changes: list[ToolStateChange]
+    ) -> StepCommit:
+        """``set_tool_states`` that also returns the run, the changed calls and the events."""
+        ...
+
+    async def commit_step_results(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        tool_changes: list[ToolStateChange],
+        message: NewMessage | None,
+        checkpoint_step: int,
+    ) -> StepCommit:
+        """The last write of a step, ONE transaction: the remaining results (in call order),
+        the tool message carrying every result (where the results then live), the run and job
+        totals, and the checkpoint. Returns the run after it, the tool message, the changed
+        calls, the checkpoint and the events with their seq."""
+        ...
+
     # --- input requests ------------------------------------------------------------------------
     async def open_input_request(
         self, run_id: str, *, token: str, request: NewInputRequest

@@ -774,3 +774,13 @@ async def test_a_result_the_tool_message_carries_reads_back_from_the_call(store:
         if isinstance(e, ToolStateChanged) and e.to_state is ToolCallState.COMPLETED
     ]
     assert completed.result == "early"
+
+
+async def test_the_store_implements_the_whole_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+    missing = [
+        name
+        for name in dir(Store)
+        if not name.startswith("_") and not callable(getattr(type(store), name, None))
+    ]
+    assert missing == []
