@@ -435,11 +435,14 @@ class SqliteStore:
                     except sqlite3.Error as exc:
                         raise self._translated(exc) from exc
                     self._after_commit(conn)
-                    return result
             finally:
                 self._lock.release()
-        result = await self._call(partial(_in_transaction, fn))
-        return result
+            if began:
+                # Still a suspension point, as a hop was: a caller committing in a loop never
+                # starves the other tasks (the UI, lease renewal) of the event loop.
+                await asyncio.sleep(0)
+                return result
+        return await self._call(partial(_in_transaction, fn))
 
     def _after_commit(self, conn: Conn) -> None:
         """Commits on the caller's thread never checkpoint the WAL themselves (that may write
