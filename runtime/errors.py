@@ -15,6 +15,7 @@ AgentTuiError
 ├── DatabaseError            database_error
 │   ├── NotADatabase         not_a_database
 │   ├── SchemaTooNew         schema_too_new
+│   ├── SchemaDamaged        schema_damaged (a table, column, index or trigger is missing)
 │   └── CursorOutOfRange     cursor_out_of_range
 ├── ConfigError              config_error (names the file, line and key)
 ├── ModelError               model_error (``retryable`` says whether to try again)
@@ -116,6 +117,12 @@ class NotADatabase(DatabaseError):
 
 class SchemaTooNew(DatabaseError):
     code = "schema_too_new"
+
+
+class SchemaDamaged(DatabaseError):
+    """The database's schema is not what its version promises (a table or index missing)."""
+
+    code = "schema_damaged"
 
 
 class CursorOutOfRange(DatabaseError):

@@ -1,9 +1,15 @@
 """The three state machines of DESIGN §4, one table each. Code asks these tables; it never
-re-decides a transition on its own."""
+re-decides a transition on its own.
+
+The store's rules (``runtime.store.rules``) are the only callers: a new record starts in the
+table's one initial state (``RUN_INITIAL`` …), and every change is checked from the state the
+store read (``check_run(run.state, …)``), never from a state written into the call.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from runtime.errors import IllegalTransition
 from runtime.models import InputRequestState, RunState, ToolCallState
@@ -39,6 +45,16 @@ INPUT_TRANSITIONS: Mapping[InputRequestState | None, frozenset[InputRequestState
     I.ANSWERED: frozenset(),
     I.CANCELLED: frozenset(),
 }
+
+
+def _initial(table: Mapping[Any, frozenset[Any]]) -> Any:
+    [state] = table[None]
+    return state
+
+
+RUN_INITIAL: RunState = _initial(RUN_TRANSITIONS)
+TOOL_INITIAL: ToolCallState = _initial(TOOL_TRANSITIONS)
+INPUT_INITIAL: InputRequestState = _initial(INPUT_TRANSITIONS)
 
 
 def check_run(from_state: RunState | None, to_state: RunState) -> None:

@@ -7,6 +7,7 @@ from runtime.store.base import (
     NewToolCall,
     Page,
     RecoveryReport,
+    StepCommit,
     Store,
     ToolStateChange,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "Page",
     "RecoveryReport",
     "SqliteStore",
+    "StepCommit",
     "Store",
     "ToolStateChange",
     "open_sqlite_store",

@@ -1,20 +1,23 @@
 """The ``Store`` protocol (DESIGN §5, §15).
 
 A store keeps jobs, runs, messages, tool calls, input requests, checkpoints, drafts, receipts,
-owners and the event log. It enforces the state machines of §4 inside its own transactions:
-every method that changes state checks ``runtime.states``, writes the change and its durable
-event(s) in ONE transaction, and either commits all of it or nothing.
+owners and the event log. It decides nothing itself: every method that changes state fetches
+the records involved, asks ``runtime.store.rules`` (pure code over ``runtime.states``) for the
+row changes and events, and writes them in ONE transaction — all of it or nothing. A second
+backend implements the same fetch and write steps and gets the same behaviour.
 
 Execution tokens: ``claim_run`` gives the claiming owner a fresh token. Every write an execution
 makes passes that token; a write whose token is no longer the run's current token raises
 ``OwnershipLost`` and changes nothing. Methods that a person triggers (``cancel_run``,
 ``answer_input_request``) take no token.
 
-The conformance suite in ``tests/store`` runs against any implementation of this protocol.
+The conformance suite and the state machine in ``tests/store`` run against every backend listed
+in ``tests/store/backends.py``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -114,6 +117,21 @@ class Page(BaseModel, Generic[T]):
 
     items: list[T]
     next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommit:
+    """What one step transaction committed, so the engine keeps its history in memory and
+    publishes the events directly, without reading any of it back."""
+
+    run: Run
+    """The run as the transaction left it (revision, step, usage totals, context fill)."""
+    message: Message | None
+    tool_calls: list[ToolCall]
+    """The calls reserved with the message, or the calls the transaction changed, in order."""
+    checkpoint: Checkpoint | None
+    events: list[DurableEvent]
+    """The durable events committed, in order, each with its ``seq``."""
 
 
 class RecoveryReport(BaseModel):
@@ -259,6 +277,44 @@ class Store(Protocol):
     ) -> tuple[list[ToolCall], Message | None, Checkpoint]:
         """The end of a step in one transaction: the last tool results (in call order), the
         tool message that carries them to the model, and the step's checkpoint."""
+        ...
+
+    # --- one step in two transactions (issue 13: constant work per step) ----------------------
+
+    async def commit_assistant_message_with_calls(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        tool_calls: list[NewToolCall],
+        step: int,
+    ) -> StepCommit:
+        """The first write of a step, ONE transaction: the assistant message at the run's next
+        position, its calls reserved (those with ``start`` running), the run's step, usage and
+        context fill, the job's totals, the run's drafts dropped. Returns the run after it, the
+        message, the calls and the events with their seq."""
+        ...
+
+    async def commit_tool_states(
+        self, run_id: str, *, token: str, changes: list[ToolStateChange]
+    ) -> StepCommit:
+        """``set_tool_states`` that also returns the run, the changed calls and the events."""
+        ...
+
+    async def commit_step_results(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        tool_changes: list[ToolStateChange],
+        message: NewMessage | None,
+        checkpoint_step: int,
+    ) -> StepCommit:
+        """The last write of a step, ONE transaction: the remaining results (in call order),
+        the tool message carrying every result (where the results then live), the run and job
+        totals, and the checkpoint. Returns the run after it, the tool message, the changed
+        calls, the checkpoint and the events with their seq."""
         ...
 
     # --- input requests ------------------------------------------------------------------------

@@ -7,9 +7,11 @@ public text ``id``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.errors import SchemaTooNew
 
@@ -249,7 +251,215 @@ _V4_TOOL_CALL_INDEXES = (
     "CREATE INDEX tool_calls_open ON tool_calls (run_id, n) WHERE state IN ('pending', 'running')",
 )
 
-_V5_BLOBS_FILE_SNAPSHOTS = (
+# --- v5: each fact stored once -----------------------------------------------------------------
+#
+# Events reference the row they describe (``ref``: messages.n, tool_calls.n or checkpoints.n) and
+# keep only what that row does not say; readers hydrate them. A tool call's result moves into the
+# tool message that carries it to the model (``result_in`` = that message's n). The search index
+# keeps no copy of the text: it is an external-content FTS5 table over a view.
+
+EVENT_CODES_V5: Mapping[str, int] = {
+    "run_state_changed": 1,
+    "message_committed": 2,
+    "tool_state_changed": 3,
+    "checkpoint_created": 4,
+}
+"""Event kinds with a compact form; code 0 keeps any other event whole in ``payload``."""
+
+_RUN_EVENT_DEFAULTS_V5: Mapping[str, Any] = {
+    "request": None,
+    "outcome": None,
+    "failure": None,
+    "reason": None,
+    "interrupted": False,
+}
+_ENVELOPE = ("kind", "job_id", "run_id", "created_at", "seq")
+
+
+def encode_event_v5(
+    data: Mapping[str, Any],
+    *,
+    run_known: bool,
+    ref_found: bool,
+    tool_call: Mapping[str, Any] | None = None,
+) -> tuple[int, str | None]:
+    """``(kind code, payload)`` of one event in the v5 form. ``data`` is the event's full JSON
+    (aliases: ``from``/``to``); ``ref_found`` says whether the row it describes exists;
+    ``tool_call`` holds that call's final ``name``, ``arguments`` and ``result`` (so what equals
+    them is referenced, not copied). The store writes new events with this same function."""
+    code = EVENT_CODES_V5.get(str(data.get("kind")), 0)
+    if code == 0 or not run_known or (code != 1 and not ref_found):
+        return 0, json.dumps(dict(data), separators=(",", ":"), ensure_ascii=False)
+    kept: dict[str, Any] = {}
+    if code == 1:
+        kept = {k: v for k, v in data.items() if k not in _ENVELOPE}
+        for key, default in _RUN_EVENT_DEFAULTS_V5.items():
+            if key in kept and kept[key] == default:
+                del kept[key]
+    elif code == 3:
+        assert tool_call is not None
+        kept = {"from": data.get("from"), "to": data.get("to")}
+        if data.get("error") is not None:
+            kept["error"] = data["error"]
+        if data.get("name") != tool_call.get("name"):
+            kept["name"] = data.get("name")
+        result = data.get("result")
+        if result is not None:
+            if result == tool_call.get("result"):
+                kept["result_ref"] = True
+            else:
+                kept["result"] = result
+        arguments = data.get("arguments")
+        if arguments is not None:
+            if arguments == tool_call.get("arguments"):
+                kept["arguments_ref"] = True
+            else:
+                kept["arguments"] = arguments
+    return code, json.dumps(kept, separators=(",", ":"), ensure_ascii=False) if kept else None
+
+
+def _v5_tool_results(conn: sqlite3.Connection) -> None:
+    """A result the tool message carries is kept there only."""
+    rows = conn.execute("SELECT n, content FROM messages WHERE role = 'tool'").fetchall()
+    for n, content in rows:
+        for block in json.loads(content):
+            if block.get("type") == "tool_result" and block.get("tool_call_id"):
+                conn.execute(
+                    "UPDATE tool_calls SET result = NULL, result_in = ?"
+                    " WHERE id = ? AND result IS NOT NULL AND result = ?",
+                    (n, block["tool_call_id"], block.get("content")),
+                )
+
+
+def _v5_tool_call_facts(conn: sqlite3.Connection) -> dict[str, tuple[int, dict[str, Any]]]:
+    facts: dict[str, tuple[int, dict[str, Any]]] = {}
+    rows = conn.execute(
+        "SELECT t.n, t.id, t.name, t.arguments, t.result, m.content FROM tool_calls AS t"
+        " LEFT JOIN messages AS m ON m.n = t.result_in"
+    )
+    for n, call_id, name, arguments, result, carrier in rows:
+        if carrier is not None:
+            for block in json.loads(carrier):
+                if block.get("tool_call_id") == call_id:
+                    result = block.get("content")
+                    break
+        facts[call_id] = (n, {"name": name, "arguments": json.loads(arguments), "result": result})
+    return facts
+
+
+def _v5_events(conn: sqlite3.Connection) -> None:
+    runs = dict(conn.execute("SELECT id, n FROM runs").fetchall())
+    messages = dict(conn.execute("SELECT id, n FROM messages").fetchall())
+    checkpoints = dict(conn.execute("SELECT id, n FROM checkpoints").fetchall())
+    calls = _v5_tool_call_facts(conn)
+    last = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    conn.execute(
+        """
+        CREATE TABLE events_v5 (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_n INTEGER,
+            kind INTEGER NOT NULL,
+            ref INTEGER,
+            created_at REAL NOT NULL,
+            payload TEXT
+        )
+        """
+    )
+    converted = []
+    for seq, run_id, created_at, payload in conn.execute(
+        "SELECT seq, run_id, created_at, payload FROM events ORDER BY seq"
+    ):
+        data = json.loads(payload)
+        data.setdefault("run_id", run_id)
+        kind = data.get("kind")
+        ref: int | None = None
+        tool_call = None
+        if kind == "message_committed":
+            ref = messages.get(str((data.get("message") or {}).get("id")))
+        elif kind == "tool_state_changed" and data.get("tool_call_id") in calls:
+            ref, tool_call = calls[data["tool_call_id"]]
+        elif kind == "checkpoint_created":
+            ref = checkpoints.get(str(data.get("checkpoint_id")))
+        run_n = runs.get(run_id)
+        code, compact = encode_event_v5(
+            data, run_known=run_n is not None, ref_found=ref is not None, tool_call=tool_call
+        )
+        if code == 0:
+            run_n = ref = None
+        converted.append((seq, run_n, code, ref, created_at, compact))
+    conn.executemany(
+        "INSERT INTO events_v5 (seq, run_n, kind, ref, created_at, payload)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        converted,
+    )
+    conn.execute("DROP TABLE events")
+    conn.execute("ALTER TABLE events_v5 RENAME TO events")
+    if last is not None:
+        # seq never goes back, even past events that were deleted.
+        conn.execute(
+            "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'", (last[0],)
+        )
+        conn.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?"
+            " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')",
+            (last[0],),
+        )
+    conn.execute("CREATE INDEX events_by_run ON events (run_n, seq)")
+
+
+def _v5_apply(conn: sqlite3.Connection) -> None:
+    _v5_tool_results(conn)
+    _v5_events(conn)
+
+
+# The same text as _MESSAGE_TEXT, without json_each: FTS5 reads its external content (for
+# snippets and 'rebuild') from inside its own update, where a table-valued function fails.
+_MESSAGE_TEXT_VIEW = """(
+    WITH RECURSIVE i (k) AS (
+        SELECT 0 UNION ALL SELECT k + 1 FROM i WHERE k + 1 < json_array_length({content})
+    )
+    SELECT group_concat(coalesce(json_extract({content}, '$[' || k || '].text'),
+                                 json_extract({content}, '$[' || k || '].content')), char(10))
+    FROM i WHERE json_extract({content}, '$[' || k || '].type') IN ('text', 'tool_result')
+)"""
+
+_V5_SEARCH = (
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+    "DROP TABLE messages_fts",
+    f"""
+    CREATE VIEW messages_text AS
+    SELECT n, coalesce({_MESSAGE_TEXT_VIEW.format(content="messages.content")}, '') AS text
+    FROM messages
+    """,
+    "CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content = 'messages_text',"
+    " content_rowid = 'n', tokenize = 'unicode61')",
+    f"""
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, coalesce({_MESSAGE_TEXT.format(content="new.content")}, ''));
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, coalesce({_MESSAGE_TEXT.format(content="old.content")}, ''));
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, coalesce({_MESSAGE_TEXT.format(content="old.content")}, ''));
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, coalesce({_MESSAGE_TEXT.format(content="new.content")}, ''));
+    END
+    """,
+    "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
+    "ALTER TABLE tool_calls ADD COLUMN result_in INTEGER",
+)
+
+_V6_BLOBS_FILE_SNAPSHOTS = (
     # Content-addressed bytes, stored once (file snapshots for rewinding; images).
     """
     CREATE TABLE blobs (
@@ -290,7 +500,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         4, "indexes for the tool calls of a message and the open ones", _V4_TOOL_CALL_INDEXES
     ),
-    Migration(5, "blobs, file snapshots for rewinding, archived jobs", _V5_BLOBS_FILE_SNAPSHOTS),
+    Migration(
+        5,
+        "each fact once: events reference their rows, results live in the tool message,"
+        " search keeps no copy of the text",
+        _V5_SEARCH,
+        _v5_apply,
+    ),
+    Migration(6, "blobs, file snapshots for rewinding, archived jobs", _V6_BLOBS_FILE_SNAPSHOTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

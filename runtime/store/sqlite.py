@@ -1,10 +1,17 @@
 """The SQLite implementation of the ``Store`` protocol (DESIGN §3-§6).
 
-One long-lived aiosqlite connection per store (WAL, ``synchronous=NORMAL``, foreign keys on).
-Every operation is ONE synchronous function run on aiosqlite's connection thread: a write is a
-whole ``BEGIN IMMEDIATE`` … ``COMMIT`` transaction (state check, change and event together), so a
-transaction never stays open across an ``await``, two stores on one file never deadlock, and a
-stream of commits costs one thread hop each.
+One long-lived sqlite3 connection per store (WAL, ``synchronous=NORMAL``, foreign keys on) and
+one worker thread. Every operation is ONE synchronous function holding the store's lock: a write
+is a whole ``BEGIN IMMEDIATE`` … ``COMMIT`` transaction, so a transaction never stays open
+across an ``await`` and two stores on one file never deadlock. Reads run on the worker; a write
+runs at once on the caller's thread when the connection is free and the file's write lock can
+be taken without waiting (no thread hop), else on the worker, which waits up to the busy
+timeout. The WAL is checkpointed by the worker, never inside a caller's commit.
+
+Each write fetches the records the rule needs, asks ``runtime.store.rules`` (the only place that
+decides transitions, tokens, revisions, totals and events) for a ``Plan``, and writes it with
+``_apply``. Rows read back become records with ``model_construct``: they were validated on the
+way in, so they are not validated twice.
 
 Rules beyond the protocol docstrings:
 
@@ -19,19 +26,21 @@ Rules beyond the protocol docstrings:
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import aiosqlite
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from runtime import errors
 from runtime.clock import Clock, SystemClock
@@ -41,7 +50,6 @@ from runtime.events import (
     CheckpointCreated,
     DurableEvent,
     MessageCommitted,
-    RunStateChanged,
     ToolStateChanged,
 )
 from runtime.models import (
@@ -49,6 +57,7 @@ from runtime.models import (
     ContentBlock,
     Draft,
     Failure,
+    InputKind,
     InputRequest,
     InputRequestState,
     Job,
@@ -58,11 +67,14 @@ from runtime.models import (
     RunState,
     SearchHit,
     TextBlock,
+    ThinkingBlock,
     ToolCall,
     ToolCallState,
+    ToolResultBlock,
+    ToolUseBlock,
     Usage,
 )
-from runtime.states import check_input, check_run, check_tool
+from runtime.store import rules
 from runtime.store.base import (
     FileSnapshot,
     NewInputRequest,
@@ -71,67 +83,84 @@ from runtime.store.base import (
     NewToolCall,
     Page,
     RecoveryReport,
+    StepCommit,
     ToolStateChange,
 )
-from runtime.store.migrations import LATEST_VERSION, migrate, too_new_message
+from runtime.store.migrations import (
+    LATEST_VERSION,
+    encode_event_v5,
+    migrate,
+    too_new_message,
+)
+from runtime.store.rules import Plan, canonical_hash
+from runtime.store.schema import expected_shape, schema_problems, shape_of
 
-__all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "open_sqlite_store"]
+__all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
 
 R = TypeVar("R")
 Conn = sqlite3.Connection
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
-TITLE_LENGTH = 80
+CHECKPOINT_EVERY = 100
+"""Commits between two WAL checkpoints (run on the worker thread)."""
+PAGE_SIZE = 8_192
+TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
 SEARCH_WINDOW = 2_000
+_OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
 """Search ranks the best matches among this many most recent ones."""
 
 _CONTENT: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
-_OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex
-
-
-def canonical_hash(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value`` (sorted keys, no spaces)."""
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise errors.InvalidInput(f"not JSON data: {exc}") from exc
-    return hashlib.sha256(text.encode()).hexdigest()
+_BLOCKS: dict[str, type[BaseModel]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+}
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _usage_of(row: sqlite3.Row) -> dict[str, int]:
-    return {
-        "input_tokens": row["input_tokens"],
-        "output_tokens": row["output_tokens"],
-        "cache_read_tokens": row["cache_read_tokens"],
-        "cache_write_tokens": row["cache_write_tokens"],
-    }
+# --- rows → records (trusted: constructed, not validated) ---------------------------------------
+
+
+def _usage_of(row: sqlite3.Row) -> Usage:
+    return Usage.model_construct(
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cache_read_tokens=row["cache_read_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
+    )
+
+
+def _usage_json(text: str | None) -> Usage | None:
+    return Usage.model_construct(**json.loads(text)) if text else None
+
+
+def _content(text: str) -> list[ContentBlock]:
+    blocks = json.loads(text)
+    try:
+        return [cast(ContentBlock, _BLOCKS[b["type"]].model_construct(**b)) for b in blocks]
+    except (KeyError, TypeError):
+        return _CONTENT.validate_python(blocks)
 
 
 def _job(row: sqlite3.Row) -> Job:
-    return Job.model_validate(
-        {
-            "id": row["id"],
-            "title": row["title"],
-            "workspace": row["workspace"],
-            "agent": row["agent"],
-            "created_at": row["created_at"],
-            "updated_at": row["updated_at"],
-            "usage": _usage_of(row),
-            "cost_usd": row["cost_usd"],
-            "archived": bool(row["archived"]),
-            "latest_run_state": row["latest_run_state"],
-        }
+    return Job.model_construct(
+        id=row["id"],
+        title=row["title"],
+        workspace=row["workspace"],
+        agent=row["agent"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        usage=_usage_of(row),
+        cost_usd=row["cost_usd"],
+        archived=bool(row["archived"]),
+        latest_run_state=RunState(row["latest_run_state"]) if row["latest_run_state"] else None,
     )
 
 
@@ -140,7 +169,6 @@ _RUN_PLAIN = (
     "job_id",
     "agent",
     "model",
-    "state",
     "revision",
     "input",
     "parent_run_id",
@@ -164,87 +192,99 @@ _RUN_PLAIN = (
 
 
 def _run(row: sqlite3.Row) -> Run:
-    data: dict[str, Any] = {key: row[key] for key in _RUN_PLAIN}
-    data["interrupted"] = bool(row["interrupted"])
-    data["failure"] = json.loads(row["failure"]) if row["failure"] else None
-    data["usage"] = _usage_of(row)
-    return Run.model_validate(data)
-
-
-def _message(row: sqlite3.Row) -> Message:
-    return Message.model_validate(
-        {
-            "id": row["id"],
-            "run_id": row["run_id"],
-            "job_id": row["job_id"],
-            "position": row["position"],
-            "role": row["role"],
-            "content": json.loads(row["content"]),
-            "model": row["model"],
-            "usage": json.loads(row["usage"]) if row["usage"] else None,
-            "cost_usd": row["cost_usd"],
-            "created_at": row["created_at"],
-        }
+    failure = row["failure"]
+    return Run.model_construct(
+        **{key: row[key] for key in _RUN_PLAIN},
+        state=RunState(row["state"]),
+        interrupted=bool(row["interrupted"]),
+        failure=Failure.model_construct(**json.loads(failure)) if failure else None,
+        usage=_usage_of(row),
     )
 
 
+def _message(row: sqlite3.Row) -> Message:
+    return Message.model_construct(
+        id=row["id"],
+        run_id=row["run_id"],
+        job_id=row["job_id"],
+        position=row["position"],
+        role=Role(row["role"]),
+        content=_content(row["content"]),
+        model=row["model"],
+        usage=_usage_json(row["usage"]),
+        cost_usd=row["cost_usd"],
+        created_at=row["created_at"],
+    )
+
+
+_TOOL_SELECT = (
+    "SELECT t.*, m.content AS result_message FROM tool_calls AS t"
+    " LEFT JOIN messages AS m ON m.n = t.result_in"
+)
+"""Tool call rows with the tool message that carries a result kept there (``_tool_call``)."""
+
+
+def _carried_result(content: str, tool_call_id: str) -> str | None:
+    for block in json.loads(content):
+        if block.get("tool_call_id") == tool_call_id and block.get("type") == "tool_result":
+            return cast(str, block.get("content"))
+    return None
+
+
 def _tool_call(row: sqlite3.Row) -> ToolCall:
-    return ToolCall.model_validate(
-        {
-            "id": row["id"],
-            "run_id": row["run_id"],
-            "job_id": row["job_id"],
-            "message_id": row["message_id"],
-            "index": row["idx"],
-            "provider_id": row["provider_id"],
-            "name": row["name"],
-            "arguments": json.loads(row["arguments"]),
-            "state": row["state"],
-            "idempotent": bool(row["idempotent"]),
-            "step": row["step"],
-            "result": row["result"],
-            "error": row["error"],
-            "child_run_id": row["child_run_id"],
-            "created_at": row["created_at"],
-            "started_at": row["started_at"],
-            "finished_at": row["finished_at"],
-        }
+    result = row["result"]
+    if result is None and row["result_in"] is not None and row["result_message"] is not None:
+        result = _carried_result(row["result_message"], row["id"])
+    return ToolCall.model_construct(
+        id=row["id"],
+        run_id=row["run_id"],
+        job_id=row["job_id"],
+        message_id=row["message_id"],
+        index=row["idx"],
+        provider_id=row["provider_id"],
+        name=row["name"],
+        arguments=json.loads(row["arguments"]),
+        state=ToolCallState(row["state"]),
+        idempotent=bool(row["idempotent"]),
+        step=row["step"],
+        result=result,
+        error=row["error"],
+        child_run_id=row["child_run_id"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
     )
 
 
 def _input_request(row: sqlite3.Row) -> InputRequest:
-    return InputRequest.model_validate(
-        {
-            "id": row["id"],
-            "run_id": row["run_id"],
-            "job_id": row["job_id"],
-            "kind": row["kind"],
-            "prompt": row["prompt"],
-            "options": json.loads(row["options"]),
-            "schema": json.loads(row["schema"]),
-            "tool_call_id": row["tool_call_id"],
-            "arguments_digest": row["arguments_digest"],
-            "detail": json.loads(row["detail"]),
-            "state": row["state"],
-            "answer": json.loads(row["answer"]) if row["answer"] is not None else None,
-            "created_at": row["created_at"],
-            "answered_at": row["answered_at"],
-        }
+    return InputRequest.model_construct(
+        id=row["id"],
+        run_id=row["run_id"],
+        job_id=row["job_id"],
+        kind=InputKind(row["kind"]),
+        prompt=row["prompt"],
+        options=json.loads(row["options"]),
+        answer_schema=json.loads(row["schema"]),
+        tool_call_id=row["tool_call_id"],
+        arguments_digest=row["arguments_digest"],
+        detail=json.loads(row["detail"]),
+        state=InputRequestState(row["state"]),
+        answer=json.loads(row["answer"]) if row["answer"] is not None else None,
+        created_at=row["created_at"],
+        answered_at=row["answered_at"],
     )
 
 
 def _checkpoint(row: sqlite3.Row) -> Checkpoint:
-    return Checkpoint.model_validate(
-        {
-            "id": row["id"],
-            "run_id": row["run_id"],
-            "job_id": row["job_id"],
-            "step": row["step"],
-            "last_position": row["last_position"],
-            "usage": json.loads(row["usage"]),
-            "pending_tool_call_ids": json.loads(row["pending_tool_call_ids"]),
-            "created_at": row["created_at"],
-        }
+    return Checkpoint.model_construct(
+        id=row["id"],
+        run_id=row["run_id"],
+        job_id=row["job_id"],
+        step=row["step"],
+        last_position=row["last_position"],
+        usage=Usage.model_construct(**json.loads(row["usage"])),
+        pending_tool_call_ids=json.loads(row["pending_tool_call_ids"]),
+        created_at=row["created_at"],
     )
 
 
@@ -279,16 +319,6 @@ def fts_query(text: str) -> str | None:
     return " ".join(phrases)
 
 
-def _title_from(input_text: str | None) -> str:
-    for line in (input_text or "").splitlines():
-        line = line.strip()
-        if line:
-            if len(line) > TITLE_LENGTH:
-                return line[: TITLE_LENGTH - 1].rstrip() + "…"
-            return line
-    return "Untitled"
-
-
 def check_database_file(path: Path) -> None:
     """Refuse a file that is not an SQLite database, an SQLite database that is not ours, or a
     schema newer than this code knows, without changing a byte of it."""
@@ -314,6 +344,11 @@ def check_database_file(path: Path) -> None:
                     " AND name NOT LIKE 'sqlite_%'"
                 ).fetchone()[0]
             )
+            problems = (
+                schema_problems(shape_of(ro), expected_shape(version))
+                if 0 < version <= LATEST_VERSION
+                else []
+            )
         finally:
             ro.close()
     except sqlite3.DatabaseError as exc:
@@ -324,6 +359,14 @@ def check_database_file(path: Path) -> None:
         raise errors.NotADatabase(
             f"{path}: an SQLite database of another program, not an agent-tui database"
         )
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
+        raise errors.SchemaDamaged(
+            f"{path}: damaged agent-tui database (schema version {version}: {shown});"
+            " refusing to open it, nothing was changed"
+        )
 
 
 class SqliteStore:
@@ -332,7 +375,11 @@ class SqliteStore:
     def __init__(self, path: str | Path, *, clock: Clock | None = None) -> None:
         self.path = Path(path)
         self._clock: Clock = clock or SystemClock()
-        self._db: aiosqlite.Connection | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        """Held by whichever thread runs an operation on the connection, for that operation."""
+        self._worker: ThreadPoolExecutor | None = None
+        self._commits = 0
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -346,52 +393,116 @@ class SqliteStore:
     def _now(self) -> float:
         return self._clock.now()
 
-    async def _call(self, fn: Callable[[Conn], R]) -> R:
-        """Run ``fn(connection)`` on the connection's thread (one hop per operation)."""
-        db = self._db
-        if db is None:
+    def _connection(self) -> tuple[sqlite3.Connection, ThreadPoolExecutor]:
+        if self._conn is None or self._worker is None:
             raise errors.DatabaseError(f"{self.path}: the store is not open")
+        return self._conn, self._worker
+
+    def _translated(self, exc: sqlite3.Error) -> errors.AgentTuiError:
+        if isinstance(exc, sqlite3.IntegrityError):
+            return errors.ConflictError(f"{self.path}: {exc}")
+        return errors.DatabaseError(f"{self.path}: {exc}")
+
+    def _locked(self, fn: Callable[[Conn], R], conn: Conn) -> R:
+        with self._lock:
+            return fn(conn)
+
+    async def _call(self, fn: Callable[[Conn], R]) -> R:
+        """Run ``fn(connection)`` on the store's worker thread, one operation at a time."""
+        conn, worker = self._connection()
         try:
-            # aiosqlite's queue runs callables on its connection thread; one hop per operation.
-            return cast(R, await cast(Any, db)._execute(fn, db._conn))
-        except sqlite3.IntegrityError as exc:
-            raise errors.ConflictError(f"{self.path}: {exc}") from exc
+            return await asyncio.get_running_loop().run_in_executor(worker, self._locked, fn, conn)
         except sqlite3.Error as exc:
-            raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+            raise self._translated(exc) from exc
 
     async def _write(self, fn: Callable[[Conn], R]) -> R:
+        """One write transaction. Run at once on the caller's thread when the connection is free
+        and no other process holds the write lock (a step's commit is a millisecond or two: a
+        hop to a thread and back costs more than that on a busy machine); otherwise on the
+        worker thread, which waits for the lock up to the busy timeout."""
+        conn, _ = self._connection()
+        if self._lock.acquire(blocking=False):
+            try:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError:
+                    began = False  # another process writes: wait for it on the worker
+                else:
+                    began = True
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if began:
+                    try:
+                        result = _transaction_body(fn, conn)
+                    except sqlite3.Error as exc:
+                        raise self._translated(exc) from exc
+                    self._after_commit(conn)
+            finally:
+                self._lock.release()
+            if began:
+                # Still a suspension point, as a hop was: a caller committing in a loop never
+                # starves the other tasks (the UI, lease renewal) of the event loop.
+                await asyncio.sleep(0)
+                return result
         return await self._call(partial(_in_transaction, fn))
 
+    def _after_commit(self, conn: Conn) -> None:
+        """Commits on the caller's thread never checkpoint the WAL themselves (that may write
+        and sync megabytes); every CHECKPOINT_EVERY of them, the worker does it."""
+        self._commits += 1
+        if self._commits % CHECKPOINT_EVERY == 0 and self._worker is not None:
+            self._worker.submit(self._locked, _checkpoint_wal, conn)
+
     async def open(self) -> None:
-        if self._db is not None:
+        if self._conn is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_database_file(self.path)
-        db = await aiosqlite.connect(str(self.path), isolation_level=None)
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-tui-store")
+        loop = asyncio.get_running_loop()
         try:
-            await cast(Any, db)._execute(self._setup, db._conn)
+            conn = await loop.run_in_executor(worker, self._connect)
         except sqlite3.Error as exc:
-            await db.close()
+            worker.shutdown(wait=False)
             raise errors.DatabaseError(f"{self.path}: {exc}") from exc
         except BaseException:
-            await db.close()
+            worker.shutdown(wait=False)
             raise
-        self._db = db
+        self._conn, self._worker = conn, worker
+
+    def _connect(self) -> Conn:
+        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        try:
+            self._setup(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _setup(self, conn: Conn) -> None:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Only a new, empty file takes a page size; larger pages pack whole messages with less
+        # slack than the default 4 KiB (a ~3 KiB tool message would leave a page a quarter empty).
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA cache_size = -32000")
-        conn.execute("PRAGMA wal_autocheckpoint = 4000")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
         migrate(conn, path=str(self.path))
 
     async def close(self) -> None:
-        db, self._db = self._db, None
-        if db is not None:
-            await db.close()
+        conn, worker = self._conn, self._worker
+        self._conn = self._worker = None
+        if conn is None or worker is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(worker, self._locked, _close_connection, conn)
+        finally:
+            worker.shutdown(wait=True)
 
     # --- owners and recovery ---------------------------------------------------------------------
 
@@ -416,15 +527,21 @@ class SqliteStore:
 
         def tx(conn: Conn) -> None:
             row = conn.execute("SELECT * FROM owners WHERE owner_id = ?", (owner_id,)).fetchone()
-            if row is None:
-                raise errors.OwnershipLost(f"owner {owner_id} is not registered")
-            if row["released"] or row["recovered_at"] is not None:
-                raise errors.OwnershipLost(f"owner {owner_id} was released or recovered")
-            if row["lease_expires_at"] < now:
-                raise errors.OwnershipLost(f"the lease of owner {owner_id} expired")
+            owner = (
+                rules.Owner(
+                    owner_id=row["owner_id"],
+                    lease_seconds=row["lease_seconds"],
+                    lease_expires_at=row["lease_expires_at"],
+                    released=bool(row["released"]),
+                    recovered_at=row["recovered_at"],
+                )
+                if row is not None
+                else None
+            )
+            expires_at = rules.heartbeat(owner, owner_id, now)
             conn.execute(
                 "UPDATE owners SET lease_expires_at = ?, heartbeat_at = ? WHERE owner_id = ?",
-                (now + row["lease_seconds"], now, owner_id),
+                (expires_at, now, owner_id),
             )
 
         await self._write(tx)
@@ -467,15 +584,21 @@ class SqliteStore:
                 (now,),
             ).fetchall()
             for row in rows:
-                if row["state"] == RunState.QUEUED:
-                    conn.execute(
-                        "UPDATE runs SET interrupted = 1, owner_id = NULL,"
-                        " revision = revision + 1, updated_at = ? WHERE n = ?",
-                        (now, row["n"]),
-                    )
-                    report.interrupted_queued.append(row["id"])
+                run = _run(row)
+                if run.state is RunState.QUEUED:
+                    _apply(conn, rules.interrupt_queued(run, now))
+                    report.interrupted_queued.append(run.id)
                     continue
-                _recover_running(conn, row, now, report)
+                running = [
+                    _tool_call(r)
+                    for r in conn.execute(
+                        f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state = 'running' ORDER BY t.n",
+                        (run.id,),
+                    )
+                ]
+                plan, failed = rules.recover_running(run, running, now)
+                _apply(conn, plan)
+                (report.failed if failed else report.requeued).append(run.id)
             conn.execute(
                 "UPDATE owners SET recovered_at = ? WHERE recovered_at IS NULL"
                 " AND (released = 1 OR lease_expires_at < ?)",
@@ -498,104 +621,24 @@ class SqliteStore:
                     "SELECT * FROM runs WHERE idempotency_key = ?", (key,)
                 ).fetchone()
                 if existing is not None:
-                    if existing["idempotency_hash"] != input_hash:
-                        raise errors.IdempotencyConflict(
-                            f"idempotency key {key!r} was used for a different run"
-                        )
-                    return _run(existing)
-            _check_references(conn, new_run)
-            job_id = new_run.job_id
-            is_root = new_run.parent_run_id is None
-            run_id = _new_id()
-            if job_id is None:
-                job_id = _new_id()
-                conn.execute(
-                    "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
-                    " latest_root_run_id, latest_run_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        job_id,
-                        new_run.title or _title_from(new_run.input),
-                        new_run.workspace,
-                        new_run.agent,
-                        now,
-                        now,
-                        run_id,
-                        RunState.QUEUED.value,
-                    ),
-                )
-            elif is_root:
-                # One conversation at a time: a second root run while one is still active (a
-                # double submit, two processes) would interleave two histories.
-                active = conn.execute(
-                    "SELECT id, state FROM runs WHERE job_id = ? AND parent_run_id IS NULL"
-                    " AND state IN ('queued', 'running', 'input_required') LIMIT 1",
-                    (job_id,),
-                ).fetchone()
-                if active is not None:
-                    raise errors.RunStateConflict(
-                        f"run {active['id']} of job {job_id} is {active['state']}; wait for it,"
-                        " answer it or cancel it first"
+                    replay = rules.idempotent_replay(
+                        _run(existing), existing["idempotency_hash"], input_hash
                     )
-                conn.execute(
-                    "UPDATE jobs SET updated_at = ?, latest_root_run_id = ?,"
-                    " latest_run_state = ? WHERE id = ?",
-                    (now, run_id, RunState.QUEUED.value, job_id),
-                )
-            else:
-                conn.execute("UPDATE jobs SET updated_at = ? WHERE id = ?", (now, job_id))
-            check_run(None, RunState.QUEUED)
-            row = conn.execute(
-                "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
-                " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
-                " forked_from_checkpoint_id, retry_of_run_id, idempotency_key, idempotency_hash,"
-                " owner_id, max_steps, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
-                (
-                    run_id,
-                    job_id,
-                    new_run.agent,
-                    new_run.model,
-                    RunState.QUEUED.value,
-                    new_run.input,
-                    new_run.parent_run_id,
-                    new_run.parent_tool_call_id,
-                    new_run.history_run_id,
-                    new_run.history_position,
-                    new_run.forked_from_checkpoint_id,
-                    new_run.retry_of_run_id,
-                    key,
-                    input_hash if key is not None else None,
-                    new_run.owner_id,
-                    new_run.max_steps,
-                    now,
-                    now,
-                ),
-            ).fetchone()
-            run = _run(row)
-            events: list[DurableEvent] = [
-                RunStateChanged(
-                    job_id=job_id,
-                    run_id=run_id,
-                    created_at=now,
-                    from_state=None,
-                    to_state=RunState.QUEUED,
-                )
-            ]
-            if new_run.input is not None:
-                message = Message(
-                    id=_new_id(),
-                    run_id=run_id,
-                    job_id=job_id,
-                    position=0,
-                    role=Role.USER,
-                    content=[TextBlock(text=new_run.input)],
-                    created_at=now,
-                )
-                _insert_message(conn, message)
-                events.append(
-                    MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=message)
-                )
-            _emit(conn, events)
+                    if replay is not None:
+                        return replay
+            _check_references(conn, new_run)
+            active = None
+            if new_run.job_id is not None and new_run.parent_run_id is None:
+                found = conn.execute(
+                    "SELECT * FROM runs WHERE job_id = ? AND parent_run_id IS NULL"
+                    " AND state IN ('queued', 'running', 'input_required') LIMIT 1",
+                    (new_run.job_id,),
+                ).fetchone()
+                active = _run(found) if found is not None else None
+            plan, run = rules.create_run(
+                new_run, input_hash=input_hash, active_root=active, now=now
+            )
+            _apply(conn, plan)
             return run
 
         return await self._write(tx)
@@ -604,23 +647,11 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> Run:
-            row = _run_row(conn, run_id)
-            if row["state"] != RunState.QUEUED:
-                raise errors.RunStateConflict(
-                    f"run {run_id} is {row['state']}, not queued; it cannot be claimed"
-                )
-            check_run(RunState.QUEUED, RunState.RUNNING)
-            run = _update_run(
-                conn,
-                row,
-                now,
-                state=RunState.RUNNING.value,
-                execution_token=_new_id(),
-                owner_id=owner_id,
-                interrupted=0,
+            plan = rules.claim_run(
+                _fetch_run(conn, run_id), owner_id=owner_id, token=rules.new_id(), now=now
             )
-            _emit_run_change(conn, row, RunState.RUNNING, now)
-            return run
+            _apply(conn, plan)
+            return plan.runs[0][0]
 
         return await self._write(tx)
 
@@ -635,33 +666,20 @@ class SqliteStore:
     ) -> Run:
         now = self._now()
         target = RunState(to)
-        if target not in (RunState.COMPLETED, RunState.FAILED, RunState.QUEUED):
+        if target not in rules.FINISH_TARGETS:
             raise errors.InvalidInput(f"finish_run goes to completed, failed or queued, not {to}")
 
         def tx(conn: Conn) -> Run:
-            row = _run_row_for_token(conn, run_id, token)
-            if row["state"] != RunState.RUNNING:
-                raise errors.IllegalTransition("run", row["state"], target)
-            check_run(RunState(row["state"]), target)
-            fields: dict[str, Any] = {"state": target.value, "execution_token": None}
-            if target is RunState.COMPLETED:
-                fields["outcome"] = outcome
-            if target is RunState.FAILED:
-                fields["failure"] = failure.model_dump_json() if failure else None
-            if target is RunState.QUEUED:
-                # Stopped early with nobody to go on: it waits for a person, like a recovered run.
-                fields["interrupted"] = 1
-            run = _update_run(conn, row, now, **fields)
-            _emit_run_change(
-                conn,
-                row,
-                target,
-                now,
-                outcome=outcome if target is RunState.COMPLETED else None,
-                failure=failure if target is RunState.FAILED else None,
-                interrupted=target is RunState.QUEUED,
+            plan = rules.finish_run(
+                _fetch_run(conn, run_id),
+                token=token,
+                to=target,
+                outcome=outcome,
+                failure=failure,
+                now=now,
             )
-            return run
+            _apply(conn, plan)
+            return plan.runs[0][0]
 
         return await self._write(tx)
 
@@ -671,54 +689,33 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> Run:
-            row = _run_row(conn, run_id)
-            _check_revision(row, expected_revision)
-            state = RunState(row["state"])
-            if state.is_terminal:
-                raise errors.RunStateConflict(f"run {run_id} is already {state}")
-            check_run(state, RunState.CANCELLED)
-            open_calls = conn.execute(
-                "SELECT n, id, name, state FROM tool_calls WHERE run_id = ?"
-                " AND state IN ('pending', 'running') ORDER BY n",
-                (run_id,),
-            ).fetchall()
-            for call in open_calls:
-                check_tool(ToolCallState(call["state"]), ToolCallState.CANCELLED)
-            conn.executemany(
-                "UPDATE tool_calls SET state = 'cancelled', finished_at = ?,"
-                " error = coalesce(error, ?) WHERE n = ?",
-                [(now, "cancelled", call["n"]) for call in open_calls],
-            )
-            check_input(InputRequestState.PENDING, InputRequestState.CANCELLED)
-            conn.execute(
-                "UPDATE input_requests SET state = 'cancelled', answered_at = ?"
-                " WHERE run_id = ? AND state = 'pending'",
-                (now, run_id),
-            )
-            run = _update_run(
-                conn,
-                row,
-                now,
-                state=RunState.CANCELLED.value,
-                execution_token=None,
-                cancel_reason=reason,
-            )
-            events: list[DurableEvent] = [
-                ToolStateChanged(
-                    job_id=row["job_id"],
-                    run_id=run_id,
-                    created_at=now,
-                    tool_call_id=call["id"],
-                    name=call["name"],
-                    from_state=ToolCallState(call["state"]),
-                    to_state=ToolCallState.CANCELLED,
-                    error="cancelled",
+            run = _fetch_run(conn, run_id)
+            open_calls = [
+                _tool_call(r)
+                for r in conn.execute(
+                    f"{_TOOL_SELECT} WHERE t.run_id = ?"
+                    " AND t.state IN ('pending', 'running') ORDER BY t.n",
+                    (run_id,),
                 )
-                for call in open_calls
             ]
-            _emit(conn, events)
-            _emit_run_change(conn, row, RunState.CANCELLED, now, reason=reason)
-            return run
+            pending = [
+                _input_request(r)
+                for r in conn.execute(
+                    "SELECT * FROM input_requests WHERE run_id = ? AND state = 'pending'"
+                    " ORDER BY n",
+                    (run_id,),
+                )
+            ]
+            plan = rules.cancel_run(
+                run,
+                open_calls=open_calls,
+                pending_requests=pending,
+                reason=reason,
+                expected_revision=expected_revision,
+                now=now,
+            )
+            _apply(conn, plan)
+            return plan.runs[0][0]
 
         return await self._write(tx)
 
@@ -726,8 +723,9 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> Run:
-            row = _run_row_for_token(conn, run_id, token)
-            return _update_run(conn, row, now, touch_job=False, step=step)
+            plan = rules.set_run_step(_fetch_run(conn, run_id), token=token, step=step, now=now)
+            _apply(conn, plan)
+            return plan.runs[0][0]
 
         return await self._write(tx)
 
@@ -743,18 +741,28 @@ class SqliteStore:
         step: int | None = None,
     ) -> tuple[Message, list[ToolCall]]:
         now = self._now()
-        message_id = message.id or _new_id()
-        return await self._write(
-            lambda conn: _tx_commit_message(
-                conn, now, run_id, token, message, message_id, tool_calls, step
+
+        def tx(conn: Conn) -> tuple[Message, list[ToolCall]]:
+            run = _fetch_run(conn, run_id)
+            plan, committed, calls = rules.commit_message(
+                run,
+                token=token,
+                position=_next_position(conn, run_id),
+                message=message,
+                tool_calls=tool_calls or (),
+                step=step,
+                now=now,
             )
-        )
+            _apply(conn, plan)
+            return committed, calls
+
+        return await self._write(tx)
 
     async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
         now = self._now()
 
         def tx(conn: Conn) -> None:
-            _run_row_for_token(conn, run_id, token)
+            rules.check_token(_fetch_run(conn, run_id), token)
             conn.execute(
                 "INSERT INTO drafts (run_id, message_id, text, updated_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (run_id, message_id) DO UPDATE SET text = excluded.text,"
@@ -770,7 +778,7 @@ class SqliteStore:
                 "SELECT * FROM drafts WHERE run_id = ? ORDER BY updated_at, message_id",
                 (run_id,),
             ).fetchall()
-            return [Draft.model_validate(dict(r)) for r in rows]
+            return [Draft.model_construct(**dict(r)) for r in rows]
 
         return await self._call(read)
 
@@ -797,8 +805,8 @@ class SqliteStore:
             ).fetchone()
             if row is None:
                 raise errors.ToolCallNotFound(f"tool call {tool_call_id} not found")
-            _run_row_for_token(conn, row["run_id"], token)
-            return _tx_tool_states(conn, now, row["run_id"], [change])[0]
+            run = _fetch_run(conn, row["run_id"])
+            return _tool_states(conn, run, token, [change], now)[0]
 
         return await self._write(tx)
 
@@ -808,8 +816,7 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> list[ToolCall]:
-            _run_row_for_token(conn, run_id, token)
-            return _tx_tool_states(conn, now, run_id, changes)
+            return _tool_states(conn, _fetch_run(conn, run_id), token, changes, now)
 
         return await self._write(tx)
 
@@ -825,17 +832,69 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> tuple[list[ToolCall], Message | None, Checkpoint]:
-            _run_row_for_token(conn, run_id, token)
-            calls = _tx_tool_states(conn, now, run_id, tool_changes)
-            committed = None
-            if message is not None:
-                committed, _ = _tx_commit_message(
-                    conn, now, run_id, token, message, message.id or _new_id(), None, None
-                )
-            checkpoint = _tx_checkpoint(conn, now, run_id, token, checkpoint_step)
-            return calls, committed, checkpoint
+            done = _step_results_tx(
+                conn, now, run_id, token, tool_changes, message, checkpoint_step
+            )
+            assert done.checkpoint is not None
+            return done.tool_calls, done.message, done.checkpoint
 
         return await self._write(tx)
+
+    # --- one step in two transactions ------------------------------------------------------------
+
+    async def commit_assistant_message_with_calls(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        tool_calls: list[NewToolCall],
+        step: int,
+    ) -> StepCommit:
+        now = self._now()
+
+        def tx(conn: Conn) -> StepCommit:
+            plan, committed, calls = rules.commit_message(
+                _fetch_run(conn, run_id),
+                token=token,
+                position=_next_position(conn, run_id),
+                message=message,
+                tool_calls=tool_calls,
+                step=step,
+                now=now,
+            )
+            events = _apply(conn, plan)
+            return StepCommit(plan.runs[0][0], committed, calls, None, events)
+
+        return await self._write(tx)
+
+    async def commit_tool_states(
+        self, run_id: str, *, token: str, changes: list[ToolStateChange]
+    ) -> StepCommit:
+        now = self._now()
+
+        def tx(conn: Conn) -> StepCommit:
+            run = _fetch_run(conn, run_id)
+            plan, changed = _tool_states_plan(conn, run, token, changes, now)
+            return StepCommit(run, None, changed, None, _apply(conn, plan))
+
+        return await self._write(tx)
+
+    async def commit_step_results(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        tool_changes: list[ToolStateChange],
+        message: NewMessage | None,
+        checkpoint_step: int,
+    ) -> StepCommit:
+        now = self._now()
+        return await self._write(
+            lambda conn: _step_results_tx(
+                conn, now, run_id, token, tool_changes, message, checkpoint_step
+            )
+        )
 
     # --- input requests --------------------------------------------------------------------------
 
@@ -845,49 +904,18 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> tuple[Run, InputRequest]:
-            row = _run_row_for_token(conn, run_id, token)
-            check_run(RunState(row["state"]), RunState.INPUT_REQUIRED)
-            check_input(None, InputRequestState.PENDING)
+            run = _fetch_run(conn, run_id)
+            call = None
             if request.tool_call_id is not None:
                 found = conn.execute(
-                    "SELECT 1 FROM tool_calls WHERE id = ?", (request.tool_call_id,)
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
                 ).fetchone()
-                if found is None:
-                    raise errors.ToolCallNotFound(f"tool call {request.tool_call_id} not found")
-            created = InputRequest(
-                id=_new_id(),
-                run_id=run_id,
-                job_id=row["job_id"],
-                kind=request.kind,
-                prompt=request.prompt,
-                options=request.options,
-                answer_schema=request.answer_schema,
-                tool_call_id=request.tool_call_id,
-                arguments_digest=request.arguments_digest,
-                detail=request.detail,
-                created_at=now,
+                call = _tool_call(found) if found is not None else None
+            plan, after, created = rules.open_input_request(
+                run, token=token, request=request, tool_call=call, now=now
             )
-            conn.execute(
-                "INSERT INTO input_requests (id, run_id, job_id, kind, prompt, options, schema,"
-                " tool_call_id, arguments_digest, detail, state, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
-                (
-                    created.id,
-                    run_id,
-                    row["job_id"],
-                    created.kind.value,
-                    created.prompt,
-                    _dumps(created.options),
-                    _dumps(created.answer_schema),
-                    created.tool_call_id,
-                    created.arguments_digest,
-                    _dumps(created.detail),
-                    now,
-                ),
-            )
-            run = _update_run(conn, row, now, state=RunState.INPUT_REQUIRED.value)
-            _emit_run_change(conn, row, RunState.INPUT_REQUIRED, now, request=created)
-            return run, created
+            _apply(conn, plan)
+            return after, created
 
         return await self._write(tx)
 
@@ -901,73 +929,47 @@ class SqliteStore:
     ) -> tuple[Run, InputRequest]:
         now = self._now()
         input_hash = canonical_hash({"request_id": request_id, "answer": answer})
-        answer_json = _dumps(answer)
-        operation = "answer_input_request"
 
         def tx(conn: Conn) -> tuple[Run, InputRequest]:
             if idempotency_key is not None:
-                receipt = conn.execute(
-                    "SELECT input_hash, result FROM receipts WHERE operation = ? AND key = ?",
-                    (operation, idempotency_key),
+                found = conn.execute(
+                    "SELECT * FROM receipts WHERE operation = ? AND key = ?",
+                    (rules.ANSWER_OPERATION, idempotency_key),
                 ).fetchone()
-                if receipt is not None:
-                    if receipt["input_hash"] != input_hash:
-                        raise errors.IdempotencyConflict(
-                            f"idempotency key {idempotency_key!r} was used for another answer"
-                        )
-                    stored = json.loads(receipt["result"])
-                    return (
-                        Run.model_validate(stored["run"]),
-                        InputRequest.model_validate(stored["request"]),
+                receipt = (
+                    rules.Receipt(
+                        found["operation"],
+                        found["key"],
+                        found["input_hash"],
+                        found["result"],
+                        found["created_at"],
                     )
-            req = conn.execute(
-                "SELECT * FROM input_requests WHERE id = ?", (request_id,)
-            ).fetchone()
-            if req is None:
-                raise errors.RequestNotFound(f"input request {request_id} not found")
-            if req["state"] == InputRequestState.ANSWERED:
-                raise errors.AlreadyAnswered(f"input request {request_id} is already answered")
-            if req["state"] == InputRequestState.CANCELLED:
-                raise errors.RunStateConflict(f"input request {request_id} was cancelled")
-            row = _run_row(conn, req["run_id"])
-            _check_revision(row, expected_revision)
-            if row["state"] != RunState.INPUT_REQUIRED:
-                raise errors.RunStateConflict(
-                    f"run {row['id']} is {row['state']}, not waiting for input"
+                    if found is not None
+                    else None
                 )
-            if req["tool_call_id"] is not None:
-                call = conn.execute(
-                    "SELECT state FROM tool_calls WHERE id = ?", (req["tool_call_id"],)
+                replay = rules.answer_replay(receipt, input_hash)
+                if replay is not None:
+                    return replay
+            request = _fetch_request(conn, request_id)
+            run = _fetch_run(conn, request.run_id)
+            call = None
+            if request.tool_call_id is not None:
+                found = conn.execute(
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
                 ).fetchone()
-                if call is None or call["state"] not in ("pending", "running"):
-                    state = call["state"] if call is not None else "missing"
-                    raise errors.RunStateConflict(
-                        f"the tool call of input request {request_id} is {state}"
-                    )
-            check_input(InputRequestState(req["state"]), InputRequestState.ANSWERED)
-            check_run(RunState.INPUT_REQUIRED, RunState.QUEUED)
-            answered = _input_request(
-                conn.execute(
-                    "UPDATE input_requests SET state = 'answered', answer = ?, answered_at = ?"
-                    " WHERE n = ? AND state = 'pending' RETURNING *",
-                    (answer_json, now, req["n"]),
-                ).fetchone()
+                call = _tool_call(found) if found is not None else None
+            plan, after, answered = rules.answer_input_request(
+                request,
+                run,
+                tool_call=call,
+                answer=answer,
+                expected_revision=expected_revision,
+                idempotency_key=idempotency_key,
+                input_hash=input_hash,
+                now=now,
             )
-            run = _update_run(conn, row, now, state=RunState.QUEUED.value, execution_token=None)
-            _emit_run_change(conn, row, RunState.QUEUED, now)
-            if idempotency_key is not None:
-                result = _dumps(
-                    {
-                        "run": run.model_dump(mode="json", by_alias=True),
-                        "request": answered.model_dump(mode="json", by_alias=True),
-                    }
-                )
-                conn.execute(
-                    "INSERT INTO receipts (operation, key, input_hash, result, created_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (operation, idempotency_key, input_hash, result, now),
-                )
-            return run, answered
+            _apply(conn, plan)
+            return after, answered
 
         return await self._write(tx)
 
@@ -977,33 +979,22 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> InputRequest:
-            req = conn.execute(
-                "SELECT * FROM input_requests WHERE id = ?", (request_id,)
+            request = _fetch_request(conn, request_id)
+            run = _fetch_run(conn, request.run_id)
+            others = conn.execute(
+                "SELECT 1 FROM input_requests WHERE run_id = ? AND state = 'pending'"
+                " AND id != ? LIMIT 1",
+                (request.run_id, request_id),
             ).fetchone()
-            if req is None:
-                raise errors.RequestNotFound(f"input request {request_id} not found")
-            row = (
-                _run_row_for_token(conn, req["run_id"], token)
-                if token is not None
-                else _run_row(conn, req["run_id"])
+            plan, cancelled = rules.cancel_input_request(
+                request,
+                run,
+                token=token,
+                others_pending=others is not None,
+                reason=reason,
+                now=now,
             )
-            check_input(InputRequestState(req["state"]), InputRequestState.CANCELLED)
-            cancelled = _input_request(
-                conn.execute(
-                    "UPDATE input_requests SET state = 'cancelled', answered_at = ?,"
-                    " detail = json_set(detail, '$.cancel_reason', ?) WHERE n = ? RETURNING *",
-                    (now, reason, req["n"]),
-                ).fetchone()
-            )
-            still_pending = conn.execute(
-                "SELECT 1 FROM input_requests WHERE run_id = ? AND state = 'pending' LIMIT 1",
-                (req["run_id"],),
-            ).fetchone()
-            if row["state"] == RunState.INPUT_REQUIRED and still_pending is None:
-                # Nothing left to wait for: the run goes back to the queue (no token).
-                check_run(RunState.INPUT_REQUIRED, RunState.QUEUED)
-                _update_run(conn, row, now, state=RunState.QUEUED.value, execution_token=None)
-                _emit_run_change(conn, row, RunState.QUEUED, now, reason=reason)
+            _apply(conn, plan)
             return cancelled
 
         return await self._write(tx)
@@ -1012,7 +1003,9 @@ class SqliteStore:
 
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         now = self._now()
-        return await self._write(lambda conn: _tx_checkpoint(conn, now, run_id, token, step))
+        return await self._write(
+            lambda conn: _checkpoint_tx(conn, _fetch_run(conn, run_id), token, step, now)
+        )
 
     # --- events ----------------------------------------------------------------------------------
 
@@ -1030,22 +1023,17 @@ class SqliteStore:
                 raise errors.CursorOutOfRange(
                     f"event cursor {after} is outside the log (last event is {last})"
                 )
-            sql = "SELECT seq, payload FROM events WHERE seq > ?"
+            sql = "SELECT * FROM events WHERE seq > ?"
             params: list[Any] = [after]
             if run_id is not None:
-                sql += " AND run_id = ?"
+                sql += " AND run_n = (SELECT n FROM runs WHERE id = ?)"
                 params.append(run_id)
             if job_id is not None:
-                sql += " AND job_id = ?"
+                sql += " AND run_n IN (SELECT n FROM runs WHERE job_id = ?)"
                 params.append(job_id)
             sql += " ORDER BY seq LIMIT ?"
             params.append(max(0, limit))
-            result: list[DurableEvent] = []
-            for seq, payload in conn.execute(sql, params):
-                data = json.loads(payload)
-                data["seq"] = seq
-                result.append(DURABLE_EVENT_ADAPTER.validate_python(data))
-            return result
+            return _hydrate_events(conn, conn.execute(sql, params).fetchall())
 
         return await self._call(read)
 
@@ -1085,7 +1073,7 @@ class SqliteStore:
 
     async def get_tool_call(self, tool_call_id: str) -> ToolCall:
         return await self._get(
-            "SELECT * FROM tool_calls WHERE id = ?",
+            f"{_TOOL_SELECT} WHERE t.id = ?",
             tool_call_id,
             _tool_call,
             errors.ToolCallNotFound(f"tool call {tool_call_id} not found"),
@@ -1225,13 +1213,11 @@ class SqliteStore:
         def read(conn: Conn) -> list[ToolCall]:
             if message_id is not None:
                 rows = conn.execute(
-                    "SELECT * FROM tool_calls WHERE message_id = ? AND run_id = ? ORDER BY idx",
+                    f"{_TOOL_SELECT} WHERE t.message_id = ? AND t.run_id = ? ORDER BY t.idx",
                     (message_id, run_id),
                 )
             else:
-                rows = conn.execute(
-                    "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY n", (run_id,)
-                )
+                rows = conn.execute(f"{_TOOL_SELECT} WHERE t.run_id = ? ORDER BY t.n", (run_id,))
             return [_tool_call(r) for r in rows]
 
         return await self._call(read)
@@ -1400,7 +1386,7 @@ class SqliteStore:
             for table, where in (
                 ("file_snapshots", "job_id = ?"),
                 ("drafts", f"run_id IN ({run_ids})"),
-                ("events", "job_id = ?"),
+                ("events", "run_n IN (SELECT n FROM runs WHERE job_id = ?)"),
                 ("input_requests", "job_id = ?"),
                 ("checkpoints", "job_id = ?"),
                 ("tool_calls", "job_id = ?"),
@@ -1584,6 +1570,11 @@ def _tx_file_snapshot(
 
 def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:
     conn.execute("BEGIN IMMEDIATE")
+    return _transaction_body(fn, conn)
+
+
+def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> R:
+    """``fn`` inside the transaction just begun: all of it is committed, or none."""
     try:
         result = fn(conn)
         conn.execute("COMMIT")
@@ -1594,6 +1585,16 @@ def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:
     return result
 
 
+def _checkpoint_wal(conn: Conn) -> None:
+    with contextlib.suppress(sqlite3.Error):  # busy readers: the next one will do it
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def _close_connection(conn: Conn) -> None:
+    _checkpoint_wal(conn)
+    conn.close()
+
+
 def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
@@ -1601,104 +1602,22 @@ def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     return row
 
 
-def _check_revision(row: sqlite3.Row, expected: int | None) -> None:
-    """Compare-and-set: a writer that states the revision it read loses to any change since."""
-    if expected is not None and row["revision"] != expected:
-        raise errors.RevisionConflict(
-            f"run {row['id']} changed since it was read (revision {row['revision']}, "
-            f"expected {expected}); read it again"
-        )
+def _fetch_run(conn: Conn, run_id: str) -> Run:
+    return _run(_run_row(conn, run_id))
 
 
-def _run_row_for_token(conn: Conn, run_id: str, token: str) -> sqlite3.Row:
-    row = _run_row(conn, run_id)
-    if row["execution_token"] is None or row["execution_token"] != token:
-        raise errors.OwnershipLost(f"run {run_id}: this execution no longer owns it")
-    return row
+def _fetch_request(conn: Conn, request_id: str) -> InputRequest:
+    row = conn.execute("SELECT * FROM input_requests WHERE id = ?", (request_id,)).fetchone()
+    if row is None:
+        raise errors.RequestNotFound(f"input request {request_id} not found")
+    return _input_request(row)
 
 
-def _update_run(
-    conn: Conn, row: sqlite3.Row, now: float, *, touch_job: bool = True, **fields: Any
-) -> Run:
-    """Change a run row (revision + 1) and, with a new state, its job's activity and state."""
-    assignments = "".join(f", {name} = ?" for name in fields)
-    updated = conn.execute(
-        f"UPDATE runs SET revision = revision + 1, updated_at = ?{assignments}"
-        " WHERE n = ? RETURNING *",
-        (now, *fields.values(), row["n"]),
-    ).fetchone()
-    if touch_job:
+def _next_position(conn: Conn, run_id: str) -> int:
+    return int(
         conn.execute(
-            "UPDATE jobs SET updated_at = ?, latest_run_state = CASE"
-            " WHEN latest_root_run_id = ? THEN ? ELSE latest_run_state END WHERE id = ?",
-            (now, row["id"], updated["state"], row["job_id"]),
-        )
-    return _run(updated)
-
-
-def _insert_message(conn: Conn, message: Message) -> None:
-    conn.execute(
-        "INSERT INTO messages (id, run_id, job_id, position, role, content, model, usage,"
-        " cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            message.id,
-            message.run_id,
-            message.job_id,
-            message.position,
-            message.role.value,
-            _CONTENT.dump_json(message.content).decode(),
-            message.model,
-            message.usage.model_dump_json() if message.usage else None,
-            message.cost_usd,
-            message.created_at,
-        ),
-    )
-
-
-def _emit(conn: Conn, events: Iterable[DurableEvent]) -> None:
-    conn.executemany(
-        "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                e.job_id,
-                e.run_id,
-                e.kind,
-                e.created_at,
-                EVENT_ADAPTER.dump_json(e, by_alias=True, exclude={"seq"}).decode(),
-            )
-            for e in events
-        ],
-    )
-
-
-def _emit_run_change(
-    conn: Conn,
-    row: sqlite3.Row,
-    to_state: RunState,
-    now: float,
-    *,
-    request: InputRequest | None = None,
-    outcome: str | None = None,
-    failure: Failure | None = None,
-    reason: str | None = None,
-    interrupted: bool = False,
-) -> None:
-    _emit(
-        conn,
-        [
-            RunStateChanged(
-                job_id=row["job_id"],
-                run_id=row["id"],
-                created_at=now,
-                from_state=RunState(row["state"]),
-                to_state=to_state,
-                request=request,
-                outcome=outcome,
-                failure=failure,
-                reason=reason,
-                interrupted=interrupted,
-            )
-        ],
+            "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
     )
 
 
@@ -1738,134 +1657,228 @@ def _check_references(conn: Conn, new_run: NewRun) -> None:
             raise missing
 
 
-def _recover_running(conn: Conn, row: sqlite3.Row, now: float, report: RecoveryReport) -> None:
-    """A running run whose owner died: re-queue it, or fail it when a tool's outcome is unknown."""
-    running_calls = conn.execute(
-        "SELECT n, id, name, idempotent FROM tool_calls WHERE run_id = ? AND state = 'running'"
-        " ORDER BY n",
-        (row["id"],),
-    ).fetchall()
-    in_doubt = [c for c in running_calls if not c["idempotent"]]
-    events: list[DurableEvent] = []
-    for call in running_calls:
-        target = ToolCallState.PENDING if call["idempotent"] else ToolCallState.INDETERMINATE
-        check_tool(ToolCallState.RUNNING, target)
-        message = None
-        if target is ToolCallState.INDETERMINATE:
-            message = f"the process running tool {call['name']!r} stopped; its outcome is unknown"
-        conn.execute(
-            "UPDATE tool_calls SET state = ?, error = ?, finished_at = ?,"
-            " started_at = CASE WHEN ? THEN NULL ELSE started_at END WHERE n = ?",
-            (
-                target.value,
-                message,
-                now if message else None,
-                target is ToolCallState.PENDING,
-                call["n"],
-            ),
-        )
-        events.append(
-            ToolStateChanged(
-                job_id=row["job_id"],
-                run_id=row["id"],
-                created_at=now,
-                tool_call_id=call["id"],
-                name=call["name"],
-                from_state=ToolCallState.RUNNING,
-                to_state=target,
-                error=message,
-            )
-        )
-    _emit(conn, events)
-    if in_doubt:
-        names = ", ".join(repr(c["name"]) for c in in_doubt)
-        failure = Failure(
-            code="tool_indeterminate",
-            message=f"the process stopped while tool {names} ran; its outcome is unknown, "
-            "so the run was not retried automatically",
-        )
-        check_run(RunState.RUNNING, RunState.FAILED)
-        _update_run(
-            conn,
-            row,
-            now,
-            state=RunState.FAILED.value,
-            execution_token=None,
-            failure=failure.model_dump_json(),
-        )
-        _emit_run_change(conn, row, RunState.FAILED, now, failure=failure)
-        report.failed.append(row["id"])
-        return
-    check_run(RunState.RUNNING, RunState.QUEUED)
-    _update_run(
-        conn,
-        row,
-        now,
-        state=RunState.QUEUED.value,
-        execution_token=None,
-        owner_id=None,
-        interrupted=1,
+def _tool_states_plan(
+    conn: Conn, run: Run, token: str, changes: Sequence[ToolStateChange], now: float
+) -> tuple[Plan, list[ToolCall]]:
+    """Several transitions of one run's tool calls: the calls read by primary key in one
+    statement, then the rule (which checks the token and the run of each call)."""
+    rules.check_token(run, token)
+    if not changes:
+        return Plan(), []
+    ids = list(dict.fromkeys(change.tool_call_id for change in changes))
+    marks = ", ".join("?" * len(ids))
+    rows = conn.execute(f"{_TOOL_SELECT} WHERE t.id IN ({marks})", ids).fetchall()
+    return rules.tool_states(
+        run, token=token, calls={r["id"]: _tool_call(r) for r in rows}, changes=changes, now=now
     )
-    _emit_run_change(conn, row, RunState.QUEUED, now, interrupted=True)
-    report.requeued.append(row["id"])
 
 
-def _tx_commit_message(
+def _tool_states(
+    conn: Conn, run: Run, token: str, changes: Sequence[ToolStateChange], now: float
+) -> list[ToolCall]:
+    plan, changed = _tool_states_plan(conn, run, token, changes, now)
+    _apply(conn, plan)
+    return changed
+
+
+def _step_results_tx(
     conn: Conn,
     now: float,
     run_id: str,
     token: str,
-    message: NewMessage,
-    message_id: str,
-    tool_calls: list[NewToolCall] | None,
-    step: int | None,
-) -> tuple[Message, list[ToolCall]]:
-    row = _run_row_for_token(conn, run_id, token)
-    job_id = row["job_id"]
-    if step is not None:
-        conn.execute("UPDATE runs SET step = ? WHERE n = ?", (step, row["n"]))
-    call_step = row["step"] if step is None else step
-    position = conn.execute(
-        "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()[0]
-    committed = Message(
-        id=message_id,
-        run_id=run_id,
-        job_id=job_id,
-        position=position,
-        role=message.role,
-        content=message.content,
-        model=message.model,
-        usage=message.usage,
-        cost_usd=message.cost_usd,
-        created_at=now,
-    )
-    _insert_message(conn, committed)
-    calls = [
-        ToolCall(
-            id=new_call.id or _new_id(),
-            run_id=run_id,
-            job_id=job_id,
-            message_id=message_id,
-            index=index,
-            provider_id=new_call.provider_id,
-            name=new_call.name,
-            arguments=new_call.arguments,
-            # A call started with its message goes pending → running in this transaction: it
-            # is written once, in its final state, and both transitions are in the log.
-            state=ToolCallState.RUNNING if new_call.start else ToolCallState.PENDING,
-            idempotent=new_call.idempotent,
-            step=call_step,
-            created_at=now,
-            started_at=now if new_call.start else None,
+    tool_changes: Sequence[ToolStateChange],
+    message: NewMessage | None,
+    checkpoint_step: int,
+) -> StepCommit:
+    run = _fetch_run(conn, run_id)
+    plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
+    committed = None
+    position = _next_position(conn, run_id)
+    if message is not None:
+        # One plan: the results are written straight into the tool message that carries
+        # them, never first into the calls (no row grows, then shrinks).
+        message_plan, committed, _ = rules.commit_message(
+            run,
+            token=token,
+            position=position,
+            message=message,
+            tool_calls=(),
+            step=None,
+            now=now,
         )
-        for index, new_call in enumerate(tool_calls or ())
+        plan.extend(message_plan)
+        run = message_plan.runs[0][0]
+        position += 1
+    events = _apply(conn, plan)
+    checkpoint_plan, checkpoint = _checkpoint_plan(
+        conn, run, token, checkpoint_step, now, position - 1
+    )
+    events += _apply(conn, checkpoint_plan)
+    return StepCommit(run, committed, calls, checkpoint, events)
+
+
+def _checkpoint_tx(conn: Conn, run: Run, token: str, step: int, now: float) -> Checkpoint:
+    plan, created = _checkpoint_plan(conn, run, token, step, now, None)
+    _apply(conn, plan)
+    return created
+
+
+def _checkpoint_plan(
+    conn: Conn, run: Run, token: str, step: int, now: float, last_position: int | None
+) -> tuple[Plan, Checkpoint]:
+    rules.check_token(run, token)
+    if last_position is None:
+        last_position = conn.execute(
+            "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = ?", (run.id,)
+        ).fetchone()[0]
+    pending = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM tool_calls WHERE run_id = ? AND state IN ('pending', 'running')"
+            " AND state = 'pending' ORDER BY n",
+            (run.id,),
+        )
     ]
-    if calls:
-        check_tool(None, ToolCallState.PENDING)
-        if any(c.state is ToolCallState.RUNNING for c in calls):
-            check_tool(ToolCallState.PENDING, ToolCallState.RUNNING)
+    return rules.checkpoint(
+        run,
+        token=token,
+        step=step,
+        last_position=last_position,
+        pending_tool_call_ids=pending,
+        now=now,
+    )
+
+
+_RUN_UPDATE = (
+    "UPDATE runs SET state = ?, revision = ?, owner_id = ?, execution_token = ?, step = ?,"
+    " interrupted = ?, outcome = ?, failure = ?, cancel_reason = ?, input_tokens = ?,"
+    " output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?,"
+    " context_tokens = ?, updated_at = ? WHERE id = ? AND revision = ?"
+)
+_JOB_UPDATE = (
+    "UPDATE jobs SET updated_at = ?, input_tokens = input_tokens + ?,"
+    " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
+    " cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?,"
+    " latest_run_state = CASE WHEN ? OR latest_root_run_id = ? THEN ? ELSE latest_run_state END,"
+    " latest_root_run_id = CASE WHEN ? THEN ? ELSE latest_root_run_id END WHERE id = ?"
+)
+
+
+def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
+    """Write a rule's plan, in the order ``Plan`` documents; returns its events with their
+    ``seq``."""
+    for new_job in plan.new_jobs:
+        job = new_job.job
+        conn.execute(
+            "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
+            " latest_root_run_id, latest_run_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                job.id,
+                job.title,
+                job.workspace,
+                job.agent,
+                job.created_at,
+                job.updated_at,
+                new_job.latest_root_run_id,
+                job.latest_run_state.value if job.latest_run_state else None,
+            ),
+        )
+    for run, input_hash in plan.new_runs:
+        conn.execute(
+            "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
+            " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
+            " forked_from_checkpoint_id, retry_of_run_id, idempotency_key, idempotency_hash,"
+            " owner_id, max_steps, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.job_id,
+                run.agent,
+                run.model,
+                run.state.value,
+                run.revision,
+                run.input,
+                run.parent_run_id,
+                run.parent_tool_call_id,
+                run.history_run_id,
+                run.history_position,
+                run.forked_from_checkpoint_id,
+                run.retry_of_run_id,
+                run.idempotency_key,
+                input_hash,
+                run.owner_id,
+                run.max_steps,
+                run.created_at,
+                run.updated_at,
+            ),
+        )
+    for run, read_revision in plan.runs:
+        usage = run.usage
+        written = conn.execute(
+            _RUN_UPDATE,
+            (
+                run.state.value,
+                run.revision,
+                run.owner_id,
+                run.execution_token,
+                run.step,
+                int(run.interrupted),
+                run.outcome,
+                run.failure.model_dump_json() if run.failure else None,
+                run.cancel_reason,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                run.cost_usd,
+                run.context_tokens,
+                run.updated_at,
+                run.id,
+                read_revision,
+            ),
+        ).rowcount
+        if written != 1:
+            raise errors.RevisionConflict(f"run {run.id} changed while it was being written")
+    for change in plan.jobs:
+        usage = change.usage or _NO_USAGE
+        conn.execute(
+            _JOB_UPDATE,
+            (
+                change.updated_at,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                change.cost_usd,
+                change.becomes_latest and change.run_state is not None,
+                change.run_id if change.run_state is not None else None,
+                change.run_state.value if change.run_state is not None else None,
+                change.becomes_latest,
+                change.run_id,
+                change.job_id,
+            ),
+        )
+    if plan.messages:
+        conn.executemany(
+            "INSERT INTO messages (id, run_id, job_id, position, role, content, model, usage,"
+            " cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    m.id,
+                    m.run_id,
+                    m.job_id,
+                    m.position,
+                    m.role.value,
+                    _CONTENT.dump_json(m.content).decode(),
+                    m.model,
+                    m.usage.model_dump_json() if m.usage else None,
+                    m.cost_usd,
+                    m.created_at,
+                )
+                for m in plan.messages
+            ],
+        )
+    if plan.new_tool_calls:
         conn.executemany(
             "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
             " name, arguments, state, idempotent, step, created_at, started_at)"
@@ -1873,9 +1886,9 @@ def _tx_commit_message(
             [
                 (
                     c.id,
-                    run_id,
-                    job_id,
-                    message_id,
+                    c.run_id,
+                    c.job_id,
+                    c.message_id,
                     c.index,
                     c.provider_id,
                     c.name,
@@ -1883,189 +1896,243 @@ def _tx_commit_message(
                     c.state.value,
                     int(c.idempotent),
                     c.step,
-                    now,
+                    c.created_at,
                     c.started_at,
                 )
-                for c in calls
+                for c in plan.new_tool_calls
             ],
         )
-    usage = message.usage or Usage()
-    totals = (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        message.cost_usd,
-    )
-    conn.execute(
-        "UPDATE runs SET input_tokens = input_tokens + ?,"
-        " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
-        " cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?,"
-        " context_tokens = coalesce(?, context_tokens), revision = revision + 1,"
-        " updated_at = ? WHERE n = ?",
-        (
-            *totals,
-            message.usage.context_tokens if message.usage else None,
-            now,
-            row["n"],
-        ),
-    )
-    conn.execute(
-        "UPDATE jobs SET input_tokens = input_tokens + ?,"
-        " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
-        " cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?,"
-        " updated_at = ? WHERE id = ?",
-        (*totals, now, job_id),
-    )
-    # The committed message replaces the draft it streamed under, and those of attempts that
-    # were dropped and retried (one message streams per run at a time).
-    conn.execute("DELETE FROM drafts WHERE run_id = ?", (run_id,))
-    events: list[DurableEvent] = [
-        MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=committed)
-    ]
-    for c in calls:
-        events.append(
-            ToolStateChanged(
-                job_id=job_id,
-                run_id=run_id,
-                created_at=now,
-                tool_call_id=c.id,
-                name=c.name,
-                from_state=None,
-                to_state=ToolCallState.PENDING,
-                arguments=c.arguments,
-            )
-        )
-        if c.state is ToolCallState.RUNNING:
-            events.append(
-                ToolStateChanged(
-                    job_id=job_id,
-                    run_id=run_id,
-                    created_at=now,
-                    tool_call_id=c.id,
-                    name=c.name,
-                    from_state=ToolCallState.PENDING,
-                    to_state=ToolCallState.RUNNING,
+    carried = _carried_results(plan)
+    if plan.tool_calls:
+        rows = []
+        for c in plan.tool_calls:
+            carrier = carried.pop(c.id, None)
+            in_message = carrier is not None and c.result is not None and carrier[1] == c.result
+            rows.append(
+                (
+                    c.state.value,
+                    None if in_message else c.result,
+                    c.error,
+                    c.child_run_id,
+                    c.started_at,
+                    c.finished_at,
+                    carrier[0] if in_message and carrier is not None else None,
+                    c.id,
                 )
             )
-    _emit(conn, events)
-    return committed, calls
-
-
-def _tx_checkpoint(conn: Conn, now: float, run_id: str, token: str, step: int) -> Checkpoint:
-    row = _run_row_for_token(conn, run_id, token)
-    last_position = conn.execute(
-        "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = ?", (run_id,)
-    ).fetchone()[0]
-    pending = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM tool_calls WHERE run_id = ? AND state IN ('pending', 'running')"
-            " AND state = 'pending' ORDER BY n",
-            (run_id,),
+        conn.executemany(
+            "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
+            " started_at = ?, finished_at = ?,"
+            " result_in = coalesce((SELECT n FROM messages WHERE id = ?), result_in) WHERE id = ?",
+            rows,
         )
-    ]
-    checkpoint = Checkpoint(
-        id=_new_id(),
-        run_id=run_id,
-        job_id=row["job_id"],
-        step=step,
-        last_position=last_position,
-        usage=Usage.model_validate(_usage_of(row)),
-        pending_tool_call_ids=pending,
-        created_at=now,
-    )
-    conn.execute(
-        "INSERT INTO checkpoints (id, run_id, job_id, step, last_position, usage,"
-        " pending_tool_call_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            checkpoint.id,
-            run_id,
-            row["job_id"],
-            step,
-            last_position,
-            checkpoint.usage.model_dump_json(),
-            _dumps(pending),
-            now,
-        ),
-    )
-    _emit(
-        conn,
-        [
-            CheckpointCreated(
-                job_id=row["job_id"],
-                run_id=run_id,
-                created_at=now,
-                checkpoint_id=checkpoint.id,
-                step=step,
-            )
-        ],
-    )
-    return checkpoint
-
-
-def _tx_tool_states(
-    conn: Conn, now: float, run_id: str, changes: Sequence[ToolStateChange]
-) -> list[ToolCall]:
-    """Several transitions of one run's tool calls, in order, with one statement each for
-    reading, updating and logging them. The caller has checked the execution token."""
-    if not changes:
-        return []
-    ids = list(dict.fromkeys(change.tool_call_id for change in changes))
-    marks = ", ".join("?" * len(ids))
-    # By primary key; the run is checked on the rows (an index on run_id would scan the run).
-    rows = conn.execute(f"SELECT * FROM tool_calls WHERE id IN ({marks})", ids).fetchall()
-    current = {row["id"]: _tool_call(row) for row in rows if row["run_id"] == run_id}
-    events: list[DurableEvent] = []
-    changed: list[ToolCall] = []
-    for change in changes:
-        before = current.get(change.tool_call_id)
-        if before is None:
-            raise errors.ToolCallNotFound(f"tool call {change.tool_call_id} not found")
-        target = ToolCallState(change.to)
-        check_tool(before.state, target)
-        after = before.model_copy(
-            update={
-                "state": target,
-                "result": change.result if change.result is not None else before.result,
-                "error": change.error if change.error is not None else before.error,
-                "child_run_id": change.child_run_id or before.child_run_id,
-                "started_at": before.started_at
-                or (now if target is ToolCallState.RUNNING else None),
-                "finished_at": now if target.is_terminal else None,
-            }
+    if carried:
+        # Results committed before the tool message that now carries them.
+        conn.executemany(
+            "UPDATE tool_calls SET result = NULL,"
+            " result_in = (SELECT n FROM messages WHERE id = ?2)"
+            " WHERE id = ?1 AND result IS NOT NULL AND result = ?3",
+            [(call_id, message_id, text) for call_id, (message_id, text) in carried.items()],
         )
-        current[after.id] = after
-        changed.append(after)
-        events.append(
-            ToolStateChanged(
-                job_id=after.job_id,
-                run_id=run_id,
-                created_at=now,
-                tool_call_id=after.id,
-                name=after.name,
-                from_state=before.state,
-                to_state=target,
-                result=change.result,
-                error=change.error,
-            )
-        )
-    final = {call.id: call for call in changed}
-    conn.executemany(
-        "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
-        " started_at = ?, finished_at = ? WHERE id = ?",
-        [
+    for request in plan.new_requests:
+        conn.execute(
+            "INSERT INTO input_requests (id, run_id, job_id, kind, prompt, options, schema,"
+            " tool_call_id, arguments_digest, detail, state, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                c.state.value,
-                c.result,
-                c.error,
-                c.child_run_id,
-                c.started_at,
-                c.finished_at,
-                c.id,
-            )
-            for c in final.values()
-        ],
+                request.id,
+                request.run_id,
+                request.job_id,
+                request.kind.value,
+                request.prompt,
+                _dumps(request.options),
+                _dumps(request.answer_schema),
+                request.tool_call_id,
+                request.arguments_digest,
+                _dumps(request.detail),
+                request.state.value,
+                request.created_at,
+            ),
+        )
+    for request in plan.requests:
+        conn.execute(
+            "UPDATE input_requests SET state = ?, answer = ?, answered_at = ?, detail = ?"
+            " WHERE id = ?",
+            (
+                request.state.value,
+                _dumps(request.answer) if request.answer is not None else None,
+                request.answered_at,
+                _dumps(request.detail),
+                request.id,
+            ),
+        )
+    for created in plan.checkpoints:
+        conn.execute(
+            "INSERT INTO checkpoints (id, run_id, job_id, step, last_position, usage,"
+            " pending_tool_call_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                created.id,
+                created.run_id,
+                created.job_id,
+                created.step,
+                created.last_position,
+                created.usage.model_dump_json(),
+                _dumps(created.pending_tool_call_ids),
+                created.created_at,
+            ),
+        )
+    if plan.delete_drafts_of is not None:
+        conn.execute("DELETE FROM drafts WHERE run_id = ?", (plan.delete_drafts_of,))
+    for receipt in plan.receipts:
+        conn.execute(
+            "INSERT INTO receipts (operation, key, input_hash, result, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (
+                receipt.operation,
+                receipt.key,
+                receipt.input_hash,
+                receipt.result,
+                receipt.created_at,
+            ),
+        )
+    calls = {c.id: c for c in plan.new_tool_calls}
+    calls.update((c.id, c) for c in plan.tool_calls)
+    return _emit(conn, plan.events, calls)
+
+
+def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
+    """tool call id → (tool message id, result text) for each result a tool message of the plan
+    carries to the model: there the result lives, and only there (``_tool_call`` reads it)."""
+    return {
+        block.tool_call_id: (message.id, block.content)
+        for message in plan.messages
+        if message.role is Role.TOOL
+        for block in message.content
+        if isinstance(block, ToolResultBlock) and block.tool_call_id
+    }
+
+
+_NO_USAGE = Usage()
+
+
+_EVENT_INSERT = (
+    "INSERT INTO events (run_n, kind, ref, created_at, payload) VALUES"
+    " ((SELECT n FROM runs WHERE id = ?1), ?2, CASE ?2"
+    " WHEN 2 THEN (SELECT n FROM messages WHERE id = ?3)"
+    " WHEN 3 THEN (SELECT n FROM tool_calls WHERE id = ?3)"
+    " WHEN 4 THEN (SELECT n FROM checkpoints WHERE id = ?3) END, ?4, ?5)"
+)
+
+
+def _encoded(
+    event: DurableEvent, calls: dict[str, ToolCall]
+) -> tuple[str, int, str | None, float, str | None]:
+    """One event as the events table keeps it (the v5 form, ``encode_event_v5``): the row it
+    describes by reference, only what that row does not say in ``payload``."""
+    if isinstance(event, MessageCommitted):
+        return event.run_id, 2, event.message.id, event.created_at, None
+    data = EVENT_ADAPTER.dump_python(event, mode="json", by_alias=True, exclude={"seq"})
+    ref: str | None = None
+    facts: dict[str, Any] | None = None
+    if isinstance(event, ToolStateChanged):
+        ref = event.tool_call_id
+        call = calls.get(ref)
+        facts = (
+            {"name": call.name, "arguments": call.arguments, "result": call.result}
+            if call is not None
+            else {}
+        )
+    elif isinstance(event, CheckpointCreated):
+        ref = event.checkpoint_id
+    code, payload = encode_event_v5(data, run_known=True, ref_found=True, tool_call=facts)
+    return event.run_id, code, ref, event.created_at, payload
+
+
+def _emit(
+    conn: Conn, events: Sequence[DurableEvent], calls: dict[str, ToolCall] | None = None
+) -> list[DurableEvent]:
+    """Append ``events`` to the log; returns them with the ``seq`` each got."""
+    if not events:
+        return []
+    conn.executemany(_EVENT_INSERT, [_encoded(e, calls or {}) for e in events])
+    # One writer holds the database (BEGIN IMMEDIATE): the rows just inserted have the last
+    # len(events) sequence numbers.
+    last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+    first = last - len(events) + 1
+    return [e.model_copy(update={"seq": first + i}) for i, e in enumerate(events)]
+
+
+def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEvent]:
+    """Events as they were published: each joined back to the row it references."""
+
+    def by_n(sql: str, numbers: set[int]) -> dict[int, sqlite3.Row]:
+        if not numbers:
+            return {}
+        marks = ", ".join("?" * len(numbers))
+        return {r["n"]: r for r in conn.execute(sql.format(marks=marks), sorted(numbers))}
+
+    runs = by_n(
+        "SELECT n, id, job_id FROM runs WHERE n IN ({marks})",
+        {r["run_n"] for r in rows if r["run_n"] is not None},
     )
-    _emit(conn, events)
-    return changed
+    messages = by_n(
+        "SELECT * FROM messages WHERE n IN ({marks})", {r["ref"] for r in rows if r["kind"] == 2}
+    )
+    calls = by_n(
+        _TOOL_SELECT + " WHERE t.n IN ({marks})",
+        {r["ref"] for r in rows if r["kind"] == 3},
+    )
+    checkpoints = by_n(
+        "SELECT n, id, step FROM checkpoints WHERE n IN ({marks})",
+        {r["ref"] for r in rows if r["kind"] == 4},
+    )
+    hydrated_calls: dict[int, ToolCall] = {}
+    result: list[DurableEvent] = []
+    for row in rows:
+        kind, seq, created_at = row["kind"], row["seq"], row["created_at"]
+        payload: dict[str, Any] = json.loads(row["payload"]) if row["payload"] else {}
+        if kind == 0:
+            payload["seq"] = seq
+            result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))
+            continue
+        run = runs[row["run_n"]]
+        envelope = {"seq": seq, "job_id": run["job_id"], "run_id": run["id"]}
+        if kind == 2:
+            result.append(
+                MessageCommitted.model_construct(
+                    **envelope, created_at=created_at, message=_message(messages[row["ref"]])
+                )
+            )
+        elif kind == 3:
+            call = hydrated_calls.get(row["ref"])
+            if call is None:
+                call = hydrated_calls[row["ref"]] = _tool_call(calls[row["ref"]])
+            result.append(
+                ToolStateChanged.model_construct(
+                    **envelope,
+                    created_at=created_at,
+                    tool_call_id=call.id,
+                    name=payload.get("name", call.name),
+                    from_state=ToolCallState(payload["from"]) if payload.get("from") else None,
+                    to_state=ToolCallState(payload["to"]),
+                    arguments=call.arguments
+                    if payload.get("arguments_ref")
+                    else payload.get("arguments"),
+                    result=call.result if payload.get("result_ref") else payload.get("result"),
+                    error=payload.get("error"),
+                )
+            )
+        elif kind == 4:
+            checkpoint = checkpoints[row["ref"]]
+            result.append(
+                CheckpointCreated.model_construct(
+                    **envelope,
+                    created_at=created_at,
+                    checkpoint_id=checkpoint["id"],
+                    step=payload.get("step", checkpoint["step"]),
+                )
+            )
+        else:
+            payload.update(envelope, kind="run_state_changed", created_at=created_at)
+            result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))
+    return result

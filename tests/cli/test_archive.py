@@ -104,12 +104,19 @@ def test_delete_removes_every_row_of_the_job_and_its_search_hits_only(cli: Cli) 
     assert {job_id, kept_job} <= set(_search(cli, word))
     assert cli.run("archive", job_id).returncode == 0
 
+    with sqlite3.connect(cli.db) as conn:
+        run_ns = [r[0] for r in conn.execute("SELECT n FROM runs WHERE job_id = ?", (job_id,))]
+    marks = ",".join("?" * len(run_ns))
+    events_of_job = f"SELECT count(*) FROM events WHERE run_n IN ({marks})"
+    assert _count(cli, events_of_job, *map(str, run_ns)) > 0
+
     result = cli.run("delete", job_id, "--yes")
     assert result.returncode == 0, result.stderr
     assert f"Deleted job {job_id}" in result.stdout
     assert "1 run" in result.stdout and "messages" in result.stdout
 
-    for table in ("runs", "messages", "tool_calls", "input_requests", "checkpoints", "events"):
+    assert _count(cli, events_of_job, *map(str, run_ns)) == 0
+    for table in ("runs", "messages", "tool_calls", "input_requests", "checkpoints"):
         assert _count(cli, f"SELECT count(*) FROM {table} WHERE job_id = ?", job_id) == 0, table
     assert _count(cli, "SELECT count(*) FROM jobs WHERE id = ?", job_id) == 0
     assert _count(cli, "SELECT count(*) FROM drafts WHERE run_id = ?", run_id) == 0

@@ -82,6 +82,27 @@ def test_a_database_from_a_newer_version_is_refused_untouched(cli: Cli) -> None:
     assert cli.db.read_bytes() == before
 
 
+def test_a_database_with_a_dropped_table_is_refused_untouched_by_runs_and_respond(
+    cli: Cli,
+) -> None:
+    started = cli.run("run", "summarise this folder", "--json", "--model", "demo:instant")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout.splitlines()[-1])["run_id"]
+    connection = sqlite3.connect(cli.db, isolation_level=None)
+    connection.execute("PRAGMA foreign_keys = OFF")
+    connection.execute("DROP TABLE messages")
+    connection.close()
+    before = cli.db.read_bytes()
+
+    for args in (("runs",), ("respond", run_id, "1")):
+        result = cli.run(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        assert str(cli.db) in lines[0] and "table messages is missing" in lines[0]
+        assert cli.db.read_bytes() == before
+
+
 def test_an_unknown_run_is_a_clear_error(cli: Cli) -> None:
     result = cli.run("show", "no-such-run")
     assert result.returncode == 2
@@ -149,3 +170,23 @@ def test_doctor_starts_each_mcp_server_and_lists_its_tools(cli: Cli) -> None:
     assert "time (stdio): starts" in result.stdout
     assert "time__get_current_time" in result.stdout
     assert "broken (stdio): error" in result.stdout
+
+
+def test_doctor_reports_the_integrity_and_schema_checks_without_touching_the_file(
+    cli: Cli,
+) -> None:
+    assert cli.run("run", "hello", "--model", "demo:instant").returncode == 3
+    healthy = cli.run("doctor")
+    assert "integrity check: ok" in healthy.stdout
+    assert "schema check: ok" in healthy.stdout
+
+    connection = sqlite3.connect(cli.db, isolation_level=None)
+    connection.execute("PRAGMA foreign_keys = OFF")
+    connection.execute("DROP INDEX runs_by_job")
+    connection.close()
+    before = cli.db.read_bytes()
+    damaged = cli.run("doctor")
+    assert damaged.returncode == 1
+    assert "integrity check: ok" in damaged.stdout
+    assert "schema check: error: index runs_by_job is missing" in damaged.stdout
+    assert cli.db.read_bytes() == before

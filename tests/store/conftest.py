@@ -1,8 +1,8 @@
 """Fixtures of the store conformance suite.
 
-The suite is written against the ``Store`` protocol: another implementation reuses it by
-overriding ``make_store`` (a factory that opens a fresh store, or reopens one on the same
-storage when given the same ``name``)."""
+The suite is written against the ``Store`` protocol and runs once per backend in
+``tests.store.backends``: ``make_store`` opens a fresh store, or reopens one on the same storage
+when given the same ``name``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from runtime.clock import ManualClock
 from runtime.store.base import Store
-from runtime.store.sqlite import SqliteStore
+from tests.store.backends import BACKENDS, Backend
 
 StoreFactory = Callable[..., Awaitable[Store]]
 
@@ -23,12 +23,19 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return BACKENDS[request.param]
+
+
 @pytest.fixture
-async def make_store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[StoreFactory]:
+async def make_store(
+    tmp_path: Path, clock: ManualClock, backend: Backend
+) -> AsyncIterator[StoreFactory]:
     opened: list[Store] = []
 
     async def factory(name: str = "store.db", *, store_clock: ManualClock | None = None) -> Store:
-        store = SqliteStore(tmp_path / name, clock=store_clock or clock)
+        store = backend.make(tmp_path, name, store_clock or clock)
         await store.open()
         opened.append(store)
         return store

@@ -11,6 +11,7 @@ from runtime.events import (
     MessageCommitted,
     RunStateChanged,
     ToolStateChanged,
+    dump_event,
 )
 from runtime.models import (
     Failure,
@@ -22,13 +23,14 @@ from runtime.models import (
     ToolCallState,
     Usage,
 )
-from runtime.store.base import NewInputRequest, NewMessage, Store
+from runtime.store.base import NewInputRequest, NewMessage, Store, ToolStateChange
 from tests.store.conftest import StoreFactory
 from tests.store.helpers import (
     assistant,
     new_run,
     running_run,
     step_with_tools,
+    tool_calls,
     tool_result_message,
 )
 
@@ -701,3 +703,84 @@ async def test_a_cancel_stating_a_stale_revision_is_refused_and_changes_nothing(
     assert (await store.get_run(created.id)).state is RunState.RUNNING
     cancelled = await store.cancel_run(created.id, expected_revision=claimed.revision)
     assert cancelled.state is RunState.CANCELLED
+
+
+# --- one step in two transactions ----------------------------------------------------------------
+
+
+async def test_a_step_in_two_transactions_returns_everything_it_committed(store: Store) -> None:
+    """The engine keeps its history from what these two calls return: the run, the messages,
+    the calls, the checkpoint and the events (with their seq) are what a reader finds later."""
+    run, token = await running_run(store)
+    after = await store.last_seq()
+    calls = tool_calls("read_file", "read_file")
+    started = [c.model_copy(update={"start": True}) for c in calls]
+    usage = Usage(input_tokens=100, output_tokens=10)
+    first = await store.commit_assistant_message_with_calls(
+        run.id,
+        token=token,
+        message=NewMessage(
+            role=Role.ASSISTANT, content=[TextBlock(text="Reading.")], usage=usage, cost_usd=0.2
+        ),
+        tool_calls=started,
+        step=1,
+    )
+    assert first.message is not None and first.checkpoint is None
+    assert (first.run.step, first.run.usage, first.run.revision) == (1, usage, run.revision + 1)
+    assert [c.state for c in first.tool_calls] == [ToolCallState.RUNNING] * 2
+
+    second = await store.commit_step_results(
+        run.id,
+        token=token,
+        tool_changes=[
+            ToolStateChange(tool_call_id=c.id, to=ToolCallState.COMPLETED, result=f"text {i}")
+            for i, c in enumerate(first.tool_calls)
+        ],
+        message=tool_result_message(first.tool_calls, "text"),
+        checkpoint_step=1,
+    )
+    assert second.message is not None and second.checkpoint is not None
+    assert second.message.position == first.message.position + 1
+    assert second.checkpoint.last_position == second.message.position
+    assert second.run.usage == usage and second.run.revision == first.run.revision + 1
+    assert [c.result for c in second.tool_calls] == ["text 0", "text 1"]
+
+    committed = first.events + second.events
+    read = await store.read_events(after=after)
+    assert [dump_event(e) for e in committed] == [dump_event(e) for e in read]
+    assert await store.get_run(run.id) == second.run
+    assert await store.list_messages(run.id, after_position=0) == [first.message, second.message]
+    assert await store.list_tool_calls(run.id) == second.tool_calls
+    assert (await store.get_job(run.job_id)).usage == usage
+
+
+async def test_a_result_the_tool_message_carries_reads_back_from_the_call(store: Store) -> None:
+    run, token = await running_run(store)
+    [call] = await step_with_tools(store, run, token, "read_file")
+    await store.set_tool_state(call.id, token=token, to=ToolCallState.RUNNING)
+    # Committed before its tool message (a fast parallel call), then carried by it.
+    await store.set_tool_state(call.id, token=token, to=ToolCallState.COMPLETED, result="early")
+    await store.commit_step_results(
+        run.id,
+        token=token,
+        tool_changes=[],
+        message=tool_result_message([call], "early"),
+        checkpoint_step=1,
+    )
+    assert (await store.get_tool_call(call.id)).result == "early"
+    [completed] = [
+        e
+        for e in await store.read_events(run_id=run.id)
+        if isinstance(e, ToolStateChanged) and e.to_state is ToolCallState.COMPLETED
+    ]
+    assert completed.result == "early"
+
+
+async def test_the_store_implements_the_whole_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+    missing = [
+        name
+        for name in dir(Store)
+        if not name.startswith("_") and not callable(getattr(type(store), name, None))
+    ]
+    assert missing == []

@@ -4,7 +4,6 @@ transaction is half there (DESIGN §5, §13 recovery)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sqlite3
 import sys
@@ -12,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.models import RunState, ToolCallState
+from runtime.events import CheckpointCreated, MessageCommitted, ToolStateChanged
+from runtime.models import Role, RunState, ToolCallState
 from runtime.store.sqlite import SqliteStore
 
 WRITER = Path(__file__).with_name("crash_writer.py")
@@ -53,30 +53,30 @@ async def test_kill_9_mid_stream_keeps_every_committed_step_whole(tmp_path: Path
 
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        conn.row_factory = sqlite3.Row
-        assistant_messages = conn.execute(
-            "SELECT id FROM messages WHERE role = 'assistant' ORDER BY position"
-        ).fetchall()
-        for message in assistant_messages:
-            calls = conn.execute(
-                "SELECT id FROM tool_calls WHERE message_id = ?", (message["id"],)
-            ).fetchall()
-            assert len(calls) == 3, "an assistant message always has its three tool calls"
+    conn.close()
+    reader = SqliteStore(path)
+    await reader.open()
+    try:
+        [run] = (await reader.list_runs()).items
+        messages = await reader.list_messages(run.id, limit=10_000)
+        calls = await reader.list_tool_calls(run.id)
+        for message in messages:
+            if message.role is Role.ASSISTANT:
+                mine = [c for c in calls if c.message_id == message.id]
+                assert len(mine) == 3, "an assistant message always has its three tool calls"
         # Every message, tool call state and checkpoint has exactly its events.
-        events = [json.loads(r[0]) for r in conn.execute("SELECT payload FROM events")]
-        committed = [e["message"]["id"] for e in events if e["kind"] == "message_committed"]
-        messages = [r[0] for r in conn.execute("SELECT id FROM messages ORDER BY n")]
-        assert committed == messages
-        last_tool_state: dict[str, str] = {}
+        events = await reader.read_events(limit=100_000)
+        committed = [e.message.id for e in events if isinstance(e, MessageCommitted)]
+        assert committed == [m.id for m in messages]
+        last_tool_state: dict[str, ToolCallState] = {}
         for e in events:
-            if e["kind"] == "tool_state_changed":
-                last_tool_state[e["tool_call_id"]] = e["to"]
-        tool_states = dict(conn.execute("SELECT id, state FROM tool_calls").fetchall())
-        assert last_tool_state == tool_states
-        checkpoints = [r[0] for r in conn.execute("SELECT id FROM checkpoints ORDER BY n")]
-        assert checkpoints == [
-            e["checkpoint_id"] for e in events if e["kind"] == "checkpoint_created"
-        ]
+            if isinstance(e, ToolStateChanged):
+                last_tool_state[e.tool_call_id] = e.to_state
+        assert last_tool_state == {c.id: c.state for c in calls}
+        checkpoints = [c.id for c in await reader.list_checkpoints(run.id)]
+        assert checkpoints == [e.checkpoint_id for e in events if isinstance(e, CheckpointCreated)]
+    finally:
+        await reader.close()
     assert len(checkpoints) >= acknowledged, "no acknowledged step was lost"
 
     # The store opens the file again and recovers the run of the dead writer.

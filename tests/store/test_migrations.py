@@ -3,6 +3,7 @@ in it, non-databases and newer schemas (refused, file unchanged)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -10,7 +11,27 @@ import pytest
 
 from runtime import errors
 from runtime.clock import ManualClock
-from runtime.models import RunState
+from runtime.events import (
+    EVENT_ADAPTER,
+    CheckpointCreated,
+    DurableEvent,
+    MessageCommitted,
+    RunStateChanged,
+    ToolStateChanged,
+    dump_event,
+)
+from runtime.models import (
+    InputKind,
+    InputRequest,
+    Message,
+    Role,
+    RunState,
+    TextBlock,
+    ToolCallState,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from runtime.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from runtime.store.sqlite import SqliteStore
 from tests.store.helpers import assistant, new_run
@@ -75,11 +96,19 @@ def _old_database(path: Path, version: int) -> None:
             " arguments, state, step, created_at) VALUES ('tc1', 'run1', 'job1', 'm1', 0,"
             " 'toolu_1', 'search', '{\"q\":\"zebra\"}', 'pending', 0, 2.0)"
         )
-        conn.execute(
-            "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES"
-            " ('job1', 'run1', 'run_state_changed', 1.0, '{\"kind\":\"run_state_changed\","
-            '"job_id":"job1","run_id":"run1","created_at":1.0,"from":null,"to":"queued"}\')'
-        )
+        if version < 5:
+            conn.execute(
+                "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES"
+                " ('job1', 'run1', 'run_state_changed', 1.0, '{\"kind\":\"run_state_changed\","
+                '"job_id":"job1","run_id":"run1","created_at":1.0,"from":null,"to":"queued"}\')'
+            )
+        else:
+            # From version 5 an event references its run by row number and keeps only what
+            # the row does not say (see migrations.encode_event_v5).
+            conn.execute(
+                "INSERT INTO events (run_n, kind, ref, created_at, payload) VALUES"
+                " ((SELECT n FROM runs WHERE id = 'run1'), 1, NULL, 1.0, '{\"to\":\"queued\"}')"
+            )
     finally:
         conn.close()
 
@@ -212,3 +241,240 @@ async def test_a_database_from_a_newer_version_is_refused_unchanged(
     assert _version(path) == LATEST_VERSION + 7
     if journal_mode == "delete":
         assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
+
+
+async def _real_database(path: Path) -> None:
+    store = SqliteStore(path)
+    await store.open()
+    run = await store.create_run(new_run("hello"))
+    await store.claim_run(run.id, owner_id="o")
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        ("DROP TABLE messages", "table messages is missing"),
+        ("DROP INDEX runs_by_job", "index runs_by_job is missing"),
+        ("DROP TRIGGER messages_fts_insert", "trigger messages_fts_insert is missing"),
+        ("ALTER TABLE runs DROP COLUMN cancel_reason", "column runs.cancel_reason is missing"),
+    ],
+)
+async def test_a_database_with_a_damaged_schema_is_refused_byte_for_byte_unchanged(
+    tmp_path: Path, damage: str, named: str
+) -> None:
+    path = tmp_path / "agent.db"
+    await _real_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute(damage)
+    conn.close()
+    original = path.read_bytes()
+
+    with pytest.raises(errors.SchemaDamaged) as caught:
+        await SqliteStore(path).open()
+
+    assert caught.value.code == "schema_damaged"
+    _assert_one_line_naming(caught.value, path)
+    assert named in str(caught.value)
+    assert path.read_bytes() == original
+    assert _version(path) == LATEST_VERSION
+
+
+@pytest.mark.parametrize("version", [m.version for m in MIGRATIONS])
+async def test_an_intact_database_at_every_version_passes_the_schema_check(
+    tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / f"v{version}.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, path=str(path), upto=version)
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    assert _version(path) == LATEST_VERSION
+
+
+async def test_an_index_a_person_added_is_not_damage(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    await _real_database(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE INDEX my_own_index ON runs (model)")
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    assert (await store.count_runs_by_state())[RunState.RUNNING] == 1
+    await store.close()
+
+
+def _v4_database_with_a_whole_step(path: Path) -> list[DurableEvent]:
+    """A version-4 database holding one step written the way version 4 wrote it (every event
+    whole in its payload, the tool result in the call and the tool message), and those events."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, path=str(path), upto=4)
+    conn.execute(
+        "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
+        " latest_root_run_id, latest_run_state) VALUES ('job1', 'Old', '/w', 'default', 1, 1,"
+        " 'run1', 'input_required')"
+    )
+    conn.execute(
+        "INSERT INTO runs (id, job_id, agent, model, state, revision, input, max_steps,"
+        " execution_token, created_at, updated_at) VALUES ('run1', 'job1', 'default', 'demo',"
+        " 'input_required', 5, 'hi', 50, 'tok', 1, 1)"
+    )
+    user = Message(
+        id="m0",
+        run_id="run1",
+        job_id="job1",
+        position=0,
+        role=Role.USER,
+        content=[TextBlock(text="find the zebra")],
+        created_at=1.0,
+    )
+    asked = Message(
+        id="m1",
+        run_id="run1",
+        job_id="job1",
+        position=1,
+        role=Role.ASSISTANT,
+        content=[ToolUseBlock(id="toolu_1", tool_call_id="tc1", name="search", input={"q": "z"})],
+        usage=Usage(input_tokens=10),
+        created_at=2.0,
+    )
+    answered = Message(
+        id="m2",
+        run_id="run1",
+        job_id="job1",
+        position=2,
+        role=Role.TOOL,
+        content=[ToolResultBlock(tool_use_id="toolu_1", tool_call_id="tc1", content="zebra.txt")],
+        created_at=3.0,
+    )
+    for m in (user, asked, answered):
+        conn.execute(
+            "INSERT INTO messages (id, run_id, job_id, position, role, content, usage,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.id,
+                m.run_id,
+                m.job_id,
+                m.position,
+                m.role.value,
+                json.dumps([b.model_dump(mode="json") for b in m.content]),
+                m.usage.model_dump_json() if m.usage else None,
+                m.created_at,
+            ),
+        )
+    conn.execute(
+        "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id, name,"
+        " arguments, state, step, result, created_at, started_at, finished_at) VALUES ('tc1',"
+        " 'run1', 'job1', 'm1', 0, 'toolu_1', 'search', '{\"q\":\"z\"}', 'completed', 1,"
+        " 'zebra.txt', 2, 2, 3)"
+    )
+    conn.execute(
+        "INSERT INTO checkpoints (id, run_id, job_id, step, last_position, usage,"
+        " pending_tool_call_ids, created_at) VALUES ('cp1', 'run1', 'job1', 1, 2, '{}', '[]', 3)"
+    )
+    request = InputRequest(
+        id="rq1",
+        run_id="run1",
+        job_id="job1",
+        kind=InputKind.QUESTION,
+        prompt="Which?",
+        created_at=4.0,
+    )
+    env = {"job_id": "job1", "run_id": "run1"}
+    events: list[DurableEvent] = [
+        RunStateChanged(**env, created_at=1.0, from_state=None, to_state=RunState.QUEUED),
+        MessageCommitted(**env, created_at=1.0, message=user),
+        RunStateChanged(
+            **env, created_at=1.5, from_state=RunState.QUEUED, to_state=RunState.RUNNING
+        ),
+        MessageCommitted(**env, created_at=2.0, message=asked),
+        ToolStateChanged(
+            **env,
+            created_at=2.0,
+            tool_call_id="tc1",
+            name="search",
+            from_state=None,
+            to_state=ToolCallState.PENDING,
+            arguments={"q": "z"},
+        ),
+        ToolStateChanged(
+            **env,
+            created_at=2.0,
+            tool_call_id="tc1",
+            name="search",
+            from_state=ToolCallState.PENDING,
+            to_state=ToolCallState.RUNNING,
+        ),
+        ToolStateChanged(
+            **env,
+            created_at=3.0,
+            tool_call_id="tc1",
+            name="search",
+            from_state=ToolCallState.RUNNING,
+            to_state=ToolCallState.COMPLETED,
+            result="zebra.txt",
+        ),
+        MessageCommitted(**env, created_at=3.0, message=answered),
+        CheckpointCreated(**env, created_at=3.0, checkpoint_id="cp1", step=1),
+        RunStateChanged(
+            **env,
+            created_at=4.0,
+            from_state=RunState.RUNNING,
+            to_state=RunState.INPUT_REQUIRED,
+            request=request,
+        ),
+        # An event about a run that is not there any more stays whole.
+        RunStateChanged(
+            job_id="gone", run_id="gone", created_at=5.0, from_state=None, to_state=RunState.QUEUED
+        ),
+    ]
+    for event in events:
+        conn.execute(
+            "INSERT INTO events (job_id, run_id, kind, created_at, payload) VALUES (?, ?, ?, ?, ?)",
+            (
+                event.job_id,
+                event.run_id,
+                event.kind,
+                event.created_at,
+                EVENT_ADAPTER.dump_json(event, by_alias=True, exclude={"seq"}).decode(),
+            ),
+        )
+    conn.close()
+    return [e.model_copy(update={"seq": seq}) for seq, e in enumerate(events, start=1)]
+
+
+async def test_events_of_version_4_read_back_the_same_after_each_fact_is_stored_once(
+    db_path: Path,
+) -> None:
+    written = _v4_database_with_a_whole_step(db_path)
+    store = SqliteStore(db_path)
+    await store.open()
+    try:
+        read = await store.read_events(limit=100)
+        assert [dump_event(e) for e in read] == [dump_event(e) for e in written]
+        assert [dump_event(e) for e in await store.read_events(run_id="run1")] == [
+            dump_event(e) for e in written[:-1]
+        ]
+        assert (await store.get_tool_call("tc1")).result == "zebra.txt"
+        [hit] = await store.search_messages("zebra.txt")
+        assert hit.message_id == "m2"
+        assert len(await store.search_messages("zebra")) == 2
+        next_seq = await store.last_seq() + 1
+        await store.create_run(new_run("after the upgrade"))
+        assert [e.seq for e in await store.read_events(after=next_seq - 1)] == [
+            next_seq,
+            next_seq + 1,
+        ]
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as conn:
+        result, carrier = conn.execute(
+            "SELECT result, result_in FROM tool_calls WHERE id = 'tc1'"
+        ).fetchone()
+        payloads = [r[0] for r in conn.execute("SELECT payload FROM events")]
+    conn.close()
+    assert result is None and carrier is not None, "the result lives in the tool message only"
+    assert not any("zebra.txt" in (p or "") for p in payloads), "no event copies the result"

@@ -1,12 +1,11 @@
-"""Random sequences of store operations, with crashes and a second owner on the same file,
-checked after every step against the rules of DESIGN §4-§6."""
+"""Random sequences of store operations, with crashes and a second owner on the same storage,
+checked after every step against the rules of DESIGN §4-§6. Everything is read back through the
+``Store`` protocol, so every backend in ``tests.store.backends`` runs the same machine."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
@@ -23,9 +22,10 @@ from hypothesis.stateful import (
 
 from runtime import errors
 from runtime.clock import ManualClock
-from runtime.models import InputKind, RunState, ToolCallState
-from runtime.store.base import NewInputRequest
-from runtime.store.sqlite import SqliteStore
+from runtime.events import MessageCommitted, RunStateChanged, ToolStateChanged
+from runtime.models import InputKind, Run, RunState, ToolCall, ToolCallState
+from runtime.store.base import NewInputRequest, Store
+from tests.store.backends import BACKENDS, Backend
 from tests.store.helpers import assistant, new_run, tool_calls
 
 T = TypeVar("T")
@@ -35,18 +35,19 @@ TERMINAL = {"completed", "failed", "cancelled"}
 
 
 class StoreMachine(RuleBasedStateMachine):
+    backend: Backend
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="store-machine-"))
-        self.path = self.dir / "machine.db"
         self.loop = asyncio.new_event_loop()
         self.clock = ManualClock()
-        self.stores: dict[str, SqliteStore] = {}
+        self.stores: dict[str, Store] = {}
         self.tokens: dict[str, tuple[str, str]] = {}  # run id → (owner, token) we last got
         self.terminal: dict[str, str] = {}
         self.issued: dict[str, list[tuple[str, str]]] = {}  # every token ever claimed
         self.max_seq = 0
-        self.reader: sqlite3.Connection | None = None
+        self.opened = False
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(asyncio.wait_for(coro, 30))
@@ -56,39 +57,44 @@ class StoreMachine(RuleBasedStateMachine):
         for owner in OWNERS:
             self._open(owner)
             self.run(self.stores[owner].register_owner(owner, lease_seconds=LEASE))
-        self.reader = sqlite3.connect(self.path)
-        self.reader.row_factory = sqlite3.Row
+        self.opened = True
 
     def _open(self, owner: str) -> None:
-        store = SqliteStore(self.path, clock=self.clock)
+        store = self.backend.make(self.dir, "machine.db", self.clock)
         self.run(store.open())
         self.stores[owner] = store
 
     def teardown(self) -> None:
         for store in self.stores.values():
             self.run(store.close())
-        if self.reader is not None:
-            self.reader.close()
         self.loop.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- helpers -----------------------------------------------------------------------------
 
     def seq(self) -> int:
-        assert self.reader is not None
-        return int(self.reader.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+        return self.run(self.reader.last_seq())
 
-    def token(self, run_id: str) -> tuple[SqliteStore, str]:
+    @property
+    def reader(self) -> Store:
+        return self.stores[OWNERS[0]]
+
+    def token(self, run_id: str) -> tuple[Store, str]:
         owner, token = self.tokens.get(run_id, ("owner-a", "no-token"))
         return self.stores[owner], token
 
+    def runs(self) -> list[Run]:
+        """Every run, oldest first."""
+        page = self.run(self.reader.list_runs(limit=10_000))
+        assert page.next_cursor is None
+        return page.items[::-1]
+
+    def calls(self, run_id: str) -> list[ToolCall]:
+        return self.run(self.reader.list_tool_calls(run_id))
+
     def pick(self, pick: int, *states: str) -> str | None:
         """One of the runs in ``states`` (any run when none given), or None."""
-        assert self.reader is not None
-        sql = "SELECT id FROM runs"
-        if states:
-            sql += " WHERE state IN ({})".format(", ".join("?" * len(states)))
-        ids = [r[0] for r in self.reader.execute(sql + " ORDER BY n", states)]
+        ids = [r.id for r in self.runs() if not states or r.state in states]
         return ids[pick % len(ids)] if ids else None
 
     def expect_events(self, before: int, count: int) -> None:
@@ -169,14 +175,10 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 50), to=st.sampled_from(list(ToolCallState)))
     def move_tool(self, pick: int, to: ToolCallState) -> None:
-        assert self.reader is not None
         run_id = self.pick(pick, "running", "input_required", "queued")
         if run_id is None:
             return
-        ids = [
-            r[0]
-            for r in self.reader.execute("SELECT id FROM tool_calls WHERE run_id = ?", (run_id,))
-        ]
+        ids = [c.id for c in self.calls(run_id)]
         if not ids:
             return
         store, token = self.token(run_id)
@@ -207,14 +209,12 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 50), owner=st.sampled_from(OWNERS))
     def cancel(self, pick: int, owner: str) -> None:
-        assert self.reader is not None
         run_id = self.pick(pick)
         if run_id is None:
             return
-        open_calls = self.reader.execute(
-            "SELECT count(*) FROM tool_calls WHERE run_id = ? AND state IN ('pending', 'running')",
-            (run_id,),
-        ).fetchone()[0]
+        open_calls = sum(
+            c.state in (ToolCallState.PENDING, ToolCallState.RUNNING) for c in self.calls(run_id)
+        )
         before = self.seq()
         try:
             self.run(self.stores[owner].cancel_run(run_id, reason="test"))
@@ -240,20 +240,18 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 50), owner=st.sampled_from(OWNERS), key=st.sampled_from([None, "k"]))
     def answer(self, pick: int, owner: str, key: str | None) -> None:
-        assert self.reader is not None
         run_id = self.pick(pick)
         if run_id is None:
             return
-        row = self.reader.execute(
-            "SELECT id FROM input_requests WHERE run_id = ? ORDER BY n DESC", (run_id,)
-        ).fetchone()
-        if row is None:
+        requests = self.run(self.reader.list_input_requests(run_id))
+        if not requests:
             return
+        request_id = requests[-1].id
         before = self.seq()
         try:
             self.run(
                 self.stores[owner].answer_input_request(
-                    row[0], answer="a", idempotency_key=key and f"{key}-{row[0]}"
+                    request_id, answer="a", idempotency_key=key and f"{key}-{request_id}"
                 )
             )
         except (errors.AlreadyAnswered, errors.RunStateConflict):
@@ -295,86 +293,80 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(owner=st.sampled_from(OWNERS))
     def crash_mid_transaction(self, owner: str) -> None:
         """Writes without a commit, then the connection goes away (as when a process dies)."""
-        store = self.stores[owner]
-        db = store._db
-        assert db is not None
-        self.run(db.execute("BEGIN IMMEDIATE"))
-        self.run(db.execute("UPDATE runs SET state = 'completed', revision = revision + 1"))
-        self.run(
-            db.execute(
-                "INSERT INTO events (job_id, run_id, kind, created_at, payload)"
-                " VALUES ('x', 'x', 'run_state_changed', 0, '{}')"
-            )
-        )
-        self.run(db.close())
-        store._db = None
+        if self.backend.crash is None:
+            return
+        self.run(self.backend.crash(self.stores[owner]))
         self._open(owner)
 
     # --- invariants --------------------------------------------------------------------------
 
     @invariant()
     def the_log_explains_every_row(self) -> None:
-        if self.reader is None:
+        if not self.opened:
             return
-        rows = self.reader.execute("SELECT seq, payload FROM events ORDER BY seq").fetchall()
-        seqs = [r[0] for r in rows]
+        events = self.run(self.reader.read_events(limit=1_000_000))
+        seqs = [e.seq for e in events]
         assert seqs == sorted(set(seqs)), "seq strictly increases"
         assert not seqs or seqs[-1] >= self.max_seq, "seq never goes back"
         self.max_seq = max(seqs, default=0)
         run_state: dict[str, str | None] = {}
         tool_state: dict[str, str | None] = {}
         messages: dict[str, int] = {}
-        for _, payload in rows:
-            event = json.loads(payload)
-            if event["kind"] == "run_state_changed":
-                assert run_state.get(event["run_id"]) == event["from"], "run events chain"
-                run_state[event["run_id"]] = event["to"]
-            elif event["kind"] == "tool_state_changed":
-                assert tool_state.get(event["tool_call_id"]) == event["from"], "tool events chain"
-                tool_state[event["tool_call_id"]] = event["to"]
-            elif event["kind"] == "message_committed":
-                message_id = event["message"]["id"]
-                messages[message_id] = messages.get(message_id, 0) + 1
-        db_runs = {r["id"]: r["state"] for r in self.reader.execute("SELECT id, state FROM runs")}
-        assert run_state == db_runs, "replaying events gives each run's state"
-        db_tools = {
-            r["id"]: r["state"] for r in self.reader.execute("SELECT id, state FROM tool_calls")
-        }
+        for event in events:
+            if isinstance(event, RunStateChanged):
+                assert run_state.get(event.run_id) == event.from_state, "run events chain"
+                run_state[event.run_id] = event.to_state
+            elif isinstance(event, ToolStateChanged):
+                assert tool_state.get(event.tool_call_id) == event.from_state, "tool events chain"
+                tool_state[event.tool_call_id] = event.to_state
+            elif isinstance(event, MessageCommitted):
+                messages[event.message.id] = messages.get(event.message.id, 0) + 1
+        runs = self.runs()
+        assert run_state == {r.id: r.state for r in runs}, "replaying events gives run states"
+        db_tools = {c.id: c.state for r in runs for c in self.calls(r.id)}
         assert tool_state == db_tools, "replaying events gives each tool call's state"
-        db_messages = {r[0] for r in self.reader.execute("SELECT id FROM messages")}
+        db_messages = {
+            m.id for r in runs for m in self.run(self.reader.list_messages(r.id, limit=10_000))
+        }
         assert messages == dict.fromkeys(db_messages, 1), "one event per message"
 
     @invariant()
     def terminal_states_never_change(self) -> None:
-        if self.reader is None:
+        if not self.opened:
             return
-        for run_id, state in self.reader.execute("SELECT id, state FROM runs"):
-            if run_id in self.terminal:
-                assert state == self.terminal[run_id]
-            elif state in TERMINAL:
-                self.terminal[run_id] = state
+        for run in self.runs():
+            if run.id in self.terminal:
+                assert run.state == self.terminal[run.id]
+            elif run.state in TERMINAL:
+                self.terminal[run.id] = run.state
 
     @invariant()
     def no_run_is_held_by_two_owners(self) -> None:
-        if self.reader is None:
+        if not self.opened:
             return
-        for row in self.reader.execute("SELECT id, state, owner_id, execution_token FROM runs"):
+        for run in self.runs():
             holders = [
                 owner
-                for owner, token in self.issued.get(row["id"], [])
-                if token == row["execution_token"]
+                for owner, token in self.issued.get(run.id, [])
+                if token == run.execution_token
             ]
-            if row["state"] in ("queued", *TERMINAL):
-                assert row["execution_token"] is None
-            if row["state"] == "running":
-                assert row["execution_token"] is not None
-                assert holders == [row["owner_id"]]
+            if run.state in ("queued", *TERMINAL):
+                assert run.execution_token is None
+            if run.state == "running":
+                assert run.execution_token is not None
+                assert holders == [run.owner_id]
 
 
-StoreMachine.TestCase.settings = settings(
-    max_examples=30,
-    stateful_step_count=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-test_store_state_machine = StoreMachine.TestCase
+def _machine_for(backend: Backend) -> type[StoreMachine]:
+    machine = type(f"StoreMachine_{backend.name}", (StoreMachine,), {"backend": backend})
+    machine.TestCase.settings = settings(
+        max_examples=30,
+        stateful_step_count=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    return machine
+
+
+for _name, _backend in BACKENDS.items():
+    globals()[f"test_store_state_machine_{_name}"] = _machine_for(_backend).TestCase

@@ -10,6 +10,8 @@ from typing import Any
 
 from runtime.api import Runtime
 from runtime.errors import AgentTuiError
+from runtime.store.migrations import LATEST_VERSION
+from runtime.store.schema import expected_shape, schema_problems, shape_of
 from tui._cli.commands import CLOSE_SECONDS, Context
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
 from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
@@ -17,14 +19,20 @@ from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config
 MCP_CHECK_SECONDS = 30.0
 
 
-def _schema_version(path: Path) -> int:
-    """``PRAGMA user_version`` read without changing the file (read-only, no journal)."""
+def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
+    """``PRAGMA user_version``, ``PRAGMA integrity_check``'s complaints and the schema check's
+    problems, read without changing the file (read-only)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
     connection = sqlite3.connect(uri, uri=True)
     try:
-        row = connection.execute("PRAGMA user_version").fetchone()
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return int(row[0])
+        version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+        integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check")]
+        schema: list[str] = []
+        if version > LATEST_VERSION:
+            schema = [f"version {version} is newer than this agent-tui ({LATEST_VERSION})"]
+        elif version > 0:
+            schema = schema_problems(shape_of(connection), expected_shape(version))
+        return version, [line for line in integrity if line != "ok"], schema
     finally:
         connection.close()
 
@@ -58,12 +66,22 @@ async def cmd_doctor(ctx: Context) -> int:
     db_exists = ctx.db_path.exists()
     if db_exists:
         try:
-            version = _schema_version(ctx.db_path)
+            version, damage, schema = _inspect_database(ctx.db_path)
         except sqlite3.DatabaseError as exc:
             out(f"  error: cannot read it as a database ({exc})")
             healthy = False
         else:
             out(f"  schema version {version}")
+            if damage:
+                out(f"  integrity check: error: {'; '.join(damage[:5])}")
+                healthy = False
+            else:
+                out("  integrity check: ok")
+            if schema:
+                out(f"  schema check: error: {'; '.join(schema)}")
+                healthy = False
+            else:
+                out("  schema check: ok")
     else:
         out("  not created yet (it is created on the first run)")
     out(f"Log file: {log_path(ctx.db_path)}")

@@ -1,0 +1,818 @@
+"""The store's rules (DESIGN §4-§6), as pure code: current records in, row changes and events out.
+
+A store implementation (SQLite today, PostgreSQL next) does three things per operation, inside
+one transaction: it fetches the records a rule needs, calls the rule, and writes the ``Plan``
+the rule returns. Nothing here does I/O, and nothing here knows SQL. The rules decide:
+
+- transitions (every one through ``runtime.states``, always from a state that was read);
+- execution tokens (``check_token``) and compare-and-set on ``revision``;
+- one active root run per job, idempotency replay, revision bumps (every change of a run row);
+- the recovery policy for runs of dead owners;
+- usage roll-ups into the run and its job, and the job's ``latest_run_state``;
+- which durable events each change emits, in order.
+
+Records passed in are trusted (they came out of the store); the plans construct records with
+``model_copy``/``model_construct`` so nothing is validated twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from runtime import errors
+from runtime.events import (
+    CheckpointCreated,
+    DurableEvent,
+    MessageCommitted,
+    RunStateChanged,
+    ToolStateChanged,
+)
+from runtime.models import (
+    Checkpoint,
+    Failure,
+    InputRequest,
+    InputRequestState,
+    Job,
+    Message,
+    Role,
+    Run,
+    RunState,
+    TextBlock,
+    ToolCall,
+    ToolCallState,
+    Usage,
+)
+from runtime.states import (
+    INPUT_INITIAL,
+    RUN_INITIAL,
+    TOOL_INITIAL,
+    check_input,
+    check_run,
+    check_tool,
+)
+from runtime.store.base import NewInputRequest, NewMessage, NewRun, NewToolCall, ToolStateChange
+
+__all__ = [
+    "TITLE_LENGTH",
+    "JobChange",
+    "NewJobRow",
+    "Owner",
+    "Plan",
+    "Receipt",
+    "canonical_hash",
+    "check_token",
+    "new_id",
+]
+
+TITLE_LENGTH = 80
+IdFactory = Callable[[], str]
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def canonical_hash(value: Any) -> str:
+    """SHA-256 of the canonical JSON of ``value`` (sorted keys, no spaces)."""
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise errors.InvalidInput(f"not JSON data: {exc}") from exc
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def title_from(input_text: str | None) -> str:
+    for line in (input_text or "").splitlines():
+        line = line.strip()
+        if line:
+            if len(line) > TITLE_LENGTH:
+                return line[: TITLE_LENGTH - 1].rstrip() + "…"
+            return line
+    return "Untitled"
+
+
+# --- what a rule returns ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewJobRow:
+    job: Job
+    latest_root_run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobChange:
+    """A change of a job row: activity, usage added to its totals, and the state of its latest
+    root run (set only when ``run_id`` is that run, or becomes it with ``becomes_latest``)."""
+
+    job_id: str
+    updated_at: float
+    usage: Usage | None = None
+    cost_usd: float = 0.0
+    run_id: str | None = None
+    run_state: RunState | None = None
+    becomes_latest: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    operation: str
+    key: str
+    input_hash: str
+    result: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    owner_id: str
+    lease_seconds: float
+    lease_expires_at: float
+    released: bool
+    recovered_at: float | None
+
+
+@dataclass(slots=True)
+class Plan:
+    """The row changes and events of one operation. A store writes them in this order: new jobs,
+    new runs, run updates (compare-and-set on the revision the rule read), job changes,
+    messages, new tool calls, tool call updates, new and changed requests, checkpoints,
+    drafts deleted, receipts, then the events."""
+
+    new_jobs: list[NewJobRow] = field(default_factory=list)
+    new_runs: list[tuple[Run, str | None]] = field(default_factory=list)
+    """A new run and its idempotency hash."""
+    runs: list[tuple[Run, int]] = field(default_factory=list)
+    """A changed run and the revision it had when read."""
+    jobs: list[JobChange] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    new_tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    new_requests: list[InputRequest] = field(default_factory=list)
+    requests: list[InputRequest] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    delete_drafts_of: str | None = None
+    receipts: list[Receipt] = field(default_factory=list)
+    events: list[DurableEvent] = field(default_factory=list)
+
+    def extend(self, other: Plan) -> Plan:
+        """Append ``other``'s changes and events after this plan's own."""
+        for item in dataclass_fields(self):
+            mine = getattr(self, item.name)
+            if isinstance(mine, list):
+                mine.extend(getattr(other, item.name))
+            elif getattr(other, item.name) is not None:
+                setattr(self, item.name, getattr(other, item.name))
+        return self
+
+
+# --- guards -------------------------------------------------------------------------------------
+
+
+def check_token(run: Run, token: str) -> None:
+    """An execution's write is allowed only with the run's current execution token."""
+    if run.execution_token is None or run.execution_token != token:
+        raise errors.OwnershipLost(f"run {run.id}: this execution no longer owns it")
+
+
+def check_revision(run: Run, expected: int | None) -> None:
+    """Compare-and-set: a writer that states the revision it read loses to any change since."""
+    if expected is not None and run.revision != expected:
+        raise errors.RevisionConflict(
+            f"run {run.id} changed since it was read (revision {run.revision}, "
+            f"expected {expected}); read it again"
+        )
+
+
+def _changed_run(run: Run, now: float, **fields: Any) -> Run:
+    """Every change of a run row bumps its revision."""
+    return run.model_copy(update={"revision": run.revision + 1, "updated_at": now, **fields})
+
+
+def _run_event(
+    run: Run,
+    to_state: RunState,
+    now: float,
+    *,
+    request: InputRequest | None = None,
+    outcome: str | None = None,
+    failure: Failure | None = None,
+    reason: str | None = None,
+    interrupted: bool = False,
+) -> RunStateChanged:
+    return RunStateChanged(
+        job_id=run.job_id,
+        run_id=run.id,
+        created_at=now,
+        from_state=run.state,
+        to_state=to_state,
+        request=request,
+        outcome=outcome,
+        failure=failure,
+        reason=reason,
+        interrupted=interrupted,
+    )
+
+
+def _transition(
+    run: Run, to_state: RunState, now: float, *, event: RunStateChanged | None = None, **fields: Any
+) -> Plan:
+    """``run`` moves to ``to_state``: its row (revision + 1), its job's activity and state, and
+    the event."""
+    check_run(run.state, to_state)
+    after = _changed_run(run, now, state=to_state, **fields)
+    return Plan(
+        runs=[(after, run.revision)],
+        jobs=[JobChange(run.job_id, now, run_id=run.id, run_state=to_state)],
+        events=[event or _run_event(run, to_state, now)],
+    )
+
+
+# --- owners -------------------------------------------------------------------------------------
+
+
+def heartbeat(owner: Owner | None, owner_id: str, now: float) -> float:
+    """The new lease expiry of a live owner; ``OwnershipLost`` for one that is gone."""
+    if owner is None:
+        raise errors.OwnershipLost(f"owner {owner_id} is not registered")
+    if owner.released or owner.recovered_at is not None:
+        raise errors.OwnershipLost(f"owner {owner_id} was released or recovered")
+    if owner.lease_expires_at < now:
+        raise errors.OwnershipLost(f"the lease of owner {owner_id} expired")
+    return now + owner.lease_seconds
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def idempotent_replay(
+    existing: Run | None, existing_hash: str | None, input_hash: str
+) -> Run | None:
+    """The run an idempotency key already created with the same input; a conflict for another
+    input; None when the key is new."""
+    if existing is None:
+        return None
+    if existing_hash != input_hash:
+        raise errors.IdempotencyConflict(
+            f"idempotency key {existing.idempotency_key!r} was used for a different run"
+        )
+    return existing
+
+
+def create_run(
+    new_run: NewRun,
+    *,
+    input_hash: str,
+    active_root: Run | None,
+    now: float,
+    ids: IdFactory = new_id,
+) -> tuple[Plan, Run]:
+    """A queued run (and its job when ``job_id`` is None) with its input message. ``active_root``
+    is the job's queued, running or waiting root run, if any: a second root run while one is
+    active (a double submit, two processes) would interleave two histories."""
+    is_root = new_run.parent_run_id is None
+    run_id = ids()
+    job_id = new_run.job_id
+    plan = Plan()
+    if job_id is None:
+        job_id = ids()
+        job = Job.model_construct(
+            id=job_id,
+            title=new_run.title or title_from(new_run.input),
+            workspace=new_run.workspace,
+            agent=new_run.agent,
+            created_at=now,
+            updated_at=now,
+            usage=Usage(),
+            cost_usd=0.0,
+            archived=False,
+            latest_run_state=RUN_INITIAL,
+        )
+        plan.new_jobs.append(NewJobRow(job, run_id))
+    elif is_root:
+        if active_root is not None:
+            raise errors.RunStateConflict(
+                f"run {active_root.id} of job {job_id} is {active_root.state}; wait for it,"
+                " answer it or cancel it first"
+            )
+        plan.jobs.append(
+            JobChange(job_id, now, run_id=run_id, run_state=RUN_INITIAL, becomes_latest=True)
+        )
+    else:
+        plan.jobs.append(JobChange(job_id, now))
+    run = Run.model_construct(
+        id=run_id,
+        job_id=job_id,
+        agent=new_run.agent,
+        model=new_run.model,
+        state=RUN_INITIAL,
+        revision=1,
+        input=new_run.input,
+        parent_run_id=new_run.parent_run_id,
+        parent_tool_call_id=new_run.parent_tool_call_id,
+        history_run_id=new_run.history_run_id,
+        history_position=new_run.history_position,
+        forked_from_checkpoint_id=new_run.forked_from_checkpoint_id,
+        retry_of_run_id=new_run.retry_of_run_id,
+        idempotency_key=new_run.idempotency_key,
+        owner_id=new_run.owner_id,
+        execution_token=None,
+        step=0,
+        max_steps=new_run.max_steps,
+        interrupted=False,
+        outcome=None,
+        failure=None,
+        cancel_reason=None,
+        usage=Usage(),
+        cost_usd=0.0,
+        context_tokens=0,
+        created_at=now,
+        updated_at=now,
+    )
+    plan.new_runs.append((run, input_hash if new_run.idempotency_key is not None else None))
+    plan.events.append(
+        RunStateChanged(
+            job_id=job_id, run_id=run_id, created_at=now, from_state=None, to_state=RUN_INITIAL
+        )
+    )
+    if new_run.input is not None:
+        message = Message.model_construct(
+            id=ids(),
+            run_id=run_id,
+            job_id=job_id,
+            position=0,
+            role=Role.USER,
+            content=[TextBlock(text=new_run.input)],
+            model=None,
+            usage=None,
+            cost_usd=0.0,
+            created_at=now,
+        )
+        plan.messages.append(message)
+        plan.events.append(
+            MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=message)
+        )
+    return plan, run
+
+
+def claim_run(run: Run, *, owner_id: str, token: str, now: float) -> Plan:
+    """queued → running with a new execution token (and ``interrupted`` cleared)."""
+    if run.state is not RunState.QUEUED:
+        raise errors.RunStateConflict(
+            f"run {run.id} is {run.state}, not queued; it cannot be claimed"
+        )
+    return _transition(
+        run, RunState.RUNNING, now, execution_token=token, owner_id=owner_id, interrupted=False
+    )
+
+
+FINISH_TARGETS = (RunState.COMPLETED, RunState.FAILED, RunState.QUEUED)
+
+
+def finish_run(
+    run: Run,
+    *,
+    token: str,
+    to: RunState,
+    outcome: str | None,
+    failure: Failure | None,
+    now: float,
+) -> Plan:
+    """running → completed | failed | queued by the execution holding ``token``. A run sent back
+    to ``queued`` is marked interrupted: nobody goes on with it until a person does."""
+    if to not in FINISH_TARGETS:
+        raise errors.InvalidInput(f"finish_run goes to completed, failed or queued, not {to}")
+    check_token(run, token)
+    if run.state is not RunState.RUNNING:
+        raise errors.IllegalTransition("run", run.state, to)
+    fields: dict[str, Any] = {"execution_token": None}
+    if to is RunState.COMPLETED:
+        fields["outcome"] = outcome
+    if to is RunState.FAILED:
+        fields["failure"] = failure
+    if to is RunState.QUEUED:
+        fields["interrupted"] = True
+    event = _run_event(
+        run,
+        to,
+        now,
+        outcome=outcome if to is RunState.COMPLETED else None,
+        failure=failure if to is RunState.FAILED else None,
+        interrupted=to is RunState.QUEUED,
+    )
+    return _transition(run, to, now, event=event, **fields)
+
+
+def _tool_change(
+    call: ToolCall, to: ToolCallState, now: float, **fields: Any
+) -> tuple[ToolCall, ToolStateChanged]:
+    check_tool(call.state, to)
+    after = call.model_copy(update={"state": to, **fields})
+    event = ToolStateChanged(
+        job_id=call.job_id,
+        run_id=call.run_id,
+        created_at=now,
+        tool_call_id=call.id,
+        name=call.name,
+        from_state=call.state,
+        to_state=to,
+        result=fields.get("result"),
+        error=fields.get("error"),
+    )
+    return after, event
+
+
+def cancel_run(
+    run: Run,
+    *,
+    open_calls: Sequence[ToolCall],
+    pending_requests: Sequence[InputRequest],
+    reason: str | None,
+    expected_revision: int | None,
+    now: float,
+) -> Plan:
+    """Cancel from queued, running or input_required: open tool calls and pending requests are
+    cancelled with it, all in one plan. ``RunStateConflict`` for a terminal run."""
+    check_revision(run, expected_revision)
+    if run.state.is_terminal:
+        raise errors.RunStateConflict(f"run {run.id} is already {run.state}")
+    plan = Plan()
+    for call in open_calls:
+        after, event = _tool_change(
+            call, ToolCallState.CANCELLED, now, finished_at=now, error=call.error or "cancelled"
+        )
+        plan.tool_calls.append(after)
+        plan.events.append(event.model_copy(update={"error": "cancelled"}))
+    for request in pending_requests:
+        check_input(request.state, InputRequestState.CANCELLED)
+        plan.requests.append(
+            request.model_copy(update={"state": InputRequestState.CANCELLED, "answered_at": now})
+        )
+    cancelled = _run_event(run, RunState.CANCELLED, now, reason=reason)
+    return plan.extend(
+        _transition(
+            run,
+            RunState.CANCELLED,
+            now,
+            event=cancelled,
+            execution_token=None,
+            cancel_reason=reason,
+        )
+    )
+
+
+def set_run_step(run: Run, *, token: str, step: int, now: float) -> Plan:
+    """The step counter changes the run row (revision + 1) and emits nothing."""
+    check_token(run, token)
+    return Plan(runs=[(_changed_run(run, now, step=step), run.revision)])
+
+
+# --- messages and tool calls --------------------------------------------------------------------
+
+
+def commit_message(
+    run: Run,
+    *,
+    token: str,
+    position: int,
+    message: NewMessage,
+    tool_calls: Sequence[NewToolCall],
+    step: int | None,
+    now: float,
+    ids: IdFactory = new_id,
+) -> tuple[Plan, Message, list[ToolCall]]:
+    """A message at ``position`` (the run's next one) with its tool calls reserved as pending
+    (and started at once when asked); usage added to the run and its job; the run's context
+    fill set; the run's drafts deleted (the committed message replaces the draft it streamed
+    under and those of dropped attempts)."""
+    check_token(run, token)
+    message_id = message.id or ids()
+    call_step = run.step if step is None else step
+    committed = Message.model_construct(
+        id=message_id,
+        run_id=run.id,
+        job_id=run.job_id,
+        position=position,
+        role=message.role,
+        content=message.content,
+        model=message.model,
+        usage=message.usage,
+        cost_usd=message.cost_usd,
+        created_at=now,
+    )
+    events: list[DurableEvent] = [
+        MessageCommitted(job_id=run.job_id, run_id=run.id, created_at=now, message=committed)
+    ]
+    calls: list[ToolCall] = []
+    for index, new_call in enumerate(tool_calls):
+        call = ToolCall.model_construct(
+            id=new_call.id or ids(),
+            run_id=run.id,
+            job_id=run.job_id,
+            message_id=message_id,
+            index=index,
+            provider_id=new_call.provider_id,
+            name=new_call.name,
+            arguments=new_call.arguments,
+            state=TOOL_INITIAL,
+            idempotent=new_call.idempotent,
+            step=call_step,
+            result=None,
+            error=None,
+            child_run_id=None,
+            created_at=now,
+            started_at=None,
+            finished_at=None,
+        )
+        events.append(
+            ToolStateChanged(
+                job_id=run.job_id,
+                run_id=run.id,
+                created_at=now,
+                tool_call_id=call.id,
+                name=call.name,
+                from_state=None,
+                to_state=TOOL_INITIAL,
+                arguments=call.arguments,
+            )
+        )
+        if new_call.start:
+            # Started with its message: written once, in its final state, with both
+            # transitions in the log.
+            call, started = _tool_change(call, ToolCallState.RUNNING, now, started_at=now)
+            events.append(started)
+        calls.append(call)
+    usage = message.usage or Usage()
+    fields: dict[str, Any] = {
+        "usage": run.usage + usage,
+        "cost_usd": run.cost_usd + message.cost_usd,
+    }
+    if message.usage is not None:
+        fields["context_tokens"] = message.usage.context_tokens
+    if step is not None:
+        fields["step"] = step
+    after = _changed_run(run, now, **fields)
+    plan = Plan(
+        runs=[(after, run.revision)],
+        jobs=[JobChange(run.job_id, now, usage=usage, cost_usd=message.cost_usd)],
+        messages=[committed],
+        new_tool_calls=calls,
+        delete_drafts_of=run.id,
+        events=events,
+    )
+    return plan, committed, calls
+
+
+def tool_states(
+    run: Run,
+    *,
+    token: str,
+    calls: Mapping[str, ToolCall],
+    changes: Sequence[ToolStateChange],
+    now: float,
+) -> tuple[Plan, list[ToolCall]]:
+    """Several transitions of the run's tool calls, in order (one call may move twice).
+    ``calls`` holds the current records of the calls named, by id."""
+    check_token(run, token)
+    current = {call_id: call for call_id, call in calls.items() if call.run_id == run.id}
+    plan = Plan()
+    changed: list[ToolCall] = []
+    for change in changes:
+        before = current.get(change.tool_call_id)
+        if before is None:
+            raise errors.ToolCallNotFound(f"tool call {change.tool_call_id} not found")
+        target = ToolCallState(change.to)
+        after, event = _tool_change(
+            before,
+            target,
+            now,
+            result=change.result if change.result is not None else before.result,
+            error=change.error if change.error is not None else before.error,
+            child_run_id=change.child_run_id or before.child_run_id,
+            started_at=before.started_at or (now if target is ToolCallState.RUNNING else None),
+            finished_at=now if target.is_terminal else None,
+        )
+        plan.events.append(
+            event.model_copy(update={"result": change.result, "error": change.error})
+        )
+        current[after.id] = after
+        changed.append(after)
+    plan.tool_calls = list({call.id: call for call in changed}.values())
+    return plan, changed
+
+
+def checkpoint(
+    run: Run,
+    *,
+    token: str,
+    step: int,
+    last_position: int,
+    pending_tool_call_ids: Sequence[str],
+    now: float,
+    ids: IdFactory = new_id,
+) -> tuple[Plan, Checkpoint]:
+    """The end of a step: covers the run's messages so far (never copies them)."""
+    check_token(run, token)
+    created = Checkpoint.model_construct(
+        id=ids(),
+        run_id=run.id,
+        job_id=run.job_id,
+        step=step,
+        last_position=last_position,
+        usage=run.usage,
+        pending_tool_call_ids=list(pending_tool_call_ids),
+        created_at=now,
+    )
+    event = CheckpointCreated(
+        job_id=run.job_id, run_id=run.id, created_at=now, checkpoint_id=created.id, step=step
+    )
+    return Plan(checkpoints=[created], events=[event]), created
+
+
+# --- input requests -----------------------------------------------------------------------------
+
+
+def open_input_request(
+    run: Run,
+    *,
+    token: str,
+    request: NewInputRequest,
+    tool_call: ToolCall | None,
+    now: float,
+    ids: IdFactory = new_id,
+) -> tuple[Plan, Run, InputRequest]:
+    """A pending request, and the run running → input_required, together."""
+    check_token(run, token)
+    if request.tool_call_id is not None and tool_call is None:
+        raise errors.ToolCallNotFound(f"tool call {request.tool_call_id} not found")
+    created = InputRequest.model_construct(
+        id=ids(),
+        run_id=run.id,
+        job_id=run.job_id,
+        kind=request.kind,
+        prompt=request.prompt,
+        options=request.options,
+        answer_schema=request.answer_schema,
+        tool_call_id=request.tool_call_id,
+        arguments_digest=request.arguments_digest,
+        detail=request.detail,
+        state=INPUT_INITIAL,
+        answer=None,
+        created_at=now,
+        answered_at=None,
+    )
+    event = _run_event(run, RunState.INPUT_REQUIRED, now, request=created)
+    plan = _transition(run, RunState.INPUT_REQUIRED, now, event=event)
+    plan.new_requests.append(created)
+    return plan, plan.runs[0][0], created
+
+
+ANSWER_OPERATION = "answer_input_request"
+
+
+def answer_input_request(
+    request: InputRequest,
+    run: Run,
+    *,
+    tool_call: ToolCall | None,
+    answer: Any,
+    expected_revision: int | None,
+    idempotency_key: str | None,
+    input_hash: str,
+    now: float,
+) -> tuple[Plan, Run, InputRequest]:
+    """pending → answered and the run input_required → queued (no token: a person answered)."""
+    if request.state is InputRequestState.ANSWERED:
+        raise errors.AlreadyAnswered(f"input request {request.id} is already answered")
+    if request.state is InputRequestState.CANCELLED:
+        raise errors.RunStateConflict(f"input request {request.id} was cancelled")
+    check_revision(run, expected_revision)
+    if run.state is not RunState.INPUT_REQUIRED:
+        raise errors.RunStateConflict(f"run {run.id} is {run.state}, not waiting for input")
+    if request.tool_call_id is not None and (
+        tool_call is None or tool_call.state not in (ToolCallState.PENDING, ToolCallState.RUNNING)
+    ):
+        state = tool_call.state if tool_call is not None else "missing"
+        raise errors.RunStateConflict(f"the tool call of input request {request.id} is {state}")
+    check_input(request.state, InputRequestState.ANSWERED)
+    answered = request.model_copy(
+        update={"state": InputRequestState.ANSWERED, "answer": answer, "answered_at": now}
+    )
+    plan = _transition(run, RunState.QUEUED, now, execution_token=None)
+    plan.requests.append(answered)
+    after = plan.runs[0][0]
+    if idempotency_key is not None:
+        result = json.dumps(
+            {
+                "run": after.model_dump(mode="json", by_alias=True),
+                "request": answered.model_dump(mode="json", by_alias=True),
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        plan.receipts.append(Receipt(ANSWER_OPERATION, idempotency_key, input_hash, result, now))
+    return plan, after, answered
+
+
+def answer_replay(receipt: Receipt | None, input_hash: str) -> tuple[Run, InputRequest] | None:
+    """The first result of an answer retried with the same idempotency key and answer."""
+    if receipt is None:
+        return None
+    if receipt.input_hash != input_hash:
+        raise errors.IdempotencyConflict(
+            f"idempotency key {receipt.key!r} was used for another answer"
+        )
+    stored = json.loads(receipt.result)
+    return Run.model_validate(stored["run"]), InputRequest.model_validate(stored["request"])
+
+
+def cancel_input_request(
+    request: InputRequest,
+    run: Run,
+    *,
+    token: str | None,
+    others_pending: bool,
+    reason: str,
+    now: float,
+) -> tuple[Plan, InputRequest]:
+    """pending → cancelled. A run that waited for nothing else goes back to the queue (no
+    token); a run that stays where it is emits nothing."""
+    if token is not None:
+        check_token(run, token)
+    check_input(request.state, InputRequestState.CANCELLED)
+    cancelled = request.model_copy(
+        update={
+            "state": InputRequestState.CANCELLED,
+            "answered_at": now,
+            "detail": {**request.detail, "cancel_reason": reason},
+        }
+    )
+    plan = Plan(requests=[cancelled])
+    if run.state is RunState.INPUT_REQUIRED and not others_pending:
+        event = _run_event(run, RunState.QUEUED, now, reason=reason)
+        plan.extend(_transition(run, RunState.QUEUED, now, event=event, execution_token=None))
+    return plan, cancelled
+
+
+# --- recovery -----------------------------------------------------------------------------------
+
+
+def interrupt_queued(run: Run, now: float) -> Plan:
+    """A queued run whose owner died: nobody will run it; it waits for a person (no state
+    change, no event)."""
+    return Plan(runs=[(_changed_run(run, now, interrupted=True, owner_id=None), run.revision)])
+
+
+def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> tuple[Plan, bool]:
+    """A running run whose owner died. Calls that declared themselves idempotent go back to
+    pending; any other running call's outcome is unknown, so the call becomes indeterminate
+    and the run fails (a person decides). Without such a call the run is re-queued and
+    marked interrupted. Returns the plan and whether the run failed."""
+    plan = Plan()
+    in_doubt: list[str] = []
+    for call in running_calls:
+        if call.idempotent:
+            after, event = _tool_change(
+                call, ToolCallState.PENDING, now, error=None, started_at=None, finished_at=None
+            )
+        else:
+            message = f"the process running tool {call.name!r} stopped; its outcome is unknown"
+            after, event = _tool_change(
+                call, ToolCallState.INDETERMINATE, now, error=message, finished_at=now
+            )
+            in_doubt.append(call.name)
+        plan.tool_calls.append(after)
+        plan.events.append(event)
+    if in_doubt:
+        names = ", ".join(repr(name) for name in in_doubt)
+        failure = Failure(
+            code="tool_indeterminate",
+            message=f"the process stopped while tool {names} ran; its outcome is unknown, "
+            "so the run was not retried automatically",
+        )
+        run_event = _run_event(run, RunState.FAILED, now, failure=failure)
+        plan.extend(
+            _transition(
+                run, RunState.FAILED, now, event=run_event, execution_token=None, failure=failure
+            )
+        )
+        return plan, True
+    run_event = _run_event(run, RunState.QUEUED, now, interrupted=True)
+    plan.extend(
+        _transition(
+            run,
+            RunState.QUEUED,
+            now,
+            event=run_event,
+            execution_token=None,
+            owner_id=None,
+            interrupted=True,
+        )
+    )
+    return plan, False
