@@ -10,6 +10,7 @@ when to stop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import time
@@ -73,6 +74,14 @@ class ServerReport(BaseModel):
     tools: list[str] = []
 
 
+class _NotDelivered(Exception):
+    """A call's request never reached its server: it is safe to send it again."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class _StartFailed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -104,26 +113,58 @@ def tool_name(server: str, tool: str) -> str:
     return name[:_MAX_TOOL_NAME]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Call:
-    """One tool call in flight on a server (elicitation requests are routed to it)."""
+    """One tool call in flight on a server.
+
+    Its clock stops while a question from the server waits for a person (every call of that
+    server, since stdio cannot say which call asked). A call that hosts such a question (the
+    input request is attached to it) keeps its result until the question is settled, so the
+    answer is accepted for as long as the server session lives.
+    """
 
     ctx: ToolContext
     tool: str
     timeout: float
     deadline: asyncio.Timeout | None = None
     paused: int = 0
+    finished: bool = False
+    """The call's timeout context has been left: its deadline must not be touched any more."""
+    hosting: int = 0
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.settled.set()
 
     def pause(self) -> None:
         """Stop the clock while a person answers a question from the server."""
         self.paused += 1
-        if self.deadline is not None and not self.deadline.expired():
+        if self.deadline is not None and not self.finished and not self.deadline.expired():
             self.deadline.reschedule(None)
 
     def resume(self) -> None:
         self.paused -= 1
-        if self.paused == 0 and self.deadline is not None and not self.deadline.expired():
+        if self.paused > 0 or self.deadline is None or self.finished:
+            return
+        if not self.deadline.expired():
             self.deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
+
+    def host(self) -> None:
+        self.hosting += 1
+        self.settled.clear()
+
+    def unhost(self) -> None:
+        self.hosting -= 1
+        if self.hosting == 0:
+            self.settled.set()
+
+
+_CURRENT_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
+    "agent_tui_mcp_call", default=None
+)
+"""The call whose request is being sent. The SDK runs a server-to-client request in the context
+of the task that received it; over streamable HTTP that is the task reading the POST response of
+the call the server's request relates to, so the elicitation names the exact call."""
 
 
 def _elicit_result(answer: Any) -> types.ElicitResult:
@@ -177,6 +218,7 @@ class _Connection:
         return None  # HTTP: built in _main, it needs an HTTP client on the exit stack
 
     async def _main(self) -> None:
+        _CURRENT_CALL.set(None)  # this task's context is copied from whoever started it
         try:
             async with AsyncExitStack() as stack:
                 transport = self._transport()
@@ -291,11 +333,24 @@ class _Connection:
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        # The SDK cannot tell which of several concurrent calls asked; the oldest one gets it.
-        call = self.in_flight[0] if self.in_flight else None
-        if call is None:
+        related = _CURRENT_CALL.get()
+        calls = list(self.in_flight)
+        if related is not None and related in calls:
+            host, asking = related, [related]
+        elif calls:
+            # stdio gives no related request: the question belongs to the session. It is
+            # attached to the oldest call (which keeps its result until it is settled) and
+            # names every call in flight.
+            host, asking = calls[0], calls
+        else:
             return types.ElicitResult(action="decline")
-        detail: dict[str, Any] = {"server": self.name, "tool": call.tool}
+        names = [call.tool for call in asking]
+        detail: dict[str, Any] = {"server": self.name, "tool": host.tool, "calls": names}
+        # The form names the server (detail) and, when it cannot be one call, every call.
+        source = ""
+        if len(asking) > 1:
+            running = ", ".join(f"'{name}'" for name in names)
+            source = f"\n(asked by MCP server '{self.name}' while it runs {running})"
         if isinstance(params, types.ElicitRequestURLParams):
             prompt = f"{params.message}\n{params.url}"
             schema: dict[str, Any] = {"type": "object", "properties": {}}
@@ -305,23 +360,27 @@ class _Connection:
             schema = dict(params.requested_schema)
         request = NewInputRequest(
             kind=InputKind.ELICITATION,
-            prompt=prompt,
+            prompt=prompt + source,
             answer_schema=schema,
-            tool_call_id=call.ctx.tool_call_id or None,
+            tool_call_id=host.ctx.tool_call_id or None,
             detail=detail,
         )
-        call.pause()
+        for call in calls:
+            call.pause()
+        host.host()
         try:
-            answer = await call.ctx.request_input(request)
+            answer = await host.ctx.request_input(request)
         except asyncio.CancelledError:
             if _current_task_cancelling():
                 raise
             return types.ElicitResult(action="cancel")
         except Exception:
-            logger.info("elicitation for %s/%s ended without an answer", self.name, call.tool)
+            logger.info("elicitation for %s/%s ended without an answer", self.name, host.tool)
             return types.ElicitResult(action="cancel")
         finally:
-            call.resume()
+            host.unhost()
+            for call in calls:
+                call.resume()
         return _elicit_result(answer)
 
 
@@ -527,6 +586,23 @@ class McpManager:
         connection._task.add_done_callback(lambda _: self._retired.discard(connection))
 
     async def _call(self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        for attempt in range(2):
+            try:
+                return await self._call_once(tool, arguments, ctx)
+            except _NotDelivered as exc:
+                if attempt == 1:
+                    message = f"MCP server '{tool.server}' {exc.reason}"
+                    raise ToolError(message + "; it will be restarted on next use") from None
+                logger.info(
+                    "MCP server %r %s; restarting it and sending the call again",
+                    tool.server,
+                    exc.reason,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call_once(
+        self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext
+    ) -> ToolOutput:
         server, remote = tool.server, tool.remote_name
         try:
             connection = await self._connection(server)
@@ -543,11 +619,21 @@ class McpManager:
             ctx.progress(progress, total, message)
 
         failure: str | None = None
+        written = connection.process.requests_written
         connection.in_flight.append(call)
+        token = _CURRENT_CALL.set(call)
         try:
-            async with asyncio.timeout(timeout) as deadline:
-                call.deadline = deadline
-                result = await client.call_tool(remote, arguments, progress_callback=on_progress)
+            try:
+                async with asyncio.timeout(timeout) as deadline:
+                    call.deadline = deadline
+                    try:
+                        result = await client.call_tool(
+                            remote, arguments, progress_callback=on_progress
+                        )
+                    finally:
+                        call.finished = True
+            finally:
+                _CURRENT_CALL.reset(token)
         except TimeoutError:
             if call.deadline is not None and call.deadline.expired():
                 failure = f"did not answer within {timeout:g} s while running '{remote}'"
@@ -564,12 +650,17 @@ class McpManager:
                 failure = f"{connection.closed_reason} while running '{remote}'"
             elif not isinstance(connection.config, StdioServerConfig):
                 failure = f"closed the connection while running '{remote}'"
-            elif connection.process.returncode is None:
-                detail = connection.process.exit_detail().removeprefix("still running")
-                failure = f"closed its output while running '{remote}'{detail}"
             else:
-                detail = connection.process.exit_detail()
-                failure = f"exited while running '{remote}' ({detail})"
+                process = connection.process
+                if process.write_failed and process.requests_written == written:
+                    # The request never reached the server (it had gone before we wrote).
+                    self._retire(connection, "stopped reading its input")
+                    raise _NotDelivered(f"had stopped before '{remote}' was sent") from None
+                if process.returncode is None:
+                    detail = process.exit_detail().removeprefix("still running")
+                    failure = f"closed its output while running '{remote}'{detail}"
+                else:
+                    failure = f"exited while running '{remote}' ({process.exit_detail()})"
             self._retire(connection, "exited")
         except (ValidationError, RuntimeError) as exc:
             # It answered, but with something we cannot read: whatever it did, it did.
@@ -585,6 +676,10 @@ class McpManager:
             self._retire(connection, "lost its connection")
         finally:
             connection.in_flight.remove(call)
+            # A question from the server attached to this call keeps the call open until it is
+            # settled: its answer must still find the call.
+            if not _current_task_cancelling():
+                await call.settled.wait()
         if failure is not None:
             message = f"MCP server '{server}' {failure}; it will be restarted on next use"
             if tool.read_only:

@@ -123,7 +123,7 @@ async def test_an_elicitation_becomes_an_input_request_and_the_answer_returns_to
     assert request.answer_schema["type"] == "object"
     assert set(request.answer_schema["properties"]) == {"name", "age"}
     assert request.tool_call_id == "tc-7"
-    assert request.detail == {"server": "basic", "tool": "ask"}
+    assert request.detail == {"server": "basic", "tool": "ask", "calls": ["ask"]}
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
