@@ -7,7 +7,8 @@ see ``stdio_config``) or over streamable HTTP on loopback (``serve_http``).
 Servers:
 
 - ``basic``: ``echo`` and ``pid`` (read-only), ``add``, ``fail`` (an ``isError`` result),
-  ``progress`` (three progress notifications), ``ask`` (elicits a name and an age),
+  ``progress`` (three progress notifications),
+  ``slow`` (works a while, with progress), ``ask`` (elicits a name and an age),
   ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
@@ -75,6 +76,15 @@ def build_basic() -> MCPServer:
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"counted to {steps}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def slow(ctx: Context, seconds: float = 1.0, steps: int = 2) -> str:
+        """Work for ``seconds``, reporting progress ``steps`` times, the last one at the end."""
+        for step in range(steps):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await asyncio.sleep(seconds / steps)
+        await ctx.report_progress(steps, steps, "done")
+        return f"worked {seconds:g} s"
 
     @server.tool(annotations=DESTRUCTIVE)
     async def ask(ctx: Context) -> str:
