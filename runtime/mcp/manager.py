@@ -10,6 +10,7 @@ when to stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import re
@@ -17,6 +18,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -113,6 +115,23 @@ def tool_name(server: str, tool: str) -> str:
     return name[:_MAX_TOOL_NAME]
 
 
+@dataclass(frozen=True)
+class _HttpError:
+    status: int
+    session_lost: bool
+    """The server does not know our session (404, or a 400 that says so): start a new one."""
+
+    def describe(self) -> str:
+        try:
+            phrase = HTTPStatus(self.status).phrase
+        except ValueError:
+            phrase = "error"
+        text = f"{self.status} {phrase}"
+        if self.status in (401, 403):
+            text += ": set headers or OAuth"
+        return text
+
+
 @dataclass(eq=False)
 class _Call:
     """One tool call in flight on a server.
@@ -132,6 +151,8 @@ class _Call:
     """The call's timeout context has been left: its deadline must not be touched any more."""
     hosting: int = 0
     settled: asyncio.Event = field(default_factory=asyncio.Event)
+    http_error: _HttpError | None = None
+    """The HTTP error status this call's request got (streamable HTTP), if any."""
 
     def __post_init__(self) -> None:
         self.settled.set()
@@ -196,6 +217,8 @@ class _Connection:
         self.client: Client | None = None
         self.tools: list[types.Tool] = []
         self.in_flight: list[_Call] = []
+        self.http_error: _HttpError | None = None
+        """The last HTTP error status the server answered with (streamable HTTP)."""
         self.closed_reason: str | None = None
         """Why the connection ended, when we ended it (or its task failed)."""
         self.started_at = time.monotonic()
@@ -227,6 +250,7 @@ class _Connection:
                         httpx2.AsyncClient(
                             headers=dict(self.config.headers),
                             timeout=httpx2.Timeout(30.0, read=max(300.0, self.config.timeout)),
+                            event_hooks={"response": [self._on_http_response]},
                         )
                     )
                     transport = streamable_http_client(self.config.url, http_client=http)
@@ -252,6 +276,25 @@ class _Connection:
             self.client = None
             if not self._ready.done():
                 self._ready.cancel()
+
+    async def _on_http_response(self, response: httpx2.Response) -> None:
+        """Note HTTP errors for messages, and a lost session, on the call that got them (the
+        SDK sends each request in the context of the call that made it)."""
+        if response.status_code < 400:
+            return
+        lost = False
+        if response.request.headers.get("mcp-session-id"):
+            if response.status_code == 404:
+                lost = True
+            elif response.status_code == 400:
+                # Some servers (server-everything) answer an unknown session with 400.
+                with contextlib.suppress(httpx2.HTTPError):
+                    lost = b"session" in (await response.aread()).lower()
+        error = _HttpError(response.status_code, session_lost=lost)
+        self.http_error = error
+        call = _CURRENT_CALL.get()
+        if call is not None:
+            call.http_error = error
 
     async def wait_ready(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s from the start) until the server answers; raise
@@ -294,6 +337,8 @@ class _Connection:
                 return f"{url} did not answer in time"
             if isinstance(exc, httpx2.HTTPError):
                 return f"HTTP error talking to {url}: {type(exc).__name__}"
+            if self.http_error is not None:
+                return f"{url} answered {self.http_error.describe()}"
         if isinstance(exc, MCPError):
             return f"the MCP handshake failed: {exc.error.message}"
         return f"failed to start: {type(exc).__name__}: {exc}"
@@ -642,6 +687,19 @@ class McpManager:
                 failure = f"timed out talking to the server while running '{remote}'"
                 self._retire(connection, "timed out")
         except MCPError as exc:
+            http_error = call.http_error
+            if http_error is not None and http_error.session_lost:
+                # The server forgot our session (it restarted): the request was refused before
+                # it ran, so a new session may send it again (MCP spec, session management).
+                self._retire(connection, "lost its HTTP session")
+                raise _NotDelivered(
+                    f"lost its HTTP session (HTTP {http_error.status}) before '{remote}' ran"
+                ) from None
+            if http_error is not None:
+                raise ToolError(
+                    f"MCP server '{server}' answered {http_error.describe()} to the call to "
+                    f"'{remote}': {exc.error.message}"
+                ) from None
             if exc.code != types.CONNECTION_CLOSED:
                 raise ToolError(
                     f"MCP server '{server}' rejected the call to '{remote}': {exc.error.message}"

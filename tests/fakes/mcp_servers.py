@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -151,9 +152,12 @@ def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
 
 
 @contextmanager
-def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[str]:
+def serve_http(
+    name: str = "basic", *, ready_timeout: float = 10.0, require_token: str | None = None
+) -> Iterator[str]:
     """Serve test server ``name`` over streamable HTTP on 127.0.0.1 (a random free port) in a
-    background thread; yields the endpoint URL."""
+    background thread; yields the endpoint URL. With ``require_token``, a request without
+    ``Authorization: Bearer <token>`` gets 401."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -163,7 +167,9 @@ def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[
             await super().startup(sockets=sockets)
             self.ready.set()
 
-    app = build_server(name).streamable_http_app()
+    app: Any = build_server(name).streamable_http_app()
+    if require_token is not None:
+        app = _require_token(app, require_token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -179,6 +185,19 @@ def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def _require_token(app: Any, token: str) -> Any:
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 def unused_port() -> int:

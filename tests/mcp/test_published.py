@@ -1,0 +1,98 @@
+"""Against the published reference servers (``@modelcontextprotocol/server-everything`` and
+``server-filesystem``, from npm) over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.config import HttpServerConfig
+from runtime.mcp import McpManager
+from runtime.mcp.manager import ServerConfig
+from runtime.store.base import NewInputRequest
+from tests.mcp import published
+from tests.mcp.helpers import Recorder, tool_named
+
+pytestmark = pytest.mark.slow  # Node server processes
+
+
+async def _until_progress(recorder: Recorder, count: int, timeout: float = 60.0) -> None:
+    async with asyncio.timeout(timeout):
+        while len(recorder.progress) < count:
+            await asyncio.sleep(0.01)
+
+
+async def _long_operation_while_answering(manager: McpManager, workspace: Path) -> None:
+    long_recorder = Recorder()
+    ask_recorder = Recorder()
+
+    async def answer(request: NewInputRequest) -> Any:
+        await _until_progress(long_recorder, 2)  # answered while the operation goes on
+        return {"action": "accept", "content": {"name": "Ada Lovelace", "check": True}}
+
+    long_recorder.answer = ask_recorder.answer = answer
+    long_tool = await tool_named(manager, "everything__trigger-long-running-operation")
+    ask_tool = await tool_named(manager, "everything__trigger-elicitation-request")
+    long_task = asyncio.create_task(
+        long_tool.run(
+            {"duration": 3, "steps": 3}, long_recorder.context(workspace, tool_call_id="long")
+        )
+    )
+    await _until_progress(long_recorder, 1)
+    asked = await ask_tool.run({}, ask_recorder.context(workspace, tool_call_id="ask"))
+    async with asyncio.timeout(60):
+        done = await long_task
+
+    assert "Long running operation completed. Duration: 3 seconds, Steps: 3." in done.content
+    assert [step for step, _, _ in long_recorder.progress] == [1.0, 2.0, 3.0]
+    assert "User provided the requested information" in asked.content
+    assert "- Name: Ada Lovelace" in asked.content
+    [request] = long_recorder.requests + ask_recorder.requests
+    assert request.detail["server"] == "everything"
+    assert request.answer_schema["required"] == ["name"]
+
+
+async def test_server_everything_over_stdio_runs_a_long_operation_while_a_question_is_answered(
+    workspace: Path,
+) -> None:
+    servers: dict[str, ServerConfig] = {"everything": published.stdio("everything", "stdio")}
+    async with McpManager(servers, workspace=workspace) as manager:
+        await _long_operation_while_answering(manager, workspace)
+
+
+@pytest.fixture
+async def everything_http() -> AsyncIterator[published.HttpServer]:
+    with published.http_server() as server:
+        yield server
+
+
+async def test_server_everything_over_http_runs_a_long_operation_while_a_question_is_answered(
+    everything_http: published.HttpServer, workspace: Path
+) -> None:
+    servers: dict[str, ServerConfig] = {
+        "everything": HttpServerConfig(url=everything_http.url, timeout=60.0)
+    }
+    async with McpManager(servers, workspace=workspace) as manager:
+        await _long_operation_while_answering(manager, workspace)
+
+
+async def test_a_restarted_http_server_gets_a_new_session_and_the_next_call_succeeds(
+    everything_http: published.HttpServer, workspace: Path
+) -> None:
+    servers: dict[str, ServerConfig] = {
+        "everything": HttpServerConfig(url=everything_http.url, timeout=30.0)
+    }
+    async with McpManager(servers, workspace=workspace) as manager:
+        echo = await tool_named(manager, "everything__echo")
+        ctx = Recorder().context(workspace)
+        first = await echo.run({"message": "before"}, ctx)
+        everything_http.stop()
+        everything_http.start()  # same port, no sessions: ours is unknown now (404)
+        second = await echo.run({"message": "after"}, ctx)
+
+    assert first.content == "Echo: before"
+    assert second.content == "Echo: after"
