@@ -38,14 +38,16 @@ def _block_text(block: types.ContentBlock) -> str:
 
 
 def _repeats_text(structured: Any, texts: list[str]) -> bool:
-    """Whether the structured content only repeats a text block (servers are told to send both;
-    FastMCP-style servers wrap a plain return value as ``{"result": value}``)."""
+    """Whether the structured content only repeats the text blocks (servers are told to send
+    both). Wrappers of one key count as a repeat of what they wrap: FastMCP-style servers send
+    ``{"result": value}``, server-filesystem ``{"content": text}``."""
     candidates = [structured]
-    if isinstance(structured, dict) and set(structured) == {"result"}:
-        candidates.append(structured["result"])
-    for text in texts:
+    while isinstance(candidates[-1], dict) and len(candidates[-1]) == 1:
+        candidates.append(next(iter(candidates[-1].values())))
+    joined = "\n".join(texts)
+    for text in [*texts, joined] if len(texts) > 1 else texts:
         for candidate in candidates:
-            if isinstance(candidate, str) and candidate == text:
+            if isinstance(candidate, str) and candidate.strip() == text.strip():
                 return True
             try:
                 if json.loads(text) == candidate:
@@ -55,10 +57,26 @@ def _repeats_text(structured: Any, texts: list[str]) -> bool:
     return False
 
 
-def render_result(result: types.CallToolResult) -> tuple[str, dict[str, Any] | None]:
-    """The result's text for the model and its structured content (when it is an object)."""
+def render_result(
+    result: types.CallToolResult, *, structured_primary: bool = False
+) -> tuple[str, dict[str, Any] | None]:
+    """The result's text for the model and its structured content (when it is an object).
+
+    Structured content that repeats the text blocks is not sent again. When it differs, the
+    form the server marks as primary is sent: with an ``outputSchema`` (``structured_primary``)
+    the structured content (and the non-text blocks), otherwise the text and then the JSON.
+    """
     texts = [_block_text(block) for block in result.content]
     structured = result.structured_content
     if structured is not None and not _repeats_text(structured, texts):
-        texts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
+        encoded = json.dumps(structured, ensure_ascii=False, sort_keys=True)
+        if structured_primary:
+            others = [
+                text
+                for block, text in zip(result.content, texts, strict=True)
+                if not isinstance(block, types.TextContent)
+            ]
+            texts = [encoded, *others]
+        else:
+            texts.append(encoded)
     return "\n".join(texts), structured if isinstance(structured, dict) else None

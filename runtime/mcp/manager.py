@@ -463,6 +463,8 @@ class McpTool:
     server: str
     remote_name: str
     _manager: McpManager = field(repr=False, compare=False)
+    structured_primary: bool = False
+    """The tool declares an ``outputSchema``: its structured content is the primary result."""
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await self._manager._call(self, arguments, ctx)
@@ -588,6 +590,7 @@ class McpManager:
             server=server,
             remote_name=remote.name,
             _manager=self,
+            structured_primary=remote.output_schema is not None,
         )
 
     async def _try_connection(self, name: str) -> _Connection | None:
@@ -743,7 +746,7 @@ class McpManager:
             if tool.read_only:
                 raise ToolError(message)
             raise ToolOutcomeUnknown(message + "; the call may have had effects")
-        text, structured = render_result(result)
+        text, structured = render_result(result, structured_primary=tool.structured_primary)
         if result.is_error:
             raise ToolError(text or f"MCP tool '{remote}' of server '{server}' failed")
         return ToolOutput(content=text, structured=structured)

@@ -46,6 +46,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.results import limit_result
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "AnthropicProvider", "context_window_for"]
 
@@ -252,7 +253,7 @@ def _wire_block(
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
-        "content": block.content,
+        "content": limit_result(block.content, tool_call_id=block.tool_call_id),
         "is_error": block.is_error,
     }
 

@@ -45,6 +45,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.results import limit_result
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider"]
 
@@ -247,7 +248,8 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
                     }
                 )
             elif isinstance(block, ToolResultBlock):
-                content = f"Error: {block.content}" if block.is_error else block.content
+                limited = limit_result(block.content, tool_call_id=block.tool_call_id)
+                content = f"Error: {limited}" if block.is_error else limited
                 results.append(
                     {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
                 )

@@ -8,7 +8,8 @@ Servers:
 
 - ``basic``: ``echo`` and ``pid`` (read-only), ``add``, ``fail`` (an ``isError`` result),
   ``progress`` (three progress notifications),
-  ``slow`` (works a while, with progress), ``ask`` (elicits a name and an age),
+  ``slow`` (works a while, with progress),
+  ``big`` (a million characters), ``ask`` (elicits a name and an age),
   ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
@@ -94,6 +95,11 @@ def build_basic() -> MCPServer:
         if answer.action == "accept":
             return f"hello {answer.data.name}, aged {answer.data.age}"
         return f"no answer: {answer.action}"
+
+    @server.tool(annotations=READ_ONLY)
+    def big(lines: int = 50_000) -> str:
+        """``lines`` numbered lines of 20 characters (a million characters by default)."""
+        return "".join(f"line {number:014d}\n" for number in range(lines))
 
     @server.tool(annotations=READ_ONLY)
     def picture() -> Image:

@@ -96,3 +96,19 @@ async def test_a_restarted_http_server_gets_a_new_session_and_the_next_call_succ
 
     assert first.content == "Echo: before"
     assert second.content == "Echo: after"
+
+
+async def test_server_filesystem_text_is_sent_once_not_again_as_structured_json(
+    workspace: Path,
+) -> None:
+    text = "".join(f"{number:04d} a line of the notes\n" for number in range(400))
+    (workspace / "notes.txt").write_text(text)
+    servers: dict[str, ServerConfig] = {"filesystem": published.stdio("filesystem", str(workspace))}
+    async with McpManager(servers, workspace=workspace) as manager:
+        read = await tool_named(manager, "filesystem__read_text_file")
+        output = await read.run(
+            {"path": str(workspace / "notes.txt")}, Recorder().context(workspace)
+        )
+
+    assert output.structured == {"content": text}
+    assert output.content == text
