@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -74,6 +75,29 @@ class ServerReport(BaseModel):
     ok: bool
     error: str | None = None
     tools: list[str] = []
+
+
+@dataclass(frozen=True)
+class McpNotice:
+    """Something about a server a person should see (a ``runtime.events.Notice`` in a run):
+    a server that could not start, or a server's log message of level warning or above."""
+
+    server: str
+    level: Literal["info", "warning", "error"]
+    text: str
+
+
+_LOG_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_NOTICE_CHARS = 500
 
 
 class _NotDelivered(Exception):
@@ -209,8 +233,15 @@ def _elicit_result(answer: Any) -> types.ElicitResult:
 class _Connection:
     """One running (or starting) server and the task that owns its SDK objects."""
 
-    def __init__(self, name: str, config: ServerConfig, workspace: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        workspace: Path,
+        notify: Callable[[McpNotice], None] | None = None,
+    ) -> None:
         self.name = name
+        self._notify = notify
         self.config = config
         self.workspace = workspace
         self.process = ProcessState()
@@ -258,6 +289,7 @@ class _Connection:
                     transport,
                     mode="legacy",
                     elicitation_callback=self._on_elicit,
+                    logging_callback=self._on_log,
                     client_info=_CLIENT_INFO,
                     cache=None,
                 )
@@ -374,6 +406,24 @@ class _Connection:
             self._ready.exception()  # mark retrieved
 
     # -- server-initiated requests -----------------------------------------------------------
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message: into our log, and a notice from warning up."""
+        level = _LOG_LEVELS.get(str(params.level), logging.INFO)
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        source = f"{self.name}/{params.logger}" if params.logger else self.name
+        logger.log(level, "MCP server %s: %s", source, text)
+        if level >= logging.WARNING and self._notify is not None:
+            if len(text) > _NOTICE_CHARS:
+                text = text[:_NOTICE_CHARS] + "…"
+            self._notify(
+                McpNotice(
+                    server=self.name,
+                    level="warning" if level == logging.WARNING else "error",
+                    text=f"MCP server '{self.name}' {params.level}: {text}",
+                )
+            )
 
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -505,6 +555,7 @@ class McpManager:
         self._retired: set[_Connection] = set()
         self._locks: dict[str, asyncio.Lock] = {name: asyncio.Lock() for name in self.servers}
         self._failed_at: dict[str, float] = {}
+        self._notices: list[McpNotice] = []
         self._closed = False
 
     async def __aenter__(self) -> McpManager:
@@ -561,6 +612,18 @@ class McpManager:
 
         return list(await asyncio.gather(*(one(name) for name in self.servers)))
 
+    def take_notices(self) -> list[McpNotice]:
+        """The notices since the last call (start-up failures, server warnings), oldest first.
+
+        The engine publishes each as a ``Notice`` of the run that is using the servers, after
+        ``tools()`` and after each MCP tool call."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    def _add_notice(self, notice: McpNotice) -> None:
+        if len(self._notices) < 100:  # nobody draining: keep the first ones
+            self._notices.append(notice)
+
     async def aclose(self) -> None:
         """Stop every server (bounded; stdio processes are terminated and reaped)."""
         self._closed = True
@@ -610,7 +673,7 @@ class McpManager:
                 self._retire(connection, "was not running any more")
                 connection = None
             if connection is None:
-                connection = _Connection(name, config, self.workspace)
+                connection = _Connection(name, config, self.workspace, self._add_notice)
                 self._connections[name] = connection
             if not connection.usable:
                 try:
@@ -619,6 +682,15 @@ class McpManager:
                     self._retire(connection, exc.reason)
                     self.errors[name] = exc.reason
                     self._failed_at[name] = time.monotonic()
+                    logger.warning("MCP server %r could not start: %s", name, exc.reason)
+                    self._add_notice(
+                        McpNotice(
+                            server=name,
+                            level="error",
+                            text=f"MCP server '{name}' could not start: {exc.reason}; its tools "
+                            "are not available",
+                        )
+                    )
                     raise
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)

@@ -9,7 +9,8 @@ Servers:
 - ``basic``: ``echo`` and ``pid`` (read-only), ``add``, ``fail`` (an ``isError`` result),
   ``progress`` (three progress notifications),
   ``slow`` (works a while, with progress),
-  ``big`` (a million characters), ``ask`` (elicits a name and an age),
+  ``big`` (a million characters), ``chatty`` (logs),
+  ``ask`` (elicits a name and an age),
   ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
@@ -95,6 +96,15 @@ def build_basic() -> MCPServer:
         if answer.action == "accept":
             return f"hello {answer.data.name}, aged {answer.data.age}"
         return f"no answer: {answer.action}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def chatty(ctx: Context) -> str:
+        """Log one message at each of debug, info, warning and error, then answer."""
+        await ctx.debug("debug detail")
+        await ctx.info("starting up the flux capacitor")
+        await ctx.warning("disk almost full", logger_name="storage")
+        await ctx.error({"error": "quota exceeded"})
+        return "said my piece"
 
     @server.tool(annotations=READ_ONLY)
     def big(lines: int = 50_000) -> str:
