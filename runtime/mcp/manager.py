@@ -30,11 +30,12 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from runtime.config import HttpServerConfig, StdioServerConfig
+from runtime.config import HttpServerConfig, SseServerConfig, StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
 from runtime.mcp._content import render_result
 from runtime.mcp._stdio import ProcessState, stdio_transport
@@ -64,17 +65,19 @@ class InMemoryServer:
     type: Literal["memory"] = "memory"
 
 
-ServerConfig = StdioServerConfig | HttpServerConfig | InMemoryServer
+ServerConfig = StdioServerConfig | HttpServerConfig | SseServerConfig | InMemoryServer
 
 
 class ServerReport(BaseModel):
     """One server's line in ``agent-tui doctor``."""
 
     name: str
-    transport: Literal["stdio", "http", "memory"]
+    transport: Literal["stdio", "http", "sse", "memory"]
     ok: bool
     error: str | None = None
     tools: list[str] = []
+    unsupported: list[str] = []
+    """Tools left out because agent-tui cannot call them (they require MCP tasks)."""
 
 
 @dataclass(frozen=True)
@@ -269,7 +272,7 @@ class _Connection:
             return stdio_transport(
                 config.command, list(config.args), env=dict(config.env), cwd=cwd, state=self.process
             )
-        return None  # HTTP: built in _main, it needs an HTTP client on the exit stack
+        return None  # HTTP and SSE: built in _main
 
     async def _main(self) -> None:
         _CURRENT_CALL.set(None)  # this task's context is copied from whoever started it
@@ -285,6 +288,13 @@ class _Connection:
                         )
                     )
                     transport = streamable_http_client(self.config.url, http_client=http)
+                elif isinstance(self.config, SseServerConfig):
+                    transport = sse_client(
+                        self.config.url,
+                        headers=dict(self.config.headers),
+                        timeout=30.0,
+                        sse_read_timeout=max(300.0, self.config.timeout),
+                    )
                 client = Client(
                     transport,
                     mode="legacy",
@@ -361,12 +371,15 @@ class _Connection:
             if self.process.pid is not None and not self.process.alive:
                 head, sep, stderr = self.process.describe_exit().partition("; stderr: ")
                 return f"{head} during startup" + (f"; stderr: {stderr}" if sep else "")
-        if isinstance(config, HttpServerConfig):
+        if isinstance(config, HttpServerConfig | SseServerConfig):
             url = _safe_url(config.url)
             if isinstance(exc, httpx2.ConnectError):
                 return f"could not connect to {url} (connection refused or host unreachable)"
             if isinstance(exc, httpx2.TimeoutException):
                 return f"{url} did not answer in time"
+            if isinstance(exc, httpx2.HTTPStatusError):
+                status = _HttpError(exc.response.status_code, session_lost=False)
+                return f"{url} answered {status.describe()}"
             if isinstance(exc, httpx2.HTTPError):
                 return f"HTTP error talking to {url}: {type(exc).__name__}"
             if self.http_error is not None:
@@ -489,6 +502,13 @@ def _current_task_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def _requires_tasks(tool: types.Tool) -> bool:
+    """A tool that only runs as an MCP task (``taskSupport: required``): agent-tui does not
+    implement tasks, so every call would fail with -32601; it is not offered to the model."""
+    execution = tool.execution
+    return execution is not None and execution.task_support == "required"
+
+
 async def _list_all_tools(client: Client) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
@@ -588,6 +608,8 @@ class McpManager:
             if connection is None:
                 continue
             for remote in connection.tools:
+                if _requires_tasks(remote):
+                    continue
                 tool = self._make_tool(name, remote)
                 if tool.name in seen:
                     logger.warning(
@@ -607,8 +629,16 @@ class McpManager:
                 connection = await self._connection(name, startup_timeout=timeout)
             except _StartFailed as exc:
                 return ServerReport(name=name, transport=config.type, ok=False, error=exc.reason)
-            tools = [self._make_tool(name, remote).name for remote in connection.tools]
-            return ServerReport(name=name, transport=config.type, ok=True, tools=tools)
+            usable = [remote for remote in connection.tools if not _requires_tasks(remote)]
+            tools = [self._make_tool(name, remote).name for remote in usable]
+            unsupported = [
+                f"{self._make_tool(name, remote).name} (requires MCP tasks)"
+                for remote in connection.tools
+                if _requires_tasks(remote)
+            ]
+            return ServerReport(
+                name=name, transport=config.type, ok=True, tools=tools, unsupported=unsupported
+            )
 
         return list(await asyncio.gather(*(one(name) for name in self.servers)))
 

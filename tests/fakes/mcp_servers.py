@@ -11,7 +11,8 @@ Servers:
   ``slow`` (works a while, with progress),
   ``big`` (a million characters), ``chatty`` (logs),
   ``ask`` (elicits a name and an age),
-  ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
+  ``picture`` (an image), ``background`` (requires MCP tasks), ``header`` (an HTTP request
+  header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
 """
@@ -31,7 +32,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ToolAnnotations, ToolExecution
 from pydantic import BaseModel, Field
 
 from runtime.config import StdioServerConfig
@@ -50,8 +51,23 @@ class Person(BaseModel):
     age: int = Field(description="Your age in years")
 
 
+class _BasicServer(MCPServer):
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        required = ToolExecution(task_support="required")
+        return [
+            tool.model_copy(update={"execution": required}) if tool.name == "background" else tool
+            for tool in tools
+        ]
+
+
 def build_basic() -> MCPServer:
-    server = MCPServer("basic")
+    server = _BasicServer("basic")
+
+    @server.tool(annotations=READ_ONLY)
+    def background() -> str:
+        """Declared as requiring MCP tasks (``taskSupport: required``)."""
+        return "ran without a task"
 
     @server.tool(annotations=READ_ONLY)
     def echo(text: str) -> str:
@@ -169,11 +185,16 @@ def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
 
 @contextmanager
 def serve_http(
-    name: str = "basic", *, ready_timeout: float = 10.0, require_token: str | None = None
+    name: str = "basic",
+    *,
+    ready_timeout: float = 10.0,
+    require_token: str | None = None,
+    transport: str = "streamable-http",
 ) -> Iterator[str]:
     """Serve test server ``name`` over streamable HTTP on 127.0.0.1 (a random free port) in a
     background thread; yields the endpoint URL. With ``require_token``, a request without
-    ``Authorization: Bearer <token>`` gets 401."""
+    ``Authorization: Bearer <token>`` gets 401. ``transport="sse"`` serves the legacy SSE
+    transport instead (yields the ``/sse`` URL)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -183,7 +204,8 @@ def serve_http(
             await super().startup(sockets=sockets)
             self.ready.set()
 
-    app: Any = build_server(name).streamable_http_app()
+    built = build_server(name)
+    app: Any = built.sse_app() if transport == "sse" else built.streamable_http_app()
     if require_token is not None:
         app = _require_token(app, require_token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -196,7 +218,7 @@ def serve_http(
     try:
         if not server.ready.wait(ready_timeout):
             raise RuntimeError(f"HTTP test server did not start within {ready_timeout} s")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/" + ("sse" if transport == "sse" else "mcp")
     finally:
         server.should_exit = True
         thread.join(timeout=10)

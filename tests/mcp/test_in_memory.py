@@ -187,3 +187,15 @@ async def test_a_server_that_stops_answering_fails_the_call_after_its_timeout_an
     assert not isinstance(failed.value, ToolOutcomeUnknown)
     assert "did not answer within 0.3 s while running 'hang_readonly'" in str(failed.value)
     assert echoed.content == "back"
+
+
+async def test_a_tool_that_requires_mcp_tasks_is_not_offered_and_doctor_says_why(
+    manager: McpManager,
+) -> None:
+    names = {tool.name for tool in await manager.tools()}
+    [report] = await manager.check()
+
+    assert "basic__background" not in names
+    assert "basic__echo" in names
+    assert "basic__background" not in report.tools
+    assert report.unsupported == ["basic__background (requires MCP tasks)"]
