@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from runtime.config import HttpServerConfig, SseServerConfig, StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
-from runtime.mcp._content import render_result
+from runtime.mcp._content import render
 from runtime.mcp._stdio import ProcessState, stdio_transport
 from runtime.models import InputKind
 from runtime.store.base import NewInputRequest
@@ -848,7 +848,9 @@ class McpManager:
             if tool.read_only:
                 raise ToolError(message)
             raise ToolOutcomeUnknown(message + "; the call may have had effects")
-        text, structured = render_result(result, structured_primary=tool.structured_primary)
+        rendered = render(result, structured_primary=tool.structured_primary)
         if result.is_error:
-            raise ToolError(text or f"MCP tool '{remote}' of server '{server}' failed")
-        return ToolOutput(content=text, structured=structured)
+            raise ToolError(rendered.text or f"MCP tool '{remote}' of server '{server}' failed")
+        return ToolOutput(
+            content=rendered.text, structured=rendered.structured, images=tuple(rendered.images)
+        )

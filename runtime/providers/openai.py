@@ -236,6 +236,7 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
         texts: list[str] = []
         tool_calls: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
+        pictures: list[dict[str, Any]] = []  # after every tool message of the turn
         for block in message.content:
             if isinstance(block, TextBlock):
                 texts.append(block.text)
@@ -253,6 +254,20 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
                 results.append(
                     {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
                 )
+                images = [
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": f"data:{image.media_type};base64,{image.data}"},
+                    }
+                    for image in block.images
+                    if image.data is not None
+                ]
+                if images:
+                    # Tool messages carry text only: the images follow as a user message.
+                    note = f"The images of tool call {block.tool_use_id}:"
+                    pictures.append(
+                        {"role": "user", "content": [{"type": "text", "text": note}, *images]}
+                    )
             elif isinstance(block, ThinkingBlock):
                 continue
         text = "".join(texts)
@@ -265,6 +280,7 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
             wire.append(entry)
             continue
         wire.extend(results)
+        wire.extend(pictures)
         if text:
             wire.append({"role": "user", "content": text})
     return wire

@@ -96,14 +96,16 @@ async def test_progress_notifications_reach_the_tool_context(
     ]
 
 
-async def test_images_are_described_rather_than_pasted(
+async def test_an_image_comes_back_as_an_image_and_is_described_in_the_text(
     manager: McpManager, workspace: Path
 ) -> None:
     picture = await tool_named(manager, "basic__picture")
 
     output = await picture.run({}, Recorder().context(workspace))
 
-    assert output.content == f"[image: image/png, {len(PNG_BYTES)} bytes]"
+    assert output.content == f"[image: png 1×1, {len(PNG_BYTES)} B]"
+    assert [(image.data, image.media_type) for image in output.images] == [(PNG_BYTES, "image/png")]
+    assert "iVBOR" not in output.content
 
 
 async def test_an_elicitation_becomes_an_input_request_and_the_answer_returns_to_the_server(

@@ -112,3 +112,33 @@ async def test_server_filesystem_text_is_sent_once_not_again_as_structured_json(
 
     assert output.structured == {"content": text}
     assert output.content == text
+
+
+async def test_published_servers_images_come_back_as_images_never_as_base64(
+    workspace: Path,
+) -> None:
+    import base64
+
+    from tests.fakes.mcp_servers import PNG_BYTES
+
+    (workspace / "pixel.png").write_bytes(PNG_BYTES)
+    servers: dict[str, ServerConfig] = {
+        "everything": published.stdio("everything", "stdio"),
+        "filesystem": published.stdio("filesystem", str(workspace)),
+    }
+    async with McpManager(servers, workspace=workspace) as manager:
+        ctx = Recorder().context(workspace)
+        tiny = await (await tool_named(manager, "everything__get-tiny-image")).run({}, ctx)
+        media = await (await tool_named(manager, "filesystem__read_media_file")).run(
+            {"path": str(workspace / "pixel.png")}, ctx
+        )
+
+    assert [image.media_type for image in tiny.images] == ["image/png"]
+    assert "[image: png 20×20, " in tiny.content
+    assert "Here's the image you requested:" in tiny.content
+    # server-filesystem sends the image twice (content and structuredContent): once here.
+    assert [image.data for image in media.images] == [PNG_BYTES]
+    assert media.content == f"[image: png 1×1, {len(PNG_BYTES)} B]"
+    encoded = base64.b64encode(PNG_BYTES).decode()
+    assert encoded not in tiny.content + media.content
+    assert encoded not in repr(media.structured)
