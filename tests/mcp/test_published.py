@@ -142,3 +142,43 @@ async def test_published_servers_images_come_back_as_images_never_as_base64(
     encoded = base64.b64encode(PNG_BYTES).decode()
     assert encoded not in tiny.content + media.content
     assert encoded not in repr(media.structured)
+
+
+async def test_resources_and_prompts_of_server_everything_for_the_composer(
+    workspace: Path,
+) -> None:
+    from runtime.errors import ToolError
+    from runtime.mcp.catalog import (
+        bind_arguments,
+        get_prompt,
+        list_prompts,
+        list_resources,
+        parse_mention,
+        parse_prompt_command,
+        read_resource,
+    )
+
+    servers: dict[str, ServerConfig] = {"everything": published.stdio("everything", "stdio")}
+    async with McpManager(servers, workspace=workspace) as manager:
+        resources = await list_resources(manager)
+        document = next(
+            r for r in resources if r.uri.startswith("demo://resource/static/document/")
+        )
+        mention = parse_mention(document.mention)
+        assert mention is not None
+        attached = await read_resource(manager, *mention)
+        prompts = {prompt.command: prompt for prompt in await list_prompts(manager)}
+        command = parse_prompt_command('/everything:args-prompt "New York" state=NY')
+        assert command is not None
+        messages = await get_prompt(manager, *command)
+
+    assert mention == ("everything", document.uri)
+    assert attached.text.strip()
+    args_prompt = prompts["/everything:args-prompt"]
+    assert [(a.name, a.required) for a in args_prompt.arguments] == [
+        ("city", True),
+        ("state", False),
+    ]
+    assert [(m.role, m.text) for m in messages] == [("user", "What's weather in New York, NY?")]
+    with pytest.raises(ToolError, match=r"/everything:args-prompt needs city"):
+        bind_arguments(args_prompt, {"state": "NY"})
