@@ -20,6 +20,7 @@ from runtime.mcp.manager import (
     ServerReport,
     tool_name,
 )
+from runtime.mcp.workspaces import WorkspaceManagers
 
 __all__ = [
     "InMemoryServer",
@@ -28,5 +29,6 @@ __all__ = [
     "McpTool",
     "ServerConfig",
     "ServerReport",
+    "WorkspaceManagers",
     "tool_name",
 ]
