@@ -75,6 +75,8 @@ class HttpServerConfig(_Config):
     url: str
     headers: dict[str, str] = {}
     timeout: float = Field(default=60.0, gt=0)
+    oauth: bool = False
+    """Sign in with OAuth (authorization code with PKCE); tokens are kept outside the database."""
 
 
 class SseServerConfig(_Config):

@@ -242,9 +242,13 @@ class _Connection:
         config: ServerConfig,
         workspace: Path,
         notify: Callable[[McpNotice], None] | None = None,
+        on_authorize_url: Callable[[str, str], None] | None = None,
+        token_path: Path | None = None,
     ) -> None:
         self.name = name
         self._notify = notify
+        self._on_authorize_url = on_authorize_url
+        self._token_path = token_path
         self.config = config
         self.workspace = workspace
         self.process = ProcessState()
@@ -280,8 +284,10 @@ class _Connection:
             async with AsyncExitStack() as stack:
                 transport = self._transport()
                 if isinstance(self.config, HttpServerConfig):
+                    auth = await self._oauth(stack) if self.config.oauth else None
                     http = await stack.enter_async_context(
                         httpx2.AsyncClient(
+                            auth=auth,
                             headers=dict(self.config.headers),
                             timeout=httpx2.Timeout(30.0, read=max(300.0, self.config.timeout)),
                             event_hooks={"response": [self._on_http_response]},
@@ -318,6 +324,45 @@ class _Connection:
             self.client = None
             if not self._ready.done():
                 self._ready.cancel()
+
+    async def _oauth(self, stack: AsyncExitStack) -> httpx2.Auth:
+        """The SDK's OAuth client for this server: the sign-in URL is shown, the browser comes
+        back to a loopback listener, tokens go to a 0600 file."""
+        from mcp.client.auth import OAuthClientProvider
+        from mcp.shared.auth import OAuthClientMetadata
+
+        from runtime.mcp.oauth import FileTokenStorage, LoopbackCallback, token_path
+
+        assert isinstance(self.config, HttpServerConfig)
+        callback = LoopbackCallback()
+        redirect_uri = await callback.start()
+        stack.push_async_callback(callback.aclose)
+
+        async def show(url: str) -> None:
+            text = f"MCP server '{self.name}' needs you to sign in: open {url}"
+            logger.warning("MCP server %r needs a sign-in (authorization URL shown)", self.name)
+            if self._notify is not None:
+                self._notify(McpNotice(server=self.name, level="warning", text=text))
+            if self._on_authorize_url is not None:
+                self._on_authorize_url(self.name, url)
+
+        metadata = OAuthClientMetadata.model_validate(
+            {
+                "client_name": "agent-tui",
+                "redirect_uris": [redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+            }
+        )
+        storage = FileTokenStorage(self._token_path or token_path(self.name, self.config.url))
+        return OAuthClientProvider(
+            server_url=self.config.url,
+            client_metadata=metadata,
+            storage=storage,
+            redirect_handler=show,
+            callback_handler=callback.wait,
+        )
 
     async def _on_http_response(self, response: httpx2.Response) -> None:
         """Note HTTP errors for messages, and a lost session, on the call that got them (the
@@ -564,7 +609,13 @@ class McpManager:
         workspace: Path,
         startup_timeout: float = 30.0,
         retry_failed_after: float = 30.0,
+        on_authorize_url: Callable[[str, str], None] | None = None,
+        token_dir: Path | None = None,
     ) -> None:
+        """``on_authorize_url(server, url)`` is told the sign-in URL of an OAuth server (the
+        TUI / CLI show it); ``token_dir`` overrides where OAuth tokens are kept."""
+        self.on_authorize_url = on_authorize_url
+        self.token_dir = token_dir
         self.servers: dict[str, ServerConfig] = dict(servers)
         self.workspace = workspace
         self.startup_timeout = startup_timeout
@@ -703,7 +754,14 @@ class McpManager:
                 self._retire(connection, "was not running any more")
                 connection = None
             if connection is None:
-                connection = _Connection(name, config, self.workspace, self._add_notice)
+                connection = _Connection(
+                    name,
+                    config,
+                    self.workspace,
+                    self._add_notice,
+                    on_authorize_url=self.on_authorize_url,
+                    token_path=None if self.token_dir is None else self.token_dir / f"{name}.json",
+                )
                 self._connections[name] = connection
             if not connection.usable:
                 try:
