@@ -3,8 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Published MCP servers the tests run against (installed with npm into a git-ignored folder).
+NPM_DIR := .mcp-npm
+NPM_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 \
+	@modelcontextprotocol/server-filesystem@2026.8.31
+NPM_STAMP := $(NPM_DIR)/.installed
 
-.PHONY: run test check format lint typecheck bench screenshots clean
+.PHONY: run test check mcp-servers format lint typecheck bench screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +19,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
+$(NPM_STAMP): Makefile
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --silent --no-audit --no-fund --prefix $(NPM_DIR) $(NPM_SERVERS) && touch $@; \
+	else echo "warning: npm is missing; the tests against published MCP servers will be skipped"; fi
+
+mcp-servers: $(NPM_STAMP)
+
 run: $(STAMP)
 	$(BIN)/agent-tui $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(NPM_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected: failing"; exit 1; fi; exit $$status
 

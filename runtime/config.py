@@ -13,6 +13,7 @@ survive; writes are atomic (temp file, then rename).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tomllib
@@ -28,6 +29,8 @@ from runtime.config_edit import remove_from_toml_array as remove_from_toml_array
 from runtime.config_edit import set_toml_value
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
+
+logger = logging.getLogger(__name__)
 
 
 class _Config(BaseModel):
@@ -72,9 +75,22 @@ class HttpServerConfig(_Config):
     url: str
     headers: dict[str, str] = {}
     timeout: float = Field(default=60.0, gt=0)
+    oauth: bool = False
+    """Sign in with OAuth (authorization code with PKCE); tokens are kept outside the database."""
 
 
-McpServerConfig = Annotated[StdioServerConfig | HttpServerConfig, Field(discriminator="type")]
+class SseServerConfig(_Config):
+    """A legacy server over HTTP with Server-Sent Events (the 2024-11-05 transport)."""
+
+    type: Literal["sse"] = "sse"
+    url: str
+    headers: dict[str, str] = {}
+    timeout: float = Field(default=60.0, gt=0)
+
+
+McpServerConfig = Annotated[
+    StdioServerConfig | HttpServerConfig | SseServerConfig, Field(discriminator="type")
+]
 
 
 class Permissions(_Config):
@@ -165,7 +181,7 @@ def load_config(
             raw, items = _validated_toml(text, path)
             scanned.append((path, items))
         else:
-            raw = {"mcp_servers": _parse_mcp_json(text, path)}
+            raw = {"mcp_servers": _parse_mcp_json(text, path, warnings)}
         _expand_server_variables(raw, path, env, warnings)
         layers.append((path, raw))
 
@@ -243,7 +259,13 @@ _SECTION_FIELDS: dict[str, tuple[str, ...]] = {
     "defaults": tuple(Defaults.model_fields),
     "agents.*": tuple(AgentConfig.model_fields),
     "mcp_servers.*": tuple(
-        dict.fromkeys([*StdioServerConfig.model_fields, *HttpServerConfig.model_fields])
+        dict.fromkeys(
+            [
+                *StdioServerConfig.model_fields,
+                *HttpServerConfig.model_fields,
+                *SseServerConfig.model_fields,
+            ]
+        )
     ),
     "permissions": tuple(Permissions.model_fields),
 }
@@ -261,7 +283,7 @@ def _allowed_keys(parent: tuple[str | int, ...]) -> tuple[str, ...] | None:
 
 def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     """Drop the discriminator tag pydantic puts in the location of a tagged-union error."""
-    if len(loc) > 2 and loc[0] == "mcp_servers" and loc[2] in ("stdio", "http"):
+    if len(loc) > 2 and loc[0] == "mcp_servers" and loc[2] in ("stdio", "http", "sse"):
         return loc[:2] + loc[3:]
     return loc
 
@@ -321,7 +343,10 @@ def _validate_layer(
 # --- .mcp.json (Claude Code's format) ---------------------------------------------------------
 
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
-_SERVER_ADAPTER: TypeAdapter[StdioServerConfig | HttpServerConfig] = TypeAdapter(McpServerConfig)
+_SERVER_ADAPTER: TypeAdapter[StdioServerConfig | HttpServerConfig | SseServerConfig] = TypeAdapter(
+    McpServerConfig
+)
+_SERVER_TYPES = ("stdio", "http", "sse")
 
 
 def _with_server_type(entry: dict[str, Any]) -> dict[str, Any]:
@@ -333,6 +358,8 @@ def _with_server_type(entry: dict[str, Any]) -> dict[str, Any]:
         kind = "http" if "url" in entry and "command" not in entry else "stdio"
     if kind in _HTTP_TYPES:
         kind = "http"
+    if kind in ("SSE", "server-sent-events"):
+        kind = "sse"
     entry["type"] = kind
     return entry
 
@@ -352,9 +379,24 @@ def _line_in_json(text: str, loc: Sequence[str | int]) -> int | None:
     return None if found is None else text.count("\n", 0, found) + 1
 
 
-def _parse_mcp_json(text: str, path: Path) -> dict[str, dict[str, Any]]:
-    """The servers of a ``.mcp.json`` file, as raw entries in ``mcp_servers`` form."""
+def _parse_mcp_json(
+    text: str, path: Path, warnings: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The servers of a ``.mcp.json`` file, as raw entries in ``mcp_servers`` form.
+
+    The file is shared with other tools, so an entry agent-tui cannot use (an unknown type,
+    ``"disabled": true``, a value that does not fit) is skipped and an unknown key is ignored,
+    each with a warning naming file, line and key; only a file that is not a JSON object of
+    servers is an error."""
     file = str(path)
+    warnings = [] if warnings is None else warnings
+
+    def warn(message: str, where: Sequence[str | int]) -> None:
+        line = _line_in_json(text, where)
+        location = f"{file}:{line}" if line is not None else file
+        warnings.append(f"{location}: {_dotted(where)}: {message}")
+        logger.warning("%s: %s: %s", location, _dotted(where), message)
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -374,48 +416,36 @@ def _parse_mcp_json(text: str, path: Path) -> dict[str, dict[str, Any]]:
             key="mcpServers",
         )
     result: dict[str, dict[str, Any]] = {}
+    allowed = set(_SECTION_FIELDS["mcp_servers.*"])
     for name, entry in servers.items():
         where: list[str | int] = ["mcpServers", name]
         if not isinstance(entry, dict):
-            raise ConfigError(
-                "must be an object with command/args/env or type/url/headers",
-                file=file,
-                line=_line_in_json(text, where),
-                key=_dotted(where),
-            )
+            warn("not an object with command/args/env or type/url/headers; skipped", where)
+            continue
+        if entry.get("disabled") is True:
+            warn("disabled; skipped", [*where, "disabled"])
+            continue
         entry = _with_server_type(entry)
         kind = entry.get("type")
-        if kind not in ("stdio", "http"):
-            message = (
-                'the SSE transport is not supported: use a streamable HTTP server ("type": "http")'
-                if kind == "sse"
-                else f"unknown server type {kind!r}: use 'stdio' or 'http'"
+        if kind not in _SERVER_TYPES:
+            warn(
+                f"unknown server type {kind!r} (expected stdio, http or sse); skipped",
+                [*where, "type"],
             )
-            raise ConfigError(
-                message,
-                file=file,
-                line=_line_in_json(text, [*where, "type"]),
-                key=_dotted([*where, "type"]),
-            )
+            continue
+        for key in [key for key in entry if key not in allowed]:
+            if key != "disabled":
+                warn("unknown key, ignored", [*where, key])
+            del entry[key]
         try:
             _SERVER_ADAPTER.validate_python(entry)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
             loc = tuple(error["loc"])
-            if loc and loc[0] in ("stdio", "http"):
+            if loc and loc[0] in _SERVER_TYPES:
                 loc = loc[1:]
-            full: list[str | int] = [*where, *loc]
-            message = str(error["msg"])
-            if error["type"] == "extra_forbidden":
-                message = "unknown key (expected one of: " + (
-                    ", ".join(_SECTION_FIELDS["mcp_servers.*"]) + ")"
-                )
-            raise ConfigError(
-                message + _more(exc),
-                file=file,
-                line=_line_in_json(text, full),
-                key=_dotted(full),
-            ) from None
+            warn(f"{error['msg']}{_more(exc)}; skipped", [*where, *loc])
+            continue
         result[str(name)] = entry
     return result
 
@@ -442,7 +472,9 @@ def _expand_server_variables(
                 return env[name]
             if default is not None:
                 return default
-            warnings.append(f"{path}: {where}: environment variable {name} is not set")
+            warning = f"{path}: {where}: environment variable {name} is not set"
+            warnings.append(warning)
+            logger.warning("%s", warning)
             return match.group(0)
 
         return _VARIABLE.sub(replace, value)

@@ -130,17 +130,41 @@ class ToolUseBlock(_Model):
     input: dict[str, Any]
 
 
+class ImageBlock(_Model):
+    """An image of a tool result, stored once in the store's blobs by ``sha256``."""
+
+    type: Literal["image"] = "image"
+    media_type: str
+    sha256: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+    data: str | None = Field(default=None, exclude=True)
+    """The base64 bytes, loaded only for a model request (never stored with the message)."""
+
+    @property
+    def label(self) -> str:
+        """``[image: png 640×480, 12 KB]``."""
+        from runtime.images import describe_image
+
+        shape = (self.width, self.height) if self.width and self.height else None
+        return describe_image(self.media_type, self.size, shape)
+
+
 class ToolResultBlock(_Model):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
     tool_call_id: str
     content: str
     is_error: bool = False
+    images: list[ImageBlock] = Field(default_factory=list, exclude_if=lambda images: not images)
+    """Images the tool returned, sent to the model as images (``content`` describes them)."""
 
 
 ContentBlock = Annotated[
     TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")
 ]
+"""Message content. Images live inside tool results (``ToolResultBlock.images``)."""
 
 
 class Message(_Model):

@@ -268,31 +268,54 @@ def test_invalid_json_in_mcp_json_names_file_and_line(workspace: Path, user_file
     assert message.startswith(f"{path}:3: invalid JSON:")
 
 
-def test_a_bad_server_in_mcp_json_names_file_line_and_key(workspace: Path, user_file: Path) -> None:
+def test_a_bad_server_in_mcp_json_is_skipped_naming_file_line_and_key(
+    workspace: Path, user_file: Path
+) -> None:
     path = write(
         workspace / ".mcp.json",
         '{\n  "mcpServers": {\n    "ok": {"command": "x"},\n    "web": {\n'
         '      "type": "http",\n      "url": 42\n    }\n  }\n}\n',
     )
-    assert error_of(workspace, user_file) == (
-        f"{path}:6: mcpServers.web.url: Input should be a valid string"
+    config = load_config(workspace, user_config=user_file, env={})
+    assert set(config.mcp_servers) == {"ok"}
+    assert config.warnings == [
+        f"{path}:6: mcpServers.web.url: Input should be a valid string; skipped"
+    ]
+
+
+def test_an_sse_server_in_mcp_json_is_read(workspace: Path, user_file: Path) -> None:
+    write(
+        workspace / ".mcp.json",
+        '{"mcpServers": {\n "old": {\n  "type": "sse",\n  "url": "http://h/sse"\n }\n}}',
     )
+    config = load_config(workspace, user_config=user_file, env={})
+    assert config.mcp_servers["old"].type == "sse"
+    assert config.warnings == []
 
 
-def test_an_sse_server_in_mcp_json_is_refused_with_advice(workspace: Path, user_file: Path) -> None:
+def test_entries_agent_tui_cannot_use_are_skipped_with_a_warning_and_the_rest_works(
+    workspace: Path, user_file: Path
+) -> None:
     path = write(
         workspace / ".mcp.json",
-        '{"mcpServers": {\n "old": {\n  "type": "sse",\n  "url": "http://h"\n }\n}}',
+        '{"mcpServers": {\n'
+        ' "a": {\n  "command": "x",\n  "arg": []\n },\n'
+        ' "off": {"command": "y", "disabled": true},\n'
+        ' "ws": {"type": "websocket", "url": "ws://h"},\n'
+        ' "token": {"type": "http", "url": "http://h/mcp",\n'
+        '   "headers": {"Authorization": "Bearer ${AGENT_TUI_TEST_UNSET_TOKEN}"}}\n'
+        "}}",
     )
-    message = error_of(workspace, user_file)
-    assert message.startswith(f"{path}:3: mcpServers.old.type: the SSE transport is not")
-
-
-def test_an_unknown_key_in_mcp_json_is_named(workspace: Path, user_file: Path) -> None:
-    path = write(
-        workspace / ".mcp.json", '{"mcpServers": {\n "a": {\n  "command": "x",\n  "arg": []\n}}}'
-    )
-    assert error_of(workspace, user_file).startswith(f"{path}:4: mcpServers.a.arg: unknown key")
+    config = load_config(workspace, user_config=user_file, env={})
+    assert set(config.mcp_servers) == {"a", "token"}
+    assert config.warnings == [
+        f"{path}:4: mcpServers.a.arg: unknown key, ignored",
+        f"{path}:6: mcpServers.off.disabled: disabled; skipped",
+        f"{path}:7: mcpServers.ws.type: unknown server type 'websocket' "
+        "(expected stdio, http or sse); skipped",
+        f"{path}: mcp_servers.token.headers.Authorization: "
+        "environment variable AGENT_TUI_TEST_UNSET_TOKEN is not set",
+    ]
 
 
 # --- remembering a user setting ---------------------------------------------------------------

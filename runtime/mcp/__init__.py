@@ -14,10 +14,21 @@ an error, refused the call, or a read-only tool's server crashed or hung) and
 from runtime.mcp.manager import (
     InMemoryServer,
     McpManager,
+    McpNotice,
     McpTool,
     ServerConfig,
     ServerReport,
     tool_name,
 )
+from runtime.mcp.workspaces import WorkspaceManagers
 
-__all__ = ["InMemoryServer", "McpManager", "McpTool", "ServerConfig", "ServerReport", "tool_name"]
+__all__ = [
+    "InMemoryServer",
+    "McpManager",
+    "McpNotice",
+    "McpTool",
+    "ServerConfig",
+    "ServerReport",
+    "WorkspaceManagers",
+    "tool_name",
+]

@@ -48,12 +48,22 @@ class ProcessState:
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
     stdout_closed: bool = False
     process: anyio.abc.Process | None = None
+    requests_written: int = 0
+    """How many requests reached the server's stdin (a write that failed is not counted)."""
+    write_failed: bool = False
+    """Whether a write to the server's stdin failed (the server is gone or stopped reading)."""
 
     @property
     def alive(self) -> bool:
         if self.process is not None and self.process.returncode is not None:
             self.returncode = self.process.returncode
-        return self.pid is not None and self.returncode is None and not self.stdout_closed
+        if self.pid is None or self.returncode is not None or self.stdout_closed:
+            return False
+        if self.write_failed:
+            return False
+        # The event loop learns of a child's exit some time after the kernel: a server that died
+        # while idle must not look alive to the next call (the request would go to a dead pipe).
+        return not _child_exited(self.pid)
 
     def stderr_summary(self, lines: int = 5) -> str:
         tail = [line for line in self.stderr_tail if line.strip()][-lines:]
@@ -82,6 +92,19 @@ class ProcessState:
         if self.returncode < 0:
             return f"was {detail}"
         return f"exited with {detail}"
+
+
+def _child_exited(pid: int) -> bool:
+    """Whether our child ``pid`` has exited (a zombie, or already reaped), without reaping it."""
+    if sys.platform == "win32":  # pragma: no cover
+        return False
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True  # reaped already (by the event loop's child watcher)
+    except OSError:  # pragma: no cover - an unexpected errno: trust the event loop
+        return False
+    return info is not None
 
 
 def _poll_returncode(process: anyio.abc.Process, state: ProcessState) -> int | None:
@@ -199,8 +222,11 @@ async def stdio_transport(
                         by_alias=True, exclude_unset=True
                     )
                     await process.stdin.send((text + "\n").encode())
+                    if isinstance(session_message.message, mcp_types.JSONRPCRequest):
+                        state.requests_written += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server stopped reading: end the session's read side so no request waits forever.
+            state.write_failed = True
             await read_writer.aclose()
 
     async with anyio.create_task_group() as tg:

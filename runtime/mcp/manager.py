@@ -10,12 +10,16 @@ when to stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,13 +30,14 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from runtime.config import HttpServerConfig, StdioServerConfig
+from runtime.config import HttpServerConfig, SseServerConfig, StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
-from runtime.mcp._content import render_result
+from runtime.mcp._content import render
 from runtime.mcp._stdio import ProcessState, stdio_transport
 from runtime.models import InputKind
 from runtime.store.base import NewInputRequest
@@ -60,17 +65,50 @@ class InMemoryServer:
     type: Literal["memory"] = "memory"
 
 
-ServerConfig = StdioServerConfig | HttpServerConfig | InMemoryServer
+ServerConfig = StdioServerConfig | HttpServerConfig | SseServerConfig | InMemoryServer
 
 
 class ServerReport(BaseModel):
     """One server's line in ``agent-tui doctor``."""
 
     name: str
-    transport: Literal["stdio", "http", "memory"]
+    transport: Literal["stdio", "http", "sse", "memory"]
     ok: bool
     error: str | None = None
     tools: list[str] = []
+    unsupported: list[str] = []
+    """Tools left out because agent-tui cannot call them (they require MCP tasks)."""
+
+
+@dataclass(frozen=True)
+class McpNotice:
+    """Something about a server a person should see (a ``runtime.events.Notice`` in a run):
+    a server that could not start, or a server's log message of level warning or above."""
+
+    server: str
+    level: Literal["info", "warning", "error"]
+    text: str
+
+
+_LOG_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_NOTICE_CHARS = 500
+
+
+class _NotDelivered(Exception):
+    """A call's request never reached its server: it is safe to send it again."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class _StartFailed(Exception):
@@ -104,26 +142,77 @@ def tool_name(server: str, tool: str) -> str:
     return name[:_MAX_TOOL_NAME]
 
 
-@dataclass
+@dataclass(frozen=True)
+class _HttpError:
+    status: int
+    session_lost: bool
+    """The server does not know our session (404, or a 400 that says so): start a new one."""
+
+    def describe(self) -> str:
+        try:
+            phrase = HTTPStatus(self.status).phrase
+        except ValueError:
+            phrase = "error"
+        text = f"{self.status} {phrase}"
+        if self.status in (401, 403):
+            text += ": set headers or OAuth"
+        return text
+
+
+@dataclass(eq=False)
 class _Call:
-    """One tool call in flight on a server (elicitation requests are routed to it)."""
+    """One tool call in flight on a server.
+
+    Its clock stops while a question from the server waits for a person (every call of that
+    server, since stdio cannot say which call asked). A call that hosts such a question (the
+    input request is attached to it) keeps its result until the question is settled, so the
+    answer is accepted for as long as the server session lives.
+    """
 
     ctx: ToolContext
     tool: str
     timeout: float
     deadline: asyncio.Timeout | None = None
     paused: int = 0
+    finished: bool = False
+    """The call's timeout context has been left: its deadline must not be touched any more."""
+    hosting: int = 0
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    http_error: _HttpError | None = None
+    """The HTTP error status this call's request got (streamable HTTP), if any."""
+
+    def __post_init__(self) -> None:
+        self.settled.set()
 
     def pause(self) -> None:
         """Stop the clock while a person answers a question from the server."""
         self.paused += 1
-        if self.deadline is not None and not self.deadline.expired():
+        if self.deadline is not None and not self.finished and not self.deadline.expired():
             self.deadline.reschedule(None)
 
     def resume(self) -> None:
         self.paused -= 1
-        if self.paused == 0 and self.deadline is not None and not self.deadline.expired():
+        if self.paused > 0 or self.deadline is None or self.finished:
+            return
+        if not self.deadline.expired():
             self.deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
+
+    def host(self) -> None:
+        self.hosting += 1
+        self.settled.clear()
+
+    def unhost(self) -> None:
+        self.hosting -= 1
+        if self.hosting == 0:
+            self.settled.set()
+
+
+_CURRENT_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
+    "agent_tui_mcp_call", default=None
+)
+"""The call whose request is being sent. The SDK runs a server-to-client request in the context
+of the task that received it; over streamable HTTP that is the task reading the POST response of
+the call the server's request relates to, so the elicitation names the exact call."""
 
 
 def _elicit_result(answer: Any) -> types.ElicitResult:
@@ -147,14 +236,27 @@ def _elicit_result(answer: Any) -> types.ElicitResult:
 class _Connection:
     """One running (or starting) server and the task that owns its SDK objects."""
 
-    def __init__(self, name: str, config: ServerConfig, workspace: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        workspace: Path,
+        notify: Callable[[McpNotice], None] | None = None,
+        on_authorize_url: Callable[[str, str], None] | None = None,
+        token_path: Path | None = None,
+    ) -> None:
         self.name = name
+        self._notify = notify
+        self._on_authorize_url = on_authorize_url
+        self._token_path = token_path
         self.config = config
         self.workspace = workspace
         self.process = ProcessState()
         self.client: Client | None = None
         self.tools: list[types.Tool] = []
         self.in_flight: list[_Call] = []
+        self.http_error: _HttpError | None = None
+        """The last HTTP error status the server answered with (streamable HTTP)."""
         self.closed_reason: str | None = None
         """Why the connection ended, when we ended it (or its task failed)."""
         self.started_at = time.monotonic()
@@ -174,24 +276,36 @@ class _Connection:
             return stdio_transport(
                 config.command, list(config.args), env=dict(config.env), cwd=cwd, state=self.process
             )
-        return None  # HTTP: built in _main, it needs an HTTP client on the exit stack
+        return None  # HTTP and SSE: built in _main
 
     async def _main(self) -> None:
+        _CURRENT_CALL.set(None)  # this task's context is copied from whoever started it
         try:
             async with AsyncExitStack() as stack:
                 transport = self._transport()
                 if isinstance(self.config, HttpServerConfig):
+                    auth = await self._oauth(stack) if self.config.oauth else None
                     http = await stack.enter_async_context(
                         httpx2.AsyncClient(
+                            auth=auth,
                             headers=dict(self.config.headers),
                             timeout=httpx2.Timeout(30.0, read=max(300.0, self.config.timeout)),
+                            event_hooks={"response": [self._on_http_response]},
                         )
                     )
                     transport = streamable_http_client(self.config.url, http_client=http)
+                elif isinstance(self.config, SseServerConfig):
+                    transport = sse_client(
+                        self.config.url,
+                        headers=dict(self.config.headers),
+                        timeout=30.0,
+                        sse_read_timeout=max(300.0, self.config.timeout),
+                    )
                 client = Client(
                     transport,
                     mode="legacy",
                     elicitation_callback=self._on_elicit,
+                    logging_callback=self._on_log,
                     client_info=_CLIENT_INFO,
                     cache=None,
                 )
@@ -210,6 +324,64 @@ class _Connection:
             self.client = None
             if not self._ready.done():
                 self._ready.cancel()
+
+    async def _oauth(self, stack: AsyncExitStack) -> httpx2.Auth:
+        """The SDK's OAuth client for this server: the sign-in URL is shown, the browser comes
+        back to a loopback listener, tokens go to a 0600 file."""
+        from mcp.client.auth import OAuthClientProvider
+        from mcp.shared.auth import OAuthClientMetadata
+
+        from runtime.mcp.oauth import FileTokenStorage, LoopbackCallback, token_path
+
+        assert isinstance(self.config, HttpServerConfig)
+        callback = LoopbackCallback()
+        redirect_uri = await callback.start()
+        stack.push_async_callback(callback.aclose)
+
+        async def show(url: str) -> None:
+            text = f"MCP server '{self.name}' needs you to sign in: open {url}"
+            logger.warning("MCP server %r needs a sign-in (authorization URL shown)", self.name)
+            if self._notify is not None:
+                self._notify(McpNotice(server=self.name, level="warning", text=text))
+            if self._on_authorize_url is not None:
+                self._on_authorize_url(self.name, url)
+
+        metadata = OAuthClientMetadata.model_validate(
+            {
+                "client_name": "agent-tui",
+                "redirect_uris": [redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+            }
+        )
+        storage = FileTokenStorage(self._token_path or token_path(self.name, self.config.url))
+        return OAuthClientProvider(
+            server_url=self.config.url,
+            client_metadata=metadata,
+            storage=storage,
+            redirect_handler=show,
+            callback_handler=callback.wait,
+        )
+
+    async def _on_http_response(self, response: httpx2.Response) -> None:
+        """Note HTTP errors for messages, and a lost session, on the call that got them (the
+        SDK sends each request in the context of the call that made it)."""
+        if response.status_code < 400:
+            return
+        lost = False
+        if response.request.headers.get("mcp-session-id"):
+            if response.status_code == 404:
+                lost = True
+            elif response.status_code == 400:
+                # Some servers (server-everything) answer an unknown session with 400.
+                with contextlib.suppress(httpx2.HTTPError):
+                    lost = b"session" in (await response.aread()).lower()
+        error = _HttpError(response.status_code, session_lost=lost)
+        self.http_error = error
+        call = _CURRENT_CALL.get()
+        if call is not None:
+            call.http_error = error
 
     async def wait_ready(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s from the start) until the server answers; raise
@@ -244,14 +416,19 @@ class _Connection:
             if self.process.pid is not None and not self.process.alive:
                 head, sep, stderr = self.process.describe_exit().partition("; stderr: ")
                 return f"{head} during startup" + (f"; stderr: {stderr}" if sep else "")
-        if isinstance(config, HttpServerConfig):
+        if isinstance(config, HttpServerConfig | SseServerConfig):
             url = _safe_url(config.url)
             if isinstance(exc, httpx2.ConnectError):
                 return f"could not connect to {url} (connection refused or host unreachable)"
             if isinstance(exc, httpx2.TimeoutException):
                 return f"{url} did not answer in time"
+            if isinstance(exc, httpx2.HTTPStatusError):
+                status = _HttpError(exc.response.status_code, session_lost=False)
+                return f"{url} answered {status.describe()}"
             if isinstance(exc, httpx2.HTTPError):
                 return f"HTTP error talking to {url}: {type(exc).__name__}"
+            if self.http_error is not None:
+                return f"{url} answered {self.http_error.describe()}"
         if isinstance(exc, MCPError):
             return f"the MCP handshake failed: {exc.error.message}"
         return f"failed to start: {type(exc).__name__}: {exc}"
@@ -288,14 +465,45 @@ class _Connection:
 
     # -- server-initiated requests -----------------------------------------------------------
 
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message: into our log, and a notice from warning up."""
+        level = _LOG_LEVELS.get(str(params.level), logging.INFO)
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        source = f"{self.name}/{params.logger}" if params.logger else self.name
+        logger.log(level, "MCP server %s: %s", source, text)
+        if level >= logging.WARNING and self._notify is not None:
+            if len(text) > _NOTICE_CHARS:
+                text = text[:_NOTICE_CHARS] + "…"
+            self._notify(
+                McpNotice(
+                    server=self.name,
+                    level="warning" if level == logging.WARNING else "error",
+                    text=f"MCP server '{self.name}' {params.level}: {text}",
+                )
+            )
+
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        # The SDK cannot tell which of several concurrent calls asked; the oldest one gets it.
-        call = self.in_flight[0] if self.in_flight else None
-        if call is None:
+        related = _CURRENT_CALL.get()
+        calls = list(self.in_flight)
+        if related is not None and related in calls:
+            host, asking = related, [related]
+        elif calls:
+            # stdio gives no related request: the question belongs to the session. It is
+            # attached to the oldest call (which keeps its result until it is settled) and
+            # names every call in flight.
+            host, asking = calls[0], calls
+        else:
             return types.ElicitResult(action="decline")
-        detail: dict[str, Any] = {"server": self.name, "tool": call.tool}
+        names = [call.tool for call in asking]
+        detail: dict[str, Any] = {"server": self.name, "tool": host.tool, "calls": names}
+        # The form names the server (detail) and, when it cannot be one call, every call.
+        source = ""
+        if len(asking) > 1:
+            running = ", ".join(f"'{name}'" for name in names)
+            source = f"\n(asked by MCP server '{self.name}' while it runs {running})"
         if isinstance(params, types.ElicitRequestURLParams):
             prompt = f"{params.message}\n{params.url}"
             schema: dict[str, Any] = {"type": "object", "properties": {}}
@@ -305,23 +513,27 @@ class _Connection:
             schema = dict(params.requested_schema)
         request = NewInputRequest(
             kind=InputKind.ELICITATION,
-            prompt=prompt,
+            prompt=prompt + source,
             answer_schema=schema,
-            tool_call_id=call.ctx.tool_call_id or None,
+            tool_call_id=host.ctx.tool_call_id or None,
             detail=detail,
         )
-        call.pause()
+        for call in calls:
+            call.pause()
+        host.host()
         try:
-            answer = await call.ctx.request_input(request)
+            answer = await host.ctx.request_input(request)
         except asyncio.CancelledError:
             if _current_task_cancelling():
                 raise
             return types.ElicitResult(action="cancel")
         except Exception:
-            logger.info("elicitation for %s/%s ended without an answer", self.name, call.tool)
+            logger.info("elicitation for %s/%s ended without an answer", self.name, host.tool)
             return types.ElicitResult(action="cancel")
         finally:
-            call.resume()
+            host.unhost()
+            for call in calls:
+                call.resume()
         return _elicit_result(answer)
 
 
@@ -333,6 +545,13 @@ def _consume_outcome(task: asyncio.Task[None]) -> None:
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _requires_tasks(tool: types.Tool) -> bool:
+    """A tool that only runs as an MCP task (``taskSupport: required``): agent-tui does not
+    implement tasks, so every call would fail with -32601; it is not offered to the model."""
+    execution = tool.execution
+    return execution is not None and execution.task_support == "required"
 
 
 async def _list_all_tools(client: Client) -> list[types.Tool]:
@@ -359,6 +578,8 @@ class McpTool:
     server: str
     remote_name: str
     _manager: McpManager = field(repr=False, compare=False)
+    structured_primary: bool = False
+    """The tool declares an ``outputSchema``: its structured content is the primary result."""
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await self._manager._call(self, arguments, ctx)
@@ -388,7 +609,13 @@ class McpManager:
         workspace: Path,
         startup_timeout: float = 30.0,
         retry_failed_after: float = 30.0,
+        on_authorize_url: Callable[[str, str], None] | None = None,
+        token_dir: Path | None = None,
     ) -> None:
+        """``on_authorize_url(server, url)`` is told the sign-in URL of an OAuth server (the
+        TUI / CLI show it); ``token_dir`` overrides where OAuth tokens are kept."""
+        self.on_authorize_url = on_authorize_url
+        self.token_dir = token_dir
         self.servers: dict[str, ServerConfig] = dict(servers)
         self.workspace = workspace
         self.startup_timeout = startup_timeout
@@ -399,6 +626,7 @@ class McpManager:
         self._retired: set[_Connection] = set()
         self._locks: dict[str, asyncio.Lock] = {name: asyncio.Lock() for name in self.servers}
         self._failed_at: dict[str, float] = {}
+        self._notices: list[McpNotice] = []
         self._closed = False
 
     async def __aenter__(self) -> McpManager:
@@ -431,6 +659,8 @@ class McpManager:
             if connection is None:
                 continue
             for remote in connection.tools:
+                if _requires_tasks(remote):
+                    continue
                 tool = self._make_tool(name, remote)
                 if tool.name in seen:
                     logger.warning(
@@ -450,10 +680,30 @@ class McpManager:
                 connection = await self._connection(name, startup_timeout=timeout)
             except _StartFailed as exc:
                 return ServerReport(name=name, transport=config.type, ok=False, error=exc.reason)
-            tools = [self._make_tool(name, remote).name for remote in connection.tools]
-            return ServerReport(name=name, transport=config.type, ok=True, tools=tools)
+            usable = [remote for remote in connection.tools if not _requires_tasks(remote)]
+            tools = [self._make_tool(name, remote).name for remote in usable]
+            unsupported = [
+                f"{self._make_tool(name, remote).name} (requires MCP tasks)"
+                for remote in connection.tools
+                if _requires_tasks(remote)
+            ]
+            return ServerReport(
+                name=name, transport=config.type, ok=True, tools=tools, unsupported=unsupported
+            )
 
         return list(await asyncio.gather(*(one(name) for name in self.servers)))
+
+    def take_notices(self) -> list[McpNotice]:
+        """The notices since the last call (start-up failures, server warnings), oldest first.
+
+        The engine publishes each as a ``Notice`` of the run that is using the servers, after
+        ``tools()`` and after each MCP tool call."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    def _add_notice(self, notice: McpNotice) -> None:
+        if len(self._notices) < 100:  # nobody draining: keep the first ones
+            self._notices.append(notice)
 
     async def aclose(self) -> None:
         """Stop every server (bounded; stdio processes are terminated and reaped)."""
@@ -484,6 +734,7 @@ class McpManager:
             server=server,
             remote_name=remote.name,
             _manager=self,
+            structured_primary=remote.output_schema is not None,
         )
 
     async def _try_connection(self, name: str) -> _Connection | None:
@@ -503,7 +754,14 @@ class McpManager:
                 self._retire(connection, "was not running any more")
                 connection = None
             if connection is None:
-                connection = _Connection(name, config, self.workspace)
+                connection = _Connection(
+                    name,
+                    config,
+                    self.workspace,
+                    self._add_notice,
+                    on_authorize_url=self.on_authorize_url,
+                    token_path=None if self.token_dir is None else self.token_dir / f"{name}.json",
+                )
                 self._connections[name] = connection
             if not connection.usable:
                 try:
@@ -512,6 +770,15 @@ class McpManager:
                     self._retire(connection, exc.reason)
                     self.errors[name] = exc.reason
                     self._failed_at[name] = time.monotonic()
+                    logger.warning("MCP server %r could not start: %s", name, exc.reason)
+                    self._add_notice(
+                        McpNotice(
+                            server=name,
+                            level="error",
+                            text=f"MCP server '{name}' could not start: {exc.reason}; its tools "
+                            "are not available",
+                        )
+                    )
                     raise
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)
@@ -527,6 +794,23 @@ class McpManager:
         connection._task.add_done_callback(lambda _: self._retired.discard(connection))
 
     async def _call(self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        for attempt in range(2):
+            try:
+                return await self._call_once(tool, arguments, ctx)
+            except _NotDelivered as exc:
+                if attempt == 1:
+                    message = f"MCP server '{tool.server}' {exc.reason}"
+                    raise ToolError(message + "; it will be restarted on next use") from None
+                logger.info(
+                    "MCP server %r %s; restarting it and sending the call again",
+                    tool.server,
+                    exc.reason,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call_once(
+        self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext
+    ) -> ToolOutput:
         server, remote = tool.server, tool.remote_name
         try:
             connection = await self._connection(server)
@@ -543,11 +827,21 @@ class McpManager:
             ctx.progress(progress, total, message)
 
         failure: str | None = None
+        written = connection.process.requests_written
         connection.in_flight.append(call)
+        token = _CURRENT_CALL.set(call)
         try:
-            async with asyncio.timeout(timeout) as deadline:
-                call.deadline = deadline
-                result = await client.call_tool(remote, arguments, progress_callback=on_progress)
+            try:
+                async with asyncio.timeout(timeout) as deadline:
+                    call.deadline = deadline
+                    try:
+                        result = await client.call_tool(
+                            remote, arguments, progress_callback=on_progress
+                        )
+                    finally:
+                        call.finished = True
+            finally:
+                _CURRENT_CALL.reset(token)
         except TimeoutError:
             if call.deadline is not None and call.deadline.expired():
                 failure = f"did not answer within {timeout:g} s while running '{remote}'"
@@ -556,6 +850,19 @@ class McpManager:
                 failure = f"timed out talking to the server while running '{remote}'"
                 self._retire(connection, "timed out")
         except MCPError as exc:
+            http_error = call.http_error
+            if http_error is not None and http_error.session_lost:
+                # The server forgot our session (it restarted): the request was refused before
+                # it ran, so a new session may send it again (MCP spec, session management).
+                self._retire(connection, "lost its HTTP session")
+                raise _NotDelivered(
+                    f"lost its HTTP session (HTTP {http_error.status}) before '{remote}' ran"
+                ) from None
+            if http_error is not None:
+                raise ToolError(
+                    f"MCP server '{server}' answered {http_error.describe()} to the call to "
+                    f"'{remote}': {exc.error.message}"
+                ) from None
             if exc.code != types.CONNECTION_CLOSED:
                 raise ToolError(
                     f"MCP server '{server}' rejected the call to '{remote}': {exc.error.message}"
@@ -564,12 +871,17 @@ class McpManager:
                 failure = f"{connection.closed_reason} while running '{remote}'"
             elif not isinstance(connection.config, StdioServerConfig):
                 failure = f"closed the connection while running '{remote}'"
-            elif connection.process.returncode is None:
-                detail = connection.process.exit_detail().removeprefix("still running")
-                failure = f"closed its output while running '{remote}'{detail}"
             else:
-                detail = connection.process.exit_detail()
-                failure = f"exited while running '{remote}' ({detail})"
+                process = connection.process
+                if process.write_failed and process.requests_written == written:
+                    # The request never reached the server (it had gone before we wrote).
+                    self._retire(connection, "stopped reading its input")
+                    raise _NotDelivered(f"had stopped before '{remote}' was sent") from None
+                if process.returncode is None:
+                    detail = process.exit_detail().removeprefix("still running")
+                    failure = f"closed its output while running '{remote}'{detail}"
+                else:
+                    failure = f"exited while running '{remote}' ({process.exit_detail()})"
             self._retire(connection, "exited")
         except (ValidationError, RuntimeError) as exc:
             # It answered, but with something we cannot read: whatever it did, it did.
@@ -585,12 +897,18 @@ class McpManager:
             self._retire(connection, "lost its connection")
         finally:
             connection.in_flight.remove(call)
+            # A question from the server attached to this call keeps the call open until it is
+            # settled: its answer must still find the call.
+            if not _current_task_cancelling():
+                await call.settled.wait()
         if failure is not None:
             message = f"MCP server '{server}' {failure}; it will be restarted on next use"
             if tool.read_only:
                 raise ToolError(message)
             raise ToolOutcomeUnknown(message + "; the call may have had effects")
-        text, structured = render_result(result)
+        rendered = render(result, structured_primary=tool.structured_primary)
         if result.is_error:
-            raise ToolError(text or f"MCP tool '{remote}' of server '{server}' failed")
-        return ToolOutput(content=text, structured=structured)
+            raise ToolError(rendered.text or f"MCP tool '{remote}' of server '{server}' failed")
+        return ToolOutput(
+            content=rendered.text, structured=rendered.structured, images=tuple(rendered.images)
+        )

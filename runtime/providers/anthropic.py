@@ -46,6 +46,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.results import limit_result
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "AnthropicProvider", "context_window_for"]
 
@@ -249,10 +250,22 @@ def _wire_block(
         return None
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    text = limit_result(block.content, tool_call_id=block.tool_call_id)
+    images = [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+        }
+        for image in block.images
+        if image.data is not None
+    ]
+    content: str | list[dict[str, Any]] = text
+    if images:
+        content = [{"type": "text", "text": text}, *images] if text.strip() else images
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
-        "content": block.content,
+        "content": content,
         "is_error": block.is_error,
     }
 

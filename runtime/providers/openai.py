@@ -45,6 +45,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.results import limit_result
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider"]
 
@@ -235,6 +236,7 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
         texts: list[str] = []
         tool_calls: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
+        pictures: list[dict[str, Any]] = []  # after every tool message of the turn
         for block in message.content:
             if isinstance(block, TextBlock):
                 texts.append(block.text)
@@ -247,10 +249,25 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
                     }
                 )
             elif isinstance(block, ToolResultBlock):
-                content = f"Error: {block.content}" if block.is_error else block.content
+                limited = limit_result(block.content, tool_call_id=block.tool_call_id)
+                content = f"Error: {limited}" if block.is_error else limited
                 results.append(
                     {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
                 )
+                images = [
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": f"data:{image.media_type};base64,{image.data}"},
+                    }
+                    for image in block.images
+                    if image.data is not None
+                ]
+                if images:
+                    # Tool messages carry text only: the images follow as a user message.
+                    note = f"The images of tool call {block.tool_use_id}:"
+                    pictures.append(
+                        {"role": "user", "content": [{"type": "text", "text": note}, *images]}
+                    )
             elif isinstance(block, ThinkingBlock):
                 continue
         text = "".join(texts)
@@ -263,6 +280,7 @@ def to_wire_messages(system: str, messages: Sequence[Message]) -> list[dict[str,
             wire.append(entry)
             continue
         wire.extend(results)
+        wire.extend(pictures)
         if text:
             wire.append({"role": "user", "content": text})
     return wire

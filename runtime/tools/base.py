@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from runtime.images import ToolImage
 from runtime.store.base import NewInputRequest
 
 ApprovalDefault = Literal["allow", "ask", "deny"]
@@ -25,6 +26,8 @@ class ToolOutput:
     content: str
     is_error: bool = False
     structured: dict[str, Any] | None = None
+    images: tuple[ToolImage, ...] = ()
+    """Images for the model (``content`` describes each as ``[image: png 640×480, 12 KB]``)."""
 
 
 def _no_progress(done: float, total: float | None, message: str | None) -> None:

@@ -21,6 +21,13 @@ import jsonschema
 
 from runtime.errors import ToolError
 from runtime.fileio import write_text_atomically
+from runtime.images import (
+    MAX_IMAGE_BYTES,
+    ToolImage,
+    describe_image,
+    image_size,
+    sniff_media_type,
+)
 from runtime.providers.base import ToolSpec
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
 from runtime.tools.workspace import display_path, resolve_in_workspace
@@ -123,6 +130,22 @@ def _read_text(path: Path, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not UTF-8 text (it may be binary)") from None
+
+
+def _read_image(path: Path) -> ToolImage | None:
+    """The file as an image for the model (PNG, JPEG, GIF, WebP within the size limit), or None
+    (then it is read as text, or refused as binary)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_IMAGE_BYTES:
+            return None
+        with path.open("rb") as handle:
+            head = handle.read(16)
+            kind = sniff_media_type(head)
+            if kind is None:
+                return None
+            return ToolImage(data=head + handle.read(), media_type=kind)
+    except OSError:
+        return None
 
 
 def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -279,7 +302,8 @@ class ReadFileTool(_BuiltinTool):
     description = (
         "Read a UTF-8 text file of the workspace. Lines come back numbered ('   12\\t...'); "
         "the numbers are not part of the file. Use offset and limit to read part of a long "
-        "file. Binary files and files over 10 MB are refused."
+        "file. A PNG, JPEG, GIF or WebP image (up to 5 MB) comes back as an image you see. "
+        "Other binary files and files over 10 MB are refused."
     )
     SCHEMA: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -314,6 +338,14 @@ class ReadFileTool(_BuiltinTool):
         shown = display_path(ctx.workspace, path)
         offset = _int(arguments, "offset", 1)
         limit = _int(arguments, "limit", 2000)
+        image = await asyncio.to_thread(_read_image, path)
+        if image is not None:
+            label = describe_image(image.media_type, len(image.data), image_size(image.data))
+            return ToolOutput(
+                content=f"{shown}: {label}",
+                structured={"path": shown, "media_type": image.media_type, "size": len(image.data)},
+                images=(image,),
+            )
         text = await asyncio.to_thread(_read_text, path, shown)
         lines = text.splitlines()
         total = len(lines)

@@ -120,3 +120,35 @@ def test_an_elicitation_round_trip_through_show_and_respond(cli: Cli, tmp_path: 
         line for line in lines if line["kind"] == "tool_state_changed" and line["to"] == "completed"
     ]
     assert completed and completed[0]["result"] == "hello Ada, aged 36"
+
+
+def test_a_shared_mcp_json_with_entries_agent_tui_cannot_use_is_warned_about_not_refused(
+    cli: Cli,
+) -> None:
+    server = stdio_config("basic")
+    entries = {
+        "basic": {
+            "command": server.command,
+            "args": server.args,
+            "env": server.env,
+            "cwd": server.cwd,
+            "description": "a key another tool uses",
+        },
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        "off": {"command": "agent-tui-no-such-command", "disabled": True},
+        "ws": {"type": "websocket", "url": "ws://127.0.0.1:9"},
+    }
+    (cli.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": entries}, indent=2))
+
+    ran = cli.run("run", "hello", "--json", "--model", "demo")
+    doctor = cli.run("doctor")
+
+    # The demo task runs (and stops at its question): the config was not refused.
+    assert ran.returncode == 3, ran.stderr
+    assert boundary_of(json_lines(ran.stdout))["state"] == "input_required"
+    assert "mcpServers.off.disabled: disabled; skipped" in doctor.stdout
+    assert "mcpServers.ws.type: unknown server type 'websocket'" in doctor.stdout
+    assert "mcpServers.basic.description: unknown key, ignored" in doctor.stdout
+    assert "basic (stdio): starts" in doctor.stdout
+    assert "not offered: basic__background (requires MCP tasks)" in doctor.stdout
+    assert "legacy (sse): error: could not connect to http://127.0.0.1:9/sse" in doctor.stdout

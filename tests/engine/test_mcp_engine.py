@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ from runtime.config import Config, Permissions
 from runtime.events import RunStateChanged, ToolProgress
 from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import InputKind, RunState, ToolCallState, ToolResultBlock
+from runtime.tools.base import ToolContext
 from runtime.tools.builtin import builtin_tools
-from tests.fakes.mcp_servers import build_server
+from tests.fakes.mcp_servers import build_server, stdio_config
 from tests.fakes.scripted import ScriptedProvider, Turn
 
 WAIT = 20
@@ -208,12 +211,13 @@ async def test_an_elicitation_answered_from_another_process_reaches_the_live_ses
 async def test_a_session_that_dies_while_its_form_waits_does_not_leave_the_run_waiting(
     db_path: Path, workspace: Path
 ) -> None:
-    # The hanging call times out and the server is torn down, ending the session the open form
-    # belongs to: the request is withdrawn and the run ends instead of waiting for good.
-    provider = ScriptedProvider([Turn("", [("basic__ask", {}), ("basic__hang_readonly", {})])])
-    manager = McpManager(
-        {"basic": InMemoryServer(build_server("basic"), timeout=1.5)}, workspace=workspace
-    )
+    # The server process dies while its form waits, ending the session the form belongs to:
+    # the request is withdrawn and the run ends instead of waiting for good. (A call that only
+    # runs long does not end it: every call of the server is paused while its form waits.)
+    provider = ScriptedProvider([Turn("", [("basic__ask", {})])])
+    manager = McpManager({"basic": stdio_config("basic", timeout=1.5)}, workspace=workspace)
+    pid_tool = next(tool for tool in await manager.tools() if tool.name == "basic__pid")
+    pid = int((await pid_tool.run({}, ToolContext(workspace=workspace))).content)
     runtime = await Runtime.open(
         db_path=db_path,
         workspace=workspace,
@@ -227,6 +231,7 @@ async def test_a_session_that_dies_while_its_form_waits_does_not_leave_the_run_w
         run = await runtime.start("ask and hang")
         waiting = await runtime.wait(run.id, timeout=WAIT)
         assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
+        os.kill(pid, signal.SIGKILL)
         async with asyncio.timeout(WAIT):
             async for event in runtime.observe(run.id, after=0):
                 if isinstance(event, RunStateChanged) and event.to_state.is_terminal:

@@ -7,8 +7,12 @@ see ``stdio_config``) or over streamable HTTP on loopback (``serve_http``).
 Servers:
 
 - ``basic``: ``echo`` and ``pid`` (read-only), ``add``, ``fail`` (an ``isError`` result),
-  ``progress`` (three progress notifications), ``ask`` (elicits a name and an age),
-  ``picture`` (an image), ``header`` (an HTTP request header), ``crash`` / ``crash_readonly``
+  ``progress`` (three progress notifications),
+  ``slow`` (works a while, with progress),
+  ``big`` (a million characters), ``chatty`` (logs),
+  ``ask`` (elicits a name and an age),
+  ``picture`` (an image), ``background`` (requires MCP tasks), ``header`` (an HTTP request
+  header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
 """
@@ -24,10 +28,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ToolAnnotations, ToolExecution
 from pydantic import BaseModel, Field
 
 from runtime.config import StdioServerConfig
@@ -46,8 +51,23 @@ class Person(BaseModel):
     age: int = Field(description="Your age in years")
 
 
+class _BasicServer(MCPServer):
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        required = ToolExecution(task_support="required")
+        return [
+            tool.model_copy(update={"execution": required}) if tool.name == "background" else tool
+            for tool in tools
+        ]
+
+
 def build_basic() -> MCPServer:
-    server = MCPServer("basic")
+    server = _BasicServer("basic")
+
+    @server.tool(annotations=READ_ONLY)
+    def background() -> str:
+        """Declared as requiring MCP tasks (``taskSupport: required``)."""
+        return "ran without a task"
 
     @server.tool(annotations=READ_ONLY)
     def echo(text: str) -> str:
@@ -76,6 +96,15 @@ def build_basic() -> MCPServer:
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"counted to {steps}"
 
+    @server.tool(annotations=READ_ONLY)
+    async def slow(ctx: Context, seconds: float = 1.0, steps: int = 2) -> str:
+        """Work for ``seconds``, reporting progress ``steps`` times, the last one at the end."""
+        for step in range(steps):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await asyncio.sleep(seconds / steps)
+        await ctx.report_progress(steps, steps, "done")
+        return f"worked {seconds:g} s"
+
     @server.tool(annotations=DESTRUCTIVE)
     async def ask(ctx: Context) -> str:
         """Ask the person for their name and age."""
@@ -83,6 +112,20 @@ def build_basic() -> MCPServer:
         if answer.action == "accept":
             return f"hello {answer.data.name}, aged {answer.data.age}"
         return f"no answer: {answer.action}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def chatty(ctx: Context) -> str:
+        """Log one message at each of debug, info, warning and error, then answer."""
+        await ctx.debug("debug detail")
+        await ctx.info("starting up the flux capacitor")
+        await ctx.warning("disk almost full", logger_name="storage")
+        await ctx.error({"error": "quota exceeded"})
+        return "said my piece"
+
+    @server.tool(annotations=READ_ONLY)
+    def big(lines: int = 50_000) -> str:
+        """``lines`` numbered lines of 20 characters (a million characters by default)."""
+        return "".join(f"line {number:014d}\n" for number in range(lines))
 
     @server.tool(annotations=READ_ONLY)
     def picture() -> Image:
@@ -141,9 +184,17 @@ def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
 
 
 @contextmanager
-def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[str]:
+def serve_http(
+    name: str = "basic",
+    *,
+    ready_timeout: float = 10.0,
+    require_token: str | None = None,
+    transport: str = "streamable-http",
+) -> Iterator[str]:
     """Serve test server ``name`` over streamable HTTP on 127.0.0.1 (a random free port) in a
-    background thread; yields the endpoint URL."""
+    background thread; yields the endpoint URL. With ``require_token``, a request without
+    ``Authorization: Bearer <token>`` gets 401. ``transport="sse"`` serves the legacy SSE
+    transport instead (yields the ``/sse`` URL)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -153,7 +204,10 @@ def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[
             await super().startup(sockets=sockets)
             self.ready.set()
 
-    app = build_server(name).streamable_http_app()
+    built = build_server(name)
+    app: Any = built.sse_app() if transport == "sse" else built.streamable_http_app()
+    if require_token is not None:
+        app = _require_token(app, require_token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -164,11 +218,24 @@ def serve_http(name: str = "basic", *, ready_timeout: float = 10.0) -> Iterator[
     try:
         if not server.ready.wait(ready_timeout):
             raise RuntimeError(f"HTTP test server did not start within {ready_timeout} s")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/" + ("sse" if transport == "sse" else "mcp")
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def _require_token(app: Any, token: str) -> Any:
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 def unused_port() -> int:

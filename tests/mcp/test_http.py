@@ -56,3 +56,14 @@ async def test_an_unreachable_http_server_is_reported_without_its_headers(worksp
     assert report.error == f"could not connect to {url} (connection refused or host unreachable)"
     assert "secret" not in (report.error or "")
     assert manager.errors["down"] == report.error
+
+
+async def test_a_401_says_so_and_how_to_fix_it(workspace: Path) -> None:
+    with serve_http("basic", require_token="right") as url:
+        config = HttpServerConfig(url=url, headers={"Authorization": "Bearer wrong"})
+        async with McpManager({"guarded": config}, workspace=workspace) as manager:
+            [report] = await manager.check(timeout=10.0)
+
+    assert report.ok is False
+    assert report.error == f"{url} answered 401 Unauthorized: set headers or OAuth"
+    assert "wrong" not in report.error

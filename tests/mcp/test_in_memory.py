@@ -96,14 +96,16 @@ async def test_progress_notifications_reach_the_tool_context(
     ]
 
 
-async def test_images_are_described_rather_than_pasted(
+async def test_an_image_comes_back_as_an_image_and_is_described_in_the_text(
     manager: McpManager, workspace: Path
 ) -> None:
     picture = await tool_named(manager, "basic__picture")
 
     output = await picture.run({}, Recorder().context(workspace))
 
-    assert output.content == f"[image: image/png, {len(PNG_BYTES)} bytes]"
+    assert output.content == f"[image: png 1×1, {len(PNG_BYTES)} B]"
+    assert [(image.data, image.media_type) for image in output.images] == [(PNG_BYTES, "image/png")]
+    assert "iVBOR" not in output.content
 
 
 async def test_an_elicitation_becomes_an_input_request_and_the_answer_returns_to_the_server(
@@ -123,7 +125,7 @@ async def test_an_elicitation_becomes_an_input_request_and_the_answer_returns_to
     assert request.answer_schema["type"] == "object"
     assert set(request.answer_schema["properties"]) == {"name", "age"}
     assert request.tool_call_id == "tc-7"
-    assert request.detail == {"server": "basic", "tool": "ask"}
+    assert request.detail == {"server": "basic", "tool": "ask", "calls": ["ask"]}
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
@@ -187,3 +189,15 @@ async def test_a_server_that_stops_answering_fails_the_call_after_its_timeout_an
     assert not isinstance(failed.value, ToolOutcomeUnknown)
     assert "did not answer within 0.3 s while running 'hang_readonly'" in str(failed.value)
     assert echoed.content == "back"
+
+
+async def test_a_tool_that_requires_mcp_tasks_is_not_offered_and_doctor_says_why(
+    manager: McpManager,
+) -> None:
+    names = {tool.name for tool in await manager.tools()}
+    [report] = await manager.check()
+
+    assert "basic__background" not in names
+    assert "basic__echo" in names
+    assert "basic__background" not in report.tools
+    assert report.unsupported == ["basic__background (requires MCP tasks)"]

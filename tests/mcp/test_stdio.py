@@ -156,12 +156,17 @@ async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(
     async with McpManager({"basic": stdio_config("basic")}, workspace=workspace) as manager:
         ctx = Recorder().context(workspace)
         pid_tool = await tool_named(manager, "basic__pid")
-        before = int((await pid_tool.run({}, ctx)).content)
-        os.kill(before, signal.SIGKILL)
-        async with asyncio.timeout(10):
-            while not _process_gone(before):
-                await asyncio.sleep(0.01)
+        add_tool = await tool_named(manager, "basic__add")
+        pids = [int((await pid_tool.run({}, ctx)).content)]
+        for _ in range(3):
+            os.kill(pids[-1], signal.SIGKILL)
+            async with asyncio.timeout(10):
+                while not _process_gone(pids[-1]):
+                    await asyncio.sleep(0.01)
+            # A tool that may act: were the request sent to the dead server, the outcome would
+            # be unknown; it must go to a fresh server instead.
+            added = await add_tool.run({"a": 2, "b": 3}, ctx)
+            assert added.content == "5"
+            pids.append(int((await pid_tool.run({}, ctx)).content))
 
-        after = int((await pid_tool.run({}, ctx)).content)
-
-    assert after != before
+    assert len(set(pids)) == 4

@@ -154,9 +154,19 @@ async def test_read_file_past_the_end_is_an_error(workspace: Path) -> None:
 
 
 async def test_read_file_refuses_binary_files(workspace: Path) -> None:
-    (workspace / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    with pytest.raises(ToolError, match=r"image.png is a binary file"):
-        await call(workspace, "read_file", path="image.png")
+    (workspace / "program.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\x00")
+    with pytest.raises(ToolError, match=r"program.bin is a binary file"):
+        await call(workspace, "read_file", path="program.bin")
+
+
+async def test_read_file_on_an_image_returns_the_image_described(workspace: Path) -> None:
+    from tests.fakes.mcp_servers import PNG_BYTES
+
+    (workspace / "pixel.png").write_bytes(PNG_BYTES)
+    tools = dict(builtin_tools())
+    output = await tools["read_file"].run({"path": "pixel.png"}, context(workspace))
+    assert output.content == f"pixel.png: [image: png 1×1, {len(PNG_BYTES)} B]"
+    assert [(image.data, image.media_type) for image in output.images] == [(PNG_BYTES, "image/png")]
 
 
 async def test_read_file_refuses_huge_files_with_advice(workspace: Path) -> None:

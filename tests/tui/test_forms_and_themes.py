@@ -18,7 +18,12 @@ from tui.widgets.elicitation_form import ElicitationForm
 FORM_SCHEMA = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "title": "Name", "minLength": 2},
+        "name": {
+            "type": "string",
+            "title": "Name",
+            "description": "Your full legal name",
+            "minLength": 2,
+        },
         "count": {"type": "integer", "title": "How many", "minimum": 1},
         "urgent": {"type": "boolean", "title": "Urgent"},
         "colour": {"enum": ["red", "green"], "title": "Colour"},
@@ -66,6 +71,9 @@ async def test_an_elicitation_form_shows_errors_beside_fields_then_sends_the_ans
         await wait_until(pilot, lambda: screen.query(ElicitationForm))
         form = screen.query_one(ElicitationForm)
         assert isinstance(form.query_one("#input-urgent"), Checkbox)
+        label = form.query_one("#field-name .field-label", Static)
+        assert str(label.render()).startswith("Name")
+        assert str(form.query_one("#help-name", Static).render()) == "Your full legal name"
 
         await pilot.press("x", "ctrl+s")  # a one-letter name and no count
         await pilot.pause()

@@ -101,6 +101,8 @@ async def cmd_doctor(ctx: Context) -> int:
                 out(f"  read {source}")
         else:
             out("  no config files found (using defaults)")
+        for warning in list(getattr(config, "warnings", []) or []):
+            out(f"  warning: {warning}")
 
     out("")
     out("Environment:")
@@ -162,6 +164,8 @@ async def _check_mcp(ctx: Context, config: Any) -> bool:
             ctx.print(
                 f"  {report.name} ({report.transport}): starts — {len(report.tools)} tools: {names}"
             )
+            for unsupported in report.unsupported:
+                ctx.print(f"    not offered: {unsupported}")
         else:
             ctx.print(f"  {report.name} ({report.transport}): error: {report.error}")
             healthy = False

@@ -149,8 +149,11 @@ def describe_request(request: InputRequest) -> list[str]:
             lines.append(f"{source} asks for input: {request.prompt}")
             for name, prop, required in schema_fields(request.answer_schema):
                 flag = "required" if required else "optional"
-                title = prop.get("title") or prop.get("description") or ""
-                suffix = f" — {title}" if title else ""
+                # The title is the field's label, the description its help.
+                label = ": ".join(
+                    str(part) for part in (prop.get("title"), prop.get("description")) if part
+                )
+                suffix = f" — {label}" if label else ""
                 lines.append(f"  {name} ({field_type(prop)}, {flag}){suffix}")
     return lines
 

@@ -40,6 +40,7 @@ class ElicitationForm(Vertical):
     ElicitationForm .field Input, ElicitationForm .field Select { width: 1fr; }
     ElicitationForm .field Checkbox { width: 1fr; }
     ElicitationForm .field-error { width: 30; color: $error; padding-top: 1; }
+    ElicitationForm .field-help { color: $text-muted; padding-left: 22; }
     ElicitationForm .form-buttons { height: auto; }
     ElicitationForm .prompt-keys { color: $text-muted; }
     """
@@ -64,6 +65,10 @@ class ElicitationForm(Vertical):
                     yield Static(label, classes="field-label", markup=False)
                     yield self._input_for(name, spec)
                     yield Static("", classes="field-error", id=f"error-{name}", markup=False)
+                help_text = spec.get("description")
+                if isinstance(help_text, str) and help_text.strip():
+                    # The schema's description is the field's help; its title is the label.
+                    yield Static(help_text, classes="field-help", id=f"help-{name}", markup=False)
         yield Static("", classes="field-error", id="error-form", markup=False)
         with Horizontal(classes="form-buttons"):
             yield Button("Submit", id="submit", variant="primary")
@@ -76,7 +81,7 @@ class ElicitationForm(Vertical):
         default = spec.get("default")
         widget_id = f"input-{name}"
         if kind == "boolean":
-            return Checkbox(spec.get("description", ""), value=bool(default), id=widget_id)
+            return Checkbox(value=bool(default), id=widget_id)
         if kind == "enum":
             options = [(str(value), str(value)) for value in spec["enum"]]
             return Select(
@@ -87,7 +92,7 @@ class ElicitationForm(Vertical):
             )
         return Input(
             value="" if default is None else str(default),
-            placeholder=spec.get("description", kind),
+            placeholder=kind,
             type="number" if kind == "number" else ("integer" if kind == "integer" else "text"),
             id=widget_id,
         )

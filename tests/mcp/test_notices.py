@@ -1,0 +1,69 @@
+"""What a person should see about servers: start-up failures and server warnings, as notices."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from runtime.config import StdioServerConfig
+from runtime.mcp import InMemoryServer, McpManager, McpNotice
+from tests.fakes.mcp_servers import build_server, stdio_config
+from tests.mcp.helpers import Recorder, tool_named
+
+
+@pytest.mark.slow
+async def test_a_server_that_cannot_start_gives_a_notice_with_its_reason_and_stderr_and_a_log_line(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers = {
+        "broken": stdio_config("broken"),
+        "missing": StdioServerConfig(command="agent-tui-no-such-command-xyz"),
+    }
+    with caplog.at_level(logging.WARNING, logger="runtime.mcp"):
+        async with McpManager(servers, workspace=workspace, startup_timeout=20.0) as manager:
+            assert await manager.tools() == []
+            notices = manager.take_notices()
+            again = manager.take_notices()
+
+    by_server = {notice.server: notice for notice in notices}
+    assert set(by_server) == {"broken", "missing"}
+    broken = by_server["broken"]
+    assert broken.level == "error"
+    assert broken.text.startswith("MCP server 'broken' could not start: exited with code 3")
+    assert "fatal: the broken server refuses to start" in broken.text
+    assert by_server["missing"].text == (
+        "MCP server 'missing' could not start: command not found: "
+        "'agent-tui-no-such-command-xyz'; its tools are not available"
+    )
+    assert again == []
+    assert "fatal: the broken server refuses to start" in caplog.text
+    assert "could not start: command not found" in caplog.text
+
+
+# Server logging is deprecated in the 2026-07-28 protocol; servers on older versions still log.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_server_log_messages_go_to_the_log_and_warnings_become_notices(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers = {"basic": InMemoryServer(build_server("basic"))}
+    with caplog.at_level(logging.DEBUG, logger="runtime.mcp"):
+        async with McpManager(servers, workspace=workspace) as manager:
+            chatty = await tool_named(manager, "basic__chatty")
+            output = await chatty.run({}, Recorder().context(workspace))
+            notices = manager.take_notices()
+
+    assert output.content == "said my piece"
+    assert "MCP server basic: starting up the flux capacitor" in caplog.text
+    assert "MCP server basic/storage: disk almost full" in caplog.text
+    assert notices == [
+        McpNotice(
+            server="basic", level="warning", text="MCP server 'basic' warning: disk almost full"
+        ),
+        McpNotice(
+            server="basic",
+            level="error",
+            text='MCP server \'basic\' error: {"error": "quota exceeded"}',
+        ),
+    ]
