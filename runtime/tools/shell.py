@@ -1,15 +1,22 @@
 """The ``shell`` tool: one command in the workspace, its output streamed as progress.
 
-The command runs under ``/bin/sh`` in a session (and process group) of its own, so that a
-timeout or a cancel can stop it together with every child it started: SIGTERM to the group,
-a short grace, then SIGKILL, and the tool returns (or re-raises) only once no process of the
-group is left running.
+On Linux with bubblewrap the command runs confined (``runtime.tools.sandbox``): the workspace
+read-write, the rest read-only, credentials in ``$HOME`` hidden, no network unless allowed, and
+its own pid namespace, so nothing it started outlives it or agent-tui. Without a sandbox it runs
+as before, unconfined, and a small ``/bin/sh`` supervisor kills its whole process group when
+agent-tui dies (``PR_SET_PDEATHSIG``).
+
+Either way the command runs in a session (and process group) of its own, so that a timeout or a
+cancel can stop it together with every child it started: SIGTERM to the group, a short grace,
+then SIGKILL, and the tool returns (or re-raises) only once no process of the group is left
+running.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import ctypes
 import logging
 import os
 import signal
@@ -17,9 +24,12 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtime.errors import ToolError
+from collections.abc import Callable
+
+from runtime.errors import ConfigError, ToolError
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
+from runtime.tools.sandbox import bwrap_arguments, sandbox_status
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "ShellTool"]
 
@@ -44,6 +54,46 @@ OUTPUT_POLL_INTERVAL = 0.05
 _SECRET_ENVIRONMENT = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 """The runtime's own model keys are not handed to commands the model runs: a command printing
 its environment would otherwise copy them into the transcript."""
+
+
+_PR_SET_PDEATHSIG = 1
+
+_SUPERVISOR = 'trap "kill -KILL 0" HUP; /bin/sh -c "$1" & wait $!'
+"""Without a sandbox: a supervising shell that gets SIGHUP when agent-tui dies (parent-death
+signal) and then kills its whole process group, so no command outlives agent-tui; otherwise it
+waits for the command and exits with its status."""
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to send SIGHUP to the child when we die (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
+        if os.getppid() != parent:  # we died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+def _network_allowed(ctx: ToolContext) -> bool:
+    """``[permissions] shell_network`` for the call's workspace (the engine may pass it in
+    ``ctx.extra``); a config that cannot be read means no network."""
+    given = ctx.extra.get("shell_network")
+    if isinstance(given, bool):
+        return given
+    from runtime.config import load_config
+
+    try:
+        return bool(load_config(ctx.workspace).permissions.shell_network)
+    except (ConfigError, OSError):
+        return False
 
 
 class _Output:
@@ -227,9 +277,11 @@ class ShellTool(_BuiltinTool):
         "Run a shell command (/bin/sh) in the workspace folder and return its exit code and "
         "combined stdout and stderr. Standard input is empty: the command cannot prompt. "
         f"It is stopped after `timeout` seconds (default {DEFAULT_TIMEOUT:g}, at most "
-        f"{MAX_TIMEOUT:g}). Long output keeps its beginning and end. Background processes that "
-        "keep the output open are stopped when the command ends; redirect their output to a "
-        "file to keep them running."
+        f"{MAX_TIMEOUT:g}). Long output keeps its beginning and end. Where a sandbox is "
+        "available, only the workspace (and a private /tmp) is writable, the network is off "
+        "unless the person allowed it, and every process the command starts, background ones "
+        "included, is stopped when it ends. Without a sandbox, background processes that keep "
+        "the output open are stopped when the command ends."
     )
     SCHEMA: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -254,6 +306,22 @@ class ShellTool(_BuiltinTool):
     read_only = False
     approval_default: ApprovalDefault = "ask"
 
+    def __init__(self, *, sandbox: bool | None = None) -> None:
+        """``sandbox``: None (default) confines commands when bubblewrap works here; False
+        never does; True insists (a call fails when there is no sandbox)."""
+        super().__init__()
+        self.sandbox = sandbox
+
+    def _sandbox_program(self) -> str | None:
+        if self.sandbox is False:
+            return None
+        status = sandbox_status()
+        if status.available:
+            return status.program
+        if self.sandbox:
+            raise ToolError(f"the shell sandbox is not available: {status.detail}")
+        return None
+
     def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"command": arguments.get("command", ""), "cwd": str(ctx.workspace)}
 
@@ -272,19 +340,34 @@ class ShellTool(_BuiltinTool):
         env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENVIRONMENT}
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
-        try:
-            process = await asyncio.create_subprocess_shell(
+        program = self._sandbox_program()
+        if program is not None:
+            home = env.get("HOME")
+            argv = bwrap_arguments(
+                program,
                 command,
+                workspace=cwd,
+                home=Path(home) if home else None,
+                network=_network_allowed(ctx),
+            )
+            preexec = None
+        else:
+            argv = ["/bin/sh", "-c", _SUPERVISOR, "agent-tui-shell", command]
+            preexec = _parent_death_signal()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=preexec,
             )
         except OSError as exc:
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
-        pgid = process.pid  # a new session: the shell leads its own process group
+        pgid = process.pid  # a new session: bwrap or the shell leads its own process group
         assert process.stdout is not None
         output = _Output()
         pump = asyncio.create_task(_pump(process.stdout, output, ctx))
