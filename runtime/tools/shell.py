@@ -21,10 +21,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
-
-from collections.abc import Callable
 
 from runtime.errors import ConfigError, ToolError
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
@@ -205,19 +204,42 @@ async def _wait_gone(process: asyncio.subprocess.Process, pgid: int, seconds: fl
         await asyncio.sleep(POLL_INTERVAL)
 
 
+async def _wait_gone_regardless(
+    process: asyncio.subprocess.Process, pgid: int, seconds: float
+) -> bool:
+    """``_wait_gone`` that a further cancel does not cut short; returns whether it was
+    cancelled meanwhile (the caller re-raises once the processes are gone)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    cancelled = False
+    while True:
+        try:
+            if await _wait_gone(process, pgid, max(deadline - loop.time(), 0.0)):
+                return cancelled
+            logger.warning("shell: process group %d still has processes after SIGKILL", pgid)
+            return cancelled
+        except asyncio.CancelledError:
+            cancelled = True
+            _signal_group(pgid, signal.SIGKILL)
+
+
 async def _stop_group(process: asyncio.subprocess.Process, pgid: int) -> None:
-    """SIGTERM the group, then SIGKILL what is left; return once nothing of it runs."""
+    """SIGTERM the group, then SIGKILL what is left; return once nothing of it runs.
+
+    A second cancel while stopping (the engine cancels a run's tasks more than once) skips the
+    grace but still waits, bounded, until every process is gone before it is re-raised: a
+    killed process on a loaded machine stays runnable until it is scheduled to die, and the
+    caller must not report "stopped" while it is still there."""
+    cancelled = False
     try:
         _signal_group(pgid, signal.SIGTERM)
         if await _wait_gone(process, pgid, TERM_GRACE):
             return
-        _signal_group(pgid, signal.SIGKILL)
-        if not await _wait_gone(process, pgid, KILL_WAIT):
-            logger.warning("shell: process group %d still has processes after SIGKILL", pgid)
     except asyncio.CancelledError:
-        # Cancelled again while stopping: do not leave anything behind.
-        _signal_group(pgid, signal.SIGKILL)
-        raise
+        cancelled = True
+    _signal_group(pgid, signal.SIGKILL)
+    if await _wait_gone_regardless(process, pgid, KILL_WAIT) or cancelled:
+        raise asyncio.CancelledError
 
 
 async def _finish_pump(pump: asyncio.Task[None], seconds: float) -> None:
@@ -385,12 +407,10 @@ class ShellTool(_BuiltinTool):
             ) from None
         except BaseException:
             # Cancelled (or failed): stop the processes before letting the error through.
-            await _stop_group(process, pgid)
-            pump.cancel()
             try:
-                await pump
-            except (asyncio.CancelledError, Exception):
-                pass
+                await _stop_group(process, pgid)
+            finally:
+                pump.cancel()
             raise
         pump.result()  # re-raise a reader failure, if any
         text = output.text()

@@ -40,6 +40,14 @@ def live_processes_with(argv: str) -> list[int]:
     return found
 
 
+async def wait_for_processes(argv: str, count: int, *, timeout: float = 30) -> None:
+    """Until ``count`` processes run ``argv`` (a forked child may not have exec'd yet when the
+    shell goes on): the process table has no event to wait for, so poll it, bounded."""
+    async with asyncio.timeout(timeout):
+        while len(live_processes_with(argv)) < count:
+            await asyncio.sleep(0.02)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary HOME holding fake credentials, readable on the host."""
@@ -81,7 +89,7 @@ async def listener() -> AsyncIterator[Listener]:
 
 def connect_command(port: int) -> str:
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
-    return f"{sys.executable} -c \"{code}\" 2>/dev/null && echo net-CONNECTED || echo net-refused"
+    return f'{sys.executable} -c "{code}" 2>/dev/null && echo net-CONNECTED || echo net-refused'
 
 
 async def run(tool: ShellTool, workspace: Path, command: str) -> str:
@@ -168,7 +176,7 @@ async def test_cancelling_a_sandboxed_command_leaves_no_process_alive(workspace:
     task = asyncio.create_task(ShellTool().run({"command": command}, context))
     async with asyncio.timeout(30):
         await started.wait()
-    assert len(live_processes_with(f"sleep {marker}")) == 2
+    await wait_for_processes(f"sleep {marker}", 2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
