@@ -8,6 +8,7 @@ from typing import Any, Literal
 from runtime.history import all_messages
 from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from runtime.store.base import Store
+from runtime.textsafe import terminal_safe, terminal_safe_line
 
 _RESULT_LIMIT = 4000
 
@@ -33,7 +34,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
     if format != "md":
         raise ValueError(f"unknown export format {format!r}")
     lines = [
-        f"# {job.title}",
+        f"# {terminal_safe_line(job.title)}",
         "",
         f"- Job: `{job.id}`",
         f"- Workspace: `{job.workspace}`",
@@ -52,7 +53,8 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
             lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
         for message in await all_messages(store, run.id):
             lines += _message_lines(message)
-    return "\n".join(lines).rstrip() + "\n"
+    # Markdown is read in terminals (cat, less -R): control characters are made visible.
+    return terminal_safe("\n".join(lines).rstrip()) + "\n"
 
 
 def _message_lines(message: Message) -> list[str]:

@@ -55,7 +55,9 @@ USAGE_ERRORS = (ConfigError, DatabaseError, InvalidInput, NotFoundError, Conflic
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    from runtime.textsafe import terminal_safe
+
+    sys.stderr.write(terminal_safe(text) + "\n")
     sys.stderr.flush()
 
 
@@ -106,13 +108,18 @@ class _Interrupt:
 
 async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
     from tui._cli.commands import COMMANDS, RUNS_AN_AGENT, Context, open_runtime
+    from tui._cli.render import TerminalSafeWriter
 
+    # Plain text is made terminal-safe on its way out; JSON stays exact.
+    exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
     ctx = Context(
         db_path=db_path,
         workspace=workspace,
         config=None if args.command == "doctor" else load_config(workspace),
         model=model_override(getattr(args, "model", None)),
         interactive=_stdin_is_terminal(),
+        out=sys.stdout if exact else TerminalSafeWriter(sys.stdout),  # type: ignore[arg-type]
+        err=TerminalSafeWriter(sys.stderr),  # type: ignore[arg-type]
     )
     task = asyncio.current_task()
     assert task is not None
