@@ -12,6 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from runtime.models import InputRequest
+from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered
 
 
@@ -57,8 +58,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
                 text = json.dumps(arguments, indent=2, ensure_ascii=False)
                 if len(text) > 2000:
                     text = text[:2000] + "\n…"
-                yield Static(text, classes="prompt-arguments", markup=False)
+                yield Static(terminal_safe(text), classes="prompt-arguments", markup=False)
             if isinstance(diff, str) and diff:
+                diff = terminal_safe(diff)  # file content
                 yield Static(Syntax(diff, "diff", word_wrap=True), classes="prompt-diff")
         yield Static(
             "y allow once · a allow this run · A always here · n deny · r deny with a reason",
