@@ -172,13 +172,58 @@ def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
     return int(result or 0)
 
 
+def _check_utf8(argv: Sequence[str]) -> None:
+    """Arguments that are not valid UTF-8 reach Python as lone surrogates; refuse them before
+    anything is parsed or written."""
+    for number, argument in enumerate(argv, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise InvalidInput(f"argument {number} is not valid UTF-8: {shown}") from None
+
+
+def _why_unwritable(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
+
+
+def _check_writable(db_path: Path) -> None:
+    """The database folder, the database and the log must be writable (SQLite keeps its journal
+    beside the database): say so in one line instead of failing half-way."""
+    folder = db_path.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"the database folder {folder} is not writable ({_why_unwritable(folder)}); "
+            "choose another with --db or AGENT_TUI_DB"
+        )
+    if db_path.exists() and not os.access(db_path, os.W_OK):
+        raise ConfigError(f"the database {db_path} is not writable ({_why_unwritable(folder)})")
+    log_file = log_path(db_path)
+    if log_file.is_dir() or (log_file.exists() and not os.access(log_file, os.W_OK)):
+        raise ConfigError(
+            f"cannot write the log file {log_file} "
+            f"({'it is a folder' if log_file.is_dir() else _why_unwritable(folder)})"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        _check_utf8(sys.argv[1:] if argv is None else argv)
+    except AgentTuiError as exc:
+        _say(f"agent-tui: error: {_one_line(exc.message)}")
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
     db_path: Path | None = None
     try:
         db_path = resolve_db_path(args.db)
         prepare_db_path(db_path)
+        _check_writable(db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
