@@ -36,6 +36,7 @@ __all__ = [
     "HIDDEN_HOME_PATHS",
     "SandboxStatus",
     "bwrap_arguments",
+    "describe_sandbox",
     "sandbox_status",
 ]
 
@@ -77,6 +78,20 @@ class SandboxStatus:
 
 
 _cached: dict[str, SandboxStatus] = {}
+
+
+def describe_sandbox() -> str:
+    """One line for ``doctor``: what confines ``shell`` commands here, or why nothing does."""
+    status = sandbox_status()
+    if status.available:
+        return (
+            f"on ({status.detail}): commands write only the workspace, see no credentials in "
+            "HOME, have no network unless [permissions] shell_network = true, and die with "
+            "the call"
+        )
+    return (
+        f"off: {status.detail}; shell commands run unconfined and every shell call asks first"
+    )
 
 
 def _find_bwrap(environ: dict[str, str] | os._Environ[str]) -> str | None:
