@@ -89,9 +89,7 @@ def describe_sandbox() -> str:
             "HOME, have no network unless [permissions] shell_network = true, and die with "
             "the call"
         )
-    return (
-        f"off: {status.detail}; shell commands run unconfined and every shell call asks first"
-    )
+    return f"off: {status.detail}; shell commands run unconfined and every shell call asks first"
 
 
 def _find_bwrap(environ: dict[str, str] | os._Environ[str]) -> str | None:
