@@ -83,12 +83,7 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
         pilot,
         lambda: screen.conversation.is_vertical_scroll_end and isinstance(pilot.app.focused, until),
     )
-    # The scrollbar's thumb is drawn from its own repaint, which the last scroll of a layout
-    # change can leave unpainted (its position is right, the picture is of the frame before):
-    # under load the screenshot then caught one frame or the other. Repaint the settled state.
-    screen.conversation.vertical_scrollbar.refresh()
-    screen.conversation.refresh()
-    await pilot.pause()
+    await pilot.pause(0.1)
 
 
 def test_the_main_screen_on_an_empty_database(snap_compare: Any, snapshot_app: Any) -> None:
