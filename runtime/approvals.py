@@ -5,6 +5,10 @@ run; then ``ask`` rules; then ``allow`` rules; then the tool's own default (read
 writes and shell ask). Rules are tool names or fnmatch patterns (``shell``, ``write_*``,
 ``server__*``, ``*``).
 
+Where the ``shell`` tool cannot be sandboxed (no working bubblewrap), ``[permissions] allow``
+rules and the default no longer let it run unasked: every ``shell`` call asks (a ``deny`` rule
+still wins, and what the person allowed for this run still counts).
+
 "Allow always in this workspace" is a visible, revocable rule: the tool's name in
 ``[permissions] allow`` of the workspace's ``agent-tui.toml``, added and removed with tomlkit so
 the rest of the file (and its comments) stays as it was. ``runtime.permissions`` lists every
@@ -52,9 +56,18 @@ def _first_match(tool_name: str, patterns: Iterable[str]) -> str | None:
 class ApprovalPolicy:
     """Decides, per tool name, from the configured permissions and this run's allowances."""
 
-    def __init__(self, permissions: Permissions, run_allowed: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        permissions: Permissions,
+        run_allowed: set[str] | None = None,
+        *,
+        shell_confined: bool | None = None,
+    ) -> None:
+        """``shell_confined``: whether shell commands run in the sandbox; None asks
+        ``runtime.tools.sandbox`` (probed once per process)."""
         self.permissions = permissions
         self.run_allowed: set[str] = run_allowed if run_allowed is not None else set()
+        self._shell_confined = shell_confined
 
     def decide(self, tool_name: str, *, default: Decision) -> Decision:
         return self.explain(tool_name, default=default)[0]
@@ -69,10 +82,28 @@ class ApprovalPolicy:
         rule = _first_match(tool_name, self.permissions.ask)
         if rule is not None:
             return "ask", f"the rule {rule!r} in [permissions] ask"
+        unconfined = unconfined_shell_reason(tool_name, self._shell_confined)
+        if unconfined is not None:
+            return "ask", unconfined
         rule = _first_match(tool_name, self.permissions.allow)
         if rule is not None:
             return "allow", f"allowed by the rule {rule!r} in [permissions] allow"
         return default, f"the default for {tool_name}"
+
+
+def unconfined_shell_reason(tool_name: str, shell_confined: bool | None = None) -> str | None:
+    """Why a ``shell`` call must ask although a rule allows it: the shell is not sandboxed here.
+    None for other tools, or when the sandbox works."""
+    if tool_name != "shell":
+        return None
+    if shell_confined is None:
+        from runtime.tools.sandbox import sandbox_status
+
+        status = sandbox_status()
+        if status.available:
+            return None
+        return f"shell is not sandboxed here ({status.detail}), so every call asks"
+    return None if shell_confined else "shell is not sandboxed here, so every call asks"
 
 
 def list_always_rules(workspace: Path) -> list[str]:

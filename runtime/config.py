@@ -97,6 +97,8 @@ class Permissions(_Config):
     allow: list[str] = []
     ask: list[str] = []
     deny: list[str] = []
+    shell_network: bool = False
+    """Sandboxed ``shell`` commands may use the network (off by default)."""
 
 
 class Config(_Config):
@@ -524,6 +526,9 @@ def _merge_layers(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         elif key == "permissions" and isinstance(value, dict):
             lists = dict(result.get(key, {}))
             for rule_kind, patterns in value.items():
+                if not isinstance(patterns, list):  # shell_network: the later file wins
+                    lists[rule_kind] = patterns
+                    continue
                 combined = [*lists.get(rule_kind, []), *patterns]
                 lists[rule_kind] = list(dict.fromkeys(combined))
             result[key] = lists

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from runtime.history import all_messages
 from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from runtime.store.base import Store
+from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, inherited_history, partial_answer
 
 _RESULT_LIMIT = 4000
@@ -52,7 +53,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
     if format != "md":
         raise ValueError(f"unknown export format {format!r}")
     lines = [
-        f"# {job.title}",
+        f"# {terminal_safe_line(job.title)}",
         "",
         f"- Job: `{job.id}`",
         f"- Workspace: `{job.workspace}`",
@@ -84,7 +85,8 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
         partial = await partial_answer(store, run)
         if partial is not None:
             lines += _partial_lines(partial)
-    return "\n".join(lines).rstrip() + "\n"
+    # Markdown is read in terminals (cat, less -R): control characters are made visible.
+    return terminal_safe("\n".join(lines).rstrip()) + "\n"
 
 
 def _partial_lines(partial: PartialAnswer) -> list[str]:

@@ -88,7 +88,10 @@ def test_a_saved_rule_creates_the_file_and_is_read_back_by_config(workspace: Pat
     assert path.read_text() == '[permissions]\nallow = ["shell"]\n'
     config = load_config(workspace, user_config=workspace / "no-user.toml", env={})
     assert config.permissions.allow == ["shell"]
-    assert ApprovalPolicy(config.permissions).decide("shell", default="ask") == "allow"
+    assert (
+        ApprovalPolicy(config.permissions, shell_confined=True).decide("shell", default="ask")
+        == "allow"
+    )
 
 
 def test_saving_keeps_the_rest_of_the_file_and_its_comments(workspace: Path) -> None:

@@ -55,7 +55,9 @@ USAGE_ERRORS = (ConfigError, DatabaseError, InvalidInput, NotFoundError, Conflic
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    from runtime.textsafe import terminal_safe
+
+    sys.stderr.write(terminal_safe(text) + "\n")
     sys.stderr.flush()
 
 
@@ -106,13 +108,18 @@ class _Interrupt:
 
 async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
     from tui._cli.commands import COMMANDS, RUNS_AN_AGENT, Context, open_runtime
+    from tui._cli.render import TerminalSafeWriter
 
+    # Plain text is made terminal-safe on its way out; JSON stays exact.
+    exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
     ctx = Context(
         db_path=db_path,
         workspace=workspace,
         config=None if args.command == "doctor" else load_config(workspace),
         model=model_override(getattr(args, "model", None)),
         interactive=_stdin_is_terminal(),
+        out=sys.stdout if exact else TerminalSafeWriter(sys.stdout),  # type: ignore[arg-type]
+        err=TerminalSafeWriter(sys.stderr),  # type: ignore[arg-type]
     )
     task = asyncio.current_task()
     assert task is not None
@@ -165,13 +172,58 @@ def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
     return int(result or 0)
 
 
+def _check_utf8(argv: Sequence[str]) -> None:
+    """Arguments that are not valid UTF-8 reach Python as lone surrogates; refuse them before
+    anything is parsed or written."""
+    for number, argument in enumerate(argv, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise InvalidInput(f"argument {number} is not valid UTF-8: {shown}") from None
+
+
+def _why_unwritable(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
+
+
+def _check_writable(db_path: Path) -> None:
+    """The database folder, the database and the log must be writable (SQLite keeps its journal
+    beside the database): say so in one line instead of failing half-way."""
+    folder = db_path.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"the database folder {folder} is not writable ({_why_unwritable(folder)}); "
+            "choose another with --db or AGENT_TUI_DB"
+        )
+    if db_path.exists() and not os.access(db_path, os.W_OK):
+        raise ConfigError(f"the database {db_path} is not writable ({_why_unwritable(folder)})")
+    log_file = log_path(db_path)
+    if log_file.is_dir() or (log_file.exists() and not os.access(log_file, os.W_OK)):
+        raise ConfigError(
+            f"cannot write the log file {log_file} "
+            f"({'it is a folder' if log_file.is_dir() else _why_unwritable(folder)})"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        _check_utf8(sys.argv[1:] if argv is None else argv)
+    except AgentTuiError as exc:
+        _say(f"agent-tui: error: {_one_line(exc.message)}")
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
     db_path: Path | None = None
     try:
         db_path = resolve_db_path(args.db)
         prepare_db_path(db_path)
+        _check_writable(db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE

@@ -1,25 +1,34 @@
 """The ``shell`` tool: one command in the workspace, its output streamed as progress.
 
-The command runs under ``/bin/sh`` in a session (and process group) of its own, so that a
-timeout or a cancel can stop it together with every child it started: SIGTERM to the group,
-a short grace, then SIGKILL, and the tool returns (or re-raises) only once no process of the
-group is left running.
+On Linux with bubblewrap the command runs confined (``runtime.tools.sandbox``): the workspace
+read-write, the rest read-only, credentials in ``$HOME`` hidden, no network unless allowed, and
+its own pid namespace, so nothing it started outlives it or agent-tui. Without a sandbox it runs
+as before, unconfined, and a small ``/bin/sh`` supervisor kills its whole process group when
+agent-tui dies (``PR_SET_PDEATHSIG``).
+
+Either way the command runs in a session (and process group) of its own, so that a timeout or a
+cancel can stop it together with every child it started: SIGTERM to the group, a short grace,
+then SIGKILL, and the tool returns (or re-raises) only once no process of the group is left
+running.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import ctypes
 import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtime.errors import ToolError
+from runtime.errors import ConfigError, ToolError
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
+from runtime.tools.sandbox import bwrap_arguments, sandbox_status
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "ShellTool"]
 
@@ -44,6 +53,46 @@ OUTPUT_POLL_INTERVAL = 0.05
 _SECRET_ENVIRONMENT = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 """The runtime's own model keys are not handed to commands the model runs: a command printing
 its environment would otherwise copy them into the transcript."""
+
+
+_PR_SET_PDEATHSIG = 1
+
+_SUPERVISOR = 'trap "kill -KILL 0" HUP; /bin/sh -c "$1" & wait $!'
+"""Without a sandbox: a supervising shell that gets SIGHUP when agent-tui dies (parent-death
+signal) and then kills its whole process group, so no command outlives agent-tui; otherwise it
+waits for the command and exits with its status."""
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to send SIGHUP to the child when we die (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
+        if os.getppid() != parent:  # we died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+def _network_allowed(ctx: ToolContext) -> bool:
+    """``[permissions] shell_network`` for the call's workspace (the engine may pass it in
+    ``ctx.extra``); a config that cannot be read means no network."""
+    given = ctx.extra.get("shell_network")
+    if isinstance(given, bool):
+        return given
+    from runtime.config import load_config
+
+    try:
+        return bool(load_config(ctx.workspace).permissions.shell_network)
+    except (ConfigError, OSError):
+        return False
 
 
 class _Output:
@@ -155,19 +204,42 @@ async def _wait_gone(process: asyncio.subprocess.Process, pgid: int, seconds: fl
         await asyncio.sleep(POLL_INTERVAL)
 
 
+async def _wait_gone_regardless(
+    process: asyncio.subprocess.Process, pgid: int, seconds: float
+) -> bool:
+    """``_wait_gone`` that a further cancel does not cut short; returns whether it was
+    cancelled meanwhile (the caller re-raises once the processes are gone)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    cancelled = False
+    while True:
+        try:
+            if await _wait_gone(process, pgid, max(deadline - loop.time(), 0.0)):
+                return cancelled
+            logger.warning("shell: process group %d still has processes after SIGKILL", pgid)
+            return cancelled
+        except asyncio.CancelledError:
+            cancelled = True
+            _signal_group(pgid, signal.SIGKILL)
+
+
 async def _stop_group(process: asyncio.subprocess.Process, pgid: int) -> None:
-    """SIGTERM the group, then SIGKILL what is left; return once nothing of it runs."""
+    """SIGTERM the group, then SIGKILL what is left; return once nothing of it runs.
+
+    A second cancel while stopping (the engine cancels a run's tasks more than once) skips the
+    grace but still waits, bounded, until every process is gone before it is re-raised: a
+    killed process on a loaded machine stays runnable until it is scheduled to die, and the
+    caller must not report "stopped" while it is still there."""
+    cancelled = False
     try:
         _signal_group(pgid, signal.SIGTERM)
         if await _wait_gone(process, pgid, TERM_GRACE):
             return
-        _signal_group(pgid, signal.SIGKILL)
-        if not await _wait_gone(process, pgid, KILL_WAIT):
-            logger.warning("shell: process group %d still has processes after SIGKILL", pgid)
     except asyncio.CancelledError:
-        # Cancelled again while stopping: do not leave anything behind.
-        _signal_group(pgid, signal.SIGKILL)
-        raise
+        cancelled = True
+    _signal_group(pgid, signal.SIGKILL)
+    if await _wait_gone_regardless(process, pgid, KILL_WAIT) or cancelled:
+        raise asyncio.CancelledError
 
 
 async def _finish_pump(pump: asyncio.Task[None], seconds: float) -> None:
@@ -227,9 +299,11 @@ class ShellTool(_BuiltinTool):
         "Run a shell command (/bin/sh) in the workspace folder and return its exit code and "
         "combined stdout and stderr. Standard input is empty: the command cannot prompt. "
         f"It is stopped after `timeout` seconds (default {DEFAULT_TIMEOUT:g}, at most "
-        f"{MAX_TIMEOUT:g}). Long output keeps its beginning and end. Background processes that "
-        "keep the output open are stopped when the command ends; redirect their output to a "
-        "file to keep them running."
+        f"{MAX_TIMEOUT:g}). Long output keeps its beginning and end. Where a sandbox is "
+        "available, only the workspace (and a private /tmp) is writable, the network is off "
+        "unless the person allowed it, and every process the command starts, background ones "
+        "included, is stopped when it ends. Without a sandbox, background processes that keep "
+        "the output open are stopped when the command ends."
     )
     SCHEMA: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -254,6 +328,22 @@ class ShellTool(_BuiltinTool):
     read_only = False
     approval_default: ApprovalDefault = "ask"
 
+    def __init__(self, *, sandbox: bool | None = None) -> None:
+        """``sandbox``: None (default) confines commands when bubblewrap works here; False
+        never does; True insists (a call fails when there is no sandbox)."""
+        super().__init__()
+        self.sandbox = sandbox
+
+    def _sandbox_program(self) -> str | None:
+        if self.sandbox is False:
+            return None
+        status = sandbox_status()
+        if status.available:
+            return status.program
+        if self.sandbox:
+            raise ToolError(f"the shell sandbox is not available: {status.detail}")
+        return None
+
     def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"command": arguments.get("command", ""), "cwd": str(ctx.workspace)}
 
@@ -272,19 +362,34 @@ class ShellTool(_BuiltinTool):
         env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENVIRONMENT}
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
-        try:
-            process = await asyncio.create_subprocess_shell(
+        program = self._sandbox_program()
+        if program is not None:
+            home = env.get("HOME")
+            argv = bwrap_arguments(
+                program,
                 command,
+                workspace=cwd,
+                home=Path(home) if home else None,
+                network=_network_allowed(ctx),
+            )
+            preexec = None
+        else:
+            argv = ["/bin/sh", "-c", _SUPERVISOR, "agent-tui-shell", command]
+            preexec = _parent_death_signal()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=preexec,
             )
         except OSError as exc:
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
-        pgid = process.pid  # a new session: the shell leads its own process group
+        pgid = process.pid  # a new session: bwrap or the shell leads its own process group
         assert process.stdout is not None
         output = _Output()
         pump = asyncio.create_task(_pump(process.stdout, output, ctx))
@@ -302,12 +407,10 @@ class ShellTool(_BuiltinTool):
             ) from None
         except BaseException:
             # Cancelled (or failed): stop the processes before letting the error through.
-            await _stop_group(process, pgid)
-            pump.cancel()
             try:
-                await pump
-            except (asyncio.CancelledError, Exception):
-                pass
+                await _stop_group(process, pgid)
+            finally:
+                pump.cancel()
             raise
         pump.result()  # re-raise a reader failure, if any
         text = output.text()

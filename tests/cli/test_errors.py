@@ -1,12 +1,18 @@
-"""The command line's error boundary, in process: one line on stderr, the traceback in a log."""
+"""The command line's error boundary: one line on stderr, the traceback in a log; bad input to the
+real command (an unwritable database folder or log, arguments that are not UTF-8) is one line,
+exit 2, and nothing is written."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli.harness import Cli
 from tui import cli
 from tui._cli import commands
 
@@ -31,3 +37,114 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_goes_to_the_log(
     assert "Traceback" not in err
     log = (db.parent / "agent-tui.log").read_text()
     assert "Traceback" in log and "RuntimeError: the disk fell off" in log
+
+
+# --- bad input to the real command: one line on stderr, exit 2, nothing modified -------------
+
+
+def folder_state(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` with the bytes of its files (None for a folder)."""
+    if not folder.exists():
+        return {}
+    return {
+        str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def read_only(cli: Cli, *paths: Path) -> list[str]:
+    """Make ``paths`` unwritable for the command; returns a prefix for its argv. Root ignores
+    file modes, so as root the command runs in a mount namespace where they are read-only
+    (bubblewrap); otherwise plain permissions do."""
+    if os.geteuid() != 0:
+        for path in paths:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        return []
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("running as root without bwrap: no way to make a folder unwritable")
+    prefix = [bwrap, "--dev-bind", "/", "/"]
+    for path in paths:
+        prefix += ["--ro-bind", str(path), str(path)]
+    return prefix
+
+
+def run_cli(cli: Cli, prefix: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, *cli.argv(*args)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        cwd=cli.workspace,
+        timeout=60,
+        check=False,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("agent-tui: error: ")
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["runs"], ["run", "hello", "--model", "demo:instant"], ["show", "abc"]]
+)
+def test_an_unwritable_database_folder_is_one_line_exit_2_and_nothing_is_written(
+    cli: Cli, command: list[str]
+) -> None:
+    cli.db.parent.mkdir(parents=True)
+    prefix = read_only(cli, cli.db.parent)
+    result = run_cli(cli, prefix, *command)
+    assert_one_line_error(result, str(cli.db.parent), "not writable")
+    assert folder_state(cli.db.parent) == {}
+
+
+def test_an_existing_database_in_a_folder_that_became_read_only_is_left_untouched(
+    cli: Cli,
+) -> None:
+    made = cli.run("run", "hello", "--model", "demo:instant")
+    assert made.returncode in (0, 3), made.stderr
+    before = folder_state(cli.db.parent)
+    prefix = read_only(cli, cli.db.parent)
+    for command in (["runs"], ["run", "again", "--model", "demo:instant"]):
+        assert_one_line_error(run_cli(cli, prefix, *command), "not writable")
+    assert folder_state(cli.db.parent) == before
+
+
+def test_a_log_file_that_cannot_be_written_is_one_line_exit_2(cli: Cli) -> None:
+    cli.db.parent.mkdir(parents=True)
+    (cli.db.parent / "agent-tui.log").mkdir()
+    assert_one_line_error(cli.run("runs"), "agent-tui.log", "it is a folder")
+    assert folder_state(cli.db.parent) == {"agent-tui.log": None}
+
+
+def test_a_read_only_log_file_is_one_line_exit_2(cli: Cli) -> None:
+    cli.db.parent.mkdir(parents=True)
+    log = cli.db.parent / "agent-tui.log"
+    log.write_text("earlier lines\n")
+    prefix = read_only(cli, log)
+    result = run_cli(cli, prefix, "runs")
+    assert_one_line_error(result, "cannot write the log file", str(log))
+    assert folder_state(cli.db.parent) == {"agent-tui.log": b"earlier lines\n"}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        [b"run", b"caf\xe9 au lait"],  # Latin-1, not UTF-8
+        [b"run", b"fine", b"--agent", b"\xff\xfe"],
+        [b"show", b"\xc3"],  # a truncated sequence
+    ],
+)
+def test_arguments_that_are_not_utf8_are_a_usage_error_and_create_nothing(
+    cli: Cli, arguments: list[bytes]
+) -> None:
+    result = run_cli(cli, [], *(os.fsdecode(a) for a in arguments))
+    assert_one_line_error(result, "is not valid UTF-8")
+    assert "\\x" in result.stderr  # the bad bytes are shown escaped
+    assert not cli.db.parent.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -32,8 +33,9 @@ from runtime.providers.base import ModelRequest
 from runtime.store.base import NewRun
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 from runtime.tools.builtin import builtin_tools
+from runtime.tools.sandbox import sandbox_status
 from tests.fakes.scripted import ScriptedProvider, Turn
-from tests.tools.test_shell import is_gone
+from tests.tools.test_sandbox import live_processes_with, wait_for_processes
 
 WAIT = 15
 
@@ -739,30 +741,34 @@ async def test_a_job_follows_its_own_workspaces_permissions_wherever_it_is_resum
 async def test_cancel_during_a_long_shell_command_kills_it_and_cancels_the_run(
     make_runtime: Factory,
 ) -> None:
-    command = "echo $$; sleep 60 & echo $!; wait"
+    # The processes are found by their unique command line in the host's process table: inside
+    # the shell sandbox `$$` and `$!` are ids of the sandbox's own pid namespace.
+    marker = f"60.{secrets.randbelow(10**9):09d}"
+    command = f"sleep {marker} & sleep {marker} & echo ready; wait"
     runtime, _ = await make_runtime(
         [Turn("", [("shell", {"command": command})])],
         config=Config(permissions=Permissions(allow=["shell"])),
     )
-    lines: list[str] = []
-    two_pids = asyncio.Event()
+    ready = asyncio.Event()
 
     async def collect() -> None:
         async for event in runtime.observe():
-            if event.kind == "tool_progress" and event.message:
-                lines.append(event.message.strip())
-                if len(lines) >= 2:
-                    two_pids.set()
+            if event.kind == "tool_progress" and event.message == "ready":
+                ready.set()
 
     watcher = asyncio.create_task(collect())
     await asyncio.sleep(0)
     run = await runtime.start("wait a minute")
+    if not sandbox_status().available:  # without a sandbox every shell call asks first
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.request is not None
+        await runtime.respond(run.id, boundary.request.id, {"decision": "allow_once"})
     async with asyncio.timeout(WAIT):
-        await two_pids.wait()
-    pids = [int(line) for line in lines[:2]]
+        await ready.wait()
+    await wait_for_processes(f"sleep {marker}", 2)
     cancelled = await runtime.cancel(run.id, reason="too slow")
     watcher.cancel()
     assert cancelled.state is RunState.CANCELLED
-    assert all(is_gone(pid) for pid in pids)
+    assert live_processes_with(f"sleep {marker}") == []
     [call] = await runtime.tool_calls(run.id)
     assert call.state is ToolCallState.CANCELLED

@@ -1,5 +1,9 @@
 """The shell tool: output streamed as progress, exit codes, timeouts and cancellation that leave
-no process behind."""
+no process behind.
+
+Tests that read process ids from the command's output (``$$``, ``$!``) run it unconfined
+(``ShellTool(sandbox=False)``, the fallback where bubblewrap is missing): inside the sandbox those
+are ids of its own pid namespace. The sandbox itself is tested in ``test_sandbox.py``."""
 
 from __future__ import annotations
 
@@ -49,18 +53,26 @@ class LineWatcher(ProgressLog):
         return self.messages
 
 
+def unconfined() -> ShellTool:
+    return ShellTool(sandbox=False)
+
+
 async def run_shell(
-    workspace: Path, command: str, **extra: object
+    workspace: Path, command: str, *, tool: ShellTool | None = None, **extra: object
 ) -> tuple[ToolOutput, ProgressLog]:
     progress = ProgressLog()
-    output = await ShellTool().run(
+    output = await (tool or ShellTool()).run(
         {"command": command, **extra}, ToolContext(workspace=workspace, progress=progress)
     )
     return output, progress
 
 
-async def test_output_lines_are_streamed_as_progress_and_returned(workspace: Path) -> None:
-    output, progress = await run_shell(workspace, "echo one; echo two >&2; echo three")
+async def test_output_lines_are_streamed_as_progress_and_returned(
+    workspace: Path, shell_tool: ShellTool
+) -> None:
+    output, progress = await run_shell(
+        workspace, "echo one; echo two >&2; echo three", tool=shell_tool
+    )
     assert progress.messages == ["one", "two", "three"]
     assert [done for done, _, _ in progress.calls] == [1, 2, 3]
     assert output.content == "one\ntwo\nthree\nexit code 0"
@@ -68,26 +80,30 @@ async def test_output_lines_are_streamed_as_progress_and_returned(workspace: Pat
     assert output.structured is not None and output.structured["exit_code"] == 0
 
 
-async def test_the_command_runs_in_the_workspace(workspace: Path) -> None:
-    output, _ = await run_shell(workspace, "pwd; ls")
+async def test_the_command_runs_in_the_workspace(workspace: Path, shell_tool: ShellTool) -> None:
+    output, _ = await run_shell(workspace, "pwd; ls", tool=shell_tool)
     lines = output.content.splitlines()
     assert lines[0] == os.path.realpath(workspace)
     assert "notes.txt" in lines
 
 
-async def test_a_failing_command_reports_its_exit_code_as_an_error(workspace: Path) -> None:
-    output, _ = await run_shell(workspace, "echo oops; exit 3")
+async def test_a_failing_command_reports_its_exit_code_as_an_error(
+    workspace: Path, shell_tool: ShellTool
+) -> None:
+    output, _ = await run_shell(workspace, "echo oops; exit 3", tool=shell_tool)
     assert output.content == "oops\nexit code 3"
     assert output.is_error is True
 
 
-async def test_a_command_without_output_says_so(workspace: Path) -> None:
-    output, _ = await run_shell(workspace, "true")
+async def test_a_command_without_output_says_so(workspace: Path, shell_tool: ShellTool) -> None:
+    output, _ = await run_shell(workspace, "true", tool=shell_tool)
     assert output.content == "(no output)\nexit code 0"
 
 
-async def test_long_output_keeps_its_beginning_and_end(workspace: Path) -> None:
-    output, progress = await run_shell(workspace, "seq 1 100000")
+async def test_long_output_keeps_its_beginning_and_end(
+    workspace: Path, shell_tool: ShellTool
+) -> None:
+    output, progress = await run_shell(workspace, "seq 1 100000", tool=shell_tool)
     lines = output.content.splitlines()
     assert lines[:3] == ["1", "2", "3"]
     assert lines[-2:] == ["100000", "exit code 0"]
@@ -97,17 +113,19 @@ async def test_long_output_keeps_its_beginning_and_end(workspace: Path) -> None:
 
 
 async def test_the_runtime_model_keys_are_not_handed_to_commands(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, shell_tool: ShellTool
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
-    output, _ = await run_shell(workspace, 'echo "key=${ANTHROPIC_API_KEY:-unset}"')
+    output, _ = await run_shell(
+        workspace, 'echo "key=${ANTHROPIC_API_KEY:-unset}"', tool=shell_tool
+    )
     assert "key=unset" in output.content
     assert "sk-ant-secret" not in output.content
 
 
 async def test_a_timeout_stops_the_command_and_its_children(workspace: Path) -> None:
     watcher = LineWatcher()
-    tool = ShellTool()
+    tool = unconfined()
     context = ToolContext(workspace=workspace, progress=watcher)
     with pytest.raises(ToolError, match=r"timed out after 0.5 s") as caught:
         await tool.run({"command": "echo $$; sleep 60 & echo $!; wait", "timeout": 0.5}, context)
@@ -121,7 +139,7 @@ async def test_cancelling_a_long_command_leaves_no_process_alive(workspace: Path
     watcher = LineWatcher()
     context = ToolContext(workspace=workspace, progress=watcher)
     command = "echo $$; sleep 60 & echo $!; sleep 60 & echo $!; wait"
-    task = asyncio.create_task(ShellTool().run({"command": command}, context))
+    task = asyncio.create_task(unconfined().run({"command": command}, context))
     pids = [int(line) for line in await watcher.wait_for_lines(3)]
     assert not any(is_gone(pid) for pid in pids)  # streamed while the command still runs
     task.cancel()
@@ -134,7 +152,7 @@ async def test_children_that_ignore_sigterm_are_killed_on_cancel(workspace: Path
     watcher = LineWatcher()
     context = ToolContext(workspace=workspace, progress=watcher)
     command = "trap '' TERM; sleep 60 & echo $!; echo ready; wait"
-    task = asyncio.create_task(ShellTool().run({"command": command}, context))
+    task = asyncio.create_task(unconfined().run({"command": command}, context))
     lines = await watcher.wait_for_lines(2)
     child = int(lines[0])
     task.cancel()
@@ -144,15 +162,19 @@ async def test_children_that_ignore_sigterm_are_killed_on_cancel(workspace: Path
 
 
 async def test_background_processes_holding_the_output_are_stopped(workspace: Path) -> None:
-    output, progress = await run_shell(workspace, "sleep 60 & echo $!")
+    output, progress = await run_shell(workspace, "sleep 60 & echo $!", tool=unconfined())
     child = int(progress.messages[0])
     assert is_gone(child)
     assert "background processes that kept the output open were stopped" in output.content
     assert output.content.endswith("exit code 0")
 
 
-async def test_a_background_process_with_redirected_output_keeps_running(workspace: Path) -> None:
-    output, progress = await run_shell(workspace, "sleep 60 > /dev/null 2>&1 & echo $!")
+async def test_without_a_sandbox_a_background_process_with_redirected_output_keeps_running(
+    workspace: Path,
+) -> None:
+    output, progress = await run_shell(
+        workspace, "sleep 60 > /dev/null 2>&1 & echo $!", tool=unconfined()
+    )
     child = int(progress.messages[0])
     try:
         assert not is_gone(child)

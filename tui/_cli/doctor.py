@@ -12,6 +12,7 @@ from runtime.api import Runtime
 from runtime.errors import AgentTuiError
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.schema import expected_shape, schema_problems, shape_of
+from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
 from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
@@ -110,6 +111,10 @@ async def cmd_doctor(ctx: Context) -> int:
         status = key_status(name)
         label = "(secret) " if name in SECRET_ENV_KEYS else ""
         out(f"  {name}: {label}{status}")
+
+    out("")
+    out("Shell sandbox:")
+    out(f"  {describe_sandbox()}")
 
     out("")
     config_ok = healthy or config is not None

@@ -1,10 +1,11 @@
-"""Plain-text formatting for the command line: tables, requests, transcripts. Pure functions."""
+"""Plain-text formatting for the command line: tables, requests, transcripts. Pure functions,
+and the terminal-safe writer every plain-text stream of the CLI goes through."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from runtime.models import (
     Checkpoint,
@@ -19,9 +20,37 @@ from runtime.models import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from runtime.textsafe import terminal_safe
 from tui.formatting import format_age, format_tokens
 
 MAX_VALUE_LINES = 40
+
+
+class TerminalSafeWriter:
+    """A text stream that makes control characters visible before they reach the terminal
+    (``runtime.textsafe``): what the CLI prints as plain text — answers streamed by ``run``,
+    ``show``, ``runs``, diagnostics — comes from models, files and tools, and must not retitle
+    the window, clear the screen or write the clipboard. JSON output is not wrapped: it is
+    exact, and ``json.dumps`` escapes control characters itself."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def format_cost(usd: float) -> str:

@@ -36,6 +36,7 @@ from runtime.models import (
     SearchHit,
     ToolCall,
 )
+from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
 from tui import bridge
 from tui.widgets._format import needs_resume, short
@@ -506,11 +507,16 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)
         if needs_resume(run):
-            why = run.failure.message if run.failure else "its process stopped mid-run"
+            why = (
+                terminal_safe_line(run.failure.message)
+                if run.failure
+                else "its process stopped mid-run"
+            )
             banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
             banner.display = True
         elif run.state is RunState.FAILED and run.failure is not None:
-            banner.update(f"✗ Failed ({run.failure.code}): {run.failure.message}  · R retry")
+            failure = terminal_safe_line(run.failure.message)
+            banner.update(f"✗ Failed ({run.failure.code}): {failure}  · R retry")
             banner.display = True
         else:
             banner.display = False
@@ -606,7 +612,7 @@ class MainScreen(Screen[None]):
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
         severity = {"info": "information", "warning": "warning", "error": "error"}[event.level]
-        self.notify(event.text, severity=severity)  # type: ignore[arg-type]
+        self.notify(terminal_safe(event.text), severity=severity, markup=False)  # type: ignore[arg-type]
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
@@ -633,9 +639,10 @@ class MainScreen(Screen[None]):
         key = "Esc, then i" if typing else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
         self.notify(
-            f"{who}{short(request.prompt, 60)} — press {key} for the inbox",
+            terminal_safe_line(f"{who}{short(request.prompt, 60)} — press {key} for the inbox"),
             title="A run is waiting for you",
             severity="warning",
+            markup=False,
         )
 
     @work(exit_on_error=False, group="route")
@@ -746,7 +753,12 @@ class MainScreen(Screen[None]):
             self.post_message(AnswerFailed(request, error))
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:
-        self.notify(str(message.error), title="Answer refused", severity="error")
+        self.notify(
+            terminal_safe(str(message.error)),
+            title="Answer refused",
+            severity="error",
+            markup=False,
+        )
         for form in self.query(ElicitationForm):
             form.show_errors({"": str(message.error)})
 
@@ -953,7 +965,7 @@ class MainScreen(Screen[None]):
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
-        self.notify(f"Forked into a new job: {job.title}")
+        self.notify(f"Forked into a new job: {terminal_safe_line(job.title)}", markup=False)
 
     def action_export(self) -> None:
         job_id = self.selected_job.id if self.selected_job else None

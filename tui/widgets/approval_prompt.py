@@ -13,6 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from runtime.models import InputRequest
+from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered
 
 
@@ -60,7 +61,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         command = detail.get("command")
         if isinstance(command, str) and command:
             # A shell command reads as the command itself, wrapped, not as escaped JSON.
-            yield Static(Text("$ " + command, no_wrap=False), classes="prompt-command")
+            yield Static(
+                Text("$ " + terminal_safe(command), no_wrap=False), classes="prompt-command"
+            )
             extra = {
                 k: v for k, v in (arguments or {}).items() if k != "command" and v not in (None, "")
             }
@@ -68,23 +71,25 @@ class ApprovalPrompt(Vertical, can_focus=True):
             if extra:
                 where += ("  " if where else "") + ", ".join(f"{k}={v}" for k, v in extra.items())
             if where:
-                yield Static(where, classes="prompt-where", markup=False)
+                yield Static(terminal_safe(where), classes="prompt-where", markup=False)
             return
         if isinstance(diff, str) and diff:
             # An edit reads as its diff; the arguments (which repeat it) stay folded.
             path = detail.get("path") or (arguments or {}).get("path")
             if path:
                 new = " (new file)" if detail.get("new_file") else ""
-                yield Static(f"{path}{new}", classes="prompt-where", markup=False)
-            yield Static(Syntax(diff, "diff", word_wrap=True), classes="prompt-diff")
+                yield Static(terminal_safe(f"{path}{new}"), classes="prompt-where", markup=False)
+            yield Static(Syntax(terminal_safe(diff), "diff", word_wrap=True), classes="prompt-diff")
             return
         if detail.get("error"):
-            yield Static(f"⚠ {detail['error']}", classes="prompt-where", markup=False)
+            yield Static(
+                terminal_safe(f"⚠ {detail['error']}"), classes="prompt-where", markup=False
+            )
         if arguments:
             text = json.dumps(arguments, indent=2, ensure_ascii=False)
             if len(text) > 2000:
                 text = text[:2000] + "\n…"
-            yield Static(text, classes="prompt-arguments", markup=False)
+            yield Static(terminal_safe(text), classes="prompt-arguments", markup=False)
 
     def _title(self, tool: str) -> str:
         prompt = self.request.prompt

@@ -15,6 +15,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from runtime.models import Checkpoint, Job, Run
+from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import STATE_ICONS, age, cost, run_icon, short, tokens
 
 AGENT_WIDTH = 11
@@ -124,6 +125,7 @@ class JobTree(Tree[NodeData]):
     def _label(self, node: TreeNode[NodeData]) -> Text:
         room = self._room(node)
         icon, title, meta, money = self._row(node.data)
+        title = terminal_safe_line(title)  # a job title comes from a prompt
         if isinstance(node.data, MoreEntry):
             return Text("… more", style="dim")
         right = self._figures(room - 2 - min(len(title), TITLE_MIN) - 1, meta, money)

@@ -24,6 +24,7 @@ from textual.widgets import Collapsible, Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from runtime.models import Message, Role, ThinkingBlock
+from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.stream_text import StreamText
 
@@ -93,6 +94,8 @@ class MessageView(Vertical):
         self.role = role
         self.position = position
         self.committed = position is not None
+        streamed = len(text)  # offsets of later pieces count the text as it came
+        text, thinking = terminal_safe(text), terminal_safe(thinking)
         self._parts: list[str] = [text] if text else []
         cut = markdown_cut(text)
         self._markdown_text = text if cut is None else text[:cut]
@@ -107,7 +110,7 @@ class MessageView(Vertical):
         """The plain part after the Markdown one; None while the message is all Markdown."""
         self._thinking = StreamText(thinking, classes="thinking-text")
         self._stream: MarkdownStream | None = None
-        self._streamed = len(text)
+        self._streamed = streamed
         self._gap = False
 
     @classmethod
@@ -148,6 +151,7 @@ class MessageView(Vertical):
         if not text:
             return
         self._streamed = max(self._streamed, offset) + len(text)
+        text = terminal_safe(text)  # control characters shown, never sent to the terminal
         self._parts.append(text)
         if self._tail is None:
             joined = self._markdown_text + text
@@ -186,7 +190,7 @@ class MessageView(Vertical):
 
     def append_thinking(self, text: str) -> None:
         self.query_one("#thinking", Collapsible).display = True
-        self._thinking.append(text)
+        self._thinking.append(terminal_safe(text))
 
     async def on_unmount(self) -> None:
         # Whatever was still pending has nowhere to go once the widget is gone.
@@ -198,10 +202,10 @@ class MessageView(Vertical):
         self.position = message.position
         self.committed = True
         await self._stop_stream()
-        final = message.text
+        final = terminal_safe(message.text)
         if self._gap or final != self.text:
             await self._replace_text(final)
-        thinking = _thinking_of(message)
+        thinking = terminal_safe(_thinking_of(message))
         if thinking and thinking != self._thinking.text:
             self.query_one("#thinking", Collapsible).display = True
             await self._thinking.set_text(thinking)

@@ -11,6 +11,7 @@ from textual.events import Key
 from textual.widgets import Input, Static
 
 from runtime.models import InputRequest
+from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._prompt_base import PromptAnswered
 
 
@@ -34,9 +35,11 @@ class QuestionPrompt(Vertical, can_focus=True):
         self.request = request
 
     def compose(self) -> ComposeResult:
-        yield Static(f"? {self.request.prompt}", classes="prompt-title", markup=False)
+        yield Static(
+            f"? {terminal_safe(self.request.prompt)}", classes="prompt-title", markup=False
+        )
         for number, option in enumerate(self.request.options[:9], start=1):
-            yield Static(f"{number}. {option}", classes="option", markup=False)
+            yield Static(f"{number}. {terminal_safe_line(option)}", classes="option", markup=False)
         keys = []
         if self.request.options:
             keys.append(f"1–{min(len(self.request.options), 9)} choose")

@@ -14,6 +14,7 @@ from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets._collapsible import CollapsibleTitle
 
 from runtime.models import ToolCallState
+from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._format import short
 
 TOOL_ICONS = {
@@ -108,7 +109,8 @@ class ToolCallView(Vertical, can_focus=True):
         return self.child_run_id is not None or self.tool_name.startswith(DELEGATION_PREFIX)
 
     def _header(self) -> str:
-        return f"{TOOL_ICONS[self.state]} {self.tool_name}({_arguments_text(self.arguments)})"
+        header = f"{self.tool_name}({_arguments_text(self.arguments)})"
+        return f"{TOOL_ICONS[self.state]} {terminal_safe_line(header)}"
 
     def _child_text(self) -> str:
         agent = self.tool_name.removeprefix(DELEGATION_PREFIX)
@@ -118,7 +120,7 @@ class ToolCallView(Vertical, can_focus=True):
         text = self.error if self.error is not None else (self.result or "")
         if len(text) > RESULT_LIMIT:
             text = text[:RESULT_LIMIT] + f"\n… ({len(text) - RESULT_LIMIT} more characters)"
-        return text
+        return terminal_safe(text)
 
     def _set_state_class(self) -> None:
         for state in ToolCallState:
@@ -178,7 +180,7 @@ class ToolCallView(Vertical, can_focus=True):
         line = self.query_one("#progress-line", Static)
         line.display = running and bool(message)
         if message:
-            line.update(short(message, 100))
+            line.update(terminal_safe_line(short(message, 100)))
 
     @property
     def result_expanded(self) -> bool:

@@ -1,0 +1,90 @@
+"""A ``shell`` command dies with agent-tui: ``kill -9`` of a real ``agent-tui run`` (Claude, the
+real SDK against the fake server on loopback) while an allowed command waits and then appends a
+line to a file; the line never appears, with the bubblewrap sandbox and without it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.tools.sandbox import sandbox_status
+from tests.cli.harness import Cli, LineStream, boundary_of, finish, json_lines, kill_hard
+from tests.fakes.anthropic_server import spawn_fake_server, text_response, tool_use_response
+
+pytestmark = pytest.mark.slow
+
+MODEL = "anthropic:claude-sonnet-5"
+
+
+def live_processes_mentioning(marker: str) -> list[int]:
+    """Host pids of running (non-zombie) processes whose command line contains ``marker``."""
+    found: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and stat[stat.rfind(b")") + 2 :].split()[0] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_gone(marker: str, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while live_processes_mentioning(marker):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes of the command survived: {marker}")
+        time.sleep(0.05)  # polling the process table, bounded by the deadline
+
+
+def started(item: dict[str, Any], seen: list[dict[str, Any]]) -> bool:
+    return item.get("kind") == "tool_progress" and item.get("message") == "started"
+
+
+@pytest.mark.parametrize("mode", ["sandboxed", "unconfined"])
+def test_a_shell_command_dies_with_agent_tui_and_never_writes_after_a_kill(
+    cli: Cli, tmp_path: Path, mode: str
+) -> None:
+    if mode == "sandboxed" and not sandbox_status().available:
+        pytest.skip(f"no shell sandbox here: {sandbox_status().detail}")
+    if mode == "unconfined":
+        cli.env["AGENT_TUI_BWRAP"] = ""  # no sandbox: the fallback path
+    (cli.workspace / "agent-tui.toml").write_text('[permissions]\nallow = ["shell"]\n')
+    delay = f"2.{secrets.randbelow(10**6):06d}"  # unique: it names the command's processes
+    command = f"echo started; sleep {delay}; echo late >> orphan.log"
+    script = [
+        tool_use_response([("toolu_orphan", "shell", {"command": command})]),
+        text_response("done"),
+    ]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        cli.env.update(ANTHROPIC_API_KEY="sk-ant-test-orphans", ANTHROPIC_BASE_URL=server.base_url)
+        proc = cli.spawn("run", "append a line later", "--json", "--model", MODEL)
+        if mode == "unconfined":
+            # Without a sandbox the allow rule does not count: the call asks first.
+            code, out, err = finish(proc)
+            boundary = boundary_of(json_lines(out))
+            assert code == 3 and boundary["state"] == "input_required", err
+            assert boundary["request"]["kind"] == "approval"
+            proc = cli.spawn("respond", boundary["run_id"], "allow", "--json")
+        stream = LineStream(proc)
+        try:
+            stream.json_until(started, timeout=60)
+            assert live_processes_mentioning(f"sleep {delay}"), "the command is not running"
+            os.kill(proc.pid, signal.SIGKILL)  # agent-tui alone, not its session
+            proc.wait(timeout=10)
+        finally:
+            kill_hard(proc)
+    # Once no process of the command is left, the line can never be written.
+    wait_until_gone(delay, timeout=float(delay) + 10)
+    assert not (cli.workspace / "orphan.log").exists()
