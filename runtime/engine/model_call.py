@@ -81,6 +81,7 @@ class ModelCall:
             step=step,
         )
         execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
+        execution.calls = {c.id: c for c in calls}
         self._pump.notify()
         return message, folded.stop_reason
 

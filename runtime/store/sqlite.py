@@ -20,7 +20,6 @@ Rules beyond the protocol docstrings:
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import sqlite3
@@ -34,6 +33,7 @@ import aiosqlite
 from pydantic import TypeAdapter
 
 from runtime import errors
+from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
 from runtime.events import (
     DURABLE_EVENT_ADAPTER,
@@ -94,15 +94,6 @@ _OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
 
 def _new_id() -> str:
     return uuid.uuid4().hex
-
-
-def canonical_hash(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value`` (sorted keys, no spaces)."""
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise errors.InvalidInput(f"not JSON data: {exc}") from exc
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _dumps(value: Any) -> str:
