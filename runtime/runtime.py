@@ -615,7 +615,7 @@ class Runtime:
         execution = Execution(run_id=run_id, token="")
         self._executions[run_id] = execution
         execution.task = asyncio.get_running_loop().create_task(
-            self._executor.execute(execution), name=f"run-{run_id}"
+            self._executor.run_execution(execution), name=f"run-{run_id}"
         )
 
     async def _cancel_for_engine(self, run_id: str, reason: str) -> Run:

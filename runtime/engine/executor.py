@@ -107,7 +107,7 @@ class Executor:
         self._executions = executions
         self._job_steps = JobSteps(store)
 
-    async def execute(self, execution: Execution) -> None:
+    async def run_execution(self, execution: Execution) -> None:
         """The body of an execution's task; always removes it from ``executions`` at the end."""
         run_id = execution.run_id
         try:
