@@ -68,6 +68,7 @@ class InstantModel:
         self.steps = steps
         self.calls = 0
         self.stamps: list[float] = []
+        self.cpu: list[float] = []
         self.counts: list[tuple[int, int]] = []
         self._count = count
 
@@ -87,6 +88,7 @@ class InstantModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.stamps.append(time.perf_counter())
+        self.cpu.append(time.process_time())
         self.counts.append(self._count())
         self.calls += 1
         if self.calls > self.steps:
@@ -168,6 +170,7 @@ async def engine(steps: int, tmp: Path) -> dict[str, Any]:
     return {
         "elapsed": elapsed,
         "stamps": model.stamps,
+        "cpu": model.cpu,
         "counts": model.counts,
         "size": _size(db),
         "raw": _message_bytes(messages),
@@ -186,9 +189,11 @@ async def langgraph(steps: int, tmp: Path) -> dict[str, Any] | None:
     workspace = tmp / "lg-project"
     _workspace(workspace)
     stamps: list[float] = []
+    cpu: list[float] = []
 
-    def agent(state: MessagesState) -> dict[str, Any]:
+    def agent(state: Any) -> dict[str, Any]:
         stamps.append(time.perf_counter())
+        cpu.append(time.process_time())
         if len(stamps) > steps:
             return {"messages": [AIMessage(content="Done: the three modules are the same.")]}
         calls = [
@@ -197,7 +202,7 @@ async def langgraph(steps: int, tmp: Path) -> dict[str, Any] | None:
         ]
         return {"messages": [AIMessage(content=TEXT, tool_calls=calls)]}
 
-    async def tools(state: MessagesState) -> dict[str, Any]:
+    async def tools(state: Any) -> dict[str, Any]:
         last = state["messages"][-1]
         results = []
         for call in getattr(last, "tool_calls", []):
@@ -205,7 +210,7 @@ async def langgraph(steps: int, tmp: Path) -> dict[str, Any] | None:
             results.append(ToolMessage(content=text, tool_call_id=call["id"]))
         return {"messages": results}
 
-    def route(state: MessagesState) -> str:
+    def route(state: Any) -> str:
         return "tools" if getattr(state["messages"][-1], "tool_calls", None) else END
 
     graph = StateGraph(MessagesState)
@@ -223,7 +228,7 @@ async def langgraph(steps: int, tmp: Path) -> dict[str, Any] | None:
             {"configurable": {"thread_id": "bench"}, "recursion_limit": 2 * steps + 10},
         )
     elapsed = time.perf_counter() - started
-    return {"elapsed": elapsed, "stamps": stamps, "size": _size(db)}
+    return {"elapsed": elapsed, "stamps": stamps, "cpu": cpu, "size": _size(db)}
 
 
 def _per_step(stamps: list[float], first: int, last: int) -> float:
@@ -232,13 +237,15 @@ def _per_step(stamps: list[float], first: int, last: int) -> float:
 
 
 def report(result: dict[str, Any], steps: int, label: str) -> None:
-    stamps, counts = result["stamps"], result.get("counts")
+    stamps, counts, cpu = result["stamps"], result.get("counts"), result.get("cpu")
     print(f"{label}: {steps} steps in {result['elapsed']:.2f} s ({steps / result['elapsed']:.0f} steps/s)")
     windows = _windows(steps)
     early = _per_step(stamps, *windows[0])
     for first, last in windows:
         ms = _per_step(stamps, first, last)
         line = f"  steps {first:>4}–{last:<4} {ms:7.2f} ms/step  ({ms / early:4.2f}× steps 1–10)"
+        if cpu is not None:
+            line += f"  {_per_step(cpu, first, last):6.2f} ms CPU/step"
         if counts is not None:
             span = last - first + 1
             hops = (counts[last][0] - counts[first - 1][0]) / span
@@ -246,7 +253,11 @@ def report(result: dict[str, Any], steps: int, label: str) -> None:
             line += f"  {hops:5.1f} store round trips/step  {statements:5.1f} SQL statements/step"
         print(line)
     late = _per_step(stamps, *windows[-1])
-    print(f"  late/early ratio: {late / early:.2f} (budget ≤ 1.20)")
+    line = f"  late/early ratio: {late / early:.2f} (budget ≤ 1.20)"
+    if cpu is not None:
+        cpu_ratio = _per_step(cpu, *windows[-1]) / _per_step(cpu, *windows[0])
+        line += f"; CPU time late/early: {cpu_ratio:.2f}"
+    print(line)
     per_step = result["size"] / steps
     line = f"  database: {result['size'] / 1e6:.2f} MB, {per_step / 1024:.1f} KB per step"
     if "raw" in result:
