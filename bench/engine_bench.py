@@ -238,7 +238,8 @@ def _per_step(stamps: list[float], first: int, last: int) -> float:
 
 def report(result: dict[str, Any], steps: int, label: str) -> None:
     stamps, counts, cpu = result["stamps"], result.get("counts"), result.get("cpu")
-    print(f"{label}: {steps} steps in {result['elapsed']:.2f} s ({steps / result['elapsed']:.0f} steps/s)")
+    rate = steps / result["elapsed"]
+    print(f"{label}: {steps} steps in {result['elapsed']:.2f} s ({rate:.0f} steps/s)")
     windows = _windows(steps)
     early = _per_step(stamps, *windows[0])
     for first, last in windows:

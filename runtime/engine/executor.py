@@ -24,7 +24,7 @@ from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
 from runtime.events import Notice
 from runtime.history import load_history
-from runtime.models import Failure, Job, Message, Role, Run, RunState, ToolCallState
+from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest, ToolSpec
 from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
