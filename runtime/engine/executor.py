@@ -116,7 +116,6 @@ class Executor:
             except RunStateConflict:
                 return
             execution.token = run.execution_token or ""
-            self._pump.notify()
             try:
                 await self._run_steps(execution, run)
             except RunFailed as failed:
@@ -134,7 +133,7 @@ class Executor:
             await self._fail_internally(execution, exc)
         finally:
             self._executions.pop(run_id, None)
-            self._pump.notify()
+            self._pump.notify()  # waiters look again: nobody executes the run here now
 
     async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
         with contextlib.suppress(AgentTuiError):

@@ -82,7 +82,6 @@ class ModelCall:
         )
         execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
         execution.calls = {c.id: c for c in calls}
-        self._pump.notify()
         return message, folded.stop_reason
 
     async def _stream_with_retries(

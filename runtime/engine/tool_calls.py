@@ -117,7 +117,6 @@ class ToolCalls:
             execution.note_calls(
                 await self._store.set_tool_states(run.id, token=execution.token, changes=starting)
             )
-            self._pump.notify()
 
     async def _commit_results(
         self,
@@ -168,7 +167,6 @@ class ToolCalls:
         execution.note_calls(finished)
         if tool_message is not None:
             execution.history.append(tool_message)
-        self._pump.notify()
         return False
 
     async def _ask_question(self, execution: Execution, run: Run, call: ToolCall) -> None:
@@ -187,7 +185,6 @@ class ToolCalls:
                 detail={"tool": ASK_USER, "allow_free_text": free},
             ),
         )
-        self._pump.notify()
 
     async def _ask_approval(
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, job: Job
@@ -213,7 +210,6 @@ class ToolCalls:
                 detail=detail,
             ),
         )
-        self._pump.notify()
 
     async def _run_one(
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, workspace: Path
@@ -269,7 +265,6 @@ class ToolCalls:
                             run.id, token=execution.token, changes=ready
                         )
                     )
-                    self._pump.notify()
                     ready = []
                 state, result, error = await task
                 ready.append(
@@ -313,7 +308,6 @@ class ToolCalls:
             _, request = await self._store.open_input_request(
                 run.id, token=execution.token, request=new_request
             )
-            self._pump.notify()
             execution.asked.add(request.id)
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             execution.elicitations[request.id] = future
@@ -343,7 +337,6 @@ class ToolCalls:
                     continue  # answered in this process: `respond` claimed it
                 return {"action": "cancel"}
             execution.token = claimed.execution_token or ""
-            self._pump.notify()
             if stored.state is InputRequestState.ANSWERED:
                 return stored.answer
             return {"action": "cancel"}
@@ -361,4 +354,3 @@ class ToolCalls:
             # The run went back to the queue with the request; this execution goes on.
             claimed = await self._store.claim_run(run.id, owner_id=self._owner_id)
             execution.token = claimed.execution_token or ""
-            self._pump.notify()

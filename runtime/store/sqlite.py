@@ -20,6 +20,7 @@ Rules beyond the protocol docstrings:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import sqlite3
@@ -1505,6 +1506,35 @@ class SqliteStore:
             return int(row[0])
 
         return await self._call(read)
+
+    def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:
+        """From now on, right after each write transaction of this store object commits, call
+        ``listener(before, events)`` with the durable events it committed (in seq order) and
+        the last seq before them. They are read inside the same transaction (no extra round
+        trip); a transaction that rolls back reports nothing."""
+        write = self._write
+
+        async def write_and_report(fn: Callable[[Conn], R]) -> R:
+            def tx(conn: Conn) -> tuple[R, int, list[DurableEvent]]:
+                last = "SELECT coalesce(max(seq), 0) FROM events"
+                before = int(conn.execute(last).fetchone()[0])
+                result = fn(conn)
+                events: list[DurableEvent] = []
+                rows = conn.execute(
+                    "SELECT seq, payload FROM events WHERE seq > ? ORDER BY seq", (before,)
+                )
+                for seq, payload in rows:
+                    data = json.loads(payload)
+                    data["seq"] = seq
+                    events.append(DURABLE_EVENT_ADAPTER.validate_python(data))
+                return result, before, events
+
+            result, before, events = await write(tx)
+            if events:
+                listener(before, events)
+            return result
+
+        self._write = write_and_report  # type: ignore[method-assign]
 
 
 async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> SqliteStore:
