@@ -65,13 +65,13 @@ class InstantModel:
     """Answers at once: a sentence and three read_file calls per step, then a final answer.
     Records when each call started (a step runs from one call to the next)."""
 
-    def __init__(self, steps: int, count: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, steps: int, count: Callable[[], tuple[int, int, int]]) -> None:
         self.steps = steps
         self.calls = 0
         self.stamps: list[float] = []
         self.cpu: list[float] = []
         self.loop_cpu: list[float] = []
-        self.counts: list[tuple[int, int]] = []
+        self.counts: list[tuple[int, int, int]] = []
         self._count = count
 
     @property
@@ -113,11 +113,16 @@ class Counted:
 
     def __init__(self, store: SqliteStore) -> None:
         self.hops = 0
+        self.execution_hops = 0
+        """Hops made by the executions themselves (not by ``wait`` or the pump's poll)."""
         self.statements = 0
         original = store._call
 
         async def counted(fn: Any) -> Any:
             self.hops += 1
+            task = asyncio.current_task()
+            if task is not None and task.get_name().startswith("run-"):
+                self.execution_hops += 1
             return await original(fn)
 
         store._call = counted  # type: ignore[method-assign]
@@ -128,10 +133,10 @@ class Counted:
             self.statements += 1
 
         await self._original(lambda conn: conn.set_trace_callback(on_statement))
-        self.hops = 0
+        self.hops = self.execution_hops = 0
 
-    def now(self) -> tuple[int, int]:
-        return self.hops, self.statements
+    def now(self) -> tuple[int, int, int]:
+        return self.hops, self.statements, self.execution_hops
 
 
 def _size(path: Path) -> int:
@@ -258,7 +263,11 @@ def report(result: dict[str, Any], steps: int, label: str) -> None:
             span = last - first + 1
             hops = (counts[last][0] - counts[first - 1][0]) / span
             statements = (counts[last][1] - counts[first - 1][1]) / span
-            line += f"  {hops:5.1f} store round trips/step  {statements:5.1f} SQL statements/step"
+            own = (counts[last][2] - counts[first - 1][2]) / span
+            line += (
+                f"  {hops:4.1f} store round trips/step ({own:3.1f} by the execution)"
+                f"  {statements:5.1f} SQL statements/step"
+            )
         print(line)
     late = _per_step(stamps, *windows[-1])
     line = f"  late/early ratio: {late / early:.2f} (budget ≤ 1.20)"
