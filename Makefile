@@ -49,6 +49,7 @@ check: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py
+	$(BIN)/python bench/engine_bench.py
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/browser_bench.py
 	$(BIN)/python bench/ui_bench.py

@@ -4,11 +4,15 @@
 after it. Orphans (a run cancelled or crashed while its tools ran) are closed with an error
 result; duplicate and stray results are dropped. It returns what it changed so the engine can
 record the repair.
+
+``RunHistory`` is the transcript an execution keeps in memory: loaded (and repaired) once when
+the execution starts, then extended with what it commits, so a step costs the same at step 500
+as at step 5.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runtime.models import (
     ContentBlock,
@@ -136,3 +140,33 @@ async def run_history(store: Store, run: Run) -> list[Message]:
     for run_id, upto in reversed(segments):
         messages += await all_messages(store, run_id, upto=upto)
     return messages
+
+
+@dataclass
+class RunHistory:
+    """A run's transcript in memory: the chain of runs it continues and its own messages,
+    repaired once when loaded; then each message the execution commits is appended (the
+    engine commits tool_use/tool_result pairs whole, so appends need no repair).
+
+    ``messages`` is what the model is sent. ``last`` is the newest message of the run itself
+    (None before its first): an assistant message whose tool calls are not settled yet stays
+    out of the repair until its tool message follows."""
+
+    messages: list[Message] = field(default_factory=list)
+    last: Message | None = None
+    repairs: list[Repair] = field(default_factory=list)
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self.last = message
+
+
+async def load_history(store: Store, run: Run) -> RunHistory:
+    """Read a run's transcript once (the prefix chain, then its own messages) and repair it."""
+    raw = await run_history(store, run)
+    last = raw[-1] if raw and raw[-1].run_id == run.id else None
+    unsettled = last is not None and last.role is Role.ASSISTANT and bool(last.tool_uses)
+    repaired, repairs = repair(raw[:-1] if unsettled else raw)
+    if unsettled and last is not None:
+        repaired.append(last)
+    return RunHistory(messages=repaired, last=last, repairs=repairs)

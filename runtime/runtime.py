@@ -21,7 +21,7 @@ from runtime.answers import validate_answer
 from runtime.clock import Clock
 from runtime.config import Config
 from runtime.engine.assembly import build_engine
-from runtime.engine.delegation import descendants
+from runtime.engine.delegation import waiting_descendant
 from runtime.engine.execution import (
     LEASE_SECONDS,
     Execution,
@@ -534,12 +534,8 @@ class Runtime:
         ):
             # Nobody will execute it (interrupted, or its process is gone).
             return Boundary(run=run)
-        for descendant in await descendants(self.store, run):
-            if descendant.state is RunState.INPUT_REQUIRED:
-                requests = await self.store.pending_input_requests(run_id=descendant.id, limit=1)
-                if requests:
-                    return Boundary(run=descendant, request=requests[0])
-        return None
+        waiting = await waiting_descendant(self.store, run)
+        return Boundary(run=waiting[0], request=waiting[1]) if waiting else None
 
     # --- queries -------------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job:
@@ -615,7 +611,7 @@ class Runtime:
         execution = Execution(run_id=run_id, token="")
         self._executions[run_id] = execution
         execution.task = asyncio.get_running_loop().create_task(
-            self._executor.execute(execution), name=f"run-{run_id}"
+            self._executor.run_execution(execution), name=f"run-{run_id}"
         )
 
     async def _cancel_for_engine(self, run_id: str, reason: str) -> Run:

@@ -10,7 +10,7 @@ from runtime.engine.catalog import Catalog, DelegateTool
 from runtime.engine.execution import Execution, Launcher
 from runtime.engine.pump import Pump
 from runtime.errors import RunStateConflict
-from runtime.models import Run, RunState, ToolCall, ToolCallState
+from runtime.models import InputRequest, Run, RunState, ToolCall, ToolCallState
 from runtime.store.base import NewRun, Store
 
 Outcome = tuple[ToolCallState, str | None, str | None]
@@ -32,6 +32,33 @@ async def descendants(store: Store, run: Run) -> list[Run]:
             found.append(child)
             frontier.append(child.id)
     return found
+
+
+OPEN_REQUESTS_PAGE = 500
+
+
+async def waiting_descendant(store: Store, run: Run) -> tuple[Run, InputRequest] | None:
+    """A run below ``run`` that waits for a person, with its open request (the oldest).
+
+    Asked on every wake of ``wait``, so it reads the open requests (few, by a partial index)
+    and walks the job's runs only when one of another run of this job is open."""
+    page = await store.pending_input_requests(limit=OPEN_REQUESTS_PAGE)
+    others = [r for r in page if r.job_id == run.job_id and r.run_id != run.id]
+    if not others and len(page) < OPEN_REQUESTS_PAGE:
+        return None
+    below = {d.id: d for d in await descendants(store, run)}
+    for request in others:
+        descendant = below.get(request.run_id)
+        if descendant is not None and descendant.state is RunState.INPUT_REQUIRED:
+            return descendant, request
+    if len(page) < OPEN_REQUESTS_PAGE:
+        return None
+    for descendant in below.values():  # more open requests than a page: ask each one
+        if descendant.state is RunState.INPUT_REQUIRED:
+            found = await store.pending_input_requests(run_id=descendant.id, limit=1)
+            if found:
+                return descendant, found[0]
+    return None
 
 
 class Delegation:

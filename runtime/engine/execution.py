@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.models import Failure, Run
+from runtime.canonical import canonical_hash
+from runtime.history import RunHistory
+from runtime.models import Failure, InputRequest, Run, ToolCall
 from runtime.providers.base import ModelProvider
 
 DELEGATE_PREFIX = "delegate_to_"
@@ -45,6 +45,24 @@ class Execution:
     repair_noted: bool = False
     asked: set[str] = field(default_factory=set)
     """Requests the tools of this execution opened while they ran (MCP forms)."""
+    history: RunHistory = field(default_factory=RunHistory)
+    """The run's transcript, read once when the execution starts and appended to as it
+    commits (``runtime.history.load_history``)."""
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    """The tool calls of the assistant message being settled, as last committed."""
+    requests: list[InputRequest] = field(default_factory=list)
+    """The run's input requests, read once when the execution starts (answered approvals and
+    questions); a request opened later stops the execution."""
+
+    def note_calls(self, calls: list[ToolCall]) -> None:
+        """Remember tool calls as the store returned them from a commit."""
+        for call in calls:
+            self.calls[call.id] = call
+
+    def calls_of(self, message_id: str) -> list[ToolCall] | None:
+        """The calls of one assistant message in call order, if this execution holds them."""
+        found = [c for c in self.calls.values() if c.message_id == message_id]
+        return sorted(found, key=lambda c: c.index) if found else None
 
 
 Executions = dict[str, Execution]
@@ -60,5 +78,4 @@ class Launcher:
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_hash(dict(arguments))

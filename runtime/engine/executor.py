@@ -1,6 +1,11 @@
 """One run's step loop: claim the run, then step until it completes, fails or waits for a
-person. A step is: build the history and repair it, call the model (``model_call``), then
-settle the tool calls it asked for (``tool_calls``)."""
+person. A step is: call the model with the history (``model_call``), then settle the tool calls
+it asked for (``tool_calls``).
+
+The execution reads the database when it starts (the run's history, the calls of an unsettled
+message, its input requests, its job's step total) and again only if it lost and regained its
+run; after that a step only writes (the assistant message, the tool results), whatever the
+length of the history. The history lives in ``Execution.history``."""
 
 from __future__ import annotations
 
@@ -18,8 +23,8 @@ from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
 from runtime.events import Notice
-from runtime.history import last_message, repair, run_history
-from runtime.models import Failure, Job, Message, Role, Run, RunState, ToolCallState
+from runtime.history import load_history
+from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest, ToolSpec
 from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
@@ -39,6 +44,44 @@ def system_prompt(run: Run, agent: AgentConfig, workspace: Path) -> str:
             "Paths are relative to it."
         )
     return f"{head}\n\n{agent.instructions}".strip()
+
+
+class JobSteps:
+    """The steps all runs of each job took, kept in memory while this process executes runs of
+    the job: read once (one query) when the first execution of a job starts, then counted as
+    the executions commit steps; dropped when the last one ends (the next reads it again)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._used: dict[str, list[int]] = {}
+        """job id → [steps used, live executions]"""
+
+    async def enter(self, job_id: str) -> None:
+        entry = self._used.get(job_id)
+        if entry is None:
+            runs = await self._store.job_runs(job_id)
+            if job_id in self._used:  # another execution of the job read it meanwhile
+                self._used[job_id][1] += 1
+                return
+            self._used[job_id] = [sum(r.step for r in runs), 1]
+        else:
+            entry[1] += 1
+
+    def leave(self, job_id: str) -> None:
+        entry = self._used.get(job_id)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del self._used[job_id]
+
+    def used(self, job_id: str) -> int:
+        entry = self._used.get(job_id)
+        return entry[0] if entry is not None else 0
+
+    def count(self, job_id: str) -> None:
+        entry = self._used.get(job_id)
+        if entry is not None:
+            entry[0] += 1
 
 
 class Executor:
@@ -62,8 +105,9 @@ class Executor:
         self._tool_calls = tool_calls
         self._delegation = delegation
         self._executions = executions
+        self._job_steps = JobSteps(store)
 
-    async def execute(self, execution: Execution) -> None:
+    async def run_execution(self, execution: Execution) -> None:
         """The body of an execution's task; always removes it from ``executions`` at the end."""
         run_id = execution.run_id
         try:
@@ -72,7 +116,6 @@ class Executor:
             except RunStateConflict:
                 return
             execution.token = run.execution_token or ""
-            self._pump.notify()
             try:
                 await self._run_steps(execution, run)
             except RunFailed as failed:
@@ -90,7 +133,7 @@ class Executor:
             await self._fail_internally(execution, exc)
         finally:
             self._executions.pop(run_id, None)
-            self._pump.notify()
+            self._pump.notify()  # waiters look again: nobody executes the run here now
 
     async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
         with contextlib.suppress(AgentTuiError):
@@ -112,40 +155,59 @@ class Executor:
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for t in tools.values()
         ]
-        while True:
-            last = await last_message(self._store, run.id)
-            if last is not None and last.role is Role.ASSISTANT and last.tool_uses:
-                if await self._tool_calls.settle(execution, run, last, tools, job):
-                    return
-                continue
-            run = await self._store.get_run(run.id)
-            if run.step >= run.max_steps:
-                raise RunFailed(
-                    "max_steps",
-                    f"the agent used all {run.max_steps} steps without finishing",
+        await self._job_steps.enter(run.job_id)
+        try:
+            await self._load(execution, run)
+            while True:
+                last = execution.history.last
+                if last is not None and last.role is Role.ASSISTANT and last.tool_uses:
+                    token = execution.token
+                    if await self._tool_calls.settle(execution, run, last, tools, job):
+                        return
+                    if execution.token != token:
+                        # It waited for a person inside a tool and claimed the run again:
+                        # read what was committed meanwhile.
+                        run = await self._store.get_run(run.id)
+                        await self._load(execution, run)
+                    continue
+                if run.step >= run.max_steps:
+                    raise RunFailed(
+                        "max_steps",
+                        f"the agent used all {run.max_steps} steps without finishing",
+                    )
+                self._check_job_budget(run)
+                request = ModelRequest.model_construct(
+                    model=run.model.partition(":")[2] or run.model,
+                    system=system,
+                    messages=list(execution.history.messages),
+                    tools=specs,
+                    max_tokens=8192,
+                    thinking_budget=None,
+                    workspace=job.workspace,
                 )
-            await self._check_job_budget(run)
-            request = await self._model_request(execution, run, job, system, specs)
-            if await self._model_turn(execution, run, provider, request, tools):
-                return
+                if await self._model_turn(execution, run, provider, request, tools):
+                    return
+                run = run.model_copy(update={"step": run.step + 1})
+        finally:
+            self._job_steps.leave(run.job_id)
 
-    async def _model_request(
-        self, execution: Execution, run: Run, job: Job, system: str, specs: list[ToolSpec]
-    ) -> ModelRequest:
-        history, repairs = repair(await run_history(self._store, run))
-        if repairs and not execution.repair_noted:
+    async def _load(self, execution: Execution, run: Run) -> None:
+        """Read what the execution keeps in memory: the history (repaired once), the calls of
+        a message whose tool calls are not settled, the run's input requests."""
+        history = await load_history(self._store, run)
+        execution.history = history
+        execution.calls.clear()
+        last = history.last
+        if last is not None and last.role is Role.ASSISTANT and last.tool_uses:
+            execution.note_calls(await self._store.list_tool_calls(run.id, message_id=last.id))
+        execution.requests = await self._store.list_input_requests(run.id)
+        if history.repairs and not execution.repair_noted:
             execution.repair_noted = True
+            repairs = history.repairs
             names = ", ".join(sorted({r.name or r.tool_use_id for r in repairs}))
             text = f"history repaired before calling the model ({len(repairs)}): {names}"
             log.info("run %s: %s", run.id, text)
             self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="info", text=text))
-        return ModelRequest(
-            model=run.model.partition(":")[2] or run.model,
-            system=system,
-            messages=history,
-            tools=specs,
-            workspace=job.workspace,
-        )
 
     async def _model_turn(
         self,
@@ -160,6 +222,8 @@ class Executor:
         message, stop_reason = await self._model_call.call(
             execution, run, provider, request, tools, step=step
         )
+        execution.history.append(message)
+        self._job_steps.count(run.job_id)
         if message.tool_uses and stop_reason == "max_tokens":
             await self._fail_cut_calls(execution, run, message)
         elif message.tool_uses:
@@ -180,7 +244,7 @@ class Executor:
         return True
 
     async def _fail_cut_calls(self, execution: Execution, run: Run, message: Message) -> None:
-        cut = await self._store.list_tool_calls(run.id, message_id=message.id)
+        cut = execution.calls_of(message.id) or []
         await self._store.set_tool_states(
             run.id,
             token=execution.token,
@@ -194,11 +258,9 @@ class Executor:
             ],
         )
 
-    async def _check_job_budget(self, run: Run) -> None:
+    def _check_job_budget(self, run: Run) -> None:
         budget = self._catalog.config.defaults.job_step_budget
-        runs = await self._store.job_runs(run.job_id)
-        used = sum(r.step for r in runs)
-        if used >= budget:
+        if self._job_steps.used(run.job_id) >= budget:
             raise RunFailed(
                 "job_step_budget",
                 f"the job used its budget of {budget} steps across all its runs "

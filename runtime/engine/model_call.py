@@ -81,7 +81,7 @@ class ModelCall:
             step=step,
         )
         execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
-        self._pump.notify()
+        execution.calls = {c.id: c for c in calls}
         return message, folded.stop_reason
 
     async def _stream_with_retries(

@@ -1,6 +1,7 @@
-"""The event pump: durable events committed (here or by another process) are read by cursor
-and published on the bus; transient events are published directly. Waiters use
-``await_progress`` to wake when anything was read."""
+"""The event pump: durable events this process commits are published on the bus as they commit
+(the store reports them, ``Store.on_commit``); those other processes commit are read by cursor
+on a poll. Transient events are published directly. Waiters use ``await_progress`` to wake when
+anything was published (or ``notify`` says something changed here)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import AsyncIterator
 
 from runtime.bus import EventBus, Overflowed
 from runtime.engine.execution import POLL_INTERVAL, Executions
-from runtime.events import DURABLE_KINDS, Event, RunStateChanged
+from runtime.events import DURABLE_KINDS, DurableEvent, Event, RunStateChanged
 from runtime.models import RunState
 from runtime.store.base import Store
 
@@ -33,17 +34,20 @@ class Pump:
         self._bus = bus
         self._executions = executions
         self._pumped = 0
+        """Every durable event up to this seq has been published."""
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()
-        self._progress = asyncio.Condition()
+        self._progress = asyncio.Event()
+        store.on_commit(self._committed)
 
     def start_after(self, seq: int) -> None:
         """Publish durable events after ``seq`` only (those before happened before we opened)."""
         self._pumped = seq
 
     def notify(self) -> None:
-        """Something was committed here: read the events soon (without waiting a poll)."""
-        self._changed.set()
+        """Something changed in this process that waiters should look at (an execution ended,
+        a run was claimed). Committed events need no call: they are published as they commit."""
+        self._wake()
 
     def publish(self, event: Event) -> None:
         try:
@@ -51,33 +55,54 @@ class Pump:
         except Exception:  # a subscriber must never break a run
             log.exception("publishing %s failed", event.kind)
 
+    def _committed(self, before: int, events: list[DurableEvent]) -> None:
+        """The store committed ``events`` here: publish them now, unless another process
+        committed events since the last we published (then the loop reads all by cursor, in
+        order)."""
+        if before > self._pumped:
+            self._changed.set()
+            return
+        for event in events:
+            if event.seq > self._pumped:
+                self._publish_durable(event)
+        self._wake()
+
+    def _publish_durable(self, event: DurableEvent) -> None:
+        self._pumped = event.seq
+        self.publish(event)
+        if (
+            isinstance(event, RunStateChanged)
+            and event.to_state is RunState.CANCELLED
+            and event.run_id in self._executions
+        ):
+            # Cancelled by another process: stop its model stream and tools now. Once:
+            # `Runtime.cancel` here may have cancelled it already, and a second cancel would
+            # cut the tools' clean stop short (a shell's process group killed without waiting).
+            stop_once(self._executions[event.run_id].task)
+
+    def _wake(self) -> None:
+        progress, self._progress = self._progress, asyncio.Event()
+        progress.set()
+
     async def pump(self) -> None:
+        """Read and publish the durable events committed after the last one published (by
+        other processes, or here while a gap was being filled)."""
         async with self._lock:
             while True:
                 events = await self._store.read_events(after=self._pumped, limit=1000)
                 for event in events:
-                    self._pumped = event.seq
-                    self.publish(event)
-                    if (
-                        isinstance(event, RunStateChanged)
-                        and event.to_state is RunState.CANCELLED
-                        and event.run_id in self._executions
-                    ):
-                        # Cancelled by another process: stop its model stream and tools now.
-                        # Once: `Runtime.cancel` here may have cancelled it already, and a
-                        # second cancel would cut the tools' clean stop short (a shell's
-                        # process group killed without waiting for it).
-                        stop_once(self._executions[event.run_id].task)
+                    if event.seq > self._pumped:
+                        self._publish_durable(event)
                 if len(events) < 1000:
                     break
-        async with self._progress:
-            self._progress.notify_all()
+        self._wake()
 
     async def await_progress(self) -> None:
-        """Until events were read (here or from another process), at most two poll intervals.
-        (``asyncio.timeout``, not ``wait_for``: on 3.11 ``wait_for`` can swallow a cancel.)"""
+        """Until events were published (here or from another process), at most two poll
+        intervals. (``asyncio.timeout``, not ``wait_for``: on 3.11 ``wait_for`` can swallow a
+        cancel.)"""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(POLL_INTERVAL * 2), self._progress:
+            async with asyncio.timeout(POLL_INTERVAL * 2):
                 await self._progress.wait()
 
     async def loop(self, closing: asyncio.Event) -> None:

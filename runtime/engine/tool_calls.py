@@ -69,8 +69,11 @@ class ToolCalls:
         answered questions) commit together with the calls that start; results commit in call
         order as soon as they and all before them are ready; the last ones commit together
         with the tool message and the step's checkpoint."""
-        calls = await self._store.list_tool_calls(run.id, message_id=assistant.id)
-        requests = await self._store.list_input_requests(run.id)
+        calls = execution.calls_of(assistant.id)
+        if calls is None:
+            calls = await self._store.list_tool_calls(run.id, message_id=assistant.id)
+            execution.note_calls(calls)
+        requests = execution.requests
         allowed_here = self._catalog.allowed_for_run(run.id)
         plan = plan_calls(
             calls,
@@ -85,8 +88,10 @@ class ToolCalls:
         allowed_here |= plan.allowed
         if plan.stop is not None:
             if plan.decided:
-                await self._store.set_tool_states(
-                    run.id, token=execution.token, changes=plan.decided
+                execution.note_calls(
+                    await self._store.set_tool_states(
+                        run.id, token=execution.token, changes=plan.decided
+                    )
                 )
             if plan.stop.kind == "question" and plan.stop.call is not None:
                 await self._ask_question(execution, run, plan.stop.call)
@@ -109,8 +114,9 @@ class ToolCalls:
             if call.id not in plan.already_running
         ]
         if starting:
-            await self._store.set_tool_states(run.id, token=execution.token, changes=starting)
-            self._pump.notify()
+            execution.note_calls(
+                await self._store.set_tool_states(run.id, token=execution.token, changes=starting)
+            )
 
     async def _commit_results(
         self,
@@ -120,8 +126,7 @@ class ToolCalls:
         calls: list[ToolCall],
         last_changes: list[ToolStateChange],
     ) -> bool:
-        stored = await self._store.list_tool_calls(run.id, message_id=assistant.id)
-        final = {c.id: c for c in stored}
+        final = dict(execution.calls)
         for change in last_changes:
             final[change.tool_call_id] = final[change.tool_call_id].model_copy(
                 update={"state": change.to, "result": change.result, "error": change.error}
@@ -130,8 +135,10 @@ class ToolCalls:
         doubtful = [c for c in settled if c.state is ToolCallState.INDETERMINATE]
         if doubtful or any(not c.state.is_terminal for c in settled):
             if last_changes:
-                await self._store.set_tool_states(
-                    run.id, token=execution.token, changes=last_changes
+                execution.note_calls(
+                    await self._store.set_tool_states(
+                        run.id, token=execution.token, changes=last_changes
+                    )
                 )
             if not doubtful:
                 return True
@@ -150,14 +157,16 @@ class ToolCalls:
             )
             for c in settled
         ]
-        await self._store.finish_step(
+        finished, tool_message, _ = await self._store.finish_step(
             run.id,
             token=execution.token,
             tool_changes=last_changes,
             message=NewMessage(role=Role.TOOL, content=blocks),
             checkpoint_step=calls[0].step if calls else run.step,
         )
-        self._pump.notify()
+        execution.note_calls(finished)
+        if tool_message is not None:
+            execution.history.append(tool_message)
         return False
 
     async def _ask_question(self, execution: Execution, run: Run, call: ToolCall) -> None:
@@ -176,7 +185,6 @@ class ToolCalls:
                 detail={"tool": ASK_USER, "allow_free_text": free},
             ),
         )
-        self._pump.notify()
 
     async def _ask_approval(
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, job: Job
@@ -202,7 +210,6 @@ class ToolCalls:
                 detail=detail,
             ),
         )
-        self._pump.notify()
 
     async def _run_one(
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, workspace: Path
@@ -253,8 +260,11 @@ class ToolCalls:
         try:
             for (call, _), task in zip(to_run, tasks, strict=True):
                 if not task.done() and ready:
-                    await self._store.set_tool_states(run.id, token=execution.token, changes=ready)
-                    self._pump.notify()
+                    execution.note_calls(
+                        await self._store.set_tool_states(
+                            run.id, token=execution.token, changes=ready
+                        )
+                    )
                     ready = []
                 state, result, error = await task
                 ready.append(
@@ -298,7 +308,6 @@ class ToolCalls:
             _, request = await self._store.open_input_request(
                 run.id, token=execution.token, request=new_request
             )
-            self._pump.notify()
             execution.asked.add(request.id)
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             execution.elicitations[request.id] = future
@@ -328,7 +337,6 @@ class ToolCalls:
                     continue  # answered in this process: `respond` claimed it
                 return {"action": "cancel"}
             execution.token = claimed.execution_token or ""
-            self._pump.notify()
             if stored.state is InputRequestState.ANSWERED:
                 return stored.answer
             return {"action": "cancel"}
@@ -346,4 +354,3 @@ class ToolCalls:
             # The run went back to the queue with the request; this execution goes on.
             claimed = await self._store.claim_run(run.id, owner_id=self._owner_id)
             execution.token = claimed.execution_token or ""
-            self._pump.notify()

@@ -17,6 +17,7 @@ in ``tests/store/backends.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -482,4 +483,11 @@ class Store(Protocol):
 
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's position in the global checkpoint order."""
+        ...
+
+    def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:
+        """From now on, right after each write transaction of this store object commits, call
+        ``listener(before, events)`` with the durable events it committed (in seq order) and
+        the last seq before them (so a gap means another process committed in between). A
+        transaction that rolls back reports nothing. The engine publishes these directly."""
         ...

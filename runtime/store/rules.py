@@ -17,7 +17,6 @@ Records passed in are trusted (they came out of the store); the plans construct 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from runtime import errors
+from runtime.canonical import canonical_hash
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
@@ -76,15 +76,6 @@ IdFactory = Callable[[], str]
 
 def new_id() -> str:
     return uuid.uuid4().hex
-
-
-def canonical_hash(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value`` (sorted keys, no spaces)."""
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise errors.InvalidInput(f"not JSON data: {exc}") from exc
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def title_from(input_text: str | None) -> str:

@@ -43,6 +43,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, TypeAdapter
 
 from runtime import errors
+from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
 from runtime.events import (
     DURABLE_EVENT_ADAPTER,
@@ -92,7 +93,7 @@ from runtime.store.migrations import (
     migrate,
     too_new_message,
 )
-from runtime.store.rules import Plan, canonical_hash
+from runtime.store.rules import Plan
 from runtime.store.schema import expected_shape, schema_problems, shape_of
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
@@ -110,6 +111,8 @@ SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
 SEARCH_WINDOW = 2_000
 _OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
+_committed = threading.local()
+"""While ``on_commit`` wraps a transaction, ``_committed.events`` collects what ``_emit`` wrote."""
 """Search ranks the best matches among this many most recent ones."""
 
 _CONTENT: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
@@ -1501,6 +1504,29 @@ class SqliteStore:
 
         return await self._call(read)
 
+    def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:
+        """From now on, right after each write transaction of this store object commits, call
+        ``listener(before, events)`` with the durable events it committed (in seq order, as
+        observers see them) and the last seq before them. They are the events the transaction
+        wrote (collected by ``_emit``), so reporting costs no query; a transaction that rolls
+        back reports nothing."""
+        write = self._write
+
+        async def write_and_report(fn: Callable[[Conn], R]) -> R:
+            def tx(conn: Conn) -> tuple[R, list[DurableEvent]]:
+                _committed.events = []
+                try:
+                    return fn(conn), _committed.events
+                finally:
+                    _committed.events = None
+
+            result, events = await write(tx)
+            if events:
+                listener((events[0].seq or 1) - 1, events)
+            return result
+
+        self._write = write_and_report  # type: ignore[method-assign]
+
 
 async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> SqliteStore:
     """Open (creating and migrating if needed) the store at ``path``."""
@@ -2059,7 +2085,11 @@ def _emit(
     # len(events) sequence numbers.
     last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
     first = last - len(events) + 1
-    return [e.model_copy(update={"seq": first + i}) for i, e in enumerate(events)]
+    published = [e.model_copy(update={"seq": first + i}) for i, e in enumerate(events)]
+    sink = getattr(_committed, "events", None)
+    if sink is not None:
+        sink.extend(published)
+    return published
 
 
 def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEvent]:

@@ -1,0 +1,199 @@
+"""Constant work per step (issue 13 point 1): a step of the engine makes the same store round
+trips at step 5 as at step 200, whatever the length of the history; and the engine and the
+facade hold no SQL (the store is the only place that speaks to the database)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.config import Config, Defaults
+from runtime.models import Role, RunState, Usage
+from runtime.providers.base import (
+    ModelEvent,
+    ModelRequest,
+    StopReason,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageReport,
+)
+from runtime.runtime import Runtime
+from runtime.store.sqlite import SqliteStore
+from runtime.tools.builtin import builtin_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 200
+FILES = ["README.md", "notes.txt", "src/main.py"]
+
+
+@dataclass
+class Trips:
+    """Round trips to the database thread made by the executions (tasks ``run-…``), split into
+    write transactions and reads; and the SQL statements of all of them."""
+
+    reads: int = 0
+    writes: int = 0
+    records: int = 0
+    """Records (runs, messages, tool calls...) the reads returned: the work a read does."""
+    by_operation: Counter[str] = field(default_factory=Counter)
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return self.reads, self.writes, self.records
+
+
+def _records(value: Any) -> int:
+    if isinstance(value, list | tuple):
+        return sum(_records(item) for item in value)
+    return 0 if value is None else 1
+
+
+def count_trips(store: SqliteStore) -> Trips:
+    """Wrap the real store's two plumbing calls: every operation is one ``_call`` (a hop to
+    the connection thread); a write transaction goes through ``_write`` first."""
+    trips = Trips()
+    call, write = store._call, store._write
+    writing: set[asyncio.Task[Any]] = set()
+
+    def ours() -> asyncio.Task[Any] | None:
+        task = asyncio.current_task()
+        return task if task is not None and task.get_name().startswith("run-") else None
+
+    async def counted_call(fn: Any) -> Any:
+        task = ours()
+        result = await call(fn)
+        if task is not None and task not in writing:
+            trips.reads += 1
+            trips.records += _records(result)
+            trips.by_operation[f"read {getattr(fn, '__qualname__', '?')}"] += 1
+        return result
+
+    async def counted_write(fn: Any) -> Any:
+        task = ours()
+        if task is None:
+            return await write(fn)
+        trips.writes += 1
+        trips.by_operation[f"write {getattr(fn, '__qualname__', '?')}"] += 1
+        writing.add(task)
+        try:
+            return await write(fn)
+        finally:
+            writing.discard(task)
+
+    store._call = counted_call  # type: ignore[method-assign]
+    store._write = counted_write  # type: ignore[method-assign]
+    return trips
+
+
+class InstantModel:
+    """Answers at once with three read_file calls per step, then a final answer; notes the
+    round trips so far at the start of each call (a step runs from one call to the next)."""
+
+    def __init__(self, steps: int, now: Callable[[], tuple[int, int, int]]) -> None:
+        self.steps = steps
+        self.at_call: list[tuple[int, int, int]] = []
+        self.history_lengths: list[int] = []
+        self._now = now
+
+    reference = "instant:test"
+    context_window = 1_000_000
+
+    def cost_usd(self, usage: Usage) -> float:
+        return 0.0
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.at_call.append(self._now())
+        self.history_lengths.append(len(request.messages))
+        step = len(self.at_call)
+        if step > self.steps:
+            yield TextDelta(text="done")
+            yield StopReason(reason="end_turn")
+            return
+        yield TextDelta(text=f"step {step}: reading three files")
+        for index, name in enumerate(FILES):
+            yield ToolCallStart(index=index, id=f"toolu_{step}_{index}", name="read_file")
+            yield ToolCallDelta(index=index, json_fragment=json.dumps({"path": name}))
+            yield ToolCallEnd(index=index)
+        yield UsageReport(usage=Usage(input_tokens=100, output_tokens=20))
+        yield StopReason(reason="tool_use")
+
+
+def step_cost(model: InstantModel, step: int) -> tuple[int, int, int]:
+    """(reads, writes, records read) of step ``step`` (1-based)."""
+    before, after = model.at_call[step - 1], model.at_call[step]
+    reads, writes, records = (a - b for a, b in zip(after, before, strict=True))
+    return reads, writes, records
+
+
+@pytest.mark.timeout(300)
+async def test_a_step_costs_the_same_store_round_trips_at_step_200_as_at_step_5(
+    db_path: Path, workspace: Path
+) -> None:
+    store = SqliteStore(db_path)
+    trips = count_trips(store)
+    model = InstantModel(STEPS, trips.snapshot)
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(defaults=Defaults(max_steps=STEPS + 5, job_step_budget=STEPS + 5)),
+        model="instant:test",
+        providers=lambda reference: model,
+        tools=builtin_tools(),
+        store=store,
+    )
+    try:
+        run = await runtime.start("read the three files, many times")
+        boundary = await runtime.wait(run.id, timeout=240)
+        assert boundary.state is RunState.COMPLETED
+        messages = await runtime.all_messages(run.id)
+    finally:
+        await runtime.close()
+    # The run really went through 200 tool steps with a growing history.
+    assert [m.role for m in messages[-3:]] == [Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert len(messages) == 1 + 2 * STEPS + 1
+    assert model.history_lengths[4] == 1 + 2 * 4
+    assert model.history_lengths[STEPS - 1] == 1 + 2 * (STEPS - 1)
+    assert all("3 lines" not in m.text for m in messages)  # results are the files, not errors
+    early_reads, early_writes, early_records = step_cost(model, 5)
+    late_reads, late_writes, late_records = step_cost(model, STEPS)
+    # The same work early and late: no read grows with the history.
+    assert late_records == early_records, trips.by_operation
+    assert late_reads == early_reads, trips.by_operation
+    # And no read at all once the execution runs (history, calls, requests are in memory).
+    assert (early_reads, late_reads) == (0, 0), trips.by_operation
+    # Writes: the assistant message with its calls started, the results with the tool message
+    # and checkpoint; a result that is ready while a slower call still runs may commit on its
+    # own (never more than one commit per call).
+    assert 2 <= early_writes <= 1 + len(FILES)
+    assert 2 <= late_writes <= 1 + len(FILES)
+    every_step = [step_cost(model, step) for step in range(2, STEPS + 1)]
+    assert max(reads + records for reads, _, records in every_step) == 0
+    assert max(writes for _, writes, _ in every_step) <= 1 + len(FILES)
+
+
+SQL_WORDS = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b|execute\(")
+
+
+def test_the_engine_and_the_facade_hold_no_sql_and_execute_no_statement() -> None:
+    files = [*sorted((ROOT / "runtime" / "engine").glob("*.py")), ROOT / "runtime" / "runtime.py"]
+    files.append(ROOT / "runtime" / "history.py")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if SQL_WORDS.search(line)
+    ]
+    assert len(files) > 5
+    assert offenders == []
