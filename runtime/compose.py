@@ -59,8 +59,9 @@ async def open_runtime(
     lease_seconds: float = LEASE_SECONDS,
     store: Store | None = None,
     mcp: Any = None,
+    read_only: bool = False,
 ) -> R:
-    """Open the database (migrating it), take an owner lease, recover expired owners."""
+    """Open the database (migrating it) and start the engine (``Runtime.start_engine``)."""
     environ = os.environ if env is None else env
     workspace_path = Path(workspace).resolve()
     if not workspace_path.is_dir():
@@ -80,7 +81,7 @@ async def open_runtime(
         from runtime.tools.builtin import builtin_tools
 
         tools = dict(builtin_tools())
-    if mcp is None and config.mcp_servers:
+    if mcp is None and config.mcp_servers and not read_only:
         from runtime.mcp import McpManager
 
         mcp = McpManager(dict(config.mcp_servers), workspace=workspace_path)
@@ -100,6 +101,7 @@ async def open_runtime(
         clock=clock,
         sleep=sleep,
         lease_seconds=lease_seconds,
+        read_only=read_only,
     )
     try:
         await runtime.start_engine()

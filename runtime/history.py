@@ -136,3 +136,13 @@ async def run_history(store: Store, run: Run) -> list[Message]:
     for run_id, upto in reversed(segments):
         messages += await all_messages(store, run_id, upto=upto)
     return messages
+
+
+async def retry_position(store: Store, run_id: str) -> int:
+    """Where a retry of ``run_id`` continues from: its last checkpoint, else before its first
+    message (-1 when it has none)."""
+    checkpoints = await store.list_checkpoints(run_id)
+    if checkpoints:
+        return checkpoints[-1].last_position
+    first = await store.list_messages(run_id, limit=1)
+    return first[0].position if first else -1

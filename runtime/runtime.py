@@ -21,7 +21,7 @@ from runtime.answers import validate_answer
 from runtime.clock import Clock
 from runtime.config import Config
 from runtime.engine.assembly import build_engine
-from runtime.engine.delegation import descendants
+from runtime.engine.delegation import held_elsewhere, next_boundary
 from runtime.engine.execution import (
     LEASE_SECONDS,
     Execution,
@@ -40,7 +40,7 @@ from runtime.errors import (
     RunStateConflict,
 )
 from runtime.events import DurableEvent, Event, RunStateChanged
-from runtime.history import all_messages, last_message
+from runtime.history import all_messages, last_message, retry_position
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -94,6 +94,7 @@ class Runtime:
         clock: Clock,
         sleep: SleepFn = asyncio.sleep,
         lease_seconds: float = LEASE_SECONDS,
+        read_only: bool = False,
     ) -> None:
         self.store = store
         self.workspace = workspace
@@ -114,6 +115,7 @@ class Runtime:
             clock=clock,
             sleep=sleep,
             lease_seconds=lease_seconds,
+            read_only=read_only,
             launcher=Launcher(launch=self._launch, cancel=self._cancel_for_engine),
         )
         self._bus = engine.bus
@@ -140,9 +142,11 @@ class Runtime:
         lease_seconds: float = LEASE_SECONDS,
         store: Store | None = None,
         mcp: Any = None,
+        read_only: bool = False,
     ) -> Runtime:
-        """Open the database (migrating it), take an owner lease, recover expired owners
-        (``runtime.compose.open_runtime``)."""
+        """Open the database (migrating it) and recover the runs of owners that are provably
+        gone (``runtime.compose.open_runtime``). ``read_only``: never write (for commands and
+        views that only look)."""
         from runtime.compose import open_runtime
 
         return await open_runtime(
@@ -159,6 +163,7 @@ class Runtime:
             lease_seconds=lease_seconds,
             store=store,
             mcp=mcp,
+            read_only=read_only,
         )
 
     @property
@@ -171,16 +176,28 @@ class Runtime:
         return self._catalog.mcp
 
     async def start_engine(self) -> None:
-        """Take the owner lease, recover expired owners, start the heartbeat and the pump."""
-        self.recovery = await self._leases.take()
+        """Recover the runs of owners that are provably gone and start the event pump (and,
+        unless read-only, the recovery loop). The owner lease is taken on the first execution."""
+        loop = asyncio.get_running_loop()
+        if self._leases.read_only:
+            self._pump.start_after(await self.store.last_seq())
+            self._background.append(loop.create_task(self._pump.loop(self._closing)))
+            return
+        self.recovery = await self._leases.recover()
         self._pump.start_after(await self.store.last_seq())
         await self._leases.settle(self.recovery)
-        loop = asyncio.get_running_loop()
-        self._background.append(loop.create_task(self._leases.heartbeat_loop(self._closing)))
+        self._background.append(loop.create_task(self._leases.recovery_loop(self._closing)))
         self._background.append(loop.create_task(self._pump.loop(self._closing)))
-        if self.config.defaults.auto_resume:
-            for run_id in self.recovery.requeued + self.recovery.interrupted_queued:
+        resume = self.recovery.requeued + self.recovery.interrupted_queued
+        if self.config.defaults.auto_resume and resume:
+            await self._leases.ensure()
+            for run_id in resume:
                 self._launch(run_id)
+
+    @property
+    def read_only(self) -> bool:
+        """Opened to read only: it never writes to the database (no lease, no recovery)."""
+        return self._leases.read_only
 
     async def close(self) -> None:
         """Stop executions (their runs stay recoverable) and release the owner lease."""
@@ -245,6 +262,7 @@ class Runtime:
         agent_config = self._catalog.agent(agent_name)
         reference = model or agent_config.model or self._default_model
         self._catalog.provider(reference)  # fail early on a bad model reference
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 agent=agent_name,
@@ -281,6 +299,7 @@ class Runtime:
         if previous is not None:
             last = await last_message(self.store, previous.id)
             history_position = last.position if last else -1
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 job_id=job_id,
@@ -304,6 +323,7 @@ class Runtime:
         run = await self.store.get_run(run_id)
         if run.state is RunState.QUEUED:
             if run_id not in self._executions:
+                await self._leases.ensure()
                 self._launch(run_id)
             return run
         if run.state in (RunState.RUNNING, RunState.INPUT_REQUIRED):
@@ -313,13 +333,9 @@ class Runtime:
             )
         if run.state is RunState.COMPLETED:
             raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
-        checkpoints = await self.store.list_checkpoints(run_id)
-        if checkpoints:
-            position = checkpoints[-1].last_position
-        else:
-            first = await self.store.list_messages(run_id, limit=1)
-            position = first[0].position if first else -1
+        position = await retry_position(self.store, run_id)
         job = await self.store.get_job(run.job_id)
+        await self._leases.ensure()
         new_run = await self.store.create_run(
             NewRun(
                 job_id=run.job_id,
@@ -344,6 +360,7 @@ class Runtime:
         source = await self.store.get_run(checkpoint.run_id)
         job = await self.store.get_job(source.job_id)
         text = input.strip() if input and input.strip() else None
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 agent=source.agent,
@@ -385,6 +402,7 @@ class Runtime:
                     "the tool call's arguments changed since the request was made; "
                     "the answer was refused"
                 )
+        await self._leases.ensure()
         run, request = await self.store.answer_input_request(
             request_id,
             answer=answer,
@@ -419,12 +437,7 @@ class Runtime:
         return run
 
     async def _held_elsewhere(self, run: Run) -> bool:
-        """Whether another live process owns the run (and will go on with it)."""
-        return (
-            run.owner_id is not None
-            and run.owner_id != self.owner_id
-            and run.owner_id in await self.store.live_owners()
-        )
+        return await held_elsewhere(self.store, run, self.owner_id)
 
     def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
         for execution in self._executions.values():
@@ -443,6 +456,8 @@ class Runtime:
             parent_id = parent.parent_run_id
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> Run:
+        if self._leases.read_only:
+            raise InvalidInput("this agent-tui was opened read-only; it cannot cancel runs")
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
@@ -520,26 +535,10 @@ class Runtime:
         return await self.store.last_seq()
 
     async def _boundary(self, run_id: str) -> Boundary | None:
-        run = await self.store.get_run(run_id)
-        if run.state.is_terminal:
-            return Boundary(run=run)
-        if run.state is RunState.INPUT_REQUIRED:
-            requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
-            if requests:
-                return Boundary(run=run, request=requests[0])
-        if (
-            run.state is RunState.QUEUED
-            and run_id not in self._executions
-            and not await self._held_elsewhere(run)
-        ):
-            # Nobody will execute it (interrupted, or its process is gone).
-            return Boundary(run=run)
-        for descendant in await descendants(self.store, run):
-            if descendant.state is RunState.INPUT_REQUIRED:
-                requests = await self.store.pending_input_requests(run_id=descendant.id, limit=1)
-                if requests:
-                    return Boundary(run=descendant, request=requests[0])
-        return None
+        found = await next_boundary(
+            self.store, run_id, executing=self._executions, held_elsewhere=self._held_elsewhere
+        )
+        return None if found is None else Boundary(run=found[0], request=found[1])
 
     # --- queries -------------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job:

@@ -105,7 +105,7 @@ class _Interrupt:
 
 
 async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
-    from tui._cli.commands import COMMANDS, RUNS_AN_AGENT, Context, open_runtime
+    from tui._cli.commands import COMMANDS, READ_ONLY, RUNS_AN_AGENT, Context, open_runtime
 
     ctx = Context(
         db_path=db_path,
@@ -127,7 +127,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path)
             from tui._cli.doctor import cmd_doctor
 
             return await cmd_doctor(ctx)
-        async with open_runtime(ctx) as runtime:
+        async with open_runtime(ctx, read_only=args.command in READ_ONLY) as runtime:
             return await COMMANDS[args.command](ctx, runtime, args)
     except asyncio.CancelledError:
         if not interrupt.requested:

@@ -44,6 +44,7 @@ def build_engine(
     clock: Clock,
     sleep: SleepFn,
     lease_seconds: float,
+    read_only: bool,
     launcher: Launcher,
 ) -> Engine:
     bus = EventBus()
@@ -65,6 +66,7 @@ def build_engine(
         executions=executions,
         pump=pump,
         delegation=delegation,
+        read_only=read_only,
     )
     model_call = ModelCall(
         store=store, catalog=catalog, pump=pump, bus=bus, clock=clock, sleep=sleep

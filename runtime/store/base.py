@@ -15,7 +15,8 @@ The conformance suite in ``tests/store`` runs against any implementation of this
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -427,3 +428,37 @@ class Store(Protocol):
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's position in the global checkpoint order."""
         ...
+    async def stale_owners(self) -> list[StaleOwner]:
+        """Owners named by queued or running runs whose lease is not live (no owner row,
+        released, recovered, or expired). Read-only: recovery decides which are provably gone
+        and passes those to ``recover_owners``."""
+        ...
+
+    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+        """Recover the queued and running runs of exactly these owners (as ``recover_expired``
+        does) and mark the owners released and recovered."""
+        ...
+
+    def lease_renewer(self, owner_id: str) -> LeaseRenewer:
+        """A renewer of this owner's lease with a connection of its own (for a thread)."""
+        ...
+
+
+class StaleOwner(BaseModel):
+    """An owner of queued or running runs whose lease is not live."""
+
+    model_config = ConfigDict(frozen=True)
+
+    owner_id: str
+    released: bool
+    """Released, recovered, or no owner row at all: it said (or shows) it is gone."""
+
+
+class LeaseRenewer(Protocol):
+    def renew(self, lease_seconds: float) -> Literal["renewed", "lost", "busy"]:
+        """Extend the lease (even if it ran out, as long as nobody released or recovered it);
+        ``lost`` when it was released or recovered; ``busy`` when the database could not be
+        written just now (retry)."""
+        ...
+
+    def close(self) -> None: ...

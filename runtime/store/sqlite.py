@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import aiosqlite
 from pydantic import TypeAdapter
@@ -71,6 +71,7 @@ from runtime.store.base import (
     NewToolCall,
     Page,
     RecoveryReport,
+    StaleOwner,
     ToolStateChange,
 )
 from runtime.store.migrations import LATEST_VERSION, migrate, too_new_message
@@ -1514,6 +1515,110 @@ class SqliteStore:
             return int(row[0])
 
         return await self._call(read)
+    # --- owners: read-only recovery checks, targeted recovery, a renewer of its own -----------
+
+    async def stale_owners(self) -> list[StaleOwner]:
+        now = self._now()
+
+        def read(conn: Conn) -> list[StaleOwner]:
+            rows = conn.execute(
+                "SELECT DISTINCT r.owner_id, (o.owner_id IS NULL OR o.released = 1"
+                " OR o.recovered_at IS NOT NULL) AS gone FROM runs AS r"
+                " LEFT JOIN owners AS o ON o.owner_id = r.owner_id"
+                " WHERE r.state IN ('queued', 'running') AND r.owner_id IS NOT NULL"
+                " AND (o.owner_id IS NULL OR o.released = 1 OR o.recovered_at IS NOT NULL"
+                " OR o.lease_expires_at < ?) ORDER BY r.owner_id",
+                (now,),
+            )
+            return [StaleOwner(owner_id=r[0], released=bool(r[1])) for r in rows]
+
+        return await self._call(read)
+
+    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+        now = self._now()
+        owners = list(owner_ids)
+
+        def tx(conn: Conn) -> RecoveryReport:
+            report = RecoveryReport()
+            marks = ",".join("?" * len(owners))
+            rows = conn.execute(
+                f"SELECT * FROM runs WHERE state IN ('queued', 'running') AND owner_id IN ({marks})"
+                " ORDER BY n",
+                owners,
+            ).fetchall()
+            for row in rows:
+                if row["state"] == RunState.QUEUED:
+                    conn.execute(
+                        "UPDATE runs SET interrupted = 1, owner_id = NULL,"
+                        " revision = revision + 1, updated_at = ? WHERE n = ?",
+                        (now, row["n"]),
+                    )
+                    report.interrupted_queued.append(row["id"])
+                    continue
+                _recover_running(conn, row, now, report)
+            conn.execute(
+                f"UPDATE owners SET released = 1, recovered_at = coalesce(recovered_at, ?),"
+                f" lease_expires_at = min(lease_expires_at, ?) WHERE owner_id IN ({marks})",
+                (now, now, *owners),
+            )
+            return report
+
+        if not owners:
+            return RecoveryReport()
+        return await self._write(tx)
+
+    def lease_renewer(self, owner_id: str) -> SqliteLeaseRenewer:
+        return SqliteLeaseRenewer(self.path, owner_id, clock=self._clock)
+
+
+class SqliteLeaseRenewer:
+    """Renews one owner's lease on a connection of its own, in short transactions, from any
+    thread: never queued behind the store's other work, and a busy database is "busy" (retry),
+    not a lost lease."""
+
+    def __init__(self, path: Path, owner_id: str, *, clock: Clock) -> None:
+        self._path = path
+        self._owner_id = owner_id
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+
+    def renew(self, lease_seconds: float) -> Literal["renewed", "lost", "busy"]:
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(
+                    str(self._path), timeout=1.0, isolation_level=None, check_same_thread=False
+                )
+            return _renew_lease(self._conn, self._owner_id, self._clock.now(), lease_seconds)
+        except sqlite3.Error:
+            return "busy"
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+def _renew_lease(
+    conn: sqlite3.Connection, owner_id: str, now: float, lease_seconds: float
+) -> Literal["renewed", "lost", "busy"]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(
+            "SELECT released, recovered_at FROM owners WHERE owner_id = ?", (owner_id,)
+        ).fetchone()
+        if row is None or row[0] or row[1] is not None:
+            conn.execute("ROLLBACK")
+            return "lost"
+        conn.execute(
+            "UPDATE owners SET lease_expires_at = ?, heartbeat_at = ? WHERE owner_id = ?",
+            (now + lease_seconds, now, owner_id),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return "renewed"
 
 
 async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> SqliteStore:

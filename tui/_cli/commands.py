@@ -67,7 +67,7 @@ class Context:
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
+async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
     from runtime.store.sqlite import SqliteStore
     from runtime.tools.builtin import builtin_tools
 
@@ -80,6 +80,7 @@ async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
         model=ctx.model,
         store=store,
         tools=with_file_history(builtin_tools(), store),
+        read_only=read_only,
     )
     try:
         yield runtime
@@ -434,3 +435,5 @@ COMMANDS = {
     "rewind": cmd_rewind,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})
+READ_ONLY = frozenset({"runs", "show", "export"})
+"""Commands that only look: they open the database read-only (no lease, no recovery)."""
