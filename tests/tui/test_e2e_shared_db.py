@@ -107,7 +107,7 @@ async def test_a_poller_never_steals_the_tuis_run_and_a_second_tui_can_answer_it
         owners = _owners(db_path)
         assert len(owners) == 1  # the TUI that runs it; no row from any poller
         assert not any(f":{pid}:" in owner for owner in owners for pid in poller_pids)
-        run_id, state, states = await _run_facts(db_path, workspace)
+        _, state, states = await _run_facts(db_path, workspace)
         assert state is RunState.INPUT_REQUIRED
         assert "queued" not in states[1:]  # created queued, never requeued
 
