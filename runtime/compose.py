@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +35,17 @@ def registry_factory(env: Mapping[str, str]) -> ProviderFactory:
         return resolve_provider(reference, env=env)
 
     return factory
+
+
+def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
+    """Checks a model reference (and its key) without importing any provider's SDK."""
+
+    def check(reference: str) -> None:
+        from runtime.providers.registry import check_reference
+
+        check_reference(reference, env=env)
+
+    return check
 
 
 def open_store(db_path: str | Path, *, clock: Clock) -> Store:
@@ -75,8 +86,10 @@ async def open_runtime(
         from runtime.providers.registry import default_model_reference
 
         default_model = default_model_reference(environ)
+    check_model = None
     if providers is None:
         providers = registry_factory(environ)
+        check_model = reference_checker(environ)
     if tools is None:
         from runtime.tools.builtin import builtin_tools
 
@@ -102,6 +115,7 @@ async def open_runtime(
         sleep=sleep,
         lease_seconds=lease_seconds,
         read_only=read_only,
+        check_model=check_model,
     )
     try:
         await runtime.start_engine()

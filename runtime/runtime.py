@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,6 +95,7 @@ class Runtime:
         sleep: SleepFn = asyncio.sleep,
         lease_seconds: float = LEASE_SECONDS,
         read_only: bool = False,
+        check_model: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.workspace = workspace
@@ -116,6 +117,7 @@ class Runtime:
             sleep=sleep,
             lease_seconds=lease_seconds,
             read_only=read_only,
+            check_model=check_model,
             launcher=Launcher(launch=self._launch, cancel=self._cancel_for_engine),
         )
         self._bus = engine.bus
@@ -261,7 +263,7 @@ class Runtime:
         agent_name = agent or self.config.defaults.agent
         agent_config = self._catalog.agent(agent_name)
         reference = model or agent_config.model or self._default_model
-        self._catalog.provider(reference)  # fail early on a bad model reference
+        self._catalog.check_model(reference)  # a clear error, and no run, for a bad model
         await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
@@ -294,7 +296,7 @@ class Runtime:
         agent_name = agent or (previous.agent if previous else job.agent)
         agent_config = self._catalog.agent(agent_name, job.workspace)
         reference = model or (previous.model if previous else None) or self._default_model
-        self._catalog.provider(reference)
+        self._catalog.check_model(reference)
         history_position = None
         if previous is not None:
             last = await last_message(self.store, previous.id)
@@ -323,6 +325,7 @@ class Runtime:
         run = await self.store.get_run(run_id)
         if run.state is RunState.QUEUED:
             if run_id not in self._executions:
+                self._catalog.check_model(run.model)
                 await self._leases.ensure()
                 self._launch(run_id)
             return run
@@ -333,6 +336,7 @@ class Runtime:
             )
         if run.state is RunState.COMPLETED:
             raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
+        self._catalog.check_model(run.model)  # a missing key adds no failed run
         position = await retry_position(self.store, run_id)
         job = await self.store.get_job(run.job_id)
         await self._leases.ensure()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,18 @@ def build_engine(
     lease_seconds: float,
     read_only: bool,
     launcher: Launcher,
+    check_model: Callable[[str], None] | None = None,
 ) -> Engine:
     bus = EventBus()
     executions: Executions = {}
-    catalog = Catalog(config=config, workspace=workspace, providers=providers, tools=tools, mcp=mcp)
+    catalog = Catalog(
+        config=config,
+        workspace=workspace,
+        providers=providers,
+        tools=tools,
+        mcp=mcp,
+        check_model=check_model,
+    )
     pump = Pump(store, bus, executions)
     delegation = Delegation(
         store=store,
