@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.models import Message, Run, RunState, ToolCall, ToolCallState
 from runtime.providers.demo import NOTES_FILE
 from runtime.store.sqlite import SqliteStore
@@ -82,11 +84,20 @@ def answer_until_done(cli: Cli, run_id: str, boundary: dict[str, Any]) -> dict[s
 
 
 def recover_and_show(cli: Cli, run_id: str) -> dict[str, Any]:
-    """Open the database with agent-tui (which recovers dead owners) and show the run."""
+    """Recover dead owners (what a process that may execute does when it opens the database:
+    `show` itself only reads and never recovers), then show the run."""
+    asyncio.run(_open_and_close(cli))
     shown = cli.run("show", run_id, "--json")
     assert shown.returncode == 0, shown.stderr
     data: dict[str, Any] = json.loads(shown.stdout)
     return data
+
+
+async def _open_and_close(cli: Cli) -> None:
+    runtime = await Runtime.open(
+        db_path=cli.db, workspace=cli.workspace, config=Config(), model="demo", env={}
+    )
+    await runtime.close()
 
 
 def retry_to_completion(cli: Cli, run_id: str) -> str:
