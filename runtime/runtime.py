@@ -31,6 +31,12 @@ from runtime.engine.execution import (
     arguments_digest,
 )
 from runtime.engine.pump import stop_once
+from runtime.engine.retries import (
+    UnknownChoice,
+    refuse_without_choice,
+    seed_retry,
+    unknown_calls,
+)
 from runtime.errors import (
     AgentTuiError,
     AlreadyAnswered,
@@ -318,10 +324,12 @@ class Runtime:
         self._launch(run.id)
         return run
 
-    async def retry(self, run_id: str) -> Run:
+    async def retry(self, run_id: str, *, unknown: UnknownChoice | None = None) -> Run:
         """Interrupted run: execute it again from its committed state. Failed or cancelled run:
-        a new run in the same job continuing from its last checkpoint. Returns the run that
-        executes."""
+        a new run in the same job continuing from its last checkpoint. When its last step left
+        a call whose outcome is unknown (``unknown_calls``), the caller chooses: ``rerun`` it
+        or ``skip`` it (the model is told the outcome is unknown); without a choice this raises
+        ``InvalidInput`` naming the call. Returns the run that executes."""
         run = await self.store.get_run(run_id)
         if run.state is RunState.QUEUED:
             if run_id not in self._executions:
@@ -337,7 +345,13 @@ class Runtime:
         if run.state is RunState.COMPLETED:
             raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
         self._catalog.check_model(run.model)  # a missing key adds no failed run
-        position = await retry_position(self.store, run_id)
+        assistant, doubtful = await unknown_calls(self.store, run)
+        if doubtful and unknown is None:
+            raise refuse_without_choice(doubtful)
+        if assistant is not None and doubtful:
+            position = assistant.position - 1
+        else:
+            position = await retry_position(self.store, run_id)
         job = await self.store.get_job(run.job_id)
         await self._leases.ensure()
         new_run = await self.store.create_run(
@@ -355,8 +369,22 @@ class Runtime:
                 max_steps=run.max_steps,
             )
         )
+        if assistant is not None and doubtful and unknown is not None:
+            calls = await self.store.list_tool_calls(run.id, message_id=assistant.id)
+            await seed_retry(
+                self.store,
+                new_run=new_run,
+                owner_id=self.owner_id,
+                assistant=assistant,
+                calls=calls,
+                choice=unknown,
+            )
         self._launch(new_run.id)
         return new_run
+
+    async def unknown_calls(self, run_id: str) -> list[ToolCall]:
+        """The calls of the run's last step whose outcome is unknown (retry must choose)."""
+        return (await unknown_calls(self.store, await self.store.get_run(run_id)))[1]
 
     async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
         """A new job whose history is the checkpoint's; runs at once."""
