@@ -31,12 +31,7 @@ from runtime.engine.execution import (
     arguments_digest,
 )
 from runtime.engine.pump import stop_once
-from runtime.engine.retries import (
-    UnknownChoice,
-    refuse_without_choice,
-    seed_retry,
-    unknown_calls,
-)
+from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
     AgentTuiError,
     AlreadyAnswered,
@@ -46,7 +41,7 @@ from runtime.errors import (
     RunStateConflict,
 )
 from runtime.events import DurableEvent, Event, RunStateChanged
-from runtime.history import all_messages, last_message, retry_position
+from runtime.history import all_messages, last_message
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -62,6 +57,8 @@ from runtime.models import (
 from runtime.store.base import NewRun, Page, RecoveryReport, Store
 from runtime.tools.base import Tool
 
+CLOSED_REASON = "stopped when agent-tui closed"
+"""``RunStateChanged.reason`` of a run this process stopped on a deliberate close."""
 DEMO_NOTICE = "Using the offline demo model — set ANTHROPIC_API_KEY to use Claude."
 
 
@@ -212,11 +209,18 @@ class Runtime:
         if self._closed:
             return
         self._closing.set()
-        tasks = [e.task for e in self._executions.values() if e.task is not None]
+        executions = [e for e in self._executions.values() if e.task is not None]
+        tasks = [e.task for e in executions if e.task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        for execution in executions:
+            # A deliberate close, not a crash: say so on the run (the next launch shows it).
+            with contextlib.suppress(AgentTuiError, OSError):
+                await self.store.stop_run(
+                    execution.run_id, token=execution.token, reason=CLOSED_REASON
+                )
         with contextlib.suppress(AgentTuiError, OSError):
             await self._pump.pump()
         for task in self._background:
@@ -345,40 +349,9 @@ class Runtime:
         if run.state is RunState.COMPLETED:
             raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
         self._catalog.check_model(run.model)  # a missing key adds no failed run
-        assistant, doubtful = await unknown_calls(self.store, run)
-        if doubtful and unknown is None:
-            raise refuse_without_choice(doubtful)
-        if assistant is not None and doubtful:
-            position = assistant.position - 1
-        else:
-            position = await retry_position(self.store, run_id)
-        job = await self.store.get_job(run.job_id)
-        await self._leases.ensure()
-        new_run = await self.store.create_run(
-            NewRun(
-                job_id=run.job_id,
-                agent=run.agent,
-                model=run.model,
-                input=None,
-                workspace=job.workspace,
-                parent_run_id=run.parent_run_id,
-                history_run_id=run.id,
-                history_position=position,
-                retry_of_run_id=run.id,
-                owner_id=self.owner_id,
-                max_steps=run.max_steps,
-            )
+        new_run = await create_retry_run(
+            self.store, run, owner_id=self.owner_id, unknown=unknown, ready=self._leases.ensure
         )
-        if assistant is not None and doubtful and unknown is not None:
-            calls = await self.store.list_tool_calls(run.id, message_id=assistant.id)
-            await seed_retry(
-                self.store,
-                new_run=new_run,
-                owner_id=self.owner_id,
-                assistant=assistant,
-                calls=calls,
-                choice=unknown,
-            )
         self._launch(new_run.id)
         return new_run
 
@@ -659,4 +632,4 @@ def _limit(value: int, maximum: int = 1000) -> int:
     return value
 
 
-__all__ = ["Boundary", "RunStateChanged", "Runtime", "arguments_digest"]
+__all__ = ["CLOSED_REASON", "Boundary", "RunStateChanged", "Runtime", "arguments_digest"]

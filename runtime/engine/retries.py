@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from runtime.errors import InvalidInput
-from runtime.history import last_message
+from runtime.history import last_message, retry_position
 from runtime.models import (
     ContentBlock,
     Message,
@@ -23,7 +24,7 @@ from runtime.models import (
     ToolCallState,
     ToolUseBlock,
 )
-from runtime.store.base import NewMessage, NewToolCall, Store, ToolStateChange
+from runtime.store.base import NewMessage, NewRun, NewToolCall, Store, ToolStateChange
 
 UnknownChoice = Literal["rerun", "skip"]
 
@@ -135,3 +136,52 @@ def refuse_without_choice(calls: list[ToolCall]) -> InvalidInput:
         f"the outcome of {names} is unknown (it may have acted): choose to run it again or to "
         "continue without it"
     )
+
+
+async def create_retry_run(
+    store: Store,
+    run: Run,
+    *,
+    owner_id: str,
+    unknown: UnknownChoice | None,
+    ready: Callable[[], Awaitable[None]],
+) -> Run:
+    """The new run that retries a failed or cancelled ``run`` (queued, for ``owner_id``): from
+    its last checkpoint, or, when its last step left calls with an unknown outcome, from that
+    step with the choice made for them (``InvalidInput`` without one, before anything is
+    written). ``ready`` runs just before the first write (the owner lease)."""
+    assistant, doubtful = await unknown_calls(store, run)
+    if doubtful and unknown is None:
+        raise refuse_without_choice(doubtful)
+    if assistant is not None and doubtful:
+        position = assistant.position - 1
+    else:
+        position = await retry_position(store, run.id)
+    job = await store.get_job(run.job_id)
+    await ready()
+    new_run = await store.create_run(
+        NewRun(
+            job_id=run.job_id,
+            agent=run.agent,
+            model=run.model,
+            input=None,
+            workspace=job.workspace,
+            parent_run_id=run.parent_run_id,
+            history_run_id=run.id,
+            history_position=position,
+            retry_of_run_id=run.id,
+            owner_id=owner_id,
+            max_steps=run.max_steps,
+        )
+    )
+    if assistant is not None and doubtful and unknown is not None:
+        calls = await store.list_tool_calls(run.id, message_id=assistant.id)
+        await seed_retry(
+            store,
+            new_run=new_run,
+            owner_id=owner_id,
+            assistant=assistant,
+            calls=calls,
+            choice=unknown,
+        )
+    return new_run

@@ -443,6 +443,11 @@ class Store(Protocol):
         """A renewer of this owner's lease with a connection of its own (for a thread)."""
         ...
 
+    async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
+        """A deliberate stop (the app closing): running → queued, interrupted, with ``reason``
+        on its ``run_state_changed`` event. With a call still running, as recovery does."""
+        ...
+
 
 class StaleOwner(BaseModel):
     """An owner of queued or running runs whose lease is not live."""

@@ -1570,6 +1570,36 @@ class SqliteStore:
     def lease_renewer(self, owner_id: str) -> SqliteLeaseRenewer:
         return SqliteLeaseRenewer(self.path, owner_id, clock=self._clock)
 
+    async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
+        now = self._now()
+
+        def tx(conn: Conn) -> Run:
+            row = _run_row_for_token(conn, run_id, token)
+            if row["state"] != RunState.RUNNING:
+                raise errors.RunStateConflict(f"run {run_id} is {row['state']}, not running")
+            running = conn.execute(
+                "SELECT 1 FROM tool_calls WHERE run_id = ? AND state = 'running' LIMIT 1",
+                (run_id,),
+            ).fetchone()
+            if running is not None:
+                # A call was stopped mid-way: the same rules as for a crash (it may have acted).
+                _recover_running(conn, row, now, RecoveryReport())
+                return _run(_run_row(conn, run_id))
+            check_run(RunState.RUNNING, RunState.QUEUED)
+            run = _update_run(
+                conn,
+                row,
+                now,
+                state=RunState.QUEUED.value,
+                execution_token=None,
+                owner_id=None,
+                interrupted=1,
+            )
+            _emit_run_change(conn, row, RunState.QUEUED, now, interrupted=True, reason=reason)
+            return run
+
+        return await self._write(tx)
+
 
 class SqliteLeaseRenewer:
     """Renews one owner's lease on a connection of its own, in short transactions, from any

@@ -100,8 +100,8 @@ async def _open_and_close(cli: Cli) -> None:
     await runtime.close()
 
 
-def retry_to_completion(cli: Cli, run_id: str) -> str:
-    retried = cli.run("retry", run_id, "--json")
+def retry_to_completion(cli: Cli, run_id: str, *flags: str) -> str:
+    retried = cli.run("retry", run_id, *flags, "--json")
     assert retried.returncode in (0, 3), retried.stderr
     boundary = answer_until_done(cli, run_id, boundary_of(json_lines(retried.stdout)))
     assert boundary["state"] == "completed", boundary
@@ -209,7 +209,8 @@ def test_kill_around_a_file_write_fails_or_requeues_as_the_write_state_says(cli:
         # The write may or may not have happened: the run fails and waits for a person.
         assert recovered["run"]["state"] == "failed"
         assert recovered["run"]["failure"]["code"] == "tool_indeterminate"
-        final_run_id = retry_to_completion(cli, run_id)
+        # Retry must choose what to do with the unknown write: here, run it again.
+        final_run_id = retry_to_completion(cli, run_id, "--rerun")
         assert final_run_id != run_id
         assert_transcript_is_paired(cli.db, final_run_id)
     elif before.run.state is RunState.RUNNING:

@@ -4,6 +4,7 @@ the lease renews even while the event loop is blocked."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sqlite3
 import subprocess
@@ -202,3 +203,33 @@ def test_a_busy_database_is_a_retry_for_the_renewer_not_a_lost_lease(db_path: Pa
         blocker.close()
         renewer.close()
         asyncio.run(store.close())
+
+
+async def test_a_deliberate_close_marks_the_runs_it_stopped_as_stopped_not_crashed(
+    db_path: Path, workspace: Path
+) -> None:
+    from runtime.runtime import CLOSED_REASON
+
+    gate = asyncio.Event()  # never set: the model is mid-stream when the app closes
+    provider = ScriptedProvider([Turn("a long answer that never ends", gate=gate)])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    run = await runtime.start("hello")
+    async with asyncio.timeout(15):
+        await provider.started.wait()
+    await runtime.close()
+    reader = await _open(db_path, workspace, at=time.time(), read_only=True)
+    try:
+        stopped = await reader.get_run(run.id)
+        changes = [e for e in await reader.events(run_id=run.id) if e.kind == "run_state_changed"]
+    finally:
+        await reader.close()
+    assert (stopped.state, stopped.interrupted) == (RunState.QUEUED, True)
+    last = changes[-1]
+    assert last.to_state is RunState.QUEUED  # type: ignore[union-attr]
+    assert last.reason == CLOSED_REASON  # type: ignore[union-attr]
