@@ -428,6 +428,7 @@ class Store(Protocol):
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's position in the global checkpoint order."""
         ...
+
     async def stale_owners(self) -> list[StaleOwner]:
         """Owners named by queued or running runs whose lease is not live (no owner row,
         released, recovered, or expired). Read-only: recovery decides which are provably gone

@@ -1515,6 +1515,7 @@ class SqliteStore:
             return int(row[0])
 
         return await self._call(read)
+
     # --- owners: read-only recovery checks, targeted recovery, a renewer of its own -----------
 
     async def stale_owners(self) -> list[StaleOwner]:
