@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +37,17 @@ def registry_factory(env: Mapping[str, str]) -> ProviderFactory:
     return factory
 
 
+def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
+    """Checks a model reference (and its key) without importing any provider's SDK."""
+
+    def check(reference: str) -> None:
+        from runtime.providers.registry import check_reference
+
+        check_reference(reference, env=env)
+
+    return check
+
+
 def open_store(db_path: str | Path, *, clock: Clock) -> Store:
     """The store for a database path (SQLite; the place to choose by URL scheme)."""
     from runtime.store.sqlite import SqliteStore
@@ -59,8 +70,9 @@ async def open_runtime(
     lease_seconds: float = LEASE_SECONDS,
     store: Store | None = None,
     mcp: Any = None,
+    read_only: bool = False,
 ) -> R:
-    """Open the database (migrating it), take an owner lease, recover expired owners."""
+    """Open the database (migrating it) and start the engine (``Runtime.start_engine``)."""
     environ = os.environ if env is None else env
     workspace_path = Path(workspace).resolve()
     if not workspace_path.is_dir():
@@ -74,13 +86,15 @@ async def open_runtime(
         from runtime.providers.registry import default_model_reference
 
         default_model = default_model_reference(environ)
+    check_model = None
     if providers is None:
         providers = registry_factory(environ)
+        check_model = reference_checker(environ)
     if tools is None:
         from runtime.tools.builtin import builtin_tools
 
         tools = dict(builtin_tools())
-    if mcp is None and config.mcp_servers:
+    if mcp is None and config.mcp_servers and not read_only:
         from runtime.mcp import McpManager
 
         mcp = McpManager(dict(config.mcp_servers), workspace=workspace_path)
@@ -100,6 +114,8 @@ async def open_runtime(
         clock=clock,
         sleep=sleep,
         lease_seconds=lease_seconds,
+        read_only=read_only,
+        check_model=check_model,
     )
     try:
         await runtime.start_engine()

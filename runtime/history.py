@@ -170,3 +170,13 @@ async def load_history(store: Store, run: Run) -> RunHistory:
     if unsettled and last is not None:
         repaired.append(last)
     return RunHistory(messages=repaired, last=last, repairs=repairs)
+
+
+async def retry_position(store: Store, run_id: str) -> int:
+    """Where a retry of ``run_id`` continues from: its last checkpoint, else before its first
+    message (-1 when it has none)."""
+    checkpoints = await store.list_checkpoints(run_id)
+    if checkpoints:
+        return checkpoints[-1].last_position
+    first = await store.list_messages(run_id, limit=1)
+    return first[0].position if first else -1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from runtime.answers import validate_answer
 from runtime.clock import Clock
 from runtime.config import Config
 from runtime.engine.assembly import build_engine
-from runtime.engine.delegation import waiting_descendant
+from runtime.engine.delegation import held_elsewhere, next_boundary
 from runtime.engine.execution import (
     LEASE_SECONDS,
     Execution,
@@ -31,6 +31,7 @@ from runtime.engine.execution import (
     arguments_digest,
 )
 from runtime.engine.pump import stop_once
+from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
     AgentTuiError,
     AlreadyAnswered,
@@ -56,6 +57,8 @@ from runtime.models import (
 from runtime.store.base import NewRun, Page, RecoveryReport, Store
 from runtime.tools.base import Tool
 
+CLOSED_REASON = "stopped when agent-tui closed"
+"""``RunStateChanged.reason`` of a run this process stopped on a deliberate close."""
 DEMO_NOTICE = "Using the offline demo model — set ANTHROPIC_API_KEY to use Claude."
 
 
@@ -94,6 +97,8 @@ class Runtime:
         clock: Clock,
         sleep: SleepFn = asyncio.sleep,
         lease_seconds: float = LEASE_SECONDS,
+        read_only: bool = False,
+        check_model: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.workspace = workspace
@@ -114,6 +119,8 @@ class Runtime:
             clock=clock,
             sleep=sleep,
             lease_seconds=lease_seconds,
+            read_only=read_only,
+            check_model=check_model,
             launcher=Launcher(launch=self._launch, cancel=self._cancel_for_engine),
         )
         self._bus = engine.bus
@@ -140,9 +147,11 @@ class Runtime:
         lease_seconds: float = LEASE_SECONDS,
         store: Store | None = None,
         mcp: Any = None,
+        read_only: bool = False,
     ) -> Runtime:
-        """Open the database (migrating it), take an owner lease, recover expired owners
-        (``runtime.compose.open_runtime``)."""
+        """Open the database (migrating it) and recover the runs of owners that are provably
+        gone (``runtime.compose.open_runtime``). ``read_only``: never write (for commands and
+        views that only look)."""
         from runtime.compose import open_runtime
 
         return await open_runtime(
@@ -159,6 +168,7 @@ class Runtime:
             lease_seconds=lease_seconds,
             store=store,
             mcp=mcp,
+            read_only=read_only,
         )
 
     @property
@@ -171,27 +181,46 @@ class Runtime:
         return self._catalog.mcp
 
     async def start_engine(self) -> None:
-        """Take the owner lease, recover expired owners, start the heartbeat and the pump."""
-        self.recovery = await self._leases.take()
+        """Recover the runs of owners that are provably gone and start the event pump (and,
+        unless read-only, the recovery loop). The owner lease is taken on the first execution."""
+        loop = asyncio.get_running_loop()
+        if self._leases.read_only:
+            self._pump.start_after(await self.store.last_seq())
+            self._background.append(loop.create_task(self._pump.loop(self._closing)))
+            return
+        self.recovery = await self._leases.recover()
         self._pump.start_after(await self.store.last_seq())
         await self._leases.settle(self.recovery)
-        loop = asyncio.get_running_loop()
-        self._background.append(loop.create_task(self._leases.heartbeat_loop(self._closing)))
+        self._background.append(loop.create_task(self._leases.recovery_loop(self._closing)))
         self._background.append(loop.create_task(self._pump.loop(self._closing)))
-        if self.config.defaults.auto_resume:
-            for run_id in self.recovery.requeued + self.recovery.interrupted_queued:
+        resume = self.recovery.requeued + self.recovery.interrupted_queued
+        if self.config.defaults.auto_resume and resume:
+            await self._leases.ensure()
+            for run_id in resume:
                 self._launch(run_id)
+
+    @property
+    def read_only(self) -> bool:
+        """Opened to read only: it never writes to the database (no lease, no recovery)."""
+        return self._leases.read_only
 
     async def close(self) -> None:
         """Stop executions (their runs stay recoverable) and release the owner lease."""
         if self._closed:
             return
         self._closing.set()
-        tasks = [e.task for e in self._executions.values() if e.task is not None]
+        executions = [e for e in self._executions.values() if e.task is not None]
+        tasks = [e.task for e in executions if e.task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        for execution in executions:
+            # A deliberate close, not a crash: say so on the run (the next launch shows it).
+            with contextlib.suppress(AgentTuiError, OSError):
+                await self.store.stop_run(
+                    execution.run_id, token=execution.token, reason=CLOSED_REASON
+                )
         with contextlib.suppress(AgentTuiError, OSError):
             await self._pump.pump()
         for task in self._background:
@@ -244,7 +273,8 @@ class Runtime:
         agent_name = agent or self.config.defaults.agent
         agent_config = self._catalog.agent(agent_name)
         reference = model or agent_config.model or self._default_model
-        self._catalog.provider(reference)  # fail early on a bad model reference
+        self._catalog.check_model(reference)  # a clear error, and no run, for a bad model
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 agent=agent_name,
@@ -276,11 +306,12 @@ class Runtime:
         agent_name = agent or (previous.agent if previous else job.agent)
         agent_config = self._catalog.agent(agent_name, job.workspace)
         reference = model or (previous.model if previous else None) or self._default_model
-        self._catalog.provider(reference)
+        self._catalog.check_model(reference)
         history_position = None
         if previous is not None:
             last = await last_message(self.store, previous.id)
             history_position = last.position if last else -1
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 job_id=job_id,
@@ -297,13 +328,17 @@ class Runtime:
         self._launch(run.id)
         return run
 
-    async def retry(self, run_id: str) -> Run:
+    async def retry(self, run_id: str, *, unknown: UnknownChoice | None = None) -> Run:
         """Interrupted run: execute it again from its committed state. Failed or cancelled run:
-        a new run in the same job continuing from its last checkpoint. Returns the run that
-        executes."""
+        a new run in the same job continuing from its last checkpoint. When its last step left
+        a call whose outcome is unknown (``unknown_calls``), the caller chooses: ``rerun`` it
+        or ``skip`` it (the model is told the outcome is unknown); without a choice this raises
+        ``InvalidInput`` naming the call. Returns the run that executes."""
         run = await self.store.get_run(run_id)
         if run.state is RunState.QUEUED:
             if run_id not in self._executions:
+                self._catalog.check_model(run.model)
+                await self._leases.ensure()
                 self._launch(run_id)
             return run
         if run.state in (RunState.RUNNING, RunState.INPUT_REQUIRED):
@@ -313,30 +348,16 @@ class Runtime:
             )
         if run.state is RunState.COMPLETED:
             raise RunStateConflict(f"run {run_id} completed; use follow-up to continue its job")
-        checkpoints = await self.store.list_checkpoints(run_id)
-        if checkpoints:
-            position = checkpoints[-1].last_position
-        else:
-            first = await self.store.list_messages(run_id, limit=1)
-            position = first[0].position if first else -1
-        job = await self.store.get_job(run.job_id)
-        new_run = await self.store.create_run(
-            NewRun(
-                job_id=run.job_id,
-                agent=run.agent,
-                model=run.model,
-                input=None,
-                workspace=job.workspace,
-                parent_run_id=run.parent_run_id,
-                history_run_id=run.id,
-                history_position=position,
-                retry_of_run_id=run.id,
-                owner_id=self.owner_id,
-                max_steps=run.max_steps,
-            )
+        self._catalog.check_model(run.model)  # a missing key adds no failed run
+        new_run = await create_retry_run(
+            self.store, run, owner_id=self.owner_id, unknown=unknown, ready=self._leases.ensure
         )
         self._launch(new_run.id)
         return new_run
+
+    async def unknown_calls(self, run_id: str) -> list[ToolCall]:
+        """The calls of the run's last step whose outcome is unknown (retry must choose)."""
+        return (await unknown_calls(self.store, await self.store.get_run(run_id)))[1]
 
     async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
         """A new job whose history is the checkpoint's; runs at once."""
@@ -344,6 +365,7 @@ class Runtime:
         source = await self.store.get_run(checkpoint.run_id)
         job = await self.store.get_job(source.job_id)
         text = input.strip() if input and input.strip() else None
+        await self._leases.ensure()
         run = await self.store.create_run(
             NewRun(
                 agent=source.agent,
@@ -385,6 +407,7 @@ class Runtime:
                     "the tool call's arguments changed since the request was made; "
                     "the answer was refused"
                 )
+        await self._leases.ensure()
         run, request = await self.store.answer_input_request(
             request_id,
             answer=answer,
@@ -419,12 +442,7 @@ class Runtime:
         return run
 
     async def _held_elsewhere(self, run: Run) -> bool:
-        """Whether another live process owns the run (and will go on with it)."""
-        return (
-            run.owner_id is not None
-            and run.owner_id != self.owner_id
-            and run.owner_id in await self.store.live_owners()
-        )
+        return await held_elsewhere(self.store, run, self.owner_id)
 
     def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
         for execution in self._executions.values():
@@ -443,6 +461,8 @@ class Runtime:
             parent_id = parent.parent_run_id
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> Run:
+        if self._leases.read_only:
+            raise InvalidInput("this agent-tui was opened read-only; it cannot cancel runs")
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
@@ -520,22 +540,10 @@ class Runtime:
         return await self.store.last_seq()
 
     async def _boundary(self, run_id: str) -> Boundary | None:
-        run = await self.store.get_run(run_id)
-        if run.state.is_terminal:
-            return Boundary(run=run)
-        if run.state is RunState.INPUT_REQUIRED:
-            requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
-            if requests:
-                return Boundary(run=run, request=requests[0])
-        if (
-            run.state is RunState.QUEUED
-            and run_id not in self._executions
-            and not await self._held_elsewhere(run)
-        ):
-            # Nobody will execute it (interrupted, or its process is gone).
-            return Boundary(run=run)
-        waiting = await waiting_descendant(self.store, run)
-        return Boundary(run=waiting[0], request=waiting[1]) if waiting else None
+        found = await next_boundary(
+            self.store, run_id, executing=self._executions, held_elsewhere=self._held_elsewhere
+        )
+        return None if found is None else Boundary(run=found[0], request=found[1])
 
     # --- queries -------------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job:
@@ -624,4 +632,4 @@ def _limit(value: int, maximum: int = 1000) -> int:
     return value
 
 
-__all__ = ["Boundary", "RunStateChanged", "Runtime", "arguments_digest"]
+__all__ = ["CLOSED_REASON", "Boundary", "RunStateChanged", "Runtime", "arguments_digest"]

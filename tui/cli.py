@@ -107,7 +107,7 @@ class _Interrupt:
 
 
 async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
-    from tui._cli.commands import COMMANDS, RUNS_AN_AGENT, Context, open_runtime
+    from tui._cli.commands import COMMANDS, READ_ONLY, RUNS_AN_AGENT, Context, open_runtime
     from tui._cli.render import TerminalSafeWriter
 
     # Plain text is made terminal-safe on its way out; JSON stays exact.
@@ -134,7 +134,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path)
             from tui._cli.doctor import cmd_doctor
 
             return await cmd_doctor(ctx)
-        async with open_runtime(ctx) as runtime:
+        async with open_runtime(ctx, read_only=args.command in READ_ONLY) as runtime:
             return await COMMANDS[args.command](ctx, runtime, args)
     except asyncio.CancelledError:
         if not interrupt.requested:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,20 @@ def build_engine(
     clock: Clock,
     sleep: SleepFn,
     lease_seconds: float,
+    read_only: bool,
     launcher: Launcher,
+    check_model: Callable[[str], None] | None = None,
 ) -> Engine:
     bus = EventBus()
     executions: Executions = {}
-    catalog = Catalog(config=config, workspace=workspace, providers=providers, tools=tools, mcp=mcp)
+    catalog = Catalog(
+        config=config,
+        workspace=workspace,
+        providers=providers,
+        tools=tools,
+        mcp=mcp,
+        check_model=check_model,
+    )
     pump = Pump(store, bus, executions)
     delegation = Delegation(
         store=store,
@@ -65,6 +75,7 @@ def build_engine(
         executions=executions,
         pump=pump,
         delegation=delegation,
+        read_only=read_only,
     )
     model_call = ModelCall(
         store=store, catalog=catalog, pump=pump, bus=bus, clock=clock, sleep=sleep

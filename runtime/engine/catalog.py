@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,8 +74,10 @@ class Catalog:
         providers: ProviderFactory,
         tools: dict[str, Tool],
         mcp: Any = None,
+        check_model: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
+        self._check_model = check_model
         self.workspace = workspace
         self.mcp = mcp
         self._workspace_configs: dict[str, Config] = {str(workspace): config}
@@ -89,6 +92,14 @@ class Catalog:
             provider = self._provider_factory(reference)
             self._providers[reference] = provider
         return provider
+
+    def check_model(self, reference: str) -> None:
+        """ConfigError when ``reference`` cannot be used, before a run is stored for it; cheap
+        (no SDK import) when a check was given, else by building the provider."""
+        if self._check_model is not None:
+            self._check_model(reference)
+        else:
+            self.provider(reference)
 
     def config_for(self, workspace: str | None) -> Config:
         """The configuration of a job's workspace (its agents and permissions), which may not

@@ -4,7 +4,7 @@ to after a restart), and the queries over a run's descendants."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from runtime.engine.catalog import Catalog, DelegateTool
 from runtime.engine.execution import Execution, Launcher
@@ -59,6 +59,36 @@ async def waiting_descendant(store: Store, run: Run) -> tuple[Run, InputRequest]
             if found:
                 return descendant, found[0]
     return None
+
+
+async def held_elsewhere(store: Store, run: Run, owner_id: str) -> bool:
+    """Whether another live process owns the run (and will go on with it)."""
+    return (
+        run.owner_id is not None
+        and run.owner_id != owner_id
+        and run.owner_id in await store.live_owners()
+    )
+
+
+async def next_boundary(
+    store: Store,
+    run_id: str,
+    *,
+    executing: Mapping[str, Execution],
+    held_elsewhere: Callable[[Run], Awaitable[bool]],
+) -> tuple[Run, InputRequest | None] | None:
+    """Where ``wait`` stops: the run terminal, waiting (with its request), queued with nobody
+    to execute it; or a descendant waiting for a person. None: keep waiting."""
+    run = await store.get_run(run_id)
+    if run.state.is_terminal:
+        return run, None
+    if run.state is RunState.INPUT_REQUIRED:
+        requests = await store.pending_input_requests(run_id=run_id, limit=1)
+        if requests:
+            return run, requests[0]
+    if run.state is RunState.QUEUED and run_id not in executing and not await held_elsewhere(run):
+        return run, None  # nobody will execute it (interrupted, or its process is gone)
+    return await waiting_descendant(store, run)
 
 
 class Delegation:

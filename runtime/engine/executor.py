@@ -119,6 +119,7 @@ class Executor:
             try:
                 await self._run_steps(execution, run)
             except RunFailed as failed:
+                await self._close_open_calls(execution)
                 await self._store.finish_run(
                     run_id, token=execution.token, to=RunState.FAILED, failure=failed.failure
                 )
@@ -135,7 +136,33 @@ class Executor:
             self._executions.pop(run_id, None)
             self._pump.notify()  # waiters look again: nobody executes the run here now
 
+    async def _close_open_calls(self, execution: Execution) -> None:
+        """A run that fails leaves no call open: one not started failed, one started (and
+        stopped with the run) has an unknown outcome."""
+        calls = await self._store.list_tool_calls(execution.run_id)
+        changes = [
+            ToolStateChange(
+                tool_call_id=c.id,
+                to=ToolCallState.FAILED,
+                error="the run failed before this call ran",
+            )
+            if c.state is ToolCallState.PENDING
+            else ToolStateChange(
+                tool_call_id=c.id,
+                to=ToolCallState.INDETERMINATE,
+                error="the run failed while this call ran; its outcome is unknown",
+            )
+            for c in calls
+            if c.state in (ToolCallState.PENDING, ToolCallState.RUNNING)
+        ]
+        if changes:
+            await self._store.set_tool_states(
+                execution.run_id, token=execution.token, changes=changes
+            )
+
     async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
+        with contextlib.suppress(AgentTuiError):
+            await self._close_open_calls(execution)
         with contextlib.suppress(AgentTuiError):
             ended = await self._store.finish_run(
                 execution.run_id,

@@ -1,5 +1,13 @@
-"""The owner lease (DESIGN §4.4): register, renew, release dead owners on this host, recover
-the runs of expired owners, and the follow-ups recovery needs."""
+"""The owner lease and recovery (DESIGN §4.4).
+
+Only a process that executes runs holds a lease: it is taken on the first execution
+(``ensure``), never by a process that only reads. It is renewed by a thread of its own on a
+connection of its own (``Store.lease_renewer``), so neither other processes' transactions nor
+this process's event loop can starve it; a busy database is retried, not taken as a loss.
+
+Recovery requeues a run only when its owner is provably gone: it released its lease, or its
+lease ran out and, on this host, its process is dead or is another process with the same pid.
+Deciding that only reads; a process that finds nobody gone writes nothing."""
 
 from __future__ import annotations
 
@@ -8,21 +16,37 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import uuid
+from pathlib import Path
 
 from runtime.engine.delegation import Delegation
 from runtime.engine.execution import Executions
 from runtime.engine.pump import Pump
-from runtime.errors import AgentTuiError, OwnershipLost
+from runtime.errors import AgentTuiError, InvalidInput
 from runtime.models import InputKind, RunState, ToolCallState
-from runtime.store.base import RecoveryReport, Store
+from runtime.store.base import LeaseRenewer, RecoveryReport, Store
 
 log = logging.getLogger("runtime.engine")
 
+BUSY_RETRY = 0.2
+"""Seconds between renewal attempts while the database is busy."""
+
+
+def process_start(pid: int) -> str | None:
+    """When the process started (clock ticks since boot, Linux), to tell a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
 
 def new_owner_id() -> str:
-    """``host:pid:nonce``: recovery reads the host and pid back (``release_dead_local``)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """``host:pid:start-nonce``: recovery reads the host, pid and process start back."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{process_start(pid) or 'x'}-{uuid.uuid4().hex[:8]}"
 
 
 def pid_alive(pid: int) -> bool:
@@ -35,6 +59,22 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def provably_gone(owner_id: str, *, lease_live: bool) -> bool:
+    """Whether the owner cannot be running any more. Another host's owner: when its lease ran
+    out. An owner on this host: when its process is dead or its pid now names another process
+    (whatever its lease says)."""
+    host, _, rest = owner_id.partition(":")
+    pid_text, _, nonce = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return not lease_live
+    pid = int(pid_text)
+    if not pid_alive(pid):
+        return True
+    started = nonce.partition("-")[0]
+    actual = process_start(pid)
+    return started not in ("", "x") and actual is not None and started != actual
+
+
 class Leases:
     def __init__(
         self,
@@ -45,6 +85,7 @@ class Leases:
         executions: Executions,
         pump: Pump,
         delegation: Delegation,
+        read_only: bool = False,
     ) -> None:
         self._store = store
         self.owner_id = owner_id
@@ -52,32 +93,134 @@ class Leases:
         self._executions = executions
         self._pump = pump
         self._delegation = delegation
+        self.read_only = read_only
+        self.held = False
+        self._lock = asyncio.Lock()
+        self._renewer: LeaseRenewer | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lost: asyncio.Task[None] | None = None
 
-    async def take(self) -> RecoveryReport:
-        """Take the lease and recover the runs of expired owners (then ``settle``)."""
-        await self.release_dead_local_owners()
+    # --- the lease -----------------------------------------------------------------------------
+    async def ensure(self) -> None:
+        """Hold the owner lease from now on (before this process executes anything)."""
+        if self.held:
+            return
+        if self.read_only:
+            raise InvalidInput("this agent-tui was opened read-only; it cannot run agents")
+        async with self._lock:
+            if self.held:
+                return
+            await self._store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
+            self.held = True
+            self._start_renewer(asyncio.get_running_loop())
+
+    def _start_renewer(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._renewer = self._store.lease_renewer(self.owner_id)
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._renew_forever, args=(loop,), name="agent-tui-lease", daemon=True
+        )
+        self._thread.start()
+
+    def _renew_forever(self, loop: asyncio.AbstractEventLoop) -> None:
+        interval = max(0.05, self._lease_seconds / 3)
+        wait = interval
+        while not self._stop.wait(wait):
+            renewer = self._renewer
+            if renewer is None:
+                return
+            outcome = renewer.renew(self._lease_seconds)
+            wait = BUSY_RETRY if outcome == "busy" else interval
+            if outcome == "lost":
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self._on_lost)
+
+    def _on_lost(self) -> None:
+        if self._lost is None or self._lost.done():
+            self._lost = asyncio.get_running_loop().create_task(self._regain())
+
+    async def renew(self) -> None:
+        """One renewal now (the thread does this on its own every third of the lease)."""
+        if self._renewer is None:
+            return
+        outcome = await asyncio.to_thread(self._renewer.renew, self._lease_seconds)
+        if outcome == "lost":
+            await self._regain()
+
+    async def _regain(self) -> None:
+        log.warning("the owner lease was released or recovered by another process; renewing it")
         await self._store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
-        return await self._store.recover_expired()
+        # Executions whose runs another process recovered meanwhile have lost them: they stop
+        # at once. The others go on (their tokens are still current).
+        for execution in list(self._executions.values()):
+            if execution.task is None or not execution.token:
+                continue
+            with contextlib.suppress(AgentTuiError):
+                run = await self._store.get_run(execution.run_id)
+                if run.execution_token != execution.token:
+                    execution.task.cancel()
+
+    async def release(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            await asyncio.to_thread(thread.join, 5)
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.close()
+        if self._lost is not None:
+            self._lost.cancel()
+        if self.held:
+            self.held = False
+            await self._store.release_owner(self.owner_id)
+
+    # --- recovery ------------------------------------------------------------------------------
+    async def gone_owners(self) -> list[str]:
+        """Owners (other than this one) that are provably gone. Reads only."""
+        gone = [
+            stale.owner_id
+            for stale in await self._store.stale_owners()
+            if stale.owner_id != self.owner_id
+            and (stale.released or provably_gone(stale.owner_id, lease_live=False))
+        ]
+        host = socket.gethostname() + ":"
+        gone += [
+            owner
+            for owner in await self._store.live_owners()
+            if owner != self.owner_id
+            and owner.startswith(host)
+            and provably_gone(owner, lease_live=True)
+        ]
+        return sorted(set(gone))
+
+    async def recover(self) -> RecoveryReport:
+        """Recover the runs of owners that are provably gone; writes only if there are some."""
+        gone = await self.gone_owners()
+        if not gone:
+            return RecoveryReport()
+        report = await self._store.recover_owners(gone)
+        if report.requeued or report.failed or report.interrupted_queued:
+            self._pump.notify()
+        return report
 
     async def settle(self, report: RecoveryReport) -> None:
         """What recovery leaves to do: cancel failed runs' children, orphaned MCP forms."""
         await self.after_recovery(report)
         await self.cancel_orphaned_elicitations()
 
-    async def release(self) -> None:
-        await self._store.release_owner(self.owner_id)
-
-    async def release_dead_local_owners(self) -> None:
-        """A process on this host that died (kill -9) cannot renew its lease; release it now
-        instead of waiting for the lease to run out."""
-        host = socket.gethostname()
-        for owner in await self._store.live_owners():
-            owner_host, _, rest = owner.partition(":")
-            pid_text = rest.partition(":")[0]
-            if owner_host != host or not pid_text.isdigit():
-                continue
-            if not pid_alive(int(pid_text)):
-                await self._store.release_owner(owner)
+    async def recovery_loop(self, closing: asyncio.Event) -> None:
+        """Processes that die while this one runs (a CLI run killed while the TUI is open)
+        leave runs that only recovery frees: recover them now, not at the next launch."""
+        interval = max(0.05, self._lease_seconds / 3)
+        while not closing.is_set():
+            await asyncio.sleep(interval)
+            try:
+                await self.after_recovery(await self.recover())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("recovery failed")
 
     async def cancel_orphaned_elicitations(self) -> None:
         """An MCP server's request for input dies with the process that held its session."""
@@ -94,6 +237,7 @@ class Leases:
                 continue
             # The call that was waiting can never get its answer now: it fails, and the run
             # goes back to the queue for a person to resume (the model will see the failure).
+            await self.ensure()
             run = await self._store.claim_run(request.run_id, owner_id=self.owner_id)
             token = run.execution_token or ""
             call = await self._store.get_tool_call(request.tool_call_id)
@@ -105,44 +249,6 @@ class Leases:
                     error=f"the request for input was cancelled: {reason}",
                 )
             await self._store.finish_run(run.id, token=token, to=RunState.QUEUED)
-
-    async def heartbeat_loop(self, closing: asyncio.Event) -> None:
-        interval = max(0.05, self._lease_seconds / 3)
-        while not closing.is_set():
-            await asyncio.sleep(interval)
-            try:
-                await self.renew()
-                await self.recover_dead_owners()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("heartbeat failed")
-
-    async def renew(self) -> None:
-        try:
-            await self._store.heartbeat(self.owner_id)
-            return
-        except OwnershipLost:
-            log.warning("the owner lease ran out (was the process suspended?); renewing it")
-        await self._store.register_owner(self.owner_id, lease_seconds=self._lease_seconds)
-        # Executions whose runs another process recovered meanwhile have lost them; the others
-        # go on (their tokens are still current).
-        for execution in list(self._executions.values()):
-            if execution.task is None or not execution.token:
-                continue
-            with contextlib.suppress(AgentTuiError):
-                run = await self._store.get_run(execution.run_id)
-                if run.execution_token != execution.token:
-                    execution.task.cancel()
-
-    async def recover_dead_owners(self) -> None:
-        """Processes that died while this one runs (a CLI run killed while the TUI is open)
-        leave runs that only recovery frees: recover them now, not at the next launch."""
-        await self.release_dead_local_owners()
-        report = await self._store.recover_expired()
-        if report.requeued or report.failed or report.interrupted_queued:
-            self._pump.notify()
-        await self.after_recovery(report)
 
     async def after_recovery(self, report: RecoveryReport) -> None:
         for run_id in report.failed:

@@ -3,6 +3,8 @@ text as deltas, keep a draft, and commit the assistant message with its tool cal
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import uuid
 
@@ -20,12 +22,14 @@ from runtime.engine.execution import (
 from runtime.engine.pump import Pump
 from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import argument_problem
-from runtime.errors import ModelError
+from runtime.errors import AgentTuiError, ModelError
 from runtime.events import MessageDelta, Notice
 from runtime.models import Message, Role, Run, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.store.base import NewMessage, NewToolCall, Store
 from runtime.tools.base import Tool
+
+log = logging.getLogger("runtime.engine")
 
 
 class ModelCall:
@@ -133,8 +137,8 @@ class ModelCall:
         message_id: str,
         folded: Fold,
     ) -> None:
-        last_flush = self._clock.monotonic()
         publish_delta = self._bus.publish_delta
+        draft = DraftKeeper(self._store, run.id, execution.token, message_id, folded)
         stream = provider.stream(request)
         try:
             async for event in stream:
@@ -157,14 +161,51 @@ class ModelCall:
                 publish_delta(
                     run.job_id, run.id, execution.token, message_id, shown.offset, shown.text
                 )
-                now = self._clock.monotonic()
-                if now - last_flush >= DRAFT_INTERVAL:
-                    last_flush = now
-                    await self._store.save_draft(
-                        run.id, token=execution.token, message_id=message_id, text=folded.all_text()
-                    )
+                draft.shown()
         finally:
+            await draft.stop()
             # Closing the generator closes the provider's HTTP stream (cancel, errors).
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
+
+
+class DraftKeeper:
+    """Keeps the draft of a streaming message on a clock (DESIGN §5): text shown is saved
+    within ``DRAFT_INTERVAL`` whether or not more text follows. The first piece not yet saved
+    starts a timer; when it fires, everything shown so far is saved in one write."""
+
+    def __init__(
+        self, store: Store, run_id: str, token: str, message_id: str, folded: Fold
+    ) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._token = token
+        self._message_id = message_id
+        self._folded = folded
+        self._timer: asyncio.Task[None] | None = None
+
+    def shown(self) -> None:
+        """New text was shown: make sure a save is due within the interval."""
+        if self._timer is None or self._timer.done():
+            self._timer = asyncio.get_running_loop().create_task(self._save_soon())
+
+    async def _save_soon(self) -> None:
+        # Sleep a little less than the interval: the write itself takes a moment.
+        await asyncio.sleep(DRAFT_INTERVAL * 0.8)
+        try:
+            await self._store.save_draft(
+                self._run_id,
+                token=self._token,
+                message_id=self._message_id,
+                text=self._folded.all_text(),
+            )
+        except AgentTuiError as exc:  # the run moved on (cancelled, recovered): the commit says
+            log.info("draft of run %s not saved: %s", self._run_id, exc)
+
+    async def stop(self) -> None:
+        """The message ends (committed, failed or cancelled): no save after this."""
+        timer, self._timer = self._timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
+            await asyncio.wait({timer})

@@ -66,9 +66,9 @@ class ToolCalls:
         stopped (input required, or failed).
 
         Transitions decided before anything runs (unknown tools, bad arguments, denials,
-        answered questions) commit together with the calls that start; results commit in call
-        order as soon as they and all before them are ready; the last ones commit together
-        with the tool message and the step's checkpoint."""
+        answered questions) commit together with the calls that start; each result commits as
+        soon as its call ends; the last ones commit together with the tool message (results
+        in call order) and the step's checkpoint."""
         calls = execution.calls_of(assistant.id)
         if calls is None:
             calls = await self._store.list_tool_calls(run.id, message_id=assistant.id)
@@ -244,9 +244,9 @@ class ToolCalls:
         to_run: list[tuple[ToolCall, Tool]],
         workspace: Path,
     ) -> list[ToolStateChange]:
-        """Run the calls concurrently (bounded). Results commit in call order, whatever order
-        the tools finish in: each group that is ready commits before waiting for a slower
-        call; the last group is returned uncommitted, to commit with the tool message."""
+        """Run the calls concurrently (bounded). Each result commits as soon as its call ends,
+        in whatever order they finish; the last ones are returned uncommitted, to commit with
+        the tool message (whose results are in call order)."""
         if not to_run:
             return []
         limit = asyncio.Semaphore(self._catalog.config.defaults.max_parallel_tools)
@@ -255,32 +255,38 @@ class ToolCalls:
             async with limit:
                 return await self._run_one(execution, run, call, tool, workspace)
 
-        tasks = [asyncio.create_task(one(call, tool)) for call, tool in to_run]
+        tasks = {asyncio.create_task(one(call, tool)): call for call, tool in to_run}
         ready: list[ToolStateChange] = []
         try:
-            for (call, _), task in zip(to_run, tasks, strict=True):
-                if not task.done() and ready:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                ready += [self._change(tasks[task], task.result()) for task in done]
+                if pending:
+                    # Each result commits as soon as it is in (a finished call is never left
+                    # to look indeterminate after a crash); the last ones commit with the
+                    # tool message, which lists them in call order.
                     execution.note_calls(
                         await self._store.set_tool_states(
                             run.id, token=execution.token, changes=ready
                         )
                     )
                     ready = []
-                state, result, error = await task
-                ready.append(
-                    ToolStateChange(
-                        tool_call_id=call.id,
-                        to=state,
-                        result=result,
-                        error=error,
-                        child_run_id=self._delegation.take_child(call.id),
-                    )
-                )
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         return ready
+
+    def _change(self, call: ToolCall, outcome: Outcome) -> ToolStateChange:
+        state, result, error = outcome
+        return ToolStateChange(
+            tool_call_id=call.id,
+            to=state,
+            result=result,
+            error=error,
+            child_run_id=self._delegation.take_child(call.id),
+        )
 
     def _progress_publisher(
         self, run: Run, call: ToolCall

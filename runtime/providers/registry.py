@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from runtime.errors import ConfigError
 from runtime.providers.base import ModelProvider
 
-__all__ = ["DEFAULT_CLAUDE_MODEL", "default_model_reference", "resolve_provider"]
+__all__ = [
+    "DEFAULT_CLAUDE_MODEL",
+    "check_reference",
+    "default_model_reference",
+    "resolve_provider",
+]
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-5"
 """The Claude model used when a key is set and no model is configured."""
@@ -34,20 +39,17 @@ def default_model_reference(env: Mapping[str, str] | None = None) -> str:
     return "demo"
 
 
-def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:
-    """The provider for ``reference``; ConfigError with a clear message when it cannot be built."""
+def check_reference(reference: str, *, env: Mapping[str, str] | None = None) -> None:
+    """ConfigError when ``reference`` cannot be used (unknown provider, no model, no key),
+    without importing any provider's SDK: cheap enough to run before a task is stored."""
     env = os.environ if env is None else env
     provider_name, _, model = reference.strip().partition(":")
     provider_name = provider_name.strip().lower()
     model = model.strip()
-
     if provider_name == "demo":
         if model not in ("", "instant"):
             raise ConfigError(f"unknown demo model {reference!r}: use `demo` or `demo:instant`")
-        from runtime.providers.demo import DemoProvider
-
-        return DemoProvider(instant=model == "instant")
-
+        return
     if provider_name not in _PROVIDERS:
         raise ConfigError(
             f"unknown model provider {provider_name!r} in {reference!r}: "
@@ -57,18 +59,31 @@ def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) ->
         raise ConfigError(
             f"model reference {reference!r} names no model: write {provider_name}:MODEL"
         )
+    if provider_name == "anthropic" and not env.get("ANTHROPIC_API_KEY", "").strip():
+        raise ConfigError(
+            f"ANTHROPIC_API_KEY is not set, so {reference!r} cannot be used: "
+            "set ANTHROPIC_API_KEY, or use the offline model `demo`"
+        )
 
+
+def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:
+    """The provider for ``reference``; ConfigError with a clear message when it cannot be built."""
+    env = os.environ if env is None else env
+    check_reference(reference, env=env)
+    provider_name, _, model = reference.strip().partition(":")
+    provider_name = provider_name.strip().lower()
+    model = model.strip()
+    if provider_name == "demo":
+        from runtime.providers.demo import DemoProvider
+
+        return DemoProvider(instant=model == "instant")
     if provider_name == "anthropic":
-        api_key = env.get("ANTHROPIC_API_KEY", "").strip()
-        if not api_key:
-            raise ConfigError(
-                f"ANTHROPIC_API_KEY is not set, so {reference!r} cannot be used: "
-                "set ANTHROPIC_API_KEY, or use the offline model `demo`"
-            )
         from runtime.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(
-            model, api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None
+            model,
+            api_key=env.get("ANTHROPIC_API_KEY", "").strip(),
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
 
     from runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider

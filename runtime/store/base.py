@@ -17,9 +17,9 @@ in ``tests/store/backends.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -491,3 +491,43 @@ class Store(Protocol):
         the last seq before them (so a gap means another process committed in between). A
         transaction that rolls back reports nothing. The engine publishes these directly."""
         ...
+
+    async def stale_owners(self) -> list[StaleOwner]:
+        """Owners named by queued or running runs whose lease is not live (no owner row,
+        released, recovered, or expired). Read-only: recovery decides which are provably gone
+        and passes those to ``recover_owners``."""
+        ...
+
+    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+        """Recover the queued and running runs of exactly these owners (as ``recover_expired``
+        does) and mark the owners released and recovered."""
+        ...
+
+    def lease_renewer(self, owner_id: str) -> LeaseRenewer:
+        """A renewer of this owner's lease with a connection of its own (for a thread)."""
+        ...
+
+    async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
+        """A deliberate stop (the app closing): running → queued, interrupted, with ``reason``
+        on its ``run_state_changed`` event. With a call still running, as recovery does."""
+        ...
+
+
+class StaleOwner(BaseModel):
+    """An owner of queued or running runs whose lease is not live."""
+
+    model_config = ConfigDict(frozen=True)
+
+    owner_id: str
+    released: bool
+    """Released, recovered, or no owner row at all: it said (or shows) it is gone."""
+
+
+class LeaseRenewer(Protocol):
+    def renew(self, lease_seconds: float) -> Literal["renewed", "lost", "busy"]:
+        """Extend the lease (even if it ran out, as long as nobody released or recovered it);
+        ``lost`` when it was released or recovered; ``busy`` when the database could not be
+        written just now (retry)."""
+        ...
+
+    def close(self) -> None: ...

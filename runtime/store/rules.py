@@ -760,6 +760,30 @@ def interrupt_queued(run: Run, now: float) -> Plan:
     return Plan(runs=[(_changed_run(run, now, interrupted=True, owner_id=None), run.revision)])
 
 
+def stop_running(
+    run: Run, token: str, running_calls: Iterable[ToolCall], now: float, *, reason: str
+) -> Plan:
+    """A deliberate stop (the app closing): running → queued, interrupted, with ``reason`` on
+    its event. With a call still running, the crash rules of ``recover_running`` apply (the
+    call may have acted)."""
+    check_token(run, token)
+    if run.state is not RunState.RUNNING:
+        raise errors.RunStateConflict(f"run {run.id} is {run.state.value}, not running")
+    running = list(running_calls)
+    if running:
+        return recover_running(run, running, now)[0]
+    event = _run_event(run, RunState.QUEUED, now, interrupted=True, reason=reason)
+    return _transition(
+        run,
+        RunState.QUEUED,
+        now,
+        event=event,
+        execution_token=None,
+        owner_id=None,
+        interrupted=True,
+    )
+
+
 def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> tuple[Plan, bool]:
     """A running run whose owner died. Calls that declared themselves idempotent go back to
     pending; any other running call's outcome is unknown, so the call becomes indeterminate
@@ -767,8 +791,16 @@ def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> 
     marked interrupted. Returns the plan and whether the run failed."""
     plan = Plan()
     in_doubt: list[str] = []
-    for call in running_calls:
-        if call.idempotent:
+    calls = list(running_calls)
+    fails = any(not call.idempotent for call in calls)
+    for call in calls:
+        if call.idempotent and fails:
+            # The run fails for another call: this one must not stay open on a failed run.
+            message = "not finished: the run failed because another call's outcome is unknown"
+            after, event = _tool_change(
+                call, ToolCallState.FAILED, now, error=message, finished_at=now
+            )
+        elif call.idempotent:
             after, event = _tool_change(
                 call, ToolCallState.PENDING, now, error=None, started_at=None, finished_at=None
             )

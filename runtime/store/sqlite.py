@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -84,6 +84,7 @@ from runtime.store.base import (
     NewToolCall,
     Page,
     RecoveryReport,
+    StaleOwner,
     StepCommit,
     ToolStateChange,
 )
@@ -592,14 +593,7 @@ class SqliteStore:
                     _apply(conn, rules.interrupt_queued(run, now))
                     report.interrupted_queued.append(run.id)
                     continue
-                running = [
-                    _tool_call(r)
-                    for r in conn.execute(
-                        f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state = 'running' ORDER BY t.n",
-                        (run.id,),
-                    )
-                ]
-                plan, failed = rules.recover_running(run, running, now)
+                plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
                 _apply(conn, plan)
                 (report.failed if failed else report.requeued).append(run.id)
             conn.execute(
@@ -1527,6 +1521,123 @@ class SqliteStore:
 
         self._write = write_and_report  # type: ignore[method-assign]
 
+    # --- owners: read-only recovery checks, targeted recovery, a renewer of its own -----------
+
+    async def stale_owners(self) -> list[StaleOwner]:
+        now = self._now()
+
+        def read(conn: Conn) -> list[StaleOwner]:
+            rows = conn.execute(
+                "SELECT DISTINCT r.owner_id, (o.owner_id IS NULL OR o.released = 1"
+                " OR o.recovered_at IS NOT NULL) AS gone FROM runs AS r"
+                " LEFT JOIN owners AS o ON o.owner_id = r.owner_id"
+                " WHERE r.state IN ('queued', 'running') AND r.owner_id IS NOT NULL"
+                " AND (o.owner_id IS NULL OR o.released = 1 OR o.recovered_at IS NOT NULL"
+                " OR o.lease_expires_at < ?) ORDER BY r.owner_id",
+                (now,),
+            )
+            return [StaleOwner(owner_id=r[0], released=bool(r[1])) for r in rows]
+
+        return await self._call(read)
+
+    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+        now = self._now()
+        owners = list(owner_ids)
+
+        def tx(conn: Conn) -> RecoveryReport:
+            report = RecoveryReport()
+            marks = ",".join("?" * len(owners))
+            rows = conn.execute(
+                f"SELECT * FROM runs WHERE state IN ('queued', 'running') AND owner_id IN ({marks})"
+                " ORDER BY n",
+                owners,
+            ).fetchall()
+            for row in rows:
+                run = _run(row)
+                if run.state is RunState.QUEUED:
+                    _apply(conn, rules.interrupt_queued(run, now))
+                    report.interrupted_queued.append(run.id)
+                    continue
+                plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
+                _apply(conn, plan)
+                (report.failed if failed else report.requeued).append(run.id)
+            conn.execute(
+                f"UPDATE owners SET released = 1, recovered_at = coalesce(recovered_at, ?),"
+                f" lease_expires_at = min(lease_expires_at, ?) WHERE owner_id IN ({marks})",
+                (now, now, *owners),
+            )
+            return report
+
+        if not owners:
+            return RecoveryReport()
+        return await self._write(tx)
+
+    def lease_renewer(self, owner_id: str) -> SqliteLeaseRenewer:
+        return SqliteLeaseRenewer(self.path, owner_id, clock=self._clock)
+
+    async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
+        now = self._now()
+
+        def tx(conn: Conn) -> Run:
+            run = _fetch_run(conn, run_id)
+            _apply(
+                conn,
+                rules.stop_running(run, token, _running_calls(conn, run_id), now, reason=reason),
+            )
+            return _fetch_run(conn, run_id)
+
+        return await self._write(tx)
+
+
+class SqliteLeaseRenewer:
+    """Renews one owner's lease on a connection of its own, in short transactions, from any
+    thread: never queued behind the store's other work, and a busy database is "busy" (retry),
+    not a lost lease."""
+
+    def __init__(self, path: Path, owner_id: str, *, clock: Clock) -> None:
+        self._path = path
+        self._owner_id = owner_id
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+
+    def renew(self, lease_seconds: float) -> Literal["renewed", "lost", "busy"]:
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(
+                    str(self._path), timeout=1.0, isolation_level=None, check_same_thread=False
+                )
+            return _renew_lease(self._conn, self._owner_id, self._clock.now(), lease_seconds)
+        except sqlite3.Error:
+            return "busy"
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+def _renew_lease(
+    conn: sqlite3.Connection, owner_id: str, now: float, lease_seconds: float
+) -> Literal["renewed", "lost", "busy"]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(
+            "SELECT released, recovered_at FROM owners WHERE owner_id = ?", (owner_id,)
+        ).fetchone()
+        if row is None or row[0] or row[1] is not None:
+            conn.execute("ROLLBACK")
+            return "lost"
+        conn.execute(
+            "UPDATE owners SET lease_expires_at = ?, heartbeat_at = ? WHERE owner_id = ?",
+            (now + lease_seconds, now, owner_id),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return "renewed"
+
 
 async def open_sqlite_store(path: str | Path, *, clock: Clock | None = None) -> SqliteStore:
     """Open (creating and migrating if needed) the store at ``path``."""
@@ -1626,6 +1737,15 @@ def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
     return row
+
+
+def _running_calls(conn: Conn, run_id: str) -> list[ToolCall]:
+    return [
+        _tool_call(r)
+        for r in conn.execute(
+            f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state = 'running' ORDER BY t.n", (run_id,)
+        )
+    ]
 
 
 def _fetch_run(conn: Conn, run_id: str) -> Run:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.models import Message, Run, RunState, ToolCall, ToolCallState
 from runtime.providers.demo import NOTES_FILE
 from runtime.store.sqlite import SqliteStore
@@ -82,15 +84,24 @@ def answer_until_done(cli: Cli, run_id: str, boundary: dict[str, Any]) -> dict[s
 
 
 def recover_and_show(cli: Cli, run_id: str) -> dict[str, Any]:
-    """Open the database with agent-tui (which recovers dead owners) and show the run."""
+    """Recover dead owners (what a process that may execute does when it opens the database:
+    `show` itself only reads and never recovers), then show the run."""
+    asyncio.run(_open_and_close(cli))
     shown = cli.run("show", run_id, "--json")
     assert shown.returncode == 0, shown.stderr
     data: dict[str, Any] = json.loads(shown.stdout)
     return data
 
 
-def retry_to_completion(cli: Cli, run_id: str) -> str:
-    retried = cli.run("retry", run_id, "--json")
+async def _open_and_close(cli: Cli) -> None:
+    runtime = await Runtime.open(
+        db_path=cli.db, workspace=cli.workspace, config=Config(), model="demo", env={}
+    )
+    await runtime.close()
+
+
+def retry_to_completion(cli: Cli, run_id: str, *flags: str) -> str:
+    retried = cli.run("retry", run_id, *flags, "--json")
     assert retried.returncode in (0, 3), retried.stderr
     boundary = answer_until_done(cli, run_id, boundary_of(json_lines(retried.stdout)))
     assert boundary["state"] == "completed", boundary
@@ -198,7 +209,8 @@ def test_kill_around_a_file_write_fails_or_requeues_as_the_write_state_says(cli:
         # The write may or may not have happened: the run fails and waits for a person.
         assert recovered["run"]["state"] == "failed"
         assert recovered["run"]["failure"]["code"] == "tool_indeterminate"
-        final_run_id = retry_to_completion(cli, run_id)
+        # Retry must choose what to do with the unknown write: here, run it again.
+        final_run_id = retry_to_completion(cli, run_id, "--rerun")
         assert final_run_id != run_id
         assert_transcript_is_paired(cli.db, final_run_id)
     elif before.run.state is RunState.RUNNING:

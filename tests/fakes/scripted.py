@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runtime.errors import ModelError
@@ -38,6 +39,9 @@ class Turn:
     raw_arguments: list[str] | None = None
     """JSON fragments to send instead of json.dumps(arguments) (for broken-JSON tests)."""
     usage: Usage = field(default_factory=lambda: Usage(input_tokens=10, output_tokens=5))
+    pause_until: Path | None = None
+    """When set, the stream pauses after all its text until this file exists (crash tests:
+    the process is killed during the pause); ``ScriptedProvider.paused`` is set meanwhile."""
 
 
 ScriptItem = Turn | Callable[[ModelRequest], Turn]
@@ -48,6 +52,7 @@ class ScriptedProvider:
         self.script = list(script)
         self.requests: list[ModelRequest] = []
         self.started = asyncio.Event()
+        self.paused = asyncio.Event()
         self.closed_streams = 0
         self._reference = reference
 
@@ -83,6 +88,10 @@ class ScriptedProvider:
                     if turn.gate is not None:
                         await turn.gate.wait()
             self.started.set()
+            if turn.pause_until is not None:
+                self.paused.set()
+                while not turn.pause_until.exists():
+                    await asyncio.sleep(0.05)
             if turn.error is not None:
                 raise turn.error
             for index, (name, arguments) in enumerate(turn.tool_calls):

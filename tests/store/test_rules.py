@@ -156,8 +156,9 @@ def test_recovery_requeues_when_only_idempotent_calls_ran_and_fails_otherwise() 
 
     plan, failed = rules.recover_running(run, calls, NOW)
     assert failed
+    # The run fails, so the idempotent call is closed too: no call of a failed run stays open.
     assert [c.state for c in plan.tool_calls] == [
-        ToolCallState.PENDING,
+        ToolCallState.FAILED,
         ToolCallState.INDETERMINATE,
     ]
     after = plan.runs[0][0]

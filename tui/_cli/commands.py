@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from runtime.answers import parse_cli_answer
-from runtime.api import Runtime
+from runtime.api import Runtime, UnknownChoice, describe_call
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind, with_file_history
@@ -67,7 +67,7 @@ class Context:
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
+async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
     from runtime.store.sqlite import SqliteStore
     from runtime.tools.builtin import builtin_tools
 
@@ -80,6 +80,7 @@ async def open_runtime(ctx: Context) -> AsyncIterator[Runtime]:
         model=ctx.model,
         store=store,
         tools=with_file_history(builtin_tools(), store),
+        read_only=read_only,
     )
     try:
         yield runtime
@@ -152,16 +153,24 @@ async def cmd_fork(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
-    _show_model_notice(ctx, runtime)
     old = await runtime.get_run(args.run_id)
     if old.state is RunState.INPUT_REQUIRED:
         raise RunStateConflict(
             f"run {old.id} is waiting for input, not interrupted: answer it with "
             f"agent-tui respond {old.id} ANSWER"
         )
+    unknown: UnknownChoice | None = "rerun" if args.rerun else "skip" if args.skip_unknown else None
+    doubtful = [] if unknown else await runtime.unknown_calls(old.id)
+    if doubtful:
+        raise InvalidInput(
+            f"the outcome of {'; '.join(describe_call(c) for c in doubtful)} is unknown (it may "
+            "have acted): retry with --rerun to run it again or --skip-unknown to continue "
+            "without it"
+        )
+    _show_model_notice(ctx, runtime)
     ctx.current_run_id = old.id
     cursor = await event_cursor(runtime)
-    run = await runtime.retry(args.run_id)
+    run = await runtime.retry(args.run_id, unknown=unknown)
     return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
 
 
@@ -434,3 +443,5 @@ COMMANDS = {
     "rewind": cmd_rewind,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})
+READ_ONLY = frozenset({"runs", "show", "export"})
+"""Commands that only look: they open the database read-only (no lease, no recovery)."""

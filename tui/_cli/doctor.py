@@ -43,7 +43,7 @@ async def _open_and_close(ctx: Context, db_path: Path, config: Any) -> tuple[str
     import contextlib
 
     runtime = await Runtime.open(
-        db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model
+        db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model, read_only=True
     )
     try:
         return runtime.default_model, runtime.model_notice

@@ -113,6 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     retry = command("retry", "resume a failed or interrupted run")
     retry.add_argument("run_id", metavar="RUN_ID")
+    unknown = retry.add_mutually_exclusive_group()
+    unknown.add_argument(
+        "--rerun",
+        action="store_true",
+        help="a call whose outcome is unknown (agent-tui stopped while it ran) runs again",
+    )
+    unknown.add_argument(
+        "--skip-unknown",
+        action="store_true",
+        help="continue without a call whose outcome is unknown (the model is told so)",
+    )
     json_option(retry, events_help)
 
     fork = command("fork", "start a new job from a checkpoint")

@@ -1,0 +1,93 @@
+"""`agent-tui retry` of a run whose last call has an unknown outcome (issue 12 point 10): without
+a choice it refuses in one line naming the call and the two flags; `--skip-unknown` continues
+without running it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from runtime.models import Failure, Role, RunState, TextBlock, ToolCallState, ToolUseBlock
+from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
+from runtime.store.sqlite import SqliteStore
+from tests.cli.harness import Cli, json_lines
+
+COMMAND = "sleep 3; echo again >> orphan.log"
+
+
+async def _seed(cli: Cli) -> str:
+    """A failed run whose shell call was running when agent-tui died (outcome unknown)."""
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(cli.db)
+    await store.open()
+    try:
+        run = await store.create_run(
+            NewRun(
+                agent="default", model="demo", input="append a line", workspace=str(cli.workspace)
+            )
+        )
+        claimed = await store.claim_run(run.id, owner_id="gone:1:x-1")
+        token = claimed.execution_token or ""
+        await store.commit_message(
+            run.id,
+            token=token,
+            message=NewMessage(
+                role=Role.ASSISTANT,
+                content=[
+                    TextBlock(text="Appending the line."),
+                    ToolUseBlock(
+                        id="toolu_1", tool_call_id="c1", name="shell", input={"command": COMMAND}
+                    ),
+                ],
+            ),
+            tool_calls=[
+                NewToolCall(
+                    id="c1", provider_id="toolu_1", name="shell", arguments={"command": COMMAND}
+                )
+            ],
+            step=1,
+        )
+        await store.set_tool_states(
+            run.id,
+            token=token,
+            changes=[
+                ToolStateChange(tool_call_id="c1", to=ToolCallState.RUNNING),
+                ToolStateChange(
+                    tool_call_id="c1", to=ToolCallState.INDETERMINATE, error="it stopped"
+                ),
+            ],
+        )
+        await store.finish_run(
+            run.id,
+            token=token,
+            to=RunState.FAILED,
+            failure=Failure(code="tool_indeterminate", message="the outcome of shell is unknown"),
+        )
+        return run.id
+    finally:
+        await store.close()
+
+
+def test_retry_refuses_an_unknown_outcome_without_a_choice_and_skip_continues_without_it(
+    cli: Cli,
+) -> None:
+    run_id = asyncio.run(_seed(cli))
+    refused = cli.run("retry", run_id)
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert f"shell {COMMAND}" in lines[0]
+    assert "--rerun" in lines[0] and "--skip-unknown" in lines[0]
+    shown = json.loads(cli.run("show", run_id, "--json").stdout)
+    assert shown["run"]["state"] == "failed"
+
+    skipped = cli.run("retry", run_id, "--skip-unknown", "--json")
+    assert skipped.returncode in (0, 3), skipped.stderr
+    events = json_lines(skipped.stdout)
+    new_run_id = events[0]["run_id"]
+    assert new_run_id != run_id
+    calls = json.loads(cli.run("show", new_run_id, "--json").stdout)["tool_calls"]
+    shell = [c for c in calls if c["name"] == "shell"]
+    assert shell[0]["state"] == "failed"
+    assert "outcome of this call is unknown" in shell[0]["error"]
+    assert not (cli.workspace / "orphan.log").exists()
