@@ -281,6 +281,16 @@ _V5_BLOBS_FILE_SNAPSHOTS = (
     """,
     "CREATE INDEX file_snapshots_by_job ON file_snapshots (job_id, n)",
     "CREATE INDEX jobs_archived ON jobs (archived) WHERE archived = 1",
+_COMPOSER_DRAFTS = (
+    # The TUI's unsent composer text, one row per job ('' is the new-job composer); it survives
+    # a quit or a crash. Self-contained: nothing else refers to it.
+    """
+    CREATE TABLE composer_drafts (
+        job_id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    )
+    """,
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -291,6 +301,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         4, "indexes for the tool calls of a message and the open ones", _V4_TOOL_CALL_INDEXES
     ),
     Migration(5, "blobs, file snapshots for rewinding, archived jobs", _V5_BLOBS_FILE_SNAPSHOTS),
+    Migration(6, "composer drafts of the TUI, per job", _COMPOSER_DRAFTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

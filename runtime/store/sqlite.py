@@ -1512,6 +1512,56 @@ class SqliteStore:
             if row is None:
                 raise errors.CheckpointNotFound(f"checkpoint {checkpoint_id} not found")
             return int(row[0])
+    # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
+
+    async def get_composer_draft(self, job_id: str | None) -> str:
+        def read(conn: Conn) -> str:
+            row = conn.execute(
+                "SELECT text FROM composer_drafts WHERE job_id = ?", (job_id or "",)
+            ).fetchone()
+            return str(row["text"]) if row is not None else ""
+
+        return await self._call(read)
+
+    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
+        now = self._now()
+
+        def write(conn: Conn) -> None:
+            if text.strip():
+                conn.execute(
+                    "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
+                    " updated_at = excluded.updated_at",
+                    (job_id or "", text, now),
+                )
+            else:
+                conn.execute("DELETE FROM composer_drafts WHERE job_id = ?", (job_id or "",))
+
+        await self._write(write)
+
+    async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
+        table = {"job": "jobs", "run": "runs", "checkpoint": "checkpoints"}.get(kind)
+        if table is None:
+            raise errors.InvalidInput(f"unknown kind of id {kind!r}")
+
+        def read(conn: Conn) -> list[str]:
+            # A range over the unique index: exact (case-sensitive) and no table scan.
+            rows = conn.execute(
+                f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", limit),
+            ).fetchall()
+            return [str(row["id"]) for row in rows]
+
+        return await self._call(read)
+
+    async def recent_prompts(self, *, workspace: str | None = None, limit: int = 100) -> list[str]:
+        def read(conn: Conn) -> list[str]:
+            rows = conn.execute(
+                "SELECT input FROM runs WHERE parent_run_id IS NULL AND input IS NOT NULL"
+                " AND (? IS NULL OR workspace = ?) ORDER BY n DESC LIMIT ?",
+                (workspace, workspace, limit),
+            ).fetchall()
+            return [str(row["input"]) for row in rows]
 
         return await self._call(read)
 

@@ -18,6 +18,7 @@ from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind, with_file_history
 from runtime.transcript import inherited_history, partial_answer
 from tui._cli.driver import EventPrinter, Observer, drive
+from tui._cli import render
 from tui._cli.parser import EXIT_OK
 from tui._cli.prompt import Prompter, StdinLines
 from tui._cli.render import runs_table, show_text
@@ -48,12 +49,12 @@ class Context:
             run_id = self.prompting.run_id
             return (
                 f"Run {run_id} is still waiting for your answer; give it later with: "
-                f"agent-tui respond {run_id} ANSWER"
+                f"{render.COMMAND} respond {run_id} ANSWER"
             )
         if self.current_run_id is not None:
             return (
                 f"Run {self.current_run_id} stays recoverable; resume it with: "
-                f"agent-tui retry {self.current_run_id}"
+                f"{render.COMMAND} retry {self.current_run_id}"
             )
         return None
 
@@ -157,7 +158,7 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
     if old.state is RunState.INPUT_REQUIRED:
         raise RunStateConflict(
             f"run {old.id} is waiting for input, not interrupted: answer it with "
-            f"agent-tui respond {old.id} ANSWER"
+            f"{render.COMMAND} respond {old.id} ANSWER"
         )
     ctx.current_run_id = old.id
     cursor = await event_cursor(runtime)
