@@ -180,13 +180,13 @@ class AgentTuiApp(App[int]):
                 return screen
         return None
 
-    def action_copy_or_interrupt(self) -> None:
+    async def action_copy_or_interrupt(self) -> None:
         """ctrl+c: copy a selection if there is one, else interrupt the run on screen; a second
         ctrl+c within 2 s quits."""
         now = time.monotonic()
         if now - self._last_ctrl_c <= QUIT_AGAIN_SECONDS:
             self._last_ctrl_c = 0.0
-            self.action_quit()
+            await self.action_quit()
             return
         self._last_ctrl_c = now
         selected = self._selected_text()

@@ -1557,8 +1557,9 @@ class SqliteStore:
     async def recent_prompts(self, *, workspace: str | None = None, limit: int = 100) -> list[str]:
         def read(conn: Conn) -> list[str]:
             rows = conn.execute(
-                "SELECT input FROM runs WHERE parent_run_id IS NULL AND input IS NOT NULL"
-                " AND (? IS NULL OR workspace = ?) ORDER BY n DESC LIMIT ?",
+                "SELECT r.input FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
+                " WHERE r.parent_run_id IS NULL AND r.input IS NOT NULL"
+                " AND (? IS NULL OR j.workspace = ?) ORDER BY r.n DESC LIMIT ?",
                 (workspace, workspace, limit),
             ).fetchall()
             return [str(row["input"]) for row in rows]
