@@ -8,6 +8,8 @@ semantics: negation, anchoring, directory patterns).
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import os
 import re
 import subprocess
@@ -18,6 +20,8 @@ import pathspec
 
 MAX_FILES = 200_000
 """A bound on the listing, so a mention never walks a whole disk."""
+
+_SEPARATORS = "/_-. "
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules"})
 
@@ -43,8 +47,15 @@ def _git_files(root: Path) -> list[str] | None:
     if result.returncode != 0:
         return None
     names = result.stdout.decode("utf-8", errors="replace").split("\0")
-    # Deleted-but-tracked files are still listed by --cached: keep only what exists.
-    return [name for name in dict.fromkeys(names) if name and (root / name).is_file()]
+    # --cached still lists tracked files deleted from the work tree: leave those out.
+    deleted = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--deleted"],
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+    gone = set(deleted.stdout.decode("utf-8", errors="replace").split("\0"))
+    return [name for name in dict.fromkeys(names) if name and name not in gone]
 
 
 def _walked_files(root: Path) -> list[str]:
@@ -91,21 +102,66 @@ class Match:
     """Indices in ``path`` of the query's characters (for highlighting)."""
 
 
+class FileIndex:
+    """The paths prepared for ranking: lower-cased once, and joined into one string so the
+    filters run in C (one regex scan or substring test per keystroke, not a Python loop)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.lowered = [path.lower() for path in paths]
+        self.joined = "\n".join(self.lowered)
+        self.offsets: list[int] = []
+        offset = 0
+        for lowered in self.lowered:
+            self.offsets.append(offset)
+            offset += len(lowered) + 1
+
+    def rank(self, query: str, *, limit: int = 20) -> list[Match]:
+        needle = query.strip().lower()
+        if not needle:
+            shortest = heapq.nsmallest(limit, range(len(self.paths)), key=lambda i: len(self.paths[i]))
+            return [Match(self.paths[i], 0.0, ()) for i in shortest]
+        lowered = self.lowered
+        containing = [i for i, path in enumerate(lowered) if needle in path]
+        if len(containing) >= limit:
+            # Enough paths hold the query as it is typed: the best of those, by a cheap key
+            # (a match at a segment start, in the file name, short paths), then scored.
+            def key(i: int) -> tuple[int, int, int]:
+                path = lowered[i]
+                at = path.rfind(needle)
+                boundary = at == 0 or path[at - 1] in _SEPARATORS
+                in_name = at > path.rfind("/")
+                return (-(boundary * 2 + in_name), len(path), i)
+
+            chosen = heapq.nsmallest(limit * 3, containing, key=key)
+        else:
+            pattern = "[^\n]*?".join(re.escape(char) for char in needle)
+            found = re.finditer(f"(?m)^[^\\n]*?{pattern}", self.joined)
+            chosen = sorted(
+                {bisect.bisect_right(self.offsets, match.start()) - 1 for match in found}
+            )
+            if len(chosen) > 5000:  # a very loose query: score the shortest candidates
+                chosen = heapq.nsmallest(5000, chosen, key=lambda i: len(lowered[i]))
+        scored = [_score(needle, self.paths[i]) for i in chosen]
+        scored.sort(key=lambda match: (-match.score, len(match.path), match.path))
+        return scored[:limit]
+
+
+_INDEXES: dict[int, FileIndex] = {}
+
+
 def fuzzy_rank(query: str, paths: list[str], *, limit: int = 20) -> list[Match]:
     """The paths that contain the query's characters in order (case-insensitive), best first.
 
     Better: more characters matched at the start of a path segment or consecutively, a match in
-    the file name rather than the folders, shorter paths. A regex pre-filter keeps this fast on
-    50,000 paths; only the survivors are scored.
+    the file name rather than the folders, shorter paths. The index of ``paths`` is built once
+    and kept while the same list is ranked again (keystroke after keystroke).
     """
-    needle = query.strip().lower()
-    if not needle:
-        return [Match(path, 0.0, ()) for path in sorted(paths, key=len)[:limit]]
-    pattern = re.compile(".*?".join(re.escape(char) for char in needle), re.IGNORECASE)
-    candidates = [path for path in paths if pattern.search(path)]
-    scored = [_score(needle, path) for path in candidates]
-    scored.sort(key=lambda match: (-match.score, len(match.path), match.path))
-    return scored[:limit]
+    index = _INDEXES.get(id(paths))
+    if index is None or index.paths is not paths:
+        _INDEXES.clear()
+        index = _INDEXES[id(paths)] = FileIndex(paths)
+    return index.rank(query, limit=limit)
 
 
 def _score(needle: str, path: str) -> Match:
@@ -118,21 +174,38 @@ def _score(needle: str, path: str) -> Match:
     if exact >= 0:
         positions = tuple(range(exact, exact + len(needle)))
         score = 10.0 * len(needle)
-        if exact == 0 or lower[exact - 1] in "/_-. ":
+        if exact == 0 or lower[exact - 1] in _SEPARATORS:
             score += 8
         if exact >= name_start:
             score += 6
         return Match(path, score - len(path) * 0.01, positions)
-    # Otherwise greedy left-to-right, with bonuses for segment starts and adjacency.
+    # Otherwise the better of two walks: plain greedy, and one that takes a character at the
+    # start of a path segment when there is one further on (``scm`` → src/cli/main.py).
+    best = max(
+        (_walk(needle, lower, name_start, prefer_starts=flag) for flag in (False, True)),
+        key=lambda found: found[0],
+    )
+    return Match(path, best[0] - len(path) * 0.01, best[1])
+
+
+def _walk(
+    needle: str, lower: str, name_start: int, *, prefer_starts: bool
+) -> tuple[float, tuple[int, ...]]:
     picked: list[int] = []
     score = 0.0
     start = 0
     for char in needle:
         index = lower.find(char, start)
-        if index < 0:  # cannot happen after the pre-filter; be safe
-            return Match(path, -1e9, ())
+        if index < 0:
+            return -1e9, ()
+        if prefer_starts:
+            probe = index
+            while probe >= 0 and not (probe == 0 or lower[probe - 1] in _SEPARATORS):
+                probe = lower.find(char, probe + 1)
+            if probe >= 0 and _rest_fits(needle[len(picked) + 1 :], lower, probe + 1):
+                index = probe
         bonus = 1.0
-        if index == 0 or lower[index - 1] in "/_-. ":
+        if index == 0 or lower[index - 1] in _SEPARATORS:
             bonus += 3
         if picked and index == picked[-1] + 1:
             bonus += 2
@@ -141,7 +214,16 @@ def _score(needle: str, path: str) -> Match:
         score += bonus
         picked.append(index)
         start = index + 1
-    return Match(path, score - len(path) * 0.01, tuple(picked))
+    return score, tuple(picked)
+
+
+def _rest_fits(rest: str, lower: str, start: int) -> bool:
+    for char in rest:
+        start = lower.find(char, start)
+        if start < 0:
+            return False
+        start += 1
+    return True
 
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~+-][\w./~+-]*)")

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from textual import events
+from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, Role, RunState
@@ -480,7 +481,14 @@ async def test_at_opens_a_fuzzy_file_picker_and_the_file_is_attached_as_a_chip(
         await wait_until(pilot, lambda: screen._files is not None)
         assert "secret.txt" not in (screen._files or [])
         await pilot.press(*"smai")
-        await wait_until(pilot, lambda: screen.composer.completing == "mention")
+        menu = screen.composer.query_one("#completions", OptionList)
+
+        def offered() -> list[str]:
+            options = [menu.get_option_at_index(i) for i in range(menu.option_count)]
+            return [str(option.id) for option in options if option.id is not None]
+
+        await wait_until(pilot, lambda: offered()[:1] == ["src/main.py"])
+        assert "@src/main.py" in str(menu.get_option_at_index(0).prompt)
         await pilot.press("tab")
         assert screen.composer.input.text == "look at @src/main.py "
         await pilot.press(*"please", "enter")

@@ -196,10 +196,17 @@ class MainScreen(Screen[None]):
         Binding("shift+tab", "previous_pane", "Previous pane", show=False),
         Binding(
             "escape",
-            "interrupt_or_leave",
+            "interrupt",
             "Interrupt",
             key_display="esc",
-            tooltip="Interrupt the run on screen; when none works, leave the composer or search",
+            tooltip="Interrupt the run on screen (it streams or runs tools)",
+        ),
+        Binding(
+            "escape",
+            "leave",
+            "Leave",
+            key_display="esc",
+            tooltip="When nothing runs: leave the composer, prompt or search",
         ),
         Binding("n", "new_job", "New job", tooltip="A new job: the composer, empty"),
         Binding("i", "inbox", "Inbox"),
@@ -252,8 +259,8 @@ class MainScreen(Screen[None]):
         """After jumping back to a parent run: the delegation block to focus again."""
         self._files: list[str] | None = None
         self._listing_files = False
-        self._interrupted_jobs: set[str] = set()
-        """Jobs whose run was interrupted by Esc: their queue comes back to the composer."""
+        self._interrupted_runs: set[str] = set()
+        """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
 
     @property
@@ -323,7 +330,6 @@ class MainScreen(Screen[None]):
         )
         composer = self.composer
         composer.file_source = self._file_list
-        composer.rank_files = _rank_files
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -387,6 +393,18 @@ class MainScreen(Screen[None]):
 
         files = list_files(self.agent_app.settings.workspace)
         self.app.call_from_thread(self._files_listed, files)
+
+    @on(Composer.FilesWanted)
+    def _files_wanted(self, message: Composer.FilesWanted) -> None:
+        message.stop()
+        self._rank(message.query, message.files)
+
+    @work(exit_on_error=False, group="rank-files", exclusive=True, thread=True)
+    def _rank(self, query: str, files: list[str]) -> None:
+        """Ranking 50,000 paths takes tens of milliseconds: off the event loop, so typing
+        never waits for it; a newer keystroke replaces an older ranking."""
+        ranked = _rank_files(query, files)
+        self.app.call_from_thread(self.composer.show_file_matches, query, ranked)
 
     def _files_listed(self, files: list[str]) -> None:
         self._files = files
@@ -734,10 +752,10 @@ class MainScreen(Screen[None]):
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
         self.refresh_run(event.run_id)
-        if event.to_state.is_terminal and self.composer.queued(event.job_id):
-            if event.job_id in self._interrupted_jobs:
-                self._interrupted_jobs.discard(event.job_id)
-            else:
+        if event.to_state.is_terminal:
+            if event.run_id in self._interrupted_runs:
+                self._interrupted_runs.discard(event.run_id)
+            elif self.composer.queued(event.job_id):
                 self._flush_queue(event.job_id)
         on_screen = self._on_screen(event.run_id)
         if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
@@ -1085,14 +1103,8 @@ class MainScreen(Screen[None]):
             return None
         return run
 
-    def action_interrupt_or_leave(self) -> None:
-        focused = self.focused
-        if focused is not None and focused.id in ("search", "search-results"):
-            self._close_search()
-            return
-        if self.interrupt():
-            return
-        self.action_leave()
+    def action_interrupt(self) -> None:
+        self.interrupt()
 
     def interrupt(self) -> bool:
         """Esc or ctrl+c: stop the run on screen (its root, so sub-runs stop too). False when
@@ -1100,6 +1112,15 @@ class MainScreen(Screen[None]):
         run = self._working_run()
         if run is None:
             return False
+        # Like the peers: what was queued comes back to the box, ready to edit or send.
+        composer = self.composer
+        queued = composer.take_queue(run.job_id)
+        if queued and composer.follow_up_job_id == run.job_id:
+            existing = composer.input.text
+            composer.input.value = "\n\n".join([*queued, existing] if existing else queued)
+        else:
+            for text in queued:
+                composer.enqueue(run.job_id, text)
         self._interrupt(run)
         return True
 
@@ -1110,29 +1131,18 @@ class MainScreen(Screen[None]):
             if root.parent_run_id is None:
                 break
             root = await self.runtime.get_run(root.parent_run_id)
-        self._interrupted_jobs.add(root.job_id)
+        self._interrupted_runs.add(root.id)
         try:
             cancelled = await self.runtime.cancel(root.id, reason="interrupted")
         except RunStateConflict:
-            self._interrupted_jobs.discard(root.job_id)
+            self._interrupted_runs.discard(root.id)
             return  # it ended on its own meanwhile
         self.post_message(RunInterrupted(cancelled))
 
     def on_run_interrupted(self, message: RunInterrupted) -> None:
-        """Like the peers: what was queued comes back to the box, ready for a follow-up."""
         composer = self.composer
-        job_id = message.run.job_id
-        self._interrupted_jobs.discard(job_id)
-        queued = composer.take_queue(job_id)
-        if composer.follow_up_job_id == job_id:
-            if queued:
-                existing = composer.input.text
-                composer.input.value = "\n\n".join([*queued, existing] if existing else queued)
-            if self.open_request is None:
-                composer.focus_input()
-        elif queued:
-            for text in queued:
-                composer.enqueue(job_id, text)
+        if composer.follow_up_job_id == message.run.job_id and self.open_request is None:
+            composer.focus_input()
         self.notify("Interrupted. Type a follow-up, or R to retry.", title="Run interrupted")
 
     def action_follow_up(self) -> None:
@@ -1275,12 +1285,11 @@ class MainScreen(Screen[None]):
             return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
-        if action == "interrupt_or_leave":
-            return (
-                self._working_run() is not None
-                or self._pane_of(self.focused) != 0
-                or (self.focused is not None and self.focused.id in ("search", "search-results"))
-            )
+        searching = self.focused is not None and self.focused.id in ("search", "search-results")
+        if action == "interrupt":
+            return self._working_run() is not None and not searching
+        if action == "leave":
+            return searching or (self._working_run() is None and self._pane_of(self.focused) != 0)
         return True
 
     def action_inbox(self) -> None:

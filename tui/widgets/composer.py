@@ -174,6 +174,14 @@ class Composer(Vertical):
             self.job_id = job_id
             self.text = text
 
+    class FilesWanted(TextualMessage):
+        """The @-picker needs the files matching ``query`` ranked."""
+
+        def __init__(self, query: str, files: list[str]) -> None:
+            super().__init__()
+            self.query = query
+            self.files = files
+
     class QueueChanged(TextualMessage):
         def __init__(self, job_id: str) -> None:
             super().__init__()
@@ -194,7 +202,7 @@ class Composer(Vertical):
         """``/model`` and ``/agent`` choices for the next run of a job (None: a new job)."""
         self.file_source: Callable[[], list[str] | None] = lambda: None
         """The workspace's files for the @-picker (None while they are being listed)."""
-        self.rank_files: Callable[[str, list[str]], list[str]] | None = None
+        self._mention_query: str | None = None
         self._completion: str | None = None
         """"slash" or "mention" while the menu is open."""
         self._mention_start: tuple[int, int] | None = None
@@ -309,6 +317,10 @@ class Composer(Vertical):
     def box_key(self, key: str) -> bool:
         """A key pressed in the box; True when the composer used it (the box must not)."""
         box = self.input
+        if key in ("enter", "tab", "up", "down", "escape"):
+            # The menu follows the text through Changed messages, which may lag keys typed fast
+            # (a terminal sending a burst): decide from the text as it is now.
+            self._sync_completion()
         if self._completion is not None:
             menu = self.query_one("#completions", OptionList)
             if key in ("up", "down"):
@@ -374,6 +386,8 @@ class Composer(Vertical):
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
         self.remember(text.strip())
+        # Out of the box at once: keys typed right after Enter start the next message.
+        self.clear_text()
         self.post_message(self.Submitted(text.strip(), self.follow_up_job_id))
 
     def remember(self, text: str) -> None:
@@ -388,8 +402,7 @@ class Composer(Vertical):
             self.clear_text()
 
     def message_taken(self) -> None:
-        """The screen sent or queued the message: the box empties (and the draft with it)."""
-        self.clear_text()
+        """The screen took the message: the draft it was is gone."""
         self._draft_key = self.follow_up_job_id
         if self._save_timer is not None:
             self._save_timer.stop()
@@ -439,6 +452,21 @@ class Composer(Vertical):
     def completing(self) -> str | None:
         return self._completion
 
+    def _sync_completion(self) -> None:
+        """Close a menu the current text no longer asks for (without re-ranking)."""
+        text = self.input.text
+        if self._completion == "slash" and not (
+            text.startswith("/")
+            and not text.startswith("//")
+            and " " not in text.strip()
+            and "\n" not in text
+        ):
+            self._update_completion()
+        elif self._completion == "mention" and self._mention_at_cursor() is None:
+            self._close_completion()
+        elif self._completion == "slash":
+            self._show_commands(text[1:])
+
     def _update_completion(self) -> None:
         box = self.input
         text = box.text
@@ -485,15 +513,28 @@ class Composer(Vertical):
 
     def _show_files(self, query: str, start: tuple[int, int]) -> None:
         menu = self.query_one("#completions", OptionList)
-        menu.clear_options()
         files = self.file_source()
         self._mention_start = start
+        was_open = self._completion == "mention"
         self._completion = "mention"
         self.add_class("-completing")
         if files is None:
+            menu.clear_options()
             menu.add_option(Option("listing the workspace's files…", disabled=True))
             return
-        ranked = self.rank_files(query, files) if self.rank_files is not None else []
+        if not was_open:
+            menu.clear_options()
+            menu.add_option(Option("searching…", disabled=True))
+        self._mention_query = query
+        self.post_message(self.FilesWanted(query, files))
+
+    def show_file_matches(self, query: str, ranked: list[str]) -> None:
+        """The ranking of ``query`` arrived (ranked off the event loop): show it if the person
+        is still typing that mention."""
+        if self._completion != "mention" or query != self._mention_query:
+            return
+        menu = self.query_one("#completions", OptionList)
+        menu.clear_options()
         if not ranked:
             menu.add_option(Option(f"no file matches {query!r}", disabled=True))
             return
