@@ -23,6 +23,10 @@ MAX_FILES = 200_000
 
 _SEPARATORS = "/_-. "
 
+FUZZY_SCORED = 400
+"""At most this many fuzzy candidates are scored (the shortest); the rest cannot rank first
+often enough to be worth a Python loop per keystroke."""
+
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules"})
 
 
@@ -110,6 +114,7 @@ class FileIndex:
         self.paths = paths
         self.lowered = [path.lower() for path in paths]
         self.joined = "\n".join(self.lowered)
+        self.lengths = [len(path) for path in self.lowered]
         self.offsets: list[int] = []
         offset = 0
         for lowered in self.lowered:
@@ -133,15 +138,21 @@ class FileIndex:
                 in_name = at > path.rfind("/")
                 return (-(boundary * 2 + in_name), len(path), i)
 
+            if len(containing) > 2000:  # the shortest first: a C-level key, no Python per path
+                containing = heapq.nsmallest(2000, containing, key=self.lengths.__getitem__)
             chosen = heapq.nsmallest(limit * 3, containing, key=key)
         else:
-            pattern = "[^\n]*?".join(re.escape(char) for char in needle)
-            found = re.finditer(f"(?m)^[^\\n]*?{pattern}", self.joined)
+            # A subsequence, matched without backtracking: before each character, skip every
+            # other one possessively (the leftmost match is the right one for a subsequence).
+            pattern = "".join(
+                f"[^{re.escape(char)}\\n]*+{re.escape(char)}" for char in needle
+            )
+            found = re.finditer(f"(?m)^{pattern}", self.joined)
             chosen = sorted(
                 {bisect.bisect_right(self.offsets, match.start()) - 1 for match in found}
             )
-            if len(chosen) > 5000:  # a very loose query: score the shortest candidates
-                chosen = heapq.nsmallest(5000, chosen, key=lambda i: len(lowered[i]))
+            if len(chosen) > FUZZY_SCORED:  # a loose query: score the shortest candidates
+                chosen = heapq.nsmallest(FUZZY_SCORED, chosen, key=self.lengths.__getitem__)
         scored = [_score(needle, self.paths[i]) for i in chosen]
         scored.sort(key=lambda match: (-match.score, len(match.path), match.path))
         return scored[:limit]

@@ -442,7 +442,7 @@ class Composer(Vertical):
             return
         queue = self.queued(self.follow_up_job_id)
         self.set_class(bool(queue), "-queued")
-        lines = [f"⏳ queued: {short(' '.join(text.split()), 70)}" for text in queue]
+        lines = [f"↳ queued: {short(' '.join(text.split()), 70)}" for text in queue]
         if queue:
             lines.append("   sent when the run finishes · ↑ on an empty box edits or removes")
         self.query_one("#queue", Static).update("\n".join(lines))
