@@ -194,16 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _name_the_database(db_path: Path) -> None:
     """Hints printed for a later command ("Answer with: agent-tui respond …") carry ``--db``
     when this database is not the one a bare ``agent-tui`` would open."""
-    from tui._cli import render
-
     import shlex
 
     from runtime.config import ENV_DB
     from runtime.config import resolve_db_path as default_db_path
+    from tui._cli import render
 
     plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
     if default_db_path(None, plain_env).expanduser() != db_path:
-
         render.COMMAND = f"agent-tui --db {shlex.quote(str(db_path))}"
     else:
         render.COMMAND = "agent-tui"

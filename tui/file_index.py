@@ -41,7 +41,16 @@ def list_files(root: Path) -> list[str]:
 def _git_files(root: Path) -> list[str] | None:
     try:
         result = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
             capture_output=True,
             timeout=20,
             check=False,
@@ -77,7 +86,9 @@ def _walked_files(root: Path) -> list[str]:
                 lines = []
             specs.append((relative, pathspec.GitIgnoreSpec.from_lines(lines)))
 
-        def ignored(path: str, *, is_dir: bool) -> bool:
+        def ignored(
+            path: str, *, is_dir: bool, specs: list[tuple[str, pathspec.GitIgnoreSpec]] = specs
+        ) -> bool:
             for base, spec in specs:
                 inner = path[len(base) :] + ("/" if is_dir else "")
                 if spec.match_file(inner):
@@ -124,7 +135,9 @@ class FileIndex:
     def rank(self, query: str, *, limit: int = 20) -> list[Match]:
         needle = query.strip().lower()
         if not needle:
-            shortest = heapq.nsmallest(limit, range(len(self.paths)), key=lambda i: len(self.paths[i]))
+            shortest = heapq.nsmallest(
+                limit, range(len(self.paths)), key=lambda i: len(self.paths[i])
+            )
             return [Match(self.paths[i], 0.0, ()) for i in shortest]
         lowered = self.lowered
         containing = [i for i, path in enumerate(lowered) if needle in path]
@@ -144,9 +157,7 @@ class FileIndex:
         else:
             # A subsequence, matched without backtracking: before each character, skip every
             # other one possessively (the leftmost match is the right one for a subsequence).
-            pattern = "".join(
-                f"[^{re.escape(char)}\\n]*+{re.escape(char)}" for char in needle
-            )
+            pattern = "".join(f"[^{re.escape(char)}\\n]*+{re.escape(char)}" for char in needle)
             found = re.finditer(f"(?m)^{pattern}", self.joined)
             chosen = sorted(
                 {bisect.bisect_right(self.offsets, match.start()) - 1 for match in found}

@@ -25,7 +25,7 @@ from tui.app import AgentTuiApp
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.composer import MAX_LINES, ComposerInput
+from tui.widgets.composer import MAX_LINES
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
@@ -134,7 +134,7 @@ async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
     assert (await runtime.get_run(run_id)).state is RunState.CANCELLED
 
 
-# --- 2. the composer -------------------------------------------------------------------------------
+# --- 2. the composer -----------------------------------------------------------------------------
 async def test_shift_enter_and_ctrl_j_make_new_lines_and_enter_sends_all_of_them(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -244,7 +244,7 @@ async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(
         assert screen.composer.input.text == "draft"
 
 
-# --- 3. interrupt and quit -------------------------------------------------------------------------
+# --- 3. interrupt and quit -----------------------------------------------------------------------
 async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_job(
     db_path: Path, workspace: Path
 ) -> None:
@@ -256,7 +256,9 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             await pilot.press(*"//stream 400", "enter")
 
             def streamed() -> int:
-                return sum(len(v.text) for v in screen.query(MessageView) if v.role is Role.ASSISTANT)
+                return sum(
+                    len(v.text) for v in screen.query(MessageView) if v.role is Role.ASSISTANT
+                )
 
             await wait_until(pilot, lambda: streamed() > 200)
             run = screen.selected_run
@@ -322,7 +324,7 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
         await runtime.close()
 
 
-# --- 4. the queue ----------------------------------------------------------------------------------
+# --- 4. the queue --------------------------------------------------------------------------------
 async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_next_run_of_the_job(
     db_path: Path, workspace: Path
 ) -> None:
@@ -391,7 +393,7 @@ async def test_up_on_an_empty_box_takes_a_queued_message_back_for_editing(
         await runtime.close()
 
 
-# --- 5. slash commands -----------------------------------------------------------------------------
+# --- 5. slash commands ---------------------------------------------------------------------------
 async def test_slash_help_opens_help_and_creates_no_job(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -412,7 +414,9 @@ async def test_an_unknown_command_says_so_and_creates_nothing(
     assert (await runtime.list_jobs()).items == []
 
 
-async def test_the_slash_menu_completes_a_command_with_tab(runtime: Runtime, workspace: Path) -> None:
+async def test_the_slash_menu_completes_a_command_with_tab(
+    runtime: Runtime, workspace: Path
+) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
@@ -467,11 +471,11 @@ async def test_slash_new_and_n_start_a_new_job_only_when_asked(
     assert sorted(await user_inputs(runtime)) == ["a separate task", "summarise"]
 
 
-# --- 6. @-mentions ---------------------------------------------------------------------------------
+# --- 6. @-mentions -------------------------------------------------------------------------------
 async def test_at_opens_a_fuzzy_file_picker_and_the_file_is_attached_as_a_chip(
     runtime: Runtime, workspace: Path
 ) -> None:
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)  # noqa: ASYNC221
     (workspace / ".gitignore").write_text("secret.txt\n")
     (workspace / "secret.txt").write_text("nope\n")
     app = make_app(runtime, workspace)

@@ -169,9 +169,7 @@ async def test_keys_in_a_real_terminal_paste_answer_interrupt_queue_and_help(
         pressed = loop.time()
         async with asyncio.timeout(10):
             while True:
-                rows = await _read_db(
-                    db_path, "SELECT state FROM runs WHERE input = '/stream 200'"
-                )
+                rows = await _read_db(db_path, "SELECT state FROM runs WHERE input = '/stream 200'")
                 if rows == [("cancelled",)]:
                     break
                 await asyncio.sleep(0.05)
@@ -183,9 +181,9 @@ async def test_keys_in_a_real_terminal_paste_answer_interrupt_queue_and_help(
         await _tmux("send-keys", "-t", session, "-l", "//stream 6")
         await _tmux("send-keys", "-t", session, "Enter")
         async with asyncio.timeout(30):
-            while await _read_db(
-                db_path, "SELECT state FROM runs WHERE input = '/stream 6'"
-            ) != [("running",)]:
+            while await _read_db(db_path, "SELECT state FROM runs WHERE input = '/stream 6'") != [
+                ("running",)
+            ]:
                 await asyncio.sleep(0.05)
         await _tmux("send-keys", "-t", session, "-l", "and then say thanks")
         await _tmux("send-keys", "-t", session, "Enter")

@@ -59,7 +59,7 @@ def test_fuzzy_ranking_prefers_the_file_name_and_segment_starts() -> None:
     ranked = [match.path for match in fuzzy_rank("ca", paths)]
     assert ranked[0] == "src/cache.py"
     assert "src/app.py" not in ranked[:1]
-    assert [m.path for m in fuzzy_rank("scm", paths)][0] == "src/cli/main.py"
+    assert fuzzy_rank("scm", paths)[0].path == "src/cli/main.py"
     assert fuzzy_rank("zzz", paths) == []
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Input, OptionList
+from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, RunState

@@ -67,7 +67,15 @@ def test_make_install_puts_agent_tui_on_path_in_a_fresh_home(tmp_path: Path) -> 
     project.mkdir()
     (project / "README.md").write_text("# my project\n")
     ran = subprocess.run(
-        ["agent-tui", "--db", str(tmp_path / "t.db"), "run", "summarise", "--model", "demo:instant"],
+        [
+            "agent-tui",
+            "--db",
+            str(tmp_path / "t.db"),
+            "run",
+            "summarise",
+            "--model",
+            "demo:instant",
+        ],
         cwd=project,
         env={**env, "ANTHROPIC_API_KEY": ""},
         capture_output=True,

@@ -17,8 +17,8 @@ from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateC
 from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind, with_file_history
 from runtime.transcript import inherited_history, partial_answer
-from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli import render
+from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
 from tui._cli.prompt import Prompter, StdinLines
 from tui._cli.render import runs_table, show_text

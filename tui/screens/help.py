@@ -43,7 +43,6 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.widgets.approval_prompt import ApprovalPrompt
     from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.elicitation_form import ElicitationForm
-    from tui.widgets.question_prompt import QuestionPrompt
     from tui.widgets.tool_call_view import ToolCallView
 
     return [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -956,9 +955,7 @@ class MainScreen(Screen[None]):
         elif name == "permissions":
             action = getattr(self.agent_app, "action_permissions", None)
             if action is None:
-                self.notify(
-                    "The permissions screen is not in this build yet.", severity="warning"
-                )
+                self.notify("The permissions screen is not in this build yet.", severity="warning")
                 keep = True
             else:
                 action()

@@ -332,9 +332,12 @@ class Composer(Vertical):
             if key == "tab" or (key == "enter" and self._completion == "mention"):
                 self._accept_completion()
                 return True
-            if key == "enter" and self._completion == "slash":
-                if self._accept_completion(send_if_complete=True):
-                    return True
+            if (
+                key == "enter"
+                and self._completion == "slash"
+                and self._accept_completion(send_if_complete=True)
+            ):
+                return True
             if key == "escape":
                 self._close_completion()
                 return True
@@ -470,10 +473,14 @@ class Composer(Vertical):
     def _update_completion(self) -> None:
         box = self.input
         text = box.text
-        if text.startswith("/") and not text.startswith("//") and " " not in text.strip():
-            if "\n" not in text:
-                self._show_commands(text[1:])
-                return
+        if (
+            text.startswith("/")
+            and not text.startswith("//")
+            and " " not in text.strip()
+            and "\n" not in text
+        ):
+            self._show_commands(text[1:])
+            return
         mention = self._mention_at_cursor()
         if mention is not None:
             self._show_files(*mention)
@@ -568,9 +575,7 @@ class Composer(Vertical):
             if send_if_complete and typed.lower() == command.name:
                 return False  # already complete: Enter sends it
             box.value = f"/{command.name}" + (" " if command.argument else "")
-            if send_if_complete and not command.argument:
-                return False
-            return True
+            return not (send_if_complete and not command.argument)
         start = self._mention_start
         self._close_completion()
         if start is None:
