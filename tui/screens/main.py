@@ -417,8 +417,8 @@ class MainScreen(Screen[None]):
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
-                f"{interrupted} run(s) were interrupted by a crash: select one and press R to "
-                "retry or f to fork.",
+                f"{interrupted} run(s) stopped before finishing last time: select one (its "
+                "banner says why) and press R to retry or f to fork.",
                 title="Interrupted runs",
                 severity="warning",
                 timeout=10,
