@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -83,6 +84,9 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
         pilot,
         lambda: screen.conversation.is_vertical_scroll_end and _focus_in(pilot, until),
     )
+    # A focused answer field blinks its cursor: hold it still so the picture is stable.
+    for field in screen.query(Input):
+        field.cursor_blink = False
     await pilot.pause(0.1)
 
 
