@@ -426,6 +426,7 @@ class Store(Protocol):
 
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's position in the global checkpoint order."""
+
     # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
     async def get_composer_draft(self, job_id: str | None) -> str:
         """The unsent composer text of ``job_id`` (None: the new-job composer); '' if none."""

@@ -281,6 +281,8 @@ _V5_BLOBS_FILE_SNAPSHOTS = (
     """,
     "CREATE INDEX file_snapshots_by_job ON file_snapshots (job_id, n)",
     "CREATE INDEX jobs_archived ON jobs (archived) WHERE archived = 1",
+)
+
 _COMPOSER_DRAFTS = (
     # The TUI's unsent composer text, one row per job ('' is the new-job composer); it survives
     # a quit or a crash. Self-contained: nothing else refers to it.

@@ -1512,6 +1512,9 @@ class SqliteStore:
             if row is None:
                 raise errors.CheckpointNotFound(f"checkpoint {checkpoint_id} not found")
             return int(row[0])
+
+        return await self._call(read)
+
     # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
 
     async def get_composer_draft(self, job_id: str | None) -> str:

@@ -232,6 +232,7 @@ class MainScreen(Screen[None]):
             "retry",
             "fork",
             "export",
+            "archive_job",
             "cycle_filter",
             "search",
             "parent_run",
