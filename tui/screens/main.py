@@ -1033,6 +1033,8 @@ class MainScreen(Screen[None]):
         await self.query_one("#bottom", Vertical).mount(widget)
         if not isinstance(widget, ElicitationForm):
             widget.focus()
+            # Again once laid out: the hidden composer must not keep the focus.
+            self.call_after_refresh(widget.focus)
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
