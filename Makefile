@@ -1,4 +1,5 @@
-# agent-tui — `make run` launches the app, `make test` runs every test, `make check` is CI.
+# agent-tui — `make run` sets up and opens the app, `make install` puts `agent-tui` on PATH,
+# `make test` runs every test, `make check` is CI.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,16 +9,34 @@ NPM_DIR := .mcp-npm
 NPM_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-filesystem@2026.8.31
 NPM_STAMP := $(NPM_DIR)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test check mcp-servers format lint typecheck bench screenshots clean
+# `make run` opens the folder you called make from (`cd ~/proj && make -C ~/agent-tui run`) or
+# WORKSPACE; called from this checkout itself it opens a scratch folder instead, so the demo never
+# writes into agent-tui's own sources.
+CALLER := $(abspath $(PWD))
+PLAYGROUND := $(HOME)/agent-tui-playground
+WORKSPACE ?= $(if $(filter $(CALLER),$(CURDIR)),$(PLAYGROUND),$(CALLER))
+
+# `make install`: a dedicated virtualenv and a link to its command in a folder on PATH.
+PREFIX ?= $(HOME)/.local
+INSTALL_VENV := $(PREFIX)/share/agent-tui/venv
+INSTALL_BIN := $(PREFIX)/bin
+
+.PHONY: run install uninstall test check mcp-servers format lint typecheck bench screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# Running needs only the package and its dependencies; tests and tools come with `make test`.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 $(NPM_STAMP): Makefile
 	@if command -v npm >/dev/null 2>&1; then \
@@ -26,8 +45,24 @@ $(NPM_STAMP): Makefile
 
 mcp-servers: $(NPM_STAMP)
 
-run: $(STAMP)
-	$(BIN)/agent-tui $(ARGS)
+run: $(RUN_STAMP)
+	@mkdir -p "$(WORKSPACE)"
+	@echo "agent-tui on $(WORKSPACE)   (another folder: make run WORKSPACE=~/proj)"
+	$(BIN)/agent-tui --workspace "$(WORKSPACE)" $(ARGS)
+
+install:
+	$(PYTHON) -m venv "$(INSTALL_VENV)"
+	"$(INSTALL_VENV)/bin/python" -m pip install --quiet --upgrade pip
+	"$(INSTALL_VENV)/bin/python" -m pip install --quiet "$(CURDIR)"
+	mkdir -p "$(INSTALL_BIN)"
+	ln -sf "$(INSTALL_VENV)/bin/agent-tui" "$(INSTALL_BIN)/agent-tui"
+	@echo "installed: $(INSTALL_BIN)/agent-tui"
+	@case ":$$PATH:" in *":$(INSTALL_BIN):"*) ;; \
+	  *) echo "add $(INSTALL_BIN) to PATH, e.g.: echo 'export PATH=\"$(INSTALL_BIN):\$$PATH\"' >> ~/.bashrc";; esac
+
+uninstall:
+	rm -f "$(INSTALL_BIN)/agent-tui"
+	rm -rf "$(PREFIX)/share/agent-tui/venv"
 
 test: $(STAMP) $(NPM_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider; status=$$?; \
@@ -53,6 +88,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/browser_bench.py
 	$(BIN)/python bench/ui_bench.py
+	$(BIN)/python bench/mention_bench.py
 
 screenshots: $(STAMP)
 	$(BIN)/python screenshots/make_screenshots.py

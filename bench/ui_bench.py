@@ -111,7 +111,7 @@ async def app_streaming(size_kib: int) -> tuple[float, float, int]:
                 screen = app.screen
                 assert isinstance(screen, MainScreen)
                 composer_input = screen.composer.input
-                composer_input.value = f"/stream {size_kib}"
+                composer_input.value = f"//stream {size_kib}"  # //: a message
 
                 def shown() -> bool:
                     run = screen.selected_run

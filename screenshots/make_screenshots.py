@@ -167,6 +167,43 @@ async def scene_permissions(pilot: Any, runtime: Runtime) -> None:
     )
     pilot.app.action_permissions()
     await _until(pilot, lambda: getattr(pilot.app.screen, "rules", None))
+async def scene_composer(pilot: Any, runtime: Runtime) -> None:
+    run = await runtime.start("summarise this project")
+    await _finish(runtime, run.id)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node)
+    await pilot.press("enter")
+    await _until(pilot, lambda: screen.selected_run is not None)
+    await pilot.press("ctrl+t", *"Now add tests for greet():", "shift+enter")
+    await pilot.press(*"- an empty name", "shift+enter", *"- a name with accents")
+    await pilot.press("shift+enter", *"Keep them in tests/test_greet.py")
+    await pilot.pause(0.3)
+
+
+async def scene_queue(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press(*"//stream 64", "enter")
+    screen = _main(pilot)
+    await _until(pilot, lambda: any(len(v.text) > 600 for v in screen.query(MessageView)))
+    await pilot.press(*"then summarise it in three lines", "enter")
+    await _until(pilot, lambda: screen.composer.has_class("-queued"))
+    await pilot.press(*"and list the open TODOs")
+    await pilot.pause(0.3)
+
+
+async def scene_slash(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press("slash")
+    await _until(pilot, lambda: _main(pilot).composer.completing == "slash")
+    await pilot.pause(0.3)
+
+
+async def scene_mention(pilot: Any, runtime: Runtime) -> None:
+    await pilot.press(*"review @")
+    screen = _main(pilot)
+    await _until(pilot, lambda: screen._files is not None)
+    await pilot.press(*"gr")
+    menu = screen.composer.query_one("#completions")
+    await _until(pilot, lambda: menu.option_count and menu.get_option_at_index(0).id)
     await pilot.pause(0.3)
 
 
@@ -193,6 +230,10 @@ SCENES: list[tuple[str, str, Scene]] = [
     ("permissions", "demo:instant", scene_permissions),
     ("approval-80x24", "demo:instant", scene_approval),
     ("fork-80x24", "demo:instant", scene_fork),
+    ("composer", "demo:instant", scene_composer),
+    ("queue", "demo", scene_queue),
+    ("slash", "demo:instant", scene_slash),
+    ("mention", "demo:instant", scene_mention),
 ]
 SIZES = {"approval-80x24": (80, 24), "fork-80x24": (80, 24)}
 

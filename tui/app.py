@@ -7,6 +7,7 @@ import asyncio
 import gc
 import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,15 @@ class Settings:
     page_size: int = 50
     window: int = 100
     theme_dirs: tuple[Path, ...] = field(default_factory=lambda: (THEMES_DIR,))
+    agent: str | None = None
+    """``--agent``: the agent of new jobs (None: the configured default)."""
+    open_job: str | None = None
+    """``--resume JOB_ID``: the job shown at start."""
+    continue_last: bool = False
+    """``--continue``: show the most recent job at start."""
+
+
+QUIT_AGAIN_SECONDS = 2.0
 
 
 class AgentTuiApp(App[int]):
@@ -50,7 +60,14 @@ class AgentTuiApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding(
+            "ctrl+c",
+            "copy_or_interrupt",
+            "Copy / interrupt",
+            show=False,
+            priority=True,
+            tooltip="Copy the selection; else interrupt the run; twice within 2 s: quit",
+        ),
         Binding("f1", "help", "Help", priority=True),
         Binding("question_mark", "help", "Help", show=False),
     ]
@@ -67,6 +84,9 @@ class AgentTuiApp(App[int]):
         self.terminal_focused = True
         self._bridge_failures = 0
         self._theme_problems: list[str] = []
+        self._last_ctrl_c = 0.0
+        self.quit_note: str | None = None
+        """Said on the terminal after the app closed (runs that were still working)."""
         super().__init__()
         themes, self._theme_problems = load_themes(settings.theme_dirs)
         for theme in themes:
@@ -153,6 +173,76 @@ class AgentTuiApp(App[int]):
         except (AgentTuiError, OSError, ValueError) as error:
             self.notify(f"Could not remember the theme: {error}", severity="warning")
 
+    # --- quitting ------------------------------------------------------------------------------
+    def _main_screen(self) -> MainScreen | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    async def action_copy_or_interrupt(self) -> None:
+        """ctrl+c: copy a selection if there is one, else interrupt the run on screen; a second
+        ctrl+c within 2 s quits."""
+        now = time.monotonic()
+        if now - self._last_ctrl_c <= QUIT_AGAIN_SECONDS:
+            self._last_ctrl_c = 0.0
+            await self.action_quit()
+            return
+        self._last_ctrl_c = now
+        selected = self._selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.notify("Copied. (ctrl+c again within 2 s quits)", timeout=2)
+            return
+        main = self._main_screen()
+        if main is not None and self.screen is main and main.interrupt():
+            self.notify("Interrupting… (ctrl+c again within 2 s quits)", timeout=2)
+            return
+        self.notify("Press ctrl+c again to quit.", timeout=2)
+
+    def _selected_text(self) -> str | None:
+        from textual.widgets import Input, TextArea
+
+        focused = self.focused
+        if isinstance(focused, TextArea | Input) and focused.selected_text:
+            return focused.selected_text
+        try:
+            return self.screen.get_selected_text() or None
+        except Exception:  # a selection over widgets that cannot give text: nothing to copy
+            return None
+
+    async def action_quit(self) -> None:
+        """Quit: save the draft, and say how many runs were still working (they stay
+        resumable)."""
+        main = self._main_screen()
+        try:
+            if main is not None:
+                await main.save_drafts_now()
+            working = await self._working_runs()
+        except AgentTuiError as error:
+            log.warning("before quitting: %s", error)
+            working = 0
+        if working:
+            runs = "1 run was" if working == 1 else f"{working} runs were"
+            self.quit_note = (
+                f"agent-tui: {runs} still working; stopped now, resumable next time "
+                "(select it and press R, or agent-tui retry RUN_ID)."
+            )
+        self.exit(0)
+
+    async def _working_runs(self) -> int:
+        from runtime.models import RunState
+
+        runtime = self.runtime
+        if runtime is None:
+            return 0
+        owner = getattr(runtime, "owner_id", None)
+        count = 0
+        for state in (RunState.RUNNING, RunState.QUEUED):
+            page = await runtime.list_runs(limit=1000, state=state)
+            count += sum(1 for run in page.items if owner is None or run.owner_id == owner)
+        return count
+
     # --- help and the command palette ----------------------------------------------------------
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen
@@ -223,7 +313,7 @@ def _configured_theme(runtime: Any) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-async def _run(db_path: Path, workspace: Path) -> int:
+async def _run(db_path: Path, workspace: Path, launch: Launch) -> int:
     from runtime.api import Runtime
     from runtime.rewind import with_file_history
     from runtime.store.sqlite import SqliteStore
@@ -237,18 +327,55 @@ async def _run(db_path: Path, workspace: Path) -> int:
             workspace=workspace,
             store=store,
             tools=with_file_history(builtin_tools(), store),
+            model=launch.model,
         )
     except AgentTuiError as error:
-        print(f"agent-tui: {error}", file=sys.stderr)
+        print(f"agent-tui: error: {error}", file=sys.stderr)
         return 2
     try:
-        app = create_app(runtime, Settings(workspace=workspace, theme=_configured_theme(runtime)))
+        open_job = None
+        if launch.resume is not None:
+            from tui._cli.ids import resolve_id
+
+            open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
+        if launch.agent is not None:
+            known = {"default", *runtime.config.agents}
+            if launch.agent not in known:
+                print(
+                    f"agent-tui: error: unknown agent {launch.agent!r}; configured agents: "
+                    f"{', '.join(sorted(known))}",
+                    file=sys.stderr,
+                )
+                return 2
+        settings = Settings(
+            workspace=workspace,
+            theme=_configured_theme(runtime),
+            agent=launch.agent,
+            open_job=open_job,
+            continue_last=launch.continue_last,
+        )
+        app = create_app(runtime, settings)
         await app.run_async()
+        if app.quit_note:
+            print(app.quit_note, file=sys.stderr)
         return app.return_code or 0
+    except AgentTuiError as error:
+        print(f"agent-tui: error: {error}", file=sys.stderr)
+        return 2
     finally:
         await runtime.close()
 
 
-def run_app(*, db_path: Path, workspace: Path) -> int:
+@dataclass(frozen=True)
+class Launch:
+    """What the command line asks of the TUI at start."""
+
+    model: str | None = None
+    agent: str | None = None
+    resume: str | None = None
+    continue_last: bool = False
+
+
+def run_app(*, db_path: Path, workspace: Path, launch: Launch | None = None) -> int:
     """Open the runtime on ``db_path`` with ``workspace`` and run the app; the exit status."""
-    return asyncio.run(_run(Path(db_path), Path(workspace).resolve()))
+    return asyncio.run(_run(Path(db_path), Path(workspace).resolve(), launch or Launch()))

@@ -88,6 +88,8 @@ def _error_message(exc: AgentTuiError, db_path: Path | None) -> str:
     message = _one_line(exc.message or exc.code)
     if isinstance(exc, DatabaseError) and db_path is not None and str(db_path) not in message:
         message = f"{db_path}: {message}"
+    elif isinstance(exc, NotFoundError) and db_path is not None and str(db_path) not in message:
+        message = f"{message} (looked in {db_path})"
     return message
 
 
@@ -135,6 +137,9 @@ async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path)
 
             return await cmd_doctor(ctx)
         async with open_runtime(ctx, read_only=args.command in READ_ONLY) as runtime:
+            from tui._cli.ids import resolve_arguments
+
+            await resolve_arguments(runtime.store, args, db_path=db_path)
             return await COMMANDS[args.command](ctx, runtime, args)
     except asyncio.CancelledError:
         if not interrupt.requested:
@@ -159,7 +164,7 @@ def _stdin_is_terminal() -> bool:
 
 def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
     try:
-        from tui.app import run_app  # imports Textual: only here
+        from tui.app import Launch, run_app  # imports Textual: only here
     except ImportError as exc:
         if exc.name in ("tui.app", "tui"):
             _say(
@@ -168,7 +173,13 @@ def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
             )
             return EXIT_USAGE
         raise
-    result = run_app(db_path=db_path, workspace=workspace)
+    launch = Launch(
+        model=model_override(args.model),
+        agent=args.agent,
+        resume=args.resume,
+        continue_last=args.continue_last,
+    )
+    result = run_app(db_path=db_path, workspace=workspace, launch=launch)
     return int(result or 0)
 
 
@@ -227,8 +238,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
+    _name_the_database(db_path)
     with _logging_to(log_path(db_path)):
         return _main(args, db_path)
+
+
+def _name_the_database(db_path: Path) -> None:
+    """Hints printed for a later command ("Answer with: agent-tui respond …") carry ``--db``
+    when this database is not the one a bare ``agent-tui`` would open."""
+    import shlex
+
+    from runtime.config import ENV_DB
+    from runtime.config import resolve_db_path as default_db_path
+    from tui._cli import render
+
+    plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
+    if default_db_path(None, plain_env).expanduser() != db_path:
+        render.COMMAND = f"agent-tui --db {shlex.quote(str(db_path))}"
+    else:
+        render.COMMAND = "agent-tui"
 
 
 def _main(args: argparse.Namespace, db_path: Path) -> int:

@@ -483,6 +483,22 @@ class Store(Protocol):
 
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's position in the global checkpoint order."""
+
+    # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
+    async def get_composer_draft(self, job_id: str | None) -> str:
+        """The unsent composer text of ``job_id`` (None: the new-job composer); '' if none."""
+        ...
+
+    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
+        """Keep ``text`` as the draft of ``job_id``; blank text deletes the draft."""
+        ...
+
+    async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
+        """Ids of ``kind`` ("job", "run", "checkpoint") that start with ``prefix``, sorted."""
+        ...
+
+    async def recent_prompts(self, *, workspace: str | None = None, limit: int = 100) -> list[str]:
+        """The inputs of the latest root runs (in ``workspace``), newest first."""
         ...
 
     def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:

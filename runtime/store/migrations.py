@@ -493,6 +493,18 @@ _V6_BLOBS_FILE_SNAPSHOTS = (
     "CREATE INDEX jobs_archived ON jobs (archived) WHERE archived = 1",
 )
 
+_COMPOSER_DRAFTS = (
+    # The TUI's unsent composer text, one row per job ('' is the new-job composer); it survives
+    # a quit or a crash. Self-contained: nothing else refers to it.
+    """
+    CREATE TABLE composer_drafts (
+        job_id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -508,6 +520,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _v5_apply,
     ),
     Migration(6, "blobs, file snapshots for rewinding, archived jobs", _V6_BLOBS_FILE_SNAPSHOTS),
+    Migration(7, "composer drafts of the TUI, per job", _COMPOSER_DRAFTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -78,6 +78,7 @@ from runtime.models import (
 from runtime.store import rules
 from runtime.store.base import (
     FileSnapshot,
+    LeaseRenewer,
     NewInputRequest,
     NewMessage,
     NewRun,
@@ -1572,7 +1573,7 @@ class SqliteStore:
             return RecoveryReport()
         return await self._write(tx)
 
-    def lease_renewer(self, owner_id: str) -> SqliteLeaseRenewer:
+    def lease_renewer(self, owner_id: str) -> LeaseRenewer:
         return SqliteLeaseRenewer(self.path, owner_id, clock=self._clock)
 
     async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
@@ -1587,6 +1588,60 @@ class SqliteStore:
             return _fetch_run(conn, run_id)
 
         return await self._write(tx)
+
+    # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
+
+    async def get_composer_draft(self, job_id: str | None) -> str:
+        def read(conn: Conn) -> str:
+            row = conn.execute(
+                "SELECT text FROM composer_drafts WHERE job_id = ?", (job_id or "",)
+            ).fetchone()
+            return str(row["text"]) if row is not None else ""
+
+        return await self._call(read)
+
+    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
+        now = self._now()
+
+        def write(conn: Conn) -> None:
+            if text.strip():
+                conn.execute(
+                    "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
+                    " updated_at = excluded.updated_at",
+                    (job_id or "", text, now),
+                )
+            else:
+                conn.execute("DELETE FROM composer_drafts WHERE job_id = ?", (job_id or "",))
+
+        await self._write(write)
+
+    async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
+        table = {"job": "jobs", "run": "runs", "checkpoint": "checkpoints"}.get(kind)
+        if table is None:
+            raise errors.InvalidInput(f"unknown kind of id {kind!r}")
+
+        def read(conn: Conn) -> list[str]:
+            # A range over the unique index: exact (case-sensitive) and no table scan.
+            rows = conn.execute(
+                f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", limit),
+            ).fetchall()
+            return [str(row["id"]) for row in rows]
+
+        return await self._call(read)
+
+    async def recent_prompts(self, *, workspace: str | None = None, limit: int = 100) -> list[str]:
+        def read(conn: Conn) -> list[str]:
+            rows = conn.execute(
+                "SELECT r.input FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
+                " WHERE r.parent_run_id IS NULL AND r.input IS NOT NULL"
+                " AND (? IS NULL OR j.workspace = ?) ORDER BY r.n DESC LIMIT ?",
+                (workspace, workspace, limit),
+            ).fetchall()
+            return [str(row["input"]) for row in rows]
+
+        return await self._call(read)
 
 
 class SqliteLeaseRenewer:

@@ -238,7 +238,7 @@ def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cl
             kill_hard(proc)
     run_id = seen[0]["run_id"]
     assert code == 130
-    assert f"agent-tui retry {run_id}" in stderr
+    assert f"agent-tui --db {cli.db} retry {run_id}" in stderr
     assert "Traceback" not in stderr
 
     recovered = recover_and_show(cli, run_id)

@@ -57,7 +57,7 @@ def test_respond_answers_each_request_until_the_run_completes(cli: Cli) -> None:
     assert first["request"]["prompt"] in shown.stdout
     for option in first["request"]["options"]:
         assert option in shown.stdout
-    assert f"agent-tui respond {run_id}" in shown.stdout
+    assert f"agent-tui --db {cli.db} respond {run_id}" in shown.stdout  # not the default db
 
     answered = cli.run("respond", run_id, "1", "--json")
     assert answered.returncode == 3, answered.stderr
@@ -81,7 +81,7 @@ def test_respond_without_json_streams_the_answer_and_explains_the_next_request(c
     assert "## Plan" in result.stdout
     assert "What should the notes focus on?" in result.stderr
     assert "Using the offline demo model" in result.stderr
-    assert "agent-tui respond" in result.stderr
+    assert f"agent-tui --db {cli.db} respond" in result.stderr
     assert "{" not in result.stdout.splitlines()[0]
 
 

@@ -136,6 +136,6 @@ def test_ctrl_c_at_a_prompt_leaves_the_request_open_and_says_how_to_answer(cli: 
         term.expect(QUESTION_PROMPT)
         term.proc.send_signal(signal.SIGINT)
         assert term.finish() == 130, term.text()
-    assert b"agent-tui respond" in term.output
+    assert f"agent-tui --db {cli.db} respond".encode() in term.output
     runs = cli.run("runs", "--state", "input_required", "--json")
     assert runs.returncode == 0 and runs.stdout.count("\n") == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Input, OptionList
+from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, RunState
@@ -20,9 +20,10 @@ from tests.tui.helpers import (
 from tui.screens.inbox import InboxScreen
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.composer import Composer
+from tui.widgets.composer import Composer, ComposerInput
+from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
-from tui.widgets.question_prompt import QuestionPrompt
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
 
 def main_screen(app: object) -> MainScreen:
@@ -37,12 +38,12 @@ async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert isinstance(app.focused, Input) and app.focused.id == "composer-input"
+        assert isinstance(app.focused, ComposerInput)
         await pilot.press(*"summarise this project", "enter")
         screen = main_screen(app)
 
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        assert isinstance(app.focused, QuestionPrompt)
+        assert isinstance(app.focused, AnswerInput)  # the answer field, from the start
         assert any("Plan" in view.text for view in screen.query(MessageView))
         assert not screen.query_one(Composer).display
         run = screen.selected_run
@@ -79,7 +80,7 @@ async def test_a_question_is_answered_with_free_text(runtime: Runtime, workspace
         screen = main_screen(app)
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
         request = screen.query_one(QuestionPrompt).request
-        await pilot.press("t", *"only the TODOs", "enter")
+        await pilot.press(*"only the TODOs", "enter")
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
     answered = [
         r for r in await runtime.store.list_input_requests(request.run_id) if r.id == request.id
@@ -116,7 +117,7 @@ async def test_a_follow_up_continues_the_selected_job(runtime: Runtime, workspac
         await wait_for_browser(pilot, app)
         await pilot.press("enter")  # the tree has focus: open the job's latest run
         await wait_until(pilot, lambda: screen.selected_run is not None)
-        await pilot.press("n", "ctrl+t")
+        await pilot.press("ctrl+t")
         assert "Follow-up in: summarise" in screen_text(app)
         await pilot.press(*"and now the tests", "enter")
         await wait_until(
@@ -137,7 +138,10 @@ async def test_cancel_stops_the_selected_run(runtime: Runtime, workspace: Path) 
         screen = main_screen(app)
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
         run_id = screen.query_one(QuestionPrompt).request.run_id
+        await pilot.press("escape")  # out of the answer field: letters are keys again
         await pilot.press("c")
+        assert screen.query(ConfirmBar)  # a destructive action asks first
+        await pilot.press("y")
         await wait_until(
             pilot,
             lambda: (

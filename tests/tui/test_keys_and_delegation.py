@@ -26,7 +26,7 @@ from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import Composer
 from tui.widgets.job_tree import JobTree
-from tui.widgets.question_prompt import QuestionPrompt
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
 
@@ -230,7 +230,7 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
             question = screen.query_one(QuestionPrompt).request
             assert question.run_id != parent.id
             assert "sub-run" in str(screen.query_one("#prompt-origin", Static).render())
-            assert app.focused is screen.query_one(QuestionPrompt)
+            assert isinstance(app.focused, AnswerInput)
 
             # The browser shows the tree: job → parent run → its two sub-runs.
             tree = screen.job_tree
@@ -249,7 +249,12 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
             assert any("reviewer" in row for row in rows)
 
             # Jump from the delegation block to the sub-run that asks, and back.
-            await pilot.press("g")  # the conversation pane
+            await pilot.press("g")  # typed into the answer field: text, not a key
+            assert screen.query_one(AnswerInput).value == "g"
+            await pilot.press("backspace")
+            await pilot.press("escape")  # out of the field: the run is not interrupted
+            assert (await runtime.get_run(parent.id)).state is not RunState.CANCELLED
+            await pilot.press("g")  # now g is a key: the conversation pane
             await pilot.press("right_square_bracket")
             block = app.focused
             assert isinstance(block, ToolCallView)
@@ -431,4 +436,5 @@ async def test_a_tool_with_a_known_total_shows_a_filling_bar_and_hides_it_when_d
 
 def test_the_composer_input_has_no_border_of_its_own() -> None:
     # A bordered input inside the composer's rounded border drew two frames, one in another.
-    assert "Composer Input:focus" in Composer.DEFAULT_CSS
+    assert "Composer ComposerInput:focus" in Composer.DEFAULT_CSS
+    assert "border: none" in Composer.DEFAULT_CSS

@@ -93,7 +93,7 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
 
         os.remove(workspace / "agent-notes.md")
         screen.query_one("#composer-input").focus()
-        await pilot.press(*"summarise again", "enter")
+        await pilot.press(*"/new summarise again", "enter")
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
         await pilot.press("1")
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))

@@ -69,8 +69,7 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
         await _wait_for_gone(session, "Permissions — rules for tool calls")
         assert "write_file" not in (workspace / "agent-tui.toml").read_text()
 
-        await _keys(session, "n")
-        await _keys(session, "summarise it again", literal=True)
+        await _keys(session, "/new summarise it again", literal=True)
         await _keys(session, "Enter")
         await _wait_for_text(session, "What should the notes focus on")
         await _keys(session, "1")

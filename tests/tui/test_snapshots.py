@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -81,9 +82,20 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
     # The transcript follows its tail: wait until it has scrolled to the end and focus settled.
     await wait_until(
         pilot,
-        lambda: screen.conversation.is_vertical_scroll_end and isinstance(pilot.app.focused, until),
+        lambda: screen.conversation.is_vertical_scroll_end and _focus_in(pilot, until),
     )
+    # A focused answer field blinks its cursor: hold it still so the picture is stable.
+    for field in screen.query(Input):
+        field.cursor_blink = False
     await pilot.pause(0.1)
+
+
+def _focus_in(pilot: Pilot[Any], kind: type) -> bool:
+    """The focus is on a ``kind`` widget or inside one (a question's answer field)."""
+    focused = pilot.app.focused
+    return focused is not None and (
+        isinstance(focused, kind) or any(isinstance(a, kind) for a in focused.ancestors)
+    )
 
 
 def test_the_main_screen_on_an_empty_database(snap_compare: Any, snapshot_app: Any) -> None:

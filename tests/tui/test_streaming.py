@@ -39,7 +39,7 @@ async def test_a_256_kib_streamed_answer_ends_as_the_committed_text_with_the_tai
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, MainScreen)
-        await pilot.press(*"/stream 256", "enter")
+        await pilot.press(*"//stream 256", "enter")  # //: a message, not a command
 
         def committed_view() -> MessageView | None:
             run = screen.selected_run

@@ -17,6 +17,7 @@ from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateC
 from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind, with_file_history
 from runtime.transcript import inherited_history, partial_answer
+from tui._cli import render
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
 from tui._cli.prompt import Prompter, StdinLines
@@ -48,12 +49,12 @@ class Context:
             run_id = self.prompting.run_id
             return (
                 f"Run {run_id} is still waiting for your answer; give it later with: "
-                f"agent-tui respond {run_id} ANSWER"
+                f"{render.COMMAND} respond {run_id} ANSWER"
             )
         if self.current_run_id is not None:
             return (
                 f"Run {self.current_run_id} stays recoverable; resume it with: "
-                f"agent-tui retry {self.current_run_id}"
+                f"{render.COMMAND} retry {self.current_run_id}"
             )
         return None
 
@@ -157,7 +158,7 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
     if old.state is RunState.INPUT_REQUIRED:
         raise RunStateConflict(
             f"run {old.id} is waiting for input, not interrupted: answer it with "
-            f"agent-tui respond {old.id} ANSWER"
+            f"{render.COMMAND} respond {old.id} ANSWER"
         )
     unknown: UnknownChoice | None = "rerun" if args.rerun else "skip" if args.skip_unknown else None
     doubtful = [] if unknown else await runtime.unknown_calls(old.id)

@@ -28,6 +28,7 @@ from runtime.events import (
     is_durable,
 )
 from runtime.models import InputRequest, Role, RunState, ToolCallState
+from tui._cli import render
 from tui._cli.parser import (
     EXIT_CANCELLED,
     EXIT_FAILED,
@@ -284,7 +285,7 @@ async def drive(
             failure = boundary.run.failure
             why = f"{failure.code}: {failure.message}" if failure else "unknown reason"
             printer.note(f"agent-tui: run {boundary.run.id} failed — {why}")
-            printer.note(f"  to try again: agent-tui retry {boundary.run.id}")
+            printer.note(f"  to try again: {render.COMMAND} retry {boundary.run.id}")
         elif boundary.state is RunState.CANCELLED:
             reason = boundary.run.cancel_reason
             printer.note(
@@ -294,7 +295,7 @@ async def drive(
         elif not boundary.state.is_terminal:
             printer.note(
                 f"agent-tui: run {boundary.run.id} is {boundary.state.value} and nobody here runs "
-                f"it; resume it with: agent-tui retry {boundary.run.id}"
+                f"it; resume it with: {render.COMMAND} retry {boundary.run.id}"
             )
         printer.end_line()
         if printer.json_mode:

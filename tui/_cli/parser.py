@@ -63,6 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agent-tui {_version()}")
     _add_global_options(parser, suppress=False)
+    parser.add_argument(
+        "--model", metavar="M", help="model of new runs, e.g. demo or anthropic:NAME"
+    )
+    parser.add_argument("--agent", metavar="A", help="agent of new jobs opened in the TUI")
+    opening = parser.add_mutually_exclusive_group()
+    opening.add_argument(
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="open the TUI on the most recent job",
+    )
+    opening.add_argument(
+        "--resume",
+        metavar="JOB_ID",
+        help="open the TUI on this job (a unique prefix of its id is enough)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -77,8 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = command("run", "run an agent headless in the workspace")
     run.add_argument("prompt", metavar="PROMPT")
-    run.add_argument("--agent", metavar="A", help="agent name (default: from config, else default)")
-    run.add_argument("--model", metavar="M", help="model reference, e.g. demo or anthropic:NAME")
+    run.add_argument(
+        "--agent",
+        metavar="A",
+        default=argparse.SUPPRESS,
+        help="agent name (default: from config, else default)",
+    )
+    run.add_argument(
+        "--model",
+        metavar="M",
+        default=argparse.SUPPRESS,
+        help="model reference, e.g. demo or anthropic:NAME",
+    )
     json_option(run, events_help)
 
     runs = command("runs", "list runs, newest first")

@@ -200,6 +200,11 @@ def answer_hint(request: InputRequest) -> str:
     return "an answer"  # pragma: no cover
 
 
+COMMAND = "agent-tui"
+"""How hints name the command: with ``--db PATH`` when a non-default database is in use (set
+once by the CLI's entry point)."""
+
+
 def how_to_answer(run_id: str, request: InputRequest) -> list[str]:
     example = {
         InputKind.APPROVAL: "allow",
@@ -208,8 +213,8 @@ def how_to_answer(run_id: str, request: InputRequest) -> list[str]:
     }[request.kind]
     return [
         f"Run {run_id} is waiting for input. Answer with:",
-        f"  agent-tui respond {run_id} ANSWER      (ANSWER: {answer_hint(request)})",
-        f"  e.g. agent-tui respond {run_id} {example}",
+        f"  {COMMAND} respond {run_id} ANSWER      (ANSWER: {answer_hint(request)})",
+        f"  e.g. {COMMAND} respond {run_id} {example}",
     ]
 
 

@@ -41,17 +41,38 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.app import AgentTuiApp
     from tui.screens.main import MainScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
-    from tui.widgets.composer import Composer
+    from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.elicitation_form import ElicitationForm
-    from tui.widgets.question_prompt import QuestionPrompt
     from tui.widgets.tool_call_view import ToolCallView
 
     return [
         ("Everywhere", [*_rows(AgentTuiApp.BINDINGS), ("ctrl+p", "Command palette")]),
-        ("Main screen", _rows(MainScreen.BINDINGS)),
-        ("Composer", [*_rows(Composer.BINDINGS), ("enter", "Send")]),
+        (
+            "Main screen (letters only where no text is typed: browser, conversation)",
+            _rows(MainScreen.BINDINGS),
+        ),
+        (
+            "Composer",
+            [
+                ("enter", "Send (queued while the job's run works)"),
+                ("shift+enter / ctrl+j", "New line (alt+enter too)"),
+                ("↑ / ↓", "Earlier prompts (at the first / last line)"),
+                ("↑ on an empty box", "Take the last queued message back to edit"),
+                ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),
+                ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
+                ("//text", "Send a message that starts with /"),
+                *_rows(Composer.BINDINGS),
+            ],
+        ),
         ("Approval prompt", _rows(ApprovalPrompt.BINDINGS)),
-        ("Question prompt", [("1–9", "Choose an option"), *_rows(QuestionPrompt.BINDINGS)]),
+        (
+            "Question prompt",
+            [
+                ("type, enter", "The answer field has focus: type and send"),
+                ("1–9", "Choose an option (while the field is empty)"),
+                ("esc", "Leave the prompt (the run keeps waiting)"),
+            ],
+        ),
         ("Form", [*_rows(ElicitationForm.BINDINGS), ("tab", "Next field")]),
         ("Tool call", _rows(ToolCallView.BINDINGS)),
         ("Browser", [("enter", "Open"), ("space", "Expand / collapse"), ("↑ ↓", "Move")]),

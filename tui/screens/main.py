@@ -20,11 +20,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList, Static, Tree
+from textual.widgets import Footer, Input, OptionList, Static, TextArea, Tree
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
-from runtime.errors import AgentTuiError
+from runtime.errors import AgentTuiError, RunStateConflict
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -42,7 +42,8 @@ from tui import bridge
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.composer import Composer
+from tui.widgets.composer import SLASH_COMMANDS, Composer
+from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
 from tui.widgets.job_tree import CheckpointEntry, JobEntry, JobTree, MoreEntry, RunEntry
@@ -163,6 +164,29 @@ class AnswerFailed(TextualMessage):
         self.error = error
 
 
+class MessageQueued(TextualMessage):
+    """A message for a job whose run still works: it waits in the job's queue."""
+
+    def __init__(self, job_id: str, text: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.text = text
+
+
+class MessageRefused(TextualMessage):
+    def __init__(self, job_id: str | None, text: str, error: AgentTuiError) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.text = text
+        self.error = error
+
+
+class RunInterrupted(TextualMessage):
+    def __init__(self, run: Run) -> None:
+        super().__init__()
+        self.run = run
+
+
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#composer-input"
@@ -171,11 +195,22 @@ class MainScreen(Screen[None]):
         Binding("tab", "next_pane", "Pane", tooltip="Next pane: browser → conversation → bottom"),
         Binding("shift+tab", "previous_pane", "Previous pane", show=False),
         Binding(
-            "escape", "leave", "Leave", key_display="esc", tooltip="Leave the composer or search"
+            "escape",
+            "interrupt",
+            "Interrupt",
+            key_display="esc",
+            tooltip="Interrupt the run on screen (it streams or runs tools)",
         ),
-        Binding("n", "compose", "New", tooltip="Focus the composer: new job or follow-up"),
+        Binding(
+            "escape",
+            "leave",
+            "Leave",
+            key_display="esc",
+            tooltip="When nothing runs: leave the composer, prompt or search",
+        ),
+        Binding("n", "new_job", "New job", tooltip="A new job: the composer, empty"),
         Binding("i", "inbox", "Inbox"),
-        Binding("c", "cancel_run", "Cancel", tooltip="Cancel the selected run"),
+        Binding("c", "cancel_run", "Cancel", tooltip="Cancel the selected run (asks first)"),
         Binding("R", "retry", "Retry"),
         Binding("f", "fork", "Fork", show=False),
         Binding("e", "export", "Export", show=False),
@@ -190,6 +225,26 @@ class MainScreen(Screen[None]):
         Binding("g", "focus_conversation", "Conversation", show=False),
     ]
 
+    LETTER_ACTIONS = frozenset(
+        {
+            "new_job",
+            "inbox",
+            "cancel_run",
+            "retry",
+            "fork",
+            "export",
+            "archive_job",
+            "cycle_filter",
+            "search",
+            "parent_run",
+            "next_tool",
+            "previous_tool",
+            "focus_browser",
+            "focus_conversation",
+        }
+    )
+    """Actions on plain keys: they work only where no text is being typed."""
+
     def __init__(self) -> None:
         super().__init__(id="main")
         self.selected_run: Run | None = None
@@ -203,6 +258,11 @@ class MainScreen(Screen[None]):
         self._context_windows: dict[str, int | None] = {}
         self._return_to_tool: str | None = None
         """After jumping back to a parent run: the delegation block to focus again."""
+        self._files: list[str] | None = None
+        self._listing_files = False
+        self._interrupted_runs: set[str] = set()
+        """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
+        self._sending_queue: set[str] = set()
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -269,9 +329,88 @@ class MainScreen(Screen[None]):
         await self.conversation.show_empty(
             "Type a task below and press Enter.  ? or F1 lists every key."
         )
+        composer = self.composer
+        composer.file_source = self._file_list
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
+        self._load_history()
+        self._load_draft(None)
+        settings = self.agent_app.settings
+        if settings.open_job is not None:
+            self.open_job(settings.open_job)
+        elif settings.continue_last:
+            self._open_latest()
+
+    @work(exit_on_error=False, group="launch")
+    async def _open_latest(self) -> None:
+        page = await self.runtime.list_jobs(limit=1)
+        if page.items:
+            self.open_job(page.items[0].id)
+        else:
+            self.notify("No job yet to continue: type a task below.", title="--continue")
+
+    # --- composer support: history, drafts, files ----------------------------------------------
+    @work(exit_on_error=False, group="history")
+    async def _load_history(self) -> None:
+        store = self.runtime.store
+        prompts = await store.recent_prompts(workspace=str(self.runtime.workspace), limit=200)
+        composer = self.composer
+        composer.history = [*reversed(prompts), *composer.history]
+
+    @work(exit_on_error=False, group="draft-load")
+    async def _load_draft(self, job_id: str | None) -> None:
+        text = await self.runtime.store.get_composer_draft(job_id)
+        if text:
+            self.composer.restore_draft(job_id, text)
+
+    @on(Composer.DraftChanged)
+    def _draft_changed(self, message: Composer.DraftChanged) -> None:
+        message.stop()
+        self._save_draft(message.job_id, message.text)
+
+    @work(exit_on_error=False, group="draft-save")
+    async def _save_draft(self, job_id: str | None, text: str) -> None:
+        await self.runtime.store.save_composer_draft(job_id, text)
+
+    async def save_drafts_now(self) -> None:
+        """Before quitting: the draft being typed is saved, whatever the debounce."""
+        composer = self.composer
+        if composer.is_mounted:
+            composer.flush_draft()
+            await self.runtime.store.save_composer_draft(
+                composer.follow_up_job_id, composer.input.text
+            )
+
+    def _file_list(self) -> list[str] | None:
+        if self._files is None and not self._listing_files:
+            self._listing_files = True
+            self._list_files()
+        return self._files
+
+    @work(exit_on_error=False, group="files", thread=True)
+    def _list_files(self) -> None:
+        from tui.file_index import list_files
+
+        files = list_files(self.agent_app.settings.workspace)
+        self.app.call_from_thread(self._files_listed, files)
+
+    @on(Composer.FilesWanted)
+    def _files_wanted(self, message: Composer.FilesWanted) -> None:
+        message.stop()
+        self._rank(message.query, message.files)
+
+    @work(exit_on_error=False, group="rank-files", exclusive=True, thread=True)
+    def _rank(self, query: str, files: list[str]) -> None:
+        """Ranking 50,000 paths takes tens of milliseconds: off the event loop, so typing
+        never waits for it; a newer keystroke replaces an older ranking."""
+        ranked = _rank_files(query, files)
+        self.app.call_from_thread(self.composer.show_file_matches, query, ranked)
+
+    def _files_listed(self, files: list[str]) -> None:
+        self._files = files
+        self._listing_files = False
+        self.composer.refresh_files()
 
     def _report_recovery(self) -> None:
         report = getattr(self.runtime, "recovery", None)
@@ -280,8 +419,8 @@ class MainScreen(Screen[None]):
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
-                f"{interrupted} run(s) were interrupted by a crash: select one and press R to "
-                "retry or f to fork.",
+                f"{interrupted} run(s) stopped before finishing last time: select one (its "
+                "banner says why) and press R to retry or f to fork.",
                 title="Interrupted runs",
                 severity="warning",
                 timeout=10,
@@ -461,7 +600,7 @@ class MainScreen(Screen[None]):
             return
         self.selected_run = message.run
         self.selected_job = message.job
-        self.composer.set_selected_job(message.job.id, message.job.title)
+        self._target_composer(message.job)
         self.job_tree.upsert_job(message.job)
         if message.job.id not in self.job_tree.loaded_runs:
             self.load_runs(message.job.id)
@@ -503,6 +642,8 @@ class MainScreen(Screen[None]):
         return self._context_windows[model]
 
     def _show_run_state(self, run: Run) -> None:
+        composer = self.composer
+        self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
         self.status.show(run=run, context_window=self._context_window(run.model))
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)
@@ -617,6 +758,11 @@ class MainScreen(Screen[None]):
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
         self.refresh_run(event.run_id)
+        if event.to_state.is_terminal:
+            if event.run_id in self._interrupted_runs:
+                self._interrupted_runs.discard(event.run_id)
+            elif self.composer.queued(event.job_id):
+                self._flush_queue(event.job_id)
         on_screen = self._on_screen(event.run_id)
         if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
             if on_screen:
@@ -679,22 +825,192 @@ class MainScreen(Screen[None]):
             self._show_run_state(run)
 
     # --- composer, prompts ---------------------------------------------------------------------
+    def _target_composer(self, job: Job) -> None:
+        """The composer addresses the job on screen; its saved draft comes back."""
+        composer = self.composer
+        changed = composer.follow_up_job_id != job.id
+        composer.target(job.id, job.title)
+        if changed:
+            self._load_draft(job.id)
+
     @on(Composer.Submitted)
     def _composer_submitted(self, message: Composer.Submitted) -> None:
-        if message.text.strip() == "/permissions":
-            self.agent_app.action_permissions()
-            return
-        self._submit(message.text, message.follow_up_job_id)
+        message.stop()
+        from tui.file_index import with_attachments
+
+        text = with_attachments(message.text, self.agent_app.settings.workspace)
+        self.composer.message_taken()
+        self._submit(text, message.follow_up_job_id)
 
     @work(exit_on_error=False, group="start")
     async def _submit(self, text: str, follow_up_job_id: str | None) -> None:
-        if follow_up_job_id is None:
-            run = await self.runtime.start(text)
-        else:
-            run = await self.runtime.follow_up(follow_up_job_id, text)
+        composer = self.composer
+        settings = self.agent_app.settings
+        try:
+            if follow_up_job_id is None:
+                choices = composer.take_next_run(None)
+                run = await self.runtime.start(
+                    text,
+                    model=choices.get("model"),
+                    agent=choices.get("agent") or settings.agent,
+                )
+            else:
+                if await self._job_is_working(follow_up_job_id):
+                    self.post_message(MessageQueued(follow_up_job_id, text))
+                    return
+                choices = composer.next_run.get(follow_up_job_id, {})
+                run = await self.runtime.follow_up(
+                    follow_up_job_id,
+                    text,
+                    model=choices.get("model"),
+                    agent=choices.get("agent"),
+                )
+                composer.take_next_run(follow_up_job_id)
+        except RunStateConflict:
+            # The job's run started working between the check and the follow-up: wait for it.
+            assert follow_up_job_id is not None
+            self.post_message(MessageQueued(follow_up_job_id, text))
+            return
+        except AgentTuiError as error:
+            self.post_message(MessageRefused(follow_up_job_id, text, error))
+            return
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
+
+    async def _job_is_working(self, job_id: str) -> bool:
+        runs = await self.runtime.job_runs(job_id)
+        return any(run.parent_run_id is None and not run.state.is_terminal for run in runs)
+
+    def on_message_queued(self, message: MessageQueued) -> None:
+        self.composer.enqueue(message.job_id, message.text)
+
+    def on_message_refused(self, message: MessageRefused) -> None:
+        """The runtime refused the message (a bad model, say): it comes back to the box."""
+        self.notify(str(message.error), title="Not sent", severity="error")
+        composer = self.composer
+        if composer.follow_up_job_id == message.job_id and not composer.input.text:
+            composer.input.value = message.text
+
+    def _flush_queue(self, job_id: str) -> None:
+        if self.composer.queued(job_id) and job_id not in self._sending_queue:
+            self._sending_queue.add(job_id)
+            self._send_queue(job_id)
+
+    @work(exit_on_error=False, group="queue")
+    async def _send_queue(self, job_id: str) -> None:
+        try:
+            if await self._job_is_working(job_id):
+                return
+            texts = self.composer.take_queue(job_id)
+            if not texts:
+                return
+            text = "\n\n".join(texts)
+            choices = self.composer.take_next_run(job_id)
+            try:
+                run = await self.runtime.follow_up(
+                    job_id, text, model=choices.get("model"), agent=choices.get("agent")
+                )
+            except RunStateConflict:
+                for queued in texts:
+                    self.post_message(MessageQueued(job_id, queued))
+                return
+            job = await self.runtime.get_job(job_id)
+            if self.selected_job is not None and self.selected_job.id == job_id:
+                self._loading_run_id = run.id
+                self.post_message(RunStarted(run, job))
+            else:
+                self.notify(f"Sent your queued message to {short(job.title, 40)}.")
+        finally:
+            self._sending_queue.discard(job_id)
+
+    @on(Composer.CommandSubmitted)
+    def _command_submitted(self, message: Composer.CommandSubmitted) -> None:
+        message.stop()
+        self.run_command(message.name, message.argument)
+
+    def run_command(self, name: str, argument: str) -> None:
+        """A slash command typed in the composer; an unknown one changes nothing."""
+        composer = self.composer
+        known = {command.name for command in SLASH_COMMANDS}
+        if name not in known:
+            self.notify(
+                f"Unknown command /{name} — /help lists them; start with // to send a message "
+                "that begins with /.",
+                title="Unknown command",
+                severity="warning",
+            )
+            return
+        keep = False
+        if name == "help":
+            self.agent_app.action_help()
+        elif name == "new":
+            composer.command_done()
+            self.action_new_job()
+            if argument:
+                self._submit(argument, None)
+            return
+        elif name in ("model", "agent"):
+            keep = not self._choose_next(name, argument)
+        elif name == "retry":
+            self.action_retry()
+        elif name == "fork":
+            self.action_fork()
+        elif name == "export":
+            self.action_export()
+        elif name == "theme":
+            keep = not self._choose_theme(argument)
+        elif name == "permissions":
+            action = getattr(self.agent_app, "action_permissions", None)
+            if action is None:
+                self.notify("The permissions screen is not in this build yet.", severity="warning")
+                keep = True
+            else:
+                action()
+        elif name == "inbox":
+            self.action_inbox()
+        elif name == "quit":
+            composer.command_done()
+            self.app.call_later(self.agent_app.action_quit)
+            return
+        composer.command_done(keep_text=keep)
+
+    def _choose_next(self, key: str, value: str) -> bool:
+        composer = self.composer
+        current = composer.next_run.get(composer.follow_up_job_id, {}).get(key)
+        if not value:
+            shown = current or (
+                self.selected_run.model if key == "model" and self.selected_run else None
+            )
+            usage = "/model MODEL (e.g. demo, anthropic:NAME)" if key == "model" else "/agent NAME"
+            self.notify(f"Usage: {usage}. Now: {shown or 'the default'}.", title=f"/{key}")
+            return False
+        if key == "agent":
+            agents = {"default", *self.runtime.config.agents}
+            if value not in agents:
+                self.notify(
+                    f"Unknown agent {value!r}; configured agents: {', '.join(sorted(agents))}",
+                    severity="error",
+                )
+                return False
+        composer.choose_next(key, value)
+        where = "this job" if composer.follow_up_job_id else "the new job"
+        self.notify(f"The next run in {where} uses {key} {value}.", title=f"/{key}")
+        self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
+        self.status.update(self.status.text)
+        return True
+
+    def _choose_theme(self, name: str) -> bool:
+        app = self.app
+        if not name:
+            app.action_change_theme()
+            return True
+        if name not in app.available_themes:
+            names = ", ".join(sorted(app.available_themes))
+            self.notify(f"No theme {name!r}; installed: {names}", severity="error")
+            return False
+        app.theme = name
+        return True
 
     def on_run_started(self, message: RunStarted) -> None:
         self.job_tree.upsert_job(message.job)
@@ -724,6 +1040,8 @@ class MainScreen(Screen[None]):
         await self.query_one("#bottom", Vertical).mount(widget)
         if not isinstance(widget, ElicitationForm):
             widget.focus()
+            # Again once laid out: the hidden composer must not keep the focus.
+            self.call_after_refresh(widget.focus)
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -766,6 +1084,78 @@ class MainScreen(Screen[None]):
     def action_compose(self) -> None:
         if self.open_request is None:
             self.composer.focus_input()
+
+    def action_new_job(self) -> None:
+        """An explicit new job: the conversation empties and the composer addresses a new job."""
+        self.run_worker(self._new_job(), exit_on_error=False, group="new-job", exclusive=True)
+
+    async def _new_job(self) -> None:
+        await self.hide_prompt()
+        self.selected_run = None
+        self.selected_job = None
+        self._loading_run_id = None
+        await self.conversation.show_empty("New job: type the task below and press Enter.")
+        self.query_one("#banner", Static).display = False
+        self.status.show(model=str(self.runtime.default_model))
+        composer = self.composer
+        if composer.follow_up_job_id is not None:
+            composer.target(None)
+            self._load_draft(None)
+        composer.focus_input()
+        self.refresh_bindings()
+
+    def _working_run(self) -> Run | None:
+        """The run on screen while it streams or runs tools (not while it waits for input)."""
+        run = self.selected_run
+        if run is None or run.state not in (RunState.RUNNING, RunState.QUEUED):
+            return None
+        if self.open_request is not None:
+            return None  # it waits for the person (a sub-run's question): Esc leaves the prompt
+        if needs_resume(run):
+            return None
+        return run
+
+    def action_interrupt(self) -> None:
+        self.interrupt()
+
+    def interrupt(self) -> bool:
+        """Esc or ctrl+c: stop the run on screen (its root, so sub-runs stop too). False when
+        nothing works on screen."""
+        run = self._working_run()
+        if run is None:
+            return False
+        # Like the peers: what was queued comes back to the box, ready to edit or send.
+        composer = self.composer
+        queued = composer.take_queue(run.job_id)
+        if queued and composer.follow_up_job_id == run.job_id:
+            existing = composer.input.text
+            composer.input.value = "\n\n".join([*queued, existing] if existing else queued)
+        else:
+            for text in queued:
+                composer.enqueue(run.job_id, text)
+        self._interrupt(run)
+        return True
+
+    @work(exit_on_error=False, group="interrupt")
+    async def _interrupt(self, run: Run) -> None:
+        root = run
+        for _ in range(32):
+            if root.parent_run_id is None:
+                break
+            root = await self.runtime.get_run(root.parent_run_id)
+        self._interrupted_runs.add(root.id)
+        try:
+            cancelled = await self.runtime.cancel(root.id, reason="interrupted")
+        except RunStateConflict:
+            self._interrupted_runs.discard(root.id)
+            return  # it ended on its own meanwhile
+        self.post_message(RunInterrupted(cancelled))
+
+    def on_run_interrupted(self, message: RunInterrupted) -> None:
+        composer = self.composer
+        if composer.follow_up_job_id == message.run.job_id and self.open_request is None:
+            composer.focus_input()
+        self.notify("Interrupted. Type a follow-up, or R to retry.", title="Run interrupted")
 
     def action_follow_up(self) -> None:
         """Follow up the selected job: the composer in follow-up mode, focused."""
@@ -889,8 +1279,15 @@ class MainScreen(Screen[None]):
         self._return_to_tool = run.parent_tool_call_id
         self.open_run(run.parent_run_id)
 
+    def typing(self) -> bool:
+        """Whether a text field has focus: then printable keys are text, never actions."""
+        return isinstance(self.focused, Input | TextArea)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that make no sense right now are hidden from the footer (and do nothing)."""
+        """Keys that make no sense right now are hidden from the footer (and do nothing);
+        single-letter actions are off while a text field has focus."""
+        if action in self.LETTER_ACTIONS and self.typing():
+            return False
         run = self.selected_run
         if action == "parent_run":
             return run is not None and run.parent_run_id is not None
@@ -900,10 +1297,11 @@ class MainScreen(Screen[None]):
             return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
+        searching = self.focused is not None and self.focused.id in ("search", "search-results")
+        if action == "interrupt":
+            return self._working_run() is not None and not searching
         if action == "leave":
-            return self._pane_of(self.focused) != 0 or (
-                self.focused is not None and self.focused.id in ("search", "search-results")
-            )
+            return searching or (self._working_run() is None and self._pane_of(self.focused) != 0)
         return True
 
     def action_inbox(self) -> None:
@@ -922,8 +1320,32 @@ class MainScreen(Screen[None]):
 
     def action_cancel_run(self) -> None:
         run = self._selected_run_or_warn()
-        if run is not None:
-            self._cancel(run.id)
+        if run is None:
+            return
+        if run.state.is_terminal:
+            self.notify(f"This run already {run.state.value}.", severity="information")
+            return
+        self.run_worker(self._ask_to_cancel(run), exit_on_error=False, group="confirm")
+
+    async def _ask_to_cancel(self, run: Run) -> None:
+        for old in self.query(ConfirmBar):
+            await old.remove()
+        returning_to = self.focused
+        bar = ConfirmBar(
+            f"Cancel the run {run.id[:8]} ({run.state.value.replace('_', ' ')})?",
+            lambda: self._cancel(run.id),
+        )
+        bar.returning_to = returning_to  # type: ignore[attr-defined]
+        await self.query_one("#bottom", Vertical).mount(bar, before=0)
+        bar.focus()
+
+    async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
+        back = getattr(message.bar, "returning_to", None)
+        await message.bar.remove()
+        if back is not None and back.is_mounted:
+            back.focus()
+        if not message.confirmed:
+            self.notify("Nothing was cancelled.", severity="information")
 
     @work(exit_on_error=False, group="cancel")
     async def _cancel(self, run_id: str) -> None:
@@ -1081,3 +1503,9 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _rank_files(query: str, files: list[str]) -> list[str]:
+    from tui.file_index import fuzzy_rank
+
+    return [match.path for match in fuzzy_rank(query, files, limit=12)]

@@ -1,31 +1,152 @@
-"""The composer: a new job, or a follow-up in the selected job; the mode is always shown."""
+"""The composer: a multi-line message box on Textual's ``TextArea``.
+
+Enter sends; shift+Enter, ctrl+J and alt+Enter insert a newline; a paste keeps every line. The
+box grows with its text up to a bounded height, then scrolls. Up at the first line and Down at
+the last one walk through earlier prompts. ``/`` at the start opens the command menu and ``@``
+the file picker; Tab or Enter takes the highlighted entry.
+
+The composer addresses one target: the job on screen (a follow-up) or a new job. Messages sent
+while that job's run still works wait in its queue, shown above the box; Up on an empty box takes
+the last queued message back for editing. The composer only posts messages; the screen acts.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
-from textual.widgets import Input, Static
+from textual.timer import Timer
+from textual.widgets import OptionList, Static, TextArea
+from textual.widgets.option_list import Option
 
 from tui.widgets._format import short
+
+MAX_LINES = 10
+"""The box grows up to this many lines of text, then scrolls."""
+
+DRAFT_SAVE_DELAY = 0.5
+"""Seconds of quiet after the last edit before the draft is saved."""
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    argument: str
+    help: str
+
+
+SLASH_COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "", "every key and command"),
+    SlashCommand("new", "[TASK]", "start a new job (with TASK, or type it next)"),
+    SlashCommand("model", "MODEL", "the model of the next run in this job"),
+    SlashCommand("agent", "NAME", "the agent of the next run in this job"),
+    SlashCommand("retry", "", "retry the run on screen from its last checkpoint"),
+    SlashCommand("fork", "", "fork a new job from the run's last checkpoint"),
+    SlashCommand("export", "", "write this job as Markdown into the workspace"),
+    SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
+    SlashCommand("permissions", "", "what tools may do here"),
+    SlashCommand("inbox", "", "every run waiting for your input"),
+    SlashCommand("quit", "", "quit agent-tui (running runs stay resumable)"),
+)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``/name argument`` → (name, argument); None when ``text`` is a message (``//x`` sends
+    ``/x`` as a message)."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    head, _, rest = stripped[1:].partition(" ")
+    if "\n" in head:
+        head, _, more = head.partition("\n")
+        rest = (more + " " + rest).strip()
+    return head.lower(), rest.strip()
+
+
+def command_matches(prefix: str) -> list[SlashCommand]:
+    prefix = prefix.lower()
+    return [command for command in SLASH_COMMANDS if command.name.startswith(prefix)]
+
+
+class ComposerInput(TextArea):
+    """The text box. Keys that would insert or move are the TextArea's own, except these."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("shift+enter,ctrl+j,alt+enter", "newline", "Newline", show=False),
+    ]
+
+    class SendRequested(TextualMessage):
+        pass
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            compact=True,
+            placeholder="Describe a task · Enter send · shift+Enter newline · / commands · @ files",
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    @property
+    def value(self) -> str:
+        """The text (``Input``'s name for it, so callers need not know the widget)."""
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    @property
+    def composer(self) -> Composer | None:
+        node = self.parent
+        while node is not None and not isinstance(node, Composer):
+            node = node.parent
+        return node
+
+    async def _on_key(self, event: events.Key) -> None:
+        composer = self.composer
+        if composer is None:
+            return
+        handled = composer.box_key(event.key)
+        if handled:
+            event.stop()
+            event.prevent_default()
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self._replace_via_keyboard("\n", start, end)
 
 
 class Composer(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+t", "toggle_mode", "New job / follow-up")
+        Binding("ctrl+t", "toggle_mode", "New job / follow-up", show=False),
     ]
 
-    DEFAULT_CSS = """
-    Composer { height: auto; border: round $primary; padding: 0 1; background: $surface; }
-    Composer:focus-within { border: round $accent; }
-    Composer #mode { color: $text-muted; }
-    Composer.-follow-up #mode { color: $accent; text-style: bold; }
-    Composer Input, Composer Input:focus { border: none; height: 1; padding: 0;
-                                           background: $surface; }
+    DEFAULT_CSS = f"""
+    Composer {{ height: auto; border: round $primary; padding: 0 1; background: $surface; }}
+    Composer:focus-within {{ border: round $accent; }}
+    Composer #mode {{ color: $text-muted; }}
+    Composer.-follow-up #mode {{ color: $accent; text-style: bold; }}
+    Composer #queue {{ height: auto; color: $text-muted; display: none; }}
+    Composer.-queued #queue {{ display: block; }}
+    Composer #completions {{ height: auto; max-height: 12; border: none; padding: 0;
+                             background: $panel; display: none; }}
+    Composer.-completing #completions {{ display: block; }}
+    Composer ComposerInput, Composer ComposerInput:focus {{
+        height: auto; min-height: 1; max-height: {MAX_LINES}; border: none; padding: 0;
+        background: $surface;
+    }}
     """
 
     follow_up_job_id: reactive[str | None] = reactive(None)
@@ -37,24 +158,79 @@ class Composer(Vertical):
             self.text = text
             self.follow_up_job_id = follow_up_job_id
 
+    class CommandSubmitted(TextualMessage):
+        def __init__(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+            super().__init__()
+            self.name = name
+            self.argument = argument
+            self.follow_up_job_id = follow_up_job_id
+
+    class DraftChanged(TextualMessage):
+        """The unsent text of a target changed (posted after a quiet moment, or at once when
+        the target changes)."""
+
+        def __init__(self, job_id: str | None, text: str) -> None:
+            super().__init__()
+            self.job_id = job_id
+            self.text = text
+
+    class FilesWanted(TextualMessage):
+        """The @-picker needs the files matching ``query`` ranked."""
+
+        def __init__(self, query: str, files: list[str]) -> None:
+            super().__init__()
+            self.query = query
+            self.files = files
+
+    class QueueChanged(TextualMessage):
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.selected_job_id: str | None = None
         self.selected_job_title: str = ""
+        self.target_title: str = ""
+        self.queues: dict[str, list[str]] = {}
+        """Messages waiting for the job's run to finish, oldest first."""
+        self.history: list[str] = []
+        """Earlier prompts, oldest first."""
+        self._history_index: int | None = None
+        self._history_stash = ""
+        self.next_run: dict[str | None, dict[str, str]] = {}
+        """``/model`` and ``/agent`` choices for the next run of a job (None: a new job)."""
+        self.file_source: Callable[[], list[str] | None] = lambda: None
+        """The workspace's files for the @-picker (None while they are being listed)."""
+        self._mention_query: str | None = None
+        self._completion: str | None = None
+        """"slash" or "mention" while the menu is open."""
+        self._mention_start: tuple[int, int] | None = None
+        self._save_timer: Timer | None = None
+        self._draft_key: str | None = None
+        self._loading_draft = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._mode_text(), id="mode", markup=False)
-        yield Input(placeholder="Describe a task, Enter to send", id="composer-input")
+        yield Static("", id="queue", markup=False)
+        completions = OptionList(id="completions")
+        completions.can_focus = False
+        yield completions
+        yield ComposerInput(id="composer-input")
 
+    # --- target and mode ------------------------------------------------------------------------
     def _mode_text(self) -> str:
+        choices = self.next_run.get(self.follow_up_job_id, {})
+        extra = "".join(f" · next run: {key} {value}" for key, value in sorted(choices.items()))
         if self.follow_up_job_id is None:
-            hint = "  (ctrl+t: follow up in the selected job)" if self.selected_job_id else ""
-            return "✚ New job" + hint
-        return f"↪ Follow-up in: {short(self.selected_job_title, 50)}  (ctrl+t: new job instead)"
+            return "✚ New job" + extra + "  (/ commands · @ files)"
+        title = short(self.target_title, 44)
+        return f"↪ Follow-up in: {title}{extra}  (n or /new: new job)"
 
-    def watch_follow_up_job_id(self) -> None:
-        self.set_class(self.follow_up_job_id is not None, "-follow-up")
+    def watch_follow_up_job_id(self, old: str | None, new: str | None) -> None:
+        self.set_class(new is not None, "-follow-up")
         self._refresh_mode()
+        self._refresh_queue()
 
     def _refresh_mode(self) -> None:
         if self.is_mounted:
@@ -65,28 +241,346 @@ class Composer(Vertical):
         self.selected_job_id = job_id
         self.selected_job_title = title
         if job_id is None:
-            self.follow_up_job_id = None
-        elif self.follow_up_job_id is not None:
-            self.follow_up_job_id = job_id
+            self.target(None)
+        self._refresh_mode()
+
+    def target(self, job_id: str | None, title: str | None = None) -> None:
+        """Address the next message to ``job_id`` (None: a new job); the draft of the old target
+        is saved at once and the new one's is asked for."""
+        if title is not None:
+            self.target_title = title
+        elif job_id is not None and job_id == self.selected_job_id:
+            self.target_title = self.selected_job_title
+        if job_id is not None:
+            self.selected_job_id = job_id
+            self.selected_job_title = self.target_title
+        if job_id == self.follow_up_job_id and self._draft_key == job_id:
+            self._refresh_mode()
+            return
+        self.flush_draft()
+        self.follow_up_job_id = job_id
+        self._draft_key = job_id
+        self._history_index = None
         self._refresh_mode()
 
     def action_toggle_mode(self) -> None:
         if self.follow_up_job_id is None and self.selected_job_id is not None:
-            self.follow_up_job_id = self.selected_job_id
+            self.target(self.selected_job_id)
         else:
-            self.follow_up_job_id = None
+            self.target(None)
 
+    def choose_next(self, key: str, value: str) -> None:
+        """``/model`` or ``/agent``: what the next run of the current target uses."""
+        self.next_run.setdefault(self.follow_up_job_id, {})[key] = value
+        self._refresh_mode()
+
+    def take_next_run(self, job_id: str | None) -> dict[str, str]:
+        choices = self.next_run.pop(job_id, {})
+        self._refresh_mode()
+        return choices
+
+    # --- the text box ---------------------------------------------------------------------------
     @property
-    def input(self) -> Input:
-        return self.query_one("#composer-input", Input)
+    def input(self) -> ComposerInput:
+        return self.query_one("#composer-input", ComposerInput)
 
     def focus_input(self) -> None:
         self.input.focus()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        text = event.value.strip()
-        if not text:
+    def restore_draft(self, job_id: str | None, text: str) -> None:
+        """Put a saved draft back, unless the person has started typing here meanwhile."""
+        if job_id != self.follow_up_job_id or self.input.text or not text:
             return
-        event.input.value = ""
-        self.post_message(self.Submitted(text, self.follow_up_job_id))
+        self._loading_draft = True
+        self.input.value = text
+
+    def flush_draft(self) -> None:
+        if self._save_timer is not None:
+            self._save_timer.stop()
+            self._save_timer = None
+            self.post_message(self.DraftChanged(self._draft_key, self.input.text))
+
+    def clear_text(self) -> None:
+        self.input.value = ""
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        self._update_completion()
+        if self._loading_draft:
+            self._loading_draft = False
+            return
+        self._draft_key = self.follow_up_job_id
+        if self._save_timer is not None:
+            self._save_timer.stop()
+        self._save_timer = self.set_timer(DRAFT_SAVE_DELAY, self.flush_draft)
+
+    def box_key(self, key: str) -> bool:
+        """A key pressed in the box; True when the composer used it (the box must not)."""
+        box = self.input
+        if key in ("enter", "tab", "up", "down", "escape"):
+            # The menu follows the text through Changed messages, which may lag keys typed fast
+            # (a terminal sending a burst): decide from the text as it is now.
+            self._sync_completion()
+        if self._completion is not None:
+            menu = self.query_one("#completions", OptionList)
+            if key in ("up", "down"):
+                count = menu.option_count
+                if count:
+                    current = menu.highlighted if menu.highlighted is not None else 0
+                    menu.highlighted = (current + (1 if key == "down" else -1)) % count
+                return True
+            if key == "tab" or (key == "enter" and self._completion == "mention"):
+                self._accept_completion()
+                return True
+            if (
+                key == "enter"
+                and self._completion == "slash"
+                and self._accept_completion(send_if_complete=True)
+            ):
+                return True
+            if key == "escape":
+                self._close_completion()
+                return True
+        if key == "enter":
+            self._send()
+            return True
+        if key == "up" and box.cursor_at_first_line:
+            if not box.text and self.follow_up_job_id in self.queues:
+                self._edit_last_queued()
+                return True
+            return self._recall(-1)
+        if key == "down" and box.cursor_at_last_line and self._history_index is not None:
+            return self._recall(1)
+        return False
+
+    def _recall(self, step: int) -> bool:
+        if not self.history:
+            return False
+        if self._history_index is None:
+            if step > 0:
+                return False
+            self._history_stash = self.input.text
+            index = len(self.history) - 1
+        else:
+            index = self._history_index + step
+        if index < 0:
+            return True  # already at the oldest
+        if index >= len(self.history):
+            self._history_index = None
+            self.input.value = self._history_stash
+            return True
+        self._history_index = index
+        self.input.value = self.history[index]
+        if step < 0:
+            self.input.move_cursor((0, 0))
+        return True
+
+    def _send(self) -> None:
+        text = self.input.text
+        if not text.strip():
+            return
+        self._history_index = None
+        command = parse_command(text)
+        if command is not None:
+            name, argument = command
+            self._close_completion()
+            self.post_message(self.CommandSubmitted(name, argument, self.follow_up_job_id))
+            return
+        if text.lstrip().startswith("//"):
+            text = text.lstrip()[1:]
+        self.remember(text.strip())
+        # Out of the box at once: keys typed right after Enter start the next message.
+        self.clear_text()
+        self.post_message(self.Submitted(text.strip(), self.follow_up_job_id))
+
+    def remember(self, text: str) -> None:
+        if text and (not self.history or self.history[-1] != text):
+            self.history.append(text)
+
+    def command_done(self, *, keep_text: bool = False) -> None:
+        """The screen ran a command: clear the box (unless the command failed)."""
+        if not keep_text:
+            text = self.input.text.strip()
+            self.remember(text)
+            self.clear_text()
+
+    def message_taken(self) -> None:
+        """The screen took the message: the draft it was is gone."""
+        self._draft_key = self.follow_up_job_id
+        if self._save_timer is not None:
+            self._save_timer.stop()
+            self._save_timer = None
+        self.post_message(self.DraftChanged(self.follow_up_job_id, ""))
+
+    # --- the queue ------------------------------------------------------------------------------
+    def enqueue(self, job_id: str, text: str) -> None:
+        self.queues.setdefault(job_id, []).append(text)
+        self._refresh_queue()
+        self.post_message(self.QueueChanged(job_id))
+
+    def take_queue(self, job_id: str) -> list[str]:
+        taken = self.queues.pop(job_id, [])
+        self._refresh_queue()
+        return taken
+
+    def queued(self, job_id: str | None) -> list[str]:
+        return list(self.queues.get(job_id, [])) if job_id is not None else []
+
+    def _edit_last_queued(self) -> None:
+        job_id = self.follow_up_job_id
+        if job_id is None:
+            return
+        queue = self.queues.get(job_id, [])
+        if not queue:
+            return
+        text = queue.pop()
+        if not queue:
+            del self.queues[job_id]
+        self.input.value = text
+        self._refresh_queue()
+        self.post_message(self.QueueChanged(job_id))
+
+    def _refresh_queue(self) -> None:
+        if not self.is_mounted:
+            return
+        queue = self.queued(self.follow_up_job_id)
+        self.set_class(bool(queue), "-queued")
+        lines = [f"↳ queued: {short(' '.join(text.split()), 70)}" for text in queue]
+        if queue:
+            lines.append("   sent when the run finishes · ↑ on an empty box edits or removes")
+        self.query_one("#queue", Static).update("\n".join(lines))
+
+    # --- completion: / commands and @ files -----------------------------------------------------
+    @property
+    def completing(self) -> str | None:
+        return self._completion
+
+    def _sync_completion(self) -> None:
+        """Close a menu the current text no longer asks for (without re-ranking)."""
+        text = self.input.text
+        if self._completion == "slash" and not (
+            text.startswith("/")
+            and not text.startswith("//")
+            and " " not in text.strip()
+            and "\n" not in text
+        ):
+            self._update_completion()
+        elif self._completion == "mention" and self._mention_at_cursor() is None:
+            self._close_completion()
+        elif self._completion == "slash":
+            self._show_commands(text[1:])
+
+    def _update_completion(self) -> None:
+        box = self.input
+        text = box.text
+        if (
+            text.startswith("/")
+            and not text.startswith("//")
+            and " " not in text.strip()
+            and "\n" not in text
+        ):
+            self._show_commands(text[1:])
+            return
+        mention = self._mention_at_cursor()
+        if mention is not None:
+            self._show_files(*mention)
+            return
+        self._close_completion()
+
+    def _mention_at_cursor(self) -> tuple[str, tuple[int, int]] | None:
+        box = self.input
+        row, column = box.cursor_location
+        line = box.document.get_line(row)[:column]
+        at = line.rfind("@")
+        if at < 0:
+            return None
+        word = line[at + 1 :]
+        if any(char.isspace() for char in word):
+            return None
+        if at > 0 and not line[at - 1].isspace():
+            return None
+        return word, (row, at)
+
+    def _show_commands(self, prefix: str) -> None:
+        matches = command_matches(prefix)
+        menu = self.query_one("#completions", OptionList)
+        menu.clear_options()
+        if not matches:
+            menu.add_option(Option(f"no command starts with /{prefix}", disabled=True))
+        for command in matches:
+            label = Text.assemble(
+                (f"/{command.name}", "bold"),
+                (f" {command.argument}" if command.argument else "", "italic"),
+                ("  " + command.help, "dim"),
+            )
+            menu.add_option(Option(label, id=command.name))
+        menu.highlighted = 0 if matches else None
+        self._completion = "slash"
+        self.add_class("-completing")
+
+    def _show_files(self, query: str, start: tuple[int, int]) -> None:
+        menu = self.query_one("#completions", OptionList)
+        files = self.file_source()
+        self._mention_start = start
+        was_open = self._completion == "mention"
+        self._completion = "mention"
+        self.add_class("-completing")
+        if files is None:
+            menu.clear_options()
+            menu.add_option(Option("listing the workspace's files…", disabled=True))
+            return
+        if not was_open:
+            menu.clear_options()
+            menu.add_option(Option("searching…", disabled=True))
+        self._mention_query = query
+        self.post_message(self.FilesWanted(query, files))
+
+    def show_file_matches(self, query: str, ranked: list[str]) -> None:
+        """The ranking of ``query`` arrived (ranked off the event loop): show it if the person
+        is still typing that mention."""
+        if self._completion != "mention" or query != self._mention_query:
+            return
+        menu = self.query_one("#completions", OptionList)
+        menu.clear_options()
+        if not ranked:
+            menu.add_option(Option(f"no file matches {query!r}", disabled=True))
+            return
+        for path in ranked:
+            menu.add_option(Option(Text.assemble(("@", "dim"), path), id=path))
+        menu.highlighted = 0
+
+    def refresh_files(self) -> None:
+        """The file list arrived: redraw an open picker."""
+        if self._completion == "mention":
+            self._update_completion()
+
+    def _close_completion(self) -> None:
+        self._completion = None
+        self._mention_start = None
+        if self.is_mounted:
+            self.remove_class("-completing")
+
+    def _accept_completion(self, *, send_if_complete: bool = False) -> bool:
+        menu = self.query_one("#completions", OptionList)
+        index = menu.highlighted
+        option = menu.get_option_at_index(index) if index is not None else None
+        if option is None or option.id is None:
+            self._close_completion()
+            return False
+        box = self.input
+        if self._completion == "slash":
+            command = next(c for c in SLASH_COMMANDS if c.name == option.id)
+            typed = box.text.strip()[1:]
+            self._close_completion()
+            if send_if_complete and typed.lower() == command.name:
+                return False  # already complete: Enter sends it
+            box.value = f"/{command.name}" + (" " if command.argument else "")
+            return not (send_if_complete and not command.argument)
+        start = self._mention_start
+        self._close_completion()
+        if start is None:
+            return False
+        row, column = start
+        end = box.cursor_location
+        box.replace(f"@{option.id} ", (row, column), end)
+        return True

@@ -1,13 +1,18 @@
-"""A question from the agent: numbered options answered by digit, and a free-text field."""
+"""A question from the agent: the answer field has focus from the start.
+
+Typing goes straight into the field and Enter sends it. A digit picks an option only while the
+field is empty (so "2 files" is still typed as text once something is in the field). A question
+whose answer must be one of its options has no field: digits (or ↑ ↓ and Enter) choose.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.events import Key
 from textual.widgets import Input, Static
 
 from runtime.models import InputRequest
@@ -19,20 +24,54 @@ def allows_free_text(request: InputRequest) -> bool:
     return not (request.options and "enum" in request.answer_schema)
 
 
+def option_for_digit(request: InputRequest, character: str | None) -> str | None:
+    """The option a digit key names (1-based), or None."""
+    if character is None or not character.isdigit():
+        return None
+    number = int(character)
+    if 1 <= number <= min(len(request.options), 9):
+        return request.options[number - 1]
+    return None
+
+
+class AnswerInput(Input):
+    """The free-text answer; while it is empty a digit key picks that option instead."""
+
+    def __init__(self, request: InputRequest) -> None:
+        super().__init__(placeholder="Type your answer, Enter to send", id="free-text")
+        self.request = request
+
+    async def _on_key(self, event: events.Key) -> None:
+        if not self.value:
+            option = option_for_digit(self.request, event.character)
+            if option is not None:
+                event.stop()
+                event.prevent_default()
+                self.post_message(PromptAnswered(self.request, option))
+
+
 class QuestionPrompt(Vertical, can_focus=True):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "free_text", "Type an answer")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Previous option", show=False),
+        Binding("down", "move(1)", "Next option", show=False),
+        Binding("enter", "choose", "Choose", show=False),
+    ]
 
     DEFAULT_CSS = """
     QuestionPrompt { height: auto; max-height: 20; border: round $accent; padding: 0 1;
                      background: $surface; }
     QuestionPrompt .prompt-title { text-style: bold; color: $accent; }
     QuestionPrompt .option { padding-left: 2; }
+    QuestionPrompt .option.-highlighted { background: $accent 30%; }
     QuestionPrompt .prompt-keys { color: $text-muted; }
+    QuestionPrompt #free-text, QuestionPrompt #free-text:focus { border: none; height: 1;
+                     padding: 0 1; background: $boost; margin: 1 0 0 0; }
     """
 
     def __init__(self, request: InputRequest) -> None:
         super().__init__(id="question-prompt")
         self.request = request
+        self.highlighted = 0
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -41,25 +80,49 @@ class QuestionPrompt(Vertical, can_focus=True):
         for number, option in enumerate(self.request.options[:9], start=1):
             yield Static(f"{number}. {terminal_safe_line(option)}", classes="option", markup=False)
         keys = []
-        if self.request.options:
-            keys.append(f"1–{min(len(self.request.options), 9)} choose")
         if allows_free_text(self.request):
-            keys.append("t or Tab: type an answer, Enter to send")
-            yield Input(placeholder="Your answer", id="free-text")
+            yield AnswerInput(self.request)
+            if self.request.options:
+                keys.append(f"1–{min(len(self.request.options), 9)} choose (while empty)")
+            keys.append("type an answer · Enter sends")
+        else:
+            keys.append(f"1–{min(len(self.request.options), 9)} or ↑ ↓ Enter: choose")
         yield Static(" · ".join(keys), classes="prompt-keys", markup=False)
 
-    def on_key(self, event: Key) -> None:
+    def on_mount(self) -> None:
+        self._show_highlight()
+
+    def focus(self, scroll_visible: bool = True) -> QuestionPrompt:
+        """Focus goes to the answer field when there is one."""
+        fields = self.query(AnswerInput)
+        if fields:
+            fields.first().focus(scroll_visible)
+        else:
+            super().focus(scroll_visible)
+        return self
+
+    def on_key(self, event: events.Key) -> None:
         if self.app.focused is not self:
             return
-        if event.character and event.character.isdigit():
-            number = int(event.character)
-            if 1 <= number <= len(self.request.options):
-                event.stop()
-                self.post_message(PromptAnswered(self.request, self.request.options[number - 1]))
+        option = option_for_digit(self.request, event.character)
+        if option is not None:
+            event.stop()
+            self.post_message(PromptAnswered(self.request, option))
 
-    def action_free_text(self) -> None:
+    def _show_highlight(self) -> None:
         if allows_free_text(self.request):
-            self.query_one("#free-text", Input).focus()
+            return
+        for index, widget in enumerate(self.query(".option")):
+            widget.set_class(index == self.highlighted, "-highlighted")
+
+    def action_move(self, step: int) -> None:
+        if self.request.options:
+            self.highlighted = (self.highlighted + step) % min(len(self.request.options), 9)
+            self._show_highlight()
+
+    def action_choose(self) -> None:
+        if self.request.options and not allows_free_text(self.request):
+            self.post_message(PromptAnswered(self.request, self.request.options[self.highlighted]))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -33,6 +33,8 @@ class StatusLine(Static):
         self.model_notice: str | None = None
         self.run: Run | None = None
         self.context_window: int | None = None
+        self.next_run: dict[str, str] = {}
+        """``/model`` or ``/agent`` chosen for the next run (shown until it starts)."""
 
     def show(
         self,
@@ -64,6 +66,10 @@ class StatusLine(Static):
     def text(self) -> str:
         run = self.run
         parts = [run.model if run else self.model]
+        if self.next_run:
+            parts.append(
+                "next run: " + ", ".join(f"{k} {v}" for k, v in sorted(self.next_run.items()))
+            )
         if run is not None:
             state = run.state.value.replace("_", " ")
             if needs_resume(run):

@@ -1,0 +1,92 @@
+"""Issue 10: ids by unique prefix (like git), "not found" naming the database, ``--db`` in the
+hints, and the launch flags of the TUI."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.harness import Cli
+from tui._cli.parser import build_parser
+
+
+def _start(cli: Cli) -> dict[str, object]:
+    result = cli.run("run", "summarise", "--json", "--model", "demo:instant")
+    assert result.returncode == 3, result.stderr
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_a_unique_prefix_of_a_run_id_is_enough(cli: Cli) -> None:
+    boundary = _start(cli)
+    run_id = str(boundary["run_id"])
+    shown = cli.run("show", run_id[:6])
+    assert shown.returncode == 0, shown.stderr
+    assert run_id in shown.stdout
+
+
+def test_an_ambiguous_prefix_is_a_clear_error_listing_the_candidates(cli: Cli) -> None:
+    first = str(_start(cli)["run_id"])
+    second = str(_start(cli)["run_id"])
+    result = cli.run("show", "")
+    assert result.returncode == 2
+    # The empty prefix is refused outright; a shared prefix lists what it matches.
+    common = 0
+    while first[common] == second[common]:
+        common += 1
+    if common:
+        result = cli.run("show", first[:common])
+        assert result.returncode == 2
+        assert "ambiguous" in result.stderr and first in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_prefix_that_matches_nothing_names_the_database_it_looked_in(cli: Cli) -> None:
+    result = cli.run("export", "ffffffffffffz")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "no job id starts with 'ffffffffffffz'" in result.stderr
+    assert str(cli.db) in result.stderr
+
+
+def test_the_answer_hint_carries_db_when_the_database_is_not_the_default(cli: Cli) -> None:
+    result = cli.run("run", "summarise", "--model", "demo:instant")
+    assert result.returncode == 3
+    assert f"agent-tui --db {cli.db} respond " in result.stdout + result.stderr
+
+
+def test_the_answer_hint_has_no_db_for_the_default_database(cli: Cli) -> None:
+    result = cli.run("run", "summarise", "--model", "demo:instant", global_options=False)
+    assert result.returncode == 3, result.stderr
+    assert "agent-tui respond " in result.stdout + result.stderr
+    assert "--db" not in result.stdout + result.stderr
+
+
+def test_the_tui_flags_parse_and_run_still_takes_model_and_agent() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["--model", "demo", "--agent", "reviewer", "--resume", "3fa2"])
+    assert (args.model, args.agent, args.resume, args.continue_last) == (
+        "demo",
+        "reviewer",
+        "3fa2",
+        False,
+    )
+    assert parser.parse_args(["--continue"]).continue_last is True
+    run = parser.parse_args(["run", "task", "--model", "demo:instant", "--agent", "a"])
+    assert (run.model, run.agent) == ("demo:instant", "a")
+    before = parser.parse_args(["--model", "demo", "run", "task"])
+    assert before.model == "demo"
+
+
+def test_resume_with_an_unknown_job_is_one_line_naming_the_database_and_opens_nothing(
+    cli: Cli,
+) -> None:
+    result = cli.run("--resume", "nope")
+    assert result.returncode == 2
+    assert "no job id starts with 'nope'" in result.stderr
+    assert str(cli.db) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_continue_and_resume_cannot_be_combined(cli: Cli) -> None:
+    result = cli.run("--continue", "--resume", "abc")
+    assert result.returncode == 2
+    assert "not allowed with" in result.stderr

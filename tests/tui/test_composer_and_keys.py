@@ -1,0 +1,562 @@
+"""Issue 10, by Pilot on a real Runtime and SQLite file: keys follow focus, the multi-line
+composer, interrupt and quit, the queue, slash commands and @-mentions."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from textual import events
+from textual.widgets import OptionList
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.models import InputRequestState, Role, RunState
+from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tui.helpers import (
+    SIZE,
+    finish_run,
+    make_app,
+    notifications,
+    open_runtime,
+    screen_text,
+    wait_for_browser,
+    wait_until,
+)
+from tui.app import AgentTuiApp
+from tui.screens.help import HelpScreen
+from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.composer import MAX_LINES
+from tui.widgets.confirm_bar import ConfirmBar
+from tui.widgets.message_view import MessageView
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
+
+
+def main_screen(app: AgentTuiApp) -> MainScreen:
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def footer_keys(screen: MainScreen) -> set[str]:
+    return {key for key, active in screen.active_bindings.items() if active.binding.show}
+
+
+async def user_inputs(runtime: Runtime) -> list[str]:
+    jobs = (await runtime.list_jobs()).items
+    inputs: list[str] = []
+    for job in jobs:
+        for run in await runtime.job_runs(job.id):
+            if run.parent_run_id is None and run.input is not None:
+                inputs.append(run.input)
+    return inputs
+
+
+# --- 1. focus decides what a key means -----------------------------------------------------------
+async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_nor_forks(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        request = screen.query_one(QuestionPrompt).request
+        assert isinstance(app.focused, AnswerInput)
+        # c (cancel), f (fork), R (retry), n (new), e (export), i (inbox): all text here.
+        await pilot.press(*"cool follow-up while running: Rename in files", "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))  # the run went on
+    stored = await runtime.store.get_input_request(request.id)
+    assert stored.state is InputRequestState.ANSWERED
+    assert stored.answer == "cool follow-up while running: Rename in files"
+    run = await runtime.get_run(request.run_id)
+    assert run.state is not RunState.CANCELLED
+    assert len((await runtime.list_jobs()).items) == 1  # nothing forked, no new job
+    assert not list(workspace.glob("agent-tui-*.md"))  # nothing exported
+
+
+async def test_a_digit_picks_an_option_only_while_the_answer_field_is_empty(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        request = screen.query_one(QuestionPrompt).request
+        await pilot.press(*"top 3 files")  # the 3 is text: the field is not empty
+        assert screen.query_one(AnswerInput).value == "top 3 files"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    stored = await runtime.store.get_input_request(request.id)
+    assert stored.answer == "top 3 files"
+
+
+async def test_single_letter_keys_show_in_the_footer_only_where_no_text_is_typed(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        assert app.focused is screen.job_tree
+        assert {"n", "i"} <= footer_keys(screen)
+        screen.composer.focus_input()
+        await pilot.pause()
+        shown = footer_keys(screen)
+        assert not {key for key in shown if len(key) == 1}, shown
+        await pilot.press("i")  # text, not the inbox
+        assert screen.composer.input.text == "i"
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.screen is screen
+
+
+async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        run_id = screen.query_one(QuestionPrompt).request.run_id
+        await pilot.press("escape", "c")
+        bar = screen.query_one(ConfirmBar)
+        assert "Cancel the run" in str(bar.render())
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not screen.query(ConfirmBar))
+        assert (await runtime.get_run(run_id)).state is RunState.INPUT_REQUIRED
+        await pilot.press("c", "y")
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal
+        )
+    assert (await runtime.get_run(run_id)).state is RunState.CANCELLED
+
+
+# --- 2. the composer -----------------------------------------------------------------------------
+async def test_shift_enter_and_ctrl_j_make_new_lines_and_enter_sends_all_of_them(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"first line", "shift+enter", *"second line", "ctrl+j", *"third")
+        assert screen.composer.input.text == "first line\nsecond line\nthird"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.composer.input.text == ""
+    assert await user_inputs(runtime) == ["first line\nsecond line\nthird"]
+
+
+async def test_a_pasted_thousand_line_traceback_keeps_every_line_and_the_box_stays_bounded(
+    runtime: Runtime, workspace: Path
+) -> None:
+    pasted = "\n".join(f'  File "app.py", line {n}, in handler' for n in range(1000))
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        app.post_message(events.Paste(pasted))  # as the terminal sends it: to the app
+        await wait_until(pilot, lambda: box.document.line_count == 1000)
+        await pilot.pause()
+        assert box.text == pasted
+        assert box.size.height <= MAX_LINES
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+    assert await user_inputs(runtime) == [pasted.strip()]
+
+
+async def test_the_unsent_draft_comes_back_after_quitting_and_after_a_crash(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(*"half a thought", "shift+enter", *"and more")
+            # Saved after a quiet moment, so a crash right now keeps it (no quit needed).
+            await wait_until(
+                pilot,
+                lambda: pilot.app.is_running,
+            )
+            store = runtime.store
+            saved: list[str] = []
+
+            async def read() -> None:
+                saved.append(await store.get_composer_draft(None))
+
+            async def draft_is_saved() -> bool:
+                await read()
+                return saved[-1] == "half a thought\nand more"
+
+            for _ in range(200):
+                if await draft_is_saved():
+                    break
+                await pilot.pause(0.05)
+            assert saved[-1] == "half a thought\nand more"
+        # The app is gone without a quit action (as after a crash).
+    finally:
+        await runtime.close()
+
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen.composer.input.text != "")
+            assert screen.composer.input.text == "half a thought\nand more"
+            await pilot.press("ctrl+q")  # a quit saves what is in the box too
+    finally:
+        await runtime.close()
+
+
+async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Path) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.press("ctrl+t", *"next: the tests")
+        await pilot.press("ctrl+q")
+    assert await runtime.store.get_composer_draft(run.job_id) == "next: the tests"
+    assert await runtime.store.get_composer_draft(None) == ""
+
+
+async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(
+    runtime: Runtime, workspace: Path
+) -> None:
+    first = await runtime.start("an older prompt")
+    await finish_run(runtime, first.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        screen.composer.focus_input()
+        await pilot.press(*"draft")
+        await wait_until(pilot, lambda: screen.composer.history)
+        await pilot.press("up")
+        assert screen.composer.input.text == "an older prompt"
+        await pilot.press("down")
+        assert screen.composer.input.text == "draft"
+
+
+# --- 3. interrupt and quit -----------------------------------------------------------------------
+async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_job(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+
+            def streamed() -> int:
+                return sum(
+                    len(v.text) for v in screen.query(MessageView) if v.role is Role.ASSISTANT
+                )
+
+            await wait_until(pilot, lambda: streamed() > 200)
+            run = screen.selected_run
+            assert run is not None
+            await pilot.press("escape")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            stopped = await runtime.get_run(run.id)
+            assert stopped.state is RunState.CANCELLED
+            assert stopped.cancel_reason == "interrupted"
+            assert streamed() > 200  # what streamed stays on screen
+            assert app.focused is screen.composer.input
+            assert screen.composer.follow_up_job_id == run.job_id
+            await pilot.press(*"go on, shorter", "enter")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id
+            )
+        runs = await runtime.job_runs(run.job_id)
+        assert [r.input for r in runs if r.parent_run_id is None] == [
+            "/stream 400",
+            "go on, shorter",
+        ]
+    finally:
+        await runtime.close()
+
+
+async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_works(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        other = await runtime.start("/stream 4000")  # works in another job, off screen
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            screen.action_new_job()
+            await pilot.pause()
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.RUNNING
+                ),
+            )
+            on_screen = screen.selected_run
+            assert on_screen is not None
+            await pilot.press("ctrl+c")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            assert app.is_running
+            await pilot.press("ctrl+c", "ctrl+c")  # twice within 2 s: quit
+            await wait_until(pilot, lambda: not app.is_running)
+        assert (await runtime.get_run(on_screen.id)).state is RunState.CANCELLED
+        assert app.quit_note is not None
+        assert "1 run was still working" in app.quit_note and "resumable" in app.quit_note
+        assert not (await runtime.get_run(other.id)).state.is_terminal
+    finally:
+        await runtime.close()
+
+
+# --- 4. the queue --------------------------------------------------------------------------------
+async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_next_run_of_the_job(
+    db_path: Path, workspace: Path
+) -> None:
+    # The first answer is held mid-stream until the message is queued, so the run is working
+    # when it is typed however slow the machine is.
+    gate = asyncio.Event()
+    model = ScriptedProvider([Turn("working on it " * 20, gate=gate), Turn("you are welcome")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"first task", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.RUNNING
+                ),
+            )
+            first = screen.selected_run
+            assert first is not None
+            await pilot.press(*"then say thanks", "enter")
+            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            assert "queued: then say thanks" in screen_text(app)
+            assert len(await runtime.job_runs(first.job_id)) == 1
+            gate.set()
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id != first.id,
+                timeout=60,
+            )
+            assert "queued:" not in screen_text(app)
+        roots = [r for r in await runtime.job_runs(first.job_id) if r.parent_run_id is None]
+        assert [r.input for r in roots] == ["first task", "then say thanks"]
+        assert len((await runtime.list_jobs()).items) == 1
+    finally:
+        await runtime.close()
+
+
+async def test_up_on_an_empty_box_takes_a_queued_message_back_for_editing(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.RUNNING
+                ),
+            )
+            job_id = screen.selected_run.job_id  # type: ignore[union-attr]
+            await pilot.press(*"a typo", "enter")
+            await wait_until(pilot, lambda: screen.composer.queued(job_id))
+            await pilot.press("up")
+            assert screen.composer.input.text == "a typo"
+            assert screen.composer.queued(job_id) == []
+            await pilot.press("escape")  # interrupts: nothing queued is sent
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            assert screen.composer.input.text == "a typo"
+        assert len(await runtime.job_runs(job_id)) == 1
+    finally:
+        await runtime.close()
+
+
+# --- 5. slash commands ---------------------------------------------------------------------------
+async def test_slash_help_opens_help_and_creates_no_job(runtime: Runtime, workspace: Path) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"/help", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+    assert (await runtime.list_jobs()).items == []
+
+
+async def test_an_unknown_command_says_so_and_creates_nothing(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"/frobnicate now", "enter")
+        await wait_until(pilot, lambda: any("Unknown command" in n for n in notifications(app)))
+        assert screen.composer.input.text == "/frobnicate now"  # kept, to fix
+    assert (await runtime.list_jobs()).items == []
+
+
+async def test_the_slash_menu_completes_a_command_with_tab(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"/mo")
+        await pilot.pause()
+        assert screen.composer.completing == "slash"
+        assert "/model" in screen_text(app) or screen.composer.has_class("-completing")
+        await pilot.press("tab")
+        assert screen.composer.input.text == "/model "
+
+
+async def test_slash_model_changes_the_next_run_of_this_job_and_the_status_line_shows_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.press("ctrl+t", *"/model demo", "enter")
+        await wait_until(pilot, lambda: "next run: model demo" in screen.status.text)
+        assert (await runtime.list_jobs()).items[0].id == run.job_id
+        await pilot.press(*"and now?", "enter")
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id
+        )
+        follow_up = screen.selected_run
+        assert follow_up is not None
+    stored = await runtime.get_run(follow_up.id)
+    assert stored.job_id == run.job_id and stored.model == "demo"
+    assert len((await runtime.list_jobs()).items) == 1
+
+
+async def test_slash_new_and_n_start_a_new_job_only_when_asked(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.press("ctrl+t", *"/new a separate task", "enter")
+        await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
+    jobs = (await runtime.list_jobs()).items
+    assert len(jobs) == 2
+    assert sorted(await user_inputs(runtime)) == ["a separate task", "summarise"]
+
+
+# --- 6. @-mentions -------------------------------------------------------------------------------
+async def test_at_opens_a_fuzzy_file_picker_and_the_file_is_attached_as_a_chip(
+    runtime: Runtime, workspace: Path
+) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)  # noqa: ASYNC221
+    (workspace / ".gitignore").write_text("secret.txt\n")
+    (workspace / "secret.txt").write_text("nope\n")
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"look at @")
+        await wait_until(pilot, lambda: screen._files is not None)
+        assert "secret.txt" not in (screen._files or [])
+        await pilot.press(*"smai")
+        menu = screen.composer.query_one("#completions", OptionList)
+
+        def offered() -> list[str]:
+            options = [menu.get_option_at_index(i) for i in range(menu.option_count)]
+            return [str(option.id) for option in options if option.id is not None]
+
+        await wait_until(pilot, lambda: offered()[:1] == ["src/main.py"])
+        assert "@src/main.py" in str(menu.get_option_at_index(0).prompt)
+        await pilot.press("tab")
+        assert screen.composer.input.text == "look at @src/main.py "
+        await pilot.press(*"please", "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        await wait_until(pilot, lambda: "📎" in screen_text(app) or bool(screen.query(MessageView)))
+    [sent] = await user_inputs(runtime)
+    assert sent.startswith("look at @src/main.py please")
+    assert "📎 Attached: `src/main.py`" in sent
+
+
+# --- 7. launch flags -----------------------------------------------------------------------------
+async def test_resume_opens_the_given_job_and_continue_the_latest_one(
+    runtime: Runtime, workspace: Path
+) -> None:
+    older = await runtime.start("an older task")
+    await finish_run(runtime, older.id)
+    newer = await runtime.start("the newest task")
+    await finish_run(runtime, newer.id)
+    for overrides, expected in (
+        ({"open_job": older.job_id}, older),
+        ({"continue_last": True}, newer),
+    ):
+        app = make_app(runtime, workspace, **overrides)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_until(
+                pilot,
+                lambda shown=screen: shown.selected_run is not None and shown.conversation.run_id,
+            )
+            assert screen.selected_run is not None
+            assert screen.selected_run.id == expected.id
+            assert screen.composer.follow_up_job_id == expected.job_id
+
+
+async def test_agent_flag_is_the_agent_of_new_jobs(db_path: Path, workspace: Path) -> None:
+    from runtime.config import AgentConfig, Config
+
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(agents={"reviewer": AgentConfig(description="reviews")}),
+        model="demo:instant",
+    )
+    try:
+        app = make_app(runtime, workspace, agent="reviewer")
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"review this", "enter")
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            assert screen.selected_run is not None
+        assert (await runtime.get_run(screen.selected_run.id)).agent == "reviewer"
+    finally:
+        await runtime.close()

@@ -1,0 +1,44 @@
+"""Ids by unique prefix, like git: ``agent-tui show 3fa2`` finds the one run whose id starts so.
+
+A prefix that matches nothing is "not found" naming the database looked in; one that matches
+several is ambiguous and lists a few. An exact id is taken as it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import InvalidInput, NotFoundError
+
+SHOWN = 5
+
+
+async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | None) -> str:
+    """The one id of ``kind`` that is or starts with ``text``."""
+    prefix = text.strip()
+    if not prefix:
+        raise InvalidInput(f"the {kind} id is empty")
+    found: list[str] = await store.ids_with_prefix(kind, prefix, limit=SHOWN + 1)
+    if prefix in found:
+        return prefix
+    where = f" in {db_path}" if db_path is not None else ""
+    if not found:
+        raise NotFoundError(f"no {kind} id starts with {prefix!r}{where}")
+    if len(found) > 1:
+        listed = ", ".join(found[:SHOWN]) + (", …" if len(found) > SHOWN else "")
+        raise InvalidInput(
+            f"{kind} id prefix {prefix!r} is ambiguous: it starts {listed}; type more of it"
+        )
+    return found[0]
+
+
+ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
+
+
+async def resolve_arguments(store: Any, args: Any, *, db_path: Path | None) -> None:
+    """Replace every id argument of a parsed command by the full id it names."""
+    for attribute, kind in ARGUMENT_KINDS:
+        value = getattr(args, attribute, None)
+        if isinstance(value, str):
+            setattr(args, attribute, await resolve_id(store, kind, value, db_path=db_path))
