@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
 from runtime.errors import InvalidResponse
 from runtime.models import InputKind, InputRequest
 
@@ -93,6 +91,8 @@ def parse_cli_answer(request: InputRequest, text: str) -> Any:
 
 
 def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    import jsonschema  # only when an answer is checked: a CLI query never loads it
+
     validator = jsonschema.Draft202012Validator(schema)
     messages = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.path)):
@@ -103,6 +103,8 @@ def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
 
 def field_errors(schema: dict[str, Any], value: Any) -> dict[str, str]:
     """Validation messages by top-level field name ('' for the whole value), for forms."""
+    import jsonschema  # only when an answer is checked: a CLI query never loads it
+
     validator = jsonschema.Draft202012Validator(schema)
     result: dict[str, str] = {}
     for error in validator.iter_errors(value):

@@ -13,15 +13,12 @@ the run stays recoverable).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import logging
 import os
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import (
     AgentTuiError,
@@ -38,18 +35,15 @@ from tui._cli.parser import (
     EXIT_USAGE,
     build_parser,
 )
-from tui._cli.settings import (
-    load_config,
-    log_path,
-    model_override,
-    prepare_db_path,
-    resolve_db_path,
-    resolve_workspace,
-)
+
+if TYPE_CHECKING:
+    import asyncio
+
+# Start-up cost (DESIGN §13): ``--version`` needs only argparse, and each command imports what it
+# uses when it runs (asyncio, logging, pydantic, the runtime, Textual for the TUI), so the imports
+# below are deliberately few; tests/test_imports.py checks it in a fresh interpreter.
 
 __all__ = ["main"]
-
-log = logging.getLogger("agent_tui.cli")
 
 USAGE_ERRORS = (ConfigError, DatabaseError, InvalidInput, NotFoundError, ConflictError)
 
@@ -69,6 +63,8 @@ def _one_line(text: str) -> str:
 def _logging_to(path: Path) -> Iterator[None]:
     """Log warnings and errors to ``path``; the file is only created when something is logged,
     and a broken log never breaks a command."""
+    import logging
+
     logging.raiseExceptions = False
     handler = logging.FileHandler(path, delay=True, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -109,8 +105,12 @@ class _Interrupt:
 
 
 async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
+    import asyncio
+    import signal
+
     from tui._cli.commands import COMMANDS, READ_ONLY, RUNS_AN_AGENT, Context, open_runtime
     from tui._cli.render import TerminalSafeWriter
+    from tui._cli.settings import load_config, model_override
 
     # Plain text is made terminal-safe on its way out; JSON stays exact.
     exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
@@ -173,6 +173,8 @@ def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
             )
             return EXIT_USAGE
         raise
+    from tui._cli.settings import model_override
+
     launch = Launch(
         model=model_override(args.model),
         agent=args.agent,
@@ -206,6 +208,8 @@ def _why_unwritable(path: Path) -> str:
 def _check_writable(db_path: Path) -> None:
     """The database folder, the database and the log must be writable (SQLite keeps its journal
     beside the database): say so in one line instead of failing half-way."""
+    from tui._cli.settings import log_path
+
     folder = db_path.parent
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(
@@ -230,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
+    from tui._cli.settings import log_path, prepare_db_path, resolve_db_path
+
     db_path: Path | None = None
     try:
         db_path = resolve_db_path(args.db)
@@ -260,6 +266,10 @@ def _name_the_database(db_path: Path) -> None:
 
 
 def _main(args: argparse.Namespace, db_path: Path) -> int:
+    import asyncio
+
+    from tui._cli.settings import log_path, resolve_workspace
+
     try:
         workspace = resolve_workspace(args.workspace)
         if args.command is None:
@@ -278,7 +288,11 @@ def _main(args: argparse.Namespace, db_path: Path) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:
-        log.exception("unexpected error in agent-tui %s", args.command or "(tui)")
+        import logging
+
+        logging.getLogger("agent_tui.cli").exception(
+            "unexpected error in agent-tui %s", args.command or "(tui)"
+        )
         _say(
             f"agent-tui: unexpected error: {_one_line(str(exc)) or type(exc).__name__} "
             f"(see {log_path(db_path)})"

@@ -17,8 +17,6 @@ import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
-import jsonschema
-
 from runtime.errors import ToolError
 from runtime.fileio import write_text_atomically
 from runtime.images import (
@@ -805,6 +803,8 @@ def validate_arguments(tool: Tool, arguments: Any) -> None:
             f"invalid arguments for {tool.name}: expected a JSON object, got "
             f"{type(arguments).__name__}"
         )
+    import jsonschema  # when a call is checked, not on import: CLI queries never load it
+
     validator = jsonschema.Draft202012Validator(tool.input_schema)
     problems: list[str] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]):

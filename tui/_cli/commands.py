@@ -9,19 +9,23 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from runtime.answers import parse_cli_answer
 from runtime.api import Runtime, UnknownChoice, describe_call
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind, with_file_history
 from runtime.transcript import inherited_history, partial_answer
 from tui._cli import render
-from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.parser import EXIT_OK
-from tui._cli.prompt import Prompter, StdinLines
 from tui._cli.render import runs_table, show_text
+
+if TYPE_CHECKING:
+    from tui._cli.driver import Observer
+
+# The queries (runs, show, cancel, export) stay light: what only the commands that run an agent
+# need (the event printer, the terminal prompter, answer parsing with jsonschema) is imported by
+# those commands when they run.
 
 CLOSE_SECONDS = 10.0
 
@@ -118,6 +122,9 @@ async def _follow(
     observer: Observer | None = None,
 ) -> int:
     """Print the run's events from ``after`` on and follow it to its final boundary."""
+    from tui._cli.driver import EventPrinter, Observer, drive
+    from tui._cli.prompt import Prompter, StdinLines
+
     ctx.current_run_id = run.id
     if observer is None:
         printer = EventPrinter(ctx.out, ctx.err, json_mode=json_mode, main_run_id=run.id)
@@ -176,6 +183,9 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.answers import parse_cli_answer
+    from tui._cli.driver import EventPrinter, Observer
+
     run = await runtime.get_run(args.run_id)
     request: InputRequest | None
     if args.request is not None:
@@ -360,6 +370,8 @@ async def cmd_delete(ctx: Context, runtime: Runtime, args: Any) -> int:
             f"{'' if len(runs) == 1 else 's'}, for good? [y/N] "
         )
         ctx.err.flush()
+        from tui._cli.prompt import StdinLines
+
         line = await StdinLines().readline()
         if (line or "").strip().lower() not in ("y", "yes"):
             ctx.say("Nothing deleted.")
@@ -375,6 +387,8 @@ async def cmd_delete(ctx: Context, runtime: Runtime, args: Any) -> int:
 async def _confirm(ctx: Context, question: str) -> bool:
     ctx.err.write(question + " [y/N] ")
     ctx.err.flush()
+    from tui._cli.prompt import StdinLines
+
     line = await StdinLines().readline()
     return (line or "").strip().lower() in ("y", "yes")
 

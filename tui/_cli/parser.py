@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-from runtime.models import RunState
-
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -18,7 +16,9 @@ EXIT_INPUT_REQUIRED = 3
 EXIT_CANCELLED = 4
 EXIT_INTERRUPTED = 130
 
-RUN_STATES = [state.value for state in RunState]
+RUN_STATES = ["queued", "running", "input_required", "completed", "failed", "cancelled"]
+"""The values of ``runtime.models.RunState``, spelled out so that building the parser (and so
+``--version``) does not import pydantic; tests/test_imports.py checks they match."""
 
 
 def _version() -> str:
