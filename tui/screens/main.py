@@ -38,14 +38,22 @@ from runtime.models import (
 )
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
-from tui import bridge
+from tui import bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import Composer
 from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
-from tui.widgets.job_tree import CheckpointEntry, JobEntry, JobTree, MoreEntry, RunEntry
+from tui.widgets.job_tree import (
+    BrowserDetail,
+    BrowserHeader,
+    CheckpointEntry,
+    JobEntry,
+    JobTree,
+    MoreEntry,
+    RunEntry,
+)
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
@@ -53,15 +61,7 @@ from tui.widgets.tool_call_view import ToolCallView
 if TYPE_CHECKING:
     from tui.app import AgentTuiApp
 
-STATE_FILTERS: list[RunState | None] = [
-    None,
-    RunState.RUNNING,
-    RunState.INPUT_REQUIRED,
-    RunState.FAILED,
-    RunState.COMPLETED,
-    RunState.CANCELLED,
-    RunState.QUEUED,
-]
+STATE_FILTERS = browser_filters.FILTERS
 
 
 # --- messages workers post back ------------------------------------------------------------------
@@ -195,7 +195,7 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
-        self.state_filter: RunState | None = None
+        self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
         self._replay: list[TextualMessage] = []
         self._loading_more = False
@@ -226,7 +226,10 @@ class MainScreen(Screen[None]):
             with Vertical(id="browser"):
                 yield Input(placeholder="/ search messages", id="search")
                 yield Static(self._filter_text(), id="filter", markup=False)
-                yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                with Vertical(id="tree-pane"):
+                    yield BrowserHeader(id="tree-header")
+                    yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                    yield BrowserDetail(id="tree-detail")
                 results = OptionList(id="search-results")
                 results.display = False
                 yield results
@@ -260,7 +263,7 @@ class MainScreen(Screen[None]):
         return self.query_one("#status", StatusLine)
 
     def _filter_text(self) -> str:
-        shown = self.state_filter.value if self.state_filter else "all"
+        shown = browser_filters.filter_name(self.state_filter)
         return f"filter: {shown}  (s to change)"
 
     async def on_mount(self) -> None:
@@ -290,9 +293,13 @@ class MainScreen(Screen[None]):
     # --- browser loading -----------------------------------------------------------------------
     @work(exit_on_error=False, group="jobs")
     async def load_jobs(self, cursor: str | None, *, first: bool = False) -> None:
-        page = await self.runtime.list_jobs(
-            cursor=cursor, limit=self.agent_app.settings.page_size, state=self.state_filter
-        )
+        limit = self.agent_app.settings.page_size
+        if self.state_filter == browser_filters.INTERRUPTED:
+            jobs = await browser_filters.interrupted_jobs(self.runtime, limit=limit)
+            self.post_message(JobsLoaded(jobs, None, first=first))
+            return
+        state = self.state_filter if isinstance(self.state_filter, RunState) else None
+        page = await self.runtime.list_jobs(cursor=cursor, limit=limit, state=state)
         self.post_message(JobsLoaded(page.items, page.next_cursor, first=first))
 
     def on_jobs_loaded(self, message: JobsLoaded) -> None:
@@ -300,6 +307,7 @@ class MainScreen(Screen[None]):
         tree = self.job_tree
         if message.first:
             tree.clear_jobs()
+        tree.empty_text = browser_filters.empty_text(self.state_filter)
         tree.add_jobs(message.jobs, message.next_cursor)
         # A crash leaves runs queued, running or failed: look at those jobs' runs (a page at
         # most) so an interrupted one shows ⚠ on its job row too.
@@ -1053,7 +1061,7 @@ class MainScreen(Screen[None]):
             results.add_option(Option(f"No message matches {message.query!r}", disabled=True))
         results.display = True
         results.highlighted = 0
-        self.job_tree.display = False
+        self.query_one("#tree-pane").display = False
         results.focus()
 
     @on(OptionList.OptionSelected, "#search-results")
@@ -1064,7 +1072,7 @@ class MainScreen(Screen[None]):
     def _close_search(self) -> None:
         self.query_one("#search", Input).value = ""
         self.query_one("#search-results", OptionList).display = False
-        self.job_tree.display = True
+        self.query_one("#tree-pane").display = True
         self.job_tree.focus()
 
 
