@@ -188,6 +188,7 @@ class MainScreen(Screen[None]):
         Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
         Binding("b", "focus_browser", "Browser", show=False),
         Binding("g", "focus_conversation", "Conversation", show=False),
+        Binding("w", "cycle_browser", "Browser width", show=False),
     ]
 
     def __init__(self) -> None:
@@ -792,6 +793,7 @@ class MainScreen(Screen[None]):
         self.composer.focus_input()
 
     def action_focus_browser(self) -> None:
+        self.query_one("#browser").remove_class("-hidden")
         self._focus_pane(0)
 
     def action_focus_conversation(self) -> None:
@@ -1022,6 +1024,19 @@ class MainScreen(Screen[None]):
         self.state_filter = STATE_FILTERS[(index + 1) % len(STATE_FILTERS)]
         self.query_one("#filter", Static).update(self._filter_text())
         self.load_jobs(None, first=True)
+
+    BROWSER_WIDTHS = ("", "-wide", "-narrow", "-hidden")
+
+    def action_cycle_browser(self) -> None:
+        """The browser: normal → wide → narrow → hidden (the conversation takes the rest)."""
+        browser = self.query_one("#browser")
+        index = next((i for i, c in enumerate(self.BROWSER_WIDTHS) if browser.has_class(c)), 0)
+        shown = self.BROWSER_WIDTHS[(index + 1) % len(self.BROWSER_WIDTHS)]
+        browser.remove_class(*(c for c in self.BROWSER_WIDTHS if c))
+        if shown:
+            browser.add_class(shown)
+        if shown == "-hidden" and self.focused is not None and browser in self.focused.ancestors:
+            self.conversation.focus()
 
     def action_search(self) -> None:
         self.query_one("#search", Input).focus()
