@@ -604,6 +604,7 @@ class MainScreen(Screen[None]):
             await self._apply_to_conversation(message)
 
     async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
+        self.status.streamed(message.run_id, len(message.text))
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:
