@@ -38,7 +38,7 @@ from runtime.models import (
 )
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
-from tui import bridge, browser_filters
+from tui import attention, bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -644,10 +644,11 @@ class MainScreen(Screen[None]):
 
     def _tell_waiting(self, request: InputRequest, asker: Run | None) -> None:
         """Ring the bell and say a run waits, with the key that reaches it from here."""
-        self.app.bell()
         typing = isinstance(self.focused, Input)
         key = "Esc, then i" if typing else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
+        mode = getattr(getattr(self.runtime.config, "defaults", None), "notify", "both")
+        attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
         self.notify(
             terminal_safe_line(f"{who}{short(request.prompt, 60)} — press {key} for the inbox"),
             title="A run is waiting for you",
