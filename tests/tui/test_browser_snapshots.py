@@ -36,9 +36,7 @@ async def _a_job_expanded_to_its_checkpoints(pilot: Pilot[Any]) -> None:
     assert node is not None
     tree.move_cursor(node)
     node.expand()
-    await wait_until(
-        pilot, lambda: any(isinstance(c.data, CheckpointEntry) for c in node.children)
-    )
+    await wait_until(pilot, lambda: any(isinstance(c.data, CheckpointEntry) for c in node.children))
     pilot.app.clear_notifications()
     await pilot.pause(0.2)
     await pilot.wait_for_scheduled_animations()
