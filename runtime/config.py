@@ -47,6 +47,8 @@ class Defaults(_Config):
     job_step_budget: int = Field(default=200, ge=1)
     """Steps all runs of one job may take together (stops runaway delegation chains)."""
     max_parallel_tools: int = Field(default=4, ge=1, le=64)
+    notify: Literal["bell", "desktop", "both", "off"] = "both"
+    """When a run waits for input unseen: ring the bell, a desktop notification, both, none."""
 
 
 class AgentConfig(_Config):

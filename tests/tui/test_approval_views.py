@@ -75,6 +75,18 @@ async def _until_approval(pilot: Pilot[Any]) -> None:
     assert isinstance(screen, MainScreen)
     await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
     await wait_until(pilot, lambda: isinstance(pilot.app.focused, ApprovalPrompt))
+
+    def caught_up() -> bool:
+        # The status line and the browser row show the wait too (they may lag the prompt).
+        run = screen.selected_run
+        node = screen.job_tree.run_node(run.id) if run else None
+        return bool(
+            node is not None
+            and screen.job_tree.row_text(node).startswith("?")
+            and "input required" in screen.status.text
+        )
+
+    await wait_until(pilot, caught_up)
     pilot.app.clear_notifications()
     await pilot.pause(0.3)
     await pilot.wait_for_scheduled_animations()

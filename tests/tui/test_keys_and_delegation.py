@@ -340,7 +340,7 @@ async def test_job_rows_keep_agent_tokens_and_the_whole_cost_at_120_columns(
         rows = [row for row in tree_rows(screen.job_tree) if row.strip()]
         assert len(rows) >= 3
         for row in rows:
-            assert re.search(r"default +\d+s +[\d.]+k? \$0\.00$", row), row
+            assert re.search(r"default +\d+s +[\d.]+k? +\$0\.00$", row), row
         assert any("…" in row for row in rows)  # a long title is ellipsised, not the figures
 
 

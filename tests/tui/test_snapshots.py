@@ -87,6 +87,10 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
     # A focused answer field blinks its cursor: hold it still so the picture is stable.
     for field in screen.query(Input):
         field.cursor_blink = False
+    # The scrollbar's thumb is drawn from its own repaint, which the last scroll of a layout
+    # change can leave unpainted: repaint the settled state so the picture is always the same.
+    screen.conversation.vertical_scrollbar.refresh()
+    screen.conversation.refresh()
     await pilot.pause(0.1)
 
 

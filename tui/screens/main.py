@@ -38,7 +38,7 @@ from runtime.models import (
 )
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
-from tui import bridge
+from tui import attention, bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -46,7 +46,15 @@ from tui.widgets.composer import SLASH_COMMANDS, Composer
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
-from tui.widgets.job_tree import CheckpointEntry, JobEntry, JobTree, MoreEntry, RunEntry
+from tui.widgets.job_tree import (
+    BrowserDetail,
+    BrowserHeader,
+    CheckpointEntry,
+    JobEntry,
+    JobTree,
+    MoreEntry,
+    RunEntry,
+)
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
@@ -54,15 +62,7 @@ from tui.widgets.tool_call_view import ToolCallView
 if TYPE_CHECKING:
     from tui.app import AgentTuiApp
 
-STATE_FILTERS: list[RunState | None] = [
-    None,
-    RunState.RUNNING,
-    RunState.INPUT_REQUIRED,
-    RunState.FAILED,
-    RunState.COMPLETED,
-    RunState.CANCELLED,
-    RunState.QUEUED,
-]
+STATE_FILTERS = browser_filters.FILTERS
 
 
 # --- messages workers post back ------------------------------------------------------------------
@@ -223,6 +223,7 @@ class MainScreen(Screen[None]):
         Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
         Binding("b", "focus_browser", "Browser", show=False),
         Binding("g", "focus_conversation", "Conversation", show=False),
+        Binding("w", "cycle_browser", "Browser width", show=False),
     ]
 
     LETTER_ACTIONS = frozenset(
@@ -250,7 +251,7 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
-        self.state_filter: RunState | None = None
+        self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
         self._replay: list[TextualMessage] = []
         self._loading_more = False
@@ -286,7 +287,10 @@ class MainScreen(Screen[None]):
             with Vertical(id="browser"):
                 yield Input(placeholder="/ search messages", id="search")
                 yield Static(self._filter_text(), id="filter", markup=False)
-                yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                with Vertical(id="tree-pane"):
+                    yield BrowserHeader(id="tree-header")
+                    yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                    yield BrowserDetail(id="tree-detail")
                 results = OptionList(id="search-results")
                 results.display = False
                 yield results
@@ -320,7 +324,7 @@ class MainScreen(Screen[None]):
         return self.query_one("#status", StatusLine)
 
     def _filter_text(self) -> str:
-        shown = self.state_filter.value if self.state_filter else "all"
+        shown = browser_filters.filter_name(self.state_filter)
         return f"filter: {shown}  (s to change)"
 
     async def on_mount(self) -> None:
@@ -429,9 +433,13 @@ class MainScreen(Screen[None]):
     # --- browser loading -----------------------------------------------------------------------
     @work(exit_on_error=False, group="jobs")
     async def load_jobs(self, cursor: str | None, *, first: bool = False) -> None:
-        page = await self.runtime.list_jobs(
-            cursor=cursor, limit=self.agent_app.settings.page_size, state=self.state_filter
-        )
+        limit = self.agent_app.settings.page_size
+        if self.state_filter == browser_filters.INTERRUPTED:
+            jobs = await browser_filters.interrupted_jobs(self.runtime, limit=limit)
+            self.post_message(JobsLoaded(jobs, None, first=first))
+            return
+        state = self.state_filter if isinstance(self.state_filter, RunState) else None
+        page = await self.runtime.list_jobs(cursor=cursor, limit=limit, state=state)
         self.post_message(JobsLoaded(page.items, page.next_cursor, first=first))
 
     def on_jobs_loaded(self, message: JobsLoaded) -> None:
@@ -439,6 +447,7 @@ class MainScreen(Screen[None]):
         tree = self.job_tree
         if message.first:
             tree.clear_jobs()
+        tree.empty_text = browser_filters.empty_text(self.state_filter)
         tree.add_jobs(message.jobs, message.next_cursor)
         # A crash leaves runs queued, running or failed: look at those jobs' runs (a page at
         # most) so an interrupted one shows ⚠ on its job row too.
@@ -620,8 +629,16 @@ class MainScreen(Screen[None]):
         for pending in replay:
             await self._apply_to_conversation(pending)
         self._show_run_state(message.run)
-        if message.request is not None:
-            await self.show_prompt(message.request, asker=message.asker)
+        request, asker = message.request, message.asker
+        if request is None and not message.run.state.is_terminal:
+            # The run may have started waiting while it loaded (its state change arrived
+            # before the run was on screen): ask the store, which is the truth.
+            request = await self.runtime.open_request(message.run.id)
+            asker = None
+            if request is not None:
+                self.refresh_run(message.run.id)  # the state change this view missed
+        if request is not None:
+            await self.show_prompt(request, asker=asker)
         else:
             await self.hide_prompt()
         back_to, self._return_to_tool = self._return_to_tool, None
@@ -736,6 +753,7 @@ class MainScreen(Screen[None]):
             await self._apply_to_conversation(message)
 
     async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
+        self.status.streamed(message.run_id, len(message.text))
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:
@@ -780,10 +798,11 @@ class MainScreen(Screen[None]):
 
     def _tell_waiting(self, request: InputRequest, asker: Run | None) -> None:
         """Ring the bell and say a run waits, with the key that reaches it from here."""
-        self.app.bell()
         typing = isinstance(self.focused, Input)
         key = "Esc, then i" if typing else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
+        mode = getattr(getattr(self.runtime.config, "defaults", None), "notify", "both")
+        attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
         self.notify(
             terminal_safe_line(f"{who}{short(request.prompt, 60)} — press {key} for the inbox"),
             title="A run is waiting for you",
@@ -1174,6 +1193,7 @@ class MainScreen(Screen[None]):
         self.composer.focus_input()
 
     def action_focus_browser(self) -> None:
+        self.query_one("#browser").remove_class("-hidden")
         self._focus_pane(0)
 
     def action_focus_conversation(self) -> None:
@@ -1437,6 +1457,19 @@ class MainScreen(Screen[None]):
         self.query_one("#filter", Static).update(self._filter_text())
         self.load_jobs(None, first=True)
 
+    BROWSER_WIDTHS = ("", "-wide", "-narrow", "-hidden")
+
+    def action_cycle_browser(self) -> None:
+        """The browser: normal → wide → narrow → hidden (the conversation takes the rest)."""
+        browser = self.query_one("#browser")
+        index = next((i for i, c in enumerate(self.BROWSER_WIDTHS) if browser.has_class(c)), 0)
+        shown = self.BROWSER_WIDTHS[(index + 1) % len(self.BROWSER_WIDTHS)]
+        browser.remove_class(*(c for c in self.BROWSER_WIDTHS if c))
+        if shown:
+            browser.add_class(shown)
+        if shown == "-hidden" and self.focused is not None and browser in self.focused.ancestors:
+            self.conversation.focus()
+
     def action_search(self) -> None:
         self.query_one("#search", Input).focus()
 
@@ -1475,7 +1508,7 @@ class MainScreen(Screen[None]):
             results.add_option(Option(f"No message matches {message.query!r}", disabled=True))
         results.display = True
         results.highlighted = 0
-        self.job_tree.display = False
+        self.query_one("#tree-pane").display = False
         results.focus()
 
     @on(OptionList.OptionSelected, "#search-results")
@@ -1486,7 +1519,7 @@ class MainScreen(Screen[None]):
     def _close_search(self) -> None:
         self.query_one("#search", Input).value = ""
         self.query_one("#search-results", OptionList).display = False
-        self.job_tree.display = True
+        self.query_one("#tree-pane").display = True
         self.job_tree.focus()
 
 

@@ -1,9 +1,13 @@
 """The browser: jobs → runs (a delegation's sub-runs under their parent) → checkpoints, as a
 tree paged lazily.
 
-Each row is laid out for the width it has: the state icon, the title (ellipsised), then a
-right-aligned block of agent, age, tokens and cost. When the pane is narrow the age goes first,
-then the agent, then the tokens: the cost is never cut."""
+Each row is laid out in columns for the width the tree has: the state icon, the title
+(ellipsised), then fixed-width columns of agent, age ("updated … ago"), tokens and cost, named
+by a header row over the tree. When the pane is narrow the age column goes first, then the
+agent, then the tokens: the cost is never dropped. Every row shows the same columns, so they
+line up and a wide cost never shifts the agent. The ages tick while the screen is open: a
+timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
+A detail line under the tree says what the row under the cursor is, its age in words."""
 
 from __future__ import annotations
 
@@ -11,17 +15,46 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Tree
+from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from runtime.models import Checkpoint, Job, Run
 from runtime.textsafe import terminal_safe_line
-from tui.widgets._format import STATE_ICONS, age, cost, run_icon, short, tokens
+from tui.widgets._format import STATE_ICONS, age, cost, needs_resume, run_icon, short, tokens
 
-AGENT_WIDTH = 11
-TITLE_MIN = 12
-"""A title keeps at least this many cells (or its whole length) before figures are dropped."""
+COLUMNS = ("agent", "age", "tokens", "cost")
+COLUMN_WIDTHS = {"agent": 10, "age": 3, "tokens": 5, "cost": 7}
+COLUMN_TITLES = {"agent": "agent", "age": "upd", "tokens": "tok", "cost": "cost"}
+TITLE_MIN = 11
+"""A title keeps at least this many cells before figure columns are dropped."""
+AGE_TICK = 1.0
+"""Seconds between two recomputations of the ages on screen."""
 INTERRUPTED_ICON = "⚠"
+
+
+class BrowserHeader(Static):
+    """The column names over the tree (the tree keeps it up to date)."""
+
+    DEFAULT_CSS = """
+    BrowserHeader { height: 1; color: $text-muted; text-wrap: nowrap; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+
+
+class BrowserDetail(Static):
+    """The row under the cursor in words: "run · default · completed · updated 3m ago · …"."""
+
+    DEFAULT_CSS = """
+    BrowserDetail {
+        height: auto; max-height: 3; color: $text-muted; padding: 0 1;
+        border-top: hkey $panel-lighten-1;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -46,7 +79,14 @@ class MoreEntry:
     cursor: str
 
 
-NodeData = JobEntry | RunEntry | CheckpointEntry | MoreEntry
+@dataclass
+class EmptyEntry:
+    """The one row of an empty page: what is empty (a filter with no match, a new database)."""
+
+    text: str
+
+
+NodeData = JobEntry | RunEntry | CheckpointEntry | MoreEntry | EmptyEntry
 
 
 def interrupted_runs(runs: list[Run]) -> list[Run]:
@@ -76,31 +116,68 @@ class JobTree(Tree[NodeData]):
         self._more: TreeNode[NodeData] | None = None
         self.loaded_runs: set[str] = set()
         """Jobs whose runs have been loaded."""
+        self.now: float | None = None
+        """The clock the ages are computed against (None: the wall clock)."""
+        self._shown_ages: dict[int, str] = {}
+        self.empty_text = ""
+        """Shown as the only row when a first page has no job ("" shows nothing)."""
 
     # --- rows ----------------------------------------------------------------------------------
-    def _row(self, data: NodeData | None) -> tuple[str, str, list[str], str]:
-        """(icon, title, meta in reading order — agent, age, tokens —, cost)."""
+    def columns(self, room: int | None = None) -> tuple[str, ...]:
+        """The figure columns shown at this width, left to right (a subset of ``COLUMNS``):
+        every row uses the same set, so the header names them and they line up. The title
+        keeps ``TITLE_MIN`` cells first; the age goes first, then the agent, then the tokens;
+        the cost always stays."""
+        if room is None:
+            room = self._width_room(depth=0, expandable=True)
+        wanted = [name for name in COLUMNS if not (name == "age" and self.hide_ages)]
+        for drop in ("age", "agent", "tokens"):
+            used = 2 + TITLE_MIN + sum(COLUMN_WIDTHS[name] + 1 for name in wanted)
+            if used <= room:
+                break
+            if drop in wanted:
+                wanted.remove(drop)
+        return tuple(wanted)
+
+    def _cells(self, data: NodeData | None) -> tuple[str, str, dict[str, str]]:
+        """(icon, title, figure per column) of a row."""
         if isinstance(data, JobEntry):
             job = data.job
             icon = INTERRUPTED_ICON if data.interrupted else STATE_ICONS[job.latest_run_state]
-            return icon, job.title, self._meta(job.agent, job.updated_at, job), cost(job.cost_usd)
+            return icon, job.title, self._figures(job.agent, job.updated_at, job)
         if isinstance(data, RunEntry):
             run = data.run
             kind = "sub-run" if run.parent_run_id else ("retry" if run.retry_of_run_id else "run")
-            meta = self._meta(run.agent, run.updated_at, run)
-            return run_icon(run), run.input or kind, meta, cost(run.cost_usd)
+            return run_icon(run), run.input or kind, self._figures(run.agent, run.updated_at, run)
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
-            meta = [f"msg {checkpoint.last_position}", tokens(checkpoint.usage.total_tokens)]
-            return "◆", f"step {checkpoint.step}", meta, ""
-        return "", "… more", [], ""
+            figures = {
+                "agent": f"msg {checkpoint.last_position}",
+                "age": self._age(checkpoint.created_at),
+                "tokens": tokens(checkpoint.usage.total_tokens),
+                "cost": "",
+            }
+            return "◆", f"step {checkpoint.step}", figures
+        if isinstance(data, EmptyEntry):
+            return "", data.text, {}
+        return "", "… more", {}
 
-    def _meta(self, agent: str, updated_at: float, item: Job | Run) -> list[str]:
-        meta = [short(agent, AGENT_WIDTH).ljust(AGENT_WIDTH)]
-        if not self.hide_ages:
-            meta.append(age(updated_at).rjust(3))
-        meta.append(tokens(item.usage.total_tokens).rjust(5))
-        return meta
+    def _age(self, timestamp: float) -> str:
+        return "" if self.hide_ages else age(timestamp, now=self.now)
+
+    def _figures(self, agent: str, updated_at: float, item: Job | Run) -> dict[str, str]:
+        return {
+            "agent": agent,
+            "age": self._age(updated_at),
+            "tokens": tokens(item.usage.total_tokens),
+            "cost": cost(item.cost_usd),
+        }
+
+    def _width_room(self, *, depth: int, expandable: bool) -> int:
+        guides = depth * self.guide_depth
+        expander = 2 if expandable else 0
+        width = self.scrollable_content_region.width or self.size.width or 60
+        return max(12, width - guides - expander - 1)
 
     def _room(self, node: TreeNode[NodeData]) -> int:
         """Cells left for a node's label after its guides and expander."""
@@ -109,10 +186,7 @@ class JobTree(Tree[NodeData]):
         while ancestor is not None and ancestor is not self.root:
             depth += 1
             ancestor = ancestor.parent
-        guides = depth * self.guide_depth
-        expander = 2 if node.allow_expand else 0
-        width = self.scrollable_content_region.width or self.size.width or 60
-        return max(12, width - guides - expander - 1)
+        return self._width_room(depth=depth, expandable=node.allow_expand)
 
     def render_label(self, node: TreeNode[NodeData], base_style: Style, style: Style) -> Text:
         label = self._label(node)
@@ -124,11 +198,11 @@ class JobTree(Tree[NodeData]):
 
     def _label(self, node: TreeNode[NodeData]) -> Text:
         room = self._room(node)
-        icon, title, meta, money = self._row(node.data)
+        icon, title, figures = self._cells(node.data)
         title = terminal_safe_line(title)  # a job title comes from a prompt
-        if isinstance(node.data, MoreEntry):
-            return Text("… more", style="dim")
-        right = self._figures(room - 2 - min(len(title), TITLE_MIN) - 1, meta, money)
+        if isinstance(node.data, MoreEntry | EmptyEntry):
+            return Text(short(title, room), style="dim italic")
+        right = self._right(figures, room)
         title_room = max(1, room - 2 - (len(right) + 1 if right else 0))
         label = Text()
         label.append(icon + " ", style="bold")
@@ -137,37 +211,68 @@ class JobTree(Tree[NodeData]):
             label.append(" " + right, style="dim")
         return label
 
-    @staticmethod
-    def _figures(room: int, meta: list[str], money: str) -> str:
-        """The right-hand figures that fit in ``room``: the cost always; then the tokens, the
-        agent (padded to a column, or shortened to no less than 6 cells) and the age."""
-        padded, *rest = meta if meta else [""]
-        agent = padded.rstrip()
-        tokens_text = rest[-1] if rest else ""
-        age_text = rest[0] if len(rest) == 2 else ""
-        parts = {"cost": money, "tokens": "", "agent": "", "age": ""}
+    def _right(self, figures: dict[str, str], room: int) -> str:
+        """The figure columns, each padded to its width (the cost, the tokens and the age
+        right-aligned, the agent left-aligned and shortened to fit)."""
+        cells = []
+        for name in self.columns():
+            width = COLUMN_WIDTHS[name]
+            text = figures.get(name, "")
+            cells.append(short(text, width).ljust(width) if name == "agent" else text.rjust(width))
+        return " ".join(cells)
 
-        def width() -> int:
-            return len(" ".join(p for p in parts.values() if p))
-
-        for name, text in (("tokens", tokens_text), ("agent", agent), ("age", age_text)):
-            if not text:
-                continue
-            parts[name] = text
-            if width() <= room:
-                continue
+    def header(self) -> Text:
+        """The column names over the rows, aligned with a job row's cells."""
+        room = self._width_room(depth=0, expandable=True)
+        names = self.columns(room)
+        widths = [COLUMN_WIDTHS[name] for name in names]
+        used = sum(width + 1 for width in widths)
+        title_room = max(1, room - 2 - used)
+        header = Text(no_wrap=True, overflow="crop")
+        header.append("    ")
+        header.append("job", style="underline")
+        header.append(" " * (title_room - 3))
+        for name, width in zip(names, widths, strict=True):
+            title = COLUMN_TITLES[name]
+            pad = " " * (width - len(title))
+            header.append(" " if name == "agent" else " " + pad)
+            header.append(title, style="underline")
             if name == "agent":
-                for cut in range(len(agent) - 1, 5, -1):
-                    parts[name] = short(agent, cut)
-                    if width() <= room:
-                        break
-                if width() <= room:
-                    continue
-            parts[name] = ""
-        if parts["agent"] == agent and width() + len(padded) - len(agent) <= room:
-            parts["agent"] = padded  # a column, so the figures line up row under row
-        order = ("agent", "age", "tokens", "cost")
-        return " ".join(parts[name] for name in order if parts[name]).strip()
+                header.append(pad)
+        return header
+
+    def header_text(self) -> str:
+        return self.header().plain
+
+    def detail_text(self) -> str:
+        """What the row under the cursor is, in words (ages spelled out)."""
+        node = self.cursor_node
+        data = node.data if node is not None else None
+        if isinstance(data, JobEntry):
+            job = data.job
+            words = [f"job · {job.agent}", self._ago("updated", job.updated_at)]
+            usage, money = job.usage.total_tokens, job.cost_usd
+        elif isinstance(data, RunEntry):
+            run = data.run
+            state = "interrupted" if needs_resume(run) else run.state.value.replace("_", " ")
+            words = [f"run · {run.agent} · {state}", self._ago("updated", run.updated_at)]
+            usage, money = run.usage.total_tokens, run.cost_usd
+        elif isinstance(data, CheckpointEntry):
+            checkpoint = data.checkpoint
+            words = [
+                f"checkpoint · step {checkpoint.step} · msg {checkpoint.last_position}",
+                self._ago("saved", checkpoint.created_at),
+            ]
+            usage, money = checkpoint.usage.total_tokens, -1.0
+        else:
+            return ""
+        words.append(f"{tokens(usage)} tokens")
+        if money >= 0:
+            words.append(cost(money))
+        return " · ".join(word for word in words if word)
+
+    def _ago(self, verb: str, timestamp: float) -> str:
+        return "" if self.hide_ages else f"{verb} {age(timestamp, now=self.now)} ago"
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
         return self._room(node) + (2 if node.allow_expand else 0)
@@ -175,6 +280,57 @@ class JobTree(Tree[NodeData]):
     def row_text(self, node: TreeNode[NodeData]) -> str:
         """A row's label as a person reads it, without the tree's guides and expander."""
         return self._label(node).plain
+
+    # --- the clock and the labels around the tree -----------------------------------------------
+    def on_mount(self) -> None:
+        if not self.hide_ages:
+            self.set_interval(AGE_TICK, self.tick)
+
+    def tick(self, now: float | None = None) -> None:
+        """Redraw the rows whose age label changed (no database query: ages are computed
+        from the rows' timestamps), and the detail line."""
+        self.now = now
+        for node in self._visible_nodes():
+            text = self._age_of(node.data)
+            if text != self._shown_ages.get(id(node)):
+                self._shown_ages[id(node)] = text
+                self._redraw_node(node)
+        self._sync_labels()
+
+    def _age_of(self, data: NodeData | None) -> str:
+        if isinstance(data, JobEntry):
+            return self._age(data.job.updated_at)
+        if isinstance(data, RunEntry):
+            return self._age(data.run.updated_at)
+        if isinstance(data, CheckpointEntry):
+            return self._age(data.checkpoint.created_at)
+        return ""
+
+    def _visible_nodes(self) -> list[TreeNode[NodeData]]:
+        shown: list[TreeNode[NodeData]] = []
+        pending = list(self.root.children)
+        while pending:
+            node = pending.pop()
+            shown.append(node)
+            if node.is_expanded:
+                pending.extend(node.children)
+        return shown
+
+    def _sync_labels(self) -> None:
+        parent = self.parent
+        if parent is None:
+            return
+        for header in parent.query_children(BrowserHeader):
+            header.update(self.header())
+        for detail in parent.query_children(BrowserDetail):
+            detail.update(self.detail_text())
+
+    def on_resize(self) -> None:
+        self._sync_labels()
+
+    def watch_cursor_line(self, previous_line: int, line: int) -> None:
+        super().watch_cursor_line(previous_line, line)
+        self._sync_labels()
 
     # --- feeding -------------------------------------------------------------------------------
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
@@ -191,6 +347,9 @@ class JobTree(Tree[NodeData]):
             self._jobs[job.id] = node
         if next_cursor is not None:
             self._more = self.root.add_leaf("… more", MoreEntry(next_cursor))
+        if not self._jobs and self.empty_text:
+            self.root.add_leaf(self.empty_text, EmptyEntry(self.empty_text))
+        self._sync_labels()
 
     def clear_jobs(self) -> None:
         self.clear()
@@ -203,6 +362,9 @@ class JobTree(Tree[NodeData]):
     def upsert_job(self, job: Job) -> TreeNode[NodeData]:
         node = self._jobs.get(job.id)
         if node is None:
+            for child in list(self.root.children):
+                if isinstance(child.data, EmptyEntry):
+                    child.remove()
             first = self.root.children[0] if self.root.children else None
             if first is not None:
                 node = self.root.add(job.title, JobEntry(job), before=first)
@@ -214,6 +376,7 @@ class JobTree(Tree[NodeData]):
             interrupted = isinstance(node.data, JobEntry) and node.data.interrupted
             node.data = JobEntry(job, interrupted=interrupted)
             self._redraw_node(node)
+        self._sync_labels()
         return node
 
     def _mark_interrupted(self, job_id: str) -> None:
@@ -238,6 +401,7 @@ class JobTree(Tree[NodeData]):
         for run in sorted(runs, key=lambda r: r.created_at):
             self._add_run_node(run, by_id)
         self._mark_interrupted(job_id)
+        self._sync_labels()
 
     def _add_run_node(self, run: Run, by_id: dict[str, Run]) -> TreeNode[NodeData] | None:
         if run.id in self._runs:
@@ -249,8 +413,18 @@ class JobTree(Tree[NodeData]):
             parent = self._jobs.get(run.job_id)
         if parent is None:
             return None
-        node = parent.add(run.input or "run", RunEntry(run), expand=True)
+        node = self._add_run_child(parent, run)
         self._runs[run.id] = node
+        return node
+
+    @staticmethod
+    def _add_run_child(parent: TreeNode[NodeData], run: Run) -> TreeNode[NodeData]:
+        """A run row, collapsed: expanding it lists its checkpoints (the screen loads them on
+        ``NodeExpanded``). A run that gets a sub-run is expanded through ``expand()`` so the
+        sub-run shows and the event still fires, loading the parent's checkpoints too."""
+        node = parent.add(run.input or "run", RunEntry(run))
+        if isinstance(parent.data, RunEntry) and not parent.is_expanded:
+            parent.expand()
         return node
 
     def upsert_run(self, run: Run) -> None:
@@ -262,18 +436,21 @@ class JobTree(Tree[NodeData]):
         elif run.job_id in self.loaded_runs:
             parent = self._runs.get(run.parent_run_id or "") or self._jobs.get(run.job_id)
             if parent is not None:
-                self._runs[run.id] = parent.add(run.input or "run", RunEntry(run), expand=True)
+                self._runs[run.id] = self._add_run_child(parent, run)
         self._mark_interrupted(run.job_id)
+        self._sync_labels()
 
     def set_checkpoints(self, run_id: str, checkpoints: list[Checkpoint]) -> None:
         node = self._runs.get(run_id)
         if node is None:
             return
         for child in list(node.children):
-            if isinstance(child.data, CheckpointEntry):
+            if isinstance(child.data, CheckpointEntry | EmptyEntry):
                 child.remove()
         for checkpoint in checkpoints:
             node.add_leaf(f"step {checkpoint.step}", CheckpointEntry(checkpoint))
+        if not checkpoints and not node.children:
+            node.add_leaf("no checkpoint yet", EmptyEntry("no checkpoint yet"))
 
     def job_node(self, job_id: str) -> TreeNode[NodeData] | None:
         return self._jobs.get(job_id)

@@ -1,10 +1,15 @@
 """The status line: model, run state, step, tokens, cost and context fill.
 
 The figures come first and the demo-model notice last, so a narrow terminal clips the notice,
-never the figures."""
+never the figures. While the run works: a spinner and the time it has run, the key that stops
+it, and the tokens counted live as text streams — estimated (``~``, about four characters a
+token) until the provider's usage arrives with the committed message."""
 
 from __future__ import annotations
 
+import time
+
+from textual.timer import Timer
 from textual.widgets import Static
 
 from runtime.models import Run, RunState
@@ -17,6 +22,22 @@ DEMO_HINTS = (
     "demo model",
 )
 """The notice for the demo model, longest first: the longest that fits is shown."""
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPIN_INTERVAL = 0.1
+CHARS_PER_TOKEN = 4
+"""The estimate of streamed tokens before the provider counts them."""
+STOP_HINT = "esc to interrupt"
+"""The key that stops the run on screen (the screen's binding)."""
+
+
+def format_elapsed(seconds: float) -> str:
+    """``7s``, ``1m 05s``, ``1h 02m``."""
+    seconds = int(max(0.0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
 
 
 class StatusLine(Static):
@@ -35,6 +56,12 @@ class StatusLine(Static):
         self.context_window: int | None = None
         self.next_run: dict[str, str] = {}
         """``/model`` or ``/agent`` chosen for the next run (shown until it starts)."""
+        self.streamed_chars = 0
+        """Characters streamed since the run's usage was last counted by the provider."""
+        self.now: float | None = None
+        """The clock for the elapsed time (None: the wall clock)."""
+        self._frame = 0
+        self._spinner: Timer | None = None
 
     def show(
         self,
@@ -50,13 +77,41 @@ class StatusLine(Static):
             self.model = model
         if notice is not None:
             self.model_notice = notice
+        previous = self.run
+        if (
+            run is None
+            or previous is None
+            or previous.id != run.id
+            or previous.usage.total_tokens != run.usage.total_tokens
+        ):
+            self.streamed_chars = 0  # the provider's figure replaces the estimate
         self.run = run
         self.context_window = context_window
         self.set_class(run is not None and run.state is RunState.INPUT_REQUIRED, "-waiting")
         self.set_class(
             run is not None and (run.state is RunState.FAILED or needs_resume(run)), "-error"
         )
-        self.set_class(run is not None and run.state is RunState.RUNNING, "-running")
+        working = run is not None and run.state is RunState.RUNNING and not needs_resume(run)
+        self.set_class(working, "-running")
+        if working and self._spinner is None:
+            self._spinner = self.set_interval(SPIN_INTERVAL, self._spin)
+        elif not working and self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        self.update(self.text)
+
+    def streamed(self, run_id: str, chars: int) -> None:
+        """Text (or thinking) of the run on screen arrived: count it until usage comes."""
+        if self.run is not None and self.run.id == run_id:
+            self.streamed_chars += chars
+            self.update(self.text)
+
+    @property
+    def working(self) -> bool:
+        return self._spinner is not None
+
+    def _spin(self) -> None:
+        self._frame = (self._frame + 1) % len(SPINNER)
         self.update(self.text)
 
     def on_resize(self) -> None:
@@ -74,13 +129,20 @@ class StatusLine(Static):
             state = run.state.value.replace("_", " ")
             if needs_resume(run):
                 state = "interrupted (R retry · f fork)"
+            if self.working:
+                started = run.created_at  # the run's age: its waits for input included
+                now = self.now if self.now is not None else time.time()
+                state = f"{SPINNER[self._frame]} {state} {format_elapsed(now - started)}"
+            count = tokens(run.usage.total_tokens + self.streamed_chars // CHARS_PER_TOKEN)
             parts += [
                 state,
                 f"step {run.step}/{run.max_steps}",
-                f"{tokens(run.usage.total_tokens)} tok",
+                f"~{count} tok" if self.streamed_chars else f"{count} tok",
                 cost(run.cost_usd),
                 context_fill(run.context_tokens, self.context_window),
             ]
+            if self.working:
+                parts.append(STOP_HINT)
         figures = SEPARATOR.join(parts)
         if not self.model_notice:
             return figures

@@ -1,0 +1,194 @@
+"""The browser (issue 11 point 6): named columns that line up, ages that tick, checkpoints
+under an expanded run, the interrupted filter, an empty filter result, a browser that hides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.api import Runtime
+from tests.tui.helpers import finish_run, make_app, open_runtime, wait_for_browser, wait_until
+from tui import browser_filters
+from tui.screens.main import MainScreen
+from tui.widgets.job_tree import BrowserDetail, BrowserHeader, CheckpointEntry, EmptyEntry
+
+WIDE = (140, 45)
+
+
+def main_screen(app: Any) -> MainScreen:
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def rendered(widget: Any) -> str:
+    return str(widget.render())
+
+
+async def _two_finished_jobs(runtime: Runtime) -> None:
+    for task in ("summarise this project and then some more words", "list the TODOs"):
+        run = await runtime.start(task)
+        await finish_run(runtime, run.id)
+
+
+async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
+    runtime: Runtime, workspace: Path
+) -> None:
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        header = rendered(screen.query_one(BrowserHeader))
+        assert header.split() == ["job", "agent", "upd", "tok", "cost"]
+        for job_id in tree.job_ids:
+            node = tree.job_node(job_id)
+            assert node is not None
+            row = "▶ " + tree.row_text(node)
+            assert row.index("default") == header.index("agent")
+            assert len(row.rstrip()) == len(header.rstrip())  # the cost ends under "cost"
+            assert row.rstrip().endswith("$0.00")
+
+
+async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(
+    runtime: Runtime, workspace: Path
+) -> None:
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        header = rendered(screen.query_one(BrowserHeader)).split()
+        assert header[0] == "job" and header[-1] == "cost"
+        assert "upd" not in header  # the age goes first; the detail line still says it
+        tree = screen.job_tree
+        for job_id in tree.job_ids:
+            node = tree.job_node(job_id)
+            assert node is not None
+            assert tree.row_text(node).rstrip().endswith("$0.00")
+        await wait_until(pilot, lambda: "updated" in rendered(screen.query_one(BrowserDetail)))
+
+
+async def test_ages_tick_without_a_new_row_and_the_detail_says_updated_ago(
+    runtime: Runtime, workspace: Path
+) -> None:
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        node = tree.cursor_node
+        assert node is not None
+        job = node.data.job  # type: ignore[union-attr]
+        tree.tick(now=job.updated_at + 3 * 60 + 5)
+        await pilot.pause()
+        assert " 3m " in tree.row_text(node)
+        assert "updated 3m ago" in rendered(screen.query_one(BrowserDetail))
+        tree.tick(now=job.updated_at + 2 * 3600)
+        await pilot.pause()
+        assert " 2h " in tree.row_text(node)
+        assert "updated 2h ago" in rendered(screen.query_one(BrowserDetail))
+
+
+async def test_expanding_a_run_lists_its_checkpoints_at_once(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    checkpoints = await runtime.checkpoints(run.id)
+    assert checkpoints
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await pilot.press("space")  # expand the job: its runs
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        run_node = tree.run_node(run.id)
+        assert run_node is not None
+        assert not run_node.is_expanded  # collapsed: no ▼ over nothing
+        await pilot.press("down", "space")  # expand the run, once
+        await wait_until(
+            pilot,
+            lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)],
+        )
+        shown = [c.data.checkpoint.id for c in run_node.children]  # type: ignore[union-attr]
+        assert shown == [checkpoint.id for checkpoint in checkpoints]
+        assert tree.row_text(run_node.children[0]).startswith("◆ step")
+
+
+async def test_a_state_filter_with_no_match_says_so(runtime: Runtime, workspace: Path) -> None:
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("s")  # running: none
+        tree = screen.job_tree
+
+        def only_row() -> str:
+            rows = list(tree.root.children)
+            if len(rows) == 1 and isinstance(rows[0].data, EmptyEntry):
+                return tree.row_text(rows[0])
+            return ""
+
+        await wait_until(pilot, lambda: "no job matches filter: running" in only_row())
+        assert not tree.job_ids
+
+
+async def test_the_interrupted_filter_shows_only_jobs_with_an_interrupted_run(
+    db_path: Path, workspace: Path
+) -> None:
+    first = await open_runtime(db_path, workspace, model="demo")
+    try:
+        done = await first.start("list the TODOs")
+        await finish_run(first, done.id)
+        cut = await first.start("summarise this project")
+    finally:
+        await first.close()  # the streaming demo run is cut off mid-way
+    second = await open_runtime(db_path, workspace)
+    try:
+        found = await browser_filters.interrupted_jobs(second, limit=50)
+        assert [job.id for job in found] == [cut.job_id]
+        assert browser_filters.INTERRUPTED in browser_filters.FILTERS
+        app = make_app(second, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            assert set(screen.job_tree.job_ids) == {cut.job_id, done.job_id}
+            while screen.state_filter != browser_filters.INTERRUPTED:
+                await pilot.press("s")
+            await wait_until(pilot, lambda: screen.job_tree.job_ids == [cut.job_id])
+            assert "filter: interrupted" in rendered(screen.query_one("#filter"))
+    finally:
+        await second.close()
+
+
+async def test_w_cycles_the_browser_wide_narrow_hidden_and_the_conversation_takes_the_width(
+    runtime: Runtime, workspace: Path
+) -> None:
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        browser = screen.query_one("#browser")
+        conversation = screen.conversation
+        normal = browser.size.width
+        await pilot.press("w")
+        await pilot.pause()
+        assert browser.size.width > normal
+        await pilot.press("w")
+        await pilot.pause()
+        assert browser.size.width < normal
+        await pilot.press("w")
+        await pilot.pause()
+        assert not browser.display
+        assert conversation.size.width >= WIDE[0] - 2  # the conversation has the width
+        assert app.focused is not screen.job_tree
+        await pilot.press("b")  # focusing the browser brings it back
+        await pilot.pause()
+        assert browser.display and app.focused is screen.job_tree
+        assert browser.size.width == normal

@@ -1,0 +1,77 @@
+"""The status line while a run works (issue 11 point 8): spinner, elapsed time, the key that
+stops it, tokens counted live while text streams."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.tui.helpers import make_app, open_runtime, wait_until
+from tui.screens.main import MainScreen
+from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
+
+SIZE = (140, 45)
+
+
+def test_elapsed_times_read_as_seconds_minutes_and_hours() -> None:
+    assert format_elapsed(7.9) == "7s"
+    assert format_elapsed(65) == "1m 05s"
+    assert format_elapsed(3720) == "1h 02m"
+    assert format_elapsed(-3) == "0s"
+
+
+async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_stop_key(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace, model="demo")  # streams slowly
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press(*"summarise this project", "enter")
+            status = screen.query_one(StatusLine)
+            await wait_until(pilot, lambda: status.working and status.streamed_chars > 40)
+            run = status.run
+            assert run is not None
+            text = status.text
+            assert any(frame in text for frame in SPINNER)
+            assert STOP_HINT in text
+            assert "~" in text  # an estimate while the provider has not counted yet
+            estimate = run.usage.total_tokens + status.streamed_chars // 4
+            assert f"~{estimate} tok" in text or estimate >= 1000
+            status.now = run.created_at + 65
+            status.update(status.text)
+            assert "running 1m 05s" in status.text
+            first_frame = status._frame
+            await wait_until(pilot, lambda: status._frame != first_frame)  # it spins
+            screen.action_cancel_run()
+            await wait_until(pilot, lambda: not status.working)
+            assert STOP_HINT not in status.text
+            assert not any(frame in status.text for frame in SPINNER)
+    finally:
+        await runtime.close()
+
+
+async def test_the_provider_usage_replaces_the_estimate(db_path: Path, workspace: Path) -> None:
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            run = await runtime.start("summarise this project")
+            await asyncio.wait_for(runtime.wait(run.id), timeout=10)
+            done: Any = await runtime.get_run(run.id)
+            status.show(run=done)
+            status.streamed(done.id, 400)
+            assert "~" in status.text
+            counted = done.model_copy(
+                update={"usage": done.usage.model_copy(update={"output_tokens": 999})}
+            )
+            status.show(run=counted)
+            assert "~" not in status.text and status.streamed_chars == 0
+    finally:
+        await runtime.close()
