@@ -10,13 +10,13 @@ The body is the prompt sent; ``$ARGUMENTS`` becomes everything typed after the n
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime.config import user_config_path
 from runtime.frontmatter import FrontMatterError, read_markdown
 
 __all__ = ["CommandProblem", "CustomCommand", "discover_commands", "expand_command"]
@@ -47,12 +47,10 @@ class CommandCatalog:
 
 
 def command_search_dirs(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
-    env = os.environ if env is None else env
-    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
     return [
         workspace / ".agent-tui" / "commands",
         workspace / ".claude" / "commands",
-        Path(config) / "agent-tui" / "commands",
+        user_config_path(env).parent / "commands",
     ]
 
 

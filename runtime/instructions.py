@@ -15,10 +15,11 @@ resumed run can tell whether one changed since (``changed_since``).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from runtime.config import user_config_path
 
 __all__ = [
     "INSTRUCTION_FILE_NAMES",
@@ -44,9 +45,7 @@ class InstructionFile:
 
 
 def user_instructions_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "agent-tui" / "AGENTS.md"
+    return user_config_path(env).parent / "AGENTS.md"
 
 
 def _repository_root(workspace: Path) -> Path | None:

@@ -16,13 +16,13 @@ targets in parallel as child runs that report back to the source phase.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.config import user_config_path
 from runtime.frontmatter import FrontMatterError, read_markdown
 
 __all__ = [
@@ -79,11 +79,9 @@ def _names(value: Any, key: str) -> tuple[str, ...]:
 
 
 def phase_dirs(workspace: Path, agent: str, *, env: Mapping[str, str] | None = None) -> list[Path]:
-    env = os.environ if env is None else env
-    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
     return [
         workspace / ".agent-tui" / "phases" / agent,
-        Path(config) / "agent-tui" / "phases" / agent,
+        user_config_path(env).parent / "phases" / agent,
     ]
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.config import user_config_path
 from runtime.errors import ToolError
 from runtime.frontmatter import FrontMatterError, read_markdown
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
@@ -80,12 +81,10 @@ class SkillCatalog:
 
 
 def skill_search_dirs(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
-    env = os.environ if env is None else env
-    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
     return [
         workspace / ".agent-tui" / "skills",
         workspace / ".claude" / "skills",
-        Path(config) / "agent-tui" / "skills",
+        user_config_path(env).parent / "skills",
     ]
 
 

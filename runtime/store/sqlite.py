@@ -588,15 +588,7 @@ class SqliteStore:
                 " ORDER BY r.n",
                 (now,),
             ).fetchall()
-            for row in rows:
-                run = _run(row)
-                if run.state is RunState.QUEUED:
-                    _apply(conn, rules.interrupt_queued(run, now))
-                    report.interrupted_queued.append(run.id)
-                    continue
-                plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
-                _apply(conn, plan)
-                (report.failed if failed else report.requeued).append(run.id)
+            _recover_rows(conn, rows, now, report)
             conn.execute(
                 "UPDATE owners SET recovered_at = ? WHERE recovered_at IS NULL"
                 " AND (released = 1 OR lease_expires_at < ?)",
@@ -1553,15 +1545,7 @@ class SqliteStore:
                 " ORDER BY n",
                 owners,
             ).fetchall()
-            for row in rows:
-                run = _run(row)
-                if run.state is RunState.QUEUED:
-                    _apply(conn, rules.interrupt_queued(run, now))
-                    report.interrupted_queued.append(run.id)
-                    continue
-                plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
-                _apply(conn, plan)
-                (report.failed if failed else report.requeued).append(run.id)
+            _recover_rows(conn, rows, now, report)
             conn.execute(
                 f"UPDATE owners SET released = 1, recovered_at = coalesce(recovered_at, ?),"
                 f" lease_expires_at = min(lease_expires_at, ?) WHERE owner_id IN ({marks})",
@@ -1792,6 +1776,21 @@ def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
     return row
+
+
+def _recover_rows(
+    conn: Conn, rows: Sequence[sqlite3.Row], now: float, report: RecoveryReport
+) -> None:
+    """Recover the queued and running runs of owners that are gone (the rules decide)."""
+    for row in rows:
+        run = _run(row)
+        if run.state is RunState.QUEUED:
+            _apply(conn, rules.interrupt_queued(run, now))
+            report.interrupted_queued.append(run.id)
+            continue
+        plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
+        _apply(conn, plan)
+        (report.failed if failed else report.requeued).append(run.id)
 
 
 def _running_calls(conn: Conn, run_id: str) -> list[ToolCall]:
