@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -88,8 +87,10 @@ async def listener() -> AsyncIterator[Listener]:
 
 
 def connect_command(port: int) -> str:
-    code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
-    return f'{sys.executable} -c "{code}" 2>/dev/null && echo net-CONNECTED || echo net-refused'
+    # bash's /dev/tcp, not this test's Python: the interpreter may live under /tmp (a CI clone),
+    # which the sandbox replaces with a private /tmp.
+    connect = f"exec 3<>/dev/tcp/127.0.0.1/{port}"
+    return f"bash -c '{connect}' 2>/dev/null && echo net-CONNECTED || echo net-refused"
 
 
 async def run(tool: ShellTool, workspace: Path, command: str) -> str:

@@ -27,6 +27,7 @@ from textual.timer import Timer
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import short
 
 MAX_LINES = 10
@@ -224,7 +225,7 @@ class Composer(Vertical):
         extra = "".join(f" · next run: {key} {value}" for key, value in sorted(choices.items()))
         if self.follow_up_job_id is None:
             return "✚ New job" + extra + "  (/ commands · @ files)"
-        title = short(self.target_title, 44)
+        title = short(terminal_safe_line(self.target_title), 44)
         return f"↪ Follow-up in: {title}{extra}  (n or /new: new job)"
 
     def watch_follow_up_job_id(self, old: str | None, new: str | None) -> None:
@@ -445,7 +446,9 @@ class Composer(Vertical):
             return
         queue = self.queued(self.follow_up_job_id)
         self.set_class(bool(queue), "-queued")
-        lines = [f"↳ queued: {short(' '.join(text.split()), 70)}" for text in queue]
+        lines = [
+            f"↳ queued: {short(terminal_safe_line(' '.join(text.split())), 70)}" for text in queue
+        ]
         if queue:
             lines.append("   sent when the run finishes · ↑ on an empty box edits or removes")
         self.query_one("#queue", Static).update("\n".join(lines))
