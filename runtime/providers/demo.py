@@ -302,7 +302,10 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     searches = [r for _, r in done.get("search", [])]
     todo_hits = 0
     if searches and not searches[0].is_error:
-        todo_hits = sum(1 for line in searches[0].content.splitlines() if "TODO" in line)
+        # The search result is its matching lines, then a summary line ("no matches for 'TODO'
+        # in 3 files"), which names the pattern and must not count as a hit.
+        hit_lines = searches[0].content.splitlines()[:-1]
+        todo_hits = sum(1 for line in hit_lines if "TODO" in line)
 
     findings = [
         f"- `{path}`: {'could not be read' if r.is_error else _first_line(r.content)}"

@@ -219,3 +219,17 @@ def test_an_unknown_model_is_a_configuration_error(cli: Cli) -> None:
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "nonsense" in result.stderr
+
+
+@pytest.mark.parametrize("markers", [0, 2])
+def test_the_demo_notes_count_the_todo_markers_the_workspace_really_has(
+    cli: Cli, markers: int
+) -> None:
+    if markers:
+        (cli.workspace / "plan.txt").write_text("TODO: one\nfine\n# TODO two\n", encoding="utf-8")
+    _, first = _start(cli)
+    run_id = first["run_id"]
+    assert cli.run("respond", run_id, "1").returncode == 3
+    assert cli.run("respond", run_id, "allow").returncode == 0
+    notes = (cli.workspace / NOTES_FILE).read_text(encoding="utf-8")
+    assert f"`TODO` markers found: {markers}" in notes
