@@ -216,6 +216,12 @@ def _pick_files(files: list[str]) -> list[str]:
     return sorted(readable, key=rank)[:2]
 
 
+def _matching_lines(result: ToolResultBlock) -> list[str]:
+    """The hits of a `search` result: its lines but the last, a summary ("no matches for 'TODO'
+    in 3 files") that names the pattern and is not a hit."""
+    return [line for line in result.content.splitlines()[:-1] if line]
+
+
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         # Numbered listings ("   1→text" or "1: text") keep only the text.
@@ -302,10 +308,7 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     searches = [r for _, r in done.get("search", [])]
     todo_hits = 0
     if searches and not searches[0].is_error:
-        # The search result is its matching lines, then a summary line ("no matches for 'TODO'
-        # in 3 files"), which names the pattern and must not count as a hit.
-        hit_lines = searches[0].content.splitlines()[:-1]
-        todo_hits = sum(1 for line in hit_lines if "TODO" in line)
+        todo_hits = sum(1 for line in _matching_lines(searches[0]) if "TODO" in line)
 
     findings = [
         f"- `{path}`: {'could not be read' if r.is_error else _first_line(r.content)}"
@@ -367,10 +370,10 @@ def _follow_up_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) ->
         )
     hits = 0
     for _, result in done.get("search", []):
-        hits = 0 if result.is_error else len([ln for ln in result.content.splitlines() if ln])
+        hits = 0 if result.is_error else len(_matching_lines(result))
     return _Turn(
         f"## Follow-up\n\nYou asked: *{prompt}*\n\n"
-        f"The search for `{keyword}` gave **{hits}** line(s) of results. "
+        f"The search for `{keyword}` gave **{hits}** matching line(s). "
         "Everything from the earlier runs of this job is still in my context."
     )
 

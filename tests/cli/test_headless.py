@@ -233,3 +233,17 @@ def test_the_demo_notes_count_the_todo_markers_the_workspace_really_has(
     assert cli.run("respond", run_id, "allow").returncode == 0
     notes = (cli.workspace / NOTES_FILE).read_text(encoding="utf-8")
     assert f"`TODO` markers found: {markers}" in notes
+
+
+def test_a_demo_follow_up_counts_only_the_lines_its_search_matched(cli: Cli) -> None:
+    (cli.workspace / "plan.txt").write_text("the budget\nthe budget again\n", encoding="utf-8")
+    _, first = _start(cli)
+    run_id = first["run_id"]
+    assert cli.run("respond", run_id, "1").returncode == 3
+    assert cli.run("respond", run_id, "allow").returncode == 0
+    job_id = json.loads(cli.run("show", run_id, "--json").stdout)["run"]["job_id"]
+    found = cli.run("follow-up", job_id, "what about the budget", "--model", "demo:instant")
+    assert found.returncode == 0, found.stderr
+    assert "gave 2 matching line(s)" in found.stdout.replace("*", "")
+    missing = cli.run("follow-up", job_id, "what about zebras", "--model", "demo:instant")
+    assert "gave 0 matching line(s)" in missing.stdout.replace("*", "")

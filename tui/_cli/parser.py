@@ -135,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     follow_up = command("follow-up", "continue a job with a new message")
     follow_up.add_argument("job_id", metavar="JOB_ID")
     follow_up.add_argument("prompt", metavar="PROMPT")
+    follow_up.add_argument(
+        "--model",
+        metavar="M",
+        default=argparse.SUPPRESS,
+        help="model of the new run (default: the job's model)",
+    )
     json_option(follow_up, events_help)
 
     retry = command("retry", "resume a failed or interrupted run")
