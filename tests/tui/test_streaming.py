@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from textual.app import App, ComposeResult
+from textual.widgets import Markdown
 
 from runtime.api import Runtime
 from runtime.models import Message, Role, RunState, TextBlock
@@ -79,13 +80,13 @@ class _Host(App[None]):
         yield Conversation(id="conversation")
 
 
-def _message(message_id: str, text: str) -> Message:
+def _message(message_id: str, text: str, role: Role = Role.ASSISTANT) -> Message:
     return Message(
         id=message_id,
         run_id="run",
         job_id="job",
         position=1,
-        role=Role.ASSISTANT,
+        role=role,
         content=[TextBlock(text=text)],
         created_at=time.time(),
     )
@@ -122,6 +123,20 @@ async def test_a_short_answer_stays_markdown_and_a_changed_commit_is_shown() -> 
         assert view.text.endswith("```\ncode\n```\n")
         assert not view.query(StreamText).filter(".plain")
         assert _shown_text(view) == view.text
+
+
+async def test_a_pasted_prompt_is_shown_as_typed_with_its_line_breaks() -> None:
+    prompt = "Traceback (most recent call last):\n  File *main.py*, line 3\n# not a heading"
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.committed(_message("u1", prompt, Role.USER))
+        await pilot.pause()
+        view = conversation.message_views[0]
+        body = view.query_one(".plain", StreamText)
+        assert body.rows[:3] == prompt.splitlines()
+        assert not any(isinstance(w, Markdown) for w in view.walk_children())
+        assert _shown_text(view) == prompt
 
 
 def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:

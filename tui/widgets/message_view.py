@@ -97,7 +97,7 @@ class MessageView(Vertical):
         streamed = len(text)  # offsets of later pieces count the text as it came
         text, thinking = terminal_safe(text), terminal_safe(thinking)
         self._parts: list[str] = [text] if text else []
-        cut = markdown_cut(text)
+        cut = self._cut(text)
         self._markdown_text = text if cut is None else text[:cut]
         self._markdown: Markdown | FrozenMarkdown = (
             Markdown(text, classes="segment")
@@ -112,6 +112,11 @@ class MessageView(Vertical):
         self._stream: MarkdownStream | None = None
         self._streamed = streamed
         self._gap = False
+
+    def _cut(self, text: str) -> int | None:
+        """Where the Markdown part ends. What the person typed or pasted is shown as they wrote
+        it (its line breaks kept, `*` and `#` not read as Markdown), so all of it is plain."""
+        return 0 if self.role is Role.USER else markdown_cut(text)
 
     @classmethod
     def from_message(cls, message: Message) -> MessageView:
@@ -138,6 +143,7 @@ class MessageView(Vertical):
         with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
             thinking.display = bool(self._thinking.text)
             yield self._thinking
+        self._markdown.display = bool(self._markdown_text) or self._tail is None
         yield self._markdown
         if self._tail is not None:
             yield self._tail
@@ -155,7 +161,7 @@ class MessageView(Vertical):
         self._parts.append(text)
         if self._tail is None:
             joined = self._markdown_text + text
-            cut = markdown_cut(joined)
+            cut = self._cut(joined)
             if cut is None:
                 self._markdown_text = joined
                 await self._write_markdown(text)
@@ -222,7 +228,7 @@ class MessageView(Vertical):
             self._tail.truncate(same - head)
             await self._tail.extend(final[same:])
             return
-        cut = markdown_cut(final)
+        cut = self._cut(final)
         self._markdown_text = final if cut is None else final[:cut]
         if cut is None and isinstance(self._markdown, Markdown) and self._tail is None:
             await self._markdown.update(final)
@@ -232,6 +238,7 @@ class MessageView(Vertical):
             self._markdown, self._tail = Markdown(final, classes="segment"), None
         else:
             self._markdown = FrozenMarkdown(self._markdown_text, classes="segment")
+            self._markdown.display = bool(self._markdown_text)
             self._tail = StreamText(classes="plain")
         new: list[Widget] = [self._markdown] if self._tail is None else [self._markdown, self._tail]
         await self.mount_all(new, after=old[-1])
