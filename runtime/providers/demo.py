@@ -216,6 +216,10 @@ def _pick_files(files: list[str]) -> list[str]:
     return sorted(readable, key=rank)[:2]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _matching_lines(result: ToolResultBlock) -> list[str]:
     """The hits of a `search` result: its lines but the last, a summary ("no matches for 'TODO'
     in 3 files") that names the pattern and is not a hit."""
@@ -280,9 +284,9 @@ def _plan_turn(request: ModelRequest) -> _Turn:
         if search:
             key = _first_required_string(search)
             calls.append(("search", _args(search, **{key: "TODO"}, path=".")))
-        names = ", ".join(f"`{f}`" for f in chosen) or "no readable files"
+        plan = f"read {', '.join(f'`{f}`' for f in chosen)} and search" if chosen else "search"
         return _Turn(
-            f"The workspace has **{len(files)} files**. I will read {names} and search "
+            f"The workspace has **{_count(len(files), 'file')}**. I will {plan} "
             "every file for `TODO` markers.",
             calls,
         )
@@ -322,7 +326,7 @@ def _plan_turn(request: ModelRequest) -> _Turn:
                 f"Task: {prompt}",
                 f"Focus: {focus}",
                 "",
-                f"The workspace has {len(files)} files.",
+                f"The workspace has {_count(len(files), 'file')}.",
                 *findings,
                 f"- `TODO` markers found: {todo_hits}",
                 "",
@@ -346,7 +350,7 @@ def _plan_turn(request: ModelRequest) -> _Turn:
         [
             "## Summary",
             "",
-            f"**{workspace.name}** holds {len(files)} files. What I read:",
+            f"**{workspace.name}** holds {_count(len(files), 'file')}. What I read:",
             "",
             *(findings or ["- nothing could be read"]),
             "",
