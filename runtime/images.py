@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runtime.errors import NotFoundError
 from runtime.models import ImageBlock, Message, ToolResultBlock
 
 if TYPE_CHECKING:
@@ -152,24 +153,47 @@ async def store_images(store: Store, images: Sequence[ToolImage]) -> list[ImageB
 async def with_image_data(store: Store, messages: Sequence[Message]) -> list[Message]:
     """The messages with each tool result image's bytes loaded (``ImageBlock.data``, base64)
     for a model request; the stored messages never hold them."""
-    cache: dict[str, str] = {}
-    out: list[Message] = []
-    for message in messages:
-        if not any(
-            isinstance(block, ToolResultBlock) and block.images for block in message.content
-        ):
-            out.append(message)
-            continue
+    return await RequestImages(store).attach(messages)
+
+
+class RequestImages:
+    """Loads the bytes of tool-result images for an execution's model requests: each image is
+    read from the store once, and each request looks only at the messages added since the last
+    one (a step costs the same whatever the length of the history)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._data: dict[str, str] = {}
+        """sha256 → base64 bytes."""
+        self._source: Sequence[Message] | None = None
+        self._scanned = 0
+        self._loaded: dict[str, Message] = {}
+        """message id → the message with its images' bytes."""
+
+    async def attach(self, messages: Sequence[Message]) -> list[Message]:
+        if messages is not self._source or len(messages) < self._scanned:
+            self._source, self._scanned, self._loaded = messages, 0, {}
+        for message in messages[self._scanned :]:
+            if any(isinstance(b, ToolResultBlock) and b.images for b in message.content):
+                self._loaded[message.id] = await self._load(message)
+        self._scanned = len(messages)
+        if not self._loaded:
+            return list(messages)
+        return [self._loaded.get(message.id, message) for message in messages]
+
+    async def _load(self, message: Message) -> Message:
         content = []
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.images:
                 images = []
                 for image in block.images:
-                    if image.sha256 not in cache:
-                        _, data = await store.get_blob(image.sha256)
-                        cache[image.sha256] = base64.b64encode(data).decode("ascii")
-                    images.append(image.model_copy(update={"data": cache[image.sha256]}))
+                    if image.sha256 not in self._data:
+                        try:
+                            _, data = await self._store.get_blob(image.sha256)
+                        except NotFoundError:  # gone: the result's text still describes it
+                            continue
+                        self._data[image.sha256] = base64.b64encode(data).decode("ascii")
+                    images.append(image.model_copy(update={"data": self._data[image.sha256]}))
                 block = block.model_copy(update={"images": images})
             content.append(block)
-        out.append(message.model_copy(update={"content": content}))
-    return out
+        return message.model_copy(update={"content": content})

@@ -8,13 +8,17 @@ import fnmatch
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.config import AgentConfig, Config
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, InvalidInput, ToolError
 from runtime.providers.base import ModelProvider
 from runtime.tools.base import Tool, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from runtime.mcp.manager import McpManager, McpNotice
+    from runtime.mcp.workspaces import WorkspaceManagers
 
 log = logging.getLogger("runtime.engine")
 
@@ -80,6 +84,8 @@ class Catalog:
         self._check_model = check_model
         self.workspace = workspace
         self.mcp = mcp
+        """This folder's MCP servers (an ``McpManager``), or None."""
+        self._mcp_managers: WorkspaceManagers | None = None
         self._workspace_configs: dict[str, Config] = {str(workspace): config}
         self._provider_factory = providers
         self._providers: dict[str, ModelProvider] = {}
@@ -148,8 +154,9 @@ class Catalog:
         for name, tool in self._builtin_tools.items():
             if tool_allowed(agent, name):
                 tools[name] = tool
-        if self.mcp is not None:
-            for tool in await self.mcp.tools():
+        mcp = self.mcp_for(workspace)
+        if mcp is not None:
+            for tool in await mcp.tools():
                 if tool_allowed(agent, tool.name):
                     tools[tool.name] = tool
         for delegate in agent.delegates:
@@ -157,6 +164,26 @@ class Catalog:
             delegate_tool = DelegateTool(delegate, delegate_config.description)
             tools[delegate_tool.name] = delegate_tool
         return tools
+
+    def mcp_for(self, workspace: str) -> McpManager | None:
+        """The MCP servers of a job's workspace, from that workspace's own configuration (this
+        folder's ``mcp`` for jobs here); each workspace's are made on first use."""
+        if self._mcp_managers is None:
+            from runtime.mcp.workspaces import WorkspaceManagers
+
+            preset = {self.workspace: self.mcp} if self.mcp is not None else None
+            self._mcp_managers = WorkspaceManagers(
+                load=lambda path: self.config_for(str(path)).mcp_servers, preset=preset
+            )
+        return self._mcp_managers.for_workspace(workspace)
+
+    def take_mcp_notices(self, workspace: str) -> list[McpNotice]:
+        """The notices of the workspace's MCP servers since the last call (none when it has no
+        servers, or they were never used)."""
+        if self._mcp_managers is None:
+            return []
+        manager = self._mcp_managers.for_workspace(workspace)
+        return manager.take_notices() if manager is not None else []
 
     def allowed_for_run(self, run_id: str) -> set[str]:
         """Tools the person allowed for the rest of this run ("allow for this run")."""
@@ -174,6 +201,9 @@ class Catalog:
         for provider in self._providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()
-        if self.mcp is not None:
+        if self._mcp_managers is not None:
+            with contextlib.suppress(Exception):
+                await self._mcp_managers.aclose()
+        elif self.mcp is not None:
             with contextlib.suppress(Exception):
                 await self.mcp.aclose()

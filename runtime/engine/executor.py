@@ -24,6 +24,7 @@ from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
 from runtime.events import Notice
 from runtime.history import load_history
+from runtime.images import RequestImages
 from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest, ToolSpec
 from runtime.store.base import Store, ToolStateChange
@@ -177,6 +178,8 @@ class Executor:
         agent = self._catalog.agent(run.agent, job.workspace)
         provider = self._catalog.provider(run.model)
         tools = await self._catalog.tools_for(agent, workspace=job.workspace)
+        self._tool_calls.publish_mcp_notices(run, job.workspace)
+        images = RequestImages(self._store)  # tool results' images, read once
         system = system_prompt(run, agent, Path(job.workspace))
         specs = [
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
@@ -206,7 +209,7 @@ class Executor:
                 request = ModelRequest.model_construct(
                     model=run.model.partition(":")[2] or run.model,
                     system=system,
-                    messages=list(execution.history.messages),
+                    messages=await images.attach(execution.history.messages),
                     tools=specs,
                     max_tokens=8192,
                     thinking_budget=None,

@@ -24,9 +24,11 @@ from runtime.engine.execution import (
 from runtime.engine.pump import Pump
 from runtime.engine.tool_decision import Plan, plan_calls
 from runtime.errors import AgentTuiError, RunStateConflict, ToolOutcomeUnknown
-from runtime.events import ToolProgress
+from runtime.events import Notice, ToolProgress
+from runtime.images import store_images
 from runtime.models import (
     ContentBlock,
+    ImageBlock,
     InputKind,
     InputRequestState,
     Job,
@@ -58,6 +60,16 @@ class ToolCalls:
         self._pump = pump
         self._delegation = delegation
         self._owner_id = owner_id
+        self._images: dict[str, list[ImageBlock]] = {}
+        """tool call id → the stored images of its result, until the tool message commits."""
+
+    def publish_mcp_notices(self, run: Run, workspace: str) -> None:
+        """What the workspace's MCP servers want a person to see (start-up failures, server
+        warnings), as notices of ``run``."""
+        for notice in self._catalog.take_mcp_notices(workspace):
+            self._pump.publish(
+                Notice(job_id=run.job_id, run_id=run.id, level=notice.level, text=notice.text)
+            )
 
     async def settle(
         self, execution: Execution, run: Run, assistant: Message, tools: dict[str, Tool], job: Job
@@ -142,6 +154,8 @@ class ToolCalls:
                 )
             if not doubtful:
                 return True
+            for call in settled:
+                self._images.pop(call.id, None)
             names = ", ".join(c.name for c in doubtful)
             raise RunFailed(
                 "tool_indeterminate",
@@ -154,6 +168,7 @@ class ToolCalls:
                 tool_call_id=c.id,
                 content=(c.result if c.state is ToolCallState.COMPLETED else c.error) or "",
                 is_error=c.state is not ToolCallState.COMPLETED,
+                images=self._images.pop(c.id, []),
             )
             for c in settled
         ]
@@ -233,8 +248,13 @@ class ToolCalls:
         except Exception as exc:
             log.exception("tool %s crashed", call.name)
             return ToolCallState.FAILED, None, f"{call.name} crashed: {exc}"
+        finally:
+            self.publish_mcp_notices(run, str(workspace))
         if output.is_error:
             return ToolCallState.FAILED, None, output.content
+        if output.images:
+            # Stored once by hash; the result refers to them and the model gets them as images.
+            self._images[call.id] = await store_images(self._store, output.images)
         return ToolCallState.COMPLETED, output.content, None
 
     async def _run_calls(

@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runtime.mcp.manager import McpManager, ServerConfig
+if TYPE_CHECKING:  # the SDK is imported only once a workspace configures a server
+    from runtime.mcp.manager import McpManager, ServerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,12 @@ class WorkspaceManagers:
             except Exception as exc:
                 logger.warning("MCP servers of %s not loaded: %s", key, exc)
                 servers = {}
-            self._managers[key] = McpManager(servers, workspace=key) if servers else None
+            manager: McpManager | None = None
+            if servers:
+                from runtime.mcp.manager import McpManager
+
+                manager = McpManager(servers, workspace=key)
+            self._managers[key] = manager
         return self._managers[key]
 
     async def aclose(self) -> None:
