@@ -58,6 +58,7 @@ from runtime.models import (
     ContentBlock,
     Draft,
     Failure,
+    ImageBlock,
     InputKind,
     InputRequest,
     InputRequestState,
@@ -149,9 +150,16 @@ def _usage_json(text: str | None) -> Usage | None:
 def _content(text: str) -> list[ContentBlock]:
     blocks = json.loads(text)
     try:
-        return [cast(ContentBlock, _BLOCKS[b["type"]].model_construct(**b)) for b in blocks]
+        return [_block(b) for b in blocks]
     except (KeyError, TypeError):
         return _CONTENT.validate_python(blocks)
+
+
+def _block(data: dict[str, Any]) -> ContentBlock:
+    images = data.get("images")
+    if images:  # a tool result's images are records too
+        data = {**data, "images": [ImageBlock.model_construct(**image) for image in images]}
+    return cast(ContentBlock, _BLOCKS[data["type"]].model_construct(**data))
 
 
 def _job(row: sqlite3.Row) -> Job:
