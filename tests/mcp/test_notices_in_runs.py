@@ -1,0 +1,131 @@
+"""What a person should see about MCP servers during a run: a server that cannot start, and a
+server's warnings, become notices of the run (the TUI shows them, ``run`` prints them on
+stderr) and log lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from runtime.api import Runtime
+from runtime.config import Config, Permissions, StdioServerConfig
+from runtime.events import Notice, RunStateChanged
+from runtime.mcp import InMemoryServer, McpManager
+from runtime.mcp.manager import ServerConfig
+from runtime.models import RunState
+from tests.cli.harness import Cli
+from tests.fakes.mcp_servers import build_server, stdio_config
+from tests.fakes.scripted import ScriptedProvider, Turn
+
+WAIT = 60
+
+
+async def run_collecting_notices(
+    db_path: Path,
+    workspace: Path,
+    servers: dict[str, ServerConfig],
+    script: list[Turn],
+) -> tuple[RunState, list[Notice], ScriptedProvider]:
+    provider = ScriptedProvider(list(script))
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(permissions=Permissions(allow=["basic__*"])),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        mcp=McpManager(servers, workspace=workspace, startup_timeout=20.0),
+    )
+    notices: list[Notice] = []
+    ended = asyncio.Event()
+
+    async def collect(events: AsyncIterator[object]) -> None:
+        async for event in events:
+            if isinstance(event, Notice):
+                notices.append(event)
+            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
+                ended.set()
+                return
+
+    try:
+        watcher = asyncio.create_task(collect(runtime.observe()))
+        await asyncio.sleep(0)  # subscribed before the run starts
+        run = await runtime.start("hello")
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        async with asyncio.timeout(WAIT):
+            await ended.wait()
+        await watcher
+    finally:
+        await runtime.close()
+    assert all(notice.run_id == run.id for notice in notices)
+    return boundary.state, notices, provider
+
+
+@pytest.mark.slow  # server subprocesses
+async def test_servers_that_cannot_start_during_a_run_give_notices_with_reason_and_stderr(
+    db_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers: dict[str, ServerConfig] = {
+        "broken": stdio_config("broken"),
+        "missing": StdioServerConfig(command="agent-tui-no-such-command-xyz"),
+        "basic": InMemoryServer(build_server("basic")),
+    }
+    with caplog.at_level(logging.WARNING, logger="runtime.mcp"):
+        state, notices, provider = await run_collecting_notices(
+            db_path, workspace, servers, [Turn("the others are down")]
+        )
+
+    assert state is RunState.COMPLETED
+    texts = sorted(notice.text for notice in notices)
+    assert [notice.level for notice in notices] == ["error", "error"]
+    assert texts[0].startswith("MCP server 'broken' could not start: exited with code 3")
+    assert "fatal: the broken server refuses to start" in texts[0]
+    assert texts[1] == (
+        "MCP server 'missing' could not start: command not found: "
+        "'agent-tui-no-such-command-xyz'; its tools are not available"
+    )
+    # The good server's tools are offered all the same.
+    offered = {tool.name for tool in provider.requests[0].tools}
+    assert "basic__echo" in offered and not any(n.startswith("broken__") for n in offered)
+    assert "fatal: the broken server refuses to start" in caplog.text
+    assert "could not start: command not found" in caplog.text
+
+
+# Server logging is deprecated in the 2026-07-28 protocol; servers on older versions still log.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_servers_warnings_during_a_call_become_notices_of_the_run(
+    db_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers: dict[str, ServerConfig] = {"basic": InMemoryServer(build_server("basic"))}
+    with caplog.at_level(logging.DEBUG, logger="runtime.mcp"):
+        state, notices, _ = await run_collecting_notices(
+            db_path, workspace, servers, [Turn("", [("basic__chatty", {})]), Turn("heard it")]
+        )
+
+    assert state is RunState.COMPLETED
+    assert [(notice.level, notice.text) for notice in notices] == [
+        ("warning", "MCP server 'basic' warning: disk almost full"),
+        ("error", 'MCP server \'basic\' error: {"error": "quota exceeded"}'),
+    ]
+    assert "MCP server basic: starting up the flux capacitor" in caplog.text  # info: log only
+
+
+@pytest.mark.slow  # the agent-tui command
+def test_run_prints_a_server_that_cannot_start_on_stderr(tmp_path: Path, workspace: Path) -> None:
+    cli = Cli.create(tmp_path, workspace)
+    (cli.workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"missing": {"command": "agent-tui-no-such-command-xyz"}}})
+    )
+
+    result = cli.run("run", "hello", "--model", "demo:instant")
+
+    assert result.returncode == 3, result.stderr  # the demo stops at its question
+    assert (
+        "agent-tui: error: MCP server 'missing' could not start: command not found: "
+        "'agent-tui-no-such-command-xyz'; its tools are not available"
+    ) in result.stderr
+    assert "could not start" not in result.stdout
