@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from runtime.api import Runtime
 from runtime.config import load_config
 from runtime.mcp.workspaces import WorkspaceManagers
+from runtime.models import RunState, ToolCallState
 from tests.fakes.mcp_servers import stdio_config
+from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.mcp.helpers import Recorder
+
+WAIT = 60
 
 
 async def test_each_workspace_gets_its_own_servers_started_on_first_use(tmp_path: Path) -> None:
@@ -40,3 +47,63 @@ async def test_each_workspace_gets_its_own_servers_started_on_first_use(tmp_path
     assert "alpha__echo" in names_one and not any(n.startswith("beta__") for n in names_one)
     assert "beta__echo" in names_two and not any(n.startswith("alpha__") for n in names_two)
     assert echoed.content == "first"
+
+
+async def test_a_job_runs_with_the_servers_of_its_own_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process (a TUI showing jobs of several workspaces) continues a job of another
+    workspace: that job gets its workspace's servers, the job here gets this folder's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user config
+    basic = stdio_config("basic")
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, name in ((first, "alpha"), (second, "beta")):
+        folder.mkdir()
+        entry = {"command": basic.command, "args": basic.args, "env": basic.env, "cwd": basic.cwd}
+        (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {name: entry}}))
+    db_path = tmp_path / "agent-tui.db"
+
+    async def open_in(folder: Path, provider: ScriptedProvider) -> Runtime:
+        return await Runtime.open(
+            db_path=db_path,
+            workspace=folder,
+            model="scripted:test",
+            providers=lambda reference: provider,
+            env={},
+        )
+
+    there = ScriptedProvider([Turn("started over there")])
+    runtime = await open_in(second, there)
+    try:
+        elsewhere = await runtime.start("begin")
+        assert (await runtime.wait(elsewhere.id, timeout=WAIT)).state is RunState.COMPLETED
+    finally:
+        await runtime.close()
+
+    here = ScriptedProvider(
+        [
+            Turn("", [("alpha__echo", {"text": "from first"})]),
+            Turn("done here"),
+            Turn("", [("beta__echo", {"text": "from second"})]),
+            Turn("done there"),
+        ]
+    )
+    runtime = await open_in(first, here)
+    try:
+        local = await runtime.start("work here")
+        assert (await runtime.wait(local.id, timeout=WAIT)).state is RunState.COMPLETED
+        remote = await runtime.follow_up(elsewhere.job_id, "go on")
+        assert (await runtime.wait(remote.id, timeout=WAIT)).state is RunState.COMPLETED
+        [local_call] = await runtime.tool_calls(local.id)
+        [remote_call] = await runtime.tool_calls(remote.id)
+    finally:
+        await runtime.close()
+
+    def offered(provider: ScriptedProvider, index: int) -> set[str]:
+        return {tool.name for tool in provider.requests[index].tools}
+
+    assert "beta__echo" in offered(there, 0) and "alpha__echo" not in offered(there, 0)
+    assert "alpha__echo" in offered(here, 0) and "beta__echo" not in offered(here, 0)
+    assert "beta__echo" in offered(here, 2) and "alpha__echo" not in offered(here, 2)
+    assert (local_call.state, local_call.result) == (ToolCallState.COMPLETED, "from first")
+    assert (remote_call.state, remote_call.result) == (ToolCallState.COMPLETED, "from second")
