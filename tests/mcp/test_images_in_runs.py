@@ -136,7 +136,7 @@ async def test_an_mcp_image_reaches_claude_as_an_image_block_and_is_stored_once_
         rows = [
             str(row[0])
             for table, column in [("messages", "content"), ("events", "payload")]
-            for row in conn.execute(f"SELECT {column} FROM {table}")  # noqa: S608
+            for row in conn.execute(f"SELECT {column} FROM {table}")
         ]
     assert blobs == [(stored[0].images[0].sha256, PNG_BYTES)]
     assert any(stored[0].images[0].sha256 in row for row in rows)
