@@ -17,12 +17,13 @@ from runtime.providers.base import ModelProvider
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from runtime.mcp.manager import McpManager, McpNotice
+    from runtime.mcp.manager import McpManager
     from runtime.mcp.workspaces import WorkspaceManagers
 
 log = logging.getLogger("runtime.engine")
 
 Decision = Literal["allow", "ask", "deny"]
+NoticeLevel = Literal["info", "warning", "error"]
 
 
 def default_agent() -> AgentConfig:
@@ -86,6 +87,7 @@ class Catalog:
         self.mcp = mcp
         """This folder's MCP servers (an ``McpManager``), or None."""
         self._mcp_managers: WorkspaceManagers | None = None
+        self._config_warned: set[str] = set()
         self._workspace_configs: dict[str, Config] = {str(workspace): config}
         self._provider_factory = providers
         self._providers: dict[str, ModelProvider] = {}
@@ -177,13 +179,19 @@ class Catalog:
             )
         return self._mcp_managers.for_workspace(workspace)
 
-    def take_mcp_notices(self, workspace: str) -> list[McpNotice]:
-        """The notices of the workspace's MCP servers since the last call (none when it has no
-        servers, or they were never used)."""
-        if self._mcp_managers is None:
-            return []
-        manager = self._mcp_managers.for_workspace(workspace)
-        return manager.take_notices() if manager is not None else []
+    def take_mcp_notices(self, workspace: str) -> list[tuple[NoticeLevel, str]]:
+        """``(level, text)`` of what a person should see about the workspace's MCP setup since
+        the last call: its configuration's warnings (once per workspace: skipped ``.mcp.json``
+        entries, unset ``${VAR}``), then its servers' notices (start-up failures, warnings)."""
+        notices: list[tuple[NoticeLevel, str]] = []
+        if workspace not in self._config_warned:
+            self._config_warned.add(workspace)
+            notices += [("warning", warning) for warning in self.config_for(workspace).warnings]
+        if self._mcp_managers is not None:
+            manager = self._mcp_managers.for_workspace(workspace)
+            if manager is not None:
+                notices += [(notice.level, notice.text) for notice in manager.take_notices()]
+        return notices
 
     def allowed_for_run(self, run_id: str) -> set[str]:
         """Tools the person allowed for the rest of this run ("allow for this run")."""

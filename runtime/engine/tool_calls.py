@@ -64,12 +64,10 @@ class ToolCalls:
         """tool call id → the stored images of its result, until the tool message commits."""
 
     def publish_mcp_notices(self, run: Run, workspace: str) -> None:
-        """What the workspace's MCP servers want a person to see (start-up failures, server
-        warnings), as notices of ``run``."""
-        for notice in self._catalog.take_mcp_notices(workspace):
-            self._pump.publish(
-                Notice(job_id=run.job_id, run_id=run.id, level=notice.level, text=notice.text)
-            )
+        """What a person should see about the workspace's MCP servers (configuration warnings,
+        start-up failures, server warnings), as notices of ``run``."""
+        for level, text in self._catalog.take_mcp_notices(workspace):
+            self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level=level, text=text))
 
     async def settle(
         self, execution: Execution, run: Run, assistant: Message, tools: dict[str, Tool], job: Job

@@ -9,6 +9,7 @@ import pytest
 
 from runtime.config import load_config
 from runtime.mcp import McpManager
+from tests.cli.harness import Cli
 from tests.fakes.mcp_servers import serve_http, stdio_config
 from tests.mcp.helpers import Recorder, tool_named
 
@@ -58,3 +59,34 @@ async def test_good_and_sse_servers_work_while_a_disabled_entry_and_an_unset_var
         "AGENT_TUI_TEST_UNSET_TOKEN is not set" in w
         for w in config.warnings
     )
+
+
+def test_run_is_not_refused_and_warns_on_stderr_about_the_entries_it_skips(
+    tmp_path: Path, workspace: Path
+) -> None:
+    cli = Cli.create(tmp_path, workspace)
+    good = stdio_config("basic")
+    servers = {
+        "good": {"command": good.command, "args": good.args, "env": good.env, "cwd": good.cwd},
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        "off": {"command": "agent-tui-no-such-command", "disabled": True},
+        "token": {
+            "type": "http",
+            "url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer ${AGENT_TUI_TEST_UNSET_TOKEN}"},
+        },
+    }
+    path = workspace / ".mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2))
+
+    result = cli.run("run", "hello", "--model", "demo:instant")
+
+    assert result.returncode == 3, result.stderr  # ran, and stopped at the demo's question
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("agent-tui: warn")]
+    assert any(
+        f"{path}" in line and "mcpServers.off.disabled: disabled; skipped" in line
+        for line in warnings
+    ), result.stderr
+    assert any(
+        "environment variable AGENT_TUI_TEST_UNSET_TOKEN is not set" in line for line in warnings
+    ), result.stderr
