@@ -4,9 +4,12 @@ hash; sent to models as image blocks. Audio and other binary content are only de
 from __future__ import annotations
 
 import base64
+import os
 import struct
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.errors import NotFoundError
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
 
 MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """What the model APIs accept as images; other image types are described instead."""
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Claude refuses larger images; a larger one is described instead."""
 
@@ -197,3 +201,21 @@ class RequestImages:
                 block = block.model_copy(update={"images": images})
             content.append(block)
         return message.model_copy(update={"content": content})
+
+
+async def save_image(store: Store, image: ImageBlock, folder: Path) -> Path:
+    """Write a stored image to ``folder`` as ``agent-tui-image-<hash>.<ext>`` (atomically: a
+    temp file, then rename) for a person to open; the same image always gets the same name."""
+    media_type, data = await store.get_blob(image.sha256)
+    extension = EXTENSIONS.get(media_type, "bin")
+    path = folder / f"agent-tui-image-{image.sha256[:12]}.{extension}"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

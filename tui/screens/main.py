@@ -27,6 +27,7 @@ from textual.worker import Worker
 from runtime.errors import AgentTuiError, RunStateConflict
 from runtime.models import (
     Checkpoint,
+    ImageBlock,
     InputKind,
     InputRequest,
     Job,
@@ -703,6 +704,26 @@ class MainScreen(Screen[None]):
             self.open_run(message.child_run_id)
         elif self.selected_run is not None:
             self._find_child(self.selected_run.id, message.tool_call_id)
+
+    @on(ToolCallView.ImagesRequested)
+    def _images_requested(self, message: ToolCallView.ImagesRequested) -> None:
+        self._save_images(message.images)
+
+    @work(exit_on_error=False, group="images")
+    async def _save_images(self, images: list[ImageBlock]) -> None:
+        """Save a result's images into the workspace (as export does) and open them with the
+        desktop's viewer when there is one."""
+        from runtime.images import save_image
+
+        folder = self.agent_app.settings.workspace
+        try:
+            paths = [await save_image(self.runtime.store, image, folder) for image in images]
+        except (AgentTuiError, OSError) as exc:
+            self.notify(f"Could not save the image: {exc}", title="Image", severity="error")
+            return
+        opened = open_with_viewer(paths)
+        names = ", ".join(str(path) for path in paths)
+        self.notify(f"{'Opened' if opened else 'Saved'} {names}", title="Image", markup=False)
 
     @work(exit_on_error=False, group="open")
     async def _find_child(self, run_id: str, tool_call_id: str) -> None:
@@ -1521,6 +1542,32 @@ class MainScreen(Screen[None]):
         self.query_one("#search-results", OptionList).display = False
         self.query_one("#tree-pane").display = True
         self.job_tree.focus()
+
+
+def open_with_viewer(paths: list[Path]) -> bool:
+    """Open files with the desktop's viewer (``open`` on macOS, ``xdg-open`` under X11 or
+    Wayland), detached; False when there is none (a terminal over SSH: the files stay saved)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if sys.platform == "darwin":
+        opener = shutil.which("open")
+    elif os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        opener = shutil.which("xdg-open")
+    else:
+        opener = None
+    if opener is None:
+        return False
+    for path in paths:
+        subprocess.Popen(
+            [opener, str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return True
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -104,7 +104,9 @@ class Conversation(VerticalScroll):
             for block in message.tool_results:
                 tool_view = self._tools.get(block.tool_call_id)
                 if tool_view is not None:
-                    tool_view.set_result(block.content, is_error=block.is_error)
+                    tool_view.set_result(
+                        block.content, is_error=block.is_error, images=block.images
+                    )
             return widgets
         view = MessageView.from_message(message)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER

@@ -1,5 +1,6 @@
 """A tool call as a compact block: name and arguments, a progress bar while it runs, the result
-folded (Enter or space unfolds it); a delegation's sub-run opens with Enter."""
+folded (Enter or space unfolds it); a delegation's sub-run opens with Enter; the images of a
+result (described in it as ``[image: png 640×480, 12 KB]``) are saved and opened with ``o``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from textual.message import Message as TextualMessage
 from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets._collapsible import CollapsibleTitle
 
-from runtime.models import ToolCallState
+from runtime.models import ImageBlock, ToolCallState
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._format import short
 
@@ -42,6 +43,7 @@ class ToolCallView(Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_child", "Open sub-run"),
         Binding("enter,space", "toggle_result", "Show / hide result"),
+        Binding("o", "open_images", "Open image"),
     ]
 
     DEFAULT_CSS = """
@@ -63,6 +65,14 @@ class ToolCallView(Vertical, can_focus=True):
             self.tool_call_id = tool_call_id
             self.child_run_id = child_run_id
 
+    class ImagesRequested(TextualMessage):
+        """The person asked to see the images of a result."""
+
+        def __init__(self, tool_call_id: str, images: list[ImageBlock]) -> None:
+            super().__init__()
+            self.tool_call_id = tool_call_id
+            self.images = images
+
     def __init__(
         self,
         *,
@@ -82,6 +92,7 @@ class ToolCallView(Vertical, can_focus=True):
         self.result = result
         self.error = error
         self.child_run_id = child_run_id
+        self.images: list[ImageBlock] = []
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header", markup=False)
@@ -153,7 +164,12 @@ class ToolCallView(Vertical, can_focus=True):
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
 
-    def set_result(self, content: str, *, is_error: bool) -> None:
+    def set_result(
+        self, content: str, *, is_error: bool, images: list[ImageBlock] | None = None
+    ) -> None:
+        if images:
+            self.images = list(images)
+            self.refresh_bindings()
         if is_error:
             self.error = content
         else:
@@ -191,6 +207,8 @@ class ToolCallView(Vertical, can_focus=True):
             return self.is_delegation
         if action == "toggle_result":
             return self.result is not None or self.error is not None
+        if action == "open_images":
+            return bool(self.images)
         return True
 
     def action_open_child(self) -> None:
@@ -199,3 +217,6 @@ class ToolCallView(Vertical, can_focus=True):
     def action_toggle_result(self) -> None:
         folded = self.query_one("#result", Collapsible)
         folded.collapsed = not folded.collapsed
+
+    def action_open_images(self) -> None:
+        self.post_message(self.ImagesRequested(self.tool_call_id, self.images))

@@ -1,0 +1,67 @@
+"""A tool result's image in the TUI: described as ``[image: png 1×1, 70 B]`` in the folded
+result, and saved (opened where there is a desktop viewer) with ``o`` on its block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.models import RunState
+from tests.fakes.mcp_servers import PNG_BYTES
+from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tui.helpers import make_app, notifications, wait_until
+from tui.screens.main import MainScreen
+from tui.widgets.tool_call_view import ToolCallView
+
+
+async def test_o_on_a_result_with_an_image_saves_it_and_says_where(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)  # no desktop viewer: saved, not opened
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    (workspace / "pixel.png").write_bytes(PNG_BYTES)
+    model = ScriptedProvider(
+        [Turn(tool_calls=[("read_file", {"path": "pixel.png"})]), Turn(text="A pixel.")]
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(140, 44)) as pilot:
+            screen: Any = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press(*"look at pixel.png", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.COMPLETED
+                ),
+            )
+            block = screen.conversation.query_one(ToolCallView)
+            await wait_until(pilot, lambda: bool(block.images))
+            await pilot.press("shift+tab")  # composer → conversation
+            await pilot.press("right_square_bracket")
+            assert app.focused is block
+            await pilot.press("enter")
+            shown = str(block.query_one("#result-text", Static).render())
+            assert f"[image: png 1×1, {len(PNG_BYTES)} B]" in shown
+            assert "iVBOR" not in shown  # never base64
+            await pilot.press("o")
+            saved = workspace / f"agent-tui-image-{block.images[0].sha256[:12]}.png"
+            await wait_until(pilot, lambda: any("Saved" in n for n in notifications(app)))
+    finally:
+        await runtime.close()
+
+    assert saved.read_bytes() == PNG_BYTES
+    assert any(f"Image: Saved {saved}" in n for n in notifications(app))
