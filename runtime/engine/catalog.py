@@ -184,8 +184,8 @@ class Catalog:
         the last call: its configuration's warnings (once per workspace: skipped ``.mcp.json``
         entries, unset ``${VAR}``), then its servers' notices (start-up failures, warnings)."""
         notices: list[tuple[NoticeLevel, str]] = []
-        if workspace not in self._config_warned:
-            self._config_warned.add(workspace)
+        if str(Path(workspace)) not in self._config_warned:
+            self._config_warned.add(str(Path(workspace)))
             notices += [("warning", warning) for warning in self.config_for(workspace).warnings]
         if self._mcp_managers is not None:
             manager = self._mcp_managers.for_workspace(workspace)

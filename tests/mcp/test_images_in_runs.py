@@ -190,3 +190,40 @@ async def test_server_filesystems_read_media_file_reaches_claude_as_one_image_bl
         f"[image: png 1×1, {len(PNG_BYTES)} B]"
     ]
     assert json.dumps(body).count(ENCODED) == 1  # never also as text
+
+
+async def test_an_mcp_image_reaches_an_openai_compatible_model_as_an_image_part_in_a_run(
+    db_path: Path, workspace: Path
+) -> None:
+    from tests.fakes.openai_server import (
+        FakeOpenAIServer,
+        openai_text_response,
+        openai_tool_calls_response,
+    )
+
+    async with FakeOpenAIServer() as server:
+        server.add(
+            openai_tool_calls_response([("call_1", "basic__picture", {})]),
+            openai_text_response("A pixel."),
+        )
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=Config(),
+            model="openai:llava",
+            env={"OPENAI_BASE_URL": server.base_url},
+            mcp=McpManager({"basic": InMemoryServer(build_server("basic"))}, workspace=workspace),
+        )
+        try:
+            run = await runtime.start("show me the picture")
+            assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+        finally:
+            await runtime.close()
+        body = server.requests[1].body
+
+    [tool] = [entry for entry in body["messages"] if entry["role"] == "tool"]
+    assert tool["content"].startswith("[image: png 1×1, ")
+    after = body["messages"][body["messages"].index(tool) + 1]
+    assert after["role"] == "user"
+    urls = [part["image_url"]["url"] for part in after["content"] if part["type"] == "image_url"]
+    assert urls == [f"data:image/png;base64,{ENCODED}"]
