@@ -107,3 +107,44 @@ async def test_a_job_runs_with_the_servers_of_its_own_workspace(
     assert "beta__echo" in offered(here, 2) and "alpha__echo" not in offered(here, 2)
     assert (local_call.state, local_call.result) == (ToolCallState.COMPLETED, "from first")
     assert (remote_call.state, remote_call.result) == (ToolCallState.COMPLETED, "from second")
+
+
+PROBE = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from runtime.api import Runtime
+from runtime.config import Config
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = await Runtime.open(
+            db_path=Path(tmp) / "db", workspace=tmp, config=Config(), model="demo:instant"
+        )
+        try:
+            run = await runtime.start("hello")
+            await runtime.wait(run.id, timeout=30)
+        finally:
+            await runtime.close()
+    print("mcp" in sys.modules, "runtime.mcp.manager" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_a_run_in_a_workspace_without_servers_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(root)},
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
