@@ -1,5 +1,6 @@
-"""A tool result's image in the TUI: described as ``[image: png 1×1, 70 B]`` in the folded
-result, and saved (opened where there is a desktop viewer) with ``o`` on its block."""
+"""MCP in the TUI: a tool result's image is described as ``[image: png 1×1, 70 B]`` in the folded
+result, and saved (opened where there is a desktop viewer) with ``o`` on its block; a server that
+cannot start is a notification."""
 
 from __future__ import annotations
 
@@ -65,3 +66,37 @@ async def test_o_on_a_result_with_an_image_saves_it_and_says_where(
 
     assert saved.read_bytes() == PNG_BYTES
     assert any(f"Image: Saved {saved}" in n for n in notifications(app))
+
+
+async def test_a_server_that_cannot_start_during_a_run_is_a_notification_in_the_tui(
+    db_path: Path, workspace: Path
+) -> None:
+    from runtime.config import StdioServerConfig
+    from runtime.mcp import McpManager
+
+    model = ScriptedProvider([Turn(text="Working without it.")])
+    manager = McpManager(
+        {"missing": StdioServerConfig(command="agent-tui-no-such-command-xyz")},
+        workspace=workspace,
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+        mcp=manager,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(140, 44)) as pilot:
+            await pilot.press(*"hello", "enter")
+            await wait_until(pilot, lambda: any("could not start" in n for n in notifications(app)))
+    finally:
+        await runtime.close()
+
+    assert any(
+        "MCP server 'missing' could not start: command not found: "
+        "'agent-tui-no-such-command-xyz'; its tools are not available" in n
+        for n in notifications(app)
+    )
