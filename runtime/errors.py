@@ -8,6 +8,7 @@ AgentTuiError
 │   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
 │   ├── RevisionConflict     revision_conflict (another writer changed the run first)
 │   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
+│   ├── ConsumerAlreadyActive consumer_already_active (a durable consumer id is held)
 │   ├── IdempotencyConflict  idempotency_conflict (same key, different input)
 │   └── AlreadyAnswered      already_answered
 ├── InvalidInput             invalid_input (a public argument failed validation)
@@ -89,6 +90,17 @@ class RevisionConflict(ConflictError):
 
 class OwnershipLost(ConflictError):
     code = "ownership_lost"
+
+
+class ConsumerAlreadyActive(ConflictError):
+    """A durable consumer id is held by another live process (``Runtime.consume``)."""
+
+    code = "consumer_already_active"
+
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+        """The process holding it (an owner-style ``host:pid:start-nonce`` id), when known."""
 
 
 class IdempotencyConflict(ConflictError):

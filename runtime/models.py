@@ -233,6 +233,10 @@ class Run(_Model):
     max_steps: int = 50
     interrupted: bool = False
     """Recovered after its owner died; waits for a person to resume it (DESIGN §5)."""
+    detached: bool = False
+    """Queued for workers (``agent-tui worker``): any worker whose roots reach the workspace
+    executes it, and picks it up again when it was interrupted; clients only create, answer
+    and watch it (DESIGN §15). Set at creation (children inherit it), never changed."""
     outcome: str | None = None
     failure: Failure | None = None
     cancel_reason: str | None = None

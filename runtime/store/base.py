@@ -68,6 +68,8 @@ class NewRun(_Input):
     owner_id: str | None = None
     """The process that will execute the run (DESIGN §5: queued runs run where they were queued)."""
     max_steps: int = 50
+    detached: bool = False
+    """For workers, not this process (``Run.detached``); ``owner_id`` is then None."""
 
 
 class NewMessage(_Input):
@@ -526,6 +528,38 @@ class Store(Protocol):
     async def stop_run(self, run_id: str, *, token: str, reason: str) -> Run:
         """A deliberate stop (the app closing): running → queued, interrupted, with ``reason``
         on its ``run_state_changed`` event. With a call still running, as recovery does."""
+        ...
+
+
+    # --- workers and durable consumers (DESIGN §15; added with issue 14) ------------------------
+
+    async def queued_for_workers(self, *, limit: int = 20) -> list[Run]:
+        """Detached runs (``Run.detached``) in ``queued``, interrupted or not, oldest first: the
+        runs workers may take. Read-only; a worker takes one with ``claim_run``, which settles
+        a race between workers (the loser gets ``RunStateConflict``)."""
+        ...
+
+    async def acquire_consumer(
+        self,
+        consumer_id: str,
+        *,
+        holder: str,
+        lease_seconds: float,
+        after: int | None = None,
+        replace: str | None = None,
+    ) -> int:
+        """``rules.acquire_consumer`` in one transaction (creating the consumer's row when it
+        is new): take or renew the consumer for ``holder``; returns its cursor. Raises
+        ``ConsumerAlreadyActive`` while another holder (not ``replace``) has a live lease."""
+        ...
+
+    async def ack_consumer(self, consumer_id: str, *, holder: str, seq: int) -> int:
+        """``rules.ack_consumer`` in one transaction: the cursor moves up to ``seq`` and the
+        lease is renewed; returns the cursor. ``ConsumerAlreadyActive`` if ``holder`` lost it."""
+        ...
+
+    async def release_consumer(self, consumer_id: str, *, holder: str) -> None:
+        """``rules.release_consumer``: let go, keeping the cursor (nothing if not the holder)."""
         ...
 
 

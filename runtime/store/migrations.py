@@ -505,6 +505,25 @@ _COMPOSER_DRAFTS = (
     """,
 )
 
+_WORKERS_CONSUMERS = (
+    # Issue 14. Runs queued for workers (`run --detach`), found by a partial index; and the
+    # durable consumers of the event log (`Runtime.consume`): an acknowledged cursor each, held
+    # by one process at a time under a lease. Self-contained: nothing refers to these.
+    "ALTER TABLE runs ADD COLUMN detached INTEGER NOT NULL DEFAULT 0",
+    "CREATE INDEX runs_for_workers ON runs (n) WHERE state = 'queued' AND detached = 1",
+    """
+    CREATE TABLE consumers (
+        consumer_id TEXT PRIMARY KEY,
+        cursor INTEGER NOT NULL DEFAULT 0,
+        holder TEXT,
+        lease_seconds REAL NOT NULL,
+        lease_expires_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -521,6 +540,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(6, "blobs, file snapshots for rewinding, archived jobs", _V6_BLOBS_FILE_SNAPSHOTS),
     Migration(7, "composer drafts of the TUI, per job", _COMPOSER_DRAFTS),
+    Migration(8, "runs queued for workers; durable consumers' cursors", _WORKERS_CONSUMERS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -62,6 +62,7 @@ __all__ = [
     "TITLE_LENGTH",
     "JobChange",
     "NewJobRow",
+    "Consumer",
     "Owner",
     "Plan",
     "Receipt",
@@ -317,6 +318,7 @@ def create_run(
         step=0,
         max_steps=new_run.max_steps,
         interrupted=False,
+        detached=new_run.detached,
         outcome=None,
         failure=None,
         cancel_reason=None,
@@ -839,3 +841,82 @@ def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> 
         )
     )
     return plan, False
+
+
+# --- durable consumers (Runtime.consume, DESIGN §15) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """A durable consumer's row: its acknowledged cursor and who holds it until when.
+
+    ``holder`` None: nobody holds it (released, or never held since it was created)."""
+
+    consumer_id: str
+    cursor: int
+    holder: str | None
+    lease_seconds: float
+    lease_expires_at: float
+    updated_at: float
+
+
+def acquire_consumer(
+    existing: Consumer | None,
+    *,
+    consumer_id: str,
+    holder: str,
+    lease_seconds: float,
+    after: int | None,
+    replace: str | None,
+    now: float,
+) -> Consumer:
+    """``holder`` takes (or, holding it already, renews) the consumer. Another holder's live
+    lease refuses it with ``ConsumerAlreadyActive`` unless that holder is ``replace`` (the
+    caller proved it gone). ``after`` sets the cursor; None keeps the stored one (0 for a new
+    consumer: every durable event)."""
+    if lease_seconds <= 0:
+        raise errors.InvalidInput("a consumer's lease must be longer than 0 seconds")
+    if (
+        existing is not None
+        and existing.holder is not None
+        and existing.holder != holder
+        and existing.lease_expires_at >= now
+        and existing.holder != replace
+    ):
+        raise errors.ConsumerAlreadyActive(
+            f"consumer {consumer_id!r} is held by another process ({existing.holder}) for "
+            f"{existing.lease_expires_at - now:.0f} more seconds unless it renews",
+            holder=existing.holder,
+        )
+    if after is not None and after < 0:
+        raise errors.InvalidInput("a consumer's cursor cannot be negative")
+    cursor = after if after is not None else (existing.cursor if existing is not None else 0)
+    return Consumer(consumer_id, cursor, holder, lease_seconds, now + lease_seconds, now)
+
+
+def ack_consumer(existing: Consumer | None, *, holder: str, seq: int, now: float) -> Consumer:
+    """The holder acknowledged every event up to ``seq``: the cursor moves there (never back;
+    acknowledging an older event again changes nothing) and the lease is renewed. A process
+    that no longer holds the consumer gets ``ConsumerAlreadyActive`` and changes nothing."""
+    if existing is None or existing.holder != holder:
+        owner = existing.holder if existing is not None else None
+        raise errors.ConsumerAlreadyActive(
+            f"consumer {existing.consumer_id if existing else '?'!r} is not held by this "
+            "process any more" + (f" (held by {owner})" if owner else ""),
+            holder=owner,
+        )
+    return Consumer(
+        existing.consumer_id,
+        max(existing.cursor, seq),
+        holder,
+        existing.lease_seconds,
+        now + existing.lease_seconds,
+        now,
+    )
+
+
+def release_consumer(existing: Consumer | None, *, holder: str, now: float) -> Consumer | None:
+    """The holder lets go (the cursor stays); None when it does not hold it (nothing to do)."""
+    if existing is None or existing.holder != holder:
+        return None
+    return Consumer(existing.consumer_id, existing.cursor, None, existing.lease_seconds, now, now)

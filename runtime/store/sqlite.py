@@ -210,6 +210,7 @@ def _run(row: sqlite3.Row) -> Run:
         **{key: row[key] for key in _RUN_PLAIN},
         state=RunState(row["state"]),
         interrupted=bool(row["interrupted"]),
+        detached=bool(row["detached"]),
         failure=Failure.model_construct(**json.loads(failure)) if failure else None,
         usage=_usage_of(row),
     )
@@ -1581,6 +1582,68 @@ class SqliteStore:
 
         return await self._write(tx)
 
+    # --- workers and durable consumers (DESIGN §15) ----------------------------------------
+
+    async def queued_for_workers(self, *, limit: int = 20) -> list[Run]:
+        def read(conn: Conn) -> list[Run]:
+            rows = conn.execute(
+                "SELECT * FROM runs WHERE state = 'queued' AND detached = 1 ORDER BY n LIMIT ?",
+                (limit,),
+            )
+            return [_run(row) for row in rows]
+
+        return await self._call(read)
+
+    async def acquire_consumer(
+        self,
+        consumer_id: str,
+        *,
+        holder: str,
+        lease_seconds: float,
+        after: int | None = None,
+        replace: str | None = None,
+    ) -> int:
+        now = self._now()
+
+        def tx(conn: Conn) -> int:
+            taken = rules.acquire_consumer(
+                _fetch_consumer(conn, consumer_id),
+                consumer_id=consumer_id,
+                holder=holder,
+                lease_seconds=lease_seconds,
+                after=after,
+                replace=replace,
+                now=now,
+            )
+            _write_consumer(conn, taken)
+            return taken.cursor
+
+        return await self._write(tx)
+
+    async def ack_consumer(self, consumer_id: str, *, holder: str, seq: int) -> int:
+        now = self._now()
+
+        def tx(conn: Conn) -> int:
+            acked = rules.ack_consumer(
+                _fetch_consumer(conn, consumer_id), holder=holder, seq=seq, now=now
+            )
+            _write_consumer(conn, acked)
+            return acked.cursor
+
+        return await self._write(tx)
+
+    async def release_consumer(self, consumer_id: str, *, holder: str) -> None:
+        now = self._now()
+
+        def tx(conn: Conn) -> None:
+            released = rules.release_consumer(
+                _fetch_consumer(conn, consumer_id), holder=holder, now=now
+            )
+            if released is not None:
+                _write_consumer(conn, released)
+
+        await self._write(tx)
+
     # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
 
     async def get_composer_draft(self, job_id: str | None) -> str:
@@ -1777,6 +1840,39 @@ def _checkpoint_wal(conn: Conn) -> None:
 def _close_connection(conn: Conn) -> None:
     _checkpoint_wal(conn)
     conn.close()
+
+
+def _fetch_consumer(conn: Conn, consumer_id: str) -> rules.Consumer | None:
+    row = conn.execute("SELECT * FROM consumers WHERE consumer_id = ?", (consumer_id,)).fetchone()
+    if row is None:
+        return None
+    return rules.Consumer(
+        consumer_id=row["consumer_id"],
+        cursor=row["cursor"],
+        holder=row["holder"],
+        lease_seconds=row["lease_seconds"],
+        lease_expires_at=row["lease_expires_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _write_consumer(conn: Conn, consumer: rules.Consumer) -> None:
+    conn.execute(
+        "INSERT INTO consumers (consumer_id, cursor, holder, lease_seconds, lease_expires_at,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (consumer_id) DO UPDATE SET cursor = excluded.cursor,"
+        " holder = excluded.holder, lease_seconds = excluded.lease_seconds,"
+        " lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+        (
+            consumer.consumer_id,
+            consumer.cursor,
+            consumer.holder,
+            consumer.lease_seconds,
+            consumer.lease_expires_at,
+            consumer.updated_at,
+            consumer.updated_at,
+        ),
+    )
 
 
 def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
@@ -1996,8 +2092,8 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
             "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
             " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
             " forked_from_checkpoint_id, retry_of_run_id, idempotency_key, idempotency_hash,"
-            " owner_id, max_steps, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " owner_id, max_steps, created_at, updated_at, detached)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.id,
                 run.job_id,
@@ -2018,6 +2114,7 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                 run.max_steps,
                 run.created_at,
                 run.updated_at,
+                int(run.detached),
             ),
         )
     for run, read_revision in plan.runs:
