@@ -108,7 +108,13 @@ async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path)
     import asyncio
     import signal
 
-    from tui._cli.commands import COMMANDS, READ_ONLY, RUNS_AN_AGENT, Context, open_runtime
+    from tui._cli.commands import (
+        COMMANDS,
+        RUNS_AN_AGENT,
+        Context,
+        open_runtime,
+        opens_read_only,
+    )
     from tui._cli.render import TerminalSafeWriter
     from tui._cli.settings import load_config, model_override
 
@@ -136,7 +142,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path)
             from tui._cli.doctor import cmd_doctor
 
             return await cmd_doctor(ctx)
-        async with open_runtime(ctx, read_only=args.command in READ_ONLY) as runtime:
+        async with open_runtime(ctx, read_only=opens_read_only(args)) as runtime:
             from tui._cli.ids import resolve_arguments
 
             await resolve_arguments(runtime.store, args, db_path=db_path)

@@ -152,6 +152,7 @@ class Delegation:
                 idempotency_key=f"delegate:{call.id}",
                 owner_id=self._owner_id,
                 max_steps=delegate.max_steps or self._catalog.config.defaults.max_steps,
+                detached=run.detached,  # a worker's child is the workers' too
             )
         )
 

@@ -18,6 +18,7 @@ ASK_USER = "ask_user"
 DRAFT_INTERVAL = 0.25
 MAX_MODEL_ATTEMPTS = 6
 LEASE_SECONDS = 10.0
+GIVEN_BACK_REASON = "given back at the end of a step: its worker is shutting down"
 POLL_INTERVAL = 0.25
 
 ProviderFactory = Callable[[str], ModelProvider]
@@ -53,6 +54,9 @@ class Execution:
     requests: list[InputRequest] = field(default_factory=list)
     """The run's input requests, read once when the execution starts (answered approvals and
     questions); a request opened later stops the execution."""
+    release_at_step_end: bool = False
+    """Give the run back (queued, interrupted) once the step in progress ended, instead of
+    calling the model again: a worker shutting down (``Runtime.give_back_at_step_end``)."""
 
     def note_calls(self, calls: list[ToolCall]) -> None:
         """Remember tool calls as the store returned them from a commit."""

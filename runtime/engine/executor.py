@@ -17,7 +17,7 @@ from pathlib import Path
 from runtime.config import AgentConfig
 from runtime.engine.catalog import Catalog
 from runtime.engine.delegation import Delegation
-from runtime.engine.execution import Execution, Executions, RunFailed
+from runtime.engine.execution import GIVEN_BACK_REASON, Execution, Executions, RunFailed
 from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
@@ -200,6 +200,11 @@ class Executor:
                         run = await self._store.get_run(run.id)
                         await self._load(execution, run)
                     continue
+                if execution.release_at_step_end:
+                    await self._store.stop_run(
+                        run.id, token=execution.token, reason=GIVEN_BACK_REASON
+                    )
+                    return
                 if run.step >= run.max_steps:
                     raise RunFailed(
                         "max_steps",

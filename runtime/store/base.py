@@ -530,7 +530,6 @@ class Store(Protocol):
         on its ``run_state_changed`` event. With a call still running, as recovery does."""
         ...
 
-
     # --- workers and durable consumers (DESIGN §15; added with issue 14) ------------------------
 
     async def queued_for_workers(self, *, limit: int = 20) -> list[Run]:

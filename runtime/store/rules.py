@@ -60,9 +60,9 @@ from runtime.store.base import NewInputRequest, NewMessage, NewRun, NewToolCall,
 
 __all__ = [
     "TITLE_LENGTH",
+    "Consumer",
     "JobChange",
     "NewJobRow",
-    "Consumer",
     "Owner",
     "Plan",
     "Receipt",

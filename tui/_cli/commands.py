@@ -44,6 +44,8 @@ class Context:
     current_run_id: str | None = None
     prompting: InputRequest | None = None
     """The request being asked at the terminal right now (for the Ctrl+C message)."""
+    watching: bool = False
+    """The current run is a worker's: this command only watches it (attach mode)."""
 
     def set_prompting(self, request: InputRequest | None) -> None:
         self.prompting = request
@@ -54,6 +56,11 @@ class Context:
             return (
                 f"Run {run_id} is still waiting for your answer; give it later with: "
                 f"{render.COMMAND} respond {run_id} ANSWER"
+            )
+        if self.current_run_id is not None and self.watching:
+            return (
+                f"Run {self.current_run_id} goes on in a worker; watch it with: "
+                f"{render.COMMAND} show {self.current_run_id}"
             )
         if self.current_run_id is not None:
             return (
@@ -141,7 +148,12 @@ async def _follow(
 
 async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
     _show_model_notice(ctx, runtime)
-    run = await runtime.start(args.prompt, agent=args.agent, model=args.model or ctx.model)
+    detached = args.detach or args.attach
+    run = await runtime.start(
+        args.prompt, agent=args.agent, model=args.model or ctx.model, detached=detached
+    )
+    if detached:
+        return await _queued_for_a_worker(ctx, runtime, run, args, after=0)
     # A new job: every event of it belongs to this command.
     return await _follow(ctx, runtime, run, json_mode=args.json, after=0)
 
@@ -150,8 +162,38 @@ async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
     _show_model_notice(ctx, runtime)
     await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
-    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model)
+    detached = args.detach or args.attach
+    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model, detached=detached)
+    if detached:
+        return await _queued_for_a_worker(ctx, runtime, run, args, after=cursor)
     return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
+
+
+async def _queued_for_a_worker(
+    ctx: Context, runtime: Runtime, run: Run, args: Any, *, after: int
+) -> int:
+    """``--detach``: say where the run is and return; ``--attach``: watch it (and answer
+    its questions at a terminal) while a worker executes it."""
+    if args.detach:
+        if args.json:
+            ctx.print(
+                json.dumps(
+                    {"kind": "queued", "run_id": run.id, "job_id": run.job_id, "state": "queued"}
+                )
+            )
+        else:
+            ctx.print(run.id)
+        ctx.say(
+            f"Queued run {run.id} for a worker (start one with: {render.COMMAND} worker); "
+            f"watch it with: {render.COMMAND} show {run.id}"
+        )
+        return EXIT_OK
+    ctx.watching = True
+    ctx.say(
+        f"Queued run {run.id} for a worker; watching it here (Ctrl+C stops watching, the run "
+        "goes on)."
+    )
+    return await _follow(ctx, runtime, run, json_mode=args.json, after=after)
 
 
 async def cmd_fork(ctx: Context, runtime: Runtime, args: Any) -> int:
@@ -203,7 +245,19 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     while root.parent_run_id is not None:
         root = await runtime.get_run(root.parent_run_id)
     ctx.current_run_id = root.id
+    ctx.watching = run.detached
     cursor = await event_cursor(runtime)
+    if args.detach:
+        answered = await runtime.respond(request.run_id, request.id, value)
+        if args.json:
+            ctx.print(
+                json.dumps(
+                    {"kind": "answered", "run_id": answered.id, "state": answered.state.value}
+                )
+            )
+        goes_on = "a worker goes on with it" if answered.detached else "its process goes on"
+        ctx.say(f"Answered run {answered.id} ({answered.state.value}); {goes_on}.")
+        return EXIT_OK
     printer = EventPrinter(ctx.out, ctx.err, json_mode=args.json, main_run_id=root.id)
     observer = Observer(runtime, root.job_id, after=cursor, printer=printer)
     observer.start()
@@ -212,6 +266,8 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     except BaseException:
         await observer.stop()
         raise
+    if run.detached:
+        ctx.say(f"Answered; a worker goes on with run {request.run_id}; watching it here.")
     return await _follow(ctx, runtime, root, json_mode=args.json, after=cursor, observer=observer)
 
 
@@ -442,6 +498,26 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
     return EXIT_OK
 
 
+async def cmd_worker(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from tui._cli.workers import run_worker
+
+    return await run_worker(ctx, runtime, args)
+
+
+async def cmd_events(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from tui._cli.workers import print_events
+
+    return await print_events(ctx, runtime, args)
+
+
+def opens_read_only(args: Any) -> bool:
+    """Whether the command only looks (no lease, no recovery, no writes); ``events`` writes
+    only a consumer's cursor."""
+    if args.command == "events":
+        return not args.consumer
+    return args.command in READ_ONLY
+
+
 COMMANDS = {
     "run": cmd_run,
     "runs": cmd_runs,
@@ -456,6 +532,8 @@ COMMANDS = {
     "unarchive": cmd_unarchive,
     "delete": cmd_delete,
     "rewind": cmd_rewind,
+    "worker": cmd_worker,
+    "events": cmd_events,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})
 READ_ONLY = frozenset({"runs", "show", "export"})

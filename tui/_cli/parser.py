@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="model reference, e.g. demo or anthropic:NAME",
     )
     json_option(run, events_help)
+    _where_it_runs(run)
 
     runs = command("runs", "list runs, newest first")
     runs.add_argument("--state", metavar="S", choices=RUN_STATES, help=", ".join(RUN_STATES))
@@ -131,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer only this request (refused if it was already answered)",
     )
     json_option(respond, events_help)
+    respond.add_argument(
+        "--detach",
+        action="store_true",
+        help="answer and return at once (a worker, or the process running it, goes on)",
+    )
 
     follow_up = command("follow-up", "continue a job with a new message")
     follow_up.add_argument("job_id", metavar="JOB_ID")
@@ -142,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="model of the new run (default: the job's model)",
     )
     json_option(follow_up, events_help)
+    _where_it_runs(follow_up)
 
     retry = command("retry", "resume a failed or interrupted run")
     retry.add_argument("run_id", metavar="RUN_ID")
@@ -196,4 +203,70 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     command("doctor", "check the database, config, keys and MCP servers")
+
+    worker = command("worker", "execute the runs queued for workers (run --detach / --attach)")
+    worker.add_argument(
+        "--concurrency",
+        metavar="N",
+        type=_positive_int,
+        default=4,
+        help="runs executed at the same time (default 4)",
+    )
+    worker.add_argument(
+        "--root",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="execute only runs whose workspace is under PATH (repeatable; default: the "
+        "workspace folder)",
+    )
+    worker.add_argument(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=_positive_int,
+        default=120,
+        help="on SIGTERM, wait this long for runs to finish their step (default 120)",
+    )
+    json_option(worker, "one JSON object per line for each run claimed, released or skipped")
+
+    events = command("events", "print durable events (with --consumer: at least once, resumable)")
+    events.add_argument("--follow", action="store_true", help="keep printing events as they commit")
+    events.add_argument(
+        "--consumer",
+        metavar="NAME",
+        help="a durable consumer: start after its last acknowledged event and save the cursor "
+        "after each event printed (needs --follow; one process per NAME)",
+    )
+    events.add_argument(
+        "--after",
+        metavar="SEQ",
+        type=_seq,
+        help="start after this event (default: the consumer's cursor; without --consumer, "
+        "the first event, or now with --follow)",
+    )
+    json_option(events, "one JSON object per event")
     return parser
+
+
+def _seq(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _where_it_runs(sub: argparse.ArgumentParser) -> None:
+    mode = sub.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--detach",
+        action="store_true",
+        help="queue the run for a worker (agent-tui worker) and print its id",
+    )
+    mode.add_argument(
+        "--attach",
+        action="store_true",
+        help="queue the run for a worker and watch it here (answering its questions)",
+    )

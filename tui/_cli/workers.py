@@ -1,0 +1,199 @@
+"""``agent-tui worker`` and ``agent-tui events`` (DESIGN §11, §15): executing the runs queued
+for workers, and printing durable events for scripts (with a consumer: at least once, resumed
+after the last one printed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runtime.api import Runtime
+from runtime.errors import InvalidInput
+from runtime.events import (
+    CheckpointCreated,
+    DurableEvent,
+    MessageCommitted,
+    RunStateChanged,
+    ToolStateChanged,
+    dump_event,
+)
+from runtime.workers import Worker, WorkerReport
+from tui._cli.commands import Context
+from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
+from tui._cli.render import one_line
+
+PAGE = 500
+
+
+@contextlib.contextmanager
+def _on_stop_signals(first: Callable[[], None], again: Callable[[], None]) -> Any:
+    """SIGTERM or Ctrl+C once: ``first``; a second time: ``again``."""
+    loop = asyncio.get_running_loop()
+    count = 0
+
+    def handler() -> None:
+        nonlocal count
+        count += 1
+        (first if count == 1 else again)()
+
+    installed = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, handler)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+# --- agent-tui worker ---------------------------------------------------------------------------
+
+
+async def run_worker(ctx: Context, runtime: Runtime, args: Any) -> int:
+    roots = [Path(root).expanduser() for root in args.root] or [ctx.workspace]
+    for root in roots:
+        if not root.is_dir():
+            raise InvalidInput(f"--root {root} is not a folder")
+
+    def report(event: WorkerReport) -> None:
+        if args.json:
+            ctx.print(json.dumps(event.as_json(), ensure_ascii=False))
+        else:
+            ctx.say(f"agent-tui worker: {event.text}")
+
+    worker = Worker(runtime, roots=roots, concurrency=args.concurrency, report=report)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop, drain_timeout=args.drain_timeout))
+
+    def force() -> None:
+        ctx.say("agent-tui worker: stopping now; runs still executing stay recoverable")
+        serving.cancel()
+
+    with _on_stop_signals(stop.set, force):
+        try:
+            await serving
+        except asyncio.CancelledError:
+            if not serving.cancelled():
+                raise
+            return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+# --- agent-tui events ---------------------------------------------------------------------------
+
+
+def event_line(event: DurableEvent) -> str:
+    """One durable event as a short line of text."""
+    head = f"{event.seq} {event.kind} run {event.run_id}"
+    match event:
+        case RunStateChanged():
+            before = event.from_state.value if event.from_state else "-"
+            extra = ""
+            if event.request is not None:
+                extra = f" asks: {one_line(event.request.prompt, 80)}"
+            elif event.failure is not None:
+                extra = f" {event.failure.code}: {one_line(event.failure.message, 80)}"
+            elif event.reason:
+                extra = f" ({one_line(event.reason, 80)})"
+            return f"{head} {before} -> {event.to_state.value}{extra}"
+        case MessageCommitted():
+            message = event.message
+            return f"{head} {message.role.value}: {one_line(message.text, 80)}"
+        case ToolStateChanged():
+            before = event.from_state.value if event.from_state else "-"
+            return f"{head} {event.name} {before} -> {event.to_state.value}"
+        case CheckpointCreated():
+            return f"{head} step {event.step}"
+        case _:
+            return head
+
+
+async def print_events(ctx: Context, runtime: Runtime, args: Any) -> int:
+    if args.consumer is not None and not args.follow:
+        raise InvalidInput("--consumer needs --follow (a consumer keeps reading as events commit)")
+
+    def emit(event: DurableEvent) -> None:
+        if args.json:
+            ctx.print(json.dumps(dump_event(event), ensure_ascii=False))
+        else:
+            ctx.print(event_line(event))
+
+    if not args.follow:
+        cursor = args.after or 0
+        while True:
+            page = await runtime.events(after=cursor, limit=PAGE)
+            for event in page:
+                emit(event)
+                cursor = event.seq
+            if len(page) < PAGE:
+                return EXIT_OK
+    stop = asyncio.Event()
+    following = asyncio.create_task(_follow_events(runtime, args, emit, stop))
+
+    def force() -> None:
+        following.cancel()
+
+    with _on_stop_signals(stop.set, force), contextlib.suppress(asyncio.CancelledError):
+        await following
+    return EXIT_OK
+
+
+async def _follow_events(
+    runtime: Runtime, args: Any, emit: Callable[[DurableEvent], None], stop: asyncio.Event
+) -> None:
+    """Print events as they commit until ``stop``. With a consumer, each event is printed
+    (and flushed) before it is acknowledged: a process killed in between prints it again."""
+    if args.consumer is not None:
+        async with runtime.consume(args.consumer, after=args.after) as consumer:
+            async for event in _until(consumer, stop):
+                emit(event)
+                await consumer.ack(event)
+        return
+    cursor = await runtime.last_seq() if args.after is None else args.after
+    while not stop.is_set():
+        page = await runtime.events(after=cursor, limit=PAGE)
+        for event in page:
+            emit(event)
+            cursor = event.seq
+        if len(page) < PAGE:
+            await _first(stop.wait(), runtime.await_change())
+
+
+async def _until(events: Any, stop: asyncio.Event) -> Any:
+    """The events of an async iterator until ``stop`` is set (between two events)."""
+    iterator = events.__aiter__()
+    while not stop.is_set():
+        nxt = asyncio.ensure_future(iterator.__anext__())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({nxt, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if not nxt.done():
+            nxt.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await nxt
+            return
+        try:
+            item = nxt.result()
+        except StopAsyncIteration:
+            return
+        yield item
+
+
+async def _first(*awaitables: Any) -> None:
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
