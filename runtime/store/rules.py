@@ -884,8 +884,9 @@ def acquire_consumer(
         and existing.holder != replace
     ):
         raise errors.ConsumerAlreadyActive(
-            f"consumer {consumer_id!r} is held by another process ({existing.holder}) for "
-            f"{existing.lease_expires_at - now:.0f} more seconds unless it renews",
+            f"consumer {consumer_id!r} is already active in another process "
+            f"({existing.holder}); its lease ends in {existing.lease_expires_at - now:.0f} s "
+            "unless it renews",
             holder=existing.holder,
         )
     if after is not None and after < 0:
