@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from runtime.answers import validate_answer
 from runtime.clock import Clock
 from runtime.config import Config
-from runtime.consumers import CONSUMER_LEASE_SECONDS, Consumer
+from runtime.consumers import Consumer
 from runtime.engine.assembly import build_engine
 from runtime.engine.delegation import held_elsewhere, next_boundary
 from runtime.engine.execution import (
@@ -108,7 +108,6 @@ class Runtime:
         self._background: list[asyncio.Task[None]] = []
         self._closing = asyncio.Event()
         self._closed = False
-        self._giving_back = False
         self.recovery = RecoveryReport()
         engine = build_engine(
             store=store,
@@ -131,6 +130,7 @@ class Runtime:
         self._pump = engine.pump
         self._leases = engine.leases
         self._executor = engine.executor
+        self.dispatch = engine.dispatch  # where runs execute: here, or in workers
 
     # --- lifecycle -----------------------------------------------------------------------------
     @classmethod
@@ -268,20 +268,16 @@ class Runtime:
         idempotency_key: str | None = None,
         detached: bool = False,
     ) -> Run:
-        """Create a run in a new job (or ``job_id``) and execute it in this process; with
-        ``detached`` queue it for workers instead (``runtime.workers``): this process only
-        watches it."""
+        """Create a run in a new job (or ``job_id``) and execute it in this process."""
         if not isinstance(input, str) or not input.strip():
             raise InvalidInput("the prompt is empty: say what the agent should do")
         if job_id is not None:
-            return await self.follow_up(job_id, input, agent=agent, model=model, detached=detached)
+            return await self.follow_up(job_id, input, agent=agent, model=model)
         agent_name = agent or self.config.defaults.agent
         agent_config = self._catalog.agent(agent_name)
         reference = model or agent_config.model or self._default_model
         self._catalog.check_model(reference)  # a clear error, and no run, for a bad model
-        if not detached:
-            await self._leases.ensure()
-        run = await self.store.create_run(
+        return await self.dispatch.create(
             NewRun(
                 agent=agent_name,
                 model=reference,
@@ -293,20 +289,10 @@ class Runtime:
                 detached=detached,
             )
         )
-        if not detached:
-            self._launch(run.id)
-        return run
 
     async def follow_up(
-        self,
-        job_id: str,
-        input: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        detached: bool = False,
+        self, job_id: str, input: str, *, agent: str | None = None, model: str | None = None
     ) -> Run:
-        """A new root run continuing the job; ``detached``: for workers, as in ``start``."""
         if not isinstance(input, str) or not input.strip():
             raise InvalidInput("the follow-up is empty: say what the agent should do next")
         job = await self.store.get_job(job_id)
@@ -322,13 +308,11 @@ class Runtime:
         agent_config = self._catalog.agent(agent_name, job.workspace)
         reference = model or (previous.model if previous else None) or self._default_model
         self._catalog.check_model(reference)
-        history_position = None
+        history_position, detached = None, previous is not None and previous.detached
         if previous is not None:
             last = await last_message(self.store, previous.id)
             history_position = last.position if last else -1
-        if not detached:
-            await self._leases.ensure()
-        run = await self.store.create_run(
+        return await self.dispatch.create(
             NewRun(
                 job_id=job_id,
                 agent=agent_name,
@@ -342,9 +326,6 @@ class Runtime:
                 detached=detached,
             )
         )
-        if not detached:
-            self._launch(run.id)
-        return run
 
     async def retry(self, run_id: str, *, unknown: UnknownChoice | None = None) -> Run:
         """Interrupted run: execute it again from its committed state. Failed or cancelled run:
@@ -353,10 +334,8 @@ class Runtime:
         or ``skip`` it (the model is told the outcome is unknown); without a choice this raises
         ``InvalidInput`` naming the call. Returns the run that executes."""
         run = await self.store.get_run(run_id)
-        if run.state is RunState.QUEUED and run.detached:
-            return run  # the workers take it (interrupted or not)
         if run.state is RunState.QUEUED:
-            if run_id not in self._executions:
+            if run_id not in self._executions and not run.detached:  # workers take those
                 self._catalog.check_model(run.model)
                 await self._leases.ensure()
                 self._launch(run_id)
@@ -385,8 +364,7 @@ class Runtime:
         source = await self.store.get_run(checkpoint.run_id)
         job = await self.store.get_job(source.job_id)
         text = input.strip() if input and input.strip() else None
-        await self._leases.ensure()
-        run = await self.store.create_run(
+        return await self.dispatch.create(
             NewRun(
                 agent=source.agent,
                 model=source.model,
@@ -400,14 +378,11 @@ class Runtime:
                 max_steps=source.max_steps,
             )
         )
-        self._launch(run.id)
-        return run
 
     async def respond(
         self, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None = None
     ) -> Run:
-        """Answer the open request (validated) and continue the run in this process; a
-        detached run is left to the workers (this process only answers it)."""
+        """Answer the open request (validated) and continue the run in this process."""
         request = await self.store.get_input_request(request_id)
         if request.run_id != run_id:
             raise InvalidInput(f"request {request_id} does not belong to run {run_id}")
@@ -562,12 +537,8 @@ class Runtime:
         return await self.store.last_seq()
 
     async def _boundary(self, run_id: str) -> Boundary | None:
-        async def someone_executes(run: Run) -> bool:
-            # A detached run waits in the queue for a worker: not a boundary.
-            return run.detached or await self._held_elsewhere(run)
-
         found = await next_boundary(
-            self.store, run_id, executing=self._executions, held_elsewhere=someone_executes
+            self.store, run_id, executing=self._executions, held_elsewhere=self._held_elsewhere
         )
         return None if found is None else Boundary(run=found[0], request=found[1])
 
@@ -638,58 +609,16 @@ class Runtime:
 
         return await export_job(self.store, job_id, format=format)
 
-    # --- durable consumers and workers (DESIGN §15) ----------------------------------------------
-    def consume(
-        self,
-        consumer_id: str,
-        *,
-        after: int | None = None,
-        lease_seconds: float = CONSUMER_LEASE_SECONDS,
-    ) -> Consumer:
-        """A durable consumer of every durable event (``runtime.consumers``): use it as
-        ``async with runtime.consume(name) as events: async for event in events: …;
-        await events.ack(event)``. Delivers at least once, in order, from the cursor stored
-        for ``consumer_id`` (0, the whole log, for a new one; ``after`` sets it); the cursor
-        is saved on each ``ack``. Entering raises ``ConsumerAlreadyActive`` while another
-        live process holds the name."""
+    def consume(self, consumer_id: str, *, after: int | None = None) -> Consumer:
+        """Every durable event at least once, in order; ``ack`` saves the cursor (a
+        ``runtime.consumers.Consumer``)."""
         return Consumer(
-            self.store,
-            consumer_id,
-            after=after,
-            wait_for_change=self._pump.await_progress,
-            lease_seconds=lease_seconds,
+            self.store, consumer_id, after=after, wait_for_change=self.dispatch.await_change
         )
-
-    async def await_change(self) -> None:
-        """Until events were published (from here or another process), at most two poll
-        intervals: for loops that look at the store again (workers)."""
-        await self._pump.await_progress()
-
-    async def execute(self, run_id: str) -> asyncio.Task[None] | None:
-        """Execute a queued run in this process (a worker taking a detached run): take the
-        owner lease, then claim and run it in a task, returned (None when this process runs
-        it already or is stopping). Losing the claim to another process ends the task at
-        once, having changed nothing."""
-        if self._leases.read_only:
-            raise InvalidInput("this agent-tui was opened read-only; it cannot run agents")
-        if self._closing.is_set() or self._giving_back or run_id in self._executions:
-            return None
-        await self._leases.ensure()
-        self._launch(run_id)
-        execution = self._executions.get(run_id)
-        return execution.task if execution is not None else None
-
-    def give_back_at_step_end(self) -> None:
-        """Stop taking runs; each execution finishes the step it is in, then gives its run
-        back to the queue (queued, interrupted, with ``GIVEN_BACK_REASON``) for another
-        process. A worker's SIGTERM; ``close`` afterwards releases the lease."""
-        self._giving_back = True
-        for execution in self._executions.values():
-            execution.release_at_step_end = True
 
     # --- execution -----------------------------------------------------------------------------
     def _launch(self, run_id: str) -> None:
-        if self._closing.is_set() or self._giving_back or run_id in self._executions:
+        if self._closing.is_set() or self.dispatch.giving_back or run_id in self._executions:
             return
         execution = Execution(run_id=run_id, token="")
         self._executions[run_id] = execution

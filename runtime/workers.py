@@ -162,7 +162,7 @@ class Worker:
             if len(self._tasks) < self.concurrency:
                 await self._take(self.concurrency - len(self._tasks))
             await self._next_change(stop)
-        self._runtime.give_back_at_step_end()
+        self._runtime.dispatch.give_back_at_step_end()
         running = [task for task in self._tasks.values() if not task.done()]
         self._say(
             "stopping",
@@ -199,7 +199,7 @@ class Worker:
                     )
                 continue
             try:
-                task = await self._runtime.execute(run.id)
+                task = await self._runtime.dispatch.take(run.id)
             except AgentTuiError as exc:
                 log.warning("run %s could not be executed here: %s", run.id, exc.message)
                 continue
@@ -236,7 +236,7 @@ class Worker:
         anywhere, at most two poll intervals), one of our executions ended, or ``stop``."""
         waiters = [
             asyncio.ensure_future(stop.wait()),
-            asyncio.ensure_future(self._runtime.await_change()),
+            asyncio.ensure_future(self._runtime.dispatch.await_change()),
         ]
         try:
             await asyncio.wait(

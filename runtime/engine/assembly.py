@@ -12,6 +12,7 @@ from runtime.clock import Clock
 from runtime.config import Config
 from runtime.engine.catalog import Catalog
 from runtime.engine.delegation import Delegation
+from runtime.engine.dispatch import Dispatch
 from runtime.engine.execution import Executions, Launcher, ProviderFactory, SleepFn
 from runtime.engine.executor import Executor
 from runtime.engine.leases import Leases
@@ -31,6 +32,7 @@ class Engine:
     executor: Executor
     bus: EventBus
     executions: Executions
+    dispatch: Dispatch
 
 
 def build_engine(
@@ -93,4 +95,7 @@ def build_engine(
         delegation=delegation,
         executions=executions,
     )
-    return Engine(catalog, pump, delegation, leases, executor, bus, executions)
+    dispatch = Dispatch(
+        store=store, executions=executions, leases=leases, pump=pump, launch=launcher.launch
+    )
+    return Engine(catalog, pump, delegation, leases, executor, bus, executions, dispatch)

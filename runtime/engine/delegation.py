@@ -86,7 +86,12 @@ async def next_boundary(
         requests = await store.pending_input_requests(run_id=run_id, limit=1)
         if requests:
             return run, requests[0]
-    if run.state is RunState.QUEUED and run_id not in executing and not await held_elsewhere(run):
+    if (
+        run.state is RunState.QUEUED
+        and not run.detached  # a worker will take it
+        and run_id not in executing
+        and not await held_elsewhere(run)
+    ):
         return run, None  # nobody will execute it (interrupted, or its process is gone)
     return await waiting_descendant(store, run)
 

@@ -109,7 +109,13 @@ async def test_losing_the_consumer_to_another_process_ends_the_iteration(
     runtime: Runtime,
 ) -> None:
     await _complete(runtime)
-    consumer = runtime.consume("bot", lease_seconds=0.3)
+    consumer = Consumer(
+        runtime.store,
+        "bot",
+        after=None,
+        wait_for_change=runtime.dispatch.await_change,
+        lease_seconds=0.3,
+    )
     await consumer.start()
     try:
         [first] = await _take(consumer, 1)

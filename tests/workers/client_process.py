@@ -52,7 +52,7 @@ async def main(db: str, workspace: str, name: str, demo: int, stream: int, kib: 
             if all(run.state.is_terminal for run in runs):
                 say(kind="done", states=sorted({run.state.value for run in runs}))
                 return
-            await runtime.await_change()
+            await runtime.dispatch.await_change()
     finally:
         await runtime.close()
 

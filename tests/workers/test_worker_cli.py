@@ -89,6 +89,15 @@ def test_attach_mode_clients_create_and_answer_while_a_worker_executes(cli: Cli)
         claims = [i for i in executor.items if i["kind"] == "worker_claimed"]
         assert [i["run_id"] for i in claims] == [run_id] * 3
         assert _run_row(cli, run_id)["state"] == "completed"
+
+        # A follow-up in a worker's job is the workers' too; `follow-up` watches it.
+        [(job_id,)] = query(cli.db, "SELECT job_id FROM runs WHERE id = ?", run_id)
+        more = cli.run("follow-up", job_id, "search for TODO", "--json")
+        assert more.returncode == 0, more.stderr
+        next_run = json_lines(more.stdout)[-1]["run_id"]
+        assert next_run != run_id and _run_row(cli, next_run)["detached"] == 1
+        claimed = [i["run_id"] for i in executor.items if i["kind"] == "worker_claimed"]
+        assert claimed[-1] == next_run
         assert _owners(cli) == {owner_id}  # the clients never held a lease
         executor.signal(signal.SIGTERM)
         assert executor.finish(timeout=TIMEOUT) == 0

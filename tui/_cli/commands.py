@@ -162,10 +162,10 @@ async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
     _show_model_notice(ctx, runtime)
     await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
-    detached = args.detach or args.attach
-    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model, detached=detached)
-    if detached:
-        return await _queued_for_a_worker(ctx, runtime, run, args, after=cursor)
+    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model)
+    if run.detached:  # a job of the workers stays theirs: watch it
+        ctx.watching = True
+        ctx.say(f"Queued run {run.id} for a worker; watching it here.")
     return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
 
 

@@ -148,7 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="model of the new run (default: the job's model)",
     )
     json_option(follow_up, events_help)
-    _where_it_runs(follow_up)
 
     retry = command("retry", "resume a failed or interrupted run")
     retry.add_argument("run_id", metavar="RUN_ID")

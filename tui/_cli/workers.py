@@ -164,7 +164,7 @@ async def _follow_events(
             emit(event)
             cursor = event.seq
         if len(page) < PAGE:
-            await _first(stop.wait(), runtime.await_change())
+            await _first(stop.wait(), runtime.dispatch.await_change())
 
 
 async def _until(events: Any, stop: asyncio.Event) -> Any:
