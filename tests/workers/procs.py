@@ -73,7 +73,8 @@ class Proc:
                 self._changed.wait(remaining)
 
     def stderr(self) -> str:
-        self._err.flush()
+        if not self._err.closed:
+            self._err.flush()
         return self.err_path.read_text(errors="replace")
 
     def signal(self, sig: int) -> None:
@@ -87,6 +88,8 @@ class Proc:
         return code
 
     def kill(self) -> None:
+        if self._err.closed:
+            return
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
