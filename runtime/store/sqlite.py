@@ -351,6 +351,9 @@ def check_database_file(path: Path) -> None:
     try:
         ro = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
+            # One read transaction: the version and the schema from the same snapshot, even
+            # while another process that started at the same moment is migrating the file.
+            ro.execute("BEGIN")
             version = int(ro.execute("PRAGMA user_version").fetchone()[0])
             tables = int(
                 ro.execute(
