@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList, Static, TextArea, Tree
+from textual.widgets import Input, OptionList, Static, TextArea, Tree
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
@@ -56,6 +56,7 @@ from tui.widgets.job_tree import (
     MoreEntry,
     RunEntry,
 )
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
@@ -306,7 +307,7 @@ class MainScreen(Screen[None]):
                     yield origin
                     yield Composer(id="composer")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     @property
     def job_tree(self) -> JobTree:
