@@ -20,7 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, OptionList, Static, TextArea, Tree
+from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
+from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
@@ -57,6 +58,7 @@ from tui.widgets.job_tree import (
     RunEntry,
 )
 from tui.widgets.key_footer import KeyFooter
+from tui.widgets.message_view import toggle_thinking
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
@@ -222,6 +224,7 @@ class MainScreen(Screen[None]):
         Binding("p", "parent_run", "Parent run"),
         Binding("right_square_bracket", "next_tool", "Next tool", key_display="]"),
         Binding("left_square_bracket", "previous_tool", "Previous tool", key_display="["),
+        Binding("t", "thinking", "Thinking", tooltip="Open / close the thinking in view"),
         Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
         Binding("b", "focus_browser", "Browser", show=False),
         Binding("g", "focus_conversation", "Conversation", show=False),
@@ -242,6 +245,7 @@ class MainScreen(Screen[None]):
             "parent_run",
             "next_tool",
             "previous_tool",
+            "thinking",
             "focus_browser",
             "focus_conversation",
         }
@@ -1307,6 +1311,18 @@ class MainScreen(Screen[None]):
         views[index].focus()
         views[index].scroll_visible(animate=False)
 
+    def _thinking_blocks(self) -> list[Collapsible]:
+        return [c for c in self.conversation.query("#thinking").results(Collapsible) if c.display]
+
+    def action_thinking(self) -> None:
+        blocks = self._thinking_blocks()
+        viewport = self.conversation.region
+        in_view = [b for b in blocks if b.region.overlaps(viewport)] or blocks[-1:]
+        block = toggle_thinking(in_view, self.focused)
+        if block is not None:
+            # Enter on the title opens and closes it too.
+            block.query_one(CollapsibleTitle).focus(scroll_visible=False)
+
     def action_next_tool(self) -> None:
         self._step_tool(1)
 
@@ -1339,6 +1355,8 @@ class MainScreen(Screen[None]):
             return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
+        if action == "thinking":
+            return self._pane_of(self.focused) == 1 and bool(self._thinking_blocks())
         searching = self.focused is not None and self.focused.id in ("search", "search-results")
         if action == "interrupt":
             return self._working_run() is not None and not searching
