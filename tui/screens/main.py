@@ -730,6 +730,39 @@ class MainScreen(Screen[None]):
         names = ", ".join(str(path) for path in paths)
         self.notify(f"{'Opened' if opened else 'Saved'} {names}", title="Image", markup=False)
 
+    @on(ToolCallView.SubRunWanted)
+    def _sub_run_wanted(self, message: ToolCallView.SubRunWanted) -> None:
+        message.stop()
+        self._fold_sub_run(message.view, self.conversation.run_id, message.child_run_id)
+
+    @work(exit_on_error=False, group="sub-run")
+    async def _fold_sub_run(
+        self, view: ToolCallView, run_id: str | None, child_run_id: str | None
+    ) -> None:
+        """The sub-run a delegation made, folded under its block (read when unfolded)."""
+        from runtime.transcript import run_transcript
+        from tui.widgets.conversation import sub_run_widgets
+
+        child = None
+        if child_run_id is not None:
+            child = await self.runtime.get_run(child_run_id)
+        elif run_id is not None:
+            run = await self.runtime.get_run(run_id)
+            child = next(
+                (
+                    c
+                    for c in await self.runtime.job_runs(run.job_id)
+                    if c.parent_run_id == run_id and c.parent_tool_call_id == view.tool_call_id
+                ),
+                None,
+            )
+        if child is None:
+            await view.show_sub_run([], "This delegation has not started its sub-run yet.")
+            return
+        items = [item async for item in run_transcript(self.runtime.store, child)]
+        note = f"{child.agent} · {child.model} · {child.state.value}"
+        await view.show_sub_run(sub_run_widgets(items), note)
+
     @work(exit_on_error=False, group="open")
     async def _find_child(self, run_id: str, tool_call_id: str) -> None:
         for call in await self.runtime.tool_calls(run_id):
