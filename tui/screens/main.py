@@ -44,7 +44,7 @@ from tui import attention, bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.composer import SLASH_COMMANDS, Composer
+from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
@@ -270,6 +270,8 @@ class MainScreen(Screen[None]):
         self._interrupted_runs: set[str] = set()
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
+        self._prompt_commands: list[SlashCommand] = []
+        """The MCP servers' prompts as slash commands (loaded at start)."""
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -341,6 +343,8 @@ class MainScreen(Screen[None]):
         )
         composer = self.composer
         composer.file_source = self._file_list
+        composer.command_sources.append(lambda: self._prompt_commands)
+        self._load_prompt_commands()
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -351,6 +355,29 @@ class MainScreen(Screen[None]):
             self.open_job(settings.open_job)
         elif settings.continue_last:
             self._open_latest()
+
+    @work(exit_on_error=False, group="mcp-prompts")
+    async def _load_prompt_commands(self) -> None:
+        """The MCP servers' prompts, as ``/server:prompt`` commands in the composer's menu."""
+        manager = getattr(self.runtime, "mcp", None)
+        if manager is None:
+            return
+        from tui.mcp_prompts import prompt_commands
+
+        self._prompt_commands = await prompt_commands(manager)
+        self.composer.refresh_commands()
+
+    @work(exit_on_error=False, group="mcp-prompts")
+    async def _send_prompt(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+        from tui.mcp_prompts import prompt_text
+
+        try:
+            text = await prompt_text(self.runtime.mcp, name, argument)
+        except AgentTuiError as error:
+            self.notify(str(error), title=f"/{name}", severity="error")
+            return  # the command stays in the box, to be corrected
+        self.composer.command_done()
+        self._submit(text, follow_up_job_id)
 
     @work(exit_on_error=False, group="launch")
     async def _open_latest(self) -> None:
@@ -1011,6 +1038,9 @@ class MainScreen(Screen[None]):
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
+        if ":" in name and getattr(self.runtime, "mcp", None) is not None:
+            self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
+            return
         if name not in known:
             self.notify(
                 f"Unknown command /{name} — /help lists them; start with // to send a message "
