@@ -91,6 +91,8 @@ class MessageView(Vertical):
     MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }
     MessageView.-assistant { padding: 0 1; }
     MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
+    /* The message's own bottom margin separates it: no blank line inside its block too. */
+    MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
     MessageView > FrozenMarkdown { margin: 0 0 1 0; }
     MessageView Collapsible { background: transparent; border: none; padding: 0; }
     MessageView .thinking-text { color: $text-muted; text-style: italic; }
