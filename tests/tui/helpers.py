@@ -81,14 +81,3 @@ async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
     await wait_until(
         pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node is not None
     )
-
-
-def hold_cursors(app: AgentTuiApp) -> None:
-    """Stop every text cursor blinking (on every screen, the ones under a modal too), so a
-    picture does not depend on when in the blink it is taken."""
-    from textual.widgets import Input, TextArea
-
-    for screen in app.screen_stack:
-        for field in screen.query("*"):
-            if isinstance(field, Input | TextArea):
-                field.cursor_blink = False

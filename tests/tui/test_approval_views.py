@@ -15,7 +15,7 @@ from textual.widgets import Static
 from runtime.api import Runtime
 from runtime.config import Config
 from tests.fakes.scripted import ScriptedProvider, Turn
-from tests.tui.helpers import hold_cursors, wait_until
+from tests.tui.helpers import wait_until
 from tests.tui.test_snapshots import ROOT
 from tui.app import Settings, create_app
 from tui.screens.main import MainScreen
@@ -88,7 +88,6 @@ async def _until_approval(pilot: Pilot[Any]) -> None:
 
     await wait_until(pilot, caught_up)
     pilot.app.clear_notifications()
-    hold_cursors(pilot.app)
     await pilot.pause(0.3)
     await pilot.wait_for_scheduled_animations()
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.tui.helpers import finish_run, hold_cursors, wait_until
+from tests.tui.helpers import finish_run, wait_until
 from tests.tui.test_snapshots import snapshot_app  # noqa: F401 (fixture)
 from tui.screens.main import MainScreen
 from tui.widgets.job_tree import CheckpointEntry
@@ -37,7 +37,6 @@ async def _a_job_expanded_to_its_checkpoints(pilot: Pilot[Any]) -> None:
     tree.move_cursor(node)
     node.expand()
     await wait_until(pilot, lambda: any(isinstance(c.data, CheckpointEntry) for c in node.children))
-    hold_cursors(pilot.app)  # type: ignore[arg-type]
     pilot.app.clear_notifications()
     await pilot.pause(0.2)
     await pilot.wait_for_scheduled_animations()

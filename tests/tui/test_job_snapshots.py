@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.tui.helpers import finish_run, hold_cursors, wait_until
+from tests.tui.helpers import finish_run, wait_until
 from tests.tui.test_snapshots import snapshot_app  # noqa: F401 (fixture)
 from tui.screens.main import MainScreen
 
@@ -37,7 +37,6 @@ async def _fork_of_a_two_run_job(pilot: Pilot[Any]) -> None:
     )
     screen.job_tree.focus()
     pilot.app.clear_notifications()  # "a run is waiting" toasts from the setup's prompts
-    hold_cursors(pilot.app)  # type: ignore[arg-type]
     await pilot.pause(0.3)
     screen.conversation.scroll_home(animate=False, immediate=True)
     await pilot.pause(0.1)

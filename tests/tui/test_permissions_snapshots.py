@@ -9,7 +9,7 @@ import pytest
 from textual.pilot import Pilot
 
 from runtime.permissions import _forget_cache
-from tests.tui.helpers import hold_cursors, wait_until
+from tests.tui.helpers import wait_until
 from tests.tui.test_snapshots import ROOT, snapshot_app  # noqa: F401 (fixture)
 from tui.screens.permissions import PermissionsScreen
 
@@ -38,7 +38,6 @@ async def _open(pilot: Pilot[Any]) -> None:
     pilot.app.action_permissions()
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, PermissionsScreen))
     await wait_until(pilot, lambda: pilot.app.screen.rules)
-    hold_cursors(pilot.app)  # type: ignore[arg-type]
     await pilot.pause(0.1)
 
 

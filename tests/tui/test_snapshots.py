@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from runtime.api import Runtime
 from runtime.config import Config
-from tests.tui.helpers import hold_cursors, wait_until
+from tests.tui.helpers import wait_until
 from tui.app import Settings, create_app
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -84,7 +85,8 @@ async def _settled(pilot: Pilot[Any], until: type) -> None:
         lambda: screen.conversation.is_vertical_scroll_end and _focus_in(pilot, until),
     )
     # A focused answer field blinks its cursor: hold it still so the picture is stable.
-    hold_cursors(pilot.app)  # type: ignore[arg-type]
+    for field in screen.query(Input):
+        field.cursor_blink = False
     # The scrollbar's thumb is drawn from its own repaint, which the last scroll of a layout
     # change can leave unpainted: repaint the settled state so the picture is always the same.
     screen.conversation.vertical_scrollbar.refresh()
