@@ -191,6 +191,10 @@ class RunInterrupted(TextualMessage):
         self.run = run
 
 
+PROMPTS_RETRY_SECONDS = 30.0
+"""No MCP prompt found: ask the servers again when the menu opens after this long."""
+
+
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#composer-input"
@@ -271,7 +275,9 @@ class MainScreen(Screen[None]):
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
         self._prompt_commands: list[SlashCommand] = []
-        """The MCP servers' prompts as slash commands (loaded at start)."""
+        """The MCP servers' prompts as slash commands (asked for when the menu first opens)."""
+        self._loading_prompts = False
+        self._prompts_asked_at = float("-inf")
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -343,8 +349,7 @@ class MainScreen(Screen[None]):
         )
         composer = self.composer
         composer.file_source = self._file_list
-        composer.command_sources.append(lambda: self._prompt_commands)
-        self._load_prompt_commands()
+        composer.command_sources.append(self._mcp_prompt_commands)
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -356,15 +361,29 @@ class MainScreen(Screen[None]):
         elif settings.continue_last:
             self._open_latest()
 
+    def _mcp_prompt_commands(self) -> list[SlashCommand]:
+        """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
+        Asked of the servers the first time the menu opens (none start before someone types
+        ``/``); while none were found (a server that was down), again after a while."""
+        import time
+
+        stale = time.monotonic() - self._prompts_asked_at > PROMPTS_RETRY_SECONDS
+        if not self._prompt_commands and not self._loading_prompts and stale:
+            manager = getattr(self.runtime, "mcp", None)
+            if manager is not None:
+                self._loading_prompts = True
+                self._prompts_asked_at = time.monotonic()
+                self._load_prompt_commands(manager)
+        return self._prompt_commands
+
     @work(exit_on_error=False, group="mcp-prompts")
-    async def _load_prompt_commands(self) -> None:
-        """The MCP servers' prompts, as ``/server:prompt`` commands in the composer's menu."""
-        manager = getattr(self.runtime, "mcp", None)
-        if manager is None:
-            return
+    async def _load_prompt_commands(self, manager: Any) -> None:
         from tui.mcp_prompts import prompt_commands
 
-        self._prompt_commands = await prompt_commands(manager)
+        try:
+            self._prompt_commands = await prompt_commands(manager)
+        finally:
+            self._loading_prompts = False
         self.composer.refresh_commands()
 
     @work(exit_on_error=False, group="mcp-prompts")
