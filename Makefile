@@ -19,11 +19,16 @@ PLAYGROUND := $(HOME)/agent-tui-playground
 WORKSPACE ?= $(if $(filter $(CALLER),$(CURDIR)),$(PLAYGROUND),$(CALLER))
 
 # `make install`: a dedicated virtualenv and a link to its command in a folder on PATH.
+# PIP_OPTIONS="--no-index --find-links DIR" installs without the network from a wheelhouse
+# (`make wheelhouse` fills .wheelhouse; `make test` does, for the offline install test).
 PREFIX ?= $(HOME)/.local
 INSTALL_VENV := $(PREFIX)/share/agent-tui/venv
 INSTALL_BIN := $(PREFIX)/bin
+PIP_OPTIONS ?=
+WHEELHOUSE := .wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.ready
 
-.PHONY: run install uninstall test check mcp-servers format lint typecheck bench screenshots clean
+.PHONY: run install uninstall wheelhouse test check mcp-servers format lint typecheck bench screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +50,15 @@ $(NPM_STAMP): Makefile
 
 mcp-servers: $(NPM_STAMP)
 
+# Wheels of agent-tui's dependencies, pip and its build backend: `make install` from these
+# needs no network (setup may use it; tests may not).
+$(WHEELHOUSE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) .
+	$(BIN)/python -m pip download --quiet --dest $(WHEELHOUSE) pip 'setuptools>=77'
+	touch $@
+
+wheelhouse: $(WHEELHOUSE_STAMP)
+
 run: $(RUN_STAMP)
 	@mkdir -p "$(WORKSPACE)"
 	@echo "agent-tui on $(WORKSPACE)   (another folder: make run WORKSPACE=~/proj)"
@@ -52,8 +66,8 @@ run: $(RUN_STAMP)
 
 install:
 	$(PYTHON) -m venv "$(INSTALL_VENV)"
-	"$(INSTALL_VENV)/bin/python" -m pip install --quiet --upgrade pip
-	"$(INSTALL_VENV)/bin/python" -m pip install --quiet "$(CURDIR)"
+	"$(INSTALL_VENV)/bin/python" -m pip install --quiet $(PIP_OPTIONS) --upgrade pip
+	"$(INSTALL_VENV)/bin/python" -m pip install --quiet $(PIP_OPTIONS) "$(CURDIR)"
 	mkdir -p "$(INSTALL_BIN)"
 	ln -sf "$(INSTALL_VENV)/bin/agent-tui" "$(INSTALL_BIN)/agent-tui"
 	@echo "installed: $(INSTALL_BIN)/agent-tui"
@@ -64,7 +78,7 @@ uninstall:
 	rm -f "$(INSTALL_BIN)/agent-tui"
 	rm -rf "$(PREFIX)/share/agent-tui/venv"
 
-test: $(STAMP) $(NPM_STAMP)
+test: $(STAMP) $(NPM_STAMP) $(WHEELHOUSE_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests were collected: failing"; exit 1; fi; exit $$status
 
@@ -94,4 +108,4 @@ screenshots: $(STAMP)
 	$(BIN)/python screenshots/make_screenshots.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info $(WHEELHOUSE)

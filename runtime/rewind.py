@@ -2,11 +2,11 @@
 every approved ``write_file`` / ``edit_file``, and a restore that shows its diff first and
 leaves files changed outside agent-tui alone unless told otherwise.
 
-Recording (the engine calls these around an approved file-writing tool call):
-
-- ``snapshot_before_write(store, call, workspace)`` before the tool runs: the file's bytes (or
-  "no file") go to ``blobs`` once by SHA-256, a ``file_snapshots`` row names them;
-- ``record_after_write(store, call, workspace)`` after it ran: what the call left there.
+Recording: when the engine starts an approved file-writing call, the transaction that marks it
+running also stores the file's previous bytes (or "no file") once by SHA-256 in ``blobs`` and a
+``file_snapshots`` row naming them (``file_content`` reads them for the engine); the
+transaction that records the call's result also records what it left there. A call is never
+recorded as having started to write without the content it may have to put back.
 
 Rewinding to checkpoint C: every file the job's calls wrote after C goes back to its content
 before the first of those writes (a file that did not exist is removed). A file whose current
@@ -30,9 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import PathOutsideWorkspace, ToolError
-from runtime.models import ToolCall
-from runtime.store.base import FileSnapshot, Store
-from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
+from runtime.store.base import FileContent, FileSnapshot, Store
 from runtime.tools.workspace import display_path, resolve_in_workspace
 
 __all__ = [
@@ -40,10 +38,8 @@ __all__ = [
     "FileChange",
     "RewindPlan",
     "apply_rewind",
+    "file_content",
     "plan_rewind",
-    "record_after_write",
-    "snapshot_before_write",
-    "with_file_history",
 ]
 
 FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file"})
@@ -69,26 +65,16 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-async def snapshot_before_write(
-    store: Store, call: ToolCall, workspace: Path
-) -> FileSnapshot | None:
-    """Record the previous content of the file an approved write_file / edit_file call is
-    about to change (None for other tools or a path the tool will refuse). Idempotent: a call
-    resumed after a crash keeps its first snapshot."""
-    path = _target(call.name, call.arguments, workspace)
+def file_content(
+    call_name: str, arguments: Mapping[str, Any], workspace: Path
+) -> FileContent | None:
+    """The current content of the file a write_file / edit_file call names (None for other
+    tools, or a path the tool refuses: nothing will be written there). Blocking: run it in a
+    thread."""
+    path = _target(call_name, arguments, workspace)
     if path is None:
         return None
-    before = await asyncio.to_thread(_read, path)
-    return await store.record_file_snapshot(call.id, display_path(workspace, path), before)
-
-
-async def record_after_write(store: Store, call: ToolCall, workspace: Path) -> None:
-    """Record what the call left in its file (after the tool ran, whatever its outcome)."""
-    path = _target(call.name, call.arguments, workspace)
-    if path is None:
-        return
-    after = await asyncio.to_thread(_read, path)
-    await store.record_file_after(call.id, display_path(workspace, path), after)
+    return FileContent(path=display_path(workspace, path), data=_read(path))
 
 
 # --- planning and applying a rewind -----------------------------------------------------------
@@ -252,55 +238,3 @@ def apply_rewind(plan: RewindPlan, *, include_changed_outside: bool = False) -> 
         _restore(change)
         done.append(change)
     return done
-
-
-# --- a tool wrapper that records file history -------------------------------------------------
-
-
-class FileHistoryTool:
-    """``tool`` with its file's content snapshotted before it runs and recorded after. Lets a
-    composition root give file history to file-writing tools without engine changes (the store
-    writes are then separate transactions from the call's own record)."""
-
-    def __init__(self, tool: Tool, store: Store) -> None:
-        self._tool = tool
-        self._store = store
-
-    @property
-    def name(self) -> str:
-        return self._tool.name
-
-    @property
-    def description(self) -> str:
-        return self._tool.description
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        return self._tool.input_schema
-
-    @property
-    def read_only(self) -> bool:
-        return self._tool.read_only
-
-    @property
-    def approval_default(self) -> ApprovalDefault:
-        return self._tool.approval_default
-
-    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        return self._tool.approval_detail(arguments, ctx)
-
-    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        call = await self._store.get_tool_call(ctx.tool_call_id)
-        await snapshot_before_write(self._store, call, ctx.workspace)
-        try:
-            return await self._tool.run(arguments, ctx)
-        finally:
-            await record_after_write(self._store, call, ctx.workspace)
-
-
-def with_file_history(tools: Mapping[str, Tool], store: Store) -> dict[str, Tool]:
-    """``tools`` with write_file and edit_file wrapped in ``FileHistoryTool``."""
-    return {
-        name: FileHistoryTool(tool, store) if name in FILE_WRITING_TOOLS else tool
-        for name, tool in tools.items()
-    }

@@ -6,6 +6,7 @@ uses the same factory as the program (``tui.app.create_app``)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -18,12 +19,14 @@ sys.path.insert(0, str(ROOT))
 
 from runtime.api import Runtime  # noqa: E402
 from runtime.config import AgentConfig, Config, Defaults  # noqa: E402
+from runtime.permissions import _forget_cache  # noqa: E402
 from tui.app import Settings, create_app  # noqa: E402
 from tui.screens.inbox import InboxScreen  # noqa: E402
 from tui.screens.main import MainScreen  # noqa: E402
 from tui.widgets.approval_prompt import ApprovalPrompt  # noqa: E402
 from tui.widgets.message_view import MessageView  # noqa: E402
 from tui.widgets.question_prompt import QuestionPrompt  # noqa: E402
+from tui.widgets.tool_call_view import ToolCallView  # noqa: E402
 
 OUT = ROOT / "screenshots"
 SIZE = (130, 38)
@@ -140,6 +143,30 @@ async def scene_delegation(pilot: Any, runtime: Runtime) -> None:
     await pilot.pause(0.3)
 
 
+async def scene_subrun(pilot: Any, runtime: Runtime) -> None:
+    """A finished delegation with its first sub-run unfolded under the block (Enter)."""
+    run = await runtime.start("summarise this project")
+    await _finish(runtime, run.id)
+    for child in [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id]:
+        await _finish(runtime, child.id)
+    await _finish(runtime, run.id)
+    screen = _main(pilot)
+    screen.load_jobs(None, first=True)
+    await _until(pilot, lambda: screen.job_tree.job_ids)
+    screen.open_run(run.id)
+    await _until(
+        pilot, lambda: any(v.child_run_id for v in screen.conversation.query(ToolCallView))
+    )
+    block = next(v for v in screen.conversation.query(ToolCallView) if v.child_run_id)
+    block.focus()
+    await pilot.press("enter")
+    await _until(pilot, lambda: bool(block.query(MessageView)))
+    pilot.app.clear_notifications()
+    await pilot.pause(0.3)
+    block.scroll_visible(animate=False, top=True)
+    await pilot.pause(0.2)
+
+
 async def scene_fork(pilot: Any, runtime: Runtime) -> None:
     first = await runtime.start("summarise this project")
     await _finish(runtime, first.id)
@@ -167,6 +194,8 @@ async def scene_permissions(pilot: Any, runtime: Runtime) -> None:
     )
     pilot.app.action_permissions()
     await _until(pilot, lambda: getattr(pilot.app.screen, "rules", None))
+
+
 async def scene_composer(pilot: Any, runtime: Runtime) -> None:
     run = await runtime.start("summarise this project")
     await _finish(runtime, run.id)
@@ -226,8 +255,10 @@ SCENES: list[tuple[str, str, Scene]] = [
     ("inbox", "demo:instant", scene_inbox),
     ("search", "demo:instant", scene_search),
     ("delegation", "demo:instant", scene_delegation),
+    ("subrun", "demo:instant", scene_subrun),
     ("fork", "demo:instant", scene_fork),
     ("permissions", "demo:instant", scene_permissions),
+    ("main-80x24", "demo:instant", scene_main),
     ("approval-80x24", "demo:instant", scene_approval),
     ("fork-80x24", "demo:instant", scene_fork),
     ("composer", "demo:instant", scene_composer),
@@ -235,13 +266,19 @@ SCENES: list[tuple[str, str, Scene]] = [
     ("slash", "demo:instant", scene_slash),
     ("mention", "demo:instant", scene_mention),
 ]
-SIZES = {"approval-80x24": (80, 24), "fork-80x24": (80, 24)}
+SIZES = {"main-80x24": (80, 24), "approval-80x24": (80, 24), "fork-80x24": (80, 24)}
 
-CONFIGS = {"delegation": _delegating}
+CONFIGS = {"delegation": _delegating, "subrun": _delegating}
 
 
 async def shoot(name: str, model: str, scene: Scene) -> Path:
     base = Path(tempfile.mkdtemp(prefix="agent-tui-shots-"))
+    # A home of its own: no user config of the machine's owner shows (or acts) in a picture,
+    # and paths read as a person's (~/my-project/…), not as a temporary folder.
+    saved = {key: os.environ.get(key) for key in ("HOME", "XDG_CONFIG_HOME")}
+    os.environ["HOME"] = str(base)
+    os.environ["XDG_CONFIG_HOME"] = str(base / ".config")
+    _forget_cache()
     try:
         workspace = _sample_workspace(base)
         runtime = await Runtime.open(
@@ -261,6 +298,12 @@ async def shoot(name: str, model: str, scene: Scene) -> Path:
         finally:
             await runtime.close()
     finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _forget_cache()
         shutil.rmtree(base, ignore_errors=True)
     return path
 

@@ -3,18 +3,24 @@ byte; files changed outside agent-tui since are reported and left alone unless i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.models import Checkpoint, InputKind, RunState
-from runtime.rewind import apply_rewind, plan_rewind, with_file_history
+from runtime.errors import AgentTuiError
+from runtime.models import Checkpoint, InputKind, RunState, ToolCallState
+from runtime.rewind import apply_rewind, plan_rewind
+from runtime.store.base import FileContent, ToolStateChange
 from runtime.store.sqlite import SqliteStore
+from runtime.tools.base import Tool, ToolContext, ToolOutput
 from runtime.tools.builtin import builtin_tools
 from tests.fakes.scripted import ScriptedProvider, Turn
 
@@ -37,7 +43,7 @@ SCRIPT = [
 
 @pytest.fixture
 async def runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
-    """A runtime whose write_file / edit_file record file history, as the app opens it."""
+    """A runtime with the built-in tools, as the app opens it (file history is the engine's)."""
     (workspace / "notes.txt").write_bytes(ORIGINAL)
     provider = ScriptedProvider(list(SCRIPT))
     store = SqliteStore(db_path)
@@ -51,7 +57,6 @@ async def runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
         config=Config(),
         model="scripted:test",
         providers=lambda reference: provider,
-        tools=with_file_history(builtin_tools(), store),
         store=store,
         sleep=no_sleep,
     )
@@ -148,3 +153,91 @@ async def test_nothing_to_rewind_after_the_last_checkpoint(
     checkpoints, _ = await _three_approved_steps(runtime, workspace)
     plan = await plan_rewind(runtime.store, checkpoints[-1].id)
     assert plan.changes == []
+
+
+class _GatedWrite:
+    """The built-in write_file, held at its start until the test lets it write."""
+
+    def __init__(self, tool: Tool) -> None:
+        self._tool = tool
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tool, name)
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.entered.set()
+        await self.release.wait()
+        return await self._tool.run(arguments, ctx)
+
+
+async def test_a_write_is_recorded_running_only_with_the_snapshot_of_its_file(
+    db_path: Path, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_bytes(ORIGINAL)
+    tools = dict(builtin_tools())
+    gated = _GatedWrite(tools["write_file"])
+    tools["write_file"] = cast(Tool, gated)
+    provider = ScriptedProvider(
+        [Turn("Writing.", [("write_file", {"path": "notes.txt", "content": "new\n"})]), Turn("Ok")]
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools=tools,
+    )
+    try:
+        run = await runtime.start("rewrite the notes")
+        boundary = await runtime.wait(run.id, timeout=20)
+        assert boundary.request is not None and boundary.request.kind is InputKind.APPROVAL
+        await runtime.respond(
+            run.id, boundary.request.id, {"decision": "allow_once", "reason": None}
+        )
+        async with asyncio.timeout(20):
+            await gated.entered.wait()
+        # The tool has not written yet; another connection sees the call running AND the
+        # file's previous bytes: they were committed together.
+        with contextlib.closing(sqlite3.connect(db_path)) as conn:
+            state, call_id = conn.execute(
+                "SELECT state, id FROM tool_calls WHERE name = 'write_file'"
+            ).fetchone()
+            snapshot = conn.execute(
+                "SELECT b.data, s.after_recorded FROM file_snapshots AS s"
+                " JOIN blobs AS b ON b.sha256 = s.before_sha256 WHERE s.tool_call_id = ?",
+                (call_id,),
+            ).fetchone()
+        assert state == "running"
+        assert snapshot == (ORIGINAL, 0)
+        gated.release.set()
+        final = await runtime.wait(run.id, timeout=20)
+        assert final.run.state is RunState.COMPLETED
+        with contextlib.closing(sqlite3.connect(db_path)) as conn:
+            after = conn.execute(
+                "SELECT b.data FROM file_snapshots AS s"
+                " JOIN blobs AS b ON b.sha256 = s.after_sha256 WHERE s.tool_call_id = ?",
+                (call_id,),
+            ).fetchone()
+        assert after == (b"new\n",)
+
+        # A transition that is refused takes its snapshot with it.
+        with pytest.raises(AgentTuiError):
+            await runtime.store.set_tool_states(
+                run.id,
+                token="not-the-token",
+                changes=[
+                    ToolStateChange(
+                        tool_call_id=call_id,
+                        to=ToolCallState.RUNNING,
+                        file_before=FileContent(path="elsewhere.txt", data=b"x"),
+                    )
+                ],
+            )
+        snapshots = await runtime.store.list_file_snapshots(run.job_id)
+        assert [s.path for s in snapshots] == ["notes.txt"]
+    finally:
+        gated.release.set()
+        await runtime.close()

@@ -315,18 +315,14 @@ def _configured_theme(runtime: Any) -> str | None:
 
 async def _run(db_path: Path, workspace: Path, launch: Launch) -> int:
     from runtime.api import Runtime
-    from runtime.rewind import with_file_history
     from runtime.store.sqlite import SqliteStore
-    from runtime.tools.builtin import builtin_tools
 
-    # write_file / edit_file record the content they replace, for rewinding files.
     store = SqliteStore(db_path)
     try:
         runtime = await Runtime.open(
             db_path=db_path,
             workspace=workspace,
             store=store,
-            tools=with_file_history(builtin_tools(), store),
             model=launch.model,
         )
     except AgentTuiError as error:

@@ -26,6 +26,7 @@ from runtime.errors import AgentTuiError, ModelError
 from runtime.events import MessageDelta, Notice
 from runtime.models import Message, Role, Run, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest
+from runtime.rewind import FILE_WRITING_TOOLS
 from runtime.store.base import NewMessage, NewToolCall, Store
 from runtime.tools.base import Tool
 
@@ -124,6 +125,8 @@ class ModelCall:
             tool is not None
             and call.name != ASK_USER
             and not isinstance(tool, DelegateTool)
+            # A write starts on its own, with its file's snapshot in the same transaction.
+            and call.name not in FILE_WRITING_TOOLS
             and argument_problem(tool, call.arguments) is None
             and self._catalog.decide(call.name, tool, allowed, workspace) == "allow"
         )

@@ -39,10 +39,24 @@ from runtime.models import (
     ToolCallState,
     ToolResultBlock,
 )
-from runtime.store.base import NewInputRequest, NewMessage, Store, ToolStateChange
+from runtime.rewind import FILE_WRITING_TOOLS, file_content
+from runtime.store.base import (
+    FileContent,
+    NewInputRequest,
+    NewMessage,
+    Store,
+    ToolStateChange,
+)
 from runtime.tools.base import Tool, ToolContext
 
 log = logging.getLogger("runtime.engine")
+
+
+async def _file_now(call: ToolCall, workspace: Path) -> FileContent | None:
+    """The content of the file a write_file / edit_file call names (None for other tools)."""
+    if call.name not in FILE_WRITING_TOOLS:
+        return None
+    return await asyncio.to_thread(file_content, call.name, call.arguments, workspace)
 
 
 class ToolCalls:
@@ -109,7 +123,7 @@ class ToolCalls:
                 await self._ask_approval(execution, run, plan.stop.call, plan.stop.tool, job)
             return True
         workspace = Path(job.workspace)
-        await self._start(execution, run, plan)
+        await self._start(execution, run, plan, workspace)
         last_changes = await self._run_calls(execution, run, plan.to_run, workspace)
         # A form the calls asked for and that is still open can no longer be answered (its
         # server session ended with the call, or the call timed out): withdraw it.
@@ -117,9 +131,14 @@ class ToolCalls:
             await self._withdraw_request(execution, run, execution.asked.pop())
         return await self._commit_results(execution, run, assistant, calls, last_changes)
 
-    async def _start(self, execution: Execution, run: Run, plan: Plan) -> None:
+    async def _start(self, execution: Execution, run: Run, plan: Plan, workspace: Path) -> None:
         starting = plan.decided + [
-            ToolStateChange(tool_call_id=call.id, to=ToolCallState.RUNNING)
+            ToolStateChange(
+                tool_call_id=call.id,
+                to=ToolCallState.RUNNING,
+                # The file a write is about to change, snapshotted as the call starts.
+                file_before=await _file_now(call, workspace),
+            )
             for call, _ in plan.to_run
             if call.id not in plan.already_running
         ]
@@ -269,9 +288,17 @@ class ToolCalls:
             return []
         limit = asyncio.Semaphore(self._catalog.config.defaults.max_parallel_tools)
 
+        left: dict[str, FileContent] = {}
+
         async def one(call: ToolCall, tool: Tool) -> Outcome:
             async with limit:
-                return await self._run_one(execution, run, call, tool, workspace)
+                try:
+                    return await self._run_one(execution, run, call, tool, workspace)
+                finally:
+                    # What a write left in its file, recorded with its result.
+                    after = await _file_now(call, workspace)
+                    if after is not None:
+                        left[call.id] = after
 
         tasks = {asyncio.create_task(one(call, tool)): call for call, tool in to_run}
         ready: list[ToolStateChange] = []
@@ -279,7 +306,10 @@ class ToolCalls:
             pending = set(tasks)
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                ready += [self._change(tasks[task], task.result()) for task in done]
+                ready += [
+                    self._change(tasks[task], task.result(), left.get(tasks[task].id))
+                    for task in done
+                ]
                 if pending:
                     # Each result commits as soon as it is in (a finished call is never left
                     # to look indeterminate after a crash); the last ones commit with the
@@ -296,7 +326,9 @@ class ToolCalls:
             await asyncio.gather(*tasks, return_exceptions=True)
         return ready
 
-    def _change(self, call: ToolCall, outcome: Outcome) -> ToolStateChange:
+    def _change(
+        self, call: ToolCall, outcome: Outcome, file_after: FileContent | None = None
+    ) -> ToolStateChange:
         state, result, error = outcome
         return ToolStateChange(
             tool_call_id=call.id,
@@ -304,6 +336,7 @@ class ToolCalls:
             result=result,
             error=error,
             child_run_id=self._delegation.take_child(call.id),
+            file_after=file_after,
         )
 
     def _progress_publisher(

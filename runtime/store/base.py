@@ -95,14 +95,28 @@ class NewToolCall(_Input):
     first, such as an allowed read-only tool."""
 
 
+class FileContent(_Input):
+    """A file's bytes at one moment (``data`` None: there was no file), its path relative to
+    the workspace."""
+
+    path: str
+    data: bytes | None = None
+
+
 class ToolStateChange(_Input):
-    """One tool call transition, for methods that commit several in one transaction."""
+    """One tool call transition, for methods that commit several in one transaction.
+
+    ``file_before`` (a file-writing call starting) snapshots the file the call is about to
+    change, and ``file_after`` (its result) what the call left there, in the same transaction
+    as the transition: a call is never recorded as running without the content it may undo."""
 
     tool_call_id: str
     to: ToolCallState
     result: str | None = None
     error: str | None = None
     child_run_id: str | None = None
+    file_before: FileContent | None = None
+    file_after: FileContent | None = None
 
 
 class NewInputRequest(_Input):

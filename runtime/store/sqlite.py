@@ -78,6 +78,7 @@ from runtime.models import (
 )
 from runtime.store import rules
 from runtime.store.base import (
+    FileContent,
     FileSnapshot,
     LeaseRenewer,
     NewInputRequest,
@@ -878,7 +879,9 @@ class SqliteStore:
         def tx(conn: Conn) -> StepCommit:
             run = _fetch_run(conn, run_id)
             plan, changed = _tool_states_plan(conn, run, token, changes, now)
-            return StepCommit(run, None, changed, None, _apply(conn, plan))
+            events = _apply(conn, plan)
+            _file_history_tx(conn, changes, now)
+            return StepCommit(run, None, changed, None, events)
 
         return await self._write(tx)
 
@@ -1466,15 +1469,7 @@ class SqliteStore:
         created = _iso_now(self._now())
 
         def tx(conn: Conn) -> None:
-            sha = None
-            if after is not None:
-                sha = hashlib.sha256(after).hexdigest()
-                _insert_blob(conn, sha, after, "application/octet-stream", created)
-            conn.execute(
-                "UPDATE file_snapshots SET after_sha256 = ?, after_recorded = 1"
-                " WHERE tool_call_id = ? AND path = ?",
-                (sha, tool_call_id, path),
-            )
+            _tx_file_after(conn, created, tool_call_id, FileContent(path=path, data=after))
 
         await self._write(tx)
 
@@ -1985,7 +1980,31 @@ def _tool_states(
 ) -> list[ToolCall]:
     plan, changed = _tool_states_plan(conn, run, token, changes, now)
     _apply(conn, plan)
+    _file_history_tx(conn, changes, now)
     return changed
+
+
+def _file_history_tx(conn: Conn, changes: Sequence[ToolStateChange], now: float) -> None:
+    """The file snapshots the changes carry, in the transaction that records the changes."""
+    created = _iso_now(now)
+    for change in changes:
+        if change.file_before is not None:
+            before = change.file_before
+            _tx_file_snapshot(conn, now, created, change.tool_call_id, before.path, before.data)
+        if change.file_after is not None:
+            _tx_file_after(conn, created, change.tool_call_id, change.file_after)
+
+
+def _tx_file_after(conn: Conn, created: str, tool_call_id: str, after: FileContent) -> None:
+    sha = None
+    if after.data is not None:
+        sha = hashlib.sha256(after.data).hexdigest()
+        _insert_blob(conn, sha, after.data, "application/octet-stream", created)
+    conn.execute(
+        "UPDATE file_snapshots SET after_sha256 = ?, after_recorded = 1"
+        " WHERE tool_call_id = ? AND path = ?",
+        (sha, tool_call_id, after.path),
+    )
 
 
 def _step_results_tx(
@@ -1999,6 +2018,7 @@ def _step_results_tx(
 ) -> StepCommit:
     run = _fetch_run(conn, run_id)
     plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
+    _file_history_tx(conn, tool_changes, now)
     committed = None
     position = _next_position(conn, run_id)
     if message is not None:

@@ -13,7 +13,8 @@ Servers:
   ``ask`` (elicits a name and an age),
   ``picture`` (an image), ``background`` (requires MCP tasks), ``header`` (an HTTP request
   header), ``crash`` / ``crash_readonly``
-  (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer).
+  (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer); one prompt,
+  ``review`` (a required ``topic`` and an optional ``tone``).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
 """
 
@@ -63,6 +64,11 @@ class _BasicServer(MCPServer):
 
 def build_basic() -> MCPServer:
     server = _BasicServer("basic")
+
+    @server.prompt()
+    def review(topic: str, tone: str = "kind") -> str:
+        """Ask for a review of a topic."""
+        return f"Please review {topic}, in a {tone} tone."
 
     @server.tool(annotations=READ_ONLY)
     def background() -> str:

@@ -50,3 +50,44 @@ def test_a_fork_of_a_job_with_two_root_runs(
     size: tuple[int, int],
 ) -> None:
     assert snap_compare(snapshot_app(), terminal_size=size, run_before=_fork_of_a_two_run_job)
+
+
+async def _a_job_with_two_root_runs(pilot: Pilot[Any]) -> None:
+    runtime = pilot.app.runtime  # type: ignore[attr-defined]
+    first = await runtime.start("summarise this project")
+    await finish_run(runtime, first.id)
+    second = await runtime.follow_up(first.job_id, "and list the files")
+    await finish_run(runtime, second.id)
+    screen = pilot.app.screen
+    assert isinstance(screen, MainScreen)
+    screen.load_jobs(None, first=True)
+    await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 1)
+    screen.open_run(second.id)
+    await wait_until(
+        pilot,
+        lambda: (
+            screen.selected_run is not None
+            and screen.selected_run.id == second.id
+            and screen.selected_run.state.value == "completed"
+            and any("follow-up 2" in str(h.render()) for h in screen.query(".run-header"))
+        ),
+    )
+    screen.job_tree.focus()
+    pilot.app.clear_notifications()
+    await pilot.pause(0.3)
+    # Where one run ends and the next begins: the follow-up's header a third of the way down.
+    conversation = screen.conversation
+    header = next(h for h in conversation.query(".run-header") if "follow-up 2" in str(h.render()))
+    top = header.virtual_region.y - conversation.scrollable_content_region.height // 3
+    conversation.scroll_to(y=max(top, 0), animate=False, immediate=True)
+    await pilot.pause(0.1)
+    await pilot.wait_for_scheduled_animations()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+def test_a_job_with_two_root_runs_under_their_headers(
+    snap_compare: Any,
+    snapshot_app: Any,  # noqa: F811
+    size: tuple[int, int],
+) -> None:
+    assert snap_compare(snapshot_app(), terminal_size=size, run_before=_a_job_with_two_root_runs)

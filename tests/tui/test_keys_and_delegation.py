@@ -264,7 +264,7 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
                 await pilot.press("right_square_bracket")
                 block = app.focused
             assert isinstance(block, ToolCallView)
-            await pilot.press("enter")
+            await pilot.press("o")
             await wait_until(
                 pilot,
                 lambda: (

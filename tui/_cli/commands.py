@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from runtime.api import Runtime, UnknownChoice, describe_call
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
-from runtime.rewind import apply_rewind, plan_rewind, with_file_history
+from runtime.rewind import apply_rewind, plan_rewind
 from runtime.transcript import inherited_history, partial_answer
 from tui._cli import render
 from tui._cli.parser import EXIT_OK
@@ -81,9 +81,7 @@ class Context:
 @contextlib.asynccontextmanager
 async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
     from runtime.store.sqlite import SqliteStore
-    from runtime.tools.builtin import builtin_tools
 
-    # write_file / edit_file record the content they replace, for `agent-tui rewind`.
     store = SqliteStore(ctx.db_path)
     runtime = await Runtime.open(
         db_path=ctx.db_path,
@@ -91,7 +89,6 @@ async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterato
         config=ctx.config,
         model=ctx.model,
         store=store,
-        tools=with_file_history(builtin_tools(), store),
         read_only=read_only,
     )
     try:

@@ -20,7 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList, Static, TextArea, Tree
+from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
+from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
@@ -43,7 +44,7 @@ from tui import attention, bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.composer import SLASH_COMMANDS, Composer
+from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
@@ -56,6 +57,8 @@ from tui.widgets.job_tree import (
     MoreEntry,
     RunEntry,
 )
+from tui.widgets.key_footer import KeyFooter
+from tui.widgets.message_view import toggle_thinking
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
@@ -188,6 +191,10 @@ class RunInterrupted(TextualMessage):
         self.run = run
 
 
+PROMPTS_RETRY_SECONDS = 30.0
+"""No MCP prompt found: ask the servers again when the menu opens after this long."""
+
+
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#composer-input"
@@ -221,6 +228,7 @@ class MainScreen(Screen[None]):
         Binding("p", "parent_run", "Parent run"),
         Binding("right_square_bracket", "next_tool", "Next tool", key_display="]"),
         Binding("left_square_bracket", "previous_tool", "Previous tool", key_display="["),
+        Binding("t", "thinking", "Thinking", tooltip="Open / close the thinking in view"),
         Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
         Binding("b", "focus_browser", "Browser", show=False),
         Binding("g", "focus_conversation", "Conversation", show=False),
@@ -241,6 +249,7 @@ class MainScreen(Screen[None]):
             "parent_run",
             "next_tool",
             "previous_tool",
+            "thinking",
             "focus_browser",
             "focus_conversation",
         }
@@ -265,6 +274,10 @@ class MainScreen(Screen[None]):
         self._interrupted_runs: set[str] = set()
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
+        self._prompt_commands: list[SlashCommand] = []
+        """The MCP servers' prompts as slash commands (asked for when the menu first opens)."""
+        self._loading_prompts = False
+        self._prompts_asked_at = float("-inf")
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -306,7 +319,7 @@ class MainScreen(Screen[None]):
                     yield origin
                     yield Composer(id="composer")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     @property
     def job_tree(self) -> JobTree:
@@ -336,6 +349,7 @@ class MainScreen(Screen[None]):
         )
         composer = self.composer
         composer.file_source = self._file_list
+        composer.command_sources.append(self._mcp_prompt_commands)
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -346,6 +360,43 @@ class MainScreen(Screen[None]):
             self.open_job(settings.open_job)
         elif settings.continue_last:
             self._open_latest()
+
+    def _mcp_prompt_commands(self) -> list[SlashCommand]:
+        """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
+        Asked of the servers the first time the menu opens (none start before someone types
+        ``/``); while none were found (a server that was down), again after a while."""
+        import time
+
+        stale = time.monotonic() - self._prompts_asked_at > PROMPTS_RETRY_SECONDS
+        if not self._prompt_commands and not self._loading_prompts and stale:
+            manager = getattr(self.runtime, "mcp", None)
+            if manager is not None:
+                self._loading_prompts = True
+                self._prompts_asked_at = time.monotonic()
+                self._load_prompt_commands(manager)
+        return self._prompt_commands
+
+    @work(exit_on_error=False, group="mcp-prompts")
+    async def _load_prompt_commands(self, manager: Any) -> None:
+        from tui.mcp_prompts import prompt_commands
+
+        try:
+            self._prompt_commands = await prompt_commands(manager)
+        finally:
+            self._loading_prompts = False
+        self.composer.refresh_commands()
+
+    @work(exit_on_error=False, group="mcp-prompts")
+    async def _send_prompt(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+        from tui.mcp_prompts import prompt_text
+
+        try:
+            text = await prompt_text(self.runtime.mcp, name, argument)
+        except AgentTuiError as error:
+            self.notify(str(error), title=f"/{name}", severity="error")
+            return  # the command stays in the box, to be corrected
+        self.composer.command_done()
+        self._submit(text, follow_up_job_id)
 
     @work(exit_on_error=False, group="launch")
     async def _open_latest(self) -> None:
@@ -725,6 +776,39 @@ class MainScreen(Screen[None]):
         names = ", ".join(str(path) for path in paths)
         self.notify(f"{'Opened' if opened else 'Saved'} {names}", title="Image", markup=False)
 
+    @on(ToolCallView.SubRunWanted)
+    def _sub_run_wanted(self, message: ToolCallView.SubRunWanted) -> None:
+        message.stop()
+        self._fold_sub_run(message.view, self.conversation.run_id, message.child_run_id)
+
+    @work(exit_on_error=False, group="sub-run")
+    async def _fold_sub_run(
+        self, view: ToolCallView, run_id: str | None, child_run_id: str | None
+    ) -> None:
+        """The sub-run a delegation made, folded under its block (read when unfolded)."""
+        from runtime.transcript import run_transcript
+        from tui.widgets.conversation import sub_run_widgets
+
+        child = None
+        if child_run_id is not None:
+            child = await self.runtime.get_run(child_run_id)
+        elif run_id is not None:
+            run = await self.runtime.get_run(run_id)
+            child = next(
+                (
+                    c
+                    for c in await self.runtime.job_runs(run.job_id)
+                    if c.parent_run_id == run_id and c.parent_tool_call_id == view.tool_call_id
+                ),
+                None,
+            )
+        if child is None:
+            await view.show_sub_run([], "This delegation has not started its sub-run yet.")
+            return
+        items = [item async for item in run_transcript(self.runtime.store, child)]
+        note = f"{child.agent} · {child.model} · {child.state.value}"
+        await view.show_sub_run(sub_run_widgets(items), note)
+
     @work(exit_on_error=False, group="open")
     async def _find_child(self, run_id: str, tool_call_id: str) -> None:
         for call in await self.runtime.tool_calls(run_id):
@@ -973,6 +1057,9 @@ class MainScreen(Screen[None]):
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
+        if ":" in name and getattr(self.runtime, "mcp", None) is not None:
+            self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
+            return
         if name not in known:
             self.notify(
                 f"Unknown command /{name} — /help lists them; start with // to send a message "
@@ -1306,6 +1393,18 @@ class MainScreen(Screen[None]):
         views[index].focus()
         views[index].scroll_visible(animate=False)
 
+    def _thinking_blocks(self) -> list[Collapsible]:
+        return [c for c in self.conversation.query("#thinking").results(Collapsible) if c.display]
+
+    def action_thinking(self) -> None:
+        blocks = self._thinking_blocks()
+        viewport = self.conversation.region
+        in_view = [b for b in blocks if b.region.overlaps(viewport)] or blocks[-1:]
+        block = toggle_thinking(in_view, self.focused)
+        if block is not None:
+            # Enter on the title opens and closes it too.
+            block.query_one(CollapsibleTitle).focus(scroll_visible=False)
+
     def action_next_tool(self) -> None:
         self._step_tool(1)
 
@@ -1338,6 +1437,8 @@ class MainScreen(Screen[None]):
             return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
+        if action == "thinking":
+            return self._pane_of(self.focused) == 1 and bool(self._thinking_blocks())
         searching = self.focused is not None and self.focused.id in ("search", "search-results")
         if action == "interrupt":
             return self._working_run() is not None and not searching

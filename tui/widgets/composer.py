@@ -12,7 +12,7 @@ the last queued message back for editing. The composer only posts messages; the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -69,12 +69,20 @@ def parse_command(text: str) -> tuple[str, str] | None:
     if "\n" in head:
         head, _, more = head.partition("\n")
         rest = (more + " " + rest).strip()
-    return head.lower(), rest.strip()
+    # ``/server:prompt`` keeps its case (MCP names are case-sensitive); built-ins do not care.
+    return (head if ":" in head else head.lower()), rest.strip()
 
 
-def command_matches(prefix: str) -> list[SlashCommand]:
+CommandSource = Callable[[], Iterable[SlashCommand]]
+"""A provider of more slash commands for the menu (MCP prompts, custom commands): called each
+time the menu is drawn, so what it returns may change (a server that comes up later)."""
+
+
+def command_matches(
+    prefix: str, commands: Iterable[SlashCommand] = SLASH_COMMANDS
+) -> list[SlashCommand]:
     prefix = prefix.lower()
-    return [command for command in SLASH_COMMANDS if command.name.startswith(prefix)]
+    return [command for command in commands if command.name.lower().startswith(prefix)]
 
 
 class ComposerInput(TextArea):
@@ -201,6 +209,8 @@ class Composer(Vertical):
         self._history_stash = ""
         self.next_run: dict[str | None, dict[str, str]] = {}
         """``/model`` and ``/agent`` choices for the next run of a job (None: a new job)."""
+        self.command_sources: list[CommandSource] = []
+        """More slash commands than the built-in ones (see ``CommandSource``)."""
         self.file_source: Callable[[], list[str] | None] = lambda: None
         """The workspace's files for the @-picker (None while they are being listed)."""
         self._mention_query: str | None = None
@@ -504,8 +514,20 @@ class Composer(Vertical):
             return None
         return word, (row, at)
 
+    def commands(self) -> list[SlashCommand]:
+        """The built-in commands, then those of every source."""
+        found = list(SLASH_COMMANDS)
+        for source in self.command_sources:
+            found.extend(source())
+        return found
+
+    def refresh_commands(self) -> None:
+        """A source has new commands: redraw an open menu."""
+        if self._completion == "slash":
+            self._show_commands(self.input.text[1:])
+
     def _show_commands(self, prefix: str) -> None:
-        matches = command_matches(prefix)
+        matches = command_matches(prefix, self.commands())
         menu = self.query_one("#completions", OptionList)
         menu.clear_options()
         if not matches:
@@ -572,10 +594,10 @@ class Composer(Vertical):
             return False
         box = self.input
         if self._completion == "slash":
-            command = next(c for c in SLASH_COMMANDS if c.name == option.id)
+            command = next(c for c in self.commands() if c.name == option.id)
             typed = box.text.strip()[1:]
             self._close_completion()
-            if send_if_complete and typed.lower() == command.name:
+            if send_if_complete and typed.lower() == command.name.lower():
                 return False  # already complete: Enter sends it
             box.value = f"/{command.name}" + (" " if command.argument else "")
             return not (send_if_complete and not command.argument)

@@ -295,6 +295,11 @@ def _context_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
     return widgets
 
 
+def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
+    """A sub-run's items, read-only, for the fold under the delegation block that made it."""
+    return _context_widgets(items)
+
+
 def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
     view = MessageView(
         message_id=f"partial:{partial.run.id}:{partial.message_id}",

@@ -16,11 +16,13 @@ same, nothing is redrawn at all.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import MountError, Widget
 from textual.widgets import Collapsible, Markdown
+from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets.markdown import MarkdownStream
 
 from runtime.models import Message, Role, ThinkingBlock
@@ -68,15 +70,35 @@ def _thinking_of(message: Message) -> str:
     )
 
 
+def toggle_thinking(blocks: Sequence[Collapsible], focused: Widget | None) -> Collapsible | None:
+    """Open (or, when all are open, close) thinking blocks: the one whose title has focus, else
+    ``blocks`` (those in view). Returns the block whose title should take focus."""
+    if not blocks:
+        return None
+    if isinstance(focused, CollapsibleTitle) and isinstance(focused.parent, Collapsible):
+        chosen: Sequence[Collapsible] = [focused.parent]
+    else:
+        chosen = blocks
+    collapse = all(not block.collapsed for block in chosen)
+    for block in chosen:
+        block.collapsed = collapse
+    return chosen[0]
+
+
 class MessageView(Vertical):
     DEFAULT_CSS = """
     MessageView { height: auto; margin: 0 0 1 0; }
     MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }
     MessageView.-assistant { padding: 0 1; }
     MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
+    /* The message's own bottom margin separates it: no blank line inside its block too. */
+    MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
     MessageView > FrozenMarkdown { margin: 0 0 1 0; }
     MessageView Collapsible { background: transparent; border: none; padding: 0; }
     MessageView .thinking-text { color: $text-muted; text-style: italic; }
+    /* Code wraps at the pane's edge: a fence never hides the end of a long line. */
+    MessageView MarkdownFence { overflow-x: hidden; }
+    MessageView MarkdownFence > Label { width: 1fr; }
     MessageView > .plain { color: $text; }
     """
 

@@ -1,6 +1,8 @@
 """A tool call as a compact block: name and arguments, a progress bar while it runs, the result
-folded (Enter or space unfolds it); a delegation's sub-run opens with Enter; the images of a
-result (described in it as ``[image: png 640×480, 12 KB]``) are saved and opened with ``o``."""
+folded (Enter or space unfolds it). A delegation folds the sub-run it made under it: collapsed
+at first, Enter unfolds it (its messages, read from the store when unfolded), ``o`` opens the
+sub-run as the conversation; the images of a result (described in it as
+``[image: png 640×480, 12 KB]``) are saved and opened with ``o``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
+from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets._collapsible import CollapsibleTitle
 
@@ -41,7 +44,8 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
 
 class ToolCallView(Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_child", "Open sub-run"),
+        Binding("enter", "toggle_sub_run", "Sub-run", tooltip="Unfold / fold the sub-run"),
+        Binding("o", "open_child", "Open sub-run"),
         Binding("enter,space", "toggle_result", "Show / hide result"),
         Binding("o", "open_images", "Open image"),
     ]
@@ -57,7 +61,18 @@ class ToolCallView(Vertical, can_focus=True):
     ToolCallView ProgressBar { height: 1; }
     ToolCallView Collapsible { background: transparent; border: none; padding: 0; }
     ToolCallView Collapsible > Contents { padding: 0 0 0 2; }
+    ToolCallView #sub-run > Contents { padding: 0 0 0 1; border-left: vkey $accent 50%; }
+    ToolCallView #sub-run .sub-run-note { color: $text-muted; }
     """
+
+    class SubRunWanted(TextualMessage):
+        """The sub-run fold was opened: its items are wanted (``show_sub_run``)."""
+
+        def __init__(self, view: ToolCallView, child_run_id: str | None) -> None:
+            super().__init__()
+            self.view = view
+            self.tool_call_id = view.tool_call_id
+            self.child_run_id = child_run_id
 
     class OpenChildRequested(TextualMessage):
         def __init__(self, tool_call_id: str, child_run_id: str | None) -> None:
@@ -99,6 +114,9 @@ class ToolCallView(Vertical, can_focus=True):
         child = Static(self._child_text(), classes="tool-child", markup=False)
         child.display = self.is_delegation
         yield child
+        with Collapsible(title="sub-run", collapsed=True, id="sub-run") as sub_run:
+            sub_run.display = self.is_delegation
+            yield Static("loading…", classes="sub-run-note", markup=False)
         bar = ProgressBar(total=None, show_eta=False, id="progress")
         bar.display = False
         yield bar
@@ -125,7 +143,7 @@ class ToolCallView(Vertical, can_focus=True):
 
     def _child_text(self) -> str:
         agent = self.tool_name.removeprefix(DELEGATION_PREFIX)
-        return f"↳ {agent} sub-run — Enter opens it, p comes back"
+        return f"↳ {agent} sub-run · Enter unfolds it · o opens it, p comes back"
 
     def _result_text(self) -> str:
         text = self.error if self.error is not None else (self.result or "")
@@ -163,6 +181,8 @@ class ToolCallView(Vertical, can_focus=True):
             folded = self.query_one("#result", Collapsible)
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
+        if state.is_terminal and self.is_delegation and self.sub_run_expanded:
+            self.post_message(self.SubRunWanted(self, self.child_run_id))  # its final state
 
     def set_result(
         self, content: str, *, is_error: bool, images: list[ImageBlock] | None = None
@@ -185,6 +205,25 @@ class ToolCallView(Vertical, can_focus=True):
             child = self.query_one(".tool-child", Static)
             child.update(self._child_text())
             child.display = True
+            self.query_one("#sub-run", Collapsible).display = True
+
+    @property
+    def sub_run_expanded(self) -> bool:
+        return not self.query_one("#sub-run", Collapsible).collapsed
+
+    async def show_sub_run(self, widgets: list[Widget], note: str | None = None) -> None:
+        """Put the sub-run's widgets (built by the conversation) into the fold."""
+        contents = self.query_one("#sub-run", Collapsible).query_one(Collapsible.Contents)
+        await contents.remove_children()
+        shown: list[Widget] = list(widgets)
+        if note:
+            shown.append(Static(note, classes="sub-run-note", markup=False))
+        await contents.mount_all(shown)
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        if event.collapsible.id == "sub-run":
+            event.stop()
+            self.post_message(self.SubRunWanted(self, self.child_run_id))
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Show progress while the tool runs: a bar (with a total) or a pulsing bar, and the
@@ -203,7 +242,7 @@ class ToolCallView(Vertical, can_focus=True):
         return not self.query_one("#result", Collapsible).collapsed
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "open_child":
+        if action in ("open_child", "toggle_sub_run"):
             return self.is_delegation
         if action == "toggle_result":
             return self.result is not None or self.error is not None
@@ -213,6 +252,10 @@ class ToolCallView(Vertical, can_focus=True):
 
     def action_open_child(self) -> None:
         self.post_message(self.OpenChildRequested(self.tool_call_id, self.child_run_id))
+
+    def action_toggle_sub_run(self) -> None:
+        folded = self.query_one("#sub-run", Collapsible)
+        folded.collapsed = not folded.collapsed
 
     def action_toggle_result(self) -> None:
         folded = self.query_one("#result", Collapsible)

@@ -1,0 +1,96 @@
+"""The footer fits its width and shows only the keys that work where the focus is (DESIGN §12):
+at every width from 80 to 200 columns no label is cut or runs into the palette key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets._footer import FooterKey
+
+from tests.tui.helpers import wait_until
+from tests.tui.test_approval_views import SHELL, _app_factory, _until_approval
+from tui.app import AgentTuiApp
+from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.key_footer import KeyFooter, fit_keys
+
+WIDTHS = [80, 87, 101, 123, 157, 200]
+"""A sample for the real app; ``fit_keys`` is checked at every width."""
+
+
+def _keys(app: AgentTuiApp) -> tuple[list[FooterKey], FooterKey | None]:
+    footer = app.screen.query_one(KeyFooter)
+    keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+    palette = [k for k in footer.query(FooterKey) if k.has_class("-command-palette")]
+    return keys, palette[0] if palette else None
+
+
+def _fits(app: AgentTuiApp, width: int) -> bool:
+    footer = app.screen.query_one(KeyFooter)
+    keys, palette = _keys(app)
+    if footer.region.width != width or palette is None or not keys:
+        return False
+    if any(k.region.width == 0 for k in keys):
+        return False  # not laid out yet
+    return max(k.region.right for k in keys) <= palette.region.x and palette.region.right <= width
+
+
+def _footer_line(app: AgentTuiApp) -> str:
+    y = app.screen.query_one(KeyFooter).region.y
+    strips = app.screen._compositor.render_strips()
+    return "".join(segment.text for segment in strips[y])
+
+
+def test_keys_that_do_not_fit_give_way_whole_and_help_stays() -> None:
+    keys = [
+        ("next_pane", "tab", "Pane"),
+        ("new_job", "n", "New job"),
+        ("next_tool", "]", "Next tool"),
+        ("quit", "^q", "Quit"),
+        ("help", "f1", "Help"),
+    ]
+    for width in range(0, 201):
+        fitted = fit_keys(keys, width)
+        assert ("help", "f1", "Help") in fitted
+        used = sum(len(d) + 1 + len(t) + 1 for _, d, t in fitted)
+        assert used <= max(width, 8)  # f1 Help (8 cells) is kept even when nothing fits
+        assert [k for k in keys if k in fitted] == fitted  # order kept
+    assert fit_keys(keys, 200) == keys
+
+
+async def test_the_footer_fits_at_every_width_in_every_focus(
+    request: pytest.FixtureRequest,
+) -> None:
+    height = 24
+    app = _app_factory(request.node.name, SHELL)()
+    async with app.run_test(size=(80, height)) as pilot:
+        await _until_approval(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        focuses: list[tuple[str, Any]] = [
+            ("prompt", lambda: screen.query_one(ApprovalPrompt).focus()),
+            ("browser", lambda: screen.job_tree.focus()),
+            ("conversation", lambda: screen.conversation.focus()),
+        ]
+        seen: dict[str, set[str]] = {}
+        for name, focus in focuses:
+            focus()
+            for width in WIDTHS:
+                await pilot.resize_terminal(width, height)
+                await wait_until(pilot, lambda w=width: _fits(app, w))
+                keys, _ = _keys(app)
+                assert all(not k.disabled and not k.has_class("-disabled") for k in keys)
+                line = _footer_line(app)
+                assert len(line) == width
+                assert line.rstrip().endswith("^p palette"), (name, width, line)
+                assert "f1 Help" in line
+                for key in keys:
+                    assert f"{key.key_display} {key.description}" in line, (name, width, line)
+                seen.setdefault(name, set()).update(k.action for k in keys)
+        # What the keys mean follows the focus: the prompt's answers while it has focus,
+        # the letters of the browser there, none of the letters while typing.
+        assert {"decide('allow_once')", "decide('deny')"} <= seen["prompt"]
+        assert "new_job" in seen["browser"] and "cancel_run" in seen["browser"]
+        assert "decide('allow_once')" not in seen["browser"]
+        assert "next_tool" in seen["conversation"]

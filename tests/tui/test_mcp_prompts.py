@@ -1,0 +1,71 @@
+"""MCP prompts are slash commands: ``/server:prompt`` is in the composer's menu for every
+prompt a configured server offers (a real MCP server, in memory), and sending it starts a job
+with the prompt's text; a missing argument says so and creates nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.mcp import InMemoryServer, McpManager
+from tests.fakes.mcp_servers import build_server
+from tests.tui.helpers import make_app, notifications, wait_until
+from tui.screens.main import MainScreen
+
+
+@pytest.fixture
+async def mcp_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=5.0)}, workspace=workspace
+    )
+    opened = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", mcp=manager
+    )
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def _menu(screen: MainScreen) -> list[str]:
+    menu = screen.composer.query_one("#completions", OptionList)
+    return [str(menu.get_option_at_index(i).prompt) for i in range(menu.option_count)]
+
+
+async def test_a_servers_prompt_is_a_slash_command_that_sends_its_text(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("slash", *"bas")
+        await wait_until(pilot, lambda: any("/basic:review" in o for o in _menu(screen)))
+        option = next(o for o in _menu(screen) if "/basic:review" in o)
+        assert "TOPIC [TONE]" in option and "Ask for a review of a topic." in option
+        await pilot.press("tab")
+        assert screen.composer.input.text == "/basic:review "
+        await pilot.press(*'"the README" tone=stern', "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run = await mcp_runtime.get_run(screen.selected_run.id)
+        assert run.input == "Please review the README, in a stern tone."
+        assert screen.composer.input.text == ""
+
+
+async def test_a_prompt_without_its_required_argument_says_so_and_creates_nothing(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("slash", *"basic:review", "enter")
+        await wait_until(pilot, lambda: any("needs topic" in n for n in notifications(app)))
+        assert (await mcp_runtime.list_jobs(limit=5)).items == []
+        assert screen.composer.input.text.startswith("/basic:review")
