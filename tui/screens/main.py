@@ -32,14 +32,13 @@ from runtime.models import (
     InputKind,
     InputRequest,
     Job,
-    Message,
     Run,
     RunState,
     SearchHit,
     ToolCall,
 )
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from runtime.transcript import PartialAnswer, TranscriptItem, run_context
+from runtime.transcript_pages import Keyed, TranscriptPager
 from tui import attention, bridge, browser_filters
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
@@ -97,34 +96,25 @@ class RunLoaded(TextualMessage):
         self,
         run: Run,
         job: Job,
-        messages: list[Message],
+        items: list[Keyed],
         tool_calls: list[ToolCall],
         request: InputRequest | None,
         *,
         has_older: bool,
+        pager: TranscriptPager,
         asker: Run | None = None,
-        context: list[TranscriptItem] | None = None,
-        partial: PartialAnswer | None = None,
     ) -> None:
         super().__init__()
-        self.context = context or []
-        self.partial = partial
         self.run = run
         self.job = job
-        self.messages = messages
+        self.items = items
+        """The tail of what the pane shows (``pager`` gives the rest as one scrolls)."""
+        self.pager = pager
         self.tool_calls = tool_calls
         self.request = request
         self.has_older = has_older
         self.asker = asker
         """The sub-run that asks ``request`` when it is not ``run`` itself."""
-
-
-class OlderLoaded(TextualMessage):
-    def __init__(self, run_id: str, messages: list[Message], *, has_older: bool) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.messages = messages
-        self.has_older = has_older
 
 
 class RunRefreshed(TextualMessage):
@@ -603,11 +593,11 @@ class MainScreen(Screen[None]):
     @work(exit_on_error=False, group="open-run", exclusive=True)
     async def _load_run(self, run_id: str) -> None:
         runtime = self.runtime
-        window = self.agent_app.settings.window
+        page = self.conversation.page  # the tail; the conversation pages through the rest
         run = await runtime.get_run(run_id)
         job = await runtime.get_job(run.job_id)
-        messages = await runtime.messages(run_id, before_position=2**62, limit=window)
-        messages.sort(key=lambda message: message.position)
+        pager = await TranscriptPager.open(runtime.store, run)
+        items = await pager.tail(page)
         tool_calls = await runtime.tool_calls(run_id)
         request = None
         asker: Run | None = None
@@ -617,21 +607,16 @@ class MainScreen(Screen[None]):
             found = await self._descendant_request(run)
             if found is not None:
                 request, asker = found
-        has_older = bool(messages) and messages[0].position > 0 and len(messages) >= window
-        context, partial = await run_context(
-            runtime.store, run, limit=0 if has_older else window - len(messages)
-        )
         self.post_message(
             RunLoaded(
                 run,
                 job,
-                messages,
+                items,
                 tool_calls,
                 request,
-                has_older=has_older,
+                has_older=len(items) >= page,
+                pager=pager,
                 asker=asker,
-                context=context,
-                partial=partial,
             )
         )
 
@@ -670,11 +655,10 @@ class MainScreen(Screen[None]):
             self.job_tree.select_run(message.run.id)
         await self.conversation.load(
             message.run.id,
-            message.messages,
+            message.items,
             message.tool_calls,
             has_older=message.has_older,
-            context=message.context,
-            partial=message.partial,
+            pager=message.pager,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []
@@ -730,23 +714,6 @@ class MainScreen(Screen[None]):
             banner.display = True
         else:
             banner.display = False
-
-    @on(Conversation.OlderWanted)
-    def _older_wanted(self, message: Conversation.OlderWanted) -> None:
-        self._load_older(message.run_id, message.before_position)
-
-    @work(exit_on_error=False, group="older")
-    async def _load_older(self, run_id: str, before_position: int) -> None:
-        limit = 50
-        messages = await self.runtime.messages(run_id, before_position=before_position, limit=limit)
-        messages.sort(key=lambda message: message.position)
-        has_older = bool(messages) and messages[0].position > 0
-        self.post_message(OlderLoaded(run_id, messages, has_older=has_older))
-
-    async def on_older_loaded(self, message: OlderLoaded) -> None:
-        await self.conversation.prepend(
-            message.run_id, message.messages, has_older=message.has_older
-        )
 
     @on(ToolCallView.OpenChildRequested)
     def _open_child(self, message: ToolCallView.OpenChildRequested) -> None:

@@ -1,15 +1,33 @@
-"""The conversation of one run: a bounded window of mounted message widgets, streaming at the
-tail, older messages asked for when scrolled to the top, the tail followed only while at the
-bottom (an anchored scroll)."""
+"""The conversation of one run, in its job, as a bounded window of mounted widgets (DESIGN §12).
+
+What a pane shows for a run is a sequence of transcript items (``runtime.transcript_pages``): a
+fork's inherited history, the job's earlier root runs under their headers, then the run's own
+header, messages and partial answer. ``load`` mounts the tail of it, following the tail (an
+anchored scroll); the pager gives the rest a page at a time: older items as the view nears the
+top of what is mounted, newer ones as it nears the bottom. After each page, items far out of
+view at the other end are unmounted, so however far one scrolls, at most about ``window``
+items (plus one page) are widgets. A run of 10,000 messages opens with one page mounted.
+
+Settled messages are light widgets (``MessageView`` renders them once); only a message that
+streams is live Markdown. While the view follows the tail the oldest items are unmounted as new
+ones arrive. When the tail itself was unmounted (scrolled far up), live messages are not drawn:
+committed ones load from the database when scrolled back down, and what streamed of an
+unfinished one is kept as text and shown again at the tail.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
+from textual import on
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from runtime.models import Message, Role, ToolCall, ToolCallState
 from runtime.transcript import (
@@ -19,87 +37,173 @@ from runtime.transcript import (
     TranscriptItem,
     TranscriptMessage,
 )
-from tui.widgets.message_view import MessageView
+from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets.tool_call_view import ToolCallView
 
+if TYPE_CHECKING:
+    from tui.widgets.message_view import MessageView
+
+
+def _message_view() -> type[MessageView]:
+    """The message widget, imported when the first message is shown: it brings Markdown
+    (markdown-it, Pygments), which the first frame does not need (DESIGN §13)."""
+    from tui.widgets.message_view import MessageView
+
+    return MessageView
+
+
 WINDOW = 100
-"""Most message widgets kept mounted at once."""
+"""About the most items kept mounted at once (more only while they are all near the view)."""
+PAGE = 40
+"""Items loaded at a time: the tail when a run opens, then older or newer pages."""
+
+OLDER_TEXT = "↑ older messages load as you scroll up"
+NEWER_TEXT = "↓ newer messages load as you scroll down"
+
+
+class Pager(Protocol):
+    """Where the conversation finds the items it has not mounted (``TranscriptPager``)."""
+
+    @property
+    def run_segment(self) -> int: ...
+
+    async def before(self, key: ItemKey | None, limit: int) -> list[Keyed]: ...
+
+    async def after(self, key: ItemKey, limit: int) -> list[Keyed]: ...
+
+
+@dataclass
+class _Group:
+    """The widgets of one item (a message with its tool calls, a header, …), or of live tool
+    calls; ``key`` None: a message still streaming, never unmounted from the middle."""
+
+    key: ItemKey | None
+    message_id: str | None = None
+    position: int | None = None
+    """For a message of the shown run: its position."""
+    widgets: list[Widget] = field(default_factory=list)
+
+    @property
+    def live(self) -> bool:
+        return self.key is None and self.message_id is not None
+
+
+class _PageLoaded(TextualMessage, bubble=False):
+    def __init__(self, generation: int, *, older: bool, items: list[Keyed], limit: int) -> None:
+        super().__init__()
+        self.generation = generation
+        self.older = older
+        self.items = items
+        self.limit = limit
 
 
 class Conversation(VerticalScroll):
     DEFAULT_CSS = """
     Conversation { background: $background; padding: 0 1; }
     Conversation > .empty { color: $text-muted; padding: 1 2; }
-    Conversation > .older { color: $text-muted; text-align: center; }
+    Conversation > .older, Conversation > .newer { color: $text-muted; text-align: center; }
     Conversation > .run-header { color: $text-muted; text-style: bold; margin: 0 0 1 0; }
     Conversation > .fork-origin { color: $warning; margin: 0 0 1 0; }
     Conversation > .inherited { opacity: 70%; }
     Conversation > .partial-label { color: $warning; text-style: italic; }
     """
 
-    class OlderWanted(TextualMessage):
-        """Scrolled to the top while older messages exist in the database."""
-
-        def __init__(self, run_id: str, before_position: int) -> None:
-            super().__init__()
-            self.run_id = run_id
-            self.before_position = before_position
-
-    def __init__(self, *, window: int = WINDOW, **kwargs: object) -> None:
+    def __init__(self, *, window: int = WINDOW, page: int = PAGE, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.window = window
+        self.window = max(1, window)
+        self.page = max(1, min(page, window))
+        self.pager: Pager | None = None
         self.run_id: str | None = None
         self.has_older = False
-        self._loading_older = False
+        self.has_newer = False
+        self._generation = 0
+        self._loading = False
+        self._groups: list[_Group] = []
         self._messages: dict[str, MessageView] = {}
         self._tools: dict[str, ToolCallView] = {}
         self._tool_calls: dict[str, ToolCall] = {}
+        self._stash: dict[str, list[str]] = {}
+        """What streamed of unfinished messages while the tail was not mounted."""
+        self._older_marker = Static(OLDER_TEXT, classes="older", markup=False)
+        self._newer_marker = Static(NEWER_TEXT, classes="newer", markup=False)
+
+    def compose(self) -> ComposeResult:
+        self._show_markers()
+        yield self._older_marker
+        yield self._newer_marker
 
     # --- whole-run loading -----------------------------------------------------------------------
     async def show_empty(self, text: str) -> None:
         self.run_id = None
+        self.pager = None
         await self._clear()
-        await self.mount(Static(text, classes="empty", markup=False))
+        await self.mount(Static(text, classes="empty", markup=False), before=self._newer_marker)
 
     async def load(
         self,
         run_id: str,
-        messages: list[Message],
+        items: Sequence[Keyed],
         tool_calls: list[ToolCall],
         *,
         has_older: bool,
-        context: Sequence[TranscriptItem] = (),
-        partial: PartialAnswer | None = None,
+        pager: Pager | None = None,
     ) -> None:
-        """``context``: the job's items before this run (``runtime.transcript.run_context``),
-        shown only when the run's first message is loaded; ``partial``: its partial answer."""
+        """Show ``items`` (the tail of what the pane shows for the run, from ``pager``) and
+        follow the tail; older items load from ``pager`` as the view nears the top."""
         self.run_id = run_id
         await self._clear()
+        self.pager = pager
         self._tool_calls = {call.id: call for call in tool_calls}
         self.has_older = has_older
         widgets: list[Widget] = []
-        if has_older:
-            widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
-        else:
-            widgets.extend(_context_widgets(context))
-        for message in messages:
-            widgets.extend(self._widgets_for(message))
-        if partial is not None:
-            widgets.extend(_partial_widgets(partial))
-        await self.mount_all(widgets)
+        for key, item in items:
+            widgets.extend(self._add_group(key, item, at_end=True))
+        self._show_markers()
+        await self.mount_all(widgets, before=self._newer_marker)
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
-        self.call_after_refresh(self._want_older)
+        self.call_after_refresh(self._want_more)
 
     async def _clear(self) -> None:
+        self._generation += 1
+        self._groups.clear()
         self._messages.clear()
         self._tools.clear()
         self._tool_calls.clear()
-        self._loading_older = False
-        await self.remove_children()
+        self._stash.clear()
+        self._loading = False
+        self.has_older = self.has_newer = False
+        self._show_markers()
+        markers = (self._older_marker, self._newer_marker)
+        await self.remove_children([child for child in self.children if child not in markers])
 
-    def _widgets_for(self, message: Message) -> list[Widget]:
-        widgets: list[Widget] = []
+    def _show_markers(self) -> None:
+        self._older_marker.display = self.has_older
+        self._newer_marker.display = self.has_newer
+
+    @property
+    def _run_segment(self) -> int:
+        return self.pager.run_segment if self.pager is not None else 0
+
+    def _add_group(self, key: ItemKey, item: TranscriptItem, *, at_end: bool) -> list[Widget]:
+        """The widgets for ``item``, registered as a group at the end or the start."""
+        group = _Group(key)
+        if isinstance(item, TranscriptMessage) and item.run.id == self.run_id:
+            message = item.message
+            if message.id in self._messages:
+                return []
+            group.message_id, group.position = message.id, message.position
+            group.widgets = self._run_message_widgets(message)
+        else:
+            group.widgets = _context_widgets(item)
+        if at_end:
+            self._groups.append(group)
+        else:
+            self._groups.insert(0, group)
+        return list(group.widgets)
+
+    def _run_message_widgets(self, message: Message) -> list[Widget]:
+        """A message of the shown run: its view and its tool calls (results fill them in)."""
         if message.role is Role.TOOL:
             for block in message.tool_results:
                 tool_view = self._tools.get(block.tool_call_id)
@@ -107,11 +211,11 @@ class Conversation(VerticalScroll):
                     tool_view.set_result(
                         block.content, is_error=block.is_error, images=block.images
                     )
-            return widgets
-        view = MessageView.from_message(message)
+            return []
+        view = _message_view().from_message(message)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
         self._messages[message.id] = view
-        widgets.append(view)
+        widgets: list[Widget] = [view]
         for use in message.tool_uses:
             widgets.append(self._tool_view(use.tool_call_id, use.name, use.input))
         return widgets
@@ -132,19 +236,38 @@ class Conversation(VerticalScroll):
         self._tools[tool_call_id] = view
         return view
 
+    def _group_of(self, message_id: str) -> _Group | None:
+        for group in reversed(self._groups):
+            if group.message_id == message_id:
+                return group
+        return None
+
     # --- live updates --------------------------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        """Whether the view follows the tail (anchored at the bottom, the tail mounted)."""
+        return self._anchored and not self._anchor_released and not self.has_newer
+
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
+        if view is None and self.has_newer:
+            # The tail is not mounted: keep the text for when it is.
+            if not thinking:
+                parts = self._stash.setdefault(message_id, [])
+                if offset == sum(map(len, parts)):
+                    parts.append(text)
+            return
         if view is None:
             # Built with its first piece: a big one is sealed at once instead of being streamed
             # into a Markdown widget and then replaced.
             first = text if not thinking and offset == 0 else ""
-            view = MessageView(
+            view = _message_view()(
                 message_id=message_id, role=Role.ASSISTANT, position=None, text=first
             )
             self._messages[message_id] = view
-            await self.mount(view)
-            self._trim()
+            self._groups.append(_Group(None, message_id, None, [view]))
+            await self.mount(view, before=self._newer_marker)
+            self._trim_soon()
             if first:
                 return
         if view.committed:
@@ -155,21 +278,32 @@ class Conversation(VerticalScroll):
             await view.append_text(offset, text)
 
     async def committed(self, message: Message) -> None:
+        self._stash.pop(message.id, None)
         view = self._messages.get(message.id)
         if view is not None:
             await view.commit(message)
+            group = self._group_of(message.id)
+            if group is not None:
+                group.key = ItemKey(self._run_segment, message.position)
+                group.position = message.position
             new_tools = [
                 self._tool_view(use.tool_call_id, use.name, use.input)
                 for use in message.tool_uses
                 if use.tool_call_id not in self._tools
             ]
             if new_tools:
+                if group is not None:
+                    group.widgets.extend(new_tools)
                 await self.mount_all(new_tools, after=view)
             return
-        widgets = self._widgets_for(message)
+        if self.has_newer:
+            return  # loads from the database when the tail is mounted again
+        key = ItemKey(self._run_segment, message.position)
+        widgets = self._run_message_widgets(message)
+        self._groups.append(_Group(key, message.id, message.position, widgets))
         if widgets:
-            await self.mount_all(widgets)
-            self._trim()
+            await self.mount_all(widgets, before=self._newer_marker)
+            self._trim_soon()
 
     async def tool_state(
         self,
@@ -183,9 +317,15 @@ class Conversation(VerticalScroll):
     ) -> None:
         view = self._tools.get(tool_call_id)
         if view is None:
+            if self.has_newer:
+                return
             view = self._tool_view(tool_call_id, name, dict(arguments or {}))
             view.state = state
-            await self.mount(view)
+            if self._groups and self._groups[-1].message_id is not None:
+                self._groups[-1].widgets.append(view)
+            else:
+                self._groups.append(_Group(None, None, None, [view]))
+            await self.mount(view, before=self._newer_marker)
         view.update_state(
             state, arguments=dict(arguments) if arguments else None, result=result, error=error
         )
@@ -203,95 +343,216 @@ class Conversation(VerticalScroll):
     # --- the window ----------------------------------------------------------------------------
     @property
     def message_views(self) -> list[MessageView]:
-        return list(self.query_children(MessageView))
+        return list(self.query_children(_message_view()))
+
+    @property
+    def loading(self) -> bool:
+        """Whether a page of older or newer items is being loaded."""
+        return self._loading
 
     @property
     def first_position(self) -> int | None:
-        positions = [v.position for v in self._messages.values() if v.position is not None]
+        """The first mounted message position of the shown run."""
+        positions = [group.position for group in self._groups if group.position is not None]
         return min(positions) if positions else None
 
-    def _trim(self) -> None:
-        """Unmount the oldest messages beyond the window while following the tail."""
-        if not self.is_anchored:
-            return
-        views = self.message_views
-        excess = len(views) - self.window
-        if excess <= 0:
-            return
-        doomed: list[Widget] = []
-        keep_from = views[excess]
-        for child in self.children:
-            if child is keep_from:
-                break
-            doomed.append(child)
-            if isinstance(child, MessageView):
-                self._messages.pop(child.message_id, None)
-            elif isinstance(child, ToolCallView):
-                self._tools.pop(child.tool_call_id, None)
-        self.has_older = True
-        self.remove_children(doomed)
-        self.mount(Static("↑ older messages load as you scroll up", classes="older"), before=0)
+    @property
+    def last_position(self) -> int | None:
+        positions = [group.position for group in self._groups if group.position is not None]
+        return max(positions) if positions else None
+
+    @property
+    def first_key(self) -> ItemKey | None:
+        return next((group.key for group in self._groups if group.key is not None), None)
+
+    @property
+    def last_key(self) -> ItemKey | None:
+        keys = [group.key for group in self._groups if group.key is not None]
+        return keys[-1] if keys else None
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        self._want_older()
+        self._want_more()
 
-    def _want_older(self) -> None:
-        """At the top (or the window does not fill the view) with older messages: ask."""
-        if self.scroll_y <= 0 and self.has_older and not self._loading_older and self.run_id:
-            first = self.first_position
-            if first is not None and first > 0:
-                self._loading_older = True
-                self.post_message(self.OlderWanted(self.run_id, first))
-
-    async def prepend(self, run_id: str, messages: list[Message], *, has_older: bool) -> None:
-        self._loading_older = False
-        if run_id != self.run_id:
+    def _want_more(self) -> None:
+        """Near the top (or bottom) of what is mounted, with more in the database: load it."""
+        if self._loading or self.pager is None or self.run_id is None or not self.is_mounted:
             return
-        for marker in self.query_children(".older"):
-            await marker.remove()
+        margin = max(self.size.height, 1)
+        if self.has_older and self.scroll_y <= margin:
+            self._fetch(older=True, key=self.first_key)
+            return
+        if self.has_newer and self.scroll_y >= self.max_scroll_y - margin:
+            last = self.last_key
+            if last is not None:
+                self._fetch(older=False, key=last)
+
+    def _fetch(self, *, older: bool, key: ItemKey | None) -> None:
+        assert self.pager is not None
+        self._loading = True
+        pager, generation, limit = self.pager, self._generation, self.page
+
+        async def fetch() -> None:
+            if older:
+                items = await pager.before(key, limit)
+            else:
+                assert key is not None
+                items = await pager.after(key, limit)
+            self.post_message(_PageLoaded(generation, older=older, items=items, limit=limit))
+
+        self.run_worker(fetch(), group="conversation-page", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "conversation-page" and event.state is WorkerState.ERROR:
+            self._loading = False
+            self.notify(f"Could not load messages: {event.worker.error}", severity="error")
+
+    @on(_PageLoaded)
+    async def _page_loaded(self, message: _PageLoaded) -> None:
+        if message.generation != self._generation:
+            return  # another run was loaded meanwhile
+        items = sorted(message.items, key=lambda pair: pair[0])
+        full = len(items) >= message.limit
         widgets: list[Widget] = []
-        if has_older:
-            widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
-        for message in messages:
-            widgets.extend(self._widgets_for(message))
-        self.has_older = has_older
-        if not widgets:
+        if message.older:
+            first = self.first_key
+            items = [pair for pair in items if first is None or pair[0] < first]
+            self.has_older = full
+            for key, item in reversed(items):
+                widgets[:0] = self._add_group(key, item, at_end=False)
+        else:
+            last = self.last_key
+            items = [pair for pair in items if last is None or pair[0] > last]
+            self.has_newer = full
+            for key, item in items:
+                widgets.extend(self._add_group(key, item, at_end=True))
+        self._show_markers()
+        keep = self._first_widget() if message.older else None
+        keep_y = keep.virtual_region_with_margin.y if keep is not None else 0
+        if widgets:
+            if message.older:
+                await self.mount_all(widgets, after=self._older_marker)
+            else:
+                await self.mount_all(widgets, before=self._newer_marker)
+
+        def settle() -> None:
+            if keep is not None:
+                # Content grew above the view: move down by as much, so the view stays put.
+                self._keep_place(keep, keep_y)
+            self._trim(from_end=message.older)
+            if not self.has_newer and not message.older:
+                self._reached_tail()
+            self._loading = False
+            self._want_more()
+
+        self.call_after_refresh(settle)
+
+    def _first_widget(self) -> Widget | None:
+        for group in self._groups:
+            for widget in group.widgets:
+                if widget.is_attached:
+                    return widget
+        return None
+
+    def _reached_tail(self) -> None:
+        """The tail is mounted again: show what streamed meanwhile and follow it."""
+        stash, self._stash = self._stash, {}
+        for message_id, parts in stash.items():
+            self.call_later(self.delta, message_id, 0, "".join(parts), thinking=False)
+        if self.scroll_y >= self.max_scroll_y - 1:
+            self.anchor()
+
+    def _trim_soon(self) -> None:
+        if len(self._groups) > self.window:
+            self.call_after_refresh(self._trim, from_end=False)
+
+    def _trim(self, *, from_end: bool) -> None:
+        """Unmount items beyond the window that are far out of view: the newest ones
+        (``from_end``, after loading older ones) or the oldest ones."""
+        excess = len(self._groups) - self.window
+        if excess <= 0 or (from_end and self.following):
             return
-        before_height = self.virtual_size.height
-        await self.mount_all(widgets, before=0)
+        margin = max(self.size.height, 1)
+        top, bottom = self.scroll_y - margin, self.scroll_y + self.size.height + margin
+        # Beyond the window plus a page, groups go even when near the view: a fixed bound.
+        hard = len(self._groups) - (self.window + self.page)
+        doomed: list[_Group] = []
+        for group in reversed(self._groups) if from_end else self._groups:
+            if len(doomed) >= excess:
+                break
+            span = _span(group)
+            near = len(doomed) >= hard
+            if from_end:
+                if group.key is None or (near and span is not None and span[0] <= bottom):
+                    break
+            elif group.key is None or (near and span is not None and span[1] >= top):
+                break
+            doomed.append(group)
+        if not doomed:
+            return
+        removed: list[Widget] = []
+        for group in doomed:
+            self._groups.remove(group)
+            removed.extend(group.widgets)
+            if group.message_id is not None:
+                self._messages.pop(group.message_id, None)
+            for widget in group.widgets:
+                if isinstance(widget, ToolCallView):
+                    self._tools.pop(widget.tool_call_id, None)
+        if from_end:
+            self.has_newer = True
+            self.anchor(False)
+        else:
+            self.has_older = True
+            kept = self._first_widget()
+            if kept is not None and not self.following:
+                # Content above the view goes away: move up by as much, so the view stays put.
+                kept_y = kept.virtual_region_with_margin.y
+                self.call_after_refresh(self._keep_place, kept, kept_y)
+        self._show_markers()
+        self.remove_children(removed)
 
-        def keep_place() -> None:
-            grown = self.virtual_size.height - before_height
-            self.scroll_to(y=self.scroll_y + max(grown, 0), animate=False, immediate=True)
-            self._want_older()
+    def _keep_place(self, kept: Widget, kept_y: int) -> None:
+        if kept.is_attached:
+            moved = kept.virtual_region_with_margin.y - kept_y
+            if moved:
+                self.scroll_to(
+                    y=max(0, self.scroll_y + moved), animate=False, immediate=True, force=True
+                )
+        self._want_more()
 
-        self.call_after_refresh(keep_place)
+
+def _span(group: _Group) -> tuple[int, int] | None:
+    """The rows a group takes in the conversation's content, or None when nothing shows."""
+    regions = [w.virtual_region_with_margin for w in group.widgets if w.display]
+    regions = [region for region in regions if region.height]
+    if not regions:
+        return None
+    return min(r.y for r in regions), max(r.bottom for r in regions)
 
 
-def _context_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
-    """Read-only widgets for the job's earlier items: fork origin, run headers, messages."""
+def _context_widgets(item: TranscriptItem) -> list[Widget]:
+    """Read-only widgets for an item outside the shown run: fork origin, run headers, earlier
+    runs' messages (tool calls as one line), partial answers."""
+    if isinstance(item, ForkOrigin):
+        text = f"↳ {item.short_label()} — the history it inherited, dimmed:"
+        return [Static(text, classes="fork-origin", markup=False)]
+    if isinstance(item, RunHeader):
+        return [Static(f"── {item.label()}", classes="run-header", markup=False)]
+    if isinstance(item, PartialAnswer):
+        return _partial_widgets(item)
+    message = item.message
     widgets: list[Widget] = []
-    for item in items:
-        if isinstance(item, ForkOrigin):
-            text = f"↳ {item.short_label()} — the history it inherited, dimmed:"
-            widgets.append(Static(text, classes="fork-origin", markup=False))
-        elif isinstance(item, RunHeader):
-            widgets.append(Static(f"── {item.label()}", classes="run-header", markup=False))
-        elif isinstance(item, TranscriptMessage):
-            message = item.message
-            if message.role is Role.TOOL:
-                continue
-            if message.text or message.role is Role.USER:
-                view = MessageView.from_message(message)
-                if item.inherited:
-                    view.add_class("inherited")
-                widgets.append(view)
-            if message.tool_uses:
-                names = ", ".join(use.name for use in message.tool_uses)
-                widgets.append(Static(f"  ⚙ {names}", classes="run-header", markup=False))
-        elif isinstance(item, PartialAnswer):
-            widgets.extend(_partial_widgets(item))
+    if message.role is Role.TOOL:
+        return widgets
+    if message.text or message.role is Role.USER:
+        view = _message_view().from_message(message)
+        if item.inherited:
+            view.add_class("inherited")
+        widgets.append(view)
+    if message.tool_uses:
+        names = ", ".join(use.name for use in message.tool_uses)
+        widgets.append(Static(f"  ⚙ {names}", classes="run-header", markup=False))
     return widgets
 
 
@@ -301,7 +562,7 @@ def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
 
 
 def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
-    view = MessageView(
+    view = _message_view()(
         message_id=f"partial:{partial.run.id}:{partial.message_id}",
         role=Role.ASSISTANT,
         position=-1,

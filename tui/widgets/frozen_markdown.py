@@ -28,6 +28,12 @@ class FrozenMarkdown(Widget):
         self._strips: list[Strip] = []
         self._style: Style | None = None
 
+    def set_source(self, markdown: str) -> None:
+        """Show ``markdown`` instead (rendered again once, at the next layout)."""
+        self.source = markdown
+        self._width = -1
+        self.refresh(layout=True)
+
     def _render_at(self, width: int) -> None:
         style = self._style = self.rich_style
         options = self.app.console_options.update_width(max(width, 1)).update(highlight=False)

@@ -121,9 +121,11 @@ class MessageView(Vertical):
         self._parts: list[str] = [text] if text else []
         cut = self._cut(text)
         self._markdown_text = text if cut is None else text[:cut]
+        # A settled message (from the database) is drawn once, as one light widget; only one
+        # that streams is live Markdown (a widget per block, parsed as it grows).
         self._markdown: Markdown | FrozenMarkdown = (
             Markdown(text, classes="segment")
-            if cut is None
+            if cut is None and not self.committed
             else FrozenMarkdown(self._markdown_text, classes="segment")
         )
         self._tail: StreamText | None = (
@@ -162,9 +164,10 @@ class MessageView(Vertical):
         return self._thinking.text
 
     def compose(self) -> ComposeResult:
-        with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
-            thinking.display = bool(self._thinking.text)
-            yield self._thinking
+        if not self.committed or self._thinking.text:
+            with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
+                thinking.display = bool(self._thinking.text)
+                yield self._thinking
         self._markdown.display = bool(self._markdown_text) or self._tail is None
         yield self._markdown
         if self._tail is not None:
@@ -227,14 +230,21 @@ class MessageView(Vertical):
 
     async def commit(self, message: Message) -> None:
         """The durable message is authoritative over whatever streamed."""
+        final = terminal_safe(message.text)
+        thinking = terminal_safe(_thinking_of(message))
+        if self.committed and final == self.text and thinking == self._thinking.text:
+            return  # shown already (settled, or committed twice)
         self.position = message.position
         self.committed = True
         await self._stop_stream()
-        final = terminal_safe(message.text)
         if self._gap or final != self.text:
             await self._replace_text(final)
-        thinking = terminal_safe(_thinking_of(message))
         if thinking and thinking != self._thinking.text:
+            if not self.query("#thinking"):
+                await self.mount(
+                    Collapsible(self._thinking, title="Thinking", collapsed=True, id="thinking"),
+                    before=0,
+                )
             self.query_one("#thinking", Collapsible).display = True
             await self._thinking.set_text(thinking)
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
@@ -254,6 +264,9 @@ class MessageView(Vertical):
         self._markdown_text = final if cut is None else final[:cut]
         if cut is None and isinstance(self._markdown, Markdown) and self._tail is None:
             await self._markdown.update(final)
+            return
+        if cut is None and isinstance(self._markdown, FrozenMarkdown) and self._tail is None:
+            self._markdown.set_source(final)
             return
         old = [self._markdown] if self._tail is None else [self._markdown, self._tail]
         if cut is None:

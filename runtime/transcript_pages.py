@@ -1,0 +1,200 @@
+"""A job's transcript around one run, a page at a time (DESIGN §12: a bounded window).
+
+A conversation pane shows a run and, before it, what ``runtime.transcript.run_context`` puts
+there: a fork's inherited history, then the job's earlier root runs under their headers, then
+the run's own header, its messages and its partial answer. For a run of thousands of messages
+(or a job of many runs) the pane loads the tail first and the rest as the person scrolls, so
+this module gives the same items in pages, each with a key that orders the whole sequence:
+
+- ``ItemKey(segment, position)``: segment 0 is a fork's inherited history (empty for a job that
+  is not a fork), segments 1, 2, … the job's root runs up to the shown run, in creation order;
+  within a run, its header is at ``HEADER``, its messages at their positions, its partial answer
+  at ``PARTIAL``.
+- ``before(key, limit)`` / ``after(key, limit)``: the ``limit`` items just before or after
+  ``key``, in reading order; one keyset query on the messages per run crossed.
+
+A sub-run is shown alone (it sits under its delegation block): one segment, no header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.models import Message, Run
+from runtime.store.base import Store
+from runtime.transcript import (
+    PartialAnswer,
+    RunHeader,
+    TranscriptItem,
+    TranscriptMessage,
+    inherited_history,
+    partial_answer,
+)
+
+__all__ = ["HEADER", "PARTIAL", "ItemKey", "Keyed", "TranscriptPager"]
+
+HEADER = -1
+"""The key position of a run's header (and of a fork's origin line)."""
+PARTIAL = 2**62
+"""The key position of a run's partial answer: after all of its messages."""
+
+
+@dataclass(frozen=True, order=True)
+class ItemKey:
+    segment: int
+    position: int
+
+
+Keyed = tuple[ItemKey, TranscriptItem]
+
+
+@dataclass
+class _Segment:
+    run: Run | None
+    """None for the inherited history."""
+    index: int = 0
+    """The root run's number in the job (1, 2, …), for its header; 0: no header."""
+    current: bool = False
+    loaded: list[TranscriptItem] | None = None
+    """The inherited history, loaded once when first reached."""
+    partial: list[PartialAnswer] | None = None
+    """The run's partial answer (zero or one), asked for once."""
+
+
+class TranscriptPager:
+    """Pages of the items a pane shows for ``run`` (see the module docstring)."""
+
+    def __init__(self, store: Store, run: Run, segments: list[_Segment]) -> None:
+        self.store = store
+        self.run = run
+        self._segments = segments
+
+    @classmethod
+    async def open(cls, store: Store, run: Run) -> TranscriptPager:
+        if run.parent_run_id is not None:
+            return cls(store, run, [_Segment(run=run, current=True)])
+        roots = [r for r in await store.job_runs(run.job_id) if r.parent_run_id is None]
+        segments = [_Segment(run=None)]
+        for index, root in enumerate(roots, start=1):
+            segments.append(_Segment(run=root, index=index, current=root.id == run.id))
+            if root.id == run.id:
+                break
+        else:  # not a root run of its job after all: shown alone
+            return cls(store, run, [_Segment(run=run, current=True)])
+        return cls(store, run, segments)
+
+    @property
+    def run_segment(self) -> int:
+        """The segment of the shown run (its live messages belong there)."""
+        return len(self._segments) - 1
+
+    def key_of(self, position: int) -> ItemKey:
+        """The key of the shown run's message at ``position``."""
+        return ItemKey(self.run_segment, position)
+
+    async def tail(self, limit: int) -> list[Keyed]:
+        return await self.before(None, limit)
+
+    async def before(self, key: ItemKey | None, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items just before ``key`` (None: the end), in reading order."""
+        found: list[Keyed] = []  # newest first
+        index, position = (
+            (self.run_segment, PARTIAL + 1) if key is None else (key.segment, key.position)
+        )
+        while index >= 0 and len(found) < limit:
+            found.extend(await self._segment_before(index, position, limit - len(found)))
+            index, position = index - 1, PARTIAL + 1
+        found.reverse()
+        return found
+
+    async def after(self, key: ItemKey, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items just after ``key``, in reading order."""
+        found: list[Keyed] = []
+        index, position = key.segment, key.position
+        while index < len(self._segments) and len(found) < limit:
+            found.extend(await self._segment_after(index, position, limit - len(found)))
+            index, position = index + 1, HEADER - 1
+        return found
+
+    # --- one segment ---------------------------------------------------------------------------
+    async def _segment_before(self, index: int, position: int, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items of segment ``index`` before ``position``, newest first."""
+        segment = self._segments[index]
+        if segment.run is None:
+            items = await self._inherited(segment)
+            keyed = [(ItemKey(index, HEADER + n), item) for n, item in enumerate(items)]
+            return [pair for pair in reversed(keyed) if pair[0].position < position][:limit]
+        run = segment.run
+        found: list[Keyed] = []
+        if position > PARTIAL:
+            found.extend((ItemKey(index, PARTIAL), p) for p in await self._partial(segment))
+        wanted = limit - len(found)
+        if wanted <= 0:
+            return found[:limit]
+        if position > HEADER + 1:
+            messages = await self.store.list_messages(
+                run.id, before_position=min(position, PARTIAL), limit=wanted
+            )
+            messages.sort(key=lambda message: message.position)
+            for message in reversed(messages):
+                found.append((ItemKey(index, message.position), self._message(segment, message)))
+            if len(messages) == wanted:
+                return found  # perhaps more before them: the next page asks
+        header = self._header(segment)
+        if header is not None and position > HEADER and len(found) < limit:
+            found.append((ItemKey(index, HEADER), header))
+        return found
+
+    async def _segment_after(self, index: int, position: int, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items of segment ``index`` after ``position``, oldest first."""
+        segment = self._segments[index]
+        if segment.run is None:
+            items = await self._inherited(segment)
+            keyed = [(ItemKey(index, HEADER + n), item) for n, item in enumerate(items)]
+            return [pair for pair in keyed if pair[0].position > position][:limit]
+        run = segment.run
+        found: list[Keyed] = []
+        header = self._header(segment)
+        if header is not None and position < HEADER:
+            found.append((ItemKey(index, HEADER), header))
+        wanted = limit - len(found)
+        if wanted <= 0:
+            return found
+        if position < PARTIAL:
+            messages = await self.store.list_messages(
+                run.id, after_position=max(position, HEADER), limit=wanted
+            )
+            messages.sort(key=lambda message: message.position)
+            for message in messages:
+                found.append((ItemKey(index, message.position), self._message(segment, message)))
+            if len(messages) == wanted:
+                return found
+            found.extend((ItemKey(index, PARTIAL), p) for p in await self._partial(segment))
+        return found[:limit]
+
+    def _header(self, segment: _Segment) -> RunHeader | None:
+        if segment.run is None or segment.index == 0:
+            return None
+        return RunHeader(run=segment.run, index=segment.index, current=segment.current)
+
+    @staticmethod
+    def _message(segment: _Segment, message: Message) -> TranscriptMessage:
+        assert segment.run is not None
+        return TranscriptMessage(message=message, run=segment.run)
+
+    async def _partial(self, segment: _Segment) -> list[PartialAnswer]:
+        if segment.partial is None:
+            assert segment.run is not None
+            # The shown run's row may have moved on since the pager opened: ask about it now.
+            run = await self.store.get_run(segment.run.id) if segment.current else segment.run
+            found = await partial_answer(self.store, run)
+            segment.partial = [found] if found is not None else []
+        return segment.partial
+
+    async def _inherited(self, segment: _Segment) -> list[TranscriptItem]:
+        if segment.loaded is None:
+            first = next(s.run for s in self._segments if s.run is not None)
+            assert first is not None
+            origin, messages = await inherited_history(self.store, first)
+            segment.loaded = [] if origin is None else [origin, *messages]
+        return segment.loaded

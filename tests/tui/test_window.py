@@ -1,0 +1,231 @@
+"""Huge runs and long jobs (DESIGN §12, §13): a run opens at its tail; scrolling up loads older
+messages and the job's earlier root runs from the database, and however far one scrolls, the
+number of mounted message widgets stays under a fixed bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import Markdown
+
+from runtime.api import Runtime
+from runtime.store.migrations import migrate
+from tests.tui.helpers import make_app, open_runtime, screen_text
+from tui.screens.main import MainScreen
+from tui.widgets.conversation import Conversation
+from tui.widgets.frozen_markdown import FrozenMarkdown
+from tui.widgets.message_view import MessageView
+
+MESSAGES = 3000
+WINDOW = 100
+PAGE = 50
+SIZE = (100, 30)
+BOUND = WINDOW + PAGE
+"""The window, plus one page loaded before the far end is unmounted."""
+
+
+def fill_job(db_path: Path, workspace: Path, runs: list[int]) -> list[str]:
+    """One job with a root run per entry of ``runs`` (that many messages each, created in that
+    order), written through the store's real schema; the runs' ids, oldest first. Message
+    texts say "Run R message N." so a test can tell which are mounted."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    migrate(conn, path=str(db_path))
+    conn.execute("BEGIN")
+    run_ids = [f"run{index + 1}" for index in range(len(runs))]
+    conn.execute(
+        "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
+        " latest_root_run_id, latest_run_state) VALUES ('job1', 'A very long job', ?, 'default',"
+        " 1700000000, 1700000000, ?, 'completed')",
+        (str(workspace), run_ids[-1]),
+    )
+    for index, (run_id, count) in enumerate(zip(run_ids, runs, strict=True)):
+        created = 1700000000 + index
+        conn.execute(
+            "INSERT INTO runs (id, job_id, agent, model, state, revision, input, max_steps,"
+            " created_at, updated_at) VALUES (?, 'job1', 'default', 'demo', 'completed', 3,"
+            " 'x', 50, ?, ?)",
+            (run_id, created, created),
+        )
+        rows = []
+        for position in range(count):
+            role = "user" if position % 2 == 0 else "assistant"
+            text = f"Run {index + 1} message {position}. " + "Words that fill a line. " * (
+                position % 4
+            )
+            content = json.dumps([{"type": "text", "text": text}])
+            rows.append(
+                (f"{run_id}-m{position}", run_id, "job1", position, role, content, created)
+            )
+        conn.executemany(
+            "INSERT INTO messages (id, run_id, job_id, position, role, content, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    conn.execute("COMMIT")
+    conn.close()
+    return run_ids
+
+
+@pytest.fixture
+async def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "big.db"
+
+
+async def wait_until(condition: Callable[[], object], timeout: float = 120) -> None:
+    """Let the app run (and paint at its own pace) until ``condition()`` holds."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+def _static_text(widget: object) -> str:
+    from textual.widgets import Static
+
+    return str(widget.render()) if isinstance(widget, Static) else ""
+
+
+def _mounted(conversation: Conversation) -> int:
+    return len(conversation.query(MessageView))
+
+
+async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
+    """Scroll to the top of what is mounted until nothing older is left; ``most`` gets the
+    largest number of message widgets mounted on the way."""
+    for _ in range(10_000):  # a bound: each step loads a page
+        if not conversation.has_older and not conversation.loading:
+            return
+        first = conversation.first_key
+        conversation.scroll_home(animate=False, immediate=True)
+        await wait_until(
+            lambda first=first: conversation.first_key != first and not conversation.loading
+        )
+        most.append(_mounted(conversation))
+        assert _mounted(conversation) <= BOUND
+
+
+@pytest.mark.timeout(900)
+async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_bounded(
+    db_path: Path, workspace: Path
+) -> None:
+    (run_id,) = fill_job(db_path, workspace, [MESSAGES])
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=WINDOW)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            conversation = screen.conversation
+            conversation.page = PAGE
+            screen.open_run(run_id)
+            await wait_until(lambda: conversation.last_position == MESSAGES - 1)
+            # It opens at the tail, with one page mounted, settled messages as light widgets.
+            assert conversation.has_older
+            assert _mounted(conversation) <= PAGE
+            await wait_until(
+                lambda: all(view.query(FrozenMarkdown) for view in conversation.message_views)
+            )
+            assert not conversation.query(Markdown)
+            await wait_until(
+                lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
+            )
+
+            most: list[int] = []
+            await _scroll_to_top(conversation, most)
+            assert conversation.first_position == 0
+            assert not conversation.has_older
+            assert conversation.message_views[0].text.startswith("Run 1 message 0.")
+            # The newest messages were unmounted on the way up; the window moved with the view.
+            assert conversation.has_newer
+            last = conversation.last_position
+            assert last is not None and last < MESSAGES - 1
+            assert max(most) > PAGE  # more than a page was mounted at times: the bound held
+            assert len(most) > MESSAGES // (2 * PAGE)
+            shown = [view.position for view in conversation.message_views]
+            assert shown == sorted(shown) and shown[0] == 0
+
+            # And back down a few pages: newer pages load, the oldest are unmounted again.
+            for _ in range(5):
+                last = conversation.last_position
+                conversation.scroll_end(animate=False, immediate=True)
+                await wait_until(
+                    lambda last=last: (
+                        conversation.last_position != last and not conversation.loading
+                    )
+                )
+                # The oldest are unmounted as the page settles (removal finishes a moment later).
+                await wait_until(lambda: _mounted(conversation) <= BOUND)
+            assert conversation.has_older
+            assert conversation.first_position is not None and conversation.first_position > 0
+            positions = [view.position for view in conversation.message_views]
+            assert positions == sorted(positions)
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.timeout(600)
+async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers(
+    db_path: Path, workspace: Path
+) -> None:
+    *_, third = fill_job(db_path, workspace, [120, 90, 200])
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=40)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            conversation = screen.conversation
+            conversation.page = 20
+            screen.open_run(third)
+            await wait_until(lambda: conversation.last_position == 199)
+            assert "── run 1" not in screen_text(app)  # opened at the tail: nothing older yet
+
+            seen: set[str] = set()
+            most: list[int] = []
+            for _ in range(10_000):
+                if not conversation.has_older and not conversation.loading:
+                    break
+                first_key = conversation.first_key
+                conversation.scroll_home(animate=False, immediate=True)
+                await wait_until(
+                    lambda first_key=first_key: (
+                        conversation.first_key != first_key and not conversation.loading
+                    )
+                )
+                text = screen_text(app)
+                seen.update(line for line in text.splitlines() if line.startswith("── "))
+                most.append(_mounted(conversation))
+            assert max(most) <= 40 + 20
+            # The earlier root runs came in order above the shown one, under their headers.
+            headers = sorted(seen)
+            assert any(h.startswith("── run 1 · default · demo · completed") for h in headers)
+            assert any(h.startswith("── follow-up 2 · default · demo · completed") for h in headers)
+            assert any(h.startswith("── follow-up 3 · default · demo") for h in headers)
+            children = list(conversation.children)
+            header = next(c for c in children if "── run 1" in _static_text(c))
+            assert children.index(header) < children.index(conversation.message_views[0])
+            prompts = [v.text for v in conversation.message_views]
+            assert prompts[0].startswith("Run 1 message 0.")
+            assert all(p.startswith("Run 1 ") for p in prompts[:10])
+            assert not conversation.has_older
+            assert conversation.has_newer  # the shown run's tail was unmounted on the way up
+
+            # Back down to the tail: the shown run's last message is mounted again.
+            for _ in range(10_000):
+                if not conversation.has_newer and not conversation.loading:
+                    break
+                last_key = conversation.last_key
+                conversation.scroll_end(animate=False, immediate=True)
+                await wait_until(
+                    lambda last_key=last_key: (
+                        conversation.last_key != last_key and not conversation.loading
+                    )
+                )
+            assert conversation.last_position == 199
+            assert conversation.message_views[-1].text.startswith("Run 3 message 199.")
+    finally:
+        await runtime.close()
