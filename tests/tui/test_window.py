@@ -183,6 +183,9 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
             screen.open_run(third)
             await wait_until(lambda: conversation.last_position == 199)
             assert "── run 1" not in screen_text(app)  # opened at the tail: nothing older yet
+            await wait_until(
+                lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
+            )
 
             seen: set[str] = set()
             most: list[int] = []
