@@ -7,23 +7,30 @@ The public surface is ``Runtime`` and ``Boundary`` (``runtime.api``), the domain
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runtime.api import Boundary, Runtime
 
-try:
-    __version__ = version("agent-tui")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0"
+    __version__: str
 
 __all__ = ["Boundary", "Runtime", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    # Lazy exports: importing ``runtime`` (as every ``runtime.x`` import does) costs nothing;
+    # the engine loads on first use of Runtime, importlib.metadata on first use of the version.
     if name in ("Boundary", "Runtime"):
         from runtime import api
 
         return getattr(api, name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("agent-tui")
+        except PackageNotFoundError:  # running from a source tree that was not installed
+            value = "0.0.0"
+        globals()["__version__"] = value
+        return value
     raise AttributeError(f"module 'runtime' has no attribute {name!r}")

@@ -6,6 +6,7 @@ names every module imported, on stderr, as it is imported.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,75 @@ def test_runs_with_runs_in_the_database_stays_light(env: dict[str, str], tmp_pat
 
 def test_the_parser_lists_exactly_the_run_states() -> None:
     assert [state.value for state in RunState] == RUN_STATES
+
+
+FIRST_MOUNT_SCRIPT = """
+import asyncio, json, sys
+from pathlib import Path
+
+from tui import app as app_module
+from tui.screens.main import MainScreen
+
+WATCHED = ("runtime.engine", "runtime.runtime", "runtime.api", "runtime.store.sqlite",
+           "runtime.providers", "anthropic", "openai", "mcp")
+seen = {}
+
+def loaded():
+    return sorted(m for m in WATCHED if m in sys.modules)
+
+original = MainScreen.on_mount
+
+async def on_mount(self):
+    seen["mounted"] = loaded()
+    seen["composed"] = [w.id for w in self.query("#tree, #conversation, #composer")]
+    seen["runtime_at_mount"] = self.runtime is not None
+    await original(self)
+
+MainScreen.on_mount = on_mount
+
+async def main():
+    db, workspace = Path(sys.argv[1]), Path(sys.argv[2])
+    app = app_module.program_app(db, workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        async with asyncio.timeout(60):
+            while app.runtime is None or not app.screen.job_tree.job_ids:
+                await asyncio.sleep(0.01)
+        seen["after_open"] = loaded()
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = Path(env["AGENT_TUI_DB"])
+    seeded = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "run", "hello", "--model", "demo:instant"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=workspace,
+    )
+    assert seeded.returncode in (0, 3), seeded.stderr[-2000:]
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_MOUNT_SCRIPT, str(db), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=workspace,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["composed"] == ["tree", "conversation", "composer"]
+    assert seen["runtime_at_mount"] is False
+    assert seen["mounted"] == []
+    # The same check sees the engine once the runtime is open: it measures something real.
+    assert "runtime.api" in seen["after_open"]
+    assert "runtime.store.sqlite" in seen["after_open"]
+    assert "runtime.engine" in seen["after_open"]

@@ -1,5 +1,11 @@
 """The one composition root: ``create_app(runtime, settings)`` builds the app for the program and
-for every test; ``run_app`` opens the runtime on a database and runs it."""
+for every test; ``run_app`` runs it on a database.
+
+Start-up (DESIGN §13): the program gives the app an opener to call after the first frame, not an
+open runtime. The app composes and draws its first screen, and only then (in a worker) imports
+the engine, the providers and MCP, opens the database and recovers it; the screen is told with
+``MainScreen.runtime_opened``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +27,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from runtime.errors import AgentTuiError
+from runtime.errors import AgentTuiError, InvalidInput
 from themes import THEMES_DIR, load_themes
 from tui.bridge import Bridge
 from tui.screens.main import MainScreen
@@ -76,7 +82,11 @@ class AgentTuiApp(App[int]):
         # ``runtime`` is an open Runtime, or an async callable that opens one in the app's own
         # event loop (sync snapshot tests and the screenshot script: App.run makes the loop).
         self._open_runtime: Callable[[], Awaitable[Any]] | None = None
-        if callable(runtime) and not hasattr(runtime, "start"):
+        self._open_after_first_frame: Callable[[AgentTuiApp], Awaitable[Any]] | None = None
+        if isinstance(runtime, _AfterFirstFrame):
+            self._open_after_first_frame = runtime.opener
+            runtime = None
+        elif callable(runtime) and not hasattr(runtime, "start"):
             self._open_runtime = runtime
             runtime = None
         self.runtime = runtime
@@ -86,6 +96,8 @@ class AgentTuiApp(App[int]):
         self._theme_problems: list[str] = []
         self._last_ctrl_c = 0.0
         self.quit_note: str | None = None
+        self.startup_error: str | None = None
+        """Why the runtime could not be opened after the first frame (said on the terminal)."""
         """Said on the terminal after the app closed (runs that were still working)."""
         super().__init__()
         themes, self._theme_problems = load_themes(settings.theme_dirs)
@@ -110,10 +122,33 @@ class AgentTuiApp(App[int]):
             await self.runtime.close()
 
     def on_mount(self) -> None:
-        _tune_gc()
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning")
         self.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self._open_after_first_frame is None:
+            _tune_gc()
+        else:
+            # After the first frame is on the terminal: open the runtime behind it.
+            self.call_after_refresh(self._open_in_background)
+
+    def _open_in_background(self) -> None:
+        self.run_worker(
+            self._open(), exit_on_error=False, group="open-runtime", name="open-runtime"
+        )
+
+    async def _open(self) -> None:
+        assert self._open_after_first_frame is not None
+        try:
+            self.runtime = await self._open_after_first_frame(self)
+        except AgentTuiError as error:
+            # Nothing to show without a database: leave, saying why on the terminal.
+            self.startup_error = f"agent-tui: error: {error}"
+            self.exit(2, return_code=2)
+            return
+        _tune_gc()
+        main = self._main_screen()
+        if main is not None and main.is_mounted:
+            await main.runtime_opened()
 
     # --- the bridge from runtime events --------------------------------------------------------
     def start_bridge(self, target: Screen[Any]) -> None:
@@ -306,60 +341,85 @@ def create_app(runtime: Any, settings: Settings) -> AgentTuiApp:
     return AgentTuiApp(runtime, settings)
 
 
-def _configured_theme(runtime: Any) -> str | None:
-    config = getattr(runtime, "config", None)
+@dataclass(frozen=True)
+class _AfterFirstFrame:
+    """An opener the app calls after its first frame (the program's start-up)."""
+
+    opener: Callable[[AgentTuiApp], Awaitable[Any]]
+
+
+def program_app(db_path: Path, workspace: Path, launch: Launch | None = None) -> AgentTuiApp:
+    """The app as the program runs it: it opens its runtime itself, after the first frame.
+    Only the configuration is read first (for the theme); it raises ConfigError naming the
+    file."""
+    from runtime.config import load_config
+
+    launch = launch or Launch()
+    config = load_config(workspace)
+
+    async def opener(app: AgentTuiApp) -> Any:
+        # The engine, store, providers and MCP: imported here, after the first frame.
+        from runtime.api import Runtime
+        from runtime.store.sqlite import SqliteStore
+
+        store = SqliteStore(db_path)
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=config,
+            store=store,
+            model=launch.model,
+        )
+        try:
+            open_job = None
+            if launch.resume is not None:
+                from tui._cli.ids import resolve_id
+
+                open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
+            if launch.agent is not None:
+                known = {"default", *runtime.config.agents}
+                if launch.agent not in known:
+                    raise InvalidInput(
+                        f"unknown agent {launch.agent!r}; configured agents: "
+                        f"{', '.join(sorted(known))}"
+                    )
+        except AgentTuiError:
+            await runtime.close()
+            raise
+        app.settings = replace(app.settings, open_job=open_job)
+        return runtime
+
+    settings = Settings(
+        workspace=workspace,
+        theme=_configured_theme_of(config),
+        agent=launch.agent,
+        continue_last=launch.continue_last,
+    )
+    return create_app(_AfterFirstFrame(opener), settings)
+
+
+def _configured_theme_of(config: Any) -> str | None:
     defaults = getattr(config, "defaults", None)
     theme = getattr(defaults, "theme", None)
     return theme if isinstance(theme, str) else None
 
 
 async def _run(db_path: Path, workspace: Path, launch: Launch) -> int:
-    from runtime.api import Runtime
-    from runtime.store.sqlite import SqliteStore
-
-    store = SqliteStore(db_path)
     try:
-        runtime = await Runtime.open(
-            db_path=db_path,
-            workspace=workspace,
-            store=store,
-            model=launch.model,
-        )
+        app = program_app(db_path, workspace, launch)
     except AgentTuiError as error:
         print(f"agent-tui: error: {error}", file=sys.stderr)
         return 2
     try:
-        open_job = None
-        if launch.resume is not None:
-            from tui._cli.ids import resolve_id
-
-            open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
-        if launch.agent is not None:
-            known = {"default", *runtime.config.agents}
-            if launch.agent not in known:
-                print(
-                    f"agent-tui: error: unknown agent {launch.agent!r}; configured agents: "
-                    f"{', '.join(sorted(known))}",
-                    file=sys.stderr,
-                )
-                return 2
-        settings = Settings(
-            workspace=workspace,
-            theme=_configured_theme(runtime),
-            agent=launch.agent,
-            open_job=open_job,
-            continue_last=launch.continue_last,
-        )
-        app = create_app(runtime, settings)
         await app.run_async()
-        if app.quit_note:
-            print(app.quit_note, file=sys.stderr)
-        return app.return_code or 0
-    except AgentTuiError as error:
-        print(f"agent-tui: error: {error}", file=sys.stderr)
-        return 2
     finally:
-        await runtime.close()
+        if app.runtime is not None:
+            await app.runtime.close()
+    if app.startup_error:
+        print(app.startup_error, file=sys.stderr)
+    if app.quit_note:
+        print(app.quit_note, file=sys.stderr)
+    return app.return_code or 0
 
 
 @dataclass(frozen=True)

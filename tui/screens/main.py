@@ -332,11 +332,16 @@ class MainScreen(Screen[None]):
         return f"filter: {shown}  (s to change)"
 
     async def on_mount(self) -> None:
-        runtime = self.runtime
-        self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
         await self.conversation.show_empty(
             "Type a task below and press Enter.  ? or F1 lists every key."
         )
+        if self.runtime is not None:  # else the app calls runtime_opened once it is open
+            await self.runtime_opened()
+
+    async def runtime_opened(self) -> None:
+        """The runtime is open (the program opens it after the first frame): fill the screen."""
+        runtime = self.runtime
+        self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
         composer = self.composer
         composer.file_source = self._file_list
         composer.command_sources.append(self._mcp_prompt_commands)
