@@ -157,7 +157,7 @@ class AgentTuiApp(App[int]):
 
     @work(exit_on_error=False, group="bridge", name="bridge")
     async def _pump_events(self, target: Screen[Any]) -> None:
-        await Bridge(self.runtime, target).pump()
+        await Bridge(self.runtime, target, wants_live=getattr(target, "wants_live", None)).pump()
 
     def _restart_bridge(self) -> None:
         self._pump_events(self._bridge_target)

@@ -5,6 +5,11 @@ the app. Deltas are coalesced per message for a short interval so a fast stream 
 message queue (keypresses share it): at most one ``DeltaReceived`` per streaming message per
 flush. Durable events flush pending deltas first, so order is kept.
 
+Keys first: only the run on screen gets its live detail (deltas and tool progress); for every
+other run only its durable events are posted (state changes, commits, tool states, checkpoints),
+so ten runs streaming in the background put a handful of messages in the queue keypresses
+share, not hundreds a second. ``wants_live(run_id)`` (the screen's) says which run that is.
+
 Each flush of a streaming message costs the app a layout and a repaint of the conversation
 (about 10-15 ms here, whatever the size of the piece), so a fast stream (more than
 ``FAST_CHARS`` in one flush: faster than anyone reads) is flushed ``FAST_INTERVAL`` apart
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -108,9 +114,16 @@ class _PendingDelta:
 class Bridge:
     """Feeds ``target`` with Textual messages made from ``runtime.observe()``."""
 
-    def __init__(self, runtime: Runtime, target: MessagePump) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        target: MessagePump,
+        *,
+        wants_live: Callable[[str], bool] | None = None,
+    ) -> None:
         self._runtime = runtime
         self._target = target
+        self._wants_live = wants_live
         self._pending: list[_PendingDelta | TextualMessage] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._interval = FLUSH_INTERVAL
@@ -124,6 +137,12 @@ class Bridge:
             self._flush()
 
     def _accept(self, event: rt.Event) -> None:
+        if (
+            self._wants_live is not None
+            and isinstance(event, _LIVE_DETAIL)
+            and not self._wants_live(event.run_id)
+        ):
+            return  # a run not on screen: its state changes are enough
         if isinstance(event, rt.MessageDelta):
             last = self._pending[-1] if self._pending else None
             if (
@@ -189,6 +208,11 @@ class Bridge:
                 self._target.post_message(item)
         if pending:
             self._interval = interval
+
+
+_LIVE_DETAIL = (rt.MessageDelta, rt.ToolProgress)
+"""Events only the run on screen needs: the many small ones (commits, tool states and
+checkpoints are few, and the browser's rows follow them)."""
 
 
 def _to_message(event: rt.Event) -> TextualMessage | None:

@@ -796,6 +796,11 @@ class MainScreen(Screen[None]):
         self.notify("This tool call has not started a sub-run yet.", severity="warning")
 
     # --- runtime events (from the bridge) ------------------------------------------------------
+    def wants_live(self, run_id: str) -> bool:
+        """Whether the bridge should post ``run_id``'s deltas and tool progress: only for the
+        run shown or being opened (keys first: other runs send their durable events only)."""
+        return run_id == self._loading_run_id or run_id == self.conversation.run_id
+
     def _on_screen(self, run_id: str) -> bool:
         return self.conversation.run_id == run_id and self._loading_run_id is None
 

@@ -1,0 +1,82 @@
+"""Keys first (DESIGN §13): runs that are not on screen send no deltas or tool progress (only
+their durable events), so many runs streaming at once do not fill the message queue keypresses
+share."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from runtime.api import Runtime
+from runtime.models import RunState
+from tui import bridge
+
+
+class _Collector:
+    """Stands in for the screen: the bridge only calls ``post_message`` on its target."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+    def post_message(self, message: Any) -> bool:
+        self.messages.append(message)
+        return True
+
+
+def _run_of(message: Any) -> str:
+    if isinstance(message, bridge.DeltaReceived):
+        return message.run_id
+    return str(getattr(message.event, "run_id", ""))
+
+
+def _completed(collector: _Collector, run_id: str) -> bool:
+    return any(
+        isinstance(m, bridge.RunStateChanged)
+        and m.event.run_id == run_id
+        and m.event.to_state is RunState.COMPLETED
+        for m in collector.messages
+    )
+
+
+async def test_a_run_not_on_screen_sends_no_deltas_only_its_durable_events(runtime: Runtime) -> None:
+    shown_run: dict[str, str] = {}
+    collector = _Collector()
+    pump = asyncio.create_task(
+        bridge.Bridge(
+            runtime,
+            collector,  # type: ignore[arg-type]
+            wants_live=lambda run_id: run_id == shown_run.get("id"),
+        ).pump()
+    )
+    try:
+        await asyncio.sleep(0)
+        shown = await runtime.start("/stream 64")
+        shown_run["id"] = shown.id
+        hidden = await runtime.start("/stream 64")
+        for run in (shown, hidden):
+            boundary = await runtime.wait(run.id, timeout=60)
+            assert boundary.state is RunState.COMPLETED
+        async with asyncio.timeout(30):
+            while not (_completed(collector, shown.id) and _completed(collector, hidden.id)):
+                await asyncio.sleep(0.01)
+    finally:
+        pump.cancel()
+        await asyncio.gather(pump, return_exceptions=True)
+
+    by_run: dict[str, set[type]] = {}
+    for message in collector.messages:
+        by_run.setdefault(_run_of(message), set()).add(type(message))
+    assert bridge.DeltaReceived in by_run[shown.id]
+    assert bridge.MessageCommitted in by_run[shown.id]
+    assert bridge.RunStateChanged in by_run[hidden.id]
+    assert bridge.DeltaReceived not in by_run[hidden.id]
+    assert bridge.ToolProgressed not in by_run[hidden.id]
+    hidden_messages = sum(1 for m in collector.messages if _run_of(m) == hidden.id)
+    shown_messages = sum(1 for m in collector.messages if _run_of(m) == shown.id)
+    assert hidden_messages < shown_messages
+    streamed = "".join(
+        m.text
+        for m in collector.messages
+        if isinstance(m, bridge.DeltaReceived) and m.run_id == shown.id and not m.thinking
+    )
+    assert len(streamed) >= 64 * 1000
