@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from textual.widgets import Markdown
 
-from runtime.api import Runtime
 from runtime.store.migrations import migrate
 from tests.tui.helpers import make_app, open_runtime, screen_text
 from tui.screens.main import MainScreen
@@ -58,9 +57,7 @@ def fill_job(db_path: Path, workspace: Path, runs: list[int]) -> list[str]:
                 position % 4
             )
             content = json.dumps([{"type": "text", "text": text}])
-            rows.append(
-                (f"{run_id}-m{position}", run_id, "job1", position, role, content, created)
-            )
+            rows.append((f"{run_id}-m{position}", run_id, "job1", position, role, content, created))
         conn.executemany(
             "INSERT INTO messages (id, run_id, job_id, position, role, content, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",

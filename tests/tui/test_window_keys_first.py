@@ -38,7 +38,9 @@ def _completed(collector: _Collector, run_id: str) -> bool:
     )
 
 
-async def test_a_run_not_on_screen_sends_no_deltas_only_its_durable_events(runtime: Runtime) -> None:
+async def test_a_run_not_on_screen_sends_no_deltas_only_its_durable_events(
+    runtime: Runtime,
+) -> None:
     shown_run: dict[str, str] = {}
     collector = _Collector()
     pump = asyncio.create_task(

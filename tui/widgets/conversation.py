@@ -379,10 +379,7 @@ class Conversation(VerticalScroll):
         if self._loading or self.pager is None or self.run_id is None or not self.is_mounted:
             return
         margin = max(self.size.height, 1)
-        if (
-            len(self._groups) >= self.window + self.page
-            and self.virtual_size.height <= 3 * margin
-        ):
+        if len(self._groups) >= self.window + self.page and self.virtual_size.height <= 3 * margin:
             return  # a window too small for the view: more would only unmount what is seen
         if self.has_older and self.scroll_y <= margin:
             self._fetch(older=True, key=self.first_key)
