@@ -102,6 +102,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/browser_bench.py
 	$(BIN)/python bench/ui_bench.py
+	$(BIN)/python bench/pty_bench.py
 	$(BIN)/python bench/mention_bench.py
 
 screenshots: $(STAMP)
