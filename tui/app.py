@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.events import AppBlur, AppFocus
@@ -83,8 +83,11 @@ class AgentTuiApp(App[int]):
         # event loop (sync snapshot tests and the screenshot script: App.run makes the loop).
         self._open_runtime: Callable[[], Awaitable[Any]] | None = None
         self._open_after_first_frame: Callable[[AgentTuiApp], Awaitable[Any]] | None = None
+        self._held_input: list[events.Key | events.Paste] | None = None
+        """Keys and pastes that arrived before the runtime was open, replayed once it is."""
         if isinstance(runtime, _AfterFirstFrame):
             self._open_after_first_frame = runtime.opener
+            self._held_input = []
             runtime = None
         elif callable(runtime) and not hasattr(runtime, "start"):
             self._open_runtime = runtime
@@ -149,6 +152,25 @@ class AgentTuiApp(App[int]):
         main = self._main_screen()
         if main is not None and main.is_mounted:
             await main.runtime_opened()
+        held, self._held_input = self._held_input or [], None
+        for event in held:  # typed while the database opened: now they can act
+            self.post_message(
+                events.Key(event.key, event.character)
+                if isinstance(event, events.Key)
+                else events.Paste(event.text)
+            )
+
+    async def on_event(self, event: events.Event) -> None:
+        held = self._held_input
+        if (
+            held is not None
+            and isinstance(event, events.Key | events.Paste)
+            and not event.is_forwarded
+            and not (isinstance(event, events.Key) and event.key == "ctrl+q")
+        ):
+            held.append(event)  # the screen cannot act on it before the runtime is open
+            return
+        await super().on_event(event)
 
     # --- the bridge from runtime events --------------------------------------------------------
     def start_bridge(self, target: Screen[Any]) -> None:
