@@ -8,12 +8,42 @@ and draws the rows on screen from that, so its height and its lines cost nothing
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markdown import ListItem, MarkdownElement
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
+
+
+class _NumberedItem(ListItem):
+    """A list item numbered "1." as the live Markdown widget shows it (Rich writes "1")."""
+
+    def render_number(
+        self, console: Console, options: ConsoleOptions, number: int, last_number: int
+    ) -> RenderResult:
+        width = len(str(last_number)) + 2
+        lines = console.render_lines(
+            self.elements, options.update(width=options.max_width - width), style=self.style
+        )
+        style = console.get_style("markdown.item.number", default="none")
+        numeral = Segment(f"{number}.".rjust(width - 1) + " ", style)
+        padding = Segment(" " * width, style)
+        for index, line in enumerate(lines):
+            yield numeral if index == 0 else padding
+            yield from line
+            yield Segment("\n")
+
+
+class _Markdown(RichMarkdown):
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **RichMarkdown.elements,
+        "list_item_open": _NumberedItem,
+    }
 
 
 class FrozenMarkdown(Widget):
@@ -38,7 +68,7 @@ class FrozenMarkdown(Widget):
         style = self._style = self.rich_style
         options = self.app.console_options.update_width(max(width, 1)).update(highlight=False)
         lines = self.app.console.render_lines(
-            RichMarkdown(self.source), options, style=style, pad=False
+            _Markdown(self.source), options, style=style, pad=False
         )
         self._strips = [Strip(Segment.simplify(line)) for line in lines]
         self._width = width
