@@ -359,7 +359,7 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
             with _app(tree, db, workspace, env) as app:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
-                app.send(f"/stream {size_kib}")
+                app.send(f"//stream {size_kib}")  # "//": a message, not a slash command
                 app.settle(0.3)
                 pressed = app.send("\r")
                 deadline = time.perf_counter() + 600
@@ -406,7 +406,7 @@ def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
                 for _ in range(streams):
-                    app.send("/stream 8192\r")  # the composer keeps the focus, emptied
+                    app.send("//stream 8192\r")  # a message ("//"); the composer keeps the focus
                     app.read_for(0.3)
                 running = _running(db)
                 latencies.extend(_type(app, presses))
