@@ -19,17 +19,13 @@ A sub-run is shown alone (it sits under its delegation block): one segment, no h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runtime.models import Message, Run
-from runtime.store.base import Store
-from runtime.transcript import (
-    PartialAnswer,
-    RunHeader,
-    TranscriptItem,
-    TranscriptMessage,
-    inherited_history,
-    partial_answer,
-)
+
+if TYPE_CHECKING:  # imported when a pager is opened: the TUI's first frame needs only the keys
+    from runtime.store.base import Store
+    from runtime.transcript import PartialAnswer, RunHeader, TranscriptItem, TranscriptMessage
 
 __all__ = ["HEADER", "PARTIAL", "ItemKey", "Keyed", "TranscriptPager"]
 
@@ -45,7 +41,7 @@ class ItemKey:
     position: int
 
 
-Keyed = tuple[ItemKey, TranscriptItem]
+Keyed = tuple[ItemKey, "TranscriptItem"]
 
 
 @dataclass
@@ -173,16 +169,22 @@ class TranscriptPager:
         return found[:limit]
 
     def _header(self, segment: _Segment) -> RunHeader | None:
+        from runtime.transcript import RunHeader
+
         if segment.run is None or segment.index == 0:
             return None
         return RunHeader(run=segment.run, index=segment.index, current=segment.current)
 
     @staticmethod
     def _message(segment: _Segment, message: Message) -> TranscriptMessage:
+        from runtime.transcript import TranscriptMessage
+
         assert segment.run is not None
         return TranscriptMessage(message=message, run=segment.run)
 
     async def _partial(self, segment: _Segment) -> list[PartialAnswer]:
+        from runtime.transcript import partial_answer
+
         if segment.partial is None:
             assert segment.run is not None
             # The shown run's row may have moved on since the pager opened: ask about it now.
@@ -192,6 +194,8 @@ class TranscriptPager:
         return segment.partial
 
     async def _inherited(self, segment: _Segment) -> list[TranscriptItem]:
+        from runtime.transcript import inherited_history
+
         if segment.loaded is None:
             first = next(s.run for s in self._segments if s.run is not None)
             assert first is not None

@@ -30,17 +30,11 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from runtime.models import Message, Role, ToolCall, ToolCallState
-from runtime.transcript import (
-    ForkOrigin,
-    PartialAnswer,
-    RunHeader,
-    TranscriptItem,
-    TranscriptMessage,
-)
 from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
+    from runtime.transcript import PartialAnswer, TranscriptItem
     from tui.widgets.message_view import MessageView
 
 
@@ -187,6 +181,8 @@ class Conversation(VerticalScroll):
 
     def _add_group(self, key: ItemKey, item: TranscriptItem, *, at_end: bool) -> list[Widget]:
         """The widgets for ``item``, registered as a group at the end or the start."""
+        from runtime.transcript import TranscriptMessage
+
         group = _Group(key)
         if isinstance(item, TranscriptMessage) and item.run.id == self.run_id:
             message = item.message
@@ -536,6 +532,8 @@ def _span(group: _Group) -> tuple[int, int] | None:
 def _context_widgets(item: TranscriptItem) -> list[Widget]:
     """Read-only widgets for an item outside the shown run: fork origin, run headers, earlier
     runs' messages (tool calls as one line), partial answers."""
+    from runtime.transcript import ForkOrigin, PartialAnswer, RunHeader
+
     if isinstance(item, ForkOrigin):
         text = f"↳ {item.short_label()} — the history it inherited, dimmed:"
         return [Static(text, classes="fork-origin", markup=False)]
