@@ -380,7 +380,9 @@ def program_app(db_path: Path, workspace: Path, launch: Launch | None = None) ->
     config = load_config(workspace)
 
     async def opener(app: AgentTuiApp) -> Any:
-        # The engine, store, providers and MCP: imported here, after the first frame.
+        # The engine, store, providers and MCP: imported here, after the first frame, in a
+        # thread, so the event loop (and Textual's writer thread) keep drawing and reading keys.
+        await asyncio.to_thread(_import_engine)
         from runtime.api import Runtime
         from runtime.store.sqlite import SqliteStore
 
@@ -418,6 +420,13 @@ def program_app(db_path: Path, workspace: Path, launch: Launch | None = None) ->
         continue_last=launch.continue_last,
     )
     return create_app(_AfterFirstFrame(opener), settings)
+
+
+def _import_engine() -> None:
+    import runtime.api
+    import runtime.rewind
+    import runtime.store.sqlite
+    import runtime.tools.builtin  # noqa: F401
 
 
 def _configured_theme_of(config: Any) -> str | None:
