@@ -110,9 +110,13 @@ class MessageView(Vertical):
         position: int | None,
         text: str = "",
         thinking: str = "",
+        settled: bool | None = None,
     ) -> None:
+        """``settled`` (default: when it has a position): drawn once as one light widget, not
+        as live Markdown; a message that arrives while its run is on screen is not settled."""
         super().__init__(classes=f"-{role.value}")
         self.message_id = message_id
+        self.settled = position is not None if settled is None else settled
         self.role = role
         self.position = position
         self.committed = position is not None
@@ -125,7 +129,7 @@ class MessageView(Vertical):
         # that streams is live Markdown (a widget per block, parsed as it grows).
         self._markdown: Markdown | FrozenMarkdown = (
             Markdown(text, classes="segment")
-            if cut is None and not self.committed
+            if cut is None and not self.settled
             else FrozenMarkdown(self._markdown_text, classes="segment")
         )
         self._tail: StreamText | None = (
@@ -143,13 +147,14 @@ class MessageView(Vertical):
         return 0 if self.role is Role.USER else markdown_cut(text)
 
     @classmethod
-    def from_message(cls, message: Message) -> MessageView:
+    def from_message(cls, message: Message, *, settled: bool = True) -> MessageView:
         return cls(
             message_id=message.id,
             role=message.role,
             position=message.position,
             text=message.text,
             thinking=_thinking_of(message),
+            settled=settled,
         )
 
     @property
@@ -164,7 +169,7 @@ class MessageView(Vertical):
         return self._thinking.text
 
     def compose(self) -> ComposeResult:
-        if not self.committed or self._thinking.text:
+        if not self.settled or self._thinking.text:
             with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
                 thinking.display = bool(self._thinking.text)
                 yield self._thinking
