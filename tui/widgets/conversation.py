@@ -564,7 +564,10 @@ def _context_widgets(item: TranscriptItem) -> list[Widget]:
 
 def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
     """A sub-run's items, read-only, for the fold under the delegation block that made it."""
-    return _context_widgets(items)
+    widgets: list[Widget] = []
+    for item in items:
+        widgets.extend(_context_widgets(item))
+    return widgets
 
 
 def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
