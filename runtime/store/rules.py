@@ -401,10 +401,18 @@ def finish_run(
 
 
 def _tool_change(
-    call: ToolCall, to: ToolCallState, now: float, **fields: Any
+    call: ToolCall,
+    to: ToolCallState,
+    now: float,
+    *,
+    said: tuple[str | None, str | None] | None = None,
+    **fields: Any,
 ) -> tuple[ToolCall, ToolStateChanged]:
+    """The call moved to ``to`` with ``fields`` changed, and its event; the event tells
+    ``said`` (result, error) when given, else the result and error of ``fields``."""
     check_tool(call.state, to)
     after = call.model_copy(update={"state": to, **fields})
+    result, error = said if said is not None else (fields.get("result"), fields.get("error"))
     event = ToolStateChanged(
         job_id=call.job_id,
         run_id=call.run_id,
@@ -413,8 +421,8 @@ def _tool_change(
         name=call.name,
         from_state=call.state,
         to_state=to,
-        result=fields.get("result"),
-        error=fields.get("error"),
+        result=result,
+        error=error,
     )
     return after, event
 
@@ -502,7 +510,7 @@ def commit_message(
     ]
     calls: list[ToolCall] = []
     for index, new_call in enumerate(tool_calls):
-        call = ToolCall.model_construct(
+        call = ToolCall(
             id=new_call.id or ids(),
             run_id=run.id,
             job_id=run.job_id,
@@ -588,10 +596,9 @@ def tool_states(
             child_run_id=change.child_run_id or before.child_run_id,
             started_at=before.started_at or (now if target is ToolCallState.RUNNING else None),
             finished_at=now if target.is_terminal else None,
+            said=(change.result, change.error),
         )
-        plan.events.append(
-            event.model_copy(update={"result": change.result, "error": change.error})
-        )
+        plan.events.append(event)
         current[after.id] = after
         changed.append(after)
     plan.tool_calls = list({call.id: call for call in changed}.values())
@@ -610,7 +617,7 @@ def checkpoint(
 ) -> tuple[Plan, Checkpoint]:
     """The end of a step: covers the run's messages so far (never copies them)."""
     check_token(run, token)
-    created = Checkpoint.model_construct(
+    created = Checkpoint(
         id=ids(),
         run_id=run.id,
         job_id=run.job_id,
