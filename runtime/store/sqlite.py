@@ -36,7 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -2312,6 +2312,16 @@ def _encoded(
 
 def _tool_payload(event: ToolStateChanged, call: ToolCall) -> str:
     """``encode_event_v5``'s payload of a tool event whose call is ``call`` (its final form)."""
+    result_ref = event.result is not None and event.result == call.result
+    arguments_ref = event.arguments is not None and event.arguments == call.arguments
+    plain = (
+        event.error is None
+        and event.name == call.name
+        and (event.result is None or result_ref)
+        and (event.arguments is None or arguments_ref)
+    )
+    if plain:
+        return _plain_tool_payload(event.from_state, event.to_state, result_ref, arguments_ref)
     kept: dict[str, Any] = {
         "from": event.from_state.value if event.from_state is not None else None,
         "to": event.to_state.value,
@@ -2321,15 +2331,28 @@ def _tool_payload(event: ToolStateChanged, call: ToolCall) -> str:
     if event.name != call.name:
         kept["name"] = event.name
     if event.result is not None:
-        if event.result == call.result:
+        if result_ref:
             kept["result_ref"] = True
         else:
             kept["result"] = event.result
     if event.arguments is not None:
-        if event.arguments == call.arguments:
+        if arguments_ref:
             kept["arguments_ref"] = True
         else:
             kept["arguments"] = event.arguments
+    return _dumps(kept)
+
+
+@cache
+def _plain_tool_payload(
+    from_state: ToolCallState | None, to_state: ToolCallState, result_ref: bool, arguments_ref: bool
+) -> str:
+    """The payload of a transition that says nothing its call does not: a few dozen strings."""
+    kept: dict[str, Any] = {"from": from_state.value if from_state else None, "to": to_state.value}
+    if result_ref:
+        kept["result_ref"] = True
+    if arguments_ref:
+        kept["arguments_ref"] = True
     return _dumps(kept)
 
 
