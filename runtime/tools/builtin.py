@@ -146,6 +146,12 @@ def _read_image(path: Path) -> ToolImage | None:
         return None
 
 
+def _read_image_or_text(path: Path, shown: str) -> tuple[ToolImage | None, str]:
+    """One trip to a thread for ``read_file``: the image, or else the text."""
+    image = _read_image(path)
+    return (image, "") if image is not None else (None, _read_text(path, shown))
+
+
 def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
     if len(line) <= limit:
         return line
@@ -336,7 +342,7 @@ class ReadFileTool(_BuiltinTool):
         shown = display_path(ctx.workspace, path)
         offset = _int(arguments, "offset", 1)
         limit = _int(arguments, "limit", 2000)
-        image = await asyncio.to_thread(_read_image, path)
+        image, text = await asyncio.to_thread(_read_image_or_text, path, shown)
         if image is not None:
             label = describe_image(image.media_type, len(image.data), image_size(image.data))
             return ToolOutput(
@@ -344,7 +350,6 @@ class ReadFileTool(_BuiltinTool):
                 structured={"path": shown, "media_type": image.media_type, "size": len(image.data)},
                 images=(image,),
             )
-        text = await asyncio.to_thread(_read_text, path, shown)
         lines = text.splitlines()
         total = len(lines)
         if total == 0:
@@ -796,6 +801,23 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+"""id(schema) → (that schema, its validator): building a validator costs more than using it."""
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    import jsonschema  # when a call is checked, not on import: CLI queries never load it
+
+    validator = jsonschema.Draft202012Validator(schema)
+    if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
 def validate_arguments(tool: Tool, arguments: Any) -> None:
     """Raise ToolError with a readable message when ``arguments`` do not fit the tool's schema."""
     if not isinstance(arguments, dict):
@@ -803,9 +825,7 @@ def validate_arguments(tool: Tool, arguments: Any) -> None:
             f"invalid arguments for {tool.name}: expected a JSON object, got "
             f"{type(arguments).__name__}"
         )
-    import jsonschema  # when a call is checked, not on import: CLI queries never load it
-
-    validator = jsonschema.Draft202012Validator(tool.input_schema)
+    validator = _validator(tool.input_schema)
     problems: list[str] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]):
         where = ".".join(str(part) for part in error.absolute_path)
