@@ -11,6 +11,7 @@ import asyncio
 import copy
 import difflib
 import fnmatch
+import json
 import os
 import re
 import stat
@@ -801,20 +802,21 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
-"""id(schema) → (that schema, its validator): building a validator costs more than using it."""
+_VALIDATORS: dict[str, Any] = {}
+"""The schema as canonical JSON → its validator: building a validator costs far more than
+using it, and each step's tools are fresh instances with fresh schema dicts."""
 
 
 def _validator(schema: dict[str, Any]) -> Any:
-    cached = _VALIDATORS.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
-    import jsonschema  # when a call is checked, not on import: CLI queries never load it
+    key = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        import jsonschema  # when a call is checked, not on import: CLI queries never load it
 
-    validator = jsonschema.Draft202012Validator(schema)
-    if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
-        _VALIDATORS.clear()
-    _VALIDATORS[id(schema)] = (schema, validator)
+        validator = jsonschema.Draft202012Validator(schema)
+        if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
     return validator
 
 
