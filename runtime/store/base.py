@@ -23,7 +23,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.events import DurableEvent
+from runtime.events import DurableEvent, HistoryRepaired, RepairNote
 from runtime.models import (
     Checkpoint,
     ContentBlock,
@@ -349,6 +349,14 @@ class Store(Protocol):
     # --- checkpoints ---------------------------------------------------------------------------
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         """Mark the end of a step: covers the run's messages so far; never copies them."""
+        ...
+
+    async def record_history_repair(
+        self, run_id: str, *, token: str, repairs: list[RepairNote]
+    ) -> HistoryRepaired:
+        """Record that the execution holding ``token`` repaired the run's transcript before
+        calling the model (a ``history_repaired`` event, no row changes; rule:
+        ``rules.history_repaired``)."""
         ...
 
     # --- events --------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from runtime.canonical import canonical_hash
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
+    HistoryRepaired,
+    RepairNote,
     MessageCommitted,
     RunStateChanged,
     ToolStateChanged,
@@ -631,6 +633,17 @@ def checkpoint(
         job_id=run.job_id, run_id=run.id, created_at=now, checkpoint_id=created.id, step=step
     )
     return Plan(checkpoints=[created], events=[event]), created
+
+
+def history_repaired(
+    run: Run, *, token: str, repairs: Sequence[RepairNote], now: float
+) -> Plan:
+    """The execution owning the run repaired its transcript (DESIGN §6): an event, no row."""
+    check_token(run, token)
+    event = HistoryRepaired(
+        job_id=run.job_id, run_id=run.id, created_at=now, repairs=list(repairs)
+    )
+    return Plan(events=[event])
 
 
 # --- input requests -----------------------------------------------------------------------------

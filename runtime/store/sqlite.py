@@ -50,7 +50,9 @@ from runtime.events import (
     EVENT_ADAPTER,
     CheckpointCreated,
     DurableEvent,
+    HistoryRepaired,
     MessageCommitted,
+    RepairNote,
     ToolStateChanged,
 )
 from runtime.models import (
@@ -1034,6 +1036,20 @@ class SqliteStore:
         return await self._write(tx)
 
     # --- checkpoints -----------------------------------------------------------------------------
+
+    async def record_history_repair(
+        self, run_id: str, *, token: str, repairs: list[RepairNote]
+    ) -> HistoryRepaired:
+        now = self._now()
+
+        def tx(conn: Conn) -> HistoryRepaired:
+            plan = rules.history_repaired(
+                _fetch_run(conn, run_id), token=token, repairs=repairs, now=now
+            )
+            [event] = _apply(conn, plan)
+            return cast(HistoryRepaired, event)
+
+        return await self._write(tx)
 
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         now = self._now()

@@ -8,7 +8,9 @@ from runtime import errors
 from runtime.clock import ManualClock
 from runtime.events import (
     CheckpointCreated,
+    HistoryRepaired,
     MessageCommitted,
+    RepairNote,
     RunStateChanged,
     ToolStateChanged,
     dump_event,
@@ -171,6 +173,23 @@ async def test_a_failed_run_carries_its_failure_in_row_and_event(store: Store) -
     assert failed.failure == failure
     [*_, last] = await store.read_events(run_id=run.id)
     assert isinstance(last, RunStateChanged) and last.failure == failure
+
+
+async def test_a_history_repair_is_a_durable_event_of_the_owning_execution(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    note = RepairNote(
+        tool_use_id="toolu_1", tool_call_id="tc1", name="shell", action="closed_orphan"
+    )
+    with pytest.raises(errors.OwnershipLost):
+        await store.record_history_repair(run.id, token="not-the-token", repairs=[note])
+    before = await store.last_seq()
+    recorded = await store.record_history_repair(run.id, token=token, repairs=[note])
+    assert recorded.seq == before + 1 and recorded.repairs == [note]
+    [read] = await store.read_events(after=before, run_id=run.id)
+    assert isinstance(read, HistoryRepaired) and read == recorded
+    assert (await store.get_run(run.id)).revision == run.revision  # no row changed
 
 
 async def test_terminal_runs_never_change(store: Store) -> None:
