@@ -346,6 +346,14 @@ class Store(Protocol):
         self, request_id: str, *, token: str | None = None, reason: str
     ) -> InputRequest: ...
 
+    async def fail_unanswerable_request(self, request_id: str, *, reason: str) -> Run:
+        """input_required → failed (DESIGN §4.1) when the pending request can no longer be
+        answered and its tool call, which may have acted, cannot be retried: the run's pending
+        requests are cancelled, the call fails, and the run fails naming the request, in one
+        transaction (rule: ``rules.fail_unanswerable_request``). For a caller that checked the
+        run's owner is gone. ``RunStateConflict`` unless the run is ``input_required``."""
+        ...
+
     # --- checkpoints ---------------------------------------------------------------------------
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         """Mark the end of a step: covers the run's messages so far; never copies them."""

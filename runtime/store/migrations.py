@@ -557,7 +557,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(6, "blobs, file snapshots for rewinding, archived jobs", _V6_BLOBS_FILE_SNAPSHOTS),
     Migration(7, "composer drafts of the TUI, per job", _COMPOSER_DRAFTS),
-    Migration(8, "search indexes committed messages in batches, not one by one", _V8_BATCHED_SEARCH),
+    Migration(
+        8, "search indexes committed messages in batches, not one by one", _V8_BATCHED_SEARCH
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -30,8 +30,8 @@ from runtime.events import (
     CheckpointCreated,
     DurableEvent,
     HistoryRepaired,
-    RepairNote,
     MessageCommitted,
+    RepairNote,
     RunStateChanged,
     ToolStateChanged,
 )
@@ -635,14 +635,10 @@ def checkpoint(
     return Plan(checkpoints=[created], events=[event]), created
 
 
-def history_repaired(
-    run: Run, *, token: str, repairs: Sequence[RepairNote], now: float
-) -> Plan:
+def history_repaired(run: Run, *, token: str, repairs: Sequence[RepairNote], now: float) -> Plan:
     """The execution owning the run repaired its transcript (DESIGN §6): an event, no row."""
     check_token(run, token)
-    event = HistoryRepaired(
-        job_id=run.job_id, run_id=run.id, created_at=now, repairs=list(repairs)
-    )
+    event = HistoryRepaired(job_id=run.job_id, run_id=run.id, created_at=now, repairs=list(repairs))
     return Plan(events=[event])
 
 
@@ -769,6 +765,50 @@ def cancel_input_request(
         event = _run_event(run, RunState.QUEUED, now, reason=reason)
         plan.extend(_transition(run, RunState.QUEUED, now, event=event, execution_token=None))
     return plan, cancelled
+
+
+def fail_unanswerable_request(
+    run: Run,
+    request: InputRequest,
+    *,
+    call: ToolCall | None,
+    pending: Sequence[InputRequest],
+    reason: str,
+    now: float,
+) -> Plan:
+    """input_required → failed (DESIGN §4.1): ``request`` can no longer be answered (the MCP
+    session that asked ended) and its ``call``, which may have acted, cannot be retried. In one
+    plan: the run's ``pending`` requests are cancelled, the call fails, the run fails with a
+    failure that names the request."""
+    check_input(request.state, InputRequestState.CANCELLED)
+    check_run(run.state, RunState.FAILED)
+    plan = Plan()
+    for each in {r.id: r for r in [request, *pending]}.values():
+        check_input(each.state, InputRequestState.CANCELLED)
+        plan.requests.append(
+            each.model_copy(
+                update={
+                    "state": InputRequestState.CANCELLED,
+                    "answered_at": now,
+                    "detail": {**each.detail, "cancel_reason": reason},
+                }
+            )
+        )
+    if call is not None and call.run_id == run.id and call.state is ToolCallState.RUNNING:
+        error = f"the request for input was cancelled: {reason}"
+        after, event = _tool_change(call, ToolCallState.FAILED, now, error=error, finished_at=now)
+        plan.tool_calls.append(after)
+        plan.events.append(event)
+    prompt = request.prompt.splitlines()[0] if request.prompt.strip() else request.kind.value
+    failure = Failure(
+        code="input_unanswerable",
+        message=f"the request for input {request.id} ({prompt!r}) can no longer be answered:"
+        f" {reason}",
+    )
+    event = _run_event(run, RunState.FAILED, now, failure=failure)
+    return plan.extend(
+        _transition(run, RunState.FAILED, now, event=event, execution_token=None, failure=failure)
+    )
 
 
 # --- recovery -----------------------------------------------------------------------------------

@@ -1035,6 +1035,36 @@ class SqliteStore:
 
         return await self._write(tx)
 
+    async def fail_unanswerable_request(self, request_id: str, *, reason: str) -> Run:
+        now = self._now()
+
+        def tx(conn: Conn) -> Run:
+            request = _fetch_request(conn, request_id)
+            run = _fetch_run(conn, request.run_id)
+            if run.state is not RunState.INPUT_REQUIRED:
+                raise errors.RunStateConflict(f"run {run.id} is {run.state}, not input_required")
+            call = None
+            if request.tool_call_id is not None:
+                row = conn.execute(
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
+                ).fetchone()
+                call = _tool_call(row) if row is not None else None
+            pending = [
+                _input_request(r)
+                for r in conn.execute(
+                    "SELECT * FROM input_requests WHERE run_id = ? AND state = 'pending'"
+                    " ORDER BY n",
+                    (run.id,),
+                )
+            ]
+            plan = rules.fail_unanswerable_request(
+                run, request, call=call, pending=pending, reason=reason, now=now
+            )
+            _apply(conn, plan)
+            return plan.runs[0][0]
+
+        return await self._write(tx)
+
     # --- checkpoints -----------------------------------------------------------------------------
 
     async def record_history_repair(
