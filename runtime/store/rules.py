@@ -796,9 +796,9 @@ def fail_unanswerable_request(
         )
     if call is not None and call.run_id == run.id and call.state is ToolCallState.RUNNING:
         error = f"the request for input was cancelled: {reason}"
-        after, event = _tool_change(call, ToolCallState.FAILED, now, error=error, finished_at=now)
+        after, failed = _tool_change(call, ToolCallState.FAILED, now, error=error, finished_at=now)
         plan.tool_calls.append(after)
-        plan.events.append(event)
+        plan.events.append(failed)
     prompt = request.prompt.splitlines()[0] if request.prompt.strip() else request.kind.value
     failure = Failure(
         code="input_unanswerable",
