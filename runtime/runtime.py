@@ -500,7 +500,7 @@ class Runtime:
                 boundary = await self._boundary(run_id)
                 if boundary is not None:
                     return boundary
-                await self._pump.await_progress()
+                await self._pump.await_run_change()
 
     async def wait_answered(self, request_id: str, *, timeout: float | None = None) -> InputRequest:
         """Wait until a request is answered or cancelled, here or by another process."""

@@ -204,4 +204,7 @@ def _to_message(event: rt.Event) -> TextualMessage | None:
         return CheckpointCreated(event)
     if isinstance(event, rt.Notice):
         return NoticeReceived(event)
+    if isinstance(event, rt.HistoryRepaired):
+        notice = rt.Notice(job_id=event.job_id, run_id=event.run_id, text=rt.repair_text(event))
+        return NoticeReceived(notice)
     return None

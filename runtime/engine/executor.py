@@ -22,7 +22,7 @@ from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
-from runtime.events import Notice
+from runtime.events import RepairNote
 from runtime.history import load_history
 from runtime.images import RequestImages
 from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
@@ -237,12 +237,23 @@ class Executor:
             execution.note_calls(await self._store.list_tool_calls(run.id, message_id=last.id))
         execution.requests = await self._store.list_input_requests(run.id)
         if history.repairs and not execution.repair_noted:
-            execution.repair_noted = True
+            execution.repair_noted = True  # once per execution (DESIGN §6)
             repairs = history.repairs
             names = ", ".join(sorted({r.name or r.tool_use_id for r in repairs}))
-            text = f"history repaired before calling the model ({len(repairs)}): {names}"
-            log.info("run %s: %s", run.id, text)
-            self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="info", text=text))
+            log.info("run %s: history repaired (%d): %s", run.id, len(repairs), names)
+            await self._store.record_history_repair(
+                run.id,
+                token=execution.token,
+                repairs=[
+                    RepairNote(
+                        tool_use_id=r.tool_use_id,
+                        tool_call_id=r.tool_call_id,
+                        name=r.name,
+                        action=r.action,
+                    )
+                    for r in repairs
+                ],
+            )
 
     async def _model_turn(
         self,

@@ -18,6 +18,7 @@ from runtime.errors import AlreadyAnswered, InvalidResponse
 from runtime.events import (
     CheckpointCreated,
     Event,
+    HistoryRepaired,
     MessageCommitted,
     MessageDelta,
     Notice,
@@ -26,6 +27,7 @@ from runtime.events import (
     ToolStateChanged,
     dump_event,
     is_durable,
+    repair_text,
 )
 from runtime.models import InputRequest, Role, RunState, ToolCallState
 from tui._cli import render
@@ -109,6 +111,8 @@ class EventPrinter:
                     self.note("  (the run was interrupted and re-queued)")
             case CheckpointCreated():
                 pass
+            case HistoryRepaired():
+                self.note(f"agent-tui: info: {repair_text(event)}")
 
     def _delta(self, event: MessageDelta) -> None:
         written = self._written.get(event.message_id, 0)
