@@ -69,6 +69,17 @@ class CheckpointCreated(_DurableEvent):
     step: int
 
 
+class RunNoted(_DurableEvent):
+    """A fact about a run that is neither a message nor a state change (DESIGN §16): the
+    instruction files it used (``instructions``), a phase it moved to (``phase``), a compaction of
+    its history (``compaction``). ``text`` is one line for people; ``data`` holds the record."""
+
+    kind: Literal["run_noted"] = "run_noted"
+    note: Literal["instructions", "phase", "compaction"]
+    text: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class MessageDelta(_Event):
     kind: Literal["message_delta"] = "message_delta"
     execution_id: str
@@ -97,7 +108,7 @@ class Notice(_Event):
 
 
 DurableEvent = Annotated[
-    RunStateChanged | MessageCommitted | ToolStateChanged | CheckpointCreated,
+    RunStateChanged | MessageCommitted | ToolStateChanged | CheckpointCreated | RunNoted,
     Field(discriminator="kind"),
 ]
 TransientEvent = Annotated[MessageDelta | ToolProgress | Notice, Field(discriminator="kind")]
@@ -106,6 +117,7 @@ Event = Annotated[
     | MessageCommitted
     | ToolStateChanged
     | CheckpointCreated
+    | RunNoted
     | MessageDelta
     | ToolProgress
     | Notice,
@@ -116,7 +128,13 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 DURABLE_EVENT_ADAPTER: TypeAdapter[DurableEvent] = TypeAdapter(DurableEvent)
 
 DURABLE_KINDS = frozenset(
-    {"run_state_changed", "message_committed", "tool_state_changed", "checkpoint_created"}
+    {
+        "run_state_changed",
+        "message_committed",
+        "tool_state_changed",
+        "checkpoint_created",
+        "run_noted",
+    }
 )
 
 
