@@ -30,6 +30,7 @@ from runtime.engine.execution import (
     SleepFn,
     arguments_digest,
 )
+from runtime.engine.extensions import ExtensionReport, compact_finished_run, describe_extensions
 from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
@@ -612,11 +613,11 @@ class Runtime:
         await self.store.get_run(run_id)
         return await self.store.list_notes(run_ids=[run_id])
 
-    def extensions(self, workspace: str | Path | None = None, *, agent: str | None = None) -> Any:
+    def extensions(
+        self, workspace: str | Path | None = None, *, agent: str | None = None
+    ) -> ExtensionReport:
         """Instructions, skills, commands, hooks and phases in effect in ``workspace`` (this
-        folder by default): an ``ExtensionReport``."""
-        from runtime.engine.extensions import describe_extensions
-
+        folder by default)."""
         folder = str(Path(workspace).resolve()) if workspace is not None else str(self.workspace)
         hooks, claude = self._catalog.hooks_for(folder)
         config = self._catalog.config_for(folder)
@@ -627,8 +628,6 @@ class Runtime:
     async def compact(self, job_id: str) -> RunNoted:
         """Summarise the job's history but its last turn now (``/compact``): the next run of
         the job starts from the summary; the messages themselves stay as they are."""
-        from runtime.engine.extensions import compact_finished_run
-
         job = await self.store.get_job(job_id)
         roots = [r for r in await self.store.job_runs(job_id) if r.parent_run_id is None]
         if not roots:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.commands import CustomCommand
 from runtime.compaction import (
     SUMMARISER_SYSTEM,
     CompactionPlan,
@@ -34,11 +35,10 @@ from runtime.compaction import (
     plan_compaction,
     summary_request_text,
 )
-from runtime.commands import CustomCommand
 from runtime.engine.pump import Pump
-from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.errors import InvalidInput, ModelError, RunStateConflict, ToolError
 from runtime.events import Notice, RunNoted
+from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.instructions import InstructionFile, instructions_prompt, load_instructions
 from runtime.models import Message, Role, Run, TextBlock
 from runtime.phases import ROUTE_TOOL_NAME, Phase, PhaseSet, decide_route, route_tool_schema
@@ -204,22 +204,30 @@ class RouteTool:
 def applied_compaction(
     notes: Sequence[RunNoted], messages: Sequence[Message]
 ) -> AppliedCompaction | None:
-    """The latest compaction whose last summarised message is part of ``messages`` (a fork
-    from before a compaction does not have that message, and sees the whole history)."""
+    """The latest compaction made at a point ``messages`` reach (its last summarised message
+    and the last message of the history it was made from are both in it). A fork from a
+    checkpoint before the compaction does not reach that point, and sees the whole history."""
     ids = {m.id for m in messages}
     for note in reversed(notes):
         if note.note != "compaction":
             continue
         through = str(note.data.get("through_message_id", ""))
-        if through in ids:
-            return AppliedCompaction(summary=str(note.data.get("summary", "")), through_message_id=through)
+        made_at = str(note.data.get("made_at_message_id") or through)
+        if through in ids and made_at in ids:
+            return AppliedCompaction(
+                summary=str(note.data.get("summary", "")), through_message_id=through
+            )
     return None
 
 
 def _cut_of(compaction: AppliedCompaction, messages: Sequence[Message]) -> int | None:
-    if compaction.cut is not None and compaction.cut <= len(messages):
-        if messages[compaction.cut - 1].id == compaction.through_message_id:
-            return compaction.cut
+    cut = compaction.cut
+    if (
+        cut is not None
+        and 0 < cut <= len(messages)
+        and (messages[cut - 1].id == compaction.through_message_id)
+    ):
+        return cut
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].id == compaction.through_message_id:
             compaction.cut = index + 1
@@ -558,6 +566,7 @@ def compaction_note(
             "summary": summary,
             "through_message_id": plan.through_message_id,
             "first_message_id": plan.summarised[0].id,
+            "made_at_message_id": before[-1].id if before else plan.through_message_id,
             "summarised_messages": len(plan.summarised),
             "previous_through_message_id": (
                 previous_through.through_message_id if previous_through else None

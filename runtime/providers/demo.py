@@ -237,7 +237,9 @@ def _first_line(text: str) -> str:
     return "(empty)"
 
 
-_ROUTE_HINT = re.compile(r"^# Current phase: (\S+)$.*?phases you may move to: ([^)]*)\)", re.M | re.S)
+_ROUTE_HINT = re.compile(
+    r"^# Current phase: (\S+)$.*?phases you may move to: ([^)]*)\)", re.M | re.S
+)
 
 
 def _summary_turn(request: ModelRequest) -> _Turn:

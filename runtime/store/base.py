@@ -366,9 +366,7 @@ class Store(Protocol):
 
     async def last_seq(self) -> int: ...
 
-    async def record_note(
-        self, run_id: str, *, token: str | None, note: RunNoted
-    ) -> RunNoted:
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
         """Commit a ``run_noted`` event for the run this execution owns (DESIGN §16), or, with
         no token, for a run that has ended (``/compact``); else ``RunStateConflict``."""
         ...

@@ -1036,9 +1036,7 @@ class SqliteStore:
 
         return await self._call(read)
 
-    async def record_note(
-        self, run_id: str, *, token: str | None, note: RunNoted
-    ) -> RunNoted:
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
         def tx(conn: Conn) -> RunNoted:
             run = _fetch_run(conn, run_id)
             if token is not None:
