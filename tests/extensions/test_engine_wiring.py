@@ -202,6 +202,7 @@ async def test_a_hanging_hook_is_killed_at_its_timeout_and_the_call_fails_clearl
     [call] = await runtime.tool_calls(run.id)
     assert call.state is ToolCallState.FAILED and call.error is not None
     assert "did not answer within 1 s and was killed" in call.error
+    assert "did not answer within 1 s" in provider.requests[1].messages[-1].tool_results[0].content
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
