@@ -429,7 +429,10 @@ class Extensions:
         if not state.phases.phases:
             return False
         before = state.phase
-        state.phase, moves = scan_routes(history, state.phase_scanned, state.phase)
+        # From the last message scanned: an assistant message there may have its route call
+        # answered by the tool message that came after (an execution that resumed between).
+        start = max(0, state.phase_scanned - 1)
+        state.phase, moves = scan_routes(history, start, state.phase)
         state.phase_scanned = len(history)
         for move in moves:
             if move.tool_call_id in state.noted_routes:
@@ -616,3 +619,44 @@ def describe_extensions(
         phases=phases,
         problems=problems,
     )
+
+
+def report_lines(report: ExtensionReport) -> list[str]:
+    """The report as lines for people (``doctor``, ``/context``)."""
+    lines = ["Instructions (in prompt order):"]
+    lines += [
+        f"  {f.path} (sha256 {f.sha256[:12]}{', cut' if f.truncated else ''})"
+        for f in report.instructions
+    ] or ["  none (no AGENTS.md or CLAUDE.md applies)"]
+    lines.append("Skills:")
+    lines += [
+        f"  {s.name}: {s.description}"
+        + ("" if s.model_invocable else " (only as /" + s.name + ")")
+        + f" — {s.path}"
+        for s in report.skills
+    ] or ["  none"]
+    lines.append("Commands:")
+    lines += [f"  /{c.name}: {c.description} — {c.path}" for c in report.commands] or ["  none"]
+    lines.append("Hooks:")
+    hooks = report.hooks
+    configured = [
+        (event, entry)
+        for event in ("before_tool", "after_tool", "on_input_required", "on_run_finished")
+        for entry in getattr(hooks, event)
+        if not entry.claude
+    ]
+    lines += [f"  {event} {entry.matcher}: {entry.command}" for event, entry in configured]
+    lines += [f"  used from Claude Code: {u}" for u in report.claude_hooks.used]
+    lines += [f"  skipped from Claude Code: {s}" for s in report.claude_hooks.skipped]
+    if not configured and not report.claude_hooks.used and not report.claude_hooks.skipped:
+        lines.append("  none")
+    lines.append("Phases:")
+    phases = report.phases
+    initial = phases.initial
+    lines += [
+        f"  {p.id}{' (initial)' if initial is not None and p.id == initial.id else ''}: "
+        f"{p.directive.splitlines()[0] if p.directive else ''} — {p.path}"
+        for p in phases.phases.values()
+    ] or ["  none"]
+    lines += [f"  warning: {problem}" for problem in report.problems]
+    return lines
