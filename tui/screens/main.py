@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.events import RunNoted
 from runtime.models import (
     Checkpoint,
     ImageBlock,
@@ -40,6 +41,7 @@ from runtime.models import (
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
 from tui import attention, bridge, browser_filters
+from tui.extension_commands import ExtensionCommands
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -102,8 +104,10 @@ class RunLoaded(TextualMessage):
         asker: Run | None = None,
         context: list[TranscriptItem] | None = None,
         partial: PartialAnswer | None = None,
+        notes: list[RunNoted] | None = None,
     ) -> None:
         super().__init__()
+        self.notes = notes or []
         self.context = context or []
         self.partial = partial
         self.run = run
@@ -336,6 +340,7 @@ class MainScreen(Screen[None]):
         )
         composer = self.composer
         composer.file_source = self._file_list
+        composer.extra_commands = self.extension_commands.slash_commands
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -558,6 +563,7 @@ class MainScreen(Screen[None]):
         messages = await runtime.messages(run_id, before_position=2**62, limit=window)
         messages.sort(key=lambda message: message.position)
         tool_calls = await runtime.tool_calls(run_id)
+        notes = await runtime.notes(run_id)
         request = None
         asker: Run | None = None
         if run.state is RunState.INPUT_REQUIRED:
@@ -581,6 +587,7 @@ class MainScreen(Screen[None]):
                 asker=asker,
                 context=context,
                 partial=partial,
+                notes=notes,
             )
         )
 
@@ -624,6 +631,7 @@ class MainScreen(Screen[None]):
             has_older=message.has_older,
             context=message.context,
             partial=message.partial,
+            notes=message.notes,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []
@@ -761,6 +769,8 @@ class MainScreen(Screen[None]):
                 result=event.result,
                 error=event.error,
             )
+        elif isinstance(message, bridge.RunNotedReceived):
+            await conversation.noted(message.event)
         elif isinstance(message, bridge.ToolProgressed):
             progress = message.event
             conversation.tool_progress(
@@ -784,6 +794,9 @@ class MainScreen(Screen[None]):
         await self._route(message.event.run_id, message)
 
     async def on_tool_progressed(self, message: bridge.ToolProgressed) -> None:
+        await self._route(message.event.run_id, message)
+
+    async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
         await self._route(message.event.run_id, message)
 
     def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
@@ -969,10 +982,26 @@ class MainScreen(Screen[None]):
         message.stop()
         self.run_command(message.name, message.argument)
 
+    @property
+    def extension_commands(self) -> ExtensionCommands:
+        """Skills and custom commands of the workspace as slash commands."""
+        found = getattr(self, "_extension_commands", None)
+        if found is None:
+            found = self._extension_commands = ExtensionCommands(self.agent_app.settings.workspace)
+        return found
+
     def run_command(self, name: str, argument: str) -> None:
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
+        if name not in known:
+            expanded = self.extension_commands.expand(name, argument)
+            if expanded is not None:
+                # A skill or a custom command: what it expands to is the message.
+                composer.command_done()
+                composer.message_taken()
+                self._submit(expanded, composer.follow_up_job_id)
+                return
         if name not in known:
             self.notify(
                 f"Unknown command /{name} — /help lists them; start with // to send a message "
@@ -1009,11 +1038,39 @@ class MainScreen(Screen[None]):
                 action()
         elif name == "inbox":
             self.action_inbox()
+        elif name == "compact":
+            job_id = composer.follow_up_job_id
+            if job_id is None:
+                self.notify("Open a job first: /compact summarises its history.", title="/compact")
+                keep = True
+            else:
+                self._compact(job_id)
+        elif name == "context":
+            self._show_context()
         elif name == "quit":
             composer.command_done()
             self.app.call_later(self.agent_app.action_quit)
             return
         composer.command_done(keep_text=keep)
+
+    @work(exit_on_error=False, group="compact")
+    async def _compact(self, job_id: str) -> None:
+        self.notify("Compacting the job's history…", title="/compact")
+        try:
+            note = await self.runtime.compact(job_id)
+        except AgentTuiError as error:
+            self.notify(str(error), title="Not compacted", severity="warning")
+            return
+        self.notify(terminal_safe(note.text), title="/compact", markup=False)
+        if self.selected_run is not None and self.selected_run.id == note.run_id:
+            await self.conversation.noted(note)
+
+    def _show_context(self) -> None:
+        from runtime.engine.extensions import report_lines
+
+        report = self.runtime.extensions(self.agent_app.settings.workspace)
+        text = "\n".join(terminal_safe(line) for line in report_lines(report))
+        self.notify(text, title="In effect here", timeout=30, markup=False)
 
     def _choose_next(self, key: str, value: str) -> bool:
         composer = self.composer

@@ -12,7 +12,7 @@ the last queued message back for editing. The composer only posts messages; the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -54,6 +54,8 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("export", "", "write this job as Markdown into the workspace"),
     SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
     SlashCommand("permissions", "", "what tools may do here"),
+    SlashCommand("compact", "", "summarise this job's history so far (originals are kept)"),
+    SlashCommand("context", "", "instructions, skills, commands, hooks and phases in effect"),
     SlashCommand("inbox", "", "every run waiting for your input"),
     SlashCommand("quit", "", "quit agent-tui (running runs stay resumable)"),
 )
@@ -72,9 +74,11 @@ def parse_command(text: str) -> tuple[str, str] | None:
     return head.lower(), rest.strip()
 
 
-def command_matches(prefix: str) -> list[SlashCommand]:
+def command_matches(prefix: str, extra: Sequence[SlashCommand] = ()) -> list[SlashCommand]:
+    """Built-in commands, then ``extra`` ones (skills, custom commands), starting with
+    ``prefix``."""
     prefix = prefix.lower()
-    return [command for command in SLASH_COMMANDS if command.name.startswith(prefix)]
+    return [c for c in (*SLASH_COMMANDS, *extra) if c.name.lower().startswith(prefix)]
 
 
 class ComposerInput(TextArea):
@@ -202,6 +206,10 @@ class Composer(Vertical):
         self.next_run: dict[str | None, dict[str, str]] = {}
         """``/model`` and ``/agent`` choices for the next run of a job (None: a new job)."""
         self.file_source: Callable[[], list[str] | None] = lambda: None
+        self.extra_commands: Callable[[], Sequence[SlashCommand]] = lambda: ()
+        """Slash commands beyond the built-in ones (skills, custom commands), asked for each
+        time the menu is drawn."""
+        self._menu_commands: dict[str, SlashCommand] = {}
         """The workspace's files for the @-picker (None while they are being listed)."""
         self._mention_query: str | None = None
         self._completion: str | None = None
@@ -505,7 +513,11 @@ class Composer(Vertical):
         return word, (row, at)
 
     def _show_commands(self, prefix: str) -> None:
-        matches = command_matches(prefix)
+        matches = command_matches(prefix, self.extra_commands())
+        self._menu_commands = {}
+        for command in matches:
+            self._menu_commands.setdefault(command.name, command)
+        matches = list(self._menu_commands.values())
         menu = self.query_one("#completions", OptionList)
         menu.clear_options()
         if not matches:
@@ -572,10 +584,10 @@ class Composer(Vertical):
             return False
         box = self.input
         if self._completion == "slash":
-            command = next(c for c in SLASH_COMMANDS if c.name == option.id)
+            command = self._menu_commands[option.id]
             typed = box.text.strip()[1:]
             self._close_completion()
-            if send_if_complete and typed.lower() == command.name:
+            if send_if_complete and typed.lower() == command.name.lower():
                 return False  # already complete: Enter sends it
             box.value = f"/{command.name}" + (" " if command.argument else "")
             return not (send_if_complete and not command.argument)

@@ -11,7 +11,9 @@ from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
 
+from runtime.events import RunNoted
 from runtime.models import Message, Role, ToolCall, ToolCallState
+from runtime.textsafe import terminal_safe_line
 from runtime.transcript import (
     ForkOrigin,
     PartialAnswer,
@@ -35,6 +37,7 @@ class Conversation(VerticalScroll):
     Conversation > .fork-origin { color: $warning; margin: 0 0 1 0; }
     Conversation > .inherited { opacity: 70%; }
     Conversation > .partial-label { color: $warning; text-style: italic; }
+    Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
     """
 
     class OlderWanted(TextualMessage):
@@ -70,9 +73,11 @@ class Conversation(VerticalScroll):
         has_older: bool,
         context: Sequence[TranscriptItem] = (),
         partial: PartialAnswer | None = None,
+        notes: Sequence[RunNoted] = (),
     ) -> None:
         """``context``: the job's items before this run (``runtime.transcript.run_context``),
-        shown only when the run's first message is loaded; ``partial``: its partial answer."""
+        shown only when the run's first message is loaded; ``partial``: its partial answer;
+        ``notes``: the run's ``run_noted`` events, each shown where it happened."""
         self.run_id = run_id
         await self._clear()
         self._tool_calls = {call.id: call for call in tool_calls}
@@ -82,8 +87,15 @@ class Conversation(VerticalScroll):
             widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
         else:
             widgets.extend(_context_widgets(context))
+        pending_notes = sorted(notes, key=lambda note: note.seq)
+        first_shown = messages[0].created_at if messages and has_older else None
         for message in messages:
+            while pending_notes and pending_notes[0].created_at <= message.created_at:
+                note = pending_notes.pop(0)
+                if first_shown is None or note.created_at >= first_shown:
+                    widgets.append(_note_widget(note))
             widgets.extend(self._widgets_for(message))
+        widgets.extend(_note_widget(note) for note in pending_notes)
         if partial is not None:
             widgets.extend(_partial_widgets(partial))
         await self.mount_all(widgets)
@@ -133,6 +145,12 @@ class Conversation(VerticalScroll):
         return view
 
     # --- live updates --------------------------------------------------------------------------
+    async def noted(self, note: RunNoted) -> None:
+        """A ``run_noted`` event of the run on screen: one line where it happened."""
+        if note.run_id != self.run_id:
+            return
+        await self.mount(_note_widget(note))
+
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
         if view is None:
@@ -303,3 +321,11 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
         text=partial.text,
     )
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
+
+
+_NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲"}
+
+
+def _note_widget(note: RunNoted) -> Static:
+    mark = _NOTE_MARKS.get(note.note, "·")
+    return Static(f"{mark} {terminal_safe_line(note.text)}", classes="run-note", markup=False)
