@@ -352,14 +352,10 @@ class Extensions:
         used = [{"path": f.path, "sha256": f.sha256} for f in files]
         recorded = [n for n in own_notes if n.note == "instructions"]
         previous = recorded[-1].data.get("files") if recorded else None
-        if previous == used:
-            return
+        if previous == used or (previous is None and not used):
+            return  # no note: no file was used, and none was before
         if previous is None:
-            text = (
-                "instructions: " + ", ".join(Path(f.path).name for f in files)
-                if files
-                else "instructions: no AGENTS.md or CLAUDE.md in effect"
-            )
+            text = "instructions: " + ", ".join(Path(f.path).name for f in files)
             changed: list[str] = []
         else:
             before = {str(p["path"]): str(p["sha256"]) for p in previous}
