@@ -20,7 +20,7 @@ Factory = Callable[..., Awaitable[tuple[Runtime, ScriptedProvider]]]
 
 @pytest.fixture(autouse=True)
 def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
+    home = tmp_path / "isolated-home"
     (home / ".config" / "agent-tui").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

@@ -303,6 +303,15 @@ async def test_a_request_past_the_share_of_a_small_window_is_compacted_and_the_o
     assert note.data["through_message_id"] == stored[4].id
     assert note.data["summary"] == "SUMMARY-XYZ" and note.data["summarised_messages"] == 5
 
+    # The export shows the record and its summary, and still every original message.
+    exported = await runtime.export_job(run.job_id)
+    assert "compacted 5 earlier messages" in exported and "> SUMMARY-XYZ" in exported
+    assert exported.count("**Tool call** `read_file`") == 3
+    as_json = json.loads(await runtime.export_job(run.job_id, format="json"))
+    [exported_run] = as_json["runs"]
+    assert len(exported_run["messages"]) == 8
+    assert [n["note"] for n in exported_run["notes"]] == ["compaction"]
+
     # A fork from a checkpoint before the compaction sends the whole history.
     checkpoints = await runtime.checkpoints(run.id)
     before = next(c for c in checkpoints if c.step == 2)
