@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runtime.commands import CustomCommand, discover_commands, expand_command
-from runtime.skills import Skill, discover_skills, skill_text
+from runtime.commands import CustomCommand, discover_commands, expand_invocation
+from runtime.skills import Skill, discover_skills
 from tui.widgets.composer import SLASH_COMMANDS, SlashCommand
 
 __all__ = ["ExtensionCommands"]
@@ -54,10 +54,4 @@ class ExtensionCommands:
         """The message ``/name argument`` sends, or None when no skill or command has the name
         (names are matched without regard to case, as the composer lowers them)."""
         self._refresh()
-        skill = self._skills.get(name.lower())
-        if skill is not None:
-            return skill_text(skill, argument)
-        command = self._commands.get(name.lower())
-        if command is not None:
-            return expand_command(command, argument)
-        return None
+        return expand_invocation(name, argument, skills=self._skills, commands=self._commands)

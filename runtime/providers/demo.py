@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
-from runtime.compaction import SUMMARISER_SYSTEM
+from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.models import (
     Message,
     Role,
@@ -266,10 +266,26 @@ def _summary_turn(request: ModelRequest) -> _Turn:
     return _Turn("\n".join(lines))
 
 
+def _after_compaction_turn(summary: str, after: list[Message]) -> _Turn:
+    """The person's prompt was summarised away: answer from the summary and what came since
+    (the demo cannot redo work it no longer sees, and must not start over)."""
+    recent = [u.name for m in after for u in m.tool_uses]
+    lines = [
+        "Continuing from the summary of the earlier conversation:",
+        "",
+        summary.removeprefix(SUMMARY_HEADER).strip(),
+    ]
+    if recent:
+        lines += ["", "Since then I called: " + ", ".join(dict.fromkeys(recent)) + "."]
+    return _Turn("\n".join(lines))
+
+
 def _plan_turn(request: ModelRequest) -> _Turn:
     if request.system == SUMMARISER_SYSTEM:
         return _summary_turn(request)
     prompt, after = _current_turns(request.messages)
+    if prompt.startswith(SUMMARY_HEADER):
+        return _after_compaction_turn(prompt, after)
     tools = request.tools
     done = _results_by_tool(after)
     route = _spec(tools, "route")

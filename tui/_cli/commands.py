@@ -140,17 +140,23 @@ async def _follow(
 
 
 async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.commands import expand_slash_prompt
+
     _show_model_notice(ctx, runtime)
-    run = await runtime.start(args.prompt, agent=args.agent, model=args.model or ctx.model)
+    prompt = expand_slash_prompt(args.prompt, ctx.workspace)
+    run = await runtime.start(prompt, agent=args.agent, model=args.model or ctx.model)
     # A new job: every event of it belongs to this command.
     return await _follow(ctx, runtime, run, json_mode=args.json, after=0)
 
 
 async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.commands import expand_slash_prompt
+
     _show_model_notice(ctx, runtime)
-    await runtime.get_job(args.job_id)
+    job = await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
-    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model)
+    prompt = expand_slash_prompt(args.prompt, Path(job.workspace))
+    run = await runtime.follow_up(args.job_id, prompt, model=ctx.model)
     return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
 
 

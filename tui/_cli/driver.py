@@ -21,6 +21,7 @@ from runtime.events import (
     MessageCommitted,
     MessageDelta,
     Notice,
+    RunNoted,
     RunStateChanged,
     ToolProgress,
     ToolStateChanged,
@@ -107,6 +108,9 @@ class EventPrinter:
                     self.note(f"{prefix}child run {event.to_state.value}")
                 elif event.to_state is RunState.QUEUED and event.from_state is RunState.RUNNING:
                     self.note("  (the run was interrupted and re-queued)")
+            case RunNoted():
+                if not child:
+                    self.note(f"  {event.text}")
             case CheckpointCreated():
                 pass
 
