@@ -30,7 +30,7 @@ from runtime.engine.execution import (
     SleepFn,
     arguments_digest,
 )
-from runtime.engine.extensions import ExtensionReport, compact_finished_run, describe_extensions
+from runtime.engine.extensions import ExtensionPoints
 from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
@@ -41,7 +41,7 @@ from runtime.errors import (
     RevisionConflict,
     RunStateConflict,
 )
-from runtime.events import DurableEvent, Event, RunNoted, RunStateChanged
+from runtime.events import DurableEvent, Event, RunStateChanged
 from runtime.history import all_messages, last_message
 from runtime.models import (
     Checkpoint,
@@ -130,6 +130,7 @@ class Runtime:
         self._pump = engine.pump
         self._leases = engine.leases
         self._executor = engine.executor
+        self.extensions = ExtensionPoints(store, engine.catalog, workspace)
 
     # --- lifecycle -----------------------------------------------------------------------------
     @classmethod
@@ -607,40 +608,6 @@ class Runtime:
 
     async def counts(self) -> dict[RunState, int]:
         return await self.store.count_runs_by_state()
-
-    async def notes(self, run_id: str) -> list[RunNoted]:
-        """The run's ``run_noted`` events (instructions used, phase moves, compactions)."""
-        await self.store.get_run(run_id)
-        return await self.store.list_notes(run_ids=[run_id])
-
-    def extensions(
-        self, workspace: str | Path | None = None, *, agent: str | None = None
-    ) -> ExtensionReport:
-        """Instructions, skills, commands, hooks and phases in effect in ``workspace`` (this
-        folder by default)."""
-        folder = str(Path(workspace).resolve()) if workspace is not None else str(self.workspace)
-        hooks, claude = self._catalog.hooks_for(folder)
-        config = self._catalog.config_for(folder)
-        return describe_extensions(
-            Path(folder), agent=agent or config.defaults.agent, hooks=hooks, claude_hooks=claude
-        )
-
-    async def compact(self, job_id: str) -> RunNoted:
-        """Summarise the job's history but its last turn now (``/compact``): the next run of
-        the job starts from the summary; the messages themselves stay as they are."""
-        job = await self.store.get_job(job_id)
-        roots = [r for r in await self.store.job_runs(job_id) if r.parent_run_id is None]
-        if not roots:
-            raise InvalidInput(f"job {job_id} has no run to compact")
-        run = roots[-1]
-        provider = self._catalog.provider(run.model)
-        return await compact_finished_run(
-            self.store,
-            provider,
-            run,
-            workspace=job.workspace,
-            context_window=self._catalog.context_window(provider, job.workspace),
-        )
 
     async def export_job(self, job_id: str, *, format: Literal["md", "json"] = "md") -> str:
         from runtime.export import export_job

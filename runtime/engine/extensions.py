@@ -35,6 +35,7 @@ from runtime.compaction import (
     plan_compaction,
     summary_request_text,
 )
+from runtime.engine.catalog import Catalog
 from runtime.engine.pump import Pump
 from runtime.errors import InvalidInput, ModelError, RunStateConflict, ToolError
 from runtime.events import Notice, RunNoted
@@ -656,3 +657,48 @@ def report_lines(report: ExtensionReport) -> list[str]:
     ] or ["  none"]
     lines += [f"  warning: {problem}" for problem in report.problems]
     return lines
+
+
+class ExtensionPoints:
+    """``Runtime.extensions``: what is in effect in a workspace, the notes of a run, and
+    ``/compact``."""
+
+    def __init__(self, store: Store, catalog: Catalog, workspace: Path) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._workspace = workspace
+
+    async def notes(self, run_id: str) -> list[RunNoted]:
+        """The run's ``run_noted`` events (instructions used, phase moves, compactions)."""
+        await self._store.get_run(run_id)
+        return await self._store.list_notes(run_ids=[run_id])
+
+    def report(
+        self, workspace: str | Path | None = None, *, agent: str | None = None
+    ) -> ExtensionReport:
+        """Instructions, skills, commands, hooks and phases in effect in ``workspace`` (the
+        runtime's folder by default)."""
+        folder = str(Path(workspace).resolve()) if workspace is not None else str(self._workspace)
+        hooks, claude = self._catalog.hooks_for(folder)
+        config = self._catalog.config_for(folder)
+        return describe_extensions(
+            Path(folder), agent=agent or config.defaults.agent, hooks=hooks, claude_hooks=claude
+        )
+
+    async def compact(self, job_id: str) -> RunNoted:
+        """Summarise the job's history but its last turn now: the next run of the job starts
+        from the summary; the messages themselves stay as they are."""
+        await self._store.get_job(job_id)
+        roots = [r for r in await self._store.job_runs(job_id) if r.parent_run_id is None]
+        if not roots:
+            raise InvalidInput(f"job {job_id} has no run to compact")
+        run = roots[-1]
+        job = await self._store.get_job(job_id)
+        provider = self._catalog.provider(run.model)
+        return await compact_finished_run(
+            self._store,
+            provider,
+            run,
+            workspace=job.workspace,
+            context_window=self._catalog.context_window(provider, job.workspace),
+        )

@@ -55,7 +55,7 @@ async def test_agents_and_claude_files_join_the_system_prompt_in_order_and_the_r
     system = provider.requests[0].system
     positions = [system.index(m) for m in ("USER-MARKER", "AGENTS-MARKER", "CLAUDE-MARKER")]
     assert positions == sorted(positions)
-    [note] = [n for n in await runtime.notes(run.id) if n.note == "instructions"]
+    [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "instructions"]
     recorded = {f["path"]: f["sha256"] for f in note.data["files"]}
     assert recorded == {
         str(path): hashlib.sha256(path.read_bytes()).hexdigest()
@@ -67,7 +67,7 @@ async def test_agents_and_claude_files_join_the_system_prompt_in_order_and_the_r
     assert boundary.request is not None
     await runtime.respond(run.id, boundary.request.id, "yes")
     assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-    notes = [n for n in await runtime.notes(run.id) if n.note == "instructions"]
+    notes = [n for n in await runtime.extensions.notes(run.id) if n.note == "instructions"]
     assert len(notes) == 2 and notes[1].data["changed"] == [str(claude)]
     assert "CLAUDE-MARKER-2" in provider.requests[1].system
 
@@ -100,7 +100,7 @@ async def test_the_model_sees_skills_by_description_and_use_skill_returns_the_bo
     [call] = await runtime.tool_calls(run.id)
     assert call.state is ToolCallState.COMPLETED and call.result is not None
     assert "REVIEW-BODY" in call.result and "checklist.md" in call.result
-    report = runtime.extensions()
+    report = runtime.extensions.report()
     assert {s.name for s in report.skills} == {"review", "deploy"}
 
 
@@ -238,7 +238,7 @@ async def test_claude_code_pre_tool_use_entries_run_and_doctor_lists_used_and_sk
     assert call.error is not None and "no writes in review mode" in call.error
     assert str(workspace / ".claude" / "settings.json") in call.error
     assert not (workspace / "a.txt").exists()
-    report = runtime.extensions().claude_hooks
+    report = runtime.extensions.report().claude_hooks
     assert len(report.used) == 1 and "Write|Edit" in report.used[0]
     assert any("only command hooks" in s for s in report.skipped)
     assert any("Notification" in s for s in report.skipped)
@@ -299,7 +299,7 @@ async def test_a_request_past_the_share_of_a_small_window_is_compacted_and_the_o
 
     stored = await runtime.all_messages(run.id)
     assert len(stored) == 8  # nothing deleted
-    [note] = [n for n in await runtime.notes(run.id) if n.note == "compaction"]
+    [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "compaction"]
     assert note.data["through_message_id"] == stored[4].id
     assert note.data["summary"] == "SUMMARY-XYZ" and note.data["summarised_messages"] == 5
 
@@ -340,7 +340,7 @@ async def test_a_follow_up_after_a_compaction_starts_from_the_summary(
     sent = provider.requests[-1]
     assert sent.system != SUMMARISER_SYSTEM
     assert "SUMMARY-1" in sent.messages[0].text
-    compactions = [n for r in (run, follow) for n in await runtime.notes(r.id)]
+    compactions = [n for r in (run, follow) for n in await runtime.extensions.notes(r.id)]
     assert [n.note for n in compactions].count("compaction") == 1  # not summarised again
 
 
@@ -361,7 +361,7 @@ async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
     second = await runtime.follow_up(run.job_id, "and then?")
     assert (await runtime.wait(second.id, timeout=WAIT)).state is RunState.COMPLETED
 
-    note = await runtime.compact(run.job_id)
+    note = await runtime.extensions.compact(run.job_id)
     assert note.note == "compaction" and note.run_id == second.id
     assert provider.requests[3].system == SUMMARISER_SYSTEM
     third = await runtime.follow_up(run.job_id, "go on")
@@ -409,7 +409,7 @@ async def test_route_moves_the_run_to_a_phase_with_its_directive_tools_and_a_dur
     assert "PLAN-DIRECTIVE" in second.system
     assert "BUILD-DIRECTIVE" in third.system and "PLAN-DIRECTIVE" not in third.system
     assert {t.name for t in third.tools} == {"read_file", "route"}
-    texts = [n.text for n in await runtime.notes(run.id) if n.note == "phase"]
+    texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
     assert texts == ["phase: starts in plan", "phase: plan → build (planned)"]
 
     # A follow-up in the job continues in the phase the job was in.

@@ -129,7 +129,7 @@ async def test_slash_compact_records_a_visible_compaction_and_keeps_every_messag
         before = len(await runtime.all_messages(run_id))
         await pilot.press(*"/compact", "enter")
         await wait_until(pilot, lambda: "⇲ compacted" in screen_text(app))
-    [note] = [n for n in await runtime.notes(run_id) if n.note == "compaction"]
+    [note] = [n for n in await runtime.extensions.notes(run_id) if n.note == "compaction"]
     assert note.data["summary"].startswith("- The person asked: summarise this folder")
     assert len(await runtime.all_messages(run_id)) == before
     assert (await runtime.get_run(run_id)).state is RunState.COMPLETED

@@ -563,7 +563,7 @@ class MainScreen(Screen[None]):
         messages = await runtime.messages(run_id, before_position=2**62, limit=window)
         messages.sort(key=lambda message: message.position)
         tool_calls = await runtime.tool_calls(run_id)
-        notes = await runtime.notes(run_id)
+        notes = await runtime.extensions.notes(run_id)
         request = None
         asker: Run | None = None
         if run.state is RunState.INPUT_REQUIRED:
@@ -1057,7 +1057,7 @@ class MainScreen(Screen[None]):
     async def _compact(self, job_id: str) -> None:
         self.notify("Compacting the job's history…", title="/compact")
         try:
-            note = await self.runtime.compact(job_id)
+            note = await self.runtime.extensions.compact(job_id)
         except AgentTuiError as error:
             self.notify(str(error), title="Not compacted", severity="warning")
             return
@@ -1068,7 +1068,7 @@ class MainScreen(Screen[None]):
     def _show_context(self) -> None:
         from runtime.engine.extensions import report_lines
 
-        report = self.runtime.extensions(self.agent_app.settings.workspace)
+        report = self.runtime.extensions.report(self.agent_app.settings.workspace)
         text = "\n".join(terminal_safe(line) for line in report_lines(report))
         self.notify(text, title="In effect here", timeout=30, markup=False)
 
