@@ -416,3 +416,13 @@ async def test_route_moves_the_run_to_a_phase_with_its_directive_tools_and_a_dur
     follow = await runtime.follow_up(run.job_id, "more")
     assert (await runtime.wait(follow.id, timeout=WAIT)).state is RunState.COMPLETED
     assert "BUILD-DIRECTIVE" in provider.requests[3].system
+
+    # A fork from a checkpoint after the move is in build; one from before it, in plan.
+    checkpoints = await runtime.checkpoints(run.id)
+    provider.script += [Turn(text="forked after"), Turn(text="forked before")]
+    after = await runtime.fork(checkpoints[-1].id, "again")
+    assert (await runtime.wait(after.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "BUILD-DIRECTIVE" in provider.requests[4].system
+    before = await runtime.fork(checkpoints[0].id, "from the start")
+    assert (await runtime.wait(before.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "PLAN-DIRECTIVE" in provider.requests[5].system
