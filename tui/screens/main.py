@@ -91,6 +91,15 @@ class CheckpointsLoaded(TextualMessage):
         self.checkpoints = checkpoints
 
 
+class NotesLoaded(TextualMessage):
+    """The run notes (instructions, phase moves, compactions) of a run just shown."""
+
+    def __init__(self, run_id: str, notes: list[RunNoted]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.notes = notes
+
+
 class RunLoaded(TextualMessage):
     def __init__(
         self,
@@ -104,10 +113,8 @@ class RunLoaded(TextualMessage):
         asker: Run | None = None,
         context: list[TranscriptItem] | None = None,
         partial: PartialAnswer | None = None,
-        notes: list[RunNoted] | None = None,
     ) -> None:
         super().__init__()
-        self.notes = notes or []
         self.context = context or []
         self.partial = partial
         self.run = run
@@ -563,7 +570,6 @@ class MainScreen(Screen[None]):
         messages = await runtime.messages(run_id, before_position=2**62, limit=window)
         messages.sort(key=lambda message: message.position)
         tool_calls = await runtime.tool_calls(run_id)
-        notes = await runtime.extensions.notes(run_id)
         request = None
         asker: Run | None = None
         if run.state is RunState.INPUT_REQUIRED:
@@ -587,9 +593,12 @@ class MainScreen(Screen[None]):
                 asker=asker,
                 context=context,
                 partial=partial,
-                notes=notes,
             )
         )
+        # After the run is on screen (a note is a line among the messages, never worth a wait).
+        notes = await runtime.extensions.notes(run_id)
+        if notes:
+            self.post_message(NotesLoaded(run_id, notes))
 
     async def _is_descendant(self, run: Run, ancestor_id: str) -> bool:
         """Whether ``run`` was delegated (directly or further down) by the run ``ancestor_id``."""
@@ -631,7 +640,6 @@ class MainScreen(Screen[None]):
             has_older=message.has_older,
             context=message.context,
             partial=message.partial,
-            notes=message.notes,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []
@@ -795,6 +803,10 @@ class MainScreen(Screen[None]):
 
     async def on_tool_progressed(self, message: bridge.ToolProgressed) -> None:
         await self._route(message.event.run_id, message)
+
+    async def on_notes_loaded(self, message: NotesLoaded) -> None:
+        if self.conversation.run_id == message.run_id:
+            await self.conversation.insert_notes(message.notes)
 
     async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
         await self._route(message.event.run_id, message)

@@ -57,6 +57,9 @@ class Conversation(VerticalScroll):
         self._messages: dict[str, MessageView] = {}
         self._tools: dict[str, ToolCallView] = {}
         self._tool_calls: dict[str, ToolCall] = {}
+        self._message_times: list[tuple[float, MessageView]] = []
+        """Each mounted message view with its message's time, in order (where notes go)."""
+        self._note_seqs: set[int] = set()
 
     # --- whole-run loading -----------------------------------------------------------------------
     async def show_empty(self, text: str) -> None:
@@ -73,11 +76,9 @@ class Conversation(VerticalScroll):
         has_older: bool,
         context: Sequence[TranscriptItem] = (),
         partial: PartialAnswer | None = None,
-        notes: Sequence[RunNoted] = (),
     ) -> None:
         """``context``: the job's items before this run (``runtime.transcript.run_context``),
-        shown only when the run's first message is loaded; ``partial``: its partial answer;
-        ``notes``: the run's ``run_noted`` events, each shown where it happened."""
+        shown only when the run's first message is loaded; ``partial``: its partial answer."""
         self.run_id = run_id
         await self._clear()
         self._tool_calls = {call.id: call for call in tool_calls}
@@ -87,15 +88,8 @@ class Conversation(VerticalScroll):
             widgets.append(Static("↑ older messages load as you scroll up", classes="older"))
         else:
             widgets.extend(_context_widgets(context))
-        pending_notes = sorted(notes, key=lambda note: note.seq)
-        first_shown = messages[0].created_at if messages and has_older else None
         for message in messages:
-            while pending_notes and pending_notes[0].created_at <= message.created_at:
-                note = pending_notes.pop(0)
-                if first_shown is None or note.created_at >= first_shown:
-                    widgets.append(_note_widget(note))
             widgets.extend(self._widgets_for(message))
-        widgets.extend(_note_widget(note) for note in pending_notes)
         if partial is not None:
             widgets.extend(_partial_widgets(partial))
         await self.mount_all(widgets)
@@ -104,6 +98,8 @@ class Conversation(VerticalScroll):
         self.call_after_refresh(self._want_older)
 
     async def _clear(self) -> None:
+        self._message_times.clear()
+        self._note_seqs.clear()
         self._messages.clear()
         self._tools.clear()
         self._tool_calls.clear()
@@ -123,6 +119,7 @@ class Conversation(VerticalScroll):
         view = MessageView.from_message(message)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
         self._messages[message.id] = view
+        self._message_times.append((message.created_at, view))
         widgets.append(view)
         for use in message.tool_uses:
             widgets.append(self._tool_view(use.tool_call_id, use.name, use.input))
@@ -146,10 +143,27 @@ class Conversation(VerticalScroll):
 
     # --- live updates --------------------------------------------------------------------------
     async def noted(self, note: RunNoted) -> None:
-        """A ``run_noted`` event of the run on screen: one line where it happened."""
-        if note.run_id != self.run_id:
+        """A ``run_noted`` event of the run on screen, as it happens: one line at the tail."""
+        if note.run_id != self.run_id or note.seq in self._note_seqs:
             return
+        self._note_seqs.add(note.seq)
         await self.mount(_note_widget(note))
+
+    async def insert_notes(self, notes: Sequence[RunNoted]) -> None:
+        """The run's notes read from the database: each before the first message that came
+        after it (none older than the oldest message loaded, when older ones are not)."""
+        oldest = self._message_times[0][0] if self._message_times and self.has_older else None
+        for note in sorted(notes, key=lambda n: n.seq):
+            if note.run_id != self.run_id or note.seq in self._note_seqs:
+                continue
+            if oldest is not None and note.created_at < oldest:
+                continue
+            self._note_seqs.add(note.seq)
+            after = [(at, v) for at, v in self._message_times if at > note.created_at and v.parent]
+            if after:
+                await self.mount(_note_widget(note), before=min(after, key=lambda p: p[0])[1])
+            else:
+                await self.mount(_note_widget(note))
 
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
