@@ -89,6 +89,17 @@ class HistoryRepaired(_DurableEvent):
     repairs: list[RepairNote]
 
 
+class RunNoted(_DurableEvent):
+    """A fact about a run that is neither a message nor a state change (DESIGN §16): the
+    instruction files it used (``instructions``), a phase it moved to (``phase``), a compaction of
+    its history (``compaction``). ``text`` is one line for people; ``data`` holds the record."""
+
+    kind: Literal["run_noted"] = "run_noted"
+    note: Literal["instructions", "phase", "compaction"]
+    text: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class MessageDelta(_Event):
     kind: Literal["message_delta"] = "message_delta"
     execution_id: str
@@ -117,7 +128,12 @@ class Notice(_Event):
 
 
 DurableEvent = Annotated[
-    RunStateChanged | MessageCommitted | ToolStateChanged | CheckpointCreated | HistoryRepaired,
+    RunStateChanged
+    | MessageCommitted
+    | ToolStateChanged
+    | CheckpointCreated
+    | HistoryRepaired
+    | RunNoted,
     Field(discriminator="kind"),
 ]
 TransientEvent = Annotated[MessageDelta | ToolProgress | Notice, Field(discriminator="kind")]
@@ -127,6 +143,7 @@ Event = Annotated[
     | ToolStateChanged
     | CheckpointCreated
     | HistoryRepaired
+    | RunNoted
     | MessageDelta
     | ToolProgress
     | Notice,
@@ -143,6 +160,7 @@ DURABLE_KINDS = frozenset(
         "tool_state_changed",
         "checkpoint_created",
         "history_repaired",
+        "run_noted",
     }
 )
 

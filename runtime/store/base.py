@@ -23,7 +23,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.events import DurableEvent, HistoryRepaired, RepairNote
+from runtime.events import DurableEvent, HistoryRepaired, RepairNote, RunNoted
 from runtime.models import (
     Checkpoint,
     ContentBlock,
@@ -397,6 +397,18 @@ class Store(Protocol):
         ...
 
     async def last_seq(self) -> int: ...
+
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+        """Commit a ``run_noted`` event for the run this execution owns (DESIGN §16), or, with
+        no token, for a run that has ended (``/compact``); else ``RunStateConflict``."""
+        ...
+
+    async def list_notes(
+        self, *, run_ids: Sequence[str] = (), job_id: str | None = None
+    ) -> list[RunNoted]:
+        """The ``run_noted`` events of these runs (or of every run of ``job_id``), oldest
+        first."""
+        ...
 
     # --- queries -------------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job: ...

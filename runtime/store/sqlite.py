@@ -53,6 +53,7 @@ from runtime.events import (
     HistoryRepaired,
     MessageCommitted,
     RepairNote,
+    RunNoted,
     ToolStateChanged,
 )
 from runtime.models import (
@@ -1121,6 +1122,47 @@ class SqliteStore:
             sql += " ORDER BY seq LIMIT ?"
             params.append(max(0, limit))
             return _hydrate_events(conn, conn.execute(sql, params).fetchall())
+
+        return await self._call(read)
+
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+        def tx(conn: Conn) -> RunNoted:
+            run = _fetch_run(conn, run_id)
+            if token is not None:
+                rules.check_token(run, token)
+            elif not run.state.is_terminal:
+                raise errors.RunStateConflict(
+                    f"run {run_id} is {run.state.value}: only its execution may note it"
+                )
+            stamped = note.model_copy(
+                update={"run_id": run_id, "created_at": note.created_at or self._now()}
+            )
+            published = _emit(conn, [stamped])[0]
+            assert isinstance(published, RunNoted)
+            return published
+
+        return await self._write(tx)
+
+    async def list_notes(
+        self, *, run_ids: Sequence[str] = (), job_id: str | None = None
+    ) -> list[RunNoted]:
+        def read(conn: Conn) -> list[RunNoted]:
+            sql = (
+                "SELECT * FROM events WHERE kind = 0"
+                " AND json_extract(payload, '$.kind') = 'run_noted' AND run_n IN "
+            )
+            params: list[Any]
+            if job_id is not None:
+                sql += "(SELECT n FROM runs WHERE job_id = ?)"
+                params = [job_id]
+            else:
+                ids = list(dict.fromkeys(run_ids))
+                if not ids:
+                    return []
+                sql += f"(SELECT n FROM runs WHERE id IN ({', '.join('?' * len(ids))}))"
+                params = list(ids)
+            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
+            return [e for e in _hydrate_events(conn, rows) if isinstance(e, RunNoted)]
 
         return await self._call(read)
 

@@ -11,6 +11,7 @@ from runtime.events import (
     HistoryRepaired,
     MessageCommitted,
     RepairNote,
+    RunNoted,
     RunStateChanged,
     ToolStateChanged,
     dump_event,
@@ -829,3 +830,32 @@ async def test_the_store_implements_the_whole_protocol(store: Store) -> None:
         if not name.startswith("_") and not callable(getattr(type(store), name, None))
     ]
     assert missing == []
+
+
+# --- run notes (DESIGN §16) ----------------------------------------------------------------------
+
+
+async def test_a_run_note_commits_with_the_runs_token_and_is_listed_with_its_run(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    note = RunNoted(
+        job_id=run.job_id, run_id=run.id, note="phase", text="phase: a → b", data={"to": "b"}
+    )
+    with pytest.raises(errors.OwnershipLost):
+        await store.record_note(run.id, token="stale", note=note)
+    with pytest.raises(errors.RunStateConflict):
+        await store.record_note(run.id, token=None, note=note)  # only once the run has ended
+    recorded = await store.record_note(run.id, token=token, note=note)
+    assert recorded.seq > 0 and recorded.created_at > 0
+    other, _ = await running_run(store, owner_id="owner-2")
+    assert await store.list_notes(run_ids=[other.id]) == []
+    [listed] = await store.list_notes(run_ids=[run.id])
+    assert (listed.note, listed.text, listed.data) == ("phase", "phase: a → b", {"to": "b"})
+    assert await store.list_notes(job_id=run.job_id) == [listed]
+    events = await store.read_events(run_id=run.id)
+    assert events[-1] == listed
+
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    later = await store.record_note(run.id, token=None, note=note)
+    assert [n.seq for n in await store.list_notes(run_ids=[run.id])] == [listed.seq, later.seq]

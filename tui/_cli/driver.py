@@ -22,6 +22,7 @@ from runtime.events import (
     MessageCommitted,
     MessageDelta,
     Notice,
+    RunNoted,
     RunStateChanged,
     ToolProgress,
     ToolStateChanged,
@@ -109,6 +110,9 @@ class EventPrinter:
                     self.note(f"{prefix}child run {event.to_state.value}")
                 elif event.to_state is RunState.QUEUED and event.from_state is RunState.RUNNING:
                     self.note("  (the run was interrupted and re-queued)")
+            case RunNoted():
+                if not child:
+                    self.note(f"  {event.text}")
             case CheckpointCreated():
                 pass
             case HistoryRepaired():

@@ -26,6 +26,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.events import RunNoted
 from runtime.models import (
     Checkpoint,
     ImageBlock,
@@ -41,6 +42,7 @@ from runtime.models import (
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
 from tui import attention, bridge, browser_filters
+from tui.extension_commands import ExtensionCommands
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -90,6 +92,15 @@ class CheckpointsLoaded(TextualMessage):
         super().__init__()
         self.run_id = run_id
         self.checkpoints = checkpoints
+
+
+class NotesLoaded(TextualMessage):
+    """The run notes (instructions, phase moves, compactions) of a run just shown."""
+
+    def __init__(self, run_id: str, notes: list[RunNoted]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.notes = notes
 
 
 class RunLoaded(TextualMessage):
@@ -350,6 +361,7 @@ class MainScreen(Screen[None]):
         composer = self.composer
         composer.file_source = self._file_list
         composer.command_sources.append(self._mcp_prompt_commands)
+        composer.command_sources.append(self.extension_commands.slash_commands)
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
@@ -634,6 +646,10 @@ class MainScreen(Screen[None]):
                 partial=partial,
             )
         )
+        # After the run is on screen (a note is a line among the messages, never worth a wait).
+        notes = await runtime.extensions.notes(run_id)
+        if notes:
+            self.post_message(NotesLoaded(run_id, notes))
 
     async def _is_descendant(self, run: Run, ancestor_id: str) -> bool:
         """Whether ``run`` was delegated (directly or further down) by the run ``ancestor_id``."""
@@ -845,6 +861,8 @@ class MainScreen(Screen[None]):
                 result=event.result,
                 error=event.error,
             )
+        elif isinstance(message, bridge.RunNotedReceived):
+            await conversation.noted(message.event)
         elif isinstance(message, bridge.ToolProgressed):
             progress = message.event
             conversation.tool_progress(
@@ -868,6 +886,13 @@ class MainScreen(Screen[None]):
         await self._route(message.event.run_id, message)
 
     async def on_tool_progressed(self, message: bridge.ToolProgressed) -> None:
+        await self._route(message.event.run_id, message)
+
+    async def on_notes_loaded(self, message: NotesLoaded) -> None:
+        if self.conversation.run_id == message.run_id:
+            await self.conversation.insert_notes(message.notes)
+
+    async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
         await self._route(message.event.run_id, message)
 
     def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
@@ -1053,6 +1078,14 @@ class MainScreen(Screen[None]):
         message.stop()
         self.run_command(message.name, message.argument)
 
+    @property
+    def extension_commands(self) -> ExtensionCommands:
+        """Skills and custom commands of the workspace as slash commands."""
+        found = getattr(self, "_extension_commands", None)
+        if found is None:
+            found = self._extension_commands = ExtensionCommands(self.agent_app.settings.workspace)
+        return found
+
     def run_command(self, name: str, argument: str) -> None:
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
@@ -1060,6 +1093,14 @@ class MainScreen(Screen[None]):
         if ":" in name and getattr(self.runtime, "mcp", None) is not None:
             self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
             return
+        if name not in known:
+            expanded = self.extension_commands.expand(name, argument)
+            if expanded is not None:
+                # A skill or a custom command: what it expands to is the message.
+                composer.command_done()
+                composer.message_taken()
+                self._submit(expanded, composer.follow_up_job_id)
+                return
         if name not in known:
             self.notify(
                 f"Unknown command /{name} — /help lists them; start with // to send a message "
@@ -1096,11 +1137,39 @@ class MainScreen(Screen[None]):
                 action()
         elif name == "inbox":
             self.action_inbox()
+        elif name == "compact":
+            job_id = composer.follow_up_job_id
+            if job_id is None:
+                self.notify("Open a job first: /compact summarises its history.", title="/compact")
+                keep = True
+            else:
+                self._compact(job_id)
+        elif name == "context":
+            self._show_context()
         elif name == "quit":
             composer.command_done()
             self.app.call_later(self.agent_app.action_quit)
             return
         composer.command_done(keep_text=keep)
+
+    @work(exit_on_error=False, group="compact")
+    async def _compact(self, job_id: str) -> None:
+        self.notify("Compacting the job's history…", title="/compact")
+        try:
+            note = await self.runtime.extensions.compact(job_id)
+        except AgentTuiError as error:
+            self.notify(str(error), title="Not compacted", severity="warning")
+            return
+        self.notify(terminal_safe(note.text), title="/compact", markup=False)
+        if self.selected_run is not None and self.selected_run.id == note.run_id:
+            await self.conversation.noted(note)
+
+    def _show_context(self) -> None:
+        from runtime.engine.extensions import report_lines
+
+        report = self.runtime.extensions.report(self.agent_app.settings.workspace)
+        text = "\n".join(terminal_safe(line) for line in report_lines(report))
+        self.notify(text, title="In effect here", timeout=30, markup=False)
 
     def _choose_next(self, key: str, value: str) -> bool:
         composer = self.composer

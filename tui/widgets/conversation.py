@@ -11,7 +11,9 @@ from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
 
+from runtime.events import RunNoted
 from runtime.models import Message, Role, ToolCall, ToolCallState
+from runtime.textsafe import terminal_safe_line
 from runtime.transcript import (
     ForkOrigin,
     PartialAnswer,
@@ -35,6 +37,7 @@ class Conversation(VerticalScroll):
     Conversation > .fork-origin { color: $warning; margin: 0 0 1 0; }
     Conversation > .inherited { opacity: 70%; }
     Conversation > .partial-label { color: $warning; text-style: italic; }
+    Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
     """
 
     class OlderWanted(TextualMessage):
@@ -54,6 +57,9 @@ class Conversation(VerticalScroll):
         self._messages: dict[str, MessageView] = {}
         self._tools: dict[str, ToolCallView] = {}
         self._tool_calls: dict[str, ToolCall] = {}
+        self._message_times: list[tuple[float, MessageView]] = []
+        """Each mounted message view with its message's time, in order (where notes go)."""
+        self._note_seqs: set[int] = set()
 
     # --- whole-run loading -----------------------------------------------------------------------
     async def show_empty(self, text: str) -> None:
@@ -92,6 +98,8 @@ class Conversation(VerticalScroll):
         self.call_after_refresh(self._want_older)
 
     async def _clear(self) -> None:
+        self._message_times.clear()
+        self._note_seqs.clear()
         self._messages.clear()
         self._tools.clear()
         self._tool_calls.clear()
@@ -111,6 +119,7 @@ class Conversation(VerticalScroll):
         view = MessageView.from_message(message)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
         self._messages[message.id] = view
+        self._message_times.append((message.created_at, view))
         widgets.append(view)
         for use in message.tool_uses:
             widgets.append(self._tool_view(use.tool_call_id, use.name, use.input))
@@ -133,6 +142,29 @@ class Conversation(VerticalScroll):
         return view
 
     # --- live updates --------------------------------------------------------------------------
+    async def noted(self, note: RunNoted) -> None:
+        """A ``run_noted`` event of the run on screen, as it happens: one line at the tail."""
+        if note.run_id != self.run_id or note.seq in self._note_seqs:
+            return
+        self._note_seqs.add(note.seq)
+        await self.mount(_note_widget(note))
+
+    async def insert_notes(self, notes: Sequence[RunNoted]) -> None:
+        """The run's notes read from the database: each before the first message that came
+        after it (none older than the oldest message loaded, when older ones are not)."""
+        oldest = self._message_times[0][0] if self._message_times and self.has_older else None
+        for note in sorted(notes, key=lambda n: n.seq):
+            if note.run_id != self.run_id or note.seq in self._note_seqs:
+                continue
+            if oldest is not None and note.created_at < oldest:
+                continue
+            self._note_seqs.add(note.seq)
+            after = [(at, v) for at, v in self._message_times if at > note.created_at and v.parent]
+            if after:
+                await self.mount(_note_widget(note), before=min(after, key=lambda p: p[0])[1])
+            else:
+                await self.mount(_note_widget(note))
+
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
         if view is None:
@@ -308,3 +340,11 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
         text=partial.text,
     )
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
+
+
+_NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲"}
+
+
+def _note_widget(note: RunNoted) -> Static:
+    mark = _NOTE_MARKS.get(note.note, "·")
+    return Static(f"{mark} {terminal_safe_line(note.text)}", classes="run-note", markup=False)
