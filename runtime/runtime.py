@@ -252,6 +252,12 @@ class Runtime:
         """Plain words for people when the demo model is the default, else None."""
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
+    def check_model(self, reference: str) -> None:
+        """``ConfigError`` when the model ``reference`` cannot be used here (unknown provider,
+        no key), without loading any provider SDK: what ``start``, ``follow_up`` and ``retry``
+        check before they store anything."""
+        self._catalog.check_model(reference)
+
     def context_window(self, model: str) -> int:
         """The context window, in tokens, of the model ``model`` refers to (e.g. a run's model).
         Raises ``ConfigError`` for a model no provider knows."""
