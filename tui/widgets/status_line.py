@@ -13,7 +13,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from runtime.models import Run, RunState
-from tui.widgets._format import context_fill, cost, needs_resume, tokens
+from tui.widgets._format import context_fill, cost, needs_resume, state_text, tokens
 
 SEPARATOR = " │ "
 DEMO_HINTS = (
@@ -126,9 +126,9 @@ class StatusLine(Static):
                 "next run: " + ", ".join(f"{k} {v}" for k, v in sorted(self.next_run.items()))
             )
         if run is not None:
-            state = run.state.value.replace("_", " ")
+            state = state_text(run)
             if needs_resume(run):
-                state = "interrupted (R retry · f fork)"
+                state += " (R retry · f fork)"
             if self.working:
                 started = run.created_at  # the run's age: its waits for input included
                 now = self.now if self.now is not None else time.time()
