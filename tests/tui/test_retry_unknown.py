@@ -130,6 +130,10 @@ async def _press_retry(pilot: Any, screen: MainScreen) -> RetryChoice:
     return choice
 
 
+def _key_errors(app: AgentTuiApp) -> int:
+    return sum("ANTHROPIC_API_KEY is not set" in n for n in notifications(app))
+
+
 def _last_tool_results(provider: ScriptedProvider) -> list[tuple[str, bool]]:
     [tool_message] = [m for m in provider.requests[-1].messages if m.role is Role.TOOL][-1:]
     return [
@@ -249,7 +253,7 @@ async def test_run_it_again_runs_the_call_once_more_and_completes(
 async def test_fork_from_the_choice_starts_a_new_job_from_the_last_checkpoint(
     db_path: Path, workspace: Path
 ) -> None:
-    runtime, provider, tool, run_id, job_id = await _failed_runtime(
+    runtime, _, tool, run_id, job_id = await _failed_runtime(
         db_path, workspace, "shell", look_first=True
     )
     try:
@@ -309,13 +313,7 @@ async def test_retrying_a_claude_run_without_a_key_says_so_and_adds_no_run(
             await wait_until(pilot, lambda: not screen.typing())
             for attempt in (1, 2):
                 await pilot.press("R")
-                await wait_until(
-                    pilot,
-                    lambda: (
-                        sum("ANTHROPIC_API_KEY is not set" in n for n in notifications(app))
-                        == attempt
-                    ),
-                )
+                await wait_until(pilot, lambda n=attempt: _key_errors(app) == n)
             assert not any("Error:" in n for n in notifications(app))  # not an internal error
             assert not screen.query(RetryChoice)
         runs = await runtime.job_runs(run.job_id)
