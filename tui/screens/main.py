@@ -41,7 +41,7 @@ from runtime.models import (
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript import PartialAnswer, TranscriptItem, run_context
 from tui import attention, bridge, browser_filters
-from tui.widgets._format import needs_resume, short, state_text
+from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
@@ -736,13 +736,11 @@ class MainScreen(Screen[None]):
                 if run.failure
                 else "its process stopped mid-run"
             )
-            state = state_text(run)
-            keys = (
-                "R to choose: run it again, continue without it, or fork"
-                if run.failure is not None and run.failure.code == "tool_indeterminate"
-                else "R retry · f fork from the last checkpoint"
-            )
-            banner.update(f"⚠ {state[:1].upper()}{state[1:]}: {why}.  {keys}")
+            if run.failure is not None and run.failure.code == "tool_indeterminate":
+                keys = "R to choose: run it again, continue without it, or fork"
+                banner.update(f"⚠ Failed · tool outcome unknown: {why}.  {keys}")
+            else:
+                banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
             banner.display = True
         elif run.state is RunState.FAILED and run.failure is not None:
             failure = terminal_safe_line(run.failure.message)
