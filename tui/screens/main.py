@@ -365,6 +365,7 @@ class MainScreen(Screen[None]):
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
+        self._check_sandbox()
         self._load_history()
         self._load_draft(None)
         settings = self.agent_app.settings
@@ -479,6 +480,25 @@ class MainScreen(Screen[None]):
         self._files = files
         self._listing_files = False
         self.composer.refresh_files()
+
+    @work(exit_on_error=False, group="sandbox", thread=True)
+    def _check_sandbox(self) -> None:
+        """Probe bubblewrap once (it starts a process: off the event loop). Without it, shell
+        commands run unconfined and every shell call asks: say so once, and keep it in the
+        status line."""
+        from runtime.tools.sandbox import sandbox_status
+
+        notice = sandbox_status().notice
+        if notice is not None:
+            self.app.call_from_thread(self._sandbox_missing, notice)
+
+    def _sandbox_missing(self, notice: str) -> None:
+        status = self.status
+        status.sandbox_notice = notice
+        status.update(status.text)
+        self.notify(
+            terminal_safe_line(notice), title="Shell sandbox", severity="warning", markup=False
+        )
 
     def _report_recovery(self) -> None:
         report = getattr(self.runtime, "recovery", None)
