@@ -164,7 +164,7 @@ async def test_a_shell_call_cut_off_by_kill_9_never_acts_alone_and_the_retry_ask
             )
             await second.wait_for("append a line", timeout=30)  # the job, in the browser
             await second.keys("Enter")  # open the job under the cursor
-            await second.wait_for("failed · tool outcome unknown")
+            await second.wait_for("failed · tool outcome unknown (R retry")  # the status line
             screen = await _screen(second.session)
             assert "interrupted (R" not in screen
             await second.keys("R")

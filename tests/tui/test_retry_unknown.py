@@ -166,8 +166,12 @@ async def test_retry_shows_the_call_in_doubt_and_runs_nothing_until_the_person_c
             assert not screen.composer.display
             assert tool.calls == 1 and len(await runtime.job_runs(job_id)) == 1
 
-            # Letters that are no choice do nothing (n would start a new job elsewhere).
-            await pilot.press("n", "x")
+            # Only the choice's keys work (and show in the footer) while it is open; other
+            # letters do nothing (n would start a new job elsewhere).
+            enabled = {b.binding.action for b in app.active_bindings.values() if b.enabled}
+            assert "choose('skip')" in enabled and "dismiss" in enabled
+            assert not enabled & {"new_job", "retry", "archive_job", "cancel_run"}
+            await pilot.press("n", "x", "R")
             # Fork is not possible without a checkpoint: refused, nothing created.
             await pilot.press("3")
             await wait_until(pilot, lambda: any("no checkpoint" in n for n in notifications(app)))

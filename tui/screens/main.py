@@ -1468,6 +1468,8 @@ class MainScreen(Screen[None]):
         single-letter actions are off while a text field has focus."""
         if action in self.LETTER_ACTIONS and self.typing():
             return False
+        if action in self.LETTER_ACTIONS and isinstance(self.focused, RetryChoice):
+            return False  # its own keys only, until the person chose
         run = self.selected_run
         if action == "parent_run":
             return run is not None and run.parent_run_id is not None
