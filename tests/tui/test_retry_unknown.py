@@ -6,10 +6,12 @@ clear configuration error that adds no run (point 12)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from runtime.api import Runtime
 from runtime.config import Config, Permissions
@@ -19,7 +21,8 @@ from runtime.tools.base import ToolContext, ToolOutput
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_response
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import SIZE, make_app, notifications, screen_text, wait_until
-from tui.app import AgentTuiApp
+from tests.tui.test_snapshots import ROOT
+from tui.app import AgentTuiApp, Settings, create_app
 from tui.screens.main import MainScreen
 from tui.widgets.retry_choice import RetryChoice
 from tui.widgets.status_line import StatusLine
@@ -161,8 +164,8 @@ async def test_retry_shows_the_call_in_doubt_and_runs_nothing_until_the_person_c
             assert "The outcome of this call is unknown" in shown
             assert f"{name}  {CALLS[name][2]}" in shown
             assert "1. Run it again" in shown
-            assert "2. Continue without it: the model is told the outcome is unknown" in shown
-            assert "no checkpoint before the call" in shown  # the call was the first step
+            assert "2. Continue without it (the model is told the outcome is unknown)" in shown
+            assert "3. Fork — no checkpoint before the call" in shown  # it was the first step
             assert not screen.composer.display
             assert tool.calls == 1 and len(await runtime.job_runs(job_id)) == 1
 
@@ -325,3 +328,63 @@ async def test_retrying_a_claude_run_without_a_key_says_so_and_adds_no_run(
         assert runs[0].state is RunState.FAILED
     finally:
         await runtime.close()
+
+
+def _snapshot_app(name: str) -> Any:
+    """The app on a database whose one run failed with a shell call in doubt, at a fixed path
+    (the path is on screen); it opens that run (``--continue``)."""
+    base = ROOT / name
+    shutil.rmtree(base, ignore_errors=True)
+    workspace = base / "project"
+    workspace.mkdir(parents=True)
+
+    async def opener() -> Runtime:
+        runtime, *_ = await _failed_runtime(base / "agent-tui.db", workspace, "shell")
+        return runtime
+
+    settings = Settings(
+        workspace=workspace,
+        theme="agent-dusk",
+        hide_ages=True,
+        remember_theme=False,
+        continue_last=True,
+    )
+    return create_app(opener, settings)
+
+
+async def _until_choice(pilot: Pilot[Any]) -> None:
+    screen = _main(pilot.app)  # type: ignore[arg-type]
+    await wait_until(
+        pilot,
+        lambda: (
+            screen.selected_run is not None
+            and "failed · tool outcome unknown" in screen.status.text
+        ),
+    )
+    await pilot.press("escape")
+    await wait_until(pilot, lambda: not screen.typing())
+    await _press_retry(pilot, screen)
+    pilot.app.clear_notifications()
+    await pilot.pause(0.3)
+    await pilot.wait_for_scheduled_animations()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+async def test_the_retry_choice_fits_with_its_keys_visible(
+    request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _snapshot_app(request.node.name)
+    async with app.run_test(size=size) as pilot:
+        await _until_choice(pilot)
+        choice = app.screen.query_one(RetryChoice)
+        keys = choice.query_one(".retry-keys")
+        assert keys.region.height >= 1 and keys.region.bottom <= app.size.height
+        assert f"$ {SHELL_COMMAND}" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+def test_snapshot_of_the_retry_choice(
+    snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    app = _snapshot_app(request.node.name)
+    assert snap_compare(app, terminal_size=size, run_before=_until_choice)

@@ -89,19 +89,13 @@ class RetryChoice(Vertical, can_focus=True):
     @property
     def choices(self) -> list[tuple[RetryChoiceName, str, bool]]:
         """(choice, label, available), in the order of their digit keys."""
-        several = len(self.calls) > 1
-        them = "them" if several else "it"
-        fork = "Fork from the last checkpoint (a new job; this run stays as it is)"
+        them = "them" if len(self.calls) > 1 else "it"
+        fork = "Fork from the last checkpoint (a new job)"
         if self.checkpoint_id is None:
-            fork = "Fork — not possible: this run has no checkpoint before the call"
+            fork = "Fork — no checkpoint before the call"
         return [
-            ("rerun", f"Run {them} again (the approval rules apply)", True),
-            (
-                "skip",
-                f"Continue without {them}: the model is told the outcome is unknown and what "
-                "was attempted",
-                True,
-            ),
+            ("rerun", f"Run {them} again", True),
+            ("skip", f"Continue without {them} (the model is told the outcome is unknown)", True),
             ("fork", fork, self.checkpoint_id is not None),
         ]
 
@@ -110,8 +104,7 @@ class RetryChoice(Vertical, can_focus=True):
         what = f"these {len(self.calls)} calls" if several else "this call"
         yield Static(
             f"⚠ The outcome of {what} is unknown: agent-tui stopped while "
-            f"{'they' if several else 'it'} ran, so {'they' if several else 'it'} may or may "
-            "not have acted.",
+            f"{'they' if several else 'it'} ran. Retry how?",
             classes="retry-title",
             markup=False,
         )
@@ -124,7 +117,7 @@ class RetryChoice(Vertical, can_focus=True):
             option.set_class(not available, "-disabled")
             yield option
         yield Static(
-            "1 / r run again · 2 / c continue without · 3 / f fork · ↑ ↓ Enter · Esc keep as is",
+            "1-3 or r / c / f · ↑ ↓ Enter · Esc keep the run as it is",
             classes="retry-keys",
             markup=False,
         )
