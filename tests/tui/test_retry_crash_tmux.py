@@ -94,26 +94,26 @@ class Tui:
         return int(out.strip())
 
     async def keys(self, *keys: str, literal: bool = False) -> None:
-        assert (await _tmux("send-keys", "-t", self.session, *(["-l"] if literal else []), *keys))[
-            0
-        ] == 0
+        flags = ["-l"] if literal else []
+        code, out = await _tmux("send-keys", "-t", self.session, *flags, *keys)
+        assert code == 0, out
 
     async def wait_for(self, text: str, *, timeout: float = 60.0) -> str:
         return await _wait_for_text(self.session, text, timeout=timeout)
 
     async def kill_app(self) -> None:
-        """``kill -9`` of agent-tui alone (not its session or the tools it started)."""
+        """``kill -9`` of agent-tui alone (not its session, nor the tools it started); returns
+        once tmux saw it die."""
         pid = await self.pid()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert b"agent-tui" in cmdline  # the app itself, not a shell around it
         os.kill(pid, signal.SIGKILL)
+        async with asyncio.timeout(30):
+            while (await _tmux("has-session", "-t", self.session))[0] == 0:
+                await asyncio.sleep(0.1)
 
     async def close(self) -> None:
         await _tmux("kill-session", "-t", self.session)
-
-
-async def _gone(tui: Tui) -> None:
-    async with asyncio.timeout(30):
-        while (await _tmux("has-session", "-t", tui.session))[0] == 0:
-            await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize("choice", ["continue without it", "run it again"])
@@ -147,7 +147,6 @@ async def test_a_shell_call_cut_off_by_kill_9_never_acts_alone_and_the_retry_ask
                 "the shell call to run",
             )
             await first.kill_app()
-            await _gone(first)
             # Once no process of the command is left, the line can never be written.
             await _until(
                 lambda: not live_processes_mentioning(f"sleep {delay}"),
@@ -224,7 +223,6 @@ async def test_a_kill_0_2_s_after_enter_leaves_the_claude_task_and_its_prompt_in
             await tui.keys("Enter")
             await asyncio.sleep(0.2)  # the scenario: the app dies 0.2 s after Enter
             await tui.kill_app()
-            await _gone(tui)
         finally:
             await tui.close()
     [(run_id, task)] = _rows(db_path, "SELECT id, input FROM runs")
