@@ -12,6 +12,7 @@ against the fake Anthropic server on loopback):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
@@ -101,6 +102,17 @@ class Tui:
     async def wait_for(self, text: str, *, timeout: float = 60.0) -> str:
         return await _wait_for_text(self.session, text, timeout=timeout)
 
+    async def open_job_under_cursor(self, shown: str) -> None:
+        """Enter on the browser's row until ``shown`` is on screen (the browser may still be
+        filling its first page when the first Enter arrives)."""
+        async with asyncio.timeout(60):
+            while shown not in await _screen(self.session):
+                await self.keys("Enter")
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(3):
+                        while shown not in await _screen(self.session):
+                            await asyncio.sleep(0.1)
+
     async def kill_app(self) -> None:
         """``kill -9`` of agent-tui alone (not its session, nor the tools it started); returns
         once tmux saw it die."""
@@ -162,8 +174,7 @@ async def test_a_shell_call_cut_off_by_kill_9_never_acts_alone_and_the_retry_ask
                 "the call to be marked indeterminate",
             )
             await second.wait_for("append a line", timeout=30)  # the job, in the browser
-            await second.keys("Enter")  # open the job under the cursor
-            await second.wait_for("failed · tool outcome unknown (R retry")  # the status line
+            await second.open_job_under_cursor("failed · tool outcome unknown (R retry")
             screen = await _screen(second.session)
             assert "interrupted (R" not in screen
             await second.keys("R")
