@@ -253,9 +253,7 @@ class Runtime:
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
     def check_model(self, reference: str) -> None:
-        """``ConfigError`` when the model ``reference`` cannot be used here (unknown provider,
-        no key), without loading any provider SDK: what ``start``, ``follow_up`` and ``retry``
-        check before they store anything."""
+        """``ConfigError`` when ``reference`` cannot be used here (no key, say); no SDK loads."""
         self._catalog.check_model(reference)
 
     def context_window(self, model: str) -> int:

@@ -63,6 +63,7 @@ async def test_without_a_working_sandbox_the_status_line_says_so_and_an_allowed_
             status = screen.query_one(StatusLine)
             await wait_until(pilot, lambda: SANDBOX_HINT in str(status.render()))
             await wait_until(pilot, lambda: any(why in n for n in notifications(app)))
+            assert sum(why in n for n in notifications(app)) == 1
 
             await pilot.press(*"write a file", "enter")
             await wait_until(pilot, lambda: bool(screen.query(ApprovalPrompt)), timeout=WAIT)
@@ -83,8 +84,9 @@ async def test_without_a_working_sandbox_the_status_line_says_so_and_an_allowed_
                 timeout=WAIT,
             )
             assert (workspace / "said.txt").read_text() == "hi\n"
-            # Said once: one notification, however many runs and calls.
-            assert sum(why in n for n in notifications(app)) == 1
+            # Said once: no second notification however many calls ask (the first one may
+            # have timed out by now on a slow machine).
+            assert sum(why in n for n in notifications(app)) <= 1
         assert (await runtime.get_run(run_id)).state is RunState.COMPLETED
     finally:
         await runtime.close()

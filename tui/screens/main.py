@@ -497,7 +497,11 @@ class MainScreen(Screen[None]):
         status.sandbox_notice = notice
         status.update(status.text)
         self.notify(
-            terminal_safe_line(notice), title="Shell sandbox", severity="warning", markup=False
+            terminal_safe_line(notice),
+            title="Shell sandbox",
+            severity="warning",
+            markup=False,
+            timeout=10,
         )
 
     def _report_recovery(self) -> None:
