@@ -252,10 +252,6 @@ class Runtime:
         """Plain words for people when the demo model is the default, else None."""
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
-    def check_model(self, reference: str) -> None:
-        """``ConfigError`` when ``reference`` cannot be used here (no key, say); no SDK loads."""
-        self._catalog.check_model(reference)
-
     def context_window(self, model: str) -> int:
         """The context window, in tokens, of the model ``model`` refers to (e.g. a run's model).
         Raises ``ConfigError`` for a model no provider knows."""

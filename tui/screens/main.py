@@ -25,7 +25,7 @@ from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
-from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
 from runtime.models import (
     Checkpoint,
     ImageBlock,
@@ -1551,15 +1551,20 @@ class MainScreen(Screen[None]):
         and let the person choose first (nothing runs again silently)."""
         runtime = self.runtime
         run = await runtime.get_run(run_id)
-        if run.state.is_terminal:
-            runtime.check_model(run.model)  # no key: a clear error before anything is asked
-            calls = await runtime.unknown_calls(run.id)
-            if calls:
-                checkpoints = await runtime.checkpoints(run.id)
-                latest = checkpoints[-1].id if checkpoints else None
-                self.post_message(RetryChoiceWanted(run, calls, latest))
-                return
-        await self._start_retry(run_id, None)
+        calls = await runtime.unknown_calls(run.id) if run.state.is_terminal else []
+        if not calls:
+            await self._start_retry(run_id, None)
+            return
+        try:
+            # Without a choice the runtime checks the model first (no key: a clear error,
+            # before anything is asked), then refuses, writing nothing.
+            await self._start_retry(run_id, None)
+            return
+        except InvalidInput:
+            pass
+        checkpoints = await runtime.checkpoints(run.id)
+        latest = checkpoints[-1].id if checkpoints else None
+        self.post_message(RetryChoiceWanted(run, calls, latest))
 
     async def _start_retry(self, run_id: str, unknown: UnknownChoice | None) -> None:
         run = await self.runtime.retry(run_id, unknown=unknown)
