@@ -260,6 +260,7 @@ class ToolCalls:
             tool_call_id=call.id,
             progress=self._progress_publisher(run, call),
             request_input=self._input_requester(execution, run, call),
+            shell_network=self._catalog.config_for(str(workspace)).permissions.shell_network,
         )
         hooks, _ = self._catalog.hooks_for(str(workspace))
         if hooks.before_tool:
