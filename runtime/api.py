@@ -1,6 +1,155 @@
-"""The public runtime API (DESIGN §7). Clients (the TUI, the CLI, tests) use only this."""
+"""The public runtime API (DESIGN §7). Clients (the TUI, the CLI, tests) use only this.
+
+``RuntimeApi`` is the surface written down once, as a protocol: the run lifecycle (start,
+follow-up, retry, fork, respond, cancel), observing and waiting (``observe`` interleaves durable
+and transient events; ``wait`` returns the next boundary and never hangs on ``input_required``),
+and the paged queries the browser needs. ``Runtime`` (``runtime.runtime``) implements it over a
+store; the assignment at the end of this module makes mypy check that it still does, so a
+change of the surface is a change of this file. Clients that only drive runs can be typed
+against ``RuntimeApi`` and run against any implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol
 
 from runtime.engine.retries import UnknownChoice, describe_call
+from runtime.events import DurableEvent, Event
+from runtime.models import (
+    Checkpoint,
+    InputRequest,
+    Job,
+    Message,
+    Run,
+    RunState,
+    SearchHit,
+    ToolCall,
+)
 from runtime.runtime import Boundary, Runtime, arguments_digest
+from runtime.store.base import Page
 
-__all__ = ["Boundary", "Runtime", "UnknownChoice", "arguments_digest", "describe_call"]
+__all__ = [
+    "Boundary",
+    "Runtime",
+    "RuntimeApi",
+    "UnknownChoice",
+    "arguments_digest",
+    "describe_call",
+]
+
+
+class RuntimeApi(Protocol):
+    """What a client may ask of the runtime (DESIGN §7)."""
+
+    # --- the run lifecycle ------------------------------------------------------------------
+    async def start(
+        self,
+        input: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        job_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """A run in a new job (or ``job_id``), executed in this process."""
+        ...
+
+    async def follow_up(
+        self, job_id: str, input: str, *, agent: str | None = None, model: str | None = None
+    ) -> Run:
+        """A new root run of the job, after its earlier ones, with their history."""
+        ...
+
+    async def retry(self, run_id: str, *, unknown: UnknownChoice | None = None) -> Run:
+        """An interrupted run executes again; a failed or cancelled one gets a new run in its
+        job from its last checkpoint (linked to it)."""
+        ...
+
+    async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
+        """A new job whose history is the checkpoint's."""
+        ...
+
+    async def respond(
+        self, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None = None
+    ) -> Run:
+        """Answer the open request (validated against its schema) and continue the run."""
+        ...
+
+    async def cancel(self, run_id: str, *, reason: str | None = None) -> Run: ...
+
+    async def close(self) -> None:
+        """Stop this process's executions and release its lease."""
+        ...
+
+    # --- observing and waiting --------------------------------------------------------------
+    def observe(
+        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+    ) -> AsyncIterator[Event]: ...
+
+    async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary: ...
+
+    async def wait_answered(
+        self, request_id: str, *, timeout: float | None = None
+    ) -> InputRequest: ...
+
+    async def events(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 500,
+        run_id: str | None = None,
+        job_id: str | None = None,
+    ) -> list[DurableEvent]:
+        """Durable events after a cursor, oldest first (paged)."""
+        ...
+
+    async def last_seq(self) -> int: ...
+
+    # --- queries (paged by keyset) ----------------------------------------------------------
+    async def get_job(self, job_id: str) -> Job: ...
+
+    async def get_run(self, run_id: str) -> Run: ...
+
+    async def get_request(self, request_id: str) -> InputRequest: ...
+
+    async def list_jobs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Job]: ...
+
+    async def list_runs(
+        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+    ) -> Page[Run]: ...
+
+    async def job_runs(self, job_id: str) -> list[Run]: ...
+
+    async def messages(
+        self,
+        run_id: str,
+        *,
+        after_position: int = -1,
+        before_position: int | None = None,
+        limit: int = 200,
+    ) -> list[Message]: ...
+
+    async def all_messages(self, run_id: str) -> list[Message]: ...
+
+    async def tool_calls(self, run_id: str) -> list[ToolCall]: ...
+
+    async def unknown_calls(self, run_id: str) -> list[ToolCall]: ...
+
+    async def checkpoints(self, run_id: str) -> list[Checkpoint]: ...
+
+    async def open_request(self, run_id: str) -> InputRequest | None: ...
+
+    async def inbox(self, *, limit: int = 100) -> list[InputRequest]: ...
+
+    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]: ...
+
+    async def counts(self) -> dict[RunState, int]: ...
+
+    async def export_job(self, job_id: str, *, format: Literal["md", "json"] = "md") -> str: ...
+
+
+def _implements(runtime: Runtime) -> RuntimeApi:
+    return runtime  # mypy: Runtime must stay a RuntimeApi

@@ -18,8 +18,16 @@ from pathlib import Path
 
 from runtime.config import user_config_path
 from runtime.frontmatter import FrontMatterError, read_markdown
+from runtime.skills import Skill, discover_skills, skill_text
 
-__all__ = ["CommandProblem", "CustomCommand", "discover_commands", "expand_command"]
+__all__ = [
+    "CommandProblem",
+    "CustomCommand",
+    "discover_commands",
+    "expand_command",
+    "expand_invocation",
+    "expand_slash_prompt",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _POSITIONAL = re.compile(r"\$([1-9])")
@@ -112,3 +120,35 @@ def expand_command(command: CustomCommand, arguments: str) -> str:
     if arguments and not uses_arguments:
         body = f"{body}\n\n{arguments}"
     return body
+
+
+def expand_invocation(
+    name: str,
+    arguments: str,
+    *,
+    skills: Mapping[str, Skill],
+    commands: Mapping[str, CustomCommand],
+) -> str | None:
+    """What ``/name arguments`` sends when ``name`` is a skill (its body, files and the
+    arguments) or a custom command (its body with ``$ARGUMENTS``); None otherwise. Names match
+    without regard to case; the mappings are keyed by lower-case name."""
+    skill = skills.get(name.lower())
+    if skill is not None:
+        return skill_text(skill, arguments)
+    command = commands.get(name.lower())
+    if command is not None:
+        return expand_command(command, arguments)
+    return None
+
+
+def expand_slash_prompt(text: str, workspace: Path, *, env: Mapping[str, str] | None = None) -> str:
+    """A prompt typed as ``/name args`` (``agent-tui run "/review main.py"``) expanded when it
+    names a skill or a custom command of ``workspace``; any other text is returned unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return text
+    name, _, arguments = stripped[1:].partition(" ")
+    skills = {s.name.lower(): s for s in discover_skills(workspace, env=env).skills.values()}
+    commands = {c.name.lower(): c for c in discover_commands(workspace, env=env).commands.values()}
+    expanded = expand_invocation(name, arguments, skills=skills, commands=commands)
+    return text if expanded is None else expanded

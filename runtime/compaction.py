@@ -26,6 +26,7 @@ from runtime.models import (
 
 __all__ = [
     "COMPACTION_INSTRUCTIONS",
+    "SUMMARISER_SYSTEM",
     "CompactionPlan",
     "compacted_history",
     "estimate_tokens",
@@ -46,6 +47,11 @@ COMPACTION_INSTRUCTIONS = (
     "read or changed (with paths) and what was learnt from them, commands run and their "
     "outcomes, open questions, and the next steps. Be specific and concise; do not invent."
 )
+SUMMARISER_SYSTEM = (
+    "You are agent-tui's summariser. You write the summary that replaces the older part of a "
+    "conversation between a person and an agent; answer with the summary only."
+)
+"""The system prompt of a summary request (the demo model recognises it)."""
 SUMMARY_HEADER = "Summary of the earlier part of this conversation (compacted):"
 
 

@@ -9,7 +9,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Required, TypedDict, TypeVar
 
 from runtime.clock import Clock, SystemClock
 from runtime.config import Config
@@ -53,6 +53,24 @@ def open_store(db_path: str | Path, *, clock: Clock) -> Store:
     from runtime.store.sqlite import SqliteStore
 
     return SqliteStore(Path(db_path), clock=clock)
+
+
+class OpenOptions(TypedDict, total=False):
+    """The keywords of ``Runtime.open``: those of ``open_runtime``, which documents them."""
+
+    db_path: Required[str | Path]
+    workspace: Required[str | Path]
+    config: Config | None
+    model: str | None
+    providers: ProviderFactory | None
+    tools: dict[str, Tool] | None
+    clock: Clock | None
+    sleep: SleepFn
+    env: Mapping[str, str] | None
+    lease_seconds: float
+    store: Store | None
+    mcp: Any
+    read_only: bool
 
 
 async def open_runtime(

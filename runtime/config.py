@@ -29,6 +29,7 @@ from runtime.config_edit import remove_from_toml_array as remove_from_toml_array
 from runtime.config_edit import set_toml_value
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
+from runtime.hooks import HooksConfig
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ class Defaults(_Config):
     max_parallel_tools: int = Field(default=4, ge=1, le=64)
     notify: Literal["bell", "desktop", "both", "off"] = "both"
     """When a run waits for input unseen: ring the bell, a desktop notification, both, none."""
+    compact_at: float = Field(default=0.8, gt=0, le=1)
+    """Compact the history when a request would exceed this share of the context window."""
+    context_window: int | None = Field(default=None, ge=1000)
+    """Tokens the model sees at most; None: what the provider says for the model."""
 
 
 class AgentConfig(_Config):
@@ -108,6 +113,7 @@ class Config(_Config):
     agents: dict[str, AgentConfig] = {}
     mcp_servers: dict[str, McpServerConfig] = {}
     permissions: Permissions = Permissions()
+    hooks: HooksConfig = HooksConfig()
     sources: list[str] = []
     """The files this config was read from, in order (later ones won)."""
     warnings: list[str] = []
@@ -272,6 +278,7 @@ _SECTION_FIELDS: dict[str, tuple[str, ...]] = {
         )
     ),
     "permissions": tuple(Permissions.model_fields),
+    "hooks": tuple(HooksConfig.model_fields),
 }
 
 
@@ -534,6 +541,16 @@ def _merge_layers(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
                 combined = [*lists.get(rule_kind, []), *patterns]
                 lists[rule_kind] = list(dict.fromkeys(combined))
             result[key] = lists
+        elif key == "hooks" and isinstance(value, dict):
+            # The user's hooks and the workspace's both run: the lists are concatenated.
+            hooks = dict(result.get(key, {}))
+            for event, entries in value.items():
+                earlier = hooks.get(event, [])
+                if isinstance(entries, list) and isinstance(earlier, list):
+                    hooks[event] = [*earlier, *entries]
+                else:
+                    hooks[event] = entries
+            result[key] = hooks
         elif isinstance(value, dict) and isinstance(result.get(key), dict):
             result[key] = _merge_tables(result[key], value)
         else:

@@ -69,6 +69,37 @@ class CheckpointCreated(_DurableEvent):
     step: int
 
 
+class RepairNote(BaseModel):
+    """One change the history repair made to the request (DESIGN §6, §8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool_use_id: str
+    tool_call_id: str
+    name: str
+    action: str
+    """``closed_orphan``, ``dropped_duplicate`` or ``dropped_stray``."""
+
+
+class HistoryRepaired(_DurableEvent):
+    """The transcript sent to the model was repaired (orphaned ``tool_use`` ids closed, results
+    dropped); once per execution that had to repair it."""
+
+    kind: Literal["history_repaired"] = "history_repaired"
+    repairs: list[RepairNote]
+
+
+class RunNoted(_DurableEvent):
+    """A fact about a run that is neither a message nor a state change (DESIGN §16): the
+    instruction files it used (``instructions``), a phase it moved to (``phase``), a compaction of
+    its history (``compaction``). ``text`` is one line for people; ``data`` holds the record."""
+
+    kind: Literal["run_noted"] = "run_noted"
+    note: Literal["instructions", "phase", "compaction"]
+    text: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class MessageDelta(_Event):
     kind: Literal["message_delta"] = "message_delta"
     execution_id: str
@@ -97,7 +128,12 @@ class Notice(_Event):
 
 
 DurableEvent = Annotated[
-    RunStateChanged | MessageCommitted | ToolStateChanged | CheckpointCreated,
+    RunStateChanged
+    | MessageCommitted
+    | ToolStateChanged
+    | CheckpointCreated
+    | HistoryRepaired
+    | RunNoted,
     Field(discriminator="kind"),
 ]
 TransientEvent = Annotated[MessageDelta | ToolProgress | Notice, Field(discriminator="kind")]
@@ -106,6 +142,8 @@ Event = Annotated[
     | MessageCommitted
     | ToolStateChanged
     | CheckpointCreated
+    | HistoryRepaired
+    | RunNoted
     | MessageDelta
     | ToolProgress
     | Notice,
@@ -116,8 +154,21 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 DURABLE_EVENT_ADAPTER: TypeAdapter[DurableEvent] = TypeAdapter(DurableEvent)
 
 DURABLE_KINDS = frozenset(
-    {"run_state_changed", "message_committed", "tool_state_changed", "checkpoint_created"}
+    {
+        "run_state_changed",
+        "message_committed",
+        "tool_state_changed",
+        "checkpoint_created",
+        "history_repaired",
+        "run_noted",
+    }
 )
+
+
+def repair_text(event: HistoryRepaired) -> str:
+    """The one line a person reads for a ``history_repaired`` event."""
+    names = ", ".join(sorted({r.name or r.tool_use_id for r in event.repairs}))
+    return f"history repaired before calling the model ({len(event.repairs)}): {names}"
 
 
 def is_durable(event: Event) -> bool:

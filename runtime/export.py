@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from runtime.events import RunNoted
 from runtime.history import all_messages
 from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from runtime.store.base import Store
@@ -43,6 +44,10 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                     ],
                     "tool_calls": [
                         c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)
+                    ],
+                    "notes": [
+                        n.model_dump(mode="json", by_alias=True)
+                        for n in await store.list_notes(run_ids=[run.id])
                     ],
                     "partial_answer": None
                     if partial is None
@@ -80,13 +85,35 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
         ]
         if run.failure:
             lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
+        notes = await store.list_notes(run_ids=[run.id])
         for message in await all_messages(store, run.id):
+            while notes and notes[0].created_at <= message.created_at:
+                lines += _note_lines(notes.pop(0))
             lines += _message_lines(message)
+        for note in notes:
+            lines += _note_lines(note)
         partial = await partial_answer(store, run)
         if partial is not None:
             lines += _partial_lines(partial)
     # Markdown is read in terminals (cat, less -R): control characters are made visible.
     return terminal_safe("\n".join(lines).rstrip()) + "\n"
+
+
+def _note_lines(note: RunNoted) -> list[str]:
+    """A run's note (instructions used, a phase move, a compaction) where it happened; a
+    compaction shows its summary, and the messages it covered stay above it in full."""
+    lines = [f"> _{note.text}_", ""]
+    if note.note == "compaction":
+        summary = "\n".join(f"> {line}" for line in str(note.data.get("summary", "")).splitlines())
+        lines += [
+            "<details><summary>Compaction summary</summary>",
+            "",
+            summary,
+            "",
+            "</details>",
+            "",
+        ]
+    return lines
 
 
 def _partial_lines(partial: PartialAnswer) -> list[str]:

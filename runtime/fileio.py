@@ -11,7 +11,13 @@ from pathlib import Path
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, keeping the permission bits of an existing file."""
+    """Write ``text`` (UTF-8, newlines as given) to ``path`` atomically, keeping the permission
+    bits of an existing file."""
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, keeping the permission bits of an existing file."""
     mode: int | None = None
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -20,8 +26,8 @@ def write_text_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if mode is None:

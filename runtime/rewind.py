@@ -18,18 +18,16 @@ includes it explicitly. Works after a crash and across restarts: everything is i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
 import hashlib
 import os
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runtime.errors import PathOutsideWorkspace, ToolError
+from runtime.fileio import write_bytes_atomically
 from runtime.store.base import FileContent, FileSnapshot, Store
 from runtime.tools.workspace import display_path, resolve_in_workspace
 
@@ -190,32 +188,6 @@ async def plan_rewind(store: Store, checkpoint_id: str) -> RewindPlan:
     )
 
 
-def _write_bytes_atomically(path: Path, data: bytes) -> None:
-    """``runtime.fileio``'s temp-file, fsync and rename, for bytes (kept permission bits)."""
-    mode: int | None = None
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temp_name, mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-
-
 def _restore(change: FileChange) -> None:
     if change.target is None:
         try:
@@ -223,7 +195,7 @@ def _restore(change: FileChange) -> None:
         except FileNotFoundError:
             pass
         return
-    _write_bytes_atomically(change.absolute, change.target)
+    write_bytes_atomically(change.absolute, change.target)
 
 
 def apply_rewind(plan: RewindPlan, *, include_changed_outside: bool = False) -> list[FileChange]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +31,7 @@ from runtime.engine.execution import (
     SleepFn,
     arguments_digest,
 )
+from runtime.engine.extensions import ExtensionPoints
 from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
@@ -57,6 +58,9 @@ from runtime.models import (
 )
 from runtime.store.base import NewRun, Page, RecoveryReport, Store
 from runtime.tools.base import Tool
+
+if TYPE_CHECKING:
+    from runtime.compose import OpenOptions
 
 CLOSED_REASON = "stopped when agent-tui closed"
 """``RunStateChanged.reason`` of a run this process stopped on a deliberate close."""
@@ -131,47 +135,17 @@ class Runtime:
         self._leases = engine.leases
         self._executor = engine.executor
         self.dispatch = engine.dispatch  # where runs execute: here, or in workers
+        self.extensions = ExtensionPoints(store, engine.catalog, workspace)
 
     # --- lifecycle -----------------------------------------------------------------------------
     @classmethod
-    async def open(
-        cls,
-        *,
-        db_path: str | Path,
-        workspace: str | Path,
-        config: Config | None = None,
-        model: str | None = None,
-        providers: ProviderFactory | None = None,
-        tools: dict[str, Tool] | None = None,
-        clock: Clock | None = None,
-        sleep: SleepFn = asyncio.sleep,
-        env: Mapping[str, str] | None = None,
-        lease_seconds: float = LEASE_SECONDS,
-        store: Store | None = None,
-        mcp: Any = None,
-        read_only: bool = False,
-    ) -> Runtime:
+    async def open(cls, **options: Unpack[OpenOptions]) -> Runtime:
         """Open the database (migrating it) and recover the runs of owners that are provably
-        gone (``runtime.compose.open_runtime``). ``read_only``: never write (for commands and
-        views that only look)."""
+        gone (``runtime.compose.open_runtime``, which documents the options). ``read_only``:
+        never write (for commands and views that only look)."""
         from runtime.compose import open_runtime
 
-        return await open_runtime(
-            cls,
-            db_path=db_path,
-            workspace=workspace,
-            config=config,
-            model=model,
-            providers=providers,
-            tools=tools,
-            clock=clock,
-            sleep=sleep,
-            env=env,
-            lease_seconds=lease_seconds,
-            store=store,
-            mcp=mcp,
-            read_only=read_only,
-        )
+        return await open_runtime(cls, **options)
 
     @property
     def config(self) -> Config:
@@ -500,7 +474,7 @@ class Runtime:
                 boundary = await self._boundary(run_id)
                 if boundary is not None:
                     return boundary
-                await self._pump.await_progress()
+                await self._pump.await_run_change()
 
     async def wait_answered(self, request_id: str, *, timeout: float | None = None) -> InputRequest:
         """Wait until a request is answered or cancelled, here or by another process."""

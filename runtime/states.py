@@ -19,7 +19,8 @@ RUN_TRANSITIONS: Mapping[RunState | None, frozenset[RunState]] = {
     None: frozenset({R.QUEUED}),
     R.QUEUED: frozenset({R.RUNNING, R.CANCELLED}),
     R.RUNNING: frozenset({R.INPUT_REQUIRED, R.COMPLETED, R.FAILED, R.QUEUED, R.CANCELLED}),
-    R.INPUT_REQUIRED: frozenset({R.QUEUED, R.CANCELLED}),
+    # input_required → failed: the request can no longer be answered and its call may have acted.
+    R.INPUT_REQUIRED: frozenset({R.QUEUED, R.CANCELLED, R.FAILED}),
     R.COMPLETED: frozenset(),
     R.FAILED: frozenset(),
     R.CANCELLED: frozenset(),

@@ -332,6 +332,23 @@ class AgentTuiApp(App[int]):
             "Permissions", "Every allow / ask / deny rule, revocable", self.action_permissions
         )
         yield SystemCommand("Help", "List every key", self.action_help)
+        yield from self._extension_system_commands()
+
+    def _extension_system_commands(self) -> Iterable[SystemCommand]:
+        """Each skill and custom command of the workspace: choosing one types it into the
+        composer, ready for its arguments."""
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is None:
+            return
+        for command in main.extension_commands.slash_commands():
+            kind = "Skill" if command.help.startswith("skill: ") else "Command"
+            help_text = command.help.removeprefix("skill: ")
+
+            def type_it(screen: MainScreen = main, name: str = command.name) -> None:
+                screen.composer.input.value = f"/{name} "
+                screen.composer.focus_input()
+
+            yield SystemCommand(f"{kind} /{command.name}", help_text, type_it)
 
     def action_permissions(self) -> None:
         from tui.screens.permissions import PermissionsScreen

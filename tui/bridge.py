@@ -82,6 +82,14 @@ class ToolProgressed(TextualMessage):
         self.event = event
 
 
+class RunNotedReceived(TextualMessage):
+    """Instructions used, a phase move or a compaction was recorded on a run."""
+
+    def __init__(self, event: rt.RunNoted) -> None:
+        super().__init__()
+        self.event = event
+
+
 class CheckpointCreated(TextualMessage):
     def __init__(self, event: rt.CheckpointCreated) -> None:
         super().__init__()
@@ -226,6 +234,11 @@ def _to_message(event: rt.Event) -> TextualMessage | None:
         return ToolProgressed(event)
     if isinstance(event, rt.CheckpointCreated):
         return CheckpointCreated(event)
+    if isinstance(event, rt.RunNoted):
+        return RunNotedReceived(event)
     if isinstance(event, rt.Notice):
         return NoticeReceived(event)
+    if isinstance(event, rt.HistoryRepaired):
+        notice = rt.Notice(job_id=event.job_id, run_id=event.run_id, text=rt.repair_text(event))
+        return NoticeReceived(notice)
     return None

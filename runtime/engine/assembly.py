@@ -15,6 +15,7 @@ from runtime.engine.delegation import Delegation
 from runtime.engine.dispatch import Dispatch
 from runtime.engine.execution import Executions, Launcher, ProviderFactory, SleepFn
 from runtime.engine.executor import Executor
+from runtime.engine.extensions import Extensions
 from runtime.engine.leases import Leases
 from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
@@ -85,7 +86,9 @@ def build_engine(
     tool_calls = ToolCalls(
         store=store, catalog=catalog, pump=pump, delegation=delegation, owner_id=owner_id
     )
+    extensions = Extensions(store=store, pump=pump)
     executor = Executor(
+        extensions=extensions,
         store=store,
         owner_id=owner_id,
         catalog=catalog,

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from runtime.config import AgentConfig, Config
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, InvalidInput, ToolError
+from runtime.hooks import ClaudeHookReport, HooksConfig, load_claude_hooks
 from runtime.providers.base import ModelProvider
+from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ class Catalog:
         self._providers: dict[str, ModelProvider] = {}
         self._builtin_tools = tools
         self._run_allowed: dict[str, set[str]] = {}
+        self._hooks: dict[str, tuple[HooksConfig, ClaudeHookReport]] = {}
 
     def provider(self, reference: str) -> ModelProvider:
         provider = self._providers.get(reference)
@@ -165,6 +168,10 @@ class Catalog:
             delegate_config = self.agent(delegate, workspace)
             delegate_tool = DelegateTool(delegate, delegate_config.description)
             tools[delegate_tool.name] = delegate_tool
+        if tool_allowed(agent, USE_SKILL_NAME):
+            skills = discover_skills(Path(workspace)).skills.values()
+            if any(skill.model_invocable for skill in skills):
+                tools[USE_SKILL_NAME] = UseSkillTool(list(skills))
         return tools
 
     def mcp_for(self, workspace: str) -> McpManager | None:
@@ -192,6 +199,24 @@ class Catalog:
             if manager is not None:
                 notices += [(notice.level, notice.text) for notice in manager.take_notices()]
         return notices
+
+    def context_window(self, provider: ModelProvider, workspace: str | None = None) -> int:
+        """The window compaction measures against: ``[defaults] context_window`` or the
+        provider's."""
+        configured = self.config_for(workspace).defaults.context_window
+        return configured or provider.context_window
+
+    def hooks_for(self, workspace: str) -> tuple[HooksConfig, ClaudeHookReport]:
+        """The ``[hooks]`` of the workspace's config, then the Claude Code settings entries
+        that map (read once per workspace), with the report of what was used and skipped."""
+        found = self._hooks.get(workspace)
+        if found is None:
+            claude, report = load_claude_hooks(Path(workspace))
+            hooks = self.config_for(workspace).hooks
+            for event in ("before_tool", "after_tool"):
+                hooks = hooks.with_entries(event, getattr(claude, event))
+            found = self._hooks[workspace] = (hooks, report)
+        return found
 
     def allowed_for_run(self, run_id: str) -> set[str]:
         """Tools the person allowed for the rest of this run ("allow for this run")."""

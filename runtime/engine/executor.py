@@ -18,15 +18,17 @@ from runtime.config import AgentConfig
 from runtime.engine.catalog import Catalog
 from runtime.engine.delegation import Delegation
 from runtime.engine.execution import GIVEN_BACK_REASON, Execution, Executions, RunFailed
+from runtime.engine.extensions import Extensions
+from runtime.engine.hooked import notify_run_finished
 from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
-from runtime.events import Notice
+from runtime.events import RepairNote
 from runtime.history import load_history
 from runtime.images import RequestImages
 from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
-from runtime.providers.base import ModelProvider, ModelRequest, ToolSpec
+from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
 
@@ -97,7 +99,9 @@ class Executor:
         tool_calls: ToolCalls,
         delegation: Delegation,
         executions: Executions,
+        extensions: Extensions,
     ) -> None:
+        self._extensions = extensions
         self._store = store
         self._owner_id = owner_id
         self._catalog = catalog
@@ -177,17 +181,20 @@ class Executor:
         job = await self._store.get_job(run.job_id)
         agent = self._catalog.agent(run.agent, job.workspace)
         provider = self._catalog.provider(run.model)
-        tools = await self._catalog.tools_for(agent, workspace=job.workspace)
+        all_tools = await self._catalog.tools_for(agent, workspace=job.workspace)
         self._tool_calls.publish_mcp_notices(run, job.workspace)
         images = RequestImages(self._store)  # tool results' images, read once
-        system = system_prompt(run, agent, Path(job.workspace))
-        specs = [
-            ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
-            for t in tools.values()
-        ]
+        base_system = system_prompt(run, agent, Path(job.workspace))
         await self._job_steps.enter(run.job_id)
         try:
             await self._load(execution, run)
+            extensions = await self._extensions.start(
+                run,
+                workspace=Path(job.workspace),
+                token=execution.token,
+                history=execution.history.messages,
+            )
+            system, tools, specs = self._extensions.step_setup(extensions, base_system, all_tools)
             while True:
                 last = execution.history.last
                 if last is not None and last.role is Role.ASSISTANT and last.tool_uses:
@@ -199,6 +206,12 @@ class Executor:
                         # read what was committed meanwhile.
                         run = await self._store.get_run(run.id)
                         await self._load(execution, run)
+                    if await self._extensions.note_phase_moves(
+                        run, execution.token, extensions, execution.history.messages
+                    ):
+                        system, tools, specs = self._extensions.step_setup(
+                            extensions, base_system, all_tools
+                        )
                     continue
                 if execution.release_at_step_end:
                     await self._store.stop_run(
@@ -211,10 +224,21 @@ class Executor:
                         f"the agent used all {run.max_steps} steps without finishing",
                     )
                 self._check_job_budget(run)
+                messages = await self._extensions.request_messages(
+                    run,
+                    execution.token,
+                    extensions,
+                    provider=provider,
+                    history=execution.history.messages,
+                    system=system,
+                    context_window=self._catalog.context_window(provider, job.workspace),
+                    share=self._catalog.config_for(job.workspace).defaults.compact_at,
+                    workspace=job.workspace,
+                )
                 request = ModelRequest.model_construct(
                     model=run.model.partition(":")[2] or run.model,
                     system=system,
-                    messages=await images.attach(execution.history.messages),
+                    messages=await images.attach(messages),
                     tools=specs,
                     max_tokens=8192,
                     thinking_budget=None,
@@ -223,6 +247,10 @@ class Executor:
                 if await self._model_turn(execution, run, provider, request, tools):
                     return
                 run = run.model_copy(update={"step": run.step + 1})
+        except RunFailed as failed:
+            hooks, _ = self._catalog.hooks_for(job.workspace)
+            notify_run_finished(hooks, run, job.workspace, RunState.FAILED, failed.failure.message)
+            raise
         finally:
             self._job_steps.leave(run.job_id)
 
@@ -237,12 +265,23 @@ class Executor:
             execution.note_calls(await self._store.list_tool_calls(run.id, message_id=last.id))
         execution.requests = await self._store.list_input_requests(run.id)
         if history.repairs and not execution.repair_noted:
-            execution.repair_noted = True
+            execution.repair_noted = True  # once per execution (DESIGN §6)
             repairs = history.repairs
             names = ", ".join(sorted({r.name or r.tool_use_id for r in repairs}))
-            text = f"history repaired before calling the model ({len(repairs)}): {names}"
-            log.info("run %s: %s", run.id, text)
-            self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="info", text=text))
+            log.info("run %s: history repaired (%d): %s", run.id, len(repairs), names)
+            await self._store.record_history_repair(
+                run.id,
+                token=execution.token,
+                repairs=[
+                    RepairNote(
+                        tool_use_id=r.tool_use_id,
+                        tool_call_id=r.tool_call_id,
+                        name=r.name,
+                        action=r.action,
+                    )
+                    for r in repairs
+                ],
+            )
 
     async def _model_turn(
         self,
@@ -276,6 +315,8 @@ class Executor:
         await self._store.finish_run(
             run.id, token=execution.token, to=RunState.COMPLETED, outcome=message.text[:2000]
         )
+        hooks, _ = self._catalog.hooks_for(request.workspace)
+        notify_run_finished(hooks, run, request.workspace, RunState.COMPLETED, message.text)
         return True
 
     async def _fail_cut_calls(self, execution: Execution, run: Run, message: Message) -> None:

@@ -24,7 +24,7 @@ from runtime.engine.delegation import Delegation
 from runtime.engine.execution import Executions
 from runtime.engine.pump import Pump
 from runtime.errors import AgentTuiError, InvalidInput
-from runtime.models import InputKind, RunState, ToolCallState
+from runtime.models import InputKind
 from runtime.store.base import LeaseRenewer, RecoveryReport, Store
 
 log = logging.getLogger("runtime.engine")
@@ -232,23 +232,13 @@ class Leases:
             if run.owner_id in live:
                 continue
             reason = "the MCP server session that asked for this ended when agent-tui stopped"
-            await self._store.cancel_input_request(request.id, reason=reason)
             if request.tool_call_id is None:
+                await self._store.cancel_input_request(request.id, reason=reason)
                 continue
-            # The call that was waiting can never get its answer now: it fails, and the run
-            # goes back to the queue for a person to resume (the model will see the failure).
-            await self.ensure()
-            run = await self._store.claim_run(request.run_id, owner_id=self.owner_id)
-            token = run.execution_token or ""
-            call = await self._store.get_tool_call(request.tool_call_id)
-            if call.state is ToolCallState.RUNNING:
-                await self._store.set_tool_state(
-                    call.id,
-                    token=token,
-                    to=ToolCallState.FAILED,
-                    error=f"the request for input was cancelled: {reason}",
-                )
-            await self._store.finish_run(run.id, token=token, to=RunState.QUEUED)
+            # The call that was waiting can never get its answer now, and it may have acted:
+            # the run fails (input_required → failed), naming the request; a person retries it
+            # from its last checkpoint (the model sees the call failed).
+            await self._store.fail_unanswerable_request(request.id, reason=reason)
 
     async def after_recovery(self, report: RecoveryReport) -> None:
         for run_id in report.failed:

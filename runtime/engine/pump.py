@@ -38,6 +38,9 @@ class Pump:
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()
         self._progress = asyncio.Event()
+        self._run_changed = asyncio.Event()
+        """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
+        committed here, events read from other processes, or ``notify``."""
         store.on_commit(self._committed)
 
     def start_after(self, seq: int) -> None:
@@ -65,7 +68,7 @@ class Pump:
         for event in events:
             if event.seq > self._pumped:
                 self._publish_durable(event)
-        self._wake()
+        self._wake(runs=any(isinstance(event, RunStateChanged) for event in events))
 
     def _publish_durable(self, event: DurableEvent) -> None:
         self._pumped = event.seq
@@ -80,9 +83,12 @@ class Pump:
             # cut the tools' clean stop short (a shell's process group killed without waiting).
             stop_once(self._executions[event.run_id].task)
 
-    def _wake(self) -> None:
+    def _wake(self, *, runs: bool = True) -> None:
         progress, self._progress = self._progress, asyncio.Event()
         progress.set()
+        if runs:
+            changed, self._run_changed = self._run_changed, asyncio.Event()
+            changed.set()
 
     async def pump(self) -> None:
         """Read and publish the durable events committed after the last one published (by
@@ -104,6 +110,13 @@ class Pump:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(POLL_INTERVAL * 2):
                 await self._progress.wait()
+
+    async def await_run_change(self) -> None:
+        """Like ``await_progress``, but only for events that may change a run's state: a
+        waiter for a run's boundary does not look at the run again after every message."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(POLL_INTERVAL * 2):
+                await self._run_changed.wait()
 
     async def loop(self, closing: asyncio.Event) -> None:
         while not closing.is_set():

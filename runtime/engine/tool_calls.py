@@ -21,6 +21,7 @@ from runtime.engine.execution import (
     RunFailed,
     arguments_digest,
 )
+from runtime.engine.hooked import hooked_after, hooked_before, notify_input_required
 from runtime.engine.pump import Pump
 from runtime.engine.tool_decision import Plan, plan_calls
 from runtime.errors import AgentTuiError, RunStateConflict, ToolOutcomeUnknown
@@ -121,6 +122,10 @@ class ToolCalls:
                 await self._ask_question(execution, run, plan.stop.call)
             elif plan.stop.kind == "approval" and plan.stop.call and plan.stop.tool:
                 await self._ask_approval(execution, run, plan.stop.call, plan.stop.tool, job)
+            if plan.stop.call is not None:
+                notify_input_required(
+                    self._catalog.hooks_for(job.workspace)[0], run, plan.stop.call, job.workspace
+                )
             return True
         workspace = Path(job.workspace)
         await self._start(execution, run, plan, workspace)
@@ -255,7 +260,19 @@ class ToolCalls:
             tool_call_id=call.id,
             progress=self._progress_publisher(run, call),
             request_input=self._input_requester(execution, run, call),
+            shell_network=self._catalog.config_for(str(workspace)).permissions.shell_network,
         )
+        hooks, _ = self._catalog.hooks_for(str(workspace))
+        if hooks.before_tool:
+            refusal = await hooked_before(hooks, run, call, workspace)
+            if refusal is not None:
+                return ToolCallState.FAILED, None, refusal
+        outcome = await self._run_tool(run, call, tool, ctx)
+        if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
+            outcome = await hooked_after(hooks, run, call, workspace, outcome)
+        return outcome
+
+    async def _run_tool(self, run: Run, call: ToolCall, tool: Tool, ctx: ToolContext) -> Outcome:
         try:
             output = await tool.run(dict(call.arguments), ctx)
         except ToolOutcomeUnknown as exc:
@@ -266,7 +283,7 @@ class ToolCalls:
             log.exception("tool %s crashed", call.name)
             return ToolCallState.FAILED, None, f"{call.name} crashed: {exc}"
         finally:
-            self.publish_mcp_notices(run, str(workspace))
+            self.publish_mcp_notices(run, str(ctx.workspace))
         if output.is_error:
             return ToolCallState.FAILED, None, output.content
         if output.images:

@@ -11,11 +11,9 @@ The API key is handed to the SDK and never logged, stored or put in an error mes
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import re
-import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anthropic
@@ -46,6 +44,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.providers.retry_after import parse_retry_after
 from runtime.results import limit_result
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "AnthropicProvider", "context_window_for"]
@@ -449,25 +448,3 @@ def _interrupted(err: Exception) -> ModelError:
 
 def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

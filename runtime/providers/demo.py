@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
+from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.models import (
     Message,
     Role,
@@ -236,10 +237,66 @@ def _first_line(text: str) -> str:
     return "(empty)"
 
 
+_ROUTE_HINT = re.compile(
+    r"^# Current phase: (\S+)$.*?phases you may move to: ([^)]*)\)", re.M | re.S
+)
+
+
+def _summary_turn(request: ModelRequest) -> _Turn:
+    """A summary of the ``<conversation>`` it was given: the person's requests, the tools
+    called, and the last answer (what a real summary keeps, deterministically)."""
+    text = request.messages[-1].text if request.messages else ""
+    inside = text.partition("<conversation>")[2].partition("</conversation>")[0]
+    asked: list[str] = []
+    called: list[str] = []
+    answered = ""
+    for line in inside.splitlines():
+        if line.startswith("user: ") and not line.startswith("user: [result"):
+            asked.append(_first_line(line[6:]))
+        elif line.startswith("assistant: "):
+            answered = _first_line(line[11:]) or answered
+        called += re.findall(r"\[called (\w+)", line)
+    previous = text.partition("An earlier summary, to fold in:\n")[2].partition("\n\n")[0]
+    lines = ["- Earlier: " + _first_line(previous)] if previous.strip() else []
+    lines += [f"- The person asked: {a}" for a in asked if a] or ["- The person asked nothing yet"]
+    if called:
+        lines.append("- Tools called: " + ", ".join(dict.fromkeys(called)))
+    if answered:
+        lines.append(f"- Last answer: {answered}")
+    return _Turn("\n".join(lines))
+
+
+def _after_compaction_turn(summary: str, after: list[Message]) -> _Turn:
+    """The person's prompt was summarised away: answer from the summary and what came since
+    (the demo cannot redo work it no longer sees, and must not start over)."""
+    recent = [u.name for m in after for u in m.tool_uses]
+    lines = [
+        "Continuing from the summary of the earlier conversation:",
+        "",
+        summary.removeprefix(SUMMARY_HEADER).strip(),
+    ]
+    if recent:
+        lines += ["", "Since then I called: " + ", ".join(dict.fromkeys(recent)) + "."]
+    return _Turn("\n".join(lines))
+
+
 def _plan_turn(request: ModelRequest) -> _Turn:
+    if request.system == SUMMARISER_SYSTEM:
+        return _summary_turn(request)
     prompt, after = _current_turns(request.messages)
+    if prompt.startswith(SUMMARY_HEADER):
+        return _after_compaction_turn(prompt, after)
     tools = request.tools
     done = _results_by_tool(after)
+    route = _spec(tools, "route")
+    hint = _ROUTE_HINT.search(request.system) if route else None
+    if route and hint and "route" not in done:
+        phase, targets = hint.group(1), [t.strip() for t in hint.group(2).split(",")]
+        return _Turn(
+            f"I am in the **{phase}** phase; its work is planned, so I move on to "
+            f"**{targets[0]}**.",
+            [("route", {"phase": targets[0], "reason": f"{phase} is done"})],
+        )
     workspace = Path(request.workspace)
     delegates = [t for t in tools if t.name.startswith(DELEGATE_PREFIX)]
     earlier_runs = len(request.messages) - len(after) > 1

@@ -31,7 +31,6 @@ from runtime.models import (
     ToolUseBlock,
     Usage,
 )
-from runtime.providers.anthropic import parse_retry_after
 from runtime.providers.base import (
     ModelEvent,
     ModelRequest,
@@ -45,6 +44,7 @@ from runtime.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from runtime.providers.retry_after import parse_retry_after
 from runtime.results import limit_result
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider"]

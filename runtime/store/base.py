@@ -23,7 +23,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.events import DurableEvent
+from runtime.events import DurableEvent, HistoryRepaired, RepairNote, RunNoted
 from runtime.models import (
     Checkpoint,
     ContentBlock,
@@ -362,9 +362,25 @@ class Store(Protocol):
         self, request_id: str, *, token: str | None = None, reason: str
     ) -> InputRequest: ...
 
+    async def fail_unanswerable_request(self, request_id: str, *, reason: str) -> Run:
+        """input_required → failed (DESIGN §4.1) when the pending request can no longer be
+        answered and its tool call, which may have acted, cannot be retried: the run's pending
+        requests are cancelled, the call fails, and the run fails naming the request, in one
+        transaction (rule: ``rules.fail_unanswerable_request``). For a caller that checked the
+        run's owner is gone. ``RunStateConflict`` unless the run is ``input_required``."""
+        ...
+
     # --- checkpoints ---------------------------------------------------------------------------
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         """Mark the end of a step: covers the run's messages so far; never copies them."""
+        ...
+
+    async def record_history_repair(
+        self, run_id: str, *, token: str, repairs: list[RepairNote]
+    ) -> HistoryRepaired:
+        """Record that the execution holding ``token`` repaired the run's transcript before
+        calling the model (a ``history_repaired`` event, no row changes; rule:
+        ``rules.history_repaired``)."""
         ...
 
     # --- events --------------------------------------------------------------------------------
@@ -381,6 +397,18 @@ class Store(Protocol):
         ...
 
     async def last_seq(self) -> int: ...
+
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+        """Commit a ``run_noted`` event for the run this execution owns (DESIGN §16), or, with
+        no token, for a run that has ended (``/compact``); else ``RunStateConflict``."""
+        ...
+
+    async def list_notes(
+        self, *, run_ids: Sequence[str] = (), job_id: str | None = None
+    ) -> list[RunNoted]:
+        """The ``run_noted`` events of these runs (or of every run of ``job_id``), oldest
+        first."""
+        ...
 
     # --- queries -------------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job: ...

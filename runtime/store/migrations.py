@@ -524,6 +524,42 @@ _WORKERS_CONSUMERS = (
     """,
 )
 
+# --- v9: search indexed in batches ---------------------------------------------------------------
+#
+# A message is no longer indexed by a trigger in the transaction that commits it (the trigger
+# parsed its JSON and rewrote four or five FTS pages per commit); the store indexes every message
+# not yet indexed in one statement (INDEX_PENDING_MESSAGES) before a search, every so many
+# commits and on close. Invariant: the messages indexed are exactly those with ``n`` up to the
+# largest rowid in the index (``messages_fts_docsize``, FTS5's one row per indexed document), so
+# deleting or changing a message touches the index only when the message is in it.
+
+INDEX_PENDING_MESSAGES = f"""
+    INSERT INTO messages_fts (rowid, text)
+    SELECT n, coalesce({_MESSAGE_TEXT.format(content="messages.content")}, '') FROM messages
+    WHERE n > (SELECT coalesce(max(id), 0) FROM messages_fts_docsize) ORDER BY n
+"""
+_INDEXED = "EXISTS (SELECT 1 FROM messages_fts_docsize WHERE id = old.n)"
+
+_V9_BATCHED_SEARCH = (
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+    f"""
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, coalesce({_MESSAGE_TEXT.format(content="old.content")}, ''));
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages WHEN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, coalesce({_MESSAGE_TEXT.format(content="old.content")}, ''));
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, coalesce({_MESSAGE_TEXT.format(content="new.content")}, ''));
+    END
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -541,6 +577,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "blobs, file snapshots for rewinding, archived jobs", _V6_BLOBS_FILE_SNAPSHOTS),
     Migration(7, "composer drafts of the TUI, per job", _COMPOSER_DRAFTS),
     Migration(8, "runs queued for workers; durable consumers' cursors", _WORKERS_CONSUMERS),
+    Migration(
+        9, "search indexes committed messages in batches, not one by one", _V9_BATCHED_SEARCH
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -29,7 +29,9 @@ from runtime.canonical import canonical_hash
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
+    HistoryRepaired,
     MessageCommitted,
+    RepairNote,
     RunStateChanged,
     ToolStateChanged,
 )
@@ -403,10 +405,18 @@ def finish_run(
 
 
 def _tool_change(
-    call: ToolCall, to: ToolCallState, now: float, **fields: Any
+    call: ToolCall,
+    to: ToolCallState,
+    now: float,
+    *,
+    said: tuple[str | None, str | None] | None = None,
+    **fields: Any,
 ) -> tuple[ToolCall, ToolStateChanged]:
+    """The call moved to ``to`` with ``fields`` changed, and its event; the event tells
+    ``said`` (result, error) when given, else the result and error of ``fields``."""
     check_tool(call.state, to)
     after = call.model_copy(update={"state": to, **fields})
+    result, error = said if said is not None else (fields.get("result"), fields.get("error"))
     event = ToolStateChanged(
         job_id=call.job_id,
         run_id=call.run_id,
@@ -415,8 +425,8 @@ def _tool_change(
         name=call.name,
         from_state=call.state,
         to_state=to,
-        result=fields.get("result"),
-        error=fields.get("error"),
+        result=result,
+        error=error,
     )
     return after, event
 
@@ -504,7 +514,7 @@ def commit_message(
     ]
     calls: list[ToolCall] = []
     for index, new_call in enumerate(tool_calls):
-        call = ToolCall.model_construct(
+        call = ToolCall(
             id=new_call.id or ids(),
             run_id=run.id,
             job_id=run.job_id,
@@ -590,10 +600,9 @@ def tool_states(
             child_run_id=change.child_run_id or before.child_run_id,
             started_at=before.started_at or (now if target is ToolCallState.RUNNING else None),
             finished_at=now if target.is_terminal else None,
+            said=(change.result, change.error),
         )
-        plan.events.append(
-            event.model_copy(update={"result": change.result, "error": change.error})
-        )
+        plan.events.append(event)
         current[after.id] = after
         changed.append(after)
     plan.tool_calls = list({call.id: call for call in changed}.values())
@@ -612,7 +621,7 @@ def checkpoint(
 ) -> tuple[Plan, Checkpoint]:
     """The end of a step: covers the run's messages so far (never copies them)."""
     check_token(run, token)
-    created = Checkpoint.model_construct(
+    created = Checkpoint(
         id=ids(),
         run_id=run.id,
         job_id=run.job_id,
@@ -626,6 +635,13 @@ def checkpoint(
         job_id=run.job_id, run_id=run.id, created_at=now, checkpoint_id=created.id, step=step
     )
     return Plan(checkpoints=[created], events=[event]), created
+
+
+def history_repaired(run: Run, *, token: str, repairs: Sequence[RepairNote], now: float) -> Plan:
+    """The execution owning the run repaired its transcript (DESIGN §6): an event, no row."""
+    check_token(run, token)
+    event = HistoryRepaired(job_id=run.job_id, run_id=run.id, created_at=now, repairs=list(repairs))
+    return Plan(events=[event])
 
 
 # --- input requests -----------------------------------------------------------------------------
@@ -751,6 +767,50 @@ def cancel_input_request(
         event = _run_event(run, RunState.QUEUED, now, reason=reason)
         plan.extend(_transition(run, RunState.QUEUED, now, event=event, execution_token=None))
     return plan, cancelled
+
+
+def fail_unanswerable_request(
+    run: Run,
+    request: InputRequest,
+    *,
+    call: ToolCall | None,
+    pending: Sequence[InputRequest],
+    reason: str,
+    now: float,
+) -> Plan:
+    """input_required → failed (DESIGN §4.1): ``request`` can no longer be answered (the MCP
+    session that asked ended) and its ``call``, which may have acted, cannot be retried. In one
+    plan: the run's ``pending`` requests are cancelled, the call fails, the run fails with a
+    failure that names the request."""
+    check_input(request.state, InputRequestState.CANCELLED)
+    check_run(run.state, RunState.FAILED)
+    plan = Plan()
+    for each in {r.id: r for r in [request, *pending]}.values():
+        check_input(each.state, InputRequestState.CANCELLED)
+        plan.requests.append(
+            each.model_copy(
+                update={
+                    "state": InputRequestState.CANCELLED,
+                    "answered_at": now,
+                    "detail": {**each.detail, "cancel_reason": reason},
+                }
+            )
+        )
+    if call is not None and call.run_id == run.id and call.state is ToolCallState.RUNNING:
+        error = f"the request for input was cancelled: {reason}"
+        after, failed = _tool_change(call, ToolCallState.FAILED, now, error=error, finished_at=now)
+        plan.tool_calls.append(after)
+        plan.events.append(failed)
+    prompt = request.prompt.splitlines()[0] if request.prompt.strip() else request.kind.value
+    failure = Failure(
+        code="input_unanswerable",
+        message=f"the request for input {request.id} ({prompt!r}) can no longer be answered:"
+        f" {reason}",
+    )
+    event = _run_event(run, RunState.FAILED, now, failure=failure)
+    return plan.extend(
+        _transition(run, RunState.FAILED, now, event=event, execution_token=None, failure=failure)
+    )
 
 
 # --- recovery -----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -50,7 +50,10 @@ from runtime.events import (
     EVENT_ADAPTER,
     CheckpointCreated,
     DurableEvent,
+    HistoryRepaired,
     MessageCommitted,
+    RepairNote,
+    RunNoted,
     ToolStateChanged,
 )
 from runtime.models import (
@@ -92,6 +95,7 @@ from runtime.store.base import (
     ToolStateChange,
 )
 from runtime.store.migrations import (
+    INDEX_PENDING_MESSAGES,
     LATEST_VERSION,
     encode_event_v5,
     migrate,
@@ -116,7 +120,8 @@ SNIPPET_CLOSE = "»"
 SEARCH_WINDOW = 2_000
 _OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
 _committed = threading.local()
-"""While ``on_commit`` wraps a transaction, ``_committed.events`` collects what ``_emit`` wrote."""
+"""While a write transaction runs (on whichever thread), ``_committed.events`` collects what
+``_emit`` wrote, for ``SqliteStore._write`` to report once it committed."""
 """Search ranks the best matches among this many most recent ones."""
 
 _CONTENT: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
@@ -128,8 +133,12 @@ _BLOCKS: dict[str, type[BaseModel]] = {
 }
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""One encoder for every row written (``json.dumps`` with options builds one per call)."""
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _JSON.encode(value)
 
 
 # --- rows → records (trusted: constructed, not validated) ---------------------------------------
@@ -206,15 +215,21 @@ _RUN_PLAIN = (
 
 
 def _run(row: sqlite3.Row) -> Run:
+    # Validation from a dict is pydantic-core's fast path (a third of ``model_construct``'s
+    # cost, which loops over the fields in Python), and checks the row on the way out.
     failure = row["failure"]
-    return Run.model_construct(
-        **{key: row[key] for key in _RUN_PLAIN},
-        state=RunState(row["state"]),
-        interrupted=bool(row["interrupted"]),
-        detached=bool(row["detached"]),
-        failure=Failure.model_construct(**json.loads(failure)) if failure else None,
-        usage=_usage_of(row),
-    )
+    values = {key: row[key] for key in _RUN_PLAIN}
+    values["state"] = row["state"]
+    values["interrupted"] = row["interrupted"]
+    values["detached"] = row["detached"]
+    values["failure"] = json.loads(failure) if failure else None
+    values["usage"] = {
+        "input_tokens": row["input_tokens"],
+        "output_tokens": row["output_tokens"],
+        "cache_read_tokens": row["cache_read_tokens"],
+        "cache_write_tokens": row["cache_write_tokens"],
+    }
+    return Run.model_validate(values)
 
 
 def _message(row: sqlite3.Row) -> Message:
@@ -250,24 +265,26 @@ def _tool_call(row: sqlite3.Row) -> ToolCall:
     result = row["result"]
     if result is None and row["result_in"] is not None and row["result_message"] is not None:
         result = _carried_result(row["result_message"], row["id"])
-    return ToolCall.model_construct(
-        id=row["id"],
-        run_id=row["run_id"],
-        job_id=row["job_id"],
-        message_id=row["message_id"],
-        index=row["idx"],
-        provider_id=row["provider_id"],
-        name=row["name"],
-        arguments=json.loads(row["arguments"]),
-        state=ToolCallState(row["state"]),
-        idempotent=bool(row["idempotent"]),
-        step=row["step"],
-        result=result,
-        error=row["error"],
-        child_run_id=row["child_run_id"],
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
+    return ToolCall.model_validate(
+        {
+            "id": row["id"],
+            "run_id": row["run_id"],
+            "job_id": row["job_id"],
+            "message_id": row["message_id"],
+            "index": row["idx"],
+            "provider_id": row["provider_id"],
+            "name": row["name"],
+            "arguments": json.loads(row["arguments"]),
+            "state": row["state"],
+            "idempotent": row["idempotent"],
+            "step": row["step"],
+            "result": result,
+            "error": row["error"],
+            "child_run_id": row["child_run_id"],
+            "created_at": row["created_at"],
+            "started_at": row["started_at"],
+            "finished_at": row["finished_at"],
+        }
     )
 
 
@@ -398,6 +415,7 @@ class SqliteStore:
         """Held by whichever thread runs an operation on the connection, for that operation."""
         self._worker: ThreadPoolExecutor | None = None
         self._commits = 0
+        self._listeners: list[Callable[[int, list[DurableEvent]], None]] = []
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -422,8 +440,15 @@ class SqliteStore:
         return errors.DatabaseError(f"{self.path}: {exc}")
 
     def _locked(self, fn: Callable[[Conn], R], conn: Conn) -> R:
+        """``fn(conn)`` on the worker thread: it may wait for another process's lock up to the
+        busy timeout (a commit on the caller's thread never waits: the timeout is 0 between
+        operations)."""
         with self._lock:
-            return fn(conn)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("PRAGMA busy_timeout = 0")
 
     async def _call(self, fn: Callable[[Conn], R]) -> R:
         """Run ``fn(connection)`` on the store's worker thread, one operation at a time."""
@@ -434,43 +459,52 @@ class SqliteStore:
             raise self._translated(exc) from exc
 
     async def _write(self, fn: Callable[[Conn], R]) -> R:
-        """One write transaction. Run at once on the caller's thread when the connection is free
-        and no other process holds the write lock (a step's commit is a millisecond or two: a
-        hop to a thread and back costs more than that on a busy machine); otherwise on the
-        worker thread, which waits for the lock up to the busy timeout."""
+        """One write transaction, reported to the ``on_commit`` listeners once it committed.
+
+        Run at once on the caller's thread when the connection is free and no other process
+        holds the write lock (a step's commit is a millisecond or two: a hop to a thread and
+        back costs more than that on a busy machine); otherwise on the worker thread, which
+        waits for the lock up to the busy timeout."""
         conn, _ = self._connection()
         if self._lock.acquire(blocking=False):
             try:
-                conn.execute("PRAGMA busy_timeout = 0")
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute("BEGIN IMMEDIATE")  # busy_timeout is 0 here: never waits
                 except sqlite3.OperationalError:
                     began = False  # another process writes: wait for it on the worker
                 else:
                     began = True
-                finally:
-                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 if began:
                     try:
-                        result = _transaction_body(fn, conn)
+                        result, events = _transaction_body(fn, conn)
                     except sqlite3.Error as exc:
                         raise self._translated(exc) from exc
                     self._after_commit(conn)
             finally:
                 self._lock.release()
             if began:
+                self._report(events)
                 # Still a suspension point, as a hop was: a caller committing in a loop never
                 # starves the other tasks (the UI, lease renewal) of the event loop.
                 await asyncio.sleep(0)
                 return result
-        return await self._call(partial(_in_transaction, fn))
+        result, events = await self._call(partial(_in_transaction, fn))
+        self._report(events)
+        return result
+
+    def _report(self, events: list[DurableEvent]) -> None:
+        if events:
+            before = (events[0].seq or 1) - 1
+            for listener in self._listeners:
+                listener(before, events)
 
     def _after_commit(self, conn: Conn) -> None:
         """Commits on the caller's thread never checkpoint the WAL themselves (that may write
-        and sync megabytes); every CHECKPOINT_EVERY of them, the worker does it."""
+        and sync megabytes), nor index their messages for search; every CHECKPOINT_EVERY of
+        them, the worker does both."""
         self._commits += 1
         if self._commits % CHECKPOINT_EVERY == 0 and self._worker is not None:
-            self._worker.submit(self._locked, _checkpoint_wal, conn)
+            self._worker.submit(self._locked, _maintain, conn)
 
     async def open(self) -> None:
         if self._conn is not None:
@@ -510,6 +544,11 @@ class SqliteStore:
         conn.execute("PRAGMA cache_size = -32000")
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         migrate(conn, path=str(self.path))
+        conn.execute("PRAGMA busy_timeout = 0")  # see _locked
+
+    def _closed(self, conn: Conn) -> None:
+        with self._lock:
+            _close_connection(conn)
 
     async def close(self) -> None:
         conn, worker = self._conn, self._worker
@@ -518,7 +557,7 @@ class SqliteStore:
             return
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(worker, self._locked, _close_connection, conn)
+            await loop.run_in_executor(worker, self._closed, conn)
         finally:
             worker.shutdown(wait=True)
 
@@ -1004,7 +1043,51 @@ class SqliteStore:
 
         return await self._write(tx)
 
+    async def fail_unanswerable_request(self, request_id: str, *, reason: str) -> Run:
+        now = self._now()
+
+        def tx(conn: Conn) -> Run:
+            request = _fetch_request(conn, request_id)
+            run = _fetch_run(conn, request.run_id)
+            if run.state is not RunState.INPUT_REQUIRED:
+                raise errors.RunStateConflict(f"run {run.id} is {run.state}, not input_required")
+            call = None
+            if request.tool_call_id is not None:
+                row = conn.execute(
+                    f"{_TOOL_SELECT} WHERE t.id = ?", (request.tool_call_id,)
+                ).fetchone()
+                call = _tool_call(row) if row is not None else None
+            pending = [
+                _input_request(r)
+                for r in conn.execute(
+                    "SELECT * FROM input_requests WHERE run_id = ? AND state = 'pending'"
+                    " ORDER BY n",
+                    (run.id,),
+                )
+            ]
+            plan = rules.fail_unanswerable_request(
+                run, request, call=call, pending=pending, reason=reason, now=now
+            )
+            _apply(conn, plan)
+            return plan.runs[0][0]
+
+        return await self._write(tx)
+
     # --- checkpoints -----------------------------------------------------------------------------
+
+    async def record_history_repair(
+        self, run_id: str, *, token: str, repairs: list[RepairNote]
+    ) -> HistoryRepaired:
+        now = self._now()
+
+        def tx(conn: Conn) -> HistoryRepaired:
+            plan = rules.history_repaired(
+                _fetch_run(conn, run_id), token=token, repairs=repairs, now=now
+            )
+            [event] = _apply(conn, plan)
+            return cast(HistoryRepaired, event)
+
+        return await self._write(tx)
 
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         now = self._now()
@@ -1039,6 +1122,47 @@ class SqliteStore:
             sql += " ORDER BY seq LIMIT ?"
             params.append(max(0, limit))
             return _hydrate_events(conn, conn.execute(sql, params).fetchall())
+
+        return await self._call(read)
+
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+        def tx(conn: Conn) -> RunNoted:
+            run = _fetch_run(conn, run_id)
+            if token is not None:
+                rules.check_token(run, token)
+            elif not run.state.is_terminal:
+                raise errors.RunStateConflict(
+                    f"run {run_id} is {run.state.value}: only its execution may note it"
+                )
+            stamped = note.model_copy(
+                update={"run_id": run_id, "created_at": note.created_at or self._now()}
+            )
+            published = _emit(conn, [stamped])[0]
+            assert isinstance(published, RunNoted)
+            return published
+
+        return await self._write(tx)
+
+    async def list_notes(
+        self, *, run_ids: Sequence[str] = (), job_id: str | None = None
+    ) -> list[RunNoted]:
+        def read(conn: Conn) -> list[RunNoted]:
+            sql = (
+                "SELECT * FROM events WHERE kind = 0"
+                " AND json_extract(payload, '$.kind') = 'run_noted' AND run_n IN "
+            )
+            params: list[Any]
+            if job_id is not None:
+                sql += "(SELECT n FROM runs WHERE job_id = ?)"
+                params = [job_id]
+            else:
+                ids = list(dict.fromkeys(run_ids))
+                if not ids:
+                    return []
+                sql += f"(SELECT n FROM runs WHERE id IN ({', '.join('?' * len(ids))}))"
+                params = list(ids)
+            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
+            return [e for e in _hydrate_events(conn, rows) if isinstance(e, RunNoted)]
 
         return await self._call(read)
 
@@ -1277,6 +1401,8 @@ class SqliteStore:
         if match is None:
             return []
 
+        await self._write(lambda conn: conn.execute(INDEX_PENDING_MESSAGES))
+
         def read(conn: Conn) -> list[SearchHit]:
             # Rank (bm25) only the most recent SEARCH_WINDOW matches: FTS5 walks rowids newest
             # first and stops early, so a word found in every third message stays fast.
@@ -1504,22 +1630,7 @@ class SqliteStore:
         observers see them) and the last seq before them. They are the events the transaction
         wrote (collected by ``_emit``), so reporting costs no query; a transaction that rolls
         back reports nothing."""
-        write = self._write
-
-        async def write_and_report(fn: Callable[[Conn], R]) -> R:
-            def tx(conn: Conn) -> tuple[R, list[DurableEvent]]:
-                _committed.events = []
-                try:
-                    return fn(conn), _committed.events
-                finally:
-                    _committed.events = None
-
-            result, events = await write(tx)
-            if events:
-                listener((events[0].seq or 1) - 1, events)
-            return result
-
-        self._write = write_and_report  # type: ignore[method-assign]
+        self._listeners.append(listener)
 
     # --- owners: read-only recovery checks, targeted recovery, a renewer of its own -----------
 
@@ -1813,13 +1924,16 @@ def _tx_file_snapshot(
     return _file_snapshot(row)
 
 
-def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> R:
+def _in_transaction(fn: Callable[[Conn], R], conn: Conn) -> tuple[R, list[DurableEvent]]:
     conn.execute("BEGIN IMMEDIATE")
     return _transaction_body(fn, conn)
 
 
-def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> R:
-    """``fn`` inside the transaction just begun: all of it is committed, or none."""
+def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> tuple[R, list[DurableEvent]]:
+    """``fn`` inside the transaction just begun: all of it is committed, or none. Returns its
+    result and the events it wrote (collected by ``_emit``)."""
+    events: list[DurableEvent] = []
+    _committed.events = events
     try:
         result = fn(conn)
         conn.execute("COMMIT")
@@ -1827,7 +1941,9 @@ def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> R:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return result
+    finally:
+        _committed.events = None
+    return result, events
 
 
 def _checkpoint_wal(conn: Conn) -> None:
@@ -1835,8 +1951,20 @@ def _checkpoint_wal(conn: Conn) -> None:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-def _close_connection(conn: Conn) -> None:
+def _index_pending(conn: Conn) -> None:
+    """Index for search, in one transaction, the messages committed since the last time (in
+    one batch FTS5 writes one segment instead of a few pages per commit)."""
+    _in_transaction(lambda c: c.execute(INDEX_PENDING_MESSAGES), conn)
+
+
+def _maintain(conn: Conn) -> None:
+    with contextlib.suppress(sqlite3.Error):  # busy: the next round or the next search does it
+        _index_pending(conn)
     _checkpoint_wal(conn)
+
+
+def _close_connection(conn: Conn) -> None:
+    _maintain(conn)
     conn.close()
 
 
@@ -2076,11 +2204,18 @@ def _checkpoint_plan(
     )
 
 
+_RUN_COUNTERS = (
+    "revision = ?, step = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
+    " cache_write_tokens = ?, cost_usd = ?, context_tokens = ?, updated_at = ?"
+    " WHERE id = ? AND revision = ?"
+)
+_RUN_COUNTERS_UPDATE = (
+    f"UPDATE runs SET {_RUN_COUNTERS} AND state = ? AND owner_id IS ? AND execution_token IS ?"
+    " AND interrupted = ? AND outcome IS ? AND failure IS ? AND cancel_reason IS ?"
+)
 _RUN_UPDATE = (
-    "UPDATE runs SET state = ?, revision = ?, owner_id = ?, execution_token = ?, step = ?,"
-    " interrupted = ?, outcome = ?, failure = ?, cancel_reason = ?, input_tokens = ?,"
-    " output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?,"
-    " context_tokens = ?, updated_at = ? WHERE id = ? AND revision = ?"
+    "UPDATE runs SET state = ?, owner_id = ?, execution_token = ?, interrupted = ?,"
+    f" outcome = ?, failure = ?, cancel_reason = ?, {_RUN_COUNTERS}"
 )
 _JOB_UPDATE = (
     "UPDATE jobs SET updated_at = ?, input_tokens = input_tokens + ?,"
@@ -2089,6 +2224,39 @@ _JOB_UPDATE = (
     " latest_run_state = CASE WHEN ? OR latest_root_run_id = ? THEN ? ELSE latest_run_state END,"
     " latest_root_run_id = CASE WHEN ? THEN ? ELSE latest_root_run_id END WHERE id = ?"
 )
+
+
+def _update_run(conn: Conn, run: Run, read_revision: int) -> None:
+    """Compare-and-set of a run row on the revision read. A step changes only its counters:
+    then only they are written, so the indexes on state and owner are left alone (SQLite
+    rewrites an index whenever a column of it is assigned, even to the same value)."""
+    usage = run.usage
+    counters = (
+        run.revision,
+        run.step,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        run.cost_usd,
+        run.context_tokens,
+        run.updated_at,
+        run.id,
+        read_revision,
+    )
+    rest = (
+        run.state.value,
+        run.owner_id,
+        run.execution_token,
+        int(run.interrupted),
+        run.outcome,
+        run.failure.model_dump_json() if run.failure else None,
+        run.cancel_reason,
+    )
+    if conn.execute(_RUN_COUNTERS_UPDATE, counters + rest).rowcount == 1:
+        return
+    if conn.execute(_RUN_UPDATE, rest + counters).rowcount != 1:
+        raise errors.RevisionConflict(f"run {run.id} changed while it was being written")
 
 
 def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
@@ -2141,32 +2309,7 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
             ),
         )
     for run, read_revision in plan.runs:
-        usage = run.usage
-        written = conn.execute(
-            _RUN_UPDATE,
-            (
-                run.state.value,
-                run.revision,
-                run.owner_id,
-                run.execution_token,
-                run.step,
-                int(run.interrupted),
-                run.outcome,
-                run.failure.model_dump_json() if run.failure else None,
-                run.cancel_reason,
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                run.cost_usd,
-                run.context_tokens,
-                run.updated_at,
-                run.id,
-                read_revision,
-            ),
-        ).rowcount
-        if written != 1:
-            raise errors.RevisionConflict(f"run {run.id} changed while it was being written")
+        _update_run(conn, run, read_revision)
     for change in plan.jobs:
         usage = change.usage or _NO_USAGE
         conn.execute(
@@ -2356,24 +2499,69 @@ def _encoded(
     event: DurableEvent, calls: dict[str, ToolCall]
 ) -> tuple[str, int, str | None, float, str | None]:
     """One event as the events table keeps it (the v5 form, ``encode_event_v5``): the row it
-    describes by reference, only what that row does not say in ``payload``."""
+    describes by reference, only what that row does not say in ``payload``. The kinds every
+    step writes are encoded here directly (the same form, without a full dump first)."""
     if isinstance(event, MessageCommitted):
         return event.run_id, 2, event.message.id, event.created_at, None
+    if isinstance(event, CheckpointCreated):
+        return event.run_id, 4, event.checkpoint_id, event.created_at, None
+    if isinstance(event, ToolStateChanged):
+        call = calls.get(event.tool_call_id)
+        if call is not None:
+            return event.run_id, 3, event.tool_call_id, event.created_at, _tool_payload(event, call)
     data = EVENT_ADAPTER.dump_python(event, mode="json", by_alias=True, exclude={"seq"})
     ref: str | None = None
     facts: dict[str, Any] | None = None
     if isinstance(event, ToolStateChanged):
-        ref = event.tool_call_id
-        call = calls.get(ref)
-        facts = (
-            {"name": call.name, "arguments": call.arguments, "result": call.result}
-            if call is not None
-            else {}
-        )
-    elif isinstance(event, CheckpointCreated):
-        ref = event.checkpoint_id
+        ref, facts = event.tool_call_id, {}
     code, payload = encode_event_v5(data, run_known=True, ref_found=True, tool_call=facts)
     return event.run_id, code, ref, event.created_at, payload
+
+
+def _tool_payload(event: ToolStateChanged, call: ToolCall) -> str:
+    """``encode_event_v5``'s payload of a tool event whose call is ``call`` (its final form)."""
+    result_ref = event.result is not None and event.result == call.result
+    arguments_ref = event.arguments is not None and event.arguments == call.arguments
+    plain = (
+        event.error is None
+        and event.name == call.name
+        and (event.result is None or result_ref)
+        and (event.arguments is None or arguments_ref)
+    )
+    if plain:
+        return _plain_tool_payload(event.from_state, event.to_state, result_ref, arguments_ref)
+    kept: dict[str, Any] = {
+        "from": event.from_state.value if event.from_state is not None else None,
+        "to": event.to_state.value,
+    }
+    if event.error is not None:
+        kept["error"] = event.error
+    if event.name != call.name:
+        kept["name"] = event.name
+    if event.result is not None:
+        if result_ref:
+            kept["result_ref"] = True
+        else:
+            kept["result"] = event.result
+    if event.arguments is not None:
+        if arguments_ref:
+            kept["arguments_ref"] = True
+        else:
+            kept["arguments"] = event.arguments
+    return _dumps(kept)
+
+
+@cache
+def _plain_tool_payload(
+    from_state: ToolCallState | None, to_state: ToolCallState, result_ref: bool, arguments_ref: bool
+) -> str:
+    """The payload of a transition that says nothing its call does not: a few dozen strings."""
+    kept: dict[str, Any] = {"from": from_state.value if from_state else None, "to": to_state.value}
+    if result_ref:
+        kept["result_ref"] = True
+    if arguments_ref:
+        kept["arguments_ref"] = True
+    return _dumps(kept)
 
 
 def _emit(
@@ -2387,7 +2575,11 @@ def _emit(
     # len(events) sequence numbers.
     last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
     first = last - len(events) + 1
-    published = [e.model_copy(update={"seq": first + i}) for i, e in enumerate(events)]
+    published = list(events)
+    for offset, event in enumerate(published):
+        # The rule made these events for this transaction and nobody has seen them yet: their
+        # seq is filled in place (a frozen model's copy per event costs more than the insert).
+        event.__dict__["seq"] = first + offset
     sink = getattr(_committed, "events", None)
     if sink is not None:
         sink.extend(published)

@@ -46,6 +46,9 @@ class ToolContext:
     tool_call_id: str = ""
     progress: ProgressCallback = _no_progress
     request_input: InputCallback = _no_input
+    shell_network: bool = False
+    """``[permissions] shell_network`` of the job's workspace, as the engine read it: whether
+    the shell's sandbox lets commands use the network."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

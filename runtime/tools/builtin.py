@@ -11,6 +11,7 @@ import asyncio
 import copy
 import difflib
 import fnmatch
+import json
 import os
 import re
 import stat
@@ -144,6 +145,12 @@ def _read_image(path: Path) -> ToolImage | None:
             return ToolImage(data=head + handle.read(), media_type=kind)
     except OSError:
         return None
+
+
+def _read_image_or_text(path: Path, shown: str) -> tuple[ToolImage | None, str]:
+    """One trip to a thread for ``read_file``: the image, or else the text."""
+    image = _read_image(path)
+    return (image, "") if image is not None else (None, _read_text(path, shown))
 
 
 def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -336,7 +343,7 @@ class ReadFileTool(_BuiltinTool):
         shown = display_path(ctx.workspace, path)
         offset = _int(arguments, "offset", 1)
         limit = _int(arguments, "limit", 2000)
-        image = await asyncio.to_thread(_read_image, path)
+        image, text = await asyncio.to_thread(_read_image_or_text, path, shown)
         if image is not None:
             label = describe_image(image.media_type, len(image.data), image_size(image.data))
             return ToolOutput(
@@ -344,7 +351,6 @@ class ReadFileTool(_BuiltinTool):
                 structured={"path": shown, "media_type": image.media_type, "size": len(image.data)},
                 images=(image,),
             )
-        text = await asyncio.to_thread(_read_text, path, shown)
         lines = text.splitlines()
         total = len(lines)
         if total == 0:
@@ -796,6 +802,24 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
+_VALIDATORS: dict[str, Any] = {}
+"""The schema as canonical JSON → its validator: building a validator costs far more than
+using it, and each step's tools are fresh instances with fresh schema dicts."""
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        import jsonschema  # when a call is checked, not on import: CLI queries never load it
+
+        validator = jsonschema.Draft202012Validator(schema)
+        if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
+    return validator
+
+
 def validate_arguments(tool: Tool, arguments: Any) -> None:
     """Raise ToolError with a readable message when ``arguments`` do not fit the tool's schema."""
     if not isinstance(arguments, dict):
@@ -803,9 +827,7 @@ def validate_arguments(tool: Tool, arguments: Any) -> None:
             f"invalid arguments for {tool.name}: expected a JSON object, got "
             f"{type(arguments).__name__}"
         )
-    import jsonschema  # when a call is checked, not on import: CLI queries never load it
-
-    validator = jsonschema.Draft202012Validator(tool.input_schema)
+    validator = _validator(tool.input_schema)
     problems: list[str] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]):
         where = ".".join(str(part) for part in error.absolute_path)

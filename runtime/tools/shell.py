@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtime.errors import ConfigError, ToolError
+from runtime.errors import ToolError
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
 from runtime.tools.sandbox import bwrap_arguments, sandbox_status
@@ -79,20 +79,6 @@ def _parent_death_signal() -> Callable[[], None] | None:
             os._exit(1)
 
     return arm
-
-
-def _network_allowed(ctx: ToolContext) -> bool:
-    """``[permissions] shell_network`` for the call's workspace (the engine may pass it in
-    ``ctx.extra``); a config that cannot be read means no network."""
-    given = ctx.extra.get("shell_network")
-    if isinstance(given, bool):
-        return given
-    from runtime.config import load_config
-
-    try:
-        return bool(load_config(ctx.workspace).permissions.shell_network)
-    except (ConfigError, OSError):
-        return False
 
 
 class _Output:
@@ -370,7 +356,7 @@ class ShellTool(_BuiltinTool):
                 command,
                 workspace=cwd,
                 home=Path(home) if home else None,
-                network=_network_allowed(ctx),
+                network=ctx.shell_network,
             )
             preexec = None
         else:

@@ -21,7 +21,7 @@ from runtime.errors import (
     RunStateConflict,
     ToolError,
 )
-from runtime.events import MessageDelta, Notice
+from runtime.events import HistoryRepaired, MessageDelta, Notice
 from runtime.models import (
     InputKind,
     Role,
@@ -233,6 +233,34 @@ async def test_an_orphan_tool_use_is_closed_with_an_error_result_before_the_next
     assert len(results) == 1 and results[0].is_error
     roles = [m.role for m in request.messages]
     assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER]
+
+
+async def test_a_repaired_history_is_recorded_as_one_durable_event_per_execution(
+    make_runtime: Factory,
+) -> None:
+    gated = GatedTool()
+    runtime, _ = await make_runtime(
+        [
+            Turn("", [("gated", {"label": "slow"})]),
+            Turn("", [("list_dir", {"path": "."})]),  # a second step of the same execution
+            Turn("recovered"),
+        ],
+        extra_tools=[gated],
+    )
+    run = await runtime.start("start something slow")
+    async with asyncio.timeout(WAIT):
+        await gated.started_event("slow").wait()
+    await runtime.cancel(run.id, reason="changed my mind")
+    [orphan] = await runtime.tool_calls(run.id)
+    follow = await runtime.follow_up(run.job_id, "try something else")
+    assert (await wait_for(runtime, follow.id)).state is RunState.COMPLETED
+    events = await runtime.events(run_id=follow.id)
+    repaired = [e for e in events if isinstance(e, HistoryRepaired)]
+    assert len(repaired) == 1  # two steps, one execution: one event
+    [note] = repaired[0].repairs
+    assert (note.tool_call_id, note.name, note.action) == (orphan.id, "gated", "closed_orphan")
+    # The cancelled run's own execution had nothing to repair.
+    assert not any(isinstance(e, HistoryRepaired) for e in await runtime.events(run_id=run.id))
 
 
 async def test_a_denial_with_a_reason_reaches_the_model(

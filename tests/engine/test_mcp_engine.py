@@ -15,7 +15,7 @@ from runtime.api import Runtime
 from runtime.config import Config, Permissions
 from runtime.events import RunStateChanged, ToolProgress
 from runtime.mcp import InMemoryServer, McpManager
-from runtime.models import InputKind, RunState, ToolCallState, ToolResultBlock
+from runtime.models import InputKind, InputRequestState, RunState, ToolCallState, ToolResultBlock
 from runtime.tools.base import ToolContext
 from runtime.tools.builtin import builtin_tools
 from tests.fakes.mcp_servers import build_server, stdio_config
@@ -126,7 +126,7 @@ async def test_a_declined_elicitation_reaches_the_server_as_a_decline(
     assert results(model, 1)[0].content == "no answer: decline"
 
 
-async def test_an_elicitation_open_at_restart_is_cancelled_and_its_call_fails(
+async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_the_request(
     make_runtime: Factory,
 ) -> None:
     first, _ = await make_runtime([Turn("", [("basic__ask", {})])])
@@ -143,12 +143,26 @@ async def test_an_elicitation_open_at_restart_is_cancelled_and_its_call_fails(
     [call] = await second.tool_calls(run.id)
     assert call.state is ToolCallState.FAILED
     assert "MCP server session" in (call.error or "")
+    # input_required → failed in one transition (DESIGN §4.1): the call may have acted.
     reopened = await second.get_run(run.id)
-    assert reopened.state is RunState.QUEUED and reopened.interrupted
-    await second.retry(run.id)
-    assert (await second.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-    [result] = results(model, 0)
-    assert result.is_error and "cancelled" in result.content
+    assert reopened.state is RunState.FAILED and reopened.failure is not None
+    assert reopened.failure.code == "input_unanswerable"
+    assert waiting.request.id in reopened.failure.message
+    states = [
+        (e.from_state, e.to_state)
+        for e in await second.events(run_id=run.id)
+        if isinstance(e, RunStateChanged)
+    ]
+    assert states[-1] == (RunState.INPUT_REQUIRED, RunState.FAILED)
+    requests = {r.id: r.state for r in await second.store.list_input_requests(run.id)}
+    assert requests == {
+        approval.request.id: InputRequestState.ANSWERED,
+        waiting.request.id: InputRequestState.CANCELLED,
+    }
+    retried = await second.retry(run.id)
+    assert (await second.wait(retried.id, timeout=WAIT)).state is RunState.COMPLETED
+    # The retry continues from the run's last checkpoint, from before the call that asked.
+    assert results(model, 0) == [] and retried.retry_of_run_id == run.id
 
 
 async def test_a_hanging_read_only_tool_fails_the_call_without_hanging_the_run(

@@ -8,7 +8,10 @@ from runtime import errors
 from runtime.clock import ManualClock
 from runtime.events import (
     CheckpointCreated,
+    HistoryRepaired,
     MessageCommitted,
+    RepairNote,
+    RunNoted,
     RunStateChanged,
     ToolStateChanged,
     dump_event,
@@ -171,6 +174,49 @@ async def test_a_failed_run_carries_its_failure_in_row_and_event(store: Store) -
     assert failed.failure == failure
     [*_, last] = await store.read_events(run_id=run.id)
     assert isinstance(last, RunStateChanged) and last.failure == failure
+
+
+async def test_a_history_repair_is_a_durable_event_of_the_owning_execution(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    note = RepairNote(
+        tool_use_id="toolu_1", tool_call_id="tc1", name="shell", action="closed_orphan"
+    )
+    with pytest.raises(errors.OwnershipLost):
+        await store.record_history_repair(run.id, token="not-the-token", repairs=[note])
+    before = await store.last_seq()
+    recorded = await store.record_history_repair(run.id, token=token, repairs=[note])
+    assert recorded.seq == before + 1 and recorded.repairs == [note]
+    [read] = await store.read_events(after=before, run_id=run.id)
+    assert isinstance(read, HistoryRepaired) and read == recorded
+    assert (await store.get_run(run.id)).revision == run.revision  # no row changed
+
+
+async def test_a_request_that_can_no_longer_be_answered_fails_its_call_and_run(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    [call] = await step_with_tools(store, run, token, "mcp__ask")
+    await store.set_tool_state(call.id, token=token, to=ToolCallState.RUNNING)
+    request = NewInputRequest(
+        kind=InputKind.ELICITATION, prompt="Who are you?", tool_call_id=call.id
+    )
+    _, opened = await store.open_input_request(run.id, token=token, request=request)
+    with pytest.raises(errors.RequestNotFound):
+        await store.fail_unanswerable_request("no-such-request", reason="gone")
+    failed = await store.fail_unanswerable_request(opened.id, reason="the session ended")
+    assert failed.state is RunState.FAILED and failed.execution_token is None
+    assert failed.failure is not None and failed.failure.code == "input_unanswerable"
+    assert opened.id in failed.failure.message
+    assert (await store.get_tool_call(call.id)).state is ToolCallState.FAILED
+    assert (await store.get_input_request(opened.id)).state is InputRequestState.CANCELLED
+    [*_, tool_event, run_event] = await store.read_events(run_id=run.id)
+    assert isinstance(tool_event, ToolStateChanged) and tool_event.to_state is ToolCallState.FAILED
+    assert isinstance(run_event, RunStateChanged)
+    assert (run_event.from_state, run_event.to_state) == (RunState.INPUT_REQUIRED, RunState.FAILED)
+    with pytest.raises(errors.RunStateConflict):
+        await store.fail_unanswerable_request(opened.id, reason="again")
 
 
 async def test_terminal_runs_never_change(store: Store) -> None:
@@ -784,3 +830,32 @@ async def test_the_store_implements_the_whole_protocol(store: Store) -> None:
         if not name.startswith("_") and not callable(getattr(type(store), name, None))
     ]
     assert missing == []
+
+
+# --- run notes (DESIGN §16) ----------------------------------------------------------------------
+
+
+async def test_a_run_note_commits_with_the_runs_token_and_is_listed_with_its_run(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    note = RunNoted(
+        job_id=run.job_id, run_id=run.id, note="phase", text="phase: a → b", data={"to": "b"}
+    )
+    with pytest.raises(errors.OwnershipLost):
+        await store.record_note(run.id, token="stale", note=note)
+    with pytest.raises(errors.RunStateConflict):
+        await store.record_note(run.id, token=None, note=note)  # only once the run has ended
+    recorded = await store.record_note(run.id, token=token, note=note)
+    assert recorded.seq > 0 and recorded.created_at > 0
+    other, _ = await running_run(store, owner_id="owner-2")
+    assert await store.list_notes(run_ids=[other.id]) == []
+    [listed] = await store.list_notes(run_ids=[run.id])
+    assert (listed.note, listed.text, listed.data) == ("phase", "phase: a → b", {"to": "b"})
+    assert await store.list_notes(job_id=run.job_id) == [listed]
+    events = await store.read_events(run_id=run.id)
+    assert events[-1] == listed
+
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    later = await store.record_note(run.id, token=None, note=note)
+    assert [n.seq for n in await store.list_notes(run_ids=[run.id])] == [listed.seq, later.seq]

@@ -256,7 +256,7 @@ async def _real_database(path: Path) -> None:
     [
         ("DROP TABLE messages", "table messages is missing"),
         ("DROP INDEX runs_by_job", "index runs_by_job is missing"),
-        ("DROP TRIGGER messages_fts_insert", "trigger messages_fts_insert is missing"),
+        ("DROP TRIGGER messages_fts_delete", "trigger messages_fts_delete is missing"),
         ("ALTER TABLE runs DROP COLUMN cancel_reason", "column runs.cancel_reason is missing"),
     ],
 )

@@ -144,16 +144,6 @@ async def test_the_rest_of_the_filesystem_is_readable_but_not_writable(
     assert (tmp_path / "sibling.txt").exists()
 
 
-async def test_shell_network_in_the_config_lets_commands_use_the_network(
-    workspace: Path, home: Path, listener: Listener
-) -> None:
-    require_sandbox()
-    (workspace / "agent-tui.toml").write_text("[permissions]\nshell_network = true\n")
-    content = await run(ShellTool(), workspace, connect_command(listener.port))
-    assert "net-CONNECTED" in content
-    assert listener.connections == 1
-
-
 async def test_credentials_stay_hidden_when_the_workspace_is_home(home: Path) -> None:
     require_sandbox()
     (home / "notes.txt").write_text("my notes\n")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Markdown
 
+from runtime.events import RunNoted
 from runtime.store.migrations import migrate
 from tests.tui.helpers import make_app, open_runtime, screen_text
 from tui.screens.main import MainScreen
@@ -28,10 +29,11 @@ BOUND = WINDOW + PAGE
 """The window, plus one page loaded before the far end is unmounted."""
 
 
-def fill_job(db_path: Path, workspace: Path, runs: list[int]) -> list[str]:
+def fill_job(db_path: Path, workspace: Path, runs: list[int], *, apart: float = 0.0) -> list[str]:
     """One job with a root run per entry of ``runs`` (that many messages each, created in that
-    order), written through the store's real schema; the runs' ids, oldest first. Message
-    texts say "Run R message N." so a test can tell which are mounted."""
+    order, ``apart`` seconds from one another), written through the store's real schema; the
+    runs' ids, oldest first. Message texts say "Run R message N." so a test can tell which are
+    mounted."""
     conn = sqlite3.connect(db_path, isolation_level=None)
     migrate(conn, path=str(db_path))
     conn.execute("BEGIN")
@@ -57,7 +59,8 @@ def fill_job(db_path: Path, workspace: Path, runs: list[int]) -> list[str]:
                 position % 4
             )
             content = json.dumps([{"type": "text", "text": text}])
-            rows.append((f"{run_id}-m{position}", run_id, "job1", position, role, content, created))
+            at = created + position * apart
+            rows.append((f"{run_id}-m{position}", run_id, "job1", position, role, content, at))
         conn.executemany(
             "INSERT INTO messages (id, run_id, job_id, position, role, content, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -227,5 +230,67 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
                 )
             assert conversation.last_position == 199
             assert conversation.message_views[-1].text.startswith("Run 3 message 199.")
+    finally:
+        await runtime.close()
+
+
+def _note_place(conversation: Conversation, text: str) -> tuple[int, int | None] | None:
+    """How many lines show ``text`` among the mounted children, and the position of the message
+    view right after the first one (None: nothing after it); None when none shows it."""
+    children = list(conversation.children)
+    found = [i for i, child in enumerate(children) if text in _static_text(child)]
+    if not found:
+        return None
+    after = [c for c in children[found[0] + 1 :] if isinstance(c, MessageView)]
+    return len(found), (after[0].position if after else None)
+
+
+@pytest.mark.timeout(600)
+async def test_a_long_runs_notes_sit_before_the_first_later_message_wherever_the_window_is(
+    db_path: Path, workspace: Path
+) -> None:
+    (run_id,) = fill_job(db_path, workspace, [300], apart=1.0)
+    start = 1700000000.0
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        for at, text in ((start + 5.5, "phase: plan → build"), (start + 289.5, "compacted")):
+            note = RunNoted(job_id="job1", run_id=run_id, note="phase", text=text, created_at=at)
+            await runtime.store.record_note(run_id, token=None, note=note)
+        app = make_app(runtime, workspace, window=60)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            conversation = screen.conversation
+            conversation.page = 30
+            screen.open_run(run_id)
+            await wait_until(lambda: conversation.last_position == 299)
+            # The late note is in the tail, before message 290; the early one's place is not
+            # mounted, so it is not shown (not at the top of the window either).
+            await wait_until(lambda: _note_place(conversation, "◆ compacted") is not None)
+            assert _note_place(conversation, "◆ compacted") == (1, 290)
+            assert _note_place(conversation, "plan → build") is None
+            await wait_until(
+                lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
+            )
+
+            await _scroll_to_top(conversation, [])
+            assert conversation.first_position == 0
+            assert _note_place(conversation, "◆ phase: plan → build") == (1, 6)
+            assert conversation.has_newer
+            assert _note_place(conversation, "compacted") is None  # unmounted with its message
+
+            for _ in range(10_000):
+                if not conversation.has_newer and not conversation.loading:
+                    break
+                last_key = conversation.last_key
+                conversation.scroll_end(animate=False, immediate=True)
+                await wait_until(
+                    lambda last_key=last_key: (
+                        conversation.last_key != last_key and not conversation.loading
+                    )
+                )
+            assert conversation.last_position == 299
+            # Back at the tail: the late note is there again, once, in its place.
+            assert _note_place(conversation, "◆ compacted") == (1, 290)
     finally:
         await runtime.close()

@@ -144,10 +144,13 @@ async def _follow(
 
 
 async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.commands import expand_slash_prompt
+
     _show_model_notice(ctx, runtime)
+    prompt = expand_slash_prompt(args.prompt, ctx.workspace)
     detached = args.detach or args.attach
     run = await runtime.start(
-        args.prompt, agent=args.agent, model=args.model or ctx.model, detached=detached
+        prompt, agent=args.agent, model=args.model or ctx.model, detached=detached
     )
     if detached:
         return await _queued_for_a_worker(ctx, runtime, run, args, after=0)
@@ -156,10 +159,13 @@ async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.commands import expand_slash_prompt
+
     _show_model_notice(ctx, runtime)
-    await runtime.get_job(args.job_id)
+    job = await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
-    run = await runtime.follow_up(args.job_id, args.prompt, model=ctx.model)
+    prompt = expand_slash_prompt(args.prompt, Path(job.workspace))
+    run = await runtime.follow_up(args.job_id, prompt, model=ctx.model)
     if run.detached:  # a job of the workers stays theirs: watch it
         ctx.watching = True
         ctx.say(f"Queued run {run.id} for a worker; watching it here.")

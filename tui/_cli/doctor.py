@@ -141,6 +141,10 @@ async def cmd_doctor(ctx: Context) -> int:
     out("MCP servers:")
     healthy = await _check_mcp(ctx, config) and healthy
 
+    if config is not None:
+        out("")
+        _print_extensions(ctx, config)
+
     out("")
     out("All fine." if healthy else "Some checks failed (see above).")
     return EXIT_OK if healthy else EXIT_FAILED
@@ -175,3 +179,20 @@ async def _check_mcp(ctx: Context, config: Any) -> bool:
             ctx.print(f"  {report.name} ({report.transport}): error: {report.error}")
             healthy = False
     return healthy
+
+
+def _print_extensions(ctx: Context, config: Any) -> None:
+    """Instructions, skills, commands, hooks (and which Claude Code entries were used or
+    skipped) and phases in effect here (DESIGN §16)."""
+    from runtime.engine.extensions import describe_extensions, report_lines
+    from runtime.hooks import load_claude_hooks
+
+    claude, report = load_claude_hooks(ctx.workspace)
+    hooks = config.hooks
+    for event in ("before_tool", "after_tool"):
+        hooks = hooks.with_entries(event, getattr(claude, event))
+    described = describe_extensions(
+        ctx.workspace, agent=config.defaults.agent, hooks=hooks, claude_hooks=report
+    )
+    for line in report_lines(described):
+        ctx.print(line)

@@ -18,14 +18,17 @@ from runtime.errors import AlreadyAnswered, InvalidResponse
 from runtime.events import (
     CheckpointCreated,
     Event,
+    HistoryRepaired,
     MessageCommitted,
     MessageDelta,
     Notice,
+    RunNoted,
     RunStateChanged,
     ToolProgress,
     ToolStateChanged,
     dump_event,
     is_durable,
+    repair_text,
 )
 from runtime.models import InputRequest, Role, RunState, ToolCallState
 from tui._cli import render
@@ -107,8 +110,13 @@ class EventPrinter:
                     self.note(f"{prefix}child run {event.to_state.value}")
                 elif event.to_state is RunState.QUEUED and event.from_state is RunState.RUNNING:
                     self.note("  (the run was interrupted and re-queued)")
+            case RunNoted():
+                if not child:
+                    self.note(f"  {event.text}")
             case CheckpointCreated():
                 pass
+            case HistoryRepaired():
+                self.note(f"agent-tui: info: {repair_text(event)}")
 
     def _delta(self, event: MessageDelta) -> None:
         written = self._written.get(event.message_id, 0)

@@ -25,7 +25,8 @@ from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
-from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
+from runtime.events import RunNoted
 from runtime.models import (
     Checkpoint,
     ImageBlock,
@@ -59,11 +60,14 @@ from tui.widgets.job_tree import (
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.message_view import toggle_thinking
 from tui.widgets.question_prompt import QuestionPrompt
+from tui.widgets.retry_choice import RetryChoice
 from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
+    from runtime.api import UnknownChoice
     from tui.app import AgentTuiApp
+    from tui.extension_commands import ExtensionCommands
 
 STATE_FILTERS = browser_filters.FILTERS
 
@@ -89,6 +93,15 @@ class CheckpointsLoaded(TextualMessage):
         super().__init__()
         self.run_id = run_id
         self.checkpoints = checkpoints
+
+
+class NotesLoaded(TextualMessage):
+    """The run notes (instructions, phase moves, compactions) of a run just shown."""
+
+    def __init__(self, run_id: str, notes: list[RunNoted]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.notes = notes
 
 
 class RunLoaded(TextualMessage):
@@ -173,6 +186,16 @@ class MessageRefused(TextualMessage):
         self.job_id = job_id
         self.text = text
         self.error = error
+
+
+class RetryChoiceWanted(TextualMessage):
+    """A retry must first ask: the run's last step left calls whose outcome is unknown."""
+
+    def __init__(self, run: Run, calls: list[ToolCall], checkpoint_id: str | None) -> None:
+        super().__init__()
+        self.run = run
+        self.calls = calls
+        self.checkpoint_id = checkpoint_id
 
 
 class RunInterrupted(TextualMessage):
@@ -345,9 +368,11 @@ class MainScreen(Screen[None]):
         composer = self.composer
         composer.file_source = self._file_list
         composer.command_sources.append(self._mcp_prompt_commands)
+        composer.command_sources.append(self.extension_commands.slash_commands)
         self.load_jobs(None, first=True)
         self.agent_app.start_bridge(self)
         self._report_recovery()
+        self._check_sandbox()
         self._load_history()
         self._load_draft(None)
         settings = self.agent_app.settings
@@ -462,6 +487,29 @@ class MainScreen(Screen[None]):
         self._files = files
         self._listing_files = False
         self.composer.refresh_files()
+
+    @work(exit_on_error=False, group="sandbox", thread=True)
+    def _check_sandbox(self) -> None:
+        """Probe bubblewrap once (it starts a process: off the event loop). Without it, shell
+        commands run unconfined and every shell call asks: say so once, and keep it in the
+        status line."""
+        from runtime.tools.sandbox import sandbox_status
+
+        notice = sandbox_status().notice
+        if notice is not None:
+            self.app.call_from_thread(self._sandbox_missing, notice)
+
+    def _sandbox_missing(self, notice: str) -> None:
+        status = self.status
+        status.sandbox_notice = notice
+        status.update(status.text)
+        self.notify(
+            terminal_safe_line(notice),
+            title="Shell sandbox",
+            severity="warning",
+            markup=False,
+            timeout=10,
+        )
 
     def _report_recovery(self) -> None:
         report = getattr(self.runtime, "recovery", None)
@@ -624,6 +672,10 @@ class MainScreen(Screen[None]):
                 asker=asker,
             )
         )
+        # After the run is on screen (a note is a line among the messages, never worth a wait).
+        notes = await runtime.extensions.notes(run_id)
+        if notes:
+            self.post_message(NotesLoaded(run_id, notes))
 
     async def _is_descendant(self, run: Run, ancestor_id: str) -> bool:
         """Whether ``run`` was delegated (directly or further down) by the run ``ancestor_id``."""
@@ -649,6 +701,7 @@ class MainScreen(Screen[None]):
     async def on_run_loaded(self, message: RunLoaded) -> None:
         if message.run.id != self._loading_run_id:
             return
+        await self._close_retry_choice()
         self.selected_run = message.run
         self.selected_job = message.job
         self._target_composer(message.job)
@@ -677,8 +730,9 @@ class MainScreen(Screen[None]):
             # before the run was on screen): ask the store, which is the truth.
             request = await self.runtime.open_request(message.run.id)
             asker = None
-            if request is not None:
-                self.refresh_run(message.run.id)  # the state change this view missed
+            # The state changes this view may have missed while it loaded (it may even have
+            # ended meanwhile): the store is the truth.
+            self.refresh_run(message.run.id)
         if request is not None:
             await self.show_prompt(request, asker=asker)
         else:
@@ -712,7 +766,11 @@ class MainScreen(Screen[None]):
                 if run.failure
                 else "its process stopped mid-run"
             )
-            banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
+            if run.failure is not None and run.failure.code == "tool_indeterminate":
+                keys = "R to choose: run it again, continue without it, or fork"
+                banner.update(f"⚠ Failed · tool outcome unknown: {why}.  {keys}")
+            else:
+                banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
             banner.display = True
         elif run.state is RunState.FAILED and run.failure is not None:
             failure = terminal_safe_line(run.failure.message)
@@ -823,6 +881,8 @@ class MainScreen(Screen[None]):
                 result=event.result,
                 error=event.error,
             )
+        elif isinstance(message, bridge.RunNotedReceived):
+            await conversation.noted(message.event)
         elif isinstance(message, bridge.ToolProgressed):
             progress = message.event
             conversation.tool_progress(
@@ -846,6 +906,13 @@ class MainScreen(Screen[None]):
         await self._route(message.event.run_id, message)
 
     async def on_tool_progressed(self, message: bridge.ToolProgressed) -> None:
+        await self._route(message.event.run_id, message)
+
+    async def on_notes_loaded(self, message: NotesLoaded) -> None:
+        if self.conversation.run_id == message.run_id:
+            await self.conversation.insert_notes(message.notes)
+
+    async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
         await self._route(message.event.run_id, message)
 
     def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
@@ -1031,6 +1098,17 @@ class MainScreen(Screen[None]):
         message.stop()
         self.run_command(message.name, message.argument)
 
+    @property
+    def extension_commands(self) -> ExtensionCommands:
+        """Skills and custom commands of the workspace as slash commands."""
+        found = getattr(self, "_extension_commands", None)
+        if found is None:
+            # Imported here: skills bring the tool catalog, which the first frame does not need.
+            from tui.extension_commands import ExtensionCommands
+
+            found = self._extension_commands = ExtensionCommands(self.agent_app.settings.workspace)
+        return found
+
     def run_command(self, name: str, argument: str) -> None:
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
@@ -1038,6 +1116,14 @@ class MainScreen(Screen[None]):
         if ":" in name and getattr(self.runtime, "mcp", None) is not None:
             self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
             return
+        if name not in known:
+            expanded = self.extension_commands.expand(name, argument)
+            if expanded is not None:
+                # A skill or a custom command: what it expands to is the message.
+                composer.command_done()
+                composer.message_taken()
+                self._submit(expanded, composer.follow_up_job_id)
+                return
         if name not in known:
             self.notify(
                 f"Unknown command /{name} — /help lists them; start with // to send a message "
@@ -1074,11 +1160,39 @@ class MainScreen(Screen[None]):
                 action()
         elif name == "inbox":
             self.action_inbox()
+        elif name == "compact":
+            job_id = composer.follow_up_job_id
+            if job_id is None:
+                self.notify("Open a job first: /compact summarises its history.", title="/compact")
+                keep = True
+            else:
+                self._compact(job_id)
+        elif name == "context":
+            self._show_context()
         elif name == "quit":
             composer.command_done()
             self.app.call_later(self.agent_app.action_quit)
             return
         composer.command_done(keep_text=keep)
+
+    @work(exit_on_error=False, group="compact")
+    async def _compact(self, job_id: str) -> None:
+        self.notify("Compacting the job's history…", title="/compact")
+        try:
+            note = await self.runtime.extensions.compact(job_id)
+        except AgentTuiError as error:
+            self.notify(str(error), title="Not compacted", severity="warning")
+            return
+        self.notify(terminal_safe(note.text), title="/compact", markup=False)
+        if self.selected_run is not None and self.selected_run.id == note.run_id:
+            await self.conversation.noted(note)
+
+    def _show_context(self) -> None:
+        from runtime.engine.extensions import report_lines
+
+        report = self.runtime.extensions.report(self.agent_app.settings.workspace)
+        text = "\n".join(terminal_safe(line) for line in report_lines(report))
+        self.notify(text, title="In effect here", timeout=30, markup=False)
 
     def _choose_next(self, key: str, value: str) -> bool:
         composer = self.composer
@@ -1304,6 +1418,8 @@ class MainScreen(Screen[None]):
             (results if results.display else self.job_tree).focus()
         elif pane == "conversation":
             self.conversation.focus()
+        elif self.query(RetryChoice):
+            self.query_one(RetryChoice).focus()
         elif self.open_request is not None:
             prompt = self.query(
                 "#bottom > ApprovalPrompt, #bottom > QuestionPrompt, #bottom > ElicitationForm"
@@ -1406,6 +1522,8 @@ class MainScreen(Screen[None]):
         single-letter actions are off while a text field has focus."""
         if action in self.LETTER_ACTIONS and self.typing():
             return False
+        if action in self.LETTER_ACTIONS and isinstance(self.focused, RetryChoice):
+            return False  # its own keys only, until the person chose
         run = self.selected_run
         if action == "parent_run":
             return run is not None and run.parent_run_id is not None
@@ -1479,11 +1597,71 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="start")
     async def _retry(self, run_id: str) -> None:
-        run = await self.runtime.retry(run_id)
+        """Retry the run; when its last step left calls whose outcome is unknown, show them
+        and let the person choose first (nothing runs again silently)."""
+        runtime = self.runtime
+        run = await runtime.get_run(run_id)
+        calls = await runtime.unknown_calls(run.id) if run.state.is_terminal else []
+        if not calls:
+            await self._start_retry(run_id, None)
+            return
+        try:
+            # Without a choice the runtime checks the model first (no key: a clear error,
+            # before anything is asked), then refuses, writing nothing.
+            await self._start_retry(run_id, None)
+            return
+        except InvalidInput:
+            pass
+        checkpoints = await runtime.checkpoints(run.id)
+        latest = checkpoints[-1].id if checkpoints else None
+        self.post_message(RetryChoiceWanted(run, calls, latest))
+
+    async def _start_retry(self, run_id: str, unknown: UnknownChoice | None) -> None:
+        run = await self.runtime.retry(run_id, unknown=unknown)
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
-        self.notify("Retrying the run from its last checkpoint.")
+        if unknown == "rerun":
+            self.notify("Retrying: the call whose outcome was unknown runs again.")
+        elif unknown == "skip":
+            self.notify("Retrying without the call: the model is told its outcome is unknown.")
+        else:
+            self.notify("Retrying the run from its last checkpoint.")
+
+    async def on_retry_choice_wanted(self, message: RetryChoiceWanted) -> None:
+        await self._close_retry_choice()
+        if self.selected_run is None or self.selected_run.id != message.run.id:
+            return  # another run is on screen now
+        choice = RetryChoice(message.run, message.calls, checkpoint_id=message.checkpoint_id)
+        self.composer.display = False
+        await self.query_one("#bottom", Vertical).mount(choice)
+        choice.focus()
+        self.call_after_refresh(choice.focus)
+
+    async def _close_retry_choice(self) -> bool:
+        """Remove the retry choice, if one is open; the composer comes back."""
+        open_choices = list(self.query(RetryChoice))
+        for widget in open_choices:
+            await widget.remove()
+        if open_choices and self.open_request is None:
+            self.composer.display = True
+        return bool(open_choices)
+
+    async def on_retry_choice_chosen(self, message: RetryChoice.Chosen) -> None:
+        message.stop()
+        await self._close_retry_choice()
+        self.composer.focus_input()
+        choice = message.choice
+        if choice is None:
+            self.notify("Nothing was retried.", severity="information")
+        elif choice == "fork":
+            self._fork(message.widget.checkpoint_id, message.run.id)
+        else:
+            self._retry_with(message.run.id, choice)
+
+    @work(exit_on_error=False, group="start")
+    async def _retry_with(self, run_id: str, unknown: UnknownChoice) -> None:
+        await self._start_retry(run_id, unknown)
 
     def action_fork(self) -> None:
         node = self.job_tree.cursor_node

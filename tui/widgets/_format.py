@@ -38,6 +38,20 @@ def needs_resume(run: Run) -> bool:
     )
 
 
+def state_text(run: Run) -> str:
+    """The run's state in words, as the database has it, with the reason a crash left when
+    it decides what a retry does: ``failed · tool outcome unknown``, ``queued · interrupted``."""
+    state = run.state.value.replace("_", " ")
+    if run.state is RunState.FAILED and run.failure is not None:
+        if run.failure.code == "tool_indeterminate":
+            return f"{state} · tool outcome unknown"
+        if run.failure.code == "interrupted":
+            return f"{state} · interrupted"
+    if run.interrupted and not run.state.is_terminal:
+        return f"{state} · interrupted"
+    return state
+
+
 def run_icon(run: Run) -> str:
     if needs_resume(run):
         return "⚠"

@@ -54,6 +54,8 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("export", "", "write this job as Markdown into the workspace"),
     SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
     SlashCommand("permissions", "", "what tools may do here"),
+    SlashCommand("compact", "", "summarise this job's history so far (originals are kept)"),
+    SlashCommand("context", "", "instructions, skills, commands, hooks and phases in effect"),
     SlashCommand("inbox", "", "every run waiting for your input"),
     SlashCommand("quit", "", "quit agent-tui (running runs stay resumable)"),
 )
@@ -213,6 +215,8 @@ class Composer(Vertical):
         """More slash commands than the built-in ones (see ``CommandSource``)."""
         self.file_source: Callable[[], list[str] | None] = lambda: None
         """The workspace's files for the @-picker (None while they are being listed)."""
+        self._menu_commands: dict[str, SlashCommand] = {}
+        """The commands the open menu offers, by name."""
         self._mention_query: str | None = None
         self._completion: str | None = None
         """"slash" or "mention" while the menu is open."""
@@ -527,7 +531,12 @@ class Composer(Vertical):
             self._show_commands(self.input.text[1:])
 
     def _show_commands(self, prefix: str) -> None:
-        matches = command_matches(prefix, self.commands())
+        matches = []
+        self._menu_commands = {}
+        for command in command_matches(prefix, self.commands()):
+            if command.name not in self._menu_commands:  # the first of a name wins
+                self._menu_commands[command.name] = command
+                matches.append(command)
         menu = self.query_one("#completions", OptionList)
         menu.clear_options()
         if not matches:
@@ -594,7 +603,7 @@ class Composer(Vertical):
             return False
         box = self.input
         if self._completion == "slash":
-            command = next(c for c in self.commands() if c.name == option.id)
+            command = self._menu_commands[option.id]
             typed = box.text.strip()[1:]
             self._close_completion()
             if send_if_complete and typed.lower() == command.name.lower():

@@ -13,6 +13,11 @@ streams is live Markdown. While the view follows the tail the oldest items are u
 ones arrive. When the tail itself was unmounted (scrolled far up), live messages are not drawn:
 committed ones load from the database when scrolled back down, and what streamed of an
 unfinished one is kept as text and shown again at the tail.
+
+A run's notes (``run_noted``: instructions used, phase moves, compactions) are lines among its
+messages: each goes before the first mounted message that came after it, or at the tail when
+none did and the tail is mounted; a note whose place is not mounted waits until it is (it goes
+and comes back with the message after it).
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from runtime.events import RunNoted
 from runtime.models import Message, Role, ToolCall, ToolCallState
+from runtime.textsafe import terminal_safe_line
 from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets.tool_call_view import ToolCallView
 
@@ -76,6 +83,8 @@ class _Group:
     position: int | None = None
     """For a message of the shown run: its position."""
     widgets: list[Widget] = field(default_factory=list)
+    created_at: float | None = None
+    """For a committed message of the shown run: its time (where the run's notes go)."""
 
     @property
     def live(self) -> bool:
@@ -100,6 +109,7 @@ class Conversation(VerticalScroll):
     Conversation > .fork-origin { color: $warning; margin: 0 0 1 0; }
     Conversation > .inherited { opacity: 70%; }
     Conversation > .partial-label { color: $warning; text-style: italic; }
+    Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
     """
 
     def __init__(self, *, window: int = WINDOW, page: int = PAGE, **kwargs: object) -> None:
@@ -119,6 +129,10 @@ class Conversation(VerticalScroll):
         self._live_run = False
         self._stash: dict[str, list[str]] = {}
         """What streamed of unfinished messages while the tail was not mounted."""
+        self._notes: dict[int, RunNoted] = {}
+        """Every note of the shown run known so far, by its event seq."""
+        self._note_views: dict[int, _NoteLine] = {}
+        """The notes mounted now."""
         self._older_marker = Static(OLDER_TEXT, classes="older", markup=False)
         self._newer_marker = Static(NEWER_TEXT, classes="newer", markup=False)
 
@@ -170,6 +184,8 @@ class Conversation(VerticalScroll):
         self._tools.clear()
         self._tool_calls.clear()
         self._stash.clear()
+        self._notes.clear()
+        self._note_views.clear()
         self._loading = False
         self.has_older = self.has_newer = False
         self._show_markers()
@@ -194,6 +210,7 @@ class Conversation(VerticalScroll):
             if message.id in self._messages:
                 return []
             group.message_id, group.position = message.id, message.position
+            group.created_at = message.created_at
             group.widgets = self._run_message_widgets(message, settled=not self._live_run)
         else:
             group.widgets = _context_widgets(item)
@@ -249,6 +266,69 @@ class Conversation(VerticalScroll):
         """Whether the view follows the tail (anchored at the bottom, the tail mounted)."""
         return self._anchored and not self._anchor_released and not self.has_newer
 
+    async def noted(self, note: RunNoted) -> None:
+        """A ``run_noted`` event of the run on screen, as it happens: one line at the tail (kept
+        for later when the tail is not mounted)."""
+        if note.run_id != self.run_id or note.seq in self._notes:
+            return
+        self._notes[note.seq] = note
+        if self.has_newer:
+            return  # placed when the tail is mounted again
+        await self._mount_note(note, before=None)
+
+    async def insert_notes(self, notes: Sequence[RunNoted]) -> None:
+        """The run's notes read from the database: each before the first message that came
+        after it (those whose place is not mounted wait until it is)."""
+        for note in notes:
+            if note.run_id == self.run_id and note.seq not in self._notes:
+                self._notes[note.seq] = note
+        await self._place_notes()
+
+    async def _place_notes(self) -> None:
+        """Mount each known note whose place is in the window: before the first mounted message
+        of the run that came after it, provided the message before that one is mounted too (or
+        nothing older is left to load); at the tail when no message came after it and the tail
+        is mounted."""
+        waiting = sorted(
+            (note for seq, note in self._notes.items() if seq not in self._note_views),
+            key=lambda note: note.seq,
+        )
+        for note in waiting:
+            earlier = not self.has_older
+            later: _Group | None = None
+            for group in self._groups:
+                if group.created_at is None:
+                    continue
+                if group.created_at <= note.created_at:
+                    earlier = True
+                else:
+                    later = group
+                    break
+            if not earlier:
+                continue  # its place is above what is mounted
+            if later is not None:
+                await self._mount_note(note, before=later)
+            elif not self.has_newer:
+                await self._mount_note(note, before=None)
+
+    async def _mount_note(self, note: RunNoted, *, before: _Group | None) -> None:
+        """Mount ``note`` before ``before``'s widgets (it belongs to that group then, and is
+        unmounted with it), or at the tail with the last group."""
+        line = _NoteLine(note)
+        self._note_views[note.seq] = line
+        anchor = (
+            next((w for w in before.widgets if w.is_attached), None) if before is not None else None
+        )
+        if before is not None and anchor is not None:
+            before.widgets.insert(0, line)
+            await self.mount(line, before=anchor)
+            return
+        if self._groups:
+            self._groups[-1].widgets.append(line)
+        else:
+            self._groups.append(_Group(None, None, None, [line]))
+        await self.mount(line, before=self._newer_marker)
+
     async def delta(self, message_id: str, offset: int, text: str, *, thinking: bool) -> None:
         view = self._messages.get(message_id)
         if view is None and self.has_newer:
@@ -287,6 +367,7 @@ class Conversation(VerticalScroll):
             if group is not None:
                 group.key = ItemKey(self._run_segment, message.position)
                 group.position = message.position
+                group.created_at = message.created_at
             new_tools = [
                 self._tool_view(use.tool_call_id, use.name, use.input)
                 for use in message.tool_uses
@@ -302,7 +383,9 @@ class Conversation(VerticalScroll):
         key = ItemKey(self._run_segment, message.position)
         # Live (the run on screen): drawn as the streamed ones are, whichever came first.
         widgets = self._run_message_widgets(message, settled=False)
-        self._groups.append(_Group(key, message.id, message.position, widgets))
+        self._groups.append(
+            _Group(key, message.id, message.position, widgets, created_at=message.created_at)
+        )
         if widgets:
             await self.mount_all(widgets, before=self._newer_marker)
             self._trim_soon()
@@ -438,6 +521,8 @@ class Conversation(VerticalScroll):
                 await self.mount_all(widgets, after=self._older_marker)
             else:
                 await self.mount_all(widgets, before=self._newer_marker)
+        if self._notes:
+            await self._place_notes()
 
         def settle() -> None:
             if keep is not None:
@@ -503,6 +588,8 @@ class Conversation(VerticalScroll):
             for widget in group.widgets:
                 if isinstance(widget, ToolCallView):
                     self._tools.pop(widget.tool_call_id, None)
+                elif isinstance(widget, _NoteLine):
+                    self._note_views.pop(widget.seq, None)
         if from_end:
             self.has_newer = True
             self.anchor(False)
@@ -578,3 +665,17 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
         text=partial.text,
     )
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
+
+
+_NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲"}
+
+
+class _NoteLine(Static):
+    """One run note: a mark and its one line."""
+
+    def __init__(self, note: RunNoted) -> None:
+        mark = _NOTE_MARKS.get(note.note, "·")
+        super().__init__(
+            f"{mark} {terminal_safe_line(note.text)}", classes="run-note", markup=False
+        )
+        self.seq = note.seq

@@ -20,7 +20,16 @@ from textual.widgets.tree import TreeNode
 
 from runtime.models import Checkpoint, Job, Run
 from runtime.textsafe import terminal_safe_line
-from tui.widgets._format import STATE_ICONS, age, cost, needs_resume, run_icon, short, tokens
+from tui.widgets._format import (
+    STATE_ICONS,
+    age,
+    cost,
+    needs_resume,
+    run_icon,
+    short,
+    state_text,
+    tokens,
+)
 
 COLUMNS = ("agent", "age", "tokens", "cost")
 COLUMN_WIDTHS = {"agent": 10, "age": 3, "tokens": 5, "cost": 7}
@@ -91,7 +100,6 @@ NodeData = JobEntry | RunEntry | CheckpointEntry | MoreEntry | EmptyEntry
 
 def interrupted_runs(runs: list[Run]) -> list[Run]:
     """The runs of a job that a crash interrupted and nobody has retried yet."""
-    from tui.widgets._format import needs_resume
 
     retried = {run.retry_of_run_id for run in runs if run.retry_of_run_id}
     return [run for run in runs if needs_resume(run) and run.id not in retried]
@@ -254,7 +262,7 @@ class JobTree(Tree[NodeData]):
             usage, money = job.usage.total_tokens, job.cost_usd
         elif isinstance(data, RunEntry):
             run = data.run
-            state = "interrupted" if needs_resume(run) else run.state.value.replace("_", " ")
+            state = state_text(run)
             words = [f"run · {run.agent} · {state}", self._ago("updated", run.updated_at)]
             usage, money = run.usage.total_tokens, run.cost_usd
         elif isinstance(data, CheckpointEntry):

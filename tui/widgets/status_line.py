@@ -13,7 +13,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from runtime.models import Run, RunState
-from tui.widgets._format import context_fill, cost, needs_resume, tokens
+from tui.widgets._format import context_fill, cost, needs_resume, state_text, tokens
 
 SEPARATOR = " │ "
 DEMO_HINTS = (
@@ -26,6 +26,8 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPIN_INTERVAL = 0.1
 CHARS_PER_TOKEN = 4
 """The estimate of streamed tokens before the provider counts them."""
+SANDBOX_HINT = "shell not sandboxed: every shell call asks"
+"""Shown while ``sandbox_notice`` is set: bubblewrap is missing or cannot start here."""
 STOP_HINT = "esc to interrupt"
 """The key that stops the run on screen (the screen's binding)."""
 
@@ -52,6 +54,8 @@ class StatusLine(Static):
         super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
         self.model = ""
         self.model_notice: str | None = None
+        self.sandbox_notice: str | None = None
+        """Why shell commands run unconfined here (None: they are sandboxed)."""
         self.run: Run | None = None
         self.context_window: int | None = None
         self.next_run: dict[str, str] = {}
@@ -126,9 +130,9 @@ class StatusLine(Static):
                 "next run: " + ", ".join(f"{k} {v}" for k, v in sorted(self.next_run.items()))
             )
         if run is not None:
-            state = run.state.value.replace("_", " ")
+            state = state_text(run)
             if needs_resume(run):
-                state = "interrupted (R retry · f fork)"
+                state += " (R retry · f fork)"
             if self.working:
                 started = run.created_at  # the run's age: its waits for input included
                 now = self.now if self.now is not None else time.time()
@@ -143,6 +147,8 @@ class StatusLine(Static):
             ]
             if self.working:
                 parts.append(STOP_HINT)
+        if self.sandbox_notice:
+            parts.append(SANDBOX_HINT)
         figures = SEPARATOR.join(parts)
         if not self.model_notice:
             return figures

@@ -1,0 +1,69 @@
+"""The extension points from the command line: `doctor` lists what is in effect (and which
+Claude Code hook entries were used or skipped), `run "/name args"` expands a custom command or a
+skill, and the plain output shows what the run noted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.harness import Cli, boundary_of, json_lines
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_doctor_lists_instructions_skills_commands_hooks_and_phases(cli: Cli) -> None:
+    ws = cli.workspace
+    write(ws / "AGENTS.md", "Be brief.")
+    write(ws / ".claude" / "skills" / "review" / "SKILL.md", "---\ndescription: Review\n---\nR")
+    write(ws / ".agent-tui" / "commands" / "git" / "commit.md", "Write a commit message.")
+    write(ws / ".agent-tui" / "skills" / "broken" / "SKILL.md", "---\nname: broken\n---\nno desc")
+    write(ws / ".agent-tui" / "phases" / "default" / "plan" / "PHASE.md", "Plan first.")
+    write(ws / "agent-tui.toml", '[[hooks.before_tool]]\nmatcher = "shell"\ncommand = "true"\n')
+    settings = {
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}],
+            "SessionStart": [{"hooks": [{"type": "command", "command": "y"}]}],
+        }
+    }
+    write(ws / ".claude" / "settings.json", json.dumps(settings))
+    result = cli.run("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert f"{ws / 'AGENTS.md'} (sha256 " in out
+    assert "  review: Review — " in out
+    assert "  /git:commit: Write a commit message." in out
+    assert "  before_tool shell: true" in out
+    assert "used from Claude Code: " in out and "Bash → x" in out
+    assert "skipped from Claude Code: " in out and "hooks.SessionStart" in out
+    assert "  plan (initial): Plan first." in out
+    assert "description is missing" in out  # the broken skill is reported, not fatal
+
+
+def test_run_expands_a_custom_command_and_prints_the_notes(cli: Cli) -> None:
+    write(
+        cli.workspace / ".agent-tui" / "commands" / "review.md",
+        "---\ndescription: Review one file\n---\nReview $ARGUMENTS: what could break?",
+    )
+    write(cli.workspace / "AGENTS.md", "Be brief.")
+    result = cli.run("run", "/review src/main.py", "--model", "demo:instant", "--json")
+    assert result.returncode == 3, result.stderr  # the demo asks a question: nobody answers
+    lines = json_lines(result.stdout)
+    boundary = boundary_of(lines)
+    shown = cli.run("show", boundary["run_id"], "--json")
+    assert json.loads(shown.stdout)["run"]["input"] == "Review src/main.py: what could break?"
+    notes = [line for line in lines if line.get("kind") == "run_noted"]
+    assert [n["note"] for n in notes] == ["instructions"]
+
+    plain = cli.run("run", "/review README.md", "--model", "demo:instant")
+    assert "instructions: AGENTS.md" in plain.stderr + plain.stdout
+
+
+def test_an_unknown_slash_prompt_is_sent_as_typed(cli: Cli) -> None:
+    result = cli.run("run", "/nothing here", "--model", "demo:instant", "--json")
+    run_id = boundary_of(json_lines(result.stdout))["run_id"]
+    shown = cli.run("show", run_id, "--json")
+    assert json.loads(shown.stdout)["run"]["input"] == "/nothing here"

@@ -1,0 +1,428 @@
+"""The extension points wired through the engine (DESIGN §16), with a scripted model, a real
+SQLite store, the real built-in tools and real hook scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
+from runtime.config import Config, Defaults, Permissions
+from runtime.hooks import HookEntry, HooksConfig
+from runtime.models import Role, RunState, ToolCallState
+from tests.extensions.conftest import Factory
+from tests.fakes.scripted import Turn
+
+WAIT = 20
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def script(path: Path, body: str) -> str:
+    """A real hook script run by this Python; returns the command line."""
+    write(path, body)
+    return f"{sys.executable} {path}"
+
+
+# --- instructions ----------------------------------------------------------------------------
+
+
+async def test_agents_and_claude_files_join_the_system_prompt_in_order_and_the_run_records_them(
+    make_runtime: Factory, workspace: Path, user_home: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    user_file = write(user_home / ".config" / "agent-tui" / "AGENTS.md", "USER-MARKER: be brief")
+    agents = write(workspace / "AGENTS.md", "AGENTS-MARKER: run the tests with make test")
+    claude = write(workspace / "CLAUDE.md", "CLAUDE-MARKER: never touch vendor/")
+    runtime, provider = await make_runtime(
+        [Turn(tool_calls=[("ask_user", {"question": "go on?"})]), Turn(text="done")]
+    )
+    run = await runtime.start("hello")
+    boundary = await runtime.wait(run.id, timeout=WAIT)
+    assert boundary.state is RunState.INPUT_REQUIRED
+
+    system = provider.requests[0].system
+    positions = [system.index(m) for m in ("USER-MARKER", "AGENTS-MARKER", "CLAUDE-MARKER")]
+    assert positions == sorted(positions)
+    [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "instructions"]
+    recorded = {f["path"]: f["sha256"] for f in note.data["files"]}
+    assert recorded == {
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in (user_file, agents, claude)
+    }
+
+    # The run resumes after the answer: it notes the file that changed meanwhile.
+    claude.write_text("CLAUDE-MARKER-2: vendor/ is fine now")
+    assert boundary.request is not None
+    await runtime.respond(run.id, boundary.request.id, "yes")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    notes = [n for n in await runtime.extensions.notes(run.id) if n.note == "instructions"]
+    assert len(notes) == 2 and notes[1].data["changed"] == [str(claude)]
+    assert "CLAUDE-MARKER-2" in provider.requests[1].system
+
+
+# --- skills ----------------------------------------------------------------------------------
+
+
+async def test_the_model_sees_skills_by_description_and_use_skill_returns_the_body_and_files(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    write(
+        workspace / ".agent-tui" / "skills" / "review" / "SKILL.md",
+        "---\nname: review\ndescription: Review a diff for bugs\n---\nREVIEW-BODY: read it all",
+    )
+    write(workspace / ".agent-tui" / "skills" / "review" / "checklist.md", "- names\n")
+    write(
+        workspace / ".claude" / "skills" / "deploy" / "SKILL.md",
+        "---\ndescription: Deploy to production\ndisable-model-invocation: true\n---\nDEPLOY",
+    )
+    runtime, provider = await make_runtime(
+        [Turn(tool_calls=[("use_skill", {"name": "review"})]), Turn(text="reviewed")]
+    )
+    run = await runtime.start("review my change")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    first = provider.requests[0]
+    assert "- review: Review a diff for bugs" in first.system
+    assert "deploy" not in first.system  # only the person may invoke it
+    assert "use_skill" in {t.name for t in first.tools}
+    [call] = await runtime.tool_calls(run.id)
+    assert call.state is ToolCallState.COMPLETED and call.result is not None
+    assert "REVIEW-BODY" in call.result and "checklist.md" in call.result
+    report = runtime.extensions.report()
+    assert {s.name for s in report.skills} == {"review", "deploy"}
+
+
+async def test_without_skills_there_is_no_use_skill_tool_and_no_skill_section(
+    make_runtime: Factory,
+) -> None:
+    runtime, provider = await make_runtime([Turn(text="hi")])
+    run = await runtime.start("hello")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "use_skill" not in {t.name for t in provider.requests[0].tools}
+    assert "# Skills" not in provider.requests[0].system
+
+
+# --- hooks -----------------------------------------------------------------------------------
+
+DENY_LOCKS = """
+import json, sys
+call = json.load(sys.stdin)
+path = str(call["arguments"].get("path", ""))
+if path.endswith(".lock"):
+    print(json.dumps({"decision": "deny", "reason": f"{path} is generated; edit the manifest"}))
+"""
+
+REDACT = """
+import json, sys
+call = json.load(sys.stdin)
+print(json.dumps({"result": call["result"].replace("42", "[redacted]")}))
+"""
+
+
+async def test_a_hook_script_denies_write_file_on_lock_paths_and_the_denial_names_the_hook(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    command = script(tmp_path / "hooks" / "no_locks.py", DENY_LOCKS)
+    config = Config(
+        permissions=Permissions(allow=["write_file"]),
+        hooks=HooksConfig(before_tool=[HookEntry(matcher="write_file", command=command)]),
+    )
+    runtime, provider = await make_runtime(
+        [
+            Turn(
+                tool_calls=[
+                    ("write_file", {"path": "poetry.lock", "content": "pinned"}),
+                    ("write_file", {"path": "notes.md", "content": "fine"}),
+                ]
+            ),
+            Turn(text="done"),
+        ],
+        config=config,
+    )
+    run = await runtime.start("update things")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    calls = {c.arguments["path"]: c for c in await runtime.tool_calls(run.id)}
+    denied = calls["poetry.lock"]
+    assert denied.state is ToolCallState.FAILED and denied.error is not None
+    assert "no_locks.py" in denied.error and "denied this tool call" in denied.error
+    assert "poetry.lock is generated" in denied.error
+    assert not (workspace / "poetry.lock").exists()
+    assert calls["notes.md"].state is ToolCallState.COMPLETED
+    assert (workspace / "notes.md").read_text() == "fine"
+    results = provider.requests[1].messages[-1].tool_results
+    assert results[0].is_error and "poetry.lock is generated" in results[0].content
+
+
+async def test_an_after_tool_hook_script_rewrites_the_result_the_model_sees(
+    make_runtime: Factory, tmp_path: Path
+) -> None:
+    command = script(tmp_path / "hooks" / "redact.py", REDACT)
+    config = Config(
+        hooks=HooksConfig(after_tool=[HookEntry(matcher="read_*", command=command)]),
+    )
+    runtime, provider = await make_runtime(
+        [Turn(tool_calls=[("read_file", {"path": "notes.txt"})]), Turn(text="done")],
+        config=config,
+    )
+    run = await runtime.start("read the notes")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [call] = await runtime.tool_calls(run.id)
+    assert call.result is not None and "[redacted]" in call.result and "42" not in call.result
+    sent = provider.requests[1].messages[-1].tool_results[0].content
+    assert "the answer is [redacted]" in sent
+
+
+async def test_a_hanging_hook_is_killed_at_its_timeout_and_the_call_fails_clearly(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "hook.pid"
+    hang = f"echo $$ > {pid_file}; exec sleep 300"
+    config = Config(
+        hooks=HooksConfig(before_tool=[HookEntry(matcher="read_file", command=hang, timeout=1)]),
+    )
+    runtime, provider = await make_runtime(
+        [Turn(tool_calls=[("read_file", {"path": "notes.txt"})]), Turn(text="done")],
+        config=config,
+    )
+    run = await runtime.start("read the notes")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [call] = await runtime.tool_calls(run.id)
+    assert call.state is ToolCallState.FAILED and call.error is not None
+    assert "did not answer within 1 s and was killed" in call.error
+    assert "did not answer within 1 s" in provider.requests[1].messages[-1].tool_results[0].content
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_claude_code_pre_tool_use_entries_run_and_doctor_lists_used_and_skipped(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    deny = write(
+        tmp_path / "claude_hook.sh",
+        "#!/bin/sh\ncat > /dev/null\n"
+        'echo \'{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "no writes in review mode"}}\'\n',
+    )
+    deny.chmod(deny.stat().st_mode | stat.S_IXUSR)
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": str(deny)}]},
+                {"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "is it safe?"}]},
+            ],
+            "Notification": [{"hooks": [{"type": "command", "command": "true"}]}],
+        }
+    }
+    write(workspace / ".claude" / "settings.json", json.dumps(settings))
+    runtime, _ = await make_runtime(
+        [Turn(tool_calls=[("write_file", {"path": "a.txt", "content": "x"})]), Turn(text="ok")],
+        config=Config(permissions=Permissions(allow=["write_file"])),
+    )
+    run = await runtime.start("write a")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [call] = await runtime.tool_calls(run.id)
+    assert call.error is not None and "no writes in review mode" in call.error
+    assert str(workspace / ".claude" / "settings.json") in call.error
+    assert not (workspace / "a.txt").exists()
+    report = runtime.extensions.report().claude_hooks
+    assert len(report.used) == 1 and "Write|Edit" in report.used[0]
+    assert any("only command hooks" in s for s in report.skipped)
+    assert any("Notification" in s for s in report.skipped)
+
+
+async def test_on_run_finished_hooks_get_the_outcome_without_holding_the_run(
+    make_runtime: Factory, tmp_path: Path
+) -> None:
+    out = tmp_path / "finished.json"
+    config = Config(
+        hooks=HooksConfig(
+            on_run_finished=[HookEntry(command=f"cat > {out}.part; mv {out}.part {out}")]
+        )
+    )
+    runtime, _ = await make_runtime([Turn(text="all done")], config=config)
+    run = await runtime.start("hello")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    async with asyncio.timeout(WAIT):
+        while not out.exists():
+            await asyncio.sleep(0.05)
+    payload = json.loads(out.read_text())
+    assert payload["event"] == "on_run_finished" and payload["state"] == "completed"
+    assert payload["run_id"] == run.id and payload["outcome"] == "all done"
+
+
+# --- compaction ------------------------------------------------------------------------------
+
+
+def _read_big() -> Turn:
+    return Turn(tool_calls=[("read_file", {"path": "big.txt"})])
+
+
+async def test_a_request_past_the_share_of_a_small_window_is_compacted_and_the_originals_stay(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    write(workspace / "big.txt", "lorem ipsum dolor " * 70)  # ~1,260 characters, ~315 tokens
+    config = Config(defaults=Defaults(context_window=1000, compact_at=0.8))
+    runtime, provider = await make_runtime(
+        [_read_big(), _read_big(), _read_big(), Turn(text="SUMMARY-XYZ"), Turn(text="final")],
+        config=config,
+    )
+    run = await runtime.start("read big.txt three times")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    assert [r.system == SUMMARISER_SYSTEM for r in provider.requests] == [
+        False,
+        False,
+        False,
+        True,
+        False,
+    ]
+    asked = provider.requests[3].messages[0].text
+    assert "[called read_file" in asked and "read big.txt three times" in asked
+    after = provider.requests[4].messages
+    assert after[0].role is Role.USER and after[0].text.startswith(SUMMARY_HEADER)
+    assert "SUMMARY-XYZ" in after[0].text
+    assert len(after) == 3  # the summary, then the last call and its result
+
+    stored = await runtime.all_messages(run.id)
+    assert len(stored) == 8  # nothing deleted
+    [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "compaction"]
+    assert note.data["through_message_id"] == stored[4].id
+    assert note.data["summary"] == "SUMMARY-XYZ" and note.data["summarised_messages"] == 5
+
+    # The export shows the record and its summary, and still every original message.
+    exported = await runtime.export_job(run.job_id)
+    assert "compacted 5 earlier messages" in exported and "> SUMMARY-XYZ" in exported
+    assert exported.count("**Tool call** `read_file`") == 3
+    as_json = json.loads(await runtime.export_job(run.job_id, format="json"))
+    [exported_run] = as_json["runs"]
+    assert len(exported_run["messages"]) == 8
+    assert [n["note"] for n in exported_run["notes"]] == ["compaction"]
+
+    # A fork from a checkpoint before the compaction sends the whole history.
+    checkpoints = await runtime.checkpoints(run.id)
+    before = next(c for c in checkpoints if c.step == 2)
+    provider.script.append(Turn(text="forked"))
+    fork = await runtime.fork(before.id, "and now?")
+    assert (await runtime.wait(fork.id, timeout=WAIT)).state is RunState.COMPLETED
+    forked = provider.requests[-1].messages
+    assert not any(SUMMARY_HEADER in m.text for m in forked)
+    assert len(forked) == 6  # user, 2 × (call, result), the new prompt
+
+
+async def test_a_follow_up_after_a_compaction_starts_from_the_summary(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    write(workspace / "big.txt", "lorem ipsum dolor " * 70)
+    config = Config(defaults=Defaults(context_window=1000, compact_at=0.8))
+    runtime, provider = await make_runtime(
+        [_read_big(), _read_big(), _read_big(), Turn(text="SUMMARY-1"), Turn(text="final")],
+        config=config,
+    )
+    run = await runtime.start("read big.txt three times")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    provider.script.append(Turn(text="next"))
+    follow = await runtime.follow_up(run.job_id, "what did you find?")
+    assert (await runtime.wait(follow.id, timeout=WAIT)).state is RunState.COMPLETED
+    sent = provider.requests[-1]
+    assert sent.system != SUMMARISER_SYSTEM
+    assert "SUMMARY-1" in sent.messages[0].text
+    compactions = [n for r in (run, follow) for n in await runtime.extensions.notes(r.id)]
+    assert [n.note for n in compactions].count("compaction") == 1  # not summarised again
+
+
+async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
+    make_runtime: Factory,
+) -> None:
+    runtime, provider = await make_runtime(
+        [
+            Turn(tool_calls=[("read_file", {"path": "notes.txt"})]),
+            Turn(text="the answer is 42"),
+            Turn(text="second answer"),
+            Turn(text="SUMMARY-NOW"),
+            Turn(text="after compact"),
+        ]
+    )
+    run = await runtime.start("what is in notes.txt?")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    second = await runtime.follow_up(run.job_id, "and then?")
+    assert (await runtime.wait(second.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    note = await runtime.extensions.compact(run.job_id)
+    assert note.note == "compaction" and note.run_id == second.id
+    assert provider.requests[3].system == SUMMARISER_SYSTEM
+    third = await runtime.follow_up(run.job_id, "go on")
+    assert (await runtime.wait(third.id, timeout=WAIT)).state is RunState.COMPLETED
+    sent = provider.requests[4].messages
+    assert "SUMMARY-NOW" in sent[0].text
+    assert [m.role for m in sent] == [Role.USER, Role.ASSISTANT, Role.USER]
+    assert len(await runtime.all_messages(run.id)) == 4  # the originals are all there
+
+
+# --- phases ----------------------------------------------------------------------------------
+
+
+def _phases(workspace: Path) -> None:
+    root = workspace / ".agent-tui" / "phases" / "default"
+    write(
+        root / "plan" / "PHASE.md",
+        "---\ninitial: true\ntarget: build\n---\nPLAN-DIRECTIVE: write a plan first.",
+    )
+    write(
+        root / "build" / "PHASE.md",
+        "---\ntools: [read_file]\ntarget: plan\n---\nBUILD-DIRECTIVE: carry the plan out.",
+    )
+
+
+async def test_route_moves_the_run_to_a_phase_with_its_directive_tools_and_a_durable_note(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    _phases(workspace)
+    runtime, provider = await make_runtime(
+        [
+            Turn(tool_calls=[("route", {"phase": "review"})]),
+            Turn(tool_calls=[("route", {"phase": "build", "reason": "planned"})]),
+            Turn(text="built"),
+            Turn(text="still building"),
+        ]
+    )
+    run = await runtime.start("make it")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    first, second, third = provider.requests[:3]
+    assert "PLAN-DIRECTIVE" in first.system and "route" in {t.name for t in first.tools}
+    refused = second.messages[-1].tool_results[0]
+    assert refused.is_error and "review" in refused.content
+    assert "PLAN-DIRECTIVE" in second.system
+    assert "BUILD-DIRECTIVE" in third.system and "PLAN-DIRECTIVE" not in third.system
+    assert {t.name for t in third.tools} == {"read_file", "route"}
+    texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
+    assert texts == ["phase: starts in plan", "phase: plan → build (planned)"]
+
+    # A follow-up in the job continues in the phase the job was in.
+    follow = await runtime.follow_up(run.job_id, "more")
+    assert (await runtime.wait(follow.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "BUILD-DIRECTIVE" in provider.requests[3].system
+
+    # A fork from a checkpoint after the move is in build; one from before it, in plan.
+    checkpoints = await runtime.checkpoints(run.id)
+    provider.script += [Turn(text="forked after"), Turn(text="forked before")]
+    after = await runtime.fork(checkpoints[-1].id, "again")
+    assert (await runtime.wait(after.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "BUILD-DIRECTIVE" in provider.requests[4].system
+    before = await runtime.fork(checkpoints[0].id, "from the start")
+    assert (await runtime.wait(before.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert "PLAN-DIRECTIVE" in provider.requests[5].system

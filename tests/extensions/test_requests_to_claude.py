@@ -1,0 +1,97 @@
+"""What Claude receives: the real anthropic SDK against the fake Messages server on loopback, the
+recorded request bodies checked for the instructions, the skill list, the phase directive and the
+compaction summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.api import Runtime
+from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
+from runtime.config import Config, Defaults
+from runtime.models import RunState
+from tests.fakes.anthropic_server import FakeAnthropicServer, text_response, tool_use_response
+
+API_KEY = "sk-ant-test-SECRET-4242424242"
+WAIT = 30
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeAnthropicServer]:
+    async with FakeAnthropicServer() as fake:
+        yield fake
+
+
+def _prepare(workspace: Path) -> None:
+    (workspace / "AGENTS.md").write_text("AGENTS-MARKER: the tests run with make test")
+    skill = workspace / ".claude" / "skills" / "review"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: Review a diff for bugs\n---\nREVIEW")
+    phases = workspace / ".agent-tui" / "phases" / "default"
+    (phases / "plan").mkdir(parents=True)
+    (phases / "plan" / "PHASE.md").write_text(
+        "---\ninitial: true\ntarget: build\n---\nPLAN-DIRECTIVE: plan first."
+    )
+    (phases / "build").mkdir()
+    (phases / "build" / "PHASE.md").write_text(
+        "---\ntools: [read_file]\n---\nBUILD-DIRECTIVE: carry it out."
+    )
+    (workspace / "big.txt").write_text("lorem ipsum dolor sit\n" * 145)  # ~1,000 tokens read
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+async def test_claude_receives_instructions_skills_the_phase_directive_and_the_summary(
+    server: FakeAnthropicServer, db_path: Path, workspace: Path
+) -> None:
+    _prepare(workspace)
+    read_big = {"path": "big.txt"}
+    server.add(
+        tool_use_response([("toolu_1", "route", {"phase": "build", "reason": "planned"})]),
+        tool_use_response([("toolu_2", "read_file", read_big)]),
+        tool_use_response([("toolu_3", "read_file", read_big)]),
+        text_response("SUMMARY-FROM-CLAUDE: read big.txt twice"),
+        text_response("Done."),
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(defaults=Defaults(context_window=2000, compact_at=0.8)),
+        model="anthropic:claude-sonnet-5",
+        env={"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": server.base_url},
+    )
+    try:
+        run = await runtime.start("build the thing")
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.COMPLETED, boundary.run.failure
+    finally:
+        await runtime.close()
+
+    bodies = [r.body for r in server.requests if r.path.endswith("/messages")]
+    assert len(bodies) == 5
+    first = _text(bodies[0]["system"])
+    assert "AGENTS-MARKER" in first
+    assert "- review: Review a diff for bugs" in first
+    assert "PLAN-DIRECTIVE" in first
+    assert {"use_skill", "route"} <= {t["name"] for t in bodies[0]["tools"]}
+    assert "BUILD-DIRECTIVE" in _text(bodies[1]["system"])
+    assert "PLAN-DIRECTIVE" not in _text(bodies[1]["system"])
+
+    summary_request = bodies[3]
+    assert SUMMARISER_SYSTEM in _text(summary_request["system"])
+    assert "tools" not in summary_request or not summary_request["tools"]
+    assert "build the thing" in _text(summary_request["messages"])
+
+    last = bodies[4]
+    opening = _text(last["messages"][0])
+    assert SUMMARY_HEADER in opening and "SUMMARY-FROM-CLAUDE" in opening
+    assert "BUILD-DIRECTIVE" in _text(last["system"])  # the directive after the compaction
+    assert "AGENTS-MARKER" in _text(last["system"])
+    assert len(last["messages"]) < len(bodies[2]["messages"]) + 2

@@ -1,0 +1,135 @@
+"""Issue 16 in the TUI, by Pilot on a real Runtime, SQLite file and the instant demo model: skills
+and custom commands as slash commands and in the palette, phase moves and compactions in the
+transcript, ``/context`` and ``/compact``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+
+from runtime.api import Runtime
+from runtime.models import RunState
+from tests.tui.helpers import SIZE, finish_run, make_app, notifications, screen_text, wait_until
+from tui.app import AgentTuiApp
+from tui.screens.main import MainScreen
+
+
+@pytest.fixture(autouse=True)
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return home
+
+
+def main_screen(app: AgentTuiApp) -> MainScreen:
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+async def root_inputs(runtime: Runtime) -> list[str]:
+    inputs: list[str] = []
+    for job in (await runtime.list_jobs()).items:
+        for run in await runtime.job_runs(job.id):
+            if run.parent_run_id is None and run.input is not None:
+                inputs.append(run.input)
+    return inputs
+
+
+async def test_custom_commands_and_skills_complete_after_slash_and_expand_into_the_message(
+    runtime: Runtime, workspace: Path
+) -> None:
+    write(
+        workspace / ".claude" / "commands" / "review.md",
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $ARGUMENTS carefully.",
+    )
+    write(
+        workspace / ".agent-tui" / "skills" / "explain" / "SKILL.md",
+        "---\ndescription: Explain code to a newcomer\n---\nEXPLAIN-BODY: use small words.",
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"/rev")
+        menu = screen.composer.query_one("#completions", OptionList)
+
+        def offered() -> list[str]:
+            return [str(menu.get_option_at_index(i).prompt) for i in range(menu.option_count)]
+
+        await wait_until(pilot, lambda: any("Review a file" in o for o in offered()))
+        assert offered() == ["/review FILE  Review a file"]
+        await pilot.press("tab")
+        assert screen.composer.input.text == "/review "
+        await pilot.press(*"src/main.py", "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        await finish_run(runtime, screen.selected_run.id)
+
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Skill /explain", "Command /review"} <= titles
+        await pilot.press("ctrl+t")  # a new job for the skill
+        await pilot.press(*"/explain the parser", "enter")
+        await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
+    inputs = await root_inputs(runtime)
+    assert "Review src/main.py carefully." in inputs
+    skill_input = next(i for i in inputs if "EXPLAIN-BODY" in i)
+    assert "Arguments: the parser" in skill_input
+
+
+async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in_effect(
+    runtime: Runtime, workspace: Path
+) -> None:
+    write(workspace / "AGENTS.md", "Use British spelling.")
+    phases = workspace / ".agent-tui" / "phases" / "default"
+    write(phases / "plan" / "PHASE.md", "---\ninitial: true\ntarget: build\n---\nPlan first.")
+    write(phases / "build" / "PHASE.md", "---\ntarget: plan\n---\nNow build it.")
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"summarise this folder", "enter")
+        await wait_until(pilot, lambda: "◆ phase: plan → build" in screen_text(app))
+        assert "◆ phase: starts in plan" in screen_text(app)
+        assert "§ instructions: AGENTS.md" in screen_text(app)
+        assert screen.selected_run is not None
+        await finish_run(runtime, screen.selected_run.id)
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: any("In effect here" in n for n in notifications(app)))
+        shown = next(n for n in notifications(app) if "In effect here" in n)
+        assert str(workspace / "AGENTS.md") in shown
+        assert "build" in shown and "plan (initial)" in shown
+
+        # Reopened from the database, the notes are still where they happened.
+        run_id = screen.selected_run.id
+        screen.open_run(run_id)
+        await wait_until(pilot, lambda: screen._loading_run_id is None)
+        await wait_until(pilot, lambda: "◆ phase: plan → build" in screen_text(app))
+
+
+async def test_slash_compact_records_a_visible_compaction_and_keeps_every_message(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"summarise this folder", "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run_id = screen.selected_run.id
+        await finish_run(runtime, run_id)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is not None)
+        before = len(await runtime.all_messages(run_id))
+        await pilot.press(*"/compact", "enter")
+        await wait_until(pilot, lambda: "⇲ compacted" in screen_text(app))
+    [note] = [n for n in await runtime.extensions.notes(run_id) if n.note == "compaction"]
+    assert note.data["summary"].startswith("- The person asked: summarise this folder")
+    assert len(await runtime.all_messages(run_id)) == before
+    assert (await runtime.get_run(run_id)).state is RunState.COMPLETED
