@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widget import Widget
 from textual.widgets import Collapsible
 from textual.widgets._collapsible import CollapsibleTitle
 from textual.widgets._markdown import MarkdownFence
@@ -17,6 +18,7 @@ from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import make_app, wait_until
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
+from tui.widgets.frozen_markdown import FrozenMarkdown
 
 LONG_LINE = "result = compute(" + ", ".join(f"argument_{n}" for n in range(30)) + ")  # END"
 ANSWER = f"Here is the code:\n\n```python\n{LONG_LINE}\nprint(result)\n```\n\nThat is all."
@@ -43,11 +45,21 @@ async def _shown_run(app: AgentTuiApp, pilot: Any, runtime: Runtime) -> MainScre
     await wait_until(
         pilot,
         lambda: (
-            screen.query(MarkdownFence)
+            _code_block(screen) is not None
             and any(c.display for c in screen.query("#thinking").results(Collapsible))
         ),
     )
     return screen
+
+
+def _code_block(screen: MainScreen) -> Widget | None:
+    """The widget that draws the answer's code: a fence of the live Markdown, or the light
+    widget a settled answer is drawn by (the whole answer, code block included)."""
+    fences = screen.conversation.query(MarkdownFence)
+    if fences:
+        return fences.first()
+    frozen = [w for w in screen.conversation.query(FrozenMarkdown) if "```" in w.source]
+    return frozen[0] if frozen else None
 
 
 def _thinking(screen: MainScreen) -> Collapsible:
@@ -114,11 +126,13 @@ async def test_a_long_line_in_a_code_block_wraps_instead_of_being_cut(
         app = make_app(runtime, workspace)
         async with app.run_test(size=size) as pilot:
             screen = await _shown_run(app, pilot, runtime)
-            fence = screen.query_one(MarkdownFence)
+            fence = _code_block(screen)
+            assert fence is not None
             await wait_until(pilot, lambda: fence.region.width > 0)
             fence.scroll_visible(animate=False)
             await pilot.pause()
             assert fence.max_scroll_x == 0  # nothing hidden to the right
+            assert fence.region.right <= screen.conversation.region.right
             rows = [line for line in _screen_lines(app)]
             region = fence.region
             shown = "".join(
