@@ -294,6 +294,8 @@ class MainScreen(Screen[None]):
         """After jumping back to a parent run: the delegation block to focus again."""
         self._files: list[str] | None = None
         self._listing_files = False
+        self._resources: list[str] = []
+        """The MCP servers' resources as `server:uri`, for the @-picker."""
         self._interrupted_runs: set[str] = set()
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
@@ -464,10 +466,23 @@ class MainScreen(Screen[None]):
             )
 
     def _file_list(self) -> list[str] | None:
+        """The @-picker's entries: the workspace's files, then the MCP servers' resources
+        (``server:uri``, asked of the servers the first time the picker opens)."""
         if self._files is None and not self._listing_files:
             self._listing_files = True
             self._list_files()
-        return self._files
+            manager = getattr(self.runtime, "mcp", None)
+            if manager is not None and getattr(manager, "servers", None):
+                self._list_resources(manager)
+        if self._files is None:
+            return None
+        return [*self._files, *self._resources] if self._resources else self._files
+
+    @work(exit_on_error=False, group="mcp-resources")
+    async def _list_resources(self, manager: Any) -> None:
+        from tui.mcp_resources import resource_mentions
+
+        self._resources = await resource_mentions(manager)
 
     @work(exit_on_error=False, group="files", thread=True)
     def _list_files(self) -> None:
@@ -1030,8 +1045,33 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
+        manager = getattr(self.runtime, "mcp", None)
+        if manager is not None and "@" in text:
+            from tui.mcp_resources import mentioned_resources, server_names
+
+            if mentioned_resources(text, server_names(manager)):
+                self._attach_resources(manager, message.text, text, message.follow_up_job_id)
+                return
         self.composer.message_taken()
         self._submit(text, message.follow_up_job_id)
+
+    @work(exit_on_error=False, group="mcp-resources")
+    async def _attach_resources(
+        self, manager: Any, typed: str, text: str, follow_up_job_id: str | None
+    ) -> None:
+        """``@server:uri`` mentions: the resources' content goes with the message; a resource
+        that cannot be read says so, and what was typed comes back to the composer."""
+        from tui.mcp_resources import server_names, with_resources
+
+        try:
+            text = await with_resources(manager, text, server_names(manager))
+        except AgentTuiError as error:
+            self.notify(str(error), title="@ resource", severity="error")
+            if not self.composer.input.text:
+                self.composer.input.text = typed
+            return
+        self.composer.message_taken()
+        self._submit(text, follow_up_job_id)
 
     @work(exit_on_error=False, group="start")
     async def _submit(self, text: str, follow_up_job_id: str | None) -> None:
