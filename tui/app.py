@@ -330,11 +330,11 @@ def _configured_theme(runtime: Any) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-async def _run(db_path: Path, workspace: Path, launch: Launch) -> int:
+async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
     from runtime.api import Runtime
-    from runtime.store.sqlite import SqliteStore
+    from runtime.compose import open_store
 
-    store = SqliteStore(db_path)
+    store = open_store(db_path)
     try:
         runtime = await Runtime.open(
             db_path=db_path,
@@ -389,6 +389,7 @@ class Launch:
     continue_last: bool = False
 
 
-def run_app(*, db_path: Path, workspace: Path, launch: Launch | None = None) -> int:
+def run_app(*, db_path: Path | str, workspace: Path, launch: Launch | None = None) -> int:
     """Open the runtime on ``db_path`` with ``workspace`` and run the app; the exit status."""
-    return asyncio.run(_run(Path(db_path), Path(workspace).resolve(), launch or Launch()))
+    location = db_path if isinstance(db_path, str) else Path(db_path)
+    return asyncio.run(_run(location, Path(workspace).resolve(), launch or Launch()))

@@ -222,7 +222,8 @@ _V1_CORE = (
     """,
     "CREATE INDEX events_by_run ON events (run_id, seq)",
     "CREATE INDEX events_by_job ON events (job_id, seq)",
-    "CREATE TABLE event_seq (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), last BIGINT NOT NULL)",
+    "CREATE TABLE event_seq (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),"
+    " last BIGINT NOT NULL)",
     "INSERT INTO event_seq (one, last) VALUES (TRUE, 0)",
     """
     CREATE TABLE blobs (
@@ -283,9 +284,7 @@ async def migrate(conn: Any, *, schema: str, where: str) -> list[int]:
     returns the versions this call applied (empty when another process had done it)."""
     applied: list[int] = []
     async with conn.transaction():
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock($1, hashtext($2))", MIGRATION_LOCK, schema
-        )
+        await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", MIGRATION_LOCK, schema)
         await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         await conn.execute(f'SET LOCAL search_path TO "{schema}"')
         await conn.execute(_LEDGER)
@@ -297,8 +296,8 @@ async def migrate(conn: Any, *, schema: str, where: str) -> list[int]:
         for migration in MIGRATIONS:
             if migration.version <= current:
                 continue
-            for statement in migration.statements:
-                await conn.execute(statement)
+            # One round trip: a simple-query script runs its statements in this transaction.
+            await conn.execute(";\n".join(migration.statements))
             await conn.execute(
                 "INSERT INTO agent_tui_migrations (version, description, applied_by_pid)"
                 " VALUES ($1, $2, $3)",

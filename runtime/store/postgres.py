@@ -222,6 +222,7 @@ class PostgresStore:
         self._listeners: list[Callable[[int, list[DurableEvent]], None]] = []
         self._remote: list[Callable[[int], None]] = []
         self._listen_conn: Any = None
+        self._listen_task: asyncio.Task[None] | None = None
         self._origin = uuid.uuid4().hex
         self._channel = f"agent_tui_events_{hashlib.sha1(self.schema.encode()).hexdigest()[:12]}"
         self.applied_migrations: list[int] = []
@@ -316,6 +317,11 @@ class PostgresStore:
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         listen, self._listen_conn = self._listen_conn, None
+        task, self._listen_task = self._listen_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
         if listen is not None:
             with contextlib.suppress(Exception):
                 await listen.close(timeout=5)
@@ -328,19 +334,27 @@ class PostgresStore:
         """From now on, call ``callback(last_seq)`` when ANOTHER store object (another process)
         commits events (PostgreSQL ``LISTEN``). A lost notice is what polling is for."""
         self._remote.append(callback)
-        if self._pool is not None and self._listen_conn is None:
-            asyncio.get_running_loop().create_task(self._listen())
+        if self._pool is not None and self._listen_conn is None and self._listen_task is None:
+            self._listen_task = asyncio.get_running_loop().create_task(self._listen(catch_up=True))
 
-    async def _listen(self) -> None:
-        if self._listen_conn is not None:
-            return
+    async def _listen(self, *, catch_up: bool = False) -> None:
+        """Start listening. With ``catch_up`` (the store was already open, so commits may have
+        happened before the LISTEN took effect) the callbacks are called once afterwards: an
+        observer reads by cursor whatever it could have missed, and hears of the rest."""
         asyncpg = _asyncpg()
         try:
-            conn = await asyncpg.connect(self._dsn)
-            await conn.add_listener(self._channel, self._notified)
+            if self._listen_conn is None:
+                conn = await asyncpg.connect(self._dsn)
+                await conn.add_listener(self._channel, self._notified)
+                self._listen_conn = conn
         except (asyncpg.PostgresError, OSError):
             return  # polling covers it
-        self._listen_conn = conn
+        finally:
+            self._listen_task = None
+        if catch_up:
+            last = await self.last_seq()
+            for callback in list(self._remote):
+                callback(last)
 
     def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         seq, _, origin = payload.partition(" ")
@@ -421,7 +435,7 @@ class PostgresStore:
         async def read(conn: Conn) -> list[str]:
             rows = await conn.fetch(
                 "SELECT owner_id FROM owners WHERE NOT released AND recovered_at IS NULL"
-                " AND lease_expires_at >= $1 ORDER BY owner_id COLLATE \"C\"",
+                ' AND lease_expires_at >= $1 ORDER BY owner_id COLLATE "C"',
                 now,
             )
             return [r[0] for r in rows]
@@ -1006,12 +1020,18 @@ class PostgresStore:
 
     async def get_job(self, job_id: str) -> Job:
         return await self._get(
-            "SELECT * FROM jobs WHERE id = $1", job_id, _job, errors.JobNotFound(f"job {job_id} not found")
+            "SELECT * FROM jobs WHERE id = $1",
+            job_id,
+            _job,
+            errors.JobNotFound(f"job {job_id} not found"),
         )
 
     async def get_run(self, run_id: str) -> Run:
         return await self._get(
-            "SELECT * FROM runs WHERE id = $1", run_id, _run, errors.RunNotFound(f"run {run_id} not found")
+            "SELECT * FROM runs WHERE id = $1",
+            run_id,
+            _run,
+            errors.RunNotFound(f"run {run_id} not found"),
         )
 
     async def get_tool_call(self, tool_call_id: str) -> ToolCall:
@@ -1177,7 +1197,9 @@ class PostgresStore:
 
     async def list_checkpoints(self, run_id: str) -> list[Checkpoint]:
         async def read(conn: Conn) -> list[Checkpoint]:
-            rows = await conn.fetch("SELECT * FROM checkpoints WHERE run_id = $1 ORDER BY n", run_id)
+            rows = await conn.fetch(
+                "SELECT * FROM checkpoints WHERE run_id = $1 ORDER BY n", run_id
+            )
             return [_checkpoint(r) for r in rows]
 
         return await self._read(read)
@@ -1290,7 +1312,9 @@ class PostgresStore:
                         "cancel it or let it finish before archiving"
                     )
             if bool(row["archived"]) != archived:
-                await t.conn.execute("UPDATE jobs SET archived = $1 WHERE id = $2", archived, job_id)
+                await t.conn.execute(
+                    "UPDATE jobs SET archived = $1 WHERE id = $2", archived, job_id
+                )
             return _job(await t.conn.fetchrow("SELECT * FROM jobs WHERE id = $1", job_id))
 
         return await self._write(tx)
@@ -1335,13 +1359,17 @@ class PostgresStore:
                 ("tool_calls", "job_id = $1"),
                 ("messages", "job_id = $1"),
             ):
-                removed[table] = _count(await conn.execute(f"DELETE FROM {table} WHERE {where}", job_id))
+                removed[table] = _count(
+                    await conn.execute(f"DELETE FROM {table} WHERE {where}", job_id)
+                )
             await conn.execute(
                 "UPDATE runs SET parent_run_id = NULL, history_run_id = NULL,"
                 " retry_of_run_id = NULL WHERE job_id = $1",
                 job_id,
             )
-            removed["runs"] = _count(await conn.execute("DELETE FROM runs WHERE job_id = $1", job_id))
+            removed["runs"] = _count(
+                await conn.execute("DELETE FROM runs WHERE job_id = $1", job_id)
+            )
             removed["jobs"] = _count(await conn.execute("DELETE FROM jobs WHERE id = $1", job_id))
             blobs = 0
             for sha in blob_candidates:
@@ -1371,7 +1399,9 @@ class PostgresStore:
 
     async def get_blob(self, sha256: str) -> tuple[str, bytes]:
         async def read(conn: Conn) -> tuple[str, bytes]:
-            row = await conn.fetchrow("SELECT media_type, data FROM blobs WHERE sha256 = $1", sha256)
+            row = await conn.fetchrow(
+                "SELECT media_type, data FROM blobs WHERE sha256 = $1", sha256
+            )
             if row is None:
                 raise errors.NotFoundError(f"blob {sha256} not found")
             return str(row["media_type"]), bytes(row["data"])
@@ -1679,7 +1709,10 @@ async def _check_references(conn: Conn, new_run: NewRun) -> None:
         ),
     ]
     for key, table, missing in checks:
-        if key is not None and await conn.fetchval(f"SELECT 1 FROM {table} WHERE id = $1", key) is None:
+        if (
+            key is not None
+            and await conn.fetchval(f"SELECT 1 FROM {table} WHERE id = $1", key) is None
+        ):
             raise missing
 
 
@@ -1821,14 +1854,14 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
         if _count(status) != 1:
             raise errors.RevisionConflict(f"run {run.id} changed while it was being written")
     for change in plan.jobs:
-        usage = change.usage
+        job_usage = change.usage
         await conn.execute(
             _JOB_UPDATE,
             change.updated_at,
-            usage.input_tokens if usage else 0,
-            usage.output_tokens if usage else 0,
-            usage.cache_read_tokens if usage else 0,
-            usage.cache_write_tokens if usage else 0,
+            job_usage.input_tokens if job_usage else 0,
+            job_usage.output_tokens if job_usage else 0,
+            job_usage.cache_read_tokens if job_usage else 0,
+            job_usage.cache_write_tokens if job_usage else 0,
             float(change.cost_usd),
             change.becomes_latest and change.run_state is not None,
             change.run_id if change.run_state is not None else None,

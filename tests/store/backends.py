@@ -70,8 +70,11 @@ def _pg_url(folder: Path, name: str) -> str:
         import subprocess
 
         subprocess.run(
-            [str(cluster.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(cluster.port)]
-            + ["-U", "agent_tui", PG_DATABASE],
+            [
+                str(cluster.bin_dir / "createdb"),
+                *("-h", "127.0.0.1", "-p", str(cluster.port), "-U", "agent_tui"),
+                PG_DATABASE,
+            ],
             check=False,
             capture_output=True,
             timeout=60,
@@ -98,9 +101,7 @@ async def _crash_postgres(store: Store) -> None:
     await transaction.start()
     await conn.execute("UPDATE runs SET state = 'completed', revision = revision + 1")
     last = await conn.fetchval("UPDATE event_seq SET last = last + 1 RETURNING last")
-    await conn.execute(
-        "INSERT INTO events (seq, created_at, payload) VALUES ($1, 0, '{}')", last
-    )
+    await conn.execute("INSERT INTO events (seq, created_at, payload) VALUES ($1, 0, '{}')", last)
     pool.terminate()  # never committed: the server rolls it back, as when the process dies
     store._pool = None
     await store.close()

@@ -367,9 +367,7 @@ def _machine_for(backend: Backend) -> type[StoreMachine]:
         suppress_health_check=[HealthCheck.too_slow],
     )
     if backend.unavailable:
-        machine.TestCase = unittest.skip(f"{backend.name}: {backend.unavailable}")(
-            machine.TestCase
-        )
+        machine.TestCase = unittest.skip(f"{backend.name}: {backend.unavailable}")(machine.TestCase)
     return machine
 
 
