@@ -91,7 +91,8 @@ _V1_CORE = (
         cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
         context_tokens BIGINT NOT NULL DEFAULT 0,
         created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL
+        updated_at DOUBLE PRECISION NOT NULL,
+        detached BOOLEAN NOT NULL DEFAULT FALSE
     )
     """,
     "CREATE INDEX runs_by_job ON runs (job_id, n)",
@@ -99,6 +100,7 @@ _V1_CORE = (
     "CREATE INDEX runs_by_state ON runs (state, created_at DESC, n DESC)",
     "CREATE INDEX runs_by_owner ON runs (owner_id) WHERE state IN ('queued', 'running')",
     "CREATE INDEX runs_queued ON runs (n) WHERE state = 'queued'",
+    "CREATE INDEX runs_for_workers ON runs (n) WHERE state = 'queued' AND detached",
     "CREATE INDEX runs_by_parent_tool_call ON runs (parent_tool_call_id)"
     " WHERE parent_tool_call_id IS NOT NULL",
     """
@@ -254,6 +256,19 @@ _V1_CORE = (
     CREATE TABLE composer_drafts (
         job_id TEXT PRIMARY KEY,
         text TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )
+    """,
+    # Durable consumers of the event log (Runtime.consume): an acknowledged cursor each, held
+    # by one process at a time under a lease (SQLite migration 8).
+    """
+    CREATE TABLE consumers (
+        consumer_id TEXT PRIMARY KEY,
+        cursor BIGINT NOT NULL DEFAULT 0,
+        holder TEXT,
+        lease_seconds DOUBLE PRECISION NOT NULL,
+        lease_expires_at DOUBLE PRECISION NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
     )
     """,

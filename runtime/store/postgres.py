@@ -12,9 +12,9 @@ message position) as they are, and writers of one run queue behind each other wh
 other runs go on. SERIALIZABLE would give the same answers but abort one of any two overlapping
 transactions — and every transaction that emits events touches the one event counter, so on a
 busy database most of them would be retried from the start. Rows a person changes without a run
-lock (a job, an owner) are single-row upserts or locked the same way; claiming queued work in a
-worker uses ``FOR UPDATE SKIP LOCKED`` (``claim_next_queued``) so workers never wait on each
-other's candidates. Deadlock and serialization failures (which row locks make rare) are retried.
+lock (a job, an owner, a durable consumer) are single-row upserts or locked the same way. Workers
+take queued runs with the usual ``claim_run`` (under the run's row lock: of two workers reaching
+for one run, the second sees it running and gets ``RunStateConflict``). Deadlock and serialization failures (which row locks make rare) are retried.
 
 Event order: ``event_seq`` is a one-row counter that each event-writing transaction increments
 (``UPDATE … RETURNING``) when it writes its events, at the end of its work. The row lock that
@@ -555,30 +555,6 @@ class PostgresStore:
                 token=rules.new_id(),
                 now=now,
             )
-            await _apply(t, plan)
-            return plan.runs[0][0]
-
-        return await self._write(tx)
-
-    async def claim_next_queued(
-        self, *, owner_id: str, workspaces: Sequence[str] | None = None
-    ) -> Run | None:
-        """Claim the oldest queued, not interrupted root or child run nobody else is claiming
-        right now (``FOR UPDATE SKIP LOCKED``): a worker's way to take work. With
-        ``workspaces``, only runs whose job's workspace is one of them."""
-        now = self._now()
-
-        async def tx(t: _Tx) -> Run | None:
-            row = await t.conn.fetchrow(
-                "SELECT r.* FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
-                " WHERE r.state = 'queued' AND NOT r.interrupted"
-                " AND ($1::text[] IS NULL OR j.workspace = ANY($1::text[]))"
-                " ORDER BY r.n LIMIT 1 FOR UPDATE OF r SKIP LOCKED",
-                list(workspaces) if workspaces is not None else None,
-            )
-            if row is None:
-                return None
-            plan = rules.claim_run(_run(row), owner_id=owner_id, token=rules.new_id(), now=now)
             await _apply(t, plan)
             return plan.runs[0][0]
 
@@ -1491,6 +1467,79 @@ class PostgresStore:
 
         return await self._read(read)
 
+    # --- workers and durable consumers (DESIGN §15) ---------------------------------------------
+
+    async def queued_for_workers(self, *, limit: int = 20) -> list[Run]:
+        async def read(conn: Conn) -> list[Run]:
+            rows = await conn.fetch(
+                "SELECT * FROM runs WHERE state = 'queued' AND detached ORDER BY n LIMIT $1",
+                limit,
+            )
+            return [_run(row) for row in rows]
+
+        return await self._read(read)
+
+    async def acquire_consumer(
+        self,
+        consumer_id: str,
+        *,
+        holder: str,
+        lease_seconds: float,
+        after: int | None = None,
+        replace: str | None = None,
+    ) -> int:
+        now = self._now()
+
+        async def tx(t: _Tx) -> int:
+            # A new consumer gets a row nobody holds first (the same as no row to the rule),
+            # so that two processes acquiring it at once queue on its row lock; a refusal
+            # rolls the row back.
+            await t.conn.execute(
+                "INSERT INTO consumers (consumer_id, cursor, holder, lease_seconds,"
+                " lease_expires_at, created_at, updated_at) VALUES ($1, 0, NULL, $2, $3, $3, $3)"
+                " ON CONFLICT (consumer_id) DO NOTHING",
+                consumer_id,
+                float(lease_seconds),
+                now,
+            )
+            taken = rules.acquire_consumer(
+                await _fetch_consumer(t.conn, consumer_id),
+                consumer_id=consumer_id,
+                holder=holder,
+                lease_seconds=lease_seconds,
+                after=after,
+                replace=replace,
+                now=now,
+            )
+            await _write_consumer(t.conn, taken)
+            return taken.cursor
+
+        return await self._write(tx)
+
+    async def ack_consumer(self, consumer_id: str, *, holder: str, seq: int) -> int:
+        now = self._now()
+
+        async def tx(t: _Tx) -> int:
+            acked = rules.ack_consumer(
+                await _fetch_consumer(t.conn, consumer_id), holder=holder, seq=seq, now=now
+            )
+            await _write_consumer(t.conn, acked)
+            return acked.cursor
+
+        return await self._write(tx)
+
+    async def release_consumer(self, consumer_id: str, *, holder: str) -> None:
+        now = self._now()
+
+        async def tx(t: _Tx) -> None:
+            released = rules.release_consumer(
+                await _fetch_consumer(t.conn, consumer_id), holder=holder, now=now
+            )
+            if released is not None:
+                await _write_consumer(t.conn, released)
+
+        await self._write(tx)
+
     # --- composer drafts, id prefixes and prompt history ------------------------------------------
 
     async def get_composer_draft(self, job_id: str | None) -> str:
@@ -1626,6 +1675,39 @@ async def _insert_blob(conn: Conn, sha: str, data: bytes, media_type: str, creat
         len(data),
         data,
         created,
+    )
+
+
+async def _fetch_consumer(conn: Conn, consumer_id: str) -> rules.Consumer | None:
+    """The consumer's row, locked until the transaction ends."""
+    row = await conn.fetchrow(
+        "SELECT * FROM consumers WHERE consumer_id = $1 FOR UPDATE", consumer_id
+    )
+    if row is None:
+        return None
+    return rules.Consumer(
+        consumer_id=row["consumer_id"],
+        cursor=row["cursor"],
+        holder=row["holder"],
+        lease_seconds=row["lease_seconds"],
+        lease_expires_at=row["lease_expires_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+async def _write_consumer(conn: Conn, consumer: rules.Consumer) -> None:
+    await conn.execute(
+        "INSERT INTO consumers (consumer_id, cursor, holder, lease_seconds, lease_expires_at,"
+        " created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)"
+        " ON CONFLICT (consumer_id) DO UPDATE SET cursor = excluded.cursor,"
+        " holder = excluded.holder, lease_seconds = excluded.lease_seconds,"
+        " lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+        consumer.consumer_id,
+        consumer.cursor,
+        consumer.holder,
+        float(consumer.lease_seconds),
+        consumer.lease_expires_at,
+        consumer.updated_at,
     )
 
 
@@ -1806,8 +1888,8 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
             " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
             " forked_from_checkpoint_id, retry_of_run_id, idempotency_key, idempotency_hash,"
-            " owner_id, max_steps, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7,"
-            " $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+            " owner_id, max_steps, created_at, updated_at, detached) VALUES ($1, $2, $3, $4, $5,"
+            " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
             run.id,
             run.job_id,
             run.agent,
@@ -1827,6 +1909,7 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             run.max_steps,
             run.created_at,
             run.updated_at,
+            bool(run.detached),
         )
     for run, read_revision in plan.runs:
         usage = run.usage
