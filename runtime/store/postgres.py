@@ -12,9 +12,10 @@ message position) as they are, and writers of one run queue behind each other wh
 other runs go on. SERIALIZABLE would give the same answers but abort one of any two overlapping
 transactions — and every transaction that emits events touches the one event counter, so on a
 busy database most of them would be retried from the start. Rows a person changes without a run
-lock (a job, an owner, a durable consumer) are single-row upserts or locked the same way. Workers
-take queued runs with the usual ``claim_run`` (under the run's row lock: of two workers reaching
-for one run, the second sees it running and gets ``RunStateConflict``). Deadlock and serialization failures (which row locks make rare) are retried.
+lock (a job, an owner, a durable consumer) are single-row upserts or locked the same way.
+Workers take queued runs with the usual ``claim_run`` (under the run's row lock: of two workers
+reaching for one run, the second sees it running and gets ``RunStateConflict``). Deadlock and
+serialization failures (which row locks make rare) are retried.
 
 Event order: ``event_seq`` is a one-row counter that each event-writing transaction increments
 (``UPDATE … RETURNING``) when it writes its events, at the end of its work. The row lock that
@@ -45,13 +46,19 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from runtime import errors
 from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
-from runtime.events import DURABLE_EVENT_ADAPTER, EVENT_ADAPTER, DurableEvent
+from runtime.events import (
+    DURABLE_EVENT_ADAPTER,
+    EVENT_ADAPTER,
+    DurableEvent,
+    HistoryRepaired,
+    RepairNote,
+)
 from runtime.models import (
     Checkpoint,
     Draft,
@@ -70,6 +77,7 @@ from runtime.models import (
 )
 from runtime.store import pg_schema, rules
 from runtime.store.base import (
+    FileContent,
     FileSnapshot,
     LeaseRenewer,
     NewInputRequest,
@@ -793,7 +801,9 @@ class PostgresStore:
         async def tx(t: _Tx) -> StepCommit:
             run = await _fetch_run(t.conn, run_id, lock=True)
             plan, changed = await _tool_states_plan(t.conn, run, token, changes, now)
-            return StepCommit(run, None, changed, None, await _apply(t, plan))
+            events = await _apply(t, plan)
+            await _file_history_tx(t.conn, changes, now)
+            return StepCommit(run, None, changed, None, events)
 
         return await self._write(tx)
 
@@ -811,6 +821,7 @@ class PostgresStore:
         async def tx(t: _Tx) -> StepCommit:
             run = await _fetch_run(t.conn, run_id, lock=True)
             plan, calls = await _tool_states_plan(t.conn, run, token, tool_changes, now)
+            await _file_history_tx(t.conn, tool_changes, now)
             committed = None
             position = await _next_position(t.conn, run_id)
             if message is not None:
@@ -933,6 +944,45 @@ class PostgresStore:
         return await self._write(tx)
 
     # --- checkpoints ------------------------------------------------------------------------------
+
+    async def fail_unanswerable_request(self, request_id: str, *, reason: str) -> Run:
+        now = self._now()
+
+        async def tx(t: _Tx) -> Run:
+            request = await _fetch_request(t.conn, request_id)
+            run = await _fetch_run(t.conn, request.run_id, lock=True)
+            if run.state is not RunState.INPUT_REQUIRED:
+                raise errors.RunStateConflict(f"run {run.id} is {run.state}, not input_required")
+            call = await _optional_call(t.conn, request.tool_call_id)
+            pending = [
+                _input_request(r)
+                for r in await t.conn.fetch(
+                    "SELECT * FROM input_requests WHERE run_id = $1 AND state = 'pending'"
+                    " ORDER BY n",
+                    run.id,
+                )
+            ]
+            plan = rules.fail_unanswerable_request(
+                run, request, call=call, pending=pending, reason=reason, now=now
+            )
+            await _apply(t, plan)
+            return plan.runs[0][0]
+
+        return await self._write(tx)
+
+    async def record_history_repair(
+        self, run_id: str, *, token: str, repairs: list[RepairNote]
+    ) -> HistoryRepaired:
+        now = self._now()
+
+        async def tx(t: _Tx) -> HistoryRepaired:
+            plan = rules.history_repaired(
+                await _fetch_run(t.conn, run_id, lock=True), token=token, repairs=repairs, now=now
+            )
+            [event] = await _apply(t, plan)
+            return cast(HistoryRepaired, event)
+
+        return await self._write(tx)
 
     async def create_checkpoint(self, run_id: str, *, token: str, step: int) -> Checkpoint:
         now = self._now()
@@ -1391,43 +1441,7 @@ class PostgresStore:
         created = _iso_now(now)
 
         async def tx(t: _Tx) -> FileSnapshot:
-            conn = t.conn
-            existing = await conn.fetchrow(
-                "SELECT * FROM file_snapshots WHERE tool_call_id = $1 AND path = $2",
-                tool_call_id,
-                path,
-            )
-            if existing is not None:
-                return _file_snapshot(existing)
-            call = await conn.fetchrow(
-                "SELECT run_id, job_id FROM tool_calls WHERE id = $1", tool_call_id
-            )
-            if call is None:
-                raise errors.ToolCallNotFound(f"tool call {tool_call_id} not found")
-            sha = None
-            if before is not None:
-                sha = hashlib.sha256(before).hexdigest()
-                await _insert_blob(conn, sha, before, "application/octet-stream", created)
-            newest = await conn.fetchval("SELECT coalesce(max(n), 0) FROM checkpoints")
-            row = await conn.fetchrow(
-                "INSERT INTO file_snapshots (job_id, run_id, tool_call_id, path, before_sha256,"
-                " checkpoint_n, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                " ON CONFLICT (tool_call_id, path) DO NOTHING RETURNING *",
-                call["job_id"],
-                call["run_id"],
-                tool_call_id,
-                path,
-                sha,
-                newest,
-                now,
-            )
-            if row is None:  # another process recorded it just now: keep the first
-                row = await conn.fetchrow(
-                    "SELECT * FROM file_snapshots WHERE tool_call_id = $1 AND path = $2",
-                    tool_call_id,
-                    path,
-                )
-            return _file_snapshot(row)
+            return await _tx_file_snapshot(t.conn, now, created, tool_call_id, path, before)
 
         return await self._write(tx)
 
@@ -1435,17 +1449,7 @@ class PostgresStore:
         created = _iso_now(self._now())
 
         async def tx(t: _Tx) -> None:
-            sha = None
-            if after is not None:
-                sha = hashlib.sha256(after).hexdigest()
-                await _insert_blob(t.conn, sha, after, "application/octet-stream", created)
-            await t.conn.execute(
-                "UPDATE file_snapshots SET after_sha256 = $1, after_recorded = TRUE"
-                " WHERE tool_call_id = $2 AND path = $3",
-                sha,
-                tool_call_id,
-                path,
-            )
+            await _tx_file_after(t.conn, created, tool_call_id, FileContent(path=path, data=after))
 
         await self._write(tx)
 
@@ -1709,6 +1713,70 @@ async def _write_consumer(conn: Conn, consumer: rules.Consumer) -> None:
         consumer.lease_expires_at,
         consumer.updated_at,
     )
+
+
+async def _tx_file_snapshot(
+    conn: Conn, now: float, created: str, tool_call_id: str, path: str, before: bytes | None
+) -> FileSnapshot:
+    existing = await conn.fetchrow(
+        "SELECT * FROM file_snapshots WHERE tool_call_id = $1 AND path = $2", tool_call_id, path
+    )
+    if existing is not None:
+        return _file_snapshot(existing)
+    call = await conn.fetchrow("SELECT run_id, job_id FROM tool_calls WHERE id = $1", tool_call_id)
+    if call is None:
+        raise errors.ToolCallNotFound(f"tool call {tool_call_id} not found")
+    sha = None
+    if before is not None:
+        sha = hashlib.sha256(before).hexdigest()
+        await _insert_blob(conn, sha, before, "application/octet-stream", created)
+    newest = await conn.fetchval("SELECT coalesce(max(n), 0) FROM checkpoints")
+    row = await conn.fetchrow(
+        "INSERT INTO file_snapshots (job_id, run_id, tool_call_id, path, before_sha256,"
+        " checkpoint_n, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        " ON CONFLICT (tool_call_id, path) DO NOTHING RETURNING *",
+        call["job_id"],
+        call["run_id"],
+        tool_call_id,
+        path,
+        sha,
+        newest,
+        now,
+    )
+    if row is None:  # another process recorded it just now: keep the first
+        row = await conn.fetchrow(
+            "SELECT * FROM file_snapshots WHERE tool_call_id = $1 AND path = $2",
+            tool_call_id,
+            path,
+        )
+    return _file_snapshot(row)
+
+
+async def _tx_file_after(conn: Conn, created: str, tool_call_id: str, after: FileContent) -> None:
+    sha = None
+    if after.data is not None:
+        sha = hashlib.sha256(after.data).hexdigest()
+        await _insert_blob(conn, sha, after.data, "application/octet-stream", created)
+    await conn.execute(
+        "UPDATE file_snapshots SET after_sha256 = $1, after_recorded = TRUE"
+        " WHERE tool_call_id = $2 AND path = $3",
+        sha,
+        tool_call_id,
+        after.path,
+    )
+
+
+async def _file_history_tx(conn: Conn, changes: Sequence[ToolStateChange], now: float) -> None:
+    """The file snapshots the changes carry, in the transaction that records the changes."""
+    created = _iso_now(now)
+    for change in changes:
+        if change.file_before is not None:
+            before = change.file_before
+            await _tx_file_snapshot(
+                conn, now, created, change.tool_call_id, before.path, before.data
+            )
+        if change.file_after is not None:
+            await _tx_file_after(conn, created, change.tool_call_id, change.file_after)
 
 
 async def _fetch_run(conn: Conn, run_id: str, *, lock: bool = False) -> Run:

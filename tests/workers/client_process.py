@@ -26,7 +26,11 @@ def say(**data: object) -> None:
 
 async def main(db: str, workspace: str, name: str, demo: int, stream: int, kib: int) -> None:
     runtime = await Runtime.open(
-        db_path=db if db.startswith("postgresql://") else Path(db), workspace=Path(workspace), config=Config(), model="demo:instant", env={}
+        db_path=db if db.startswith("postgresql://") else Path(db),
+        workspace=Path(workspace),
+        config=Config(),
+        model="demo:instant",
+        env={},
     )
     try:
         mine: set[str] = set()
