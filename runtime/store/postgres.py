@@ -58,6 +58,7 @@ from runtime.events import (
     DurableEvent,
     HistoryRepaired,
     RepairNote,
+    RunNoted,
 )
 from runtime.models import (
     Checkpoint,
@@ -1022,6 +1023,49 @@ class PostgresStore:
                 max(0, limit),
             )
             return [DURABLE_EVENT_ADAPTER.validate_json(r[0]) for r in rows]
+
+        return await self._read(read)
+
+    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+        now = self._now()
+
+        async def tx(t: _Tx) -> RunNoted:
+            run = await _fetch_run(t.conn, run_id, lock=True)
+            if token is not None:
+                rules.check_token(run, token)
+            elif not run.state.is_terminal:
+                raise errors.RunStateConflict(
+                    f"run {run_id} is {run.state.value}: only its execution may note it"
+                )
+            stamped = note.model_copy(
+                update={"run_id": run_id, "created_at": note.created_at or now}
+            )
+            published = (await _emit(t, [stamped]))[0]
+            assert isinstance(published, RunNoted)
+            return published
+
+        return await self._write(tx)
+
+    async def list_notes(
+        self, *, run_ids: Sequence[str] = (), job_id: str | None = None
+    ) -> list[RunNoted]:
+        ids = list(dict.fromkeys(run_ids))
+        if job_id is None and not ids:
+            return []
+
+        async def read(conn: Conn) -> list[RunNoted]:
+            key: str | list[str]
+            if job_id is not None:
+                where, key = "run_id IN (SELECT id FROM runs WHERE job_id = $1)", job_id
+            else:
+                where, key = "run_id = ANY($1::text[])", ids
+            rows = await conn.fetch(
+                f"SELECT payload FROM events WHERE {where}"
+                " AND (payload::jsonb) ->> 'kind' = 'run_noted' ORDER BY seq",
+                key,
+            )
+            events = [DURABLE_EVENT_ADAPTER.validate_json(r[0]) for r in rows]
+            return [e for e in events if isinstance(e, RunNoted)]
 
         return await self._read(read)
 
