@@ -829,6 +829,21 @@ class MainScreen(Screen[None]):
         elif self.selected_run is not None:
             self._find_child(self.selected_run.id, message.tool_call_id)
 
+    @on(ToolCallView.DiffWanted)
+    def _diff_wanted(self, message: ToolCallView.DiffWanted) -> None:
+        message.stop()
+        self._show_applied_diff(message.view)
+
+    @work(exit_on_error=False, group="applied-diff")
+    async def _show_applied_diff(self, view: ToolCallView) -> None:
+        """After an approved edit the block shows the diff it applied (from the file snapshots
+        recorded with the call), live and when the run is opened again."""
+        from runtime.rewind import applied_diff
+
+        diff = await applied_diff(self.runtime.store, view.tool_call_id)
+        if diff:
+            view.show_diff(diff)
+
     @on(ToolCallView.ImagesRequested)
     def _images_requested(self, message: ToolCallView.ImagesRequested) -> None:
         self._save_images(message.images)
