@@ -140,7 +140,9 @@ def bytes_diff(
     return "".join(lines)
 
 
-async def applied_diff(store: Store, tool_call_id: str) -> str | None:
+async def applied_diff(
+    store: Store, tool_call_id: str, *, limit: int = MAX_DIFF_LINES
+) -> str | None:
     """The diff an approved ``write_file``/``edit_file`` call applied, from the snapshots taken
     in the call's own transactions (before it ran, and what it left); None when the call has no
     complete snapshot (it never ran, or agent-tui stopped during the write)."""
@@ -158,7 +160,14 @@ async def applied_diff(store: Store, tool_call_id: str) -> str | None:
         after = None if snapshot.after_sha256 is None else await _blob(store, snapshot.after_sha256)
         shown = snapshot.path
         parts.append(
-            bytes_diff(before, after, shown, before_label=f"a/{shown}", after_label=f"b/{shown}")
+            bytes_diff(
+                before,
+                after,
+                shown,
+                before_label=f"a/{shown}",
+                after_label=f"b/{shown}",
+                limit=limit,
+            )
         )
     return "".join(parts) if parts else None
 

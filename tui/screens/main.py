@@ -214,6 +214,8 @@ class RunInterrupted(TextualMessage):
         self.run = run
 
 
+APPLIED_DIFF_LINES = 80
+"""How much of an applied diff a tool block shows (the rest is counted)."""
 PROMPTS_RETRY_SECONDS = 30.0
 """No MCP prompt found: ask the servers again when the menu opens after this long."""
 
@@ -840,7 +842,7 @@ class MainScreen(Screen[None]):
         recorded with the call), live and when the run is opened again."""
         from runtime.rewind import applied_diff
 
-        diff = await applied_diff(self.runtime.store, view.tool_call_id)
+        diff = await applied_diff(self.runtime.store, view.tool_call_id, limit=APPLIED_DIFF_LINES)
         if diff:
             view.show_diff(diff)
 
