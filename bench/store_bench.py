@@ -19,6 +19,13 @@ Printed: steps/s at each length, the ratios (budgets: store >= 0.5x same-tx, >= 
 (budget <= 1.5x), and the machine load (os.getloadavg) before and after.
 
     .venv/bin/python bench/store_bench.py [--quick] [--steps 200,800] [--repeat N]
+        [--db postgresql://user@host/dbname]
+
+With ``--db`` the same steps also go through ``PostgresStore`` on that server (a fresh schema
+per run, dropped after), printed beside SQLite's store with their ratio. Mind the difference in
+kind: the SQLite store syncs to a local file; PostgreSQL adds a network round trip per statement
+and the server's own durability settings (check ``synchronous_commit`` and ``fsync`` on the
+server before comparing).
 """
 
 from __future__ import annotations
@@ -101,8 +108,15 @@ def raw_message_bytes(steps: int) -> int:
 # --- the store -----------------------------------------------------------------------------------
 
 
-async def store_steps(path: Path, steps: int) -> Result:
-    store = SqliteStore(path)
+async def store_steps(path: Path, steps: int, pg_url: str | None = None) -> Result:
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    if pg_url is not None:
+        from runtime.store.postgres import PostgresStore
+
+        joiner = "&" if "?" in pg_url else "?"
+        store: Any = PostgresStore(f"{pg_url}{joiner}schema={schema}")
+    else:
+        store = SqliteStore(path)
     await store.open()
     run = await store.create_run(
         NewRun(agent="default", model="demo", input=None, workspace="/w", owner_id="b")
@@ -165,7 +179,27 @@ async def store_steps(path: Path, steps: int) -> Result:
         elapsed += time.perf_counter() - started
         cpu += time.process_time() - cpu_started
     await store.close()
+    if pg_url is not None:
+        return Result(steps / elapsed, await _pg_schema_size(pg_url, schema), 1000 * cpu / steps)
     return Result(steps / elapsed, _db_size(path), 1000 * cpu / steps)
+
+
+async def _pg_schema_size(pg_url: str, schema: str) -> int:
+    """The bytes of the bench schema's tables and indexes; then the schema is dropped."""
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_url.split("?", 1)[0])
+    try:
+        size = await conn.fetchval(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c"
+            " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = $1 AND c.relkind = 'r'",
+            schema,
+        )
+        await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    finally:
+        await conn.close()
+    return int(size)
 
 
 # --- plain sqlite3 loops -------------------------------------------------------------------------
@@ -342,14 +376,18 @@ def _best(results: list[Result]) -> Result:
     return Result(max(r.rate for r in results), results[0].size, min(r.cpu_ms for r in results))
 
 
-def measure(steps: int, repeat: int) -> dict[str, Result | None]:
+def measure(steps: int, repeat: int, pg_url: str | None = None) -> dict[str, Result | None]:
     runs: dict[str, list[Result]] = {"store": [], "plain_1tx": [], "plain_same_tx": []}
+    if pg_url is not None:
+        runs["postgresql"] = []
     # Alternate the loops and keep the best rate of each: the machine may be busy.
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="store-bench-") as tmp:
             folder = Path(tmp)
             runs["plain_1tx"].append(plain_steps(folder / "plain1.db", steps, transactions=1))
             runs["store"].append(asyncio.run(store_steps(folder / "store.db", steps)))
+            if pg_url is not None:
+                runs["postgresql"].append(asyncio.run(store_steps(folder / "x", steps, pg_url)))
             runs["plain_same_tx"].append(
                 plain_steps(folder / "plain2.db", steps, transactions=TRANSACTIONS_PER_STEP)
             )
@@ -364,19 +402,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 steps, one run")
     parser.add_argument("--steps", default=None, help="comma-separated lengths (200,800)")
     parser.add_argument("--repeat", type=int, default=None, help="alternating runs (best kept)")
+    parser.add_argument("--db", default=None, help="also run the store on this postgresql:// URL")
     args = parser.parse_args()
     lengths = [int(s) for s in (args.steps or ("200" if args.quick else "200,800")).split(",")]
     repeat = args.repeat or (1 if args.quick else 3)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"step: {CALLS_PER_STEP} tool calls, {EVENTS_PER_STEP} events; best of {repeat}")
     for steps in lengths:
-        m = measure(steps, repeat)
+        m = measure(steps, repeat, args.db)
         raw = raw_message_bytes(steps)
         store, plain1, plain2, lg = m["store"], m["plain_1tx"], m["plain_same_tx"], m["langgraph"]
         assert store is not None and plain1 is not None and plain2 is not None
         print(f"\n{steps} steps (raw message bytes {raw / steps:,.0f} per step)")
         print(
-            f"  {'loop':28s} {'steps/s':>9s} {'cpu ms/step':>12s} {'bytes/step':>11s} {'x raw':>6s}"
+            f"  {'loop':30s} {'steps/s':>9s} {'cpu ms/step':>12s} {'bytes/step':>11s} {'x raw':>6s}"
         )
         rows: list[tuple[str, Result | None]] = [
             ("store (2 tx per step)", store),
@@ -384,13 +423,16 @@ def main() -> None:
             (f"plain sqlite3, {TRANSACTIONS_PER_STEP} tx", plain2),
             ("langgraph AsyncSqliteSaver", lg),
         ]
+        pg = m.get("postgresql")
+        if pg is not None:
+            rows.insert(1, ("PostgresStore (2 tx per step)", pg))
         for name, result in rows:
             if result is None:
-                print(f"  {name:28s} not installed (pip install -e '.[bench]'); skipped")
+                print(f"  {name:30s} not installed (pip install -e '.[bench]'); skipped")
                 continue
             per_step = result.size / steps
             print(
-                f"  {name:28s} {result.rate:9,.0f} {result.cpu_ms:12.2f} {per_step:11,.0f}"
+                f"  {name:30s} {result.rate:9,.0f} {result.cpu_ms:12.2f} {per_step:11,.0f}"
                 f" {result.size / raw:6.2f}"
             )
         print(
@@ -402,6 +444,11 @@ def main() -> None:
             f" by CPU time {plain1.cpu_ms / store.cpu_ms:.2f})"
         )
         print(f"  store size / raw:       {store.size / raw:5.2f}   (budget <= 1.5)")
+        if pg is not None:
+            print(
+                f"  postgresql / sqlite store: {pg.rate / store.rate:5.2f}   (steps/s; by CPU"
+                f" time {store.cpu_ms / pg.cpu_ms:.2f}; size / raw {pg.size / raw:.2f})"
+            )
         if lg is not None:
             print(f"  store / langgraph:      {store.rate / lg.rate:5.1f}   (budget >= 20 at 800)")
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
 
+from runtime.consumers import Consumer
 from runtime.engine.retries import UnknownChoice, describe_call
 from runtime.events import DurableEvent, Event
 from runtime.models import (
@@ -51,8 +52,10 @@ class RuntimeApi(Protocol):
         model: str | None = None,
         job_id: str | None = None,
         idempotency_key: str | None = None,
+        detached: bool = False,
     ) -> Run:
-        """A run in a new job (or ``job_id``), executed in this process."""
+        """A run in a new job (or ``job_id``), executed in this process; ``detached``: queued
+        for a worker (``agent-tui worker``) instead."""
         ...
 
     async def follow_up(
@@ -105,6 +108,11 @@ class RuntimeApi(Protocol):
         ...
 
     async def last_seq(self) -> int: ...
+
+    def consume(self, consumer_id: str, *, after: int | None = None) -> Consumer:
+        """A durable consumer: every durable event at least once, in order, from its saved
+        cursor; ``ack`` saves it; one process holds a consumer id at a time."""
+        ...
 
     # --- queries (paged by keyset) ----------------------------------------------------------
     async def get_job(self, job_id: str) -> Job: ...

@@ -48,8 +48,13 @@ def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
     return check
 
 
-def open_store(db_path: str | Path, *, clock: Clock) -> Store:
-    """The store for a database path (SQLite; the place to choose by URL scheme)."""
+def open_store(db_path: str | Path, *, clock: Clock | None = None) -> Store:
+    """The store for a database: a ``postgresql://`` URL opens PostgreSQL (the ``postgres``
+    extra), anything else is an SQLite file path."""
+    if isinstance(db_path, str) and db_path.startswith(("postgresql://", "postgres://")):
+        from runtime.store.postgres import PostgresStore
+
+        return PostgresStore(db_path, clock=clock)
     from runtime.store.sqlite import SqliteStore
 
     return SqliteStore(Path(db_path), clock=clock)

@@ -35,7 +35,9 @@ __all__ = [
     "FILE_WRITING_TOOLS",
     "FileChange",
     "RewindPlan",
+    "applied_diff",
     "apply_rewind",
+    "bytes_diff",
     "file_content",
     "plan_rewind",
 ]
@@ -99,27 +101,80 @@ class FileChange:
 
     def diff(self, limit: int = MAX_DIFF_LINES) -> str:
         """A unified diff from the file now to what the rewind puts back."""
-        now = self.current or b""
-        then = self.target or b""
-        if b"\0" in now or b"\0" in then:
-            return f"Binary file {self.path}: {len(now)} bytes now, {len(then)} after rewinding\n"
-        lines = list(
-            difflib.unified_diff(
-                now.decode("utf-8", errors="replace").splitlines(keepends=True),
-                then.decode("utf-8", errors="replace").splitlines(keepends=True),
-                fromfile=f"{self.path} (now)" if self.current is not None else "/dev/null",
-                tofile=f"{self.path} (at the checkpoint)"
-                if self.target is not None
-                else "/dev/null",
+        return bytes_diff(
+            self.current,
+            self.target,
+            self.path,
+            before_label=f"{self.path} (now)",
+            after_label=f"{self.path} (at the checkpoint)",
+            limit=limit,
+        )
+
+
+def bytes_diff(
+    before: bytes | None,
+    after: bytes | None,
+    path: str,
+    *,
+    before_label: str,
+    after_label: str,
+    limit: int = MAX_DIFF_LINES,
+) -> str:
+    """A unified diff between two contents of a file (None: no file), cut at ``limit`` lines."""
+    old, new = before or b"", after or b""
+    if b"\0" in old or b"\0" in new:
+        return f"Binary file {path}: {len(old)} bytes before, {len(new)} after\n"
+    lines = list(
+        difflib.unified_diff(
+            old.decode("utf-8", errors="replace").splitlines(keepends=True),
+            new.decode("utf-8", errors="replace").splitlines(keepends=True),
+            fromfile=before_label if before is not None else "/dev/null",
+            tofile=after_label if after is not None else "/dev/null",
+        )
+    )
+    lines = [
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    ]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)\n"]
+    return "".join(lines)
+
+
+async def applied_diff(
+    store: Store, tool_call_id: str, *, limit: int = MAX_DIFF_LINES
+) -> str | None:
+    """The diff an approved ``write_file``/``edit_file`` call applied, from the snapshots taken
+    in the call's own transactions (before it ran, and what it left); None when the call has no
+    complete snapshot (it never ran, or agent-tui stopped during the write)."""
+    call = await store.get_tool_call(tool_call_id)
+    snapshots = [
+        s
+        for s in await store.list_file_snapshots(call.job_id)
+        if s.tool_call_id == tool_call_id and s.after_recorded
+    ]
+    parts: list[str] = []
+    for snapshot in snapshots:
+        before = (
+            None if snapshot.before_sha256 is None else await _blob(store, snapshot.before_sha256)
+        )
+        after = None if snapshot.after_sha256 is None else await _blob(store, snapshot.after_sha256)
+        shown = snapshot.path
+        parts.append(
+            bytes_diff(
+                before,
+                after,
+                shown,
+                before_label=f"a/{shown}",
+                after_label=f"b/{shown}",
+                limit=limit,
             )
         )
-        lines = [
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-            for line in lines
-        ]
-        if len(lines) > limit:
-            lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)\n"]
-        return "".join(lines)
+    return "".join(parts) if parts else None
+
+
+async def _blob(store: Store, sha256: str) -> bytes:
+    _, data = await store.get_blob(sha256)
+    return data
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PgCluster", "find_pg_bin", "running_cluster"]
+__all__ = ["PgCluster", "find_pg_bin", "running_cluster", "shared_cluster"]
 
 USER = "agent_tui"
 
@@ -143,3 +143,19 @@ def running_cluster() -> Iterator[PgCluster]:
                 )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+_shared: PgCluster | None = None
+_shared_stack = contextlib.ExitStack()
+
+
+def shared_cluster() -> PgCluster:
+    """One cluster for the whole test process, started on first use and stopped at exit (the
+    session fixture and the store backends, which hypothesis runs outside fixtures, share it)."""
+    global _shared
+    if _shared is None:
+        import atexit
+
+        _shared = _shared_stack.enter_context(running_cluster())
+        atexit.register(_shared_stack.close)
+    return _shared

@@ -387,10 +387,10 @@ class _AfterFirstFrame:
     opener: Callable[[AgentTuiApp], Awaitable[Any]]
 
 
-def program_app(db_path: Path, workspace: Path, launch: Launch | None = None) -> AgentTuiApp:
+def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = None) -> AgentTuiApp:
     """The app as the program runs it: it opens its runtime itself, after the first frame.
     Only the configuration is read first (for the theme); it raises ConfigError naming the
-    file."""
+    file. ``db_path``: a SQLite file, or a ``postgresql://`` URL as a string."""
     from runtime.config import load_config
 
     launch = launch or Launch()
@@ -401,9 +401,9 @@ def program_app(db_path: Path, workspace: Path, launch: Launch | None = None) ->
         # thread, so the event loop (and Textual's writer thread) keep drawing and reading keys.
         await asyncio.to_thread(_import_engine)
         from runtime.api import Runtime
-        from runtime.store.sqlite import SqliteStore
+        from runtime.compose import open_store
 
-        store = SqliteStore(db_path)
+        store = open_store(db_path)
         runtime = await Runtime.open(
             db_path=db_path,
             workspace=workspace,
@@ -452,7 +452,7 @@ def _configured_theme_of(config: Any) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-async def _run(db_path: Path, workspace: Path, launch: Launch) -> int:
+async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
     try:
         app = program_app(db_path, workspace, launch)
     except AgentTuiError as error:
@@ -480,6 +480,7 @@ class Launch:
     continue_last: bool = False
 
 
-def run_app(*, db_path: Path, workspace: Path, launch: Launch | None = None) -> int:
+def run_app(*, db_path: Path | str, workspace: Path, launch: Launch | None = None) -> int:
     """Open the runtime on ``db_path`` with ``workspace`` and run the app; the exit status."""
-    return asyncio.run(_run(Path(db_path), Path(workspace).resolve(), launch or Launch()))
+    location = db_path if isinstance(db_path, str) else Path(db_path)
+    return asyncio.run(_run(location, Path(workspace).resolve(), launch or Launch()))

@@ -80,7 +80,10 @@ def _logging_to(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _error_message(exc: AgentTuiError, db_path: Path | None) -> str:
+def _error_message(exc: AgentTuiError, db_path: Path | str | None) -> str:
+    from tui._cli.settings import shown
+
+    db_path = shown(db_path) if db_path is not None else None
     message = _one_line(exc.message or exc.code)
     if isinstance(exc, DatabaseError) and db_path is not None and str(db_path) not in message:
         message = f"{db_path}: {message}"
@@ -104,7 +107,7 @@ class _Interrupt:
         self.task.cancel()
 
 
-async def _run_command(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
+async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace: Path) -> int:
     import asyncio
     import signal
 
@@ -168,7 +171,7 @@ def _stdin_is_terminal() -> bool:
         return False
 
 
-def _open_tui(args: argparse.Namespace, db_path: Path, workspace: Path) -> int:
+def _open_tui(args: argparse.Namespace, db_path: Path | str, workspace: Path) -> int:
     try:
         from tui.app import Launch, run_app  # imports Textual: only here
     except ImportError as exc:
@@ -211,10 +214,13 @@ def _why_unwritable(path: Path) -> str:
     return "permission denied"
 
 
-def _check_writable(db_path: Path) -> None:
+def _check_writable(db_path: Path | str) -> None:
     """The database folder, the database and the log must be writable (SQLite keeps its journal
     beside the database): say so in one line instead of failing half-way."""
     from tui._cli.settings import log_path
+
+    if isinstance(db_path, str):  # a PostgreSQL URL: the server says
+        return
 
     folder = db_path.parent
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -242,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
     from tui._cli.settings import log_path, prepare_db_path, resolve_db_path
 
-    db_path: Path | None = None
+    db_path: Path | str | None = None
     try:
         db_path = resolve_db_path(args.db)
         prepare_db_path(db_path)
@@ -255,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(args, db_path)
 
 
-def _name_the_database(db_path: Path) -> None:
+def _name_the_database(db_path: Path | str) -> None:
     """Hints printed for a later command ("Answer with: agent-tui respond …") carry ``--db``
     when this database is not the one a bare ``agent-tui`` would open."""
     import shlex
@@ -266,12 +272,14 @@ def _name_the_database(db_path: Path) -> None:
 
     plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
     if default_db_path(None, plain_env).expanduser() != db_path:
-        render.COMMAND = f"agent-tui --db {shlex.quote(str(db_path))}"
+        from tui._cli.settings import shown
+
+        render.COMMAND = f"agent-tui --db {shlex.quote(shown(db_path))}"
     else:
         render.COMMAND = "agent-tui"
 
 
-def _main(args: argparse.Namespace, db_path: Path) -> int:
+def _main(args: argparse.Namespace, db_path: Path | str) -> int:
     import asyncio
 
     from tui._cli.settings import log_path, resolve_workspace

@@ -42,6 +42,11 @@ class Pump:
         """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
         committed here, events read from other processes, or ``notify``."""
         store.on_commit(self._committed)
+        # A store that hears other processes commit (PostgreSQL LISTEN/NOTIFY) wakes the loop at
+        # once; polling every POLL_INTERVAL stays the fallback.
+        on_remote_commit = getattr(store, "on_remote_commit", None)
+        if on_remote_commit is not None:
+            on_remote_commit(lambda _seq: self._changed.set())
 
     def start_after(self, seq: int) -> None:
         """Publish durable events after ``seq`` only (those before happened before we opened)."""

@@ -14,7 +14,8 @@ Servers:
   ``picture`` (an image), ``background`` (requires MCP tasks), ``header`` (an HTTP request
   header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer); one prompt,
-  ``review`` (a required ``topic`` and an optional ``tone``).
+  ``review`` (a required ``topic`` and an optional ``tone``); one resource,
+  ``notes://team/style`` (two lines of text).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
 """
 
@@ -69,6 +70,10 @@ def build_basic() -> MCPServer:
     def review(topic: str, tone: str = "kind") -> str:
         """Ask for a review of a topic."""
         return f"Please review {topic}, in a {tone} tone."
+
+    @server.resource("notes://team/style", name="style", description="The team's style guide.")
+    def style() -> str:
+        return "Use short sentences.\nName tests as behaviour sentences."
 
     @server.tool(annotations=READ_ONLY)
     def background() -> str:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from tests.pg_cluster import PgCluster, find_pg_bin, running_cluster
+from tests.pg_cluster import PgCluster, find_pg_bin, shared_cluster
 
 
 @pytest.fixture(scope="session")
@@ -16,8 +16,7 @@ def pg_cluster() -> Iterator[PgCluster]:
     if bin_dir is None:
         pytest.skip(f"{why}; `.ci/run` installs them (Debian package postgresql)")
     pytest.importorskip("asyncpg", reason="asyncpg is not installed (pip install '.[postgres]')")
-    with running_cluster() as cluster:
-        yield cluster
+    yield shared_cluster()
 
 
 @pytest.fixture

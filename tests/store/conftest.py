@@ -25,7 +25,10 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> Backend:
-    return BACKENDS[request.param]
+    chosen = BACKENDS[request.param]
+    if chosen.unavailable:
+        pytest.skip(f"{chosen.name}: {chosen.unavailable}")
+    return chosen
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import unittest
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -365,6 +366,8 @@ def _machine_for(backend: Backend) -> type[StoreMachine]:
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],
     )
+    if backend.unavailable:
+        machine.TestCase = unittest.skip(f"{backend.name}: {backend.unavailable}")(machine.TestCase)
     return machine
 
 

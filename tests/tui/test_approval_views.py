@@ -20,6 +20,7 @@ from tests.tui.test_snapshots import ROOT
 from tui.app import Settings, create_app
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.tool_call_view import ToolCallView
 
 COMMAND = (
     """grep -rn "TODO" src | sed 's/\\t/  /' > todo.txt && echo "done: $(wc -l < todo.txt)" """
@@ -144,3 +145,47 @@ def test_snapshot_of_an_edit_approval(
 ) -> None:
     app = _app_factory(request.node.name, EDIT)()
     assert snap_compare(app, terminal_size=size, run_before=_until_approval)
+
+
+def _applied_diff(screen: MainScreen) -> str | None:
+    for view in screen.query(ToolCallView):
+        shown = view.query_one("#applied-diff", Static)
+        if view.tool_name == "edit_file" and shown.display:
+            content = shown.content
+            assert isinstance(content, Syntax)
+            return content.code
+    return None
+
+
+async def test_after_an_approved_edit_the_transcript_shows_the_diff_it_applied(
+    request: pytest.FixtureRequest,
+) -> None:
+    build = _app_factory(request.node.name, EDIT)
+    app = build()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await _until_approval(pilot)
+        await pilot.press("y")
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: _applied_diff(screen) is not None)
+        diff = _applied_diff(screen)
+        assert diff is not None
+        assert '-    print("hello")' in diff and '+    print("hi")' in diff
+        assert "a/src/main.py" in diff and "b/src/main.py" in diff
+        job_id = screen.selected_job.id if screen.selected_job else None
+    assert job_id is not None
+
+    base = ROOT / request.node.name  # the same database, opened again: the diff is still there
+
+    async def reopen() -> Runtime:
+        return await Runtime.open(
+            db_path=base / "agent-tui.db", workspace=base / "project", config=Config()
+        )
+
+    settings = Settings(workspace=base / "project", remember_theme=False, open_job=job_id)
+    app = create_app(reopen, settings)
+    async with app.run_test(size=(140, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: _applied_diff(screen) is not None)
+        assert '+    print("hi")' in (_applied_diff(screen) or "")

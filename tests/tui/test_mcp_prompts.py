@@ -69,3 +69,36 @@ async def test_a_prompt_without_its_required_argument_says_so_and_creates_nothin
         await wait_until(pilot, lambda: any("needs topic" in n for n in notifications(app)))
         assert (await mcp_runtime.list_jobs(limit=5)).items == []
         assert screen.composer.input.text.startswith("/basic:review")
+
+
+async def test_a_servers_resource_is_offered_by_the_at_picker_and_sent_with_its_content(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press(*"follow ", "@", *"sty")
+        await wait_until(pilot, lambda: any("basic:notes://team/style" in o for o in _menu(screen)))
+        await pilot.press("tab")
+        assert "@basic:notes://team/style" in screen.composer.input.text
+        await pilot.press("end", *"please", "enter")  # the picker put a space after it
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run = await mcp_runtime.get_run(screen.selected_run.id)
+        assert run.input.startswith("follow @basic:notes://team/style please")
+        assert "📎 Attached basic:notes://team/style" in run.input
+        assert "Use short sentences.\nName tests as behaviour sentences." in run.input
+
+
+async def test_a_resource_that_cannot_be_read_says_so_sends_nothing_and_keeps_the_text(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press(*"read @basic:notes://nowhere now", "enter")
+        await wait_until(pilot, lambda: any("could not read" in n for n in notifications(app)))
+        assert (await mcp_runtime.list_jobs(limit=5)).items == []
+        assert screen.composer.input.text == "read @basic:notes://nowhere now"

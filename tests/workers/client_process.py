@@ -1,7 +1,7 @@
 """A client process of the multi-process worker test: it queues runs for workers (detached),
 answers every question and approval they ask, and executes nothing itself.
 
-    python -m tests.workers.client_process DB WORKSPACE NAME DEMO_RUNS STREAM_RUNS STREAM_KIB
+    python -m tests.workers.client_process DB-OR-URL WORKSPACE NAME DEMO_RUNS STREAM_RUNS STREAM_KIB
 
 Prints one JSON line per run it created and per answer, then ``{"kind": "done"}`` once every
 run it created is terminal."""
@@ -26,7 +26,11 @@ def say(**data: object) -> None:
 
 async def main(db: str, workspace: str, name: str, demo: int, stream: int, kib: int) -> None:
     runtime = await Runtime.open(
-        db_path=Path(db), workspace=Path(workspace), config=Config(), model="demo:instant", env={}
+        db_path=db if db.startswith("postgresql://") else Path(db),
+        workspace=Path(workspace),
+        config=Config(),
+        model="demo:instant",
+        env={},
     )
     try:
         mine: set[str] = set()

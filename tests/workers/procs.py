@@ -1,16 +1,21 @@
 """Processes of the worker tests: their JSON lines collected by a thread, waited on with a
-deadline; DB facts read with plain sqlite3 (read-only queries)."""
+deadline; DB facts read with plain sqlite3, or asyncpg for a PostgreSQL URL (read-only
+queries)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +134,30 @@ def _python() -> list[str]:
     return [str(script.parent / "python")] if script.name == "agent-tui" else [command[0]]
 
 
-def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+def query(db: Path | str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (``?`` placeholders) on the SQLite file or the PostgreSQL URL ``db``."""
+    if isinstance(db, str):
+        return _pg_query(db, sql, params)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     try:
         return list(conn.execute(sql, params).fetchall())
     finally:
         conn.close()
+
+
+def _pg_query(url: str, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    import asyncpg
+
+    numbers = itertools.count(1)
+    statement = re.sub(r"\?", lambda _: f"${next(numbers)}", sql)
+
+    async def fetch() -> list[tuple[Any, ...]]:
+        conn = await asyncpg.connect(url, server_settings={"search_path": "agent_tui"}, timeout=10)
+        try:
+            return [tuple(row) for row in await conn.fetch(statement, *params, timeout=10)]
+        finally:
+            await conn.close()
+
+    # The tests calling this run inside an event loop: the query gets a loop of its own.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, fetch()).result(timeout=30)

@@ -1,10 +1,11 @@
-"""Three worker processes and two client processes on one SQLite database (issue 14, "must
-show"): every run is executed by exactly one worker at a time, clients execute nothing, all
-runs complete, and a worker killed with ``kill -9`` mid-run loses its runs to the others with
-no side-effect tool run twice."""
+"""Three worker processes and two client processes on one database, SQLite or PostgreSQL
+(issue 14, "must show"): every run is executed by exactly one worker at a time, clients execute
+nothing, all runs complete, and a worker killed with ``kill -9`` mid-run loses its runs to the
+others with no side-effect tool run twice. On PostgreSQL the clients queue 60 demo runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import time
@@ -17,11 +18,22 @@ import pytest
 from tests.cli.harness import Cli
 from tests.workers.procs import Proc, client, query, worker
 
-DEADLINE = 90.0
-DEMO_RUNS = 12
+DEADLINE = 180.0
+DEMO_RUNS = {"sqlite": 12, "postgresql": 30}
+"""Demo runs per client (each asks a question and an approval, and writes a file)."""
 STREAM_RUNS = 2
 STREAM_KIB = 400
 """A long instant answer: the window in which a worker is killed mid-run (mid model call)."""
+
+
+@pytest.fixture(params=sorted(DEMO_RUNS))
+def database(request: pytest.FixtureRequest, cli: Cli) -> tuple[str, Cli]:
+    """The backend's name and the CLI harness on it (``cli.db`` a file or a URL)."""
+    if request.param == "postgresql":
+        url: Any = request.getfixturevalue("pg_database")
+        return request.param, dataclasses.replace(cli, db=url)
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    return request.param, cli
 
 
 def _project(root: Path, name: str) -> Path:
@@ -42,7 +54,7 @@ def _victim_held_safely(cli: Cli, owner_id: str) -> bool:
         cli.db,
         "SELECT t.id FROM tool_calls AS t JOIN runs AS r ON r.id = t.run_id"
         " WHERE r.owner_id = ? AND r.state = 'running' AND t.state = 'running'"
-        " AND t.idempotent = 0",
+        " AND NOT t.idempotent",
         owner_id,
     )
     return bool(running) and not in_doubt
@@ -83,13 +95,14 @@ def _events(cli: Cli) -> list[dict[str, Any]]:
     return [json.loads(line) for line in listed.stdout.splitlines()]
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 async def test_three_workers_and_two_clients_execute_every_run_once_at_a_time(
-    cli: Cli, tmp_path: Path
+    database: tuple[str, Cli], tmp_path: Path
 ) -> None:
+    backend, cli = database
+    demo_runs = DEMO_RUNS[backend]
     root = tmp_path / "projects"
     workspaces = [_project(root, "alpha"), _project(root, "beta")]
-    cli.db.parent.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
     try:
         workers = [
@@ -97,7 +110,7 @@ async def test_three_workers_and_two_clients_execute_every_run_once_at_a_time(
         ]
         procs += workers
         clients = [
-            client(cli, f"client{n}", workspaces[n], DEMO_RUNS, STREAM_RUNS, STREAM_KIB)
+            client(cli, f"client{n}", workspaces[n], demo_runs, STREAM_RUNS, STREAM_KIB)
             for n in range(2)
         ]
         procs += clients
@@ -107,7 +120,7 @@ async def test_three_workers_and_two_clients_execute_every_run_once_at_a_time(
         }
         for c in clients:
             c.wait_for(lambda i: i["kind"] == "created", timeout=60)
-        total = 2 * (DEMO_RUNS + STREAM_RUNS)
+        total = 2 * (demo_runs + STREAM_RUNS)
 
         def created() -> list[dict[str, Any]]:
             return [i for c in clients for i in c.items if i["kind"] == "created"]
@@ -206,4 +219,4 @@ async def test_three_workers_and_two_clients_execute_every_run_once_at_a_time(
         "SELECT run_id, count(*) FROM tool_calls WHERE name = 'write_file' AND state = 'completed'"
         " GROUP BY run_id",
     )
-    assert len(writes) == 2 * DEMO_RUNS and {count for _, count in writes} == {1}
+    assert len(writes) == 2 * demo_runs and {count for _, count in writes} == {1}

@@ -34,7 +34,8 @@ CLOSE_SECONDS = 10.0
 class Context:
     """What every command needs, and what Ctrl+C needs to know to say how to resume."""
 
-    db_path: Path
+    db_path: Path | str
+    """An SQLite file, or a PostgreSQL URL."""
     workspace: Path
     config: Any | None
     model: str | None
@@ -80,9 +81,9 @@ class Context:
 
 @contextlib.asynccontextmanager
 async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
-    from runtime.store.sqlite import SqliteStore
+    from runtime.compose import open_store
 
-    store = SqliteStore(ctx.db_path)
+    store = open_store(ctx.db_path)
     runtime = await Runtime.open(
         db_path=ctx.db_path,
         workspace=ctx.workspace,

@@ -38,7 +38,7 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
         connection.close()
 
 
-async def _open_and_close(ctx: Context, db_path: Path, config: Any) -> tuple[str, str | None]:
+async def _open_and_close(ctx: Context, db_path: Path | str, config: Any) -> tuple[str, str | None]:
     import asyncio
     import contextlib
 
@@ -63,9 +63,16 @@ async def cmd_doctor(ctx: Context) -> int:
 
     out(f"agent-tui doctor — workspace {ctx.workspace}")
     out("")
-    out(f"Database: {ctx.db_path}")
-    db_exists = ctx.db_path.exists()
-    if db_exists:
+    if isinstance(ctx.db_path, str):
+        from tui._cli.settings import shown
+
+        out(f"Database: {shown(ctx.db_path)} (PostgreSQL; checked by opening it below)")
+    else:
+        out(f"Database: {ctx.db_path}")
+    db_exists = not isinstance(ctx.db_path, str) and ctx.db_path.exists()
+    if isinstance(ctx.db_path, str):
+        pass
+    elif db_exists:
         try:
             version, damage, schema = _inspect_database(ctx.db_path)
         except sqlite3.DatabaseError as exc:
@@ -121,7 +128,7 @@ async def cmd_doctor(ctx: Context) -> int:
     try:
         if not config_ok:
             raise _Skipped("not checked: fix the configuration first")
-        if db_exists and healthy:
+        if (db_exists or isinstance(ctx.db_path, str)) and healthy:
             model, notice = await _open_and_close(ctx, ctx.db_path, config)
             out("Database opens: yes")
         else:

@@ -14,7 +14,7 @@ from runtime.errors import InvalidInput, NotFoundError
 SHOWN = 5
 
 
-async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | None) -> str:
+async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | str | None) -> str:
     """The one id of ``kind`` that is or starts with ``text``."""
     prefix = text.strip()
     if not prefix:
@@ -22,7 +22,9 @@ async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | None) 
     found: list[str] = await store.ids_with_prefix(kind, prefix, limit=SHOWN + 1)
     if prefix in found:
         return prefix
-    where = f" in {db_path}" if db_path is not None else ""
+    from tui._cli.settings import shown
+
+    where = f" in {shown(db_path)}" if db_path is not None else ""
     if not found:
         raise NotFoundError(f"no {kind} id starts with {prefix!r}{where}")
     if len(found) > 1:
@@ -36,7 +38,7 @@ async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | None) 
 ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
 
 
-async def resolve_arguments(store: Any, args: Any, *, db_path: Path | None) -> None:
+async def resolve_arguments(store: Any, args: Any, *, db_path: Path | str | None) -> None:
     """Replace every id argument of a parsed command by the full id it names."""
     for attribute, kind in ARGUMENT_KINDS:
         value = getattr(args, attribute, None)

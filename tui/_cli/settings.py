@@ -20,15 +20,38 @@ ENV_KEYS = (
 )
 
 
-def resolve_db_path(option: str | None) -> Path:
-    """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db."""
+DbLocation = Path | str
+"""An SQLite file (a ``Path``), or a PostgreSQL URL (a ``str``, ``postgresql://…``)."""
+
+
+def is_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+def shown(db: DbLocation) -> str:
+    """The database as messages name it (a URL without its password)."""
+    if isinstance(db, str):
+        from runtime.store.postgres import redacted
+
+        return redacted(db)
+    return str(db)
+
+
+def resolve_db_path(option: str | None) -> DbLocation:
+    """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
+    ``postgresql://`` URL is kept as it is (a ``str``)."""
+    raw = option or os.environ.get(config.ENV_DB, "")
+    if is_url(raw):
+        return raw
     path = config.resolve_db_path(option).expanduser()
     if path.is_dir():
         raise ConfigError(f"database path {path} is a folder, not a file")
     return path
 
 
-def prepare_db_path(path: Path) -> None:
+def prepare_db_path(path: DbLocation) -> None:
+    if isinstance(path, str):
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -54,7 +77,14 @@ def model_override(option: str | None) -> str | None:
     return option or os.environ.get("AGENT_TUI_MODEL") or None
 
 
-def log_path(db_path: Path) -> Path:
+def log_path(db_path: DbLocation) -> Path:
+    if isinstance(db_path, str):  # PostgreSQL: the log stays on this machine
+        return (
+            config.resolve_db_path(
+                None, {k: v for k, v in os.environ.items() if k != config.ENV_DB}
+            ).parent
+            / "agent-tui.log"
+        )
     return db_path.parent / "agent-tui.log"
 
 

@@ -204,6 +204,8 @@ class RunInterrupted(TextualMessage):
         self.run = run
 
 
+APPLIED_DIFF_LINES = 80
+"""How much of an applied diff a tool block shows (the rest is counted)."""
 PROMPTS_RETRY_SECONDS = 30.0
 """No MCP prompt found: ask the servers again when the menu opens after this long."""
 
@@ -284,6 +286,8 @@ class MainScreen(Screen[None]):
         """After jumping back to a parent run: the delegation block to focus again."""
         self._files: list[str] | None = None
         self._listing_files = False
+        self._resources: list[str] = []
+        """The MCP servers' resources as `server:uri`, for the @-picker."""
         self._interrupted_runs: set[str] = set()
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
@@ -459,10 +463,23 @@ class MainScreen(Screen[None]):
             )
 
     def _file_list(self) -> list[str] | None:
+        """The @-picker's entries: the workspace's files, then the MCP servers' resources
+        (``server:uri``, asked of the servers the first time the picker opens)."""
         if self._files is None and not self._listing_files:
             self._listing_files = True
             self._list_files()
-        return self._files
+            manager = getattr(self.runtime, "mcp", None)
+            if manager is not None and getattr(manager, "servers", None):
+                self._list_resources(manager)
+        if self._files is None:
+            return None
+        return [*self._files, *self._resources] if self._resources else self._files
+
+    @work(exit_on_error=False, group="mcp-resources")
+    async def _list_resources(self, manager: Any) -> None:
+        from tui.mcp_resources import resource_mentions
+
+        self._resources = await resource_mentions(manager)
 
     @work(exit_on_error=False, group="files", thread=True)
     def _list_files(self) -> None:
@@ -787,6 +804,21 @@ class MainScreen(Screen[None]):
         elif self.selected_run is not None:
             self._find_child(self.selected_run.id, message.tool_call_id)
 
+    @on(ToolCallView.DiffWanted)
+    def _diff_wanted(self, message: ToolCallView.DiffWanted) -> None:
+        message.stop()
+        self._show_applied_diff(message.view)
+
+    @work(exit_on_error=False, group="applied-diff")
+    async def _show_applied_diff(self, view: ToolCallView) -> None:
+        """After an approved edit the block shows the diff it applied (from the file snapshots
+        recorded with the call), live and when the run is opened again."""
+        from runtime.rewind import applied_diff
+
+        diff = await applied_diff(self.runtime.store, view.tool_call_id, limit=APPLIED_DIFF_LINES)
+        if diff:
+            view.show_diff(diff)
+
     @on(ToolCallView.ImagesRequested)
     def _images_requested(self, message: ToolCallView.ImagesRequested) -> None:
         self._save_images(message.images)
@@ -1008,8 +1040,33 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
+        manager = getattr(self.runtime, "mcp", None)
+        if manager is not None and "@" in text:
+            from tui.mcp_resources import mentioned_resources, server_names
+
+            if mentioned_resources(text, server_names(manager)):
+                self._attach_resources(manager, message.text, text, message.follow_up_job_id)
+                return
         self.composer.message_taken()
         self._submit(text, message.follow_up_job_id)
+
+    @work(exit_on_error=False, group="mcp-resources")
+    async def _attach_resources(
+        self, manager: Any, typed: str, text: str, follow_up_job_id: str | None
+    ) -> None:
+        """``@server:uri`` mentions: the resources' content goes with the message; a resource
+        that cannot be read says so, and what was typed comes back to the composer."""
+        from tui.mcp_resources import server_names, with_resources
+
+        try:
+            text = await with_resources(manager, text, server_names(manager))
+        except AgentTuiError as error:
+            self.notify(str(error), title="@ resource", severity="error")
+            if not self.composer.input.text:
+                self.composer.input.text = typed
+            return
+        self.composer.message_taken()
+        self._submit(text, follow_up_job_id)
 
     @work(exit_on_error=False, group="start")
     async def _submit(self, text: str, follow_up_job_id: str | None) -> None:

@@ -63,7 +63,16 @@ class ToolCallView(Vertical, can_focus=True):
     ToolCallView Collapsible > Contents { padding: 0 0 0 2; }
     ToolCallView #sub-run > Contents { padding: 0 0 0 1; border-left: vkey $accent 50%; }
     ToolCallView #sub-run .sub-run-note { color: $text-muted; }
+    ToolCallView #applied-diff { color: $text-muted; }
     """
+
+    class DiffWanted(TextualMessage):
+        """A completed file write is on screen: the diff it applied is wanted (``show_diff``)."""
+
+        def __init__(self, view: ToolCallView) -> None:
+            super().__init__()
+            self.view = view
+            self.tool_call_id = view.tool_call_id
 
     class SubRunWanted(TextualMessage):
         """The sub-run fold was opened: its items are wanted (``show_sub_run``)."""
@@ -108,6 +117,7 @@ class ToolCallView(Vertical, can_focus=True):
         self.error = error
         self.child_run_id = child_run_id
         self.images: list[ImageBlock] = []
+        self._diff_asked = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header", markup=False)
@@ -126,9 +136,13 @@ class ToolCallView(Vertical, can_focus=True):
         with Collapsible(title="result", collapsed=True, id="result") as result:
             result.display = self.result is not None or self.error is not None
             yield Static(self._result_text(), markup=False, id="result-text")
+        diff = Static("", id="applied-diff")
+        diff.display = False
+        yield diff
 
     def on_mount(self) -> None:
         self._set_state_class()
+        self._want_diff()
         # The block itself takes focus; its fold is toggled from here (one stop per block).
         for title in self.query(CollapsibleTitle):
             title.can_focus = False
@@ -181,8 +195,31 @@ class ToolCallView(Vertical, can_focus=True):
             folded = self.query_one("#result", Collapsible)
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
+        self._want_diff()
         if state.is_terminal and self.is_delegation and self.sub_run_expanded:
             self.post_message(self.SubRunWanted(self, self.child_run_id))  # its final state
+
+    def _want_diff(self) -> None:
+        # Imported here: rewind brings the tool catalog, which the first frame does not need.
+        from runtime.rewind import FILE_WRITING_TOOLS
+
+        if (
+            self.tool_name in FILE_WRITING_TOOLS
+            and self.state is ToolCallState.COMPLETED
+            and not self._diff_asked
+        ):
+            self._diff_asked = True
+            self.post_message(self.DiffWanted(self))
+
+    def show_diff(self, diff: str) -> None:
+        """The diff the call applied (coloured as in its approval), below its header."""
+        if not diff or not self.is_mounted:
+            return
+        from rich.syntax import Syntax
+
+        view = self.query_one("#applied-diff", Static)
+        view.update(Syntax(terminal_safe(diff), "diff", word_wrap=True))
+        view.display = True
 
     def set_result(
         self, content: str, *, is_error: bool, images: list[ImageBlock] | None = None

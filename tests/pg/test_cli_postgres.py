@@ -1,0 +1,128 @@
+"""The command line on PostgreSQL: ``--db postgresql://…`` and ``AGENT_TUI_DB`` choose the
+store; a run started by one command is answered and finished by later ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from runtime.providers.demo import NOTES_FILE
+from tests.cli.harness import Cli, boundary_of, json_lines
+
+pytestmark = pytest.mark.slow
+
+
+def _cli(tmp_path: Path) -> Cli:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# A project\n\nIt parses things.\n")
+    return Cli.create(tmp_path, workspace)
+
+
+async def test_a_run_on_postgresql_stops_at_its_question_and_respond_finishes_it(
+    pg_database: str, tmp_path: Path
+) -> None:
+    cli = _cli(tmp_path)
+    where = ("--db", pg_database, "--workspace", str(cli.workspace))
+
+    started = cli.run(
+        *where,
+        "run",
+        "summarise this folder",
+        "--json",
+        "--model",
+        "demo:instant",
+        global_options=False,
+    )
+    assert started.returncode == 3, started.stderr
+    run_id = boundary_of(json_lines(started.stdout))["run_id"]
+
+    cli.env["AGENT_TUI_DB"] = pg_database  # the environment chooses it as well
+    answered = cli.run(
+        "--workspace", str(cli.workspace), "respond", run_id, "1", "--json", global_options=False
+    )
+    assert answered.returncode == 3, answered.stderr
+    approved = cli.run(
+        "--workspace",
+        str(cli.workspace),
+        "respond",
+        run_id,
+        "allow",
+        "--json",
+        global_options=False,
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert boundary_of(json_lines(approved.stdout))["state"] == "completed"
+    assert (cli.workspace / NOTES_FILE).exists()
+    assert not cli.db.exists()  # no SQLite file was created on the side
+
+    conn = await asyncpg.connect(pg_database)
+    try:
+        state = await conn.fetchval("SELECT state FROM agent_tui.runs WHERE id = $1", run_id)
+    finally:
+        await conn.close()
+    assert state == "completed"
+
+
+def test_an_unreachable_postgresql_url_is_one_clear_line(tmp_path: Path) -> None:
+    cli = _cli(tmp_path)
+    url = "postgresql://someone:secret@127.0.0.1:1/nothing"
+    result = cli.run("--db", url, "--workspace", str(cli.workspace), "runs", global_options=False)
+    assert result.returncode != 0
+    assert result.stderr.startswith("agent-tui: error:")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert "secret" not in result.stderr
+
+
+def test_a_worker_on_postgresql_executes_what_attached_clients_create_and_answer(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """``agent-tui worker`` and the clients' ``run --attach`` / ``respond`` / ``events --follow
+    --consumer`` all reach PostgreSQL through ``--db URL``: the worker executes every leg, the
+    clients hold no lease, and the consumer's cursor is saved in the database."""
+    import dataclasses
+    import signal
+
+    from tests.cli.harness import LineStream, finish
+    from tests.workers.procs import query, worker
+
+    base = _cli(tmp_path)
+    url: Any = pg_database
+    cli = dataclasses.replace(base, db=url)  # every command gets --db URL
+    executor = worker(cli, "worker")
+    try:
+        started_at = executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        owner_id = executor.items[started_at]["owner_id"]
+        started = cli.run("run", "--attach", "--json", "--model", "demo:instant", "look around")
+        assert started.returncode == 3, started.stderr
+        run_id = boundary_of(json_lines(started.stdout))["run_id"]
+        asked = cli.run("respond", run_id, "1", "--json")
+        assert asked.returncode == 3, asked.stderr
+        finished = cli.run("respond", run_id, "allow", "--json")
+        assert finished.returncode == 0, finished.stderr
+        assert boundary_of(json_lines(finished.stdout))["state"] == "completed"
+        assert (cli.workspace / NOTES_FILE).exists()
+        claims = [i["run_id"] for i in executor.items if i["kind"] == "worker_claimed"]
+        assert claims == [run_id] * 3
+        assert {row[0] for row in query(url, "SELECT owner_id FROM owners")} == {owner_id}
+        [(detached, state)] = query(url, "SELECT detached, state FROM runs WHERE id = ?", run_id)
+        assert detached is True and state == "completed"
+
+        [(newest,)] = query(url, "SELECT max(seq) FROM events")
+        consumer = cli.spawn("events", "--follow", "--consumer", "bot", "--json")
+        seen = LineStream(consumer).json_until(lambda item, _: item["seq"] == newest, timeout=60)
+        consumer.send_signal(signal.SIGTERM)
+        code, _, err = finish(consumer, timeout=60)
+        assert code == 0, err
+        assert [item["seq"] for item in seen] == list(range(1, newest + 1))
+        cursor = query(url, "SELECT cursor FROM consumers WHERE consumer_id = 'bot'")
+        assert cursor == [(newest,)]
+
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+    finally:
+        executor.kill()
