@@ -135,7 +135,9 @@ async def test_a_shell_call_cut_off_by_kill_9_never_acts_alone_and_the_retry_ask
     if not sandbox_status().available:
         pytest.skip(f"no shell sandbox here (an allowed shell call would ask): {sandbox_status()}")
     (workspace / "agent-tui.toml").write_text('[permissions]\nallow = ["shell"]\n')
-    delay = f"2.{secrets.randbelow(10**6):06d}"  # unique: it names the command's processes
+    # Unique (it names the command's processes), and long enough that a loaded machine still
+    # kills agent-tui before the line is written (2 s was once not).
+    delay = f"6.{secrets.randbelow(10**6):06d}"
     command = f"sleep {delay}; echo x >> out.log"
     out_log = workspace / "out.log"
     script = [
