@@ -56,6 +56,9 @@ class Settings:
     """``--resume JOB_ID``: the job shown at start."""
     continue_last: bool = False
     """``--continue``: show the most recent job at start."""
+    attach: bool = False
+    """``--attach``: new jobs are queued for workers (``agent-tui worker``); this app watches
+    and answers but executes nothing it creates."""
 
 
 QUIT_AGAIN_SECONDS = 2.0
@@ -435,6 +438,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         theme=_configured_theme_of(config),
         agent=launch.agent,
         continue_last=launch.continue_last,
+        attach=launch.attach,
     )
     return create_app(_AfterFirstFrame(opener), settings)
 
@@ -478,6 +482,7 @@ class Launch:
     agent: str | None = None
     resume: str | None = None
     continue_last: bool = False
+    attach: bool = False
 
 
 def run_app(*, db_path: Path | str, workspace: Path, launch: Launch | None = None) -> int:

@@ -189,6 +189,7 @@ def _open_tui(args: argparse.Namespace, db_path: Path | str, workspace: Path) ->
         agent=args.agent,
         resume=args.resume,
         continue_last=args.continue_last,
+        attach=args.attach,
     )
     result = run_app(db_path=db_path, workspace=workspace, launch=launch)
     return int(result or 0)

@@ -67,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", metavar="M", help="model of new runs, e.g. demo or anthropic:NAME"
     )
     parser.add_argument("--agent", metavar="A", help="agent of new jobs opened in the TUI")
+    parser.add_argument(
+        "--attach",
+        action="store_true",
+        help="open the TUI as a client of workers: new jobs are queued for `agent-tui worker`",
+    )
     opening = parser.add_mutually_exclusive_group()
     opening.add_argument(
         "--continue",

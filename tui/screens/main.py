@@ -368,6 +368,7 @@ class MainScreen(Screen[None]):
     async def runtime_opened(self) -> None:
         """The runtime is open (the program opens it after the first frame): fill the screen."""
         runtime = self.runtime
+        self.status.attached = self.agent_app.settings.attach
         self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
         composer = self.composer
         composer.file_source = self._file_list
@@ -1079,6 +1080,7 @@ class MainScreen(Screen[None]):
                     text,
                     model=choices.get("model"),
                     agent=choices.get("agent") or settings.agent,
+                    detached=settings.attach,  # --attach: a worker executes it
                 )
             else:
                 if await self._job_is_working(follow_up_job_id):

@@ -28,6 +28,8 @@ CHARS_PER_TOKEN = 4
 """The estimate of streamed tokens before the provider counts them."""
 SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 """Shown while ``sandbox_notice`` is set: bubblewrap is missing or cannot start here."""
+ATTACHED_HINT = "attached: new jobs go to workers"
+"""Shown in attach mode (``agent-tui --attach``)."""
 STOP_HINT = "esc to interrupt"
 """The key that stops the run on screen (the screen's binding)."""
 
@@ -55,6 +57,7 @@ class StatusLine(Static):
         self.model = ""
         self.model_notice: str | None = None
         self.sandbox_notice: str | None = None
+        self.attached = False
         """Why shell commands run unconfined here (None: they are sandboxed)."""
         self.run: Run | None = None
         self.context_window: int | None = None
@@ -149,6 +152,8 @@ class StatusLine(Static):
                 parts.append(STOP_HINT)
         if self.sandbox_notice:
             parts.append(SANDBOX_HINT)
+        if self.attached:
+            parts.append(ATTACHED_HINT)
         figures = SEPARATOR.join(parts)
         if not self.model_notice:
             return figures
