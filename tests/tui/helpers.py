@@ -32,9 +32,10 @@ def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTui
 
 
 async def wait_until(
-    pilot: Pilot[object], condition: Callable[[], object], *, timeout: float = 15.0
+    pilot: Pilot[object], condition: Callable[[], object], *, timeout: float = 45.0
 ) -> None:
-    """Let the app run until ``condition()`` holds; fail after ``timeout`` seconds."""
+    """Let the app run until ``condition()`` holds; fail after ``timeout`` seconds (generous:
+    with both cores busy a new job took more than 15 s to reach the browser)."""
     async with asyncio.timeout(timeout):
         while not condition():
             await pilot.pause(0.02)
