@@ -91,7 +91,11 @@ async def _run_in_a_pty(workspace: Path, home: Path, db_path: Path, notify: str)
         await read_until(b"New job")
         os.write(main, b"\x1b[O")  # focus out: the terminal is in the background
         os.write(main, b"summarise this project\r")
-        await read_until(b"What should the notes focus on")
+        # The prompt itself (the question shows in the call's line earlier); the alert goes out
+        # when the run starts waiting, which may be drawn a moment before or after it.
+        await read_until(b"choose (while empty)")
+        with contextlib.suppress(TimeoutError):
+            await read_until(b"\x1b]777;notify;", timeout=10)
         mark = len(seen)
         os.write(main, b"\x11")  # ctrl+q
         exited = asyncio.ensure_future(process.wait())

@@ -119,6 +119,30 @@ async def test_expanding_a_run_lists_its_checkpoints_at_once(
         assert tree.row_text(run_node.children[0]).startswith("◆ step")
 
 
+async def test_selecting_a_run_just_added_or_just_expanded_puts_the_cursor_on_that_run(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Tree lines are built lazily: the cursor must land on the run itself, not on the line the
+    run's node had before the tree was rebuilt (a new node has none: the cursor went to row 0)."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await wait_until(pilot, lambda: len(tree.job_ids) == 2)
+        older = tree.job_ids[-1]
+        runs = await runtime.job_runs(older)
+        tree.set_runs(older, runs)  # nodes added under a collapsed job, no refresh in between
+        tree.select_run(runs[0].id)  # expands the job and moves there at once
+        assert tree.cursor_node is tree.run_node(runs[0].id)
+        again = await runtime.follow_up(older, "and list the files")
+        await finish_run(runtime, again.id)
+        tree.upsert_run(await runtime.get_run(again.id))
+        tree.move_cursor(tree.run_node(again.id))
+        assert tree.cursor_node is tree.run_node(again.id)
+
+
 async def test_a_state_filter_with_no_match_says_so(runtime: Runtime, workspace: Path) -> None:
     await _two_finished_jobs(runtime)
     app = make_app(runtime, workspace)

@@ -288,6 +288,8 @@ class MainScreen(Screen[None]):
         self._listing_files = False
         self._resources: list[str] = []
         """The MCP servers' resources as `server:uri`, for the @-picker."""
+        self._applied_diffs: dict[str, str] = {}
+        """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
@@ -816,9 +818,17 @@ class MainScreen(Screen[None]):
         recorded with the call), live and when the run is opened again."""
         from runtime.rewind import applied_diff
 
-        diff = await applied_diff(self.runtime.store, view.tool_call_id, limit=APPLIED_DIFF_LINES)
-        if diff:
-            view.show_diff(diff)
+        # A finished call's diff never changes: the window mounts a block again and again as the
+        # person scrolls, and each time would read the job's snapshots and their blobs.
+        diff = self._applied_diffs.get(view.tool_call_id)
+        if diff is None:
+            found = await applied_diff(
+                self.runtime.store, view.tool_call_id, limit=APPLIED_DIFF_LINES
+            )
+            if not found:
+                return
+            diff = self._applied_diffs[view.tool_call_id] = found
+        view.show_diff(diff)
 
     @on(ToolCallView.ImagesRequested)
     def _images_requested(self, message: ToolCallView.ImagesRequested) -> None:

@@ -340,6 +340,13 @@ class JobTree(Tree[NodeData]):
         super().watch_cursor_line(previous_line, line)
         self._sync_labels()
 
+    def move_cursor(self, node: TreeNode[NodeData] | None, animate: bool = False) -> None:
+        """Tree's ``move_cursor`` goes to ``node``'s line as of the last build: a node added or
+        expanded since has a stale line (-1 for a new one), and the cursor would land on another
+        row. The lines are built first, so the cursor lands on ``node`` itself."""
+        self._tree_lines  # noqa: B018 (the property rebuilds the lines when they are stale)
+        super().move_cursor(node, animate=animate)
+
     # --- feeding -------------------------------------------------------------------------------
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
         node.set_label(node.label)  # bumps the node's version: its line is drawn again
