@@ -7,9 +7,10 @@ The public surface is ``Runtime`` and ``Boundary`` (``runtime.api``), the domain
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: every ``runtime.x`` import (and ``--version``) pays here
 if TYPE_CHECKING:
+    from typing import Any
+
     from runtime.api import Boundary, Runtime
 
     __version__: str
@@ -19,18 +20,14 @@ __all__ = ["Boundary", "Runtime", "__version__"]
 
 def __getattr__(name: str) -> Any:
     # Lazy exports: importing ``runtime`` (as every ``runtime.x`` import does) costs nothing;
-    # the engine loads on first use of Runtime, importlib.metadata on first use of the version.
+    # the engine loads on first use of Runtime.
     if name in ("Boundary", "Runtime"):
         from runtime import api
 
         return getattr(api, name)
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from runtime.version import VERSION
 
-        try:
-            value = version("agent-tui")
-        except PackageNotFoundError:  # running from a source tree that was not installed
-            value = "0.0.0"
-        globals()["__version__"] = value
-        return value
+        globals()["__version__"] = VERSION
+        return VERSION
     raise AttributeError(f"module 'runtime' has no attribute {name!r}")

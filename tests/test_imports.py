@@ -28,12 +28,15 @@ def _imported(*argv: str, env: dict[str, str]) -> tuple[subprocess.CompletedProc
         timeout=120,
         env=env,
     )
-    modules = {
+    return result, _modules(result.stderr)
+
+
+def _modules(importtime_stderr: str) -> set[str]:
+    return {
         line.rsplit("|", 1)[1].strip()
-        for line in result.stderr.splitlines()
+        for line in importtime_stderr.splitlines()
         if line.startswith("import time:") and line.count("|") == 2
     }
-    return result, modules
 
 
 def _top_level(modules: set[str]) -> set[str]:
@@ -59,6 +62,52 @@ def test_version_imports_neither_textual_nor_the_sdks_nor_pydantic(
     assert "tui._cli.parser" in modules  # the measurement itself works
     loaded = _top_level(modules)
     assert not loaded & {*HEAVY, "pydantic", "asyncio"}, sorted(loaded & {*HEAVY, "pydantic"})
+
+
+def test_version_imports_nothing_beyond_argparse_but_its_own_small_modules(
+    env: dict[str, str],
+) -> None:
+    # The budget (DESIGN §13): ``--version`` ≤ 2× ``python -c "import argparse"``. Whatever
+    # the standard library module set of that baseline is here, --version adds only ours.
+    baseline = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import argparse"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    argparse_modules = _modules(baseline.stderr)
+    assert "argparse" in argparse_modules
+    # As the console script runs it (``-m`` would add runpy).
+    script = "import sys; from tui.cli import main; sys.exit(main())"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", script, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("agent-tui ")
+    modules = _modules(result.stderr)
+    extra = {name for name in modules - argparse_modules if _top_level({name}) - {"runtime", "tui"}}
+    assert not extra, sorted(extra)
+    assert modules & {"tui.cli", "runtime.version"} == {"tui.cli", "runtime.version"}
+
+
+def test_version_prints_the_installed_distribution_version(env: dict[str, str]) -> None:
+    from importlib.metadata import version
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"agent-tui {version('agent-tui')}\n"
+    assert result.stderr == ""
 
 
 def test_runs_imports_neither_textual_anthropic_mcp_nor_jsonschema(

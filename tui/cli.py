@@ -16,9 +16,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from runtime.errors import (
     AgentTuiError,
@@ -28,6 +26,7 @@ from runtime.errors import (
     InvalidInput,
     NotFoundError,
 )
+from runtime.version import VERSION
 from tui._cli.parser import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -36,12 +35,16 @@ from tui._cli.parser import (
     build_parser,
 )
 
+TYPE_CHECKING = False  # not typing's: importing typing costs a tenth of ``--version``
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Iterator, Sequence
+    from typing import Any
 
-# Start-up cost (DESIGN §13): ``--version`` needs only argparse, and each command imports what it
-# uses when it runs (asyncio, logging, pydantic, the runtime, Textual for the TUI), so the imports
-# below are deliberately few; tests/test_imports.py checks it in a fresh interpreter.
+# Start-up cost (DESIGN §13): ``--version`` alone is answered before argparse is even used (its
+# version action imports shutil and textwrap), and each command imports what it uses when it runs
+# (asyncio, logging, pydantic, the runtime, Textual for the TUI), so the imports below are
+# deliberately few; tests/test_imports.py checks it in a fresh interpreter.
 
 __all__ = ["main"]
 
@@ -240,6 +243,9 @@ def _check_writable(db_path: Path | str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        sys.stdout.write(f"agent-tui {VERSION}\n")  # what argparse's version action prints
+        return EXIT_OK
     try:
         _check_utf8(sys.argv[1:] if argv is None else argv)
     except AgentTuiError as exc:

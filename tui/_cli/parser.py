@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from runtime.version import VERSION
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -19,15 +21,6 @@ EXIT_INTERRUPTED = 130
 RUN_STATES = ["queued", "running", "input_required", "completed", "failed", "cancelled"]
 """The values of ``runtime.models.RunState``, spelled out so that building the parser (and so
 ``--version``) does not import pydantic; tests/test_imports.py checks they match."""
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("agent-tui")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -61,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agent-tui",
         description="A terminal home for AI agents. Without a command, opens the TUI.",
     )
-    parser.add_argument("--version", action="version", version=f"agent-tui {_version()}")
+    parser.add_argument("--version", action="version", version=f"agent-tui {VERSION}")
     _add_global_options(parser, suppress=False)
     parser.add_argument(
         "--model", metavar="M", help="model of new runs, e.g. demo or anthropic:NAME"
