@@ -30,6 +30,9 @@ from runtime.config_edit import set_toml_value
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
 from runtime.hooks import HooksConfig
+from runtime.locations import ENV_DB as ENV_DB
+from runtime.locations import resolve_db_path as resolve_db_path
+from runtime.locations import user_config_path as user_config_path
 
 logger = logging.getLogger(__name__)
 
@@ -125,44 +128,13 @@ class Config(_Config):
 CONFIG_FILE_NAME = "agent-tui.toml"
 MCP_JSON_NAME = ".mcp.json"
 ENV_MODEL = "AGENT_TUI_MODEL"
-ENV_DB = "AGENT_TUI_DB"
 
 _RESERVED_KEYS = ("sources", "warnings")
 """Fields of ``Config`` filled by the loader, not by a file."""
 
 
-def _home(env: Mapping[str, str]) -> Path:
-    home = env.get("HOME")
-    return Path(home) if home else Path.home()
-
-
-def _xdg_dir(env: Mapping[str, str], variable: str, fallback: str) -> Path:
-    value = env.get(variable, "")
-    # The XDG spec says relative values are invalid and must be ignored.
-    if value and os.path.isabs(value):
-        return Path(value)
-    return _home(env) / fallback
-
-
-def user_config_path(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/agent-tui/config.toml`` (``~/.config/agent-tui/config.toml``)."""
-    env = os.environ if env is None else env
-    return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "agent-tui" / "config.toml"
-
-
 def workspace_config_path(workspace: Path) -> Path:
     return Path(workspace) / CONFIG_FILE_NAME
-
-
-def resolve_db_path(cli_db: str | None, env: Mapping[str, str] | None = None) -> Path:
-    """``--db``, else ``AGENT_TUI_DB``, else ``$XDG_DATA_HOME/agent-tui/agent-tui.db``."""
-    env = os.environ if env is None else env
-    if cli_db:
-        return Path(cli_db).expanduser()
-    from_env = env.get(ENV_DB, "")
-    if from_env:
-        return Path(from_env).expanduser()
-    return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "agent-tui" / "agent-tui.db"
 
 
 def load_config(

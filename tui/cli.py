@@ -263,7 +263,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
-    _name_the_database(db_path)
     with _logging_to(log_path(db_path)):
         return _main(args, db_path)
 
@@ -273,8 +272,8 @@ def _name_the_database(db_path: Path | str) -> None:
     when this database is not the one a bare ``agent-tui`` would open."""
     import shlex
 
-    from runtime.config import ENV_DB
-    from runtime.config import resolve_db_path as default_db_path
+    from runtime.locations import ENV_DB
+    from runtime.locations import resolve_db_path as default_db_path
     from tui._cli import render
 
     plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
@@ -287,14 +286,21 @@ def _name_the_database(db_path: Path | str) -> None:
 
 
 def _main(args: argparse.Namespace, db_path: Path | str) -> int:
-    import asyncio
-
     from tui._cli.settings import log_path, resolve_workspace
 
     try:
         workspace = resolve_workspace(args.workspace)
+        if args.command == "runs" and isinstance(db_path, Path):
+            from tui._cli.fast_runs import fast_runs  # no runtime, no pydantic: see there
+
+            listed = fast_runs(args, db_path)
+            if listed is not None:
+                return listed
+        _name_the_database(db_path)
         if args.command is None:
             return _open_tui(args, db_path, workspace)
+        import asyncio
+
         return asyncio.run(_run_command(args, db_path, workspace))
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")

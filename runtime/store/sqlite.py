@@ -94,22 +94,20 @@ from runtime.store.base import (
     StepCommit,
     ToolStateChange,
 )
+from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
+from runtime.store.checks import check_database_file as check_database_file
 from runtime.store.migrations import (
     INDEX_PENDING_MESSAGES,
-    LATEST_VERSION,
     encode_event_v5,
     migrate,
-    too_new_message,
 )
 from runtime.store.rules import Plan
-from runtime.store.schema import expected_shape, schema_problems, shape_of
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
 
 R = TypeVar("R")
 Conn = sqlite3.Connection
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 CHECKPOINT_EVERY = 100
 """Commits between two WAL checkpoints (run on the worker thread)."""
@@ -349,59 +347,6 @@ def fts_query(text: str) -> str | None:
     phrases = ['"' + w.replace('"', '""') + '"' for w in words]
     phrases[-1] += "*"
     return " ".join(phrases)
-
-
-def check_database_file(path: Path) -> None:
-    """Refuse a file that is not an SQLite database, an SQLite database that is not ours, or a
-    schema newer than this code knows, without changing a byte of it."""
-    if not path.exists():
-        return
-    if path.is_dir():
-        raise errors.NotADatabase(f"{path}: is a directory, not an agent-tui database")
-    if path.stat().st_size == 0:
-        return
-    with path.open("rb") as fh:
-        header = fh.read(len(SQLITE_HEADER))
-    if header != SQLITE_HEADER:
-        raise errors.NotADatabase(
-            f"{path}: not an SQLite database, so not an agent-tui database; refusing to open it"
-        )
-    try:
-        ro = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            # One read transaction: the version and the schema from the same snapshot, even
-            # while another process that started at the same moment is migrating the file.
-            ro.execute("BEGIN")
-            version = int(ro.execute("PRAGMA user_version").fetchone()[0])
-            tables = int(
-                ro.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                    " AND name NOT LIKE 'sqlite_%'"
-                ).fetchone()[0]
-            )
-            problems = (
-                schema_problems(shape_of(ro), expected_shape(version))
-                if 0 < version <= LATEST_VERSION
-                else []
-            )
-        finally:
-            ro.close()
-    except sqlite3.DatabaseError as exc:
-        raise errors.NotADatabase(f"{path}: unreadable SQLite database ({exc})") from exc
-    if version > LATEST_VERSION:
-        raise errors.SchemaTooNew(too_new_message(str(path), version))
-    if version == 0 and tables:
-        raise errors.NotADatabase(
-            f"{path}: an SQLite database of another program, not an agent-tui database"
-        )
-    if problems:
-        shown = "; ".join(problems[:3]) + (
-            f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
-        )
-        raise errors.SchemaDamaged(
-            f"{path}: damaged agent-tui database (schema version {version}: {shown});"
-            " refusing to open it, nothing was changed"
-        )
 
 
 class SqliteStore:

@@ -17,6 +17,7 @@ from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind
 from runtime.transcript import inherited_history, partial_answer
 from tui._cli import render
+from tui._cli.listing import no_runs
 from tui._cli.parser import EXIT_OK
 from tui._cli.render import runs_table, show_text
 
@@ -295,7 +296,7 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
             ctx.print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
     if not page.items:
-        ctx.say("No runs" + (f" in state {state.value}." if state else " yet."))
+        ctx.say(no_runs(state.value if state else None))
         return EXIT_OK
     now = _now()
     for line in runs_table(page.items, titles, now=now):

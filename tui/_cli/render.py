@@ -4,7 +4,7 @@ and the terminal-safe writer every plain-text stream of the CLI goes through."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from runtime.models import (
@@ -21,7 +21,11 @@ from runtime.models import (
     ToolUseBlock,
 )
 from runtime.textsafe import terminal_safe
-from tui.formatting import format_age, format_tokens
+from tui._cli import listing
+from tui._cli.listing import format_cost as format_cost
+from tui._cli.listing import one_line as one_line
+from tui._cli.listing import table as table
+from tui.formatting import format_tokens
 
 MAX_VALUE_LINES = 40
 
@@ -53,19 +57,6 @@ class TerminalSafeWriter:
         return getattr(self._stream, name)
 
 
-def format_cost(usd: float) -> str:
-    if usd <= 0:
-        return "-"
-    if usd < 0.01:
-        return f"${usd:.4f}"
-    return f"${usd:.2f}"
-
-
-def one_line(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def compact_json(value: Any, width: int = 80) -> str:
     return one_line(json.dumps(value, ensure_ascii=False, sort_keys=True), width)
 
@@ -78,44 +69,29 @@ def _clip_lines(text: str, limit: int = MAX_VALUE_LINES) -> list[str]:
     return lines
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    materialised = [list(row) for row in rows]
-    widths = [len(h) for h in headers]
-    for row in materialised:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    for row in materialised:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    return lines
-
-
 def run_state_label(run: Run) -> str:
-    label = run.state.value
-    if run.interrupted:
-        label += " (interrupted)"
-    return label
+    return listing.state_label(run.state.value, run.interrupted)
 
 
 def runs_table(runs: Sequence[Run], titles: dict[str, str], *, now: float) -> list[str]:
-    rows = []
-    for run in runs:
-        title = one_line(titles.get(run.job_id, ""), 40)
-        if run.parent_run_id:
-            title = f"↳ child of {run.parent_run_id}: {title}"
-        rows.append(
-            [
-                run.id,
-                run_state_label(run),
-                run.agent,
-                run.model,
-                format_age(now - run.created_at),
-                format_tokens(run.usage.total_tokens),
-                format_cost(run.cost_usd),
-                title,
-            ]
-        )
-    return table(["RUN", "STATE", "AGENT", "MODEL", "AGE", "TOKENS", "COST", "JOB"], rows)
+    return listing.runs_table(
+        (
+            listing.RunLine(
+                run_id=run.id,
+                state=run.state.value,
+                interrupted=run.interrupted,
+                agent=run.agent,
+                model=run.model,
+                created_at=run.created_at,
+                total_tokens=run.usage.total_tokens,
+                cost_usd=run.cost_usd,
+                parent_run_id=run.parent_run_id,
+                job_title=titles.get(run.job_id, ""),
+            )
+            for run in runs
+        ),
+        now=now,
+    )
 
 
 def schema_fields(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runtime import config
+from runtime import locations
 from runtime.errors import ConfigError, InvalidInput
+
+TYPE_CHECKING = False  # light: ``runs`` finds its database without runtime.config (pydantic)
+if TYPE_CHECKING:
+    from runtime import config
 
 SECRET_ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 """Environment variables whose values are never printed, only whether they are set."""
@@ -40,10 +44,10 @@ def shown(db: DbLocation) -> str:
 def resolve_db_path(option: str | None) -> DbLocation:
     """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
     ``postgresql://`` URL is kept as it is (a ``str``)."""
-    raw = option or os.environ.get(config.ENV_DB, "")
+    raw = option or os.environ.get(locations.ENV_DB, "")
     if is_url(raw):
         return raw
-    path = config.resolve_db_path(option).expanduser()
+    path = locations.resolve_db_path(option).expanduser()
     if path.is_dir():
         raise ConfigError(f"database path {path} is a folder, not a file")
     return path
@@ -69,6 +73,8 @@ def resolve_workspace(option: str | None) -> Path:
 
 def load_config(workspace: Path) -> config.Config:
     """The merged configuration (raises ConfigError naming the file, line and key)."""
+    from runtime import config
+
     return config.load_config(workspace)
 
 
@@ -80,8 +86,8 @@ def model_override(option: str | None) -> str | None:
 def log_path(db_path: DbLocation) -> Path:
     if isinstance(db_path, str):  # PostgreSQL: the log stays on this machine
         return (
-            config.resolve_db_path(
-                None, {k: v for k, v in os.environ.items() if k != config.ENV_DB}
+            locations.resolve_db_path(
+                None, {k: v for k, v in os.environ.items() if k != locations.ENV_DB}
             ).parent
             / "agent-tui.log"
         )

@@ -1,0 +1,42 @@
+"""Where agent-tui keeps its database and user configuration (DESIGN §10): the XDG folders.
+
+Standard library only, so that the light commands (``agent-tui runs``, ``--version``) find the
+database without importing ``runtime.config`` (pydantic); ``runtime.config`` re-exports these."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+ENV_DB = "AGENT_TUI_DB"
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _xdg_dir(env: Mapping[str, str], variable: str, fallback: str) -> Path:
+    value = env.get(variable, "")
+    # The XDG spec says relative values are invalid and must be ignored.
+    if value and os.path.isabs(value):
+        return Path(value)
+    return _home(env) / fallback
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/agent-tui/config.toml`` (``~/.config/agent-tui/config.toml``)."""
+    env = os.environ if env is None else env
+    return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "agent-tui" / "config.toml"
+
+
+def resolve_db_path(cli_db: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """``--db``, else ``AGENT_TUI_DB``, else ``$XDG_DATA_HOME/agent-tui/agent-tui.db``."""
+    env = os.environ if env is None else env
+    if cli_db:
+        return Path(cli_db).expanduser()
+    from_env = env.get(ENV_DB, "")
+    if from_env:
+        return Path(from_env).expanduser()
+    return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "agent-tui" / "agent-tui.db"

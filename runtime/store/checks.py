@@ -1,0 +1,69 @@
+"""Checks on an SQLite file before anything opens it for writing: is it a database, ours, of a
+schema this code knows, undamaged. Standard library only (no pydantic), so that the read-only
+``agent-tui runs`` (``tui._cli.fast_runs``) refuses exactly what the store refuses."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from runtime import errors
+from runtime.store.migrations import LATEST_VERSION, too_new_message
+from runtime.store.schema import expected_shape, schema_problems, shape_of
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_database_file(path: Path) -> int | None:
+    """Refuse a file that is not an SQLite database, an SQLite database that is not ours, or a
+    schema newer than this code knows, without changing a byte of it. Returns the schema version
+    seen (0 for a new database), or None when there is no file or it is empty."""
+    if not path.exists():
+        return None
+    if path.is_dir():
+        raise errors.NotADatabase(f"{path}: is a directory, not an agent-tui database")
+    if path.stat().st_size == 0:
+        return None
+    with path.open("rb") as fh:
+        header = fh.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise errors.NotADatabase(
+            f"{path}: not an SQLite database, so not an agent-tui database; refusing to open it"
+        )
+    try:
+        ro = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            # One read transaction: the version and the schema from the same snapshot, even
+            # while another process that started at the same moment is migrating the file.
+            ro.execute("BEGIN")
+            version = int(ro.execute("PRAGMA user_version").fetchone()[0])
+            tables = int(
+                ro.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                    " AND name NOT LIKE 'sqlite_%'"
+                ).fetchone()[0]
+            )
+            problems = (
+                schema_problems(shape_of(ro), expected_shape(version))
+                if 0 < version <= LATEST_VERSION
+                else []
+            )
+        finally:
+            ro.close()
+    except sqlite3.DatabaseError as exc:
+        raise errors.NotADatabase(f"{path}: unreadable SQLite database ({exc})") from exc
+    if version > LATEST_VERSION:
+        raise errors.SchemaTooNew(too_new_message(str(path), version))
+    if version == 0 and tables:
+        raise errors.NotADatabase(
+            f"{path}: an SQLite database of another program, not an agent-tui database"
+        )
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
+        raise errors.SchemaDamaged(
+            f"{path}: damaged agent-tui database (schema version {version}: {shown});"
+            " refusing to open it, nothing was changed"
+        )
+    return version

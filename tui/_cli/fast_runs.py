@@ -1,0 +1,114 @@
+"""``agent-tui runs`` on an SQLite database without the runtime (DESIGN §13, issue 17).
+
+The full path opens the runtime (the store, the engine, pydantic models) to read one page; this
+one opens the file read-only with the standard library (``file:…?mode=ro``: it can take no lease,
+recover nothing and write nothing, so a TUI or worker on the same database is unaffected), reads
+the page with one keyset query and prints it with ``tui._cli.listing``, the formatting the full
+path uses too. It refuses exactly what the store refuses (``runtime.store.checks``: not a
+database, not ours, damaged, a newer schema), with the same errors.
+
+It declines (returns None, and the caller takes the full path) when the full path would do
+something it does not: create the database (there is none yet, or an empty file), migrate one of
+an older schema, or refuse a ``--limit`` over the runtime's maximum.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+
+from runtime import errors
+from runtime.store.checks import check_database_file
+from runtime.store.migrations import LATEST_VERSION
+from runtime.textsafe import terminal_safe
+from tui._cli import listing
+from tui._cli.parser import EXIT_OK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+MAX_LIMIT = 1000
+"""``Runtime.list_runs`` refuses more (the full path says so); ``--archived`` reads the store
+directly, without that limit."""
+
+BUSY_SECONDS = 10.0
+"""As long as the store waits for another process's lock."""
+
+
+def _page_query(args: argparse.Namespace) -> tuple[str, list[object]]:
+    columns = ", ".join(f"r.{name}" for name in listing.RUN_COLUMNS)
+    sql = f"SELECT {columns}, j.title FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
+    where: list[str] = []
+    params: list[object] = []
+    if not args.archived:
+        where.append("j.archived = 0")
+    if args.state:
+        where.append("r.state = ?")
+        params.append(args.state)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    # The store's order and keyset (``list_runs``): newest first, insertion order breaks ties.
+    sql += " ORDER BY r.created_at DESC, r.n DESC LIMIT ?"
+    params.append(args.limit)
+    return sql, params
+
+
+def _read_page(db_path: Path, args: argparse.Namespace) -> list[tuple[object, ...]] | None:
+    """The page's rows, or None when the schema is not the latest (it needs a migration)."""
+    sql, params = _page_query(args)
+    try:
+        conn = sqlite3.connect(
+            db_path.resolve().as_uri() + "?mode=ro",
+            uri=True,
+            timeout=BUSY_SECONDS,
+            isolation_level=None,
+        )
+        try:
+            conn.execute("BEGIN")  # the version and the page from one snapshot
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version != LATEST_VERSION:
+                return None  # migrated (or being migrated) since the check: the full path
+            rows: list[tuple[object, ...]] = conn.execute(sql, params).fetchall()
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise errors.DatabaseError(f"{db_path}: {exc}") from exc
+    return rows
+
+
+def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
+    """Print the page of runs ``args`` asks for; None: take the full path instead."""
+    if not args.archived and args.limit > MAX_LIMIT:
+        return None
+    version = check_database_file(db_path)  # raises what the store would raise
+    if version != LATEST_VERSION:
+        # No file yet, an empty one, or an older schema: the full path creates or migrates it,
+        # as every command does on first use (``runs`` included, before this fast path).
+        return None
+    rows = _read_page(db_path, args)
+    if rows is None:
+        return None
+    out = sys.stdout
+    if args.json:
+        import json
+
+        for row in rows:
+            data = listing.run_json(row[:-1], str(row[-1]))
+            out.write(json.dumps(data, ensure_ascii=False) + "\n")
+            out.flush()
+        return EXIT_OK
+    if not rows:
+        sys.stderr.write(listing.no_runs(args.state) + "\n")
+        sys.stderr.flush()
+        return EXIT_OK
+    import time
+
+    now = time.time()
+    lines = listing.runs_table((listing.run_line(row[:-1], str(row[-1])) for row in rows), now=now)
+    for line in lines:
+        out.write(terminal_safe(line + "\n"))
+        out.flush()
+    return EXIT_OK
