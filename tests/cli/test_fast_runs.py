@@ -262,3 +262,18 @@ def test_a_limit_over_the_runtimes_maximum_is_refused_as_before(cli: Cli) -> Non
     result, _ = _fast(cli, "--limit", "1001")
     assert result.returncode == 2
     assert result.stderr == "agent-tui: error: limit must be between 1 and 1000\n"
+
+
+def test_a_broken_configuration_does_not_stop_the_listing_but_still_stops_a_run(
+    cli: Cli, seeded: list[Run]
+) -> None:
+    (cli.workspace / "agent-tui.toml").write_text("model = [unclosed\n")
+    listed, _ = _fast(cli, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {json.loads(line)["id"] for line in listed.stdout.splitlines()} == {
+        seeded[0].id,
+        seeded[1].id,
+    }
+    refused = cli.run("run", "hello", "--model", "demo:instant")
+    assert refused.returncode == 2
+    assert "agent-tui.toml" in refused.stderr and refused.stderr.count("\n") == 1
