@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
-    from tui._cli.settings import log_path, prepare_db_path, resolve_db_path
+    from tui._cli.settings import prepare_db_path, resolve_db_path
 
     db_path: Path | str | None = None
     try:
@@ -263,8 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
-    with _logging_to(log_path(db_path)):
-        return _main(args, db_path)
+    return _main(args, db_path)
 
 
 def _name_the_database(db_path: Path | str) -> None:
@@ -296,12 +295,15 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
             listed = fast_runs(args, db_path)
             if listed is not None:
                 return listed
-        _name_the_database(db_path)
-        if args.command is None:
-            return _open_tui(args, db_path, workspace)
-        import asyncio
+        # Warnings and errors go to the log from here on (the read-only ``runs`` above logs
+        # only an unexpected error, below: importing logging is a tenth of its time).
+        with _logging_to(log_path(db_path)):
+            _name_the_database(db_path)
+            if args.command is None:
+                return _open_tui(args, db_path, workspace)
+            import asyncio
 
-        return asyncio.run(_run_command(args, db_path, workspace))
+            return asyncio.run(_run_command(args, db_path, workspace))
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
@@ -317,9 +319,10 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
     except Exception as exc:
         import logging
 
-        logging.getLogger("agent_tui.cli").exception(
-            "unexpected error in agent-tui %s", args.command or "(tui)"
-        )
+        with _logging_to(log_path(db_path)):
+            logging.getLogger("agent_tui.cli").exception(
+                "unexpected error in agent-tui %s", args.command or "(tui)"
+            )
         _say(
             f"agent-tui: unexpected error: {_one_line(str(exc)) or type(exc).__name__} "
             f"(see {log_path(db_path)})"
