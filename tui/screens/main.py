@@ -1641,13 +1641,13 @@ class MainScreen(Screen[None]):
         bar = ConfirmBar(
             f"Cancel the run {run.id[:8]} ({run.state.value.replace('_', ' ')})?",
             lambda: self._cancel(run.id),
+            returning_to=returning_to,
         )
-        bar.returning_to = returning_to  # type: ignore[attr-defined]
         await self.query_one("#bottom", Vertical).mount(bar, before=0)
         bar.focus()
 
     async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
-        back = getattr(message.bar, "returning_to", None)
+        back = message.bar.returning_to
         await message.bar.remove()
         if back is not None and back.is_mounted:
             back.focus()

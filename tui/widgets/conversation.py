@@ -431,8 +431,9 @@ class Conversation(VerticalScroll):
         return list(self.query_children(_message_view()))
 
     @property
-    def loading(self) -> bool:
-        """Whether a page of older or newer items is being loaded."""
+    def page_loading(self) -> bool:
+        """Whether a page of older or newer items is being loaded (not ``loading``: that is
+        Textual's reactive for a widget's loading indicator)."""
         return self._loading
 
     @property
