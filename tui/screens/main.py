@@ -65,7 +65,8 @@ from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
-    from runtime.api import UnknownChoice
+    from runtime.api import RuntimeApi, UnknownChoice
+    from runtime.mcp.manager import McpManager
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
 
@@ -307,8 +308,8 @@ class MainScreen(Screen[None]):
         return app
 
     @property
-    def runtime(self) -> Any:
-        return self.agent_app.runtime
+    def runtime(self) -> RuntimeApi:
+        return self.agent_app.open_runtime
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.agent_app.report_worker_failure(event)
@@ -364,7 +365,7 @@ class MainScreen(Screen[None]):
         await self.conversation.show_empty(
             "Type a task below and press Enter.  ? or F1 lists every key."
         )
-        if self.runtime is not None:  # else the app calls runtime_opened once it is open
+        if self.agent_app.runtime is not None:  # else the app calls runtime_opened once open
             await self.runtime_opened()
 
     async def runtime_opened(self) -> None:
@@ -396,7 +397,7 @@ class MainScreen(Screen[None]):
 
         stale = time.monotonic() - self._prompts_asked_at > PROMPTS_RETRY_SECONDS
         if not self._prompt_commands and not self._loading_prompts and stale:
-            manager = getattr(self.runtime, "mcp", None)
+            manager = self.runtime.mcp
             if manager is not None:
                 self._loading_prompts = True
                 self._prompts_asked_at = time.monotonic()
@@ -404,7 +405,7 @@ class MainScreen(Screen[None]):
         return self._prompt_commands
 
     @work(exit_on_error=False, group="mcp-prompts")
-    async def _load_prompt_commands(self, manager: Any) -> None:
+    async def _load_prompt_commands(self, manager: McpManager) -> None:
         from tui.mcp_prompts import prompt_commands
 
         try:
@@ -414,11 +415,13 @@ class MainScreen(Screen[None]):
         self.composer.refresh_commands()
 
     @work(exit_on_error=False, group="mcp-prompts")
-    async def _send_prompt(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+    async def _send_prompt(
+        self, manager: McpManager, name: str, argument: str, follow_up_job_id: str | None
+    ) -> None:
         from tui.mcp_prompts import prompt_text
 
         try:
-            text = await prompt_text(self.runtime.mcp, name, argument)
+            text = await prompt_text(manager, name, argument)
         except AgentTuiError as error:
             self.notify(str(error), title=f"/{name}", severity="error")
             return  # the command stays in the box, to be corrected
@@ -471,15 +474,15 @@ class MainScreen(Screen[None]):
         if self._files is None and not self._listing_files:
             self._listing_files = True
             self._list_files()
-            manager = getattr(self.runtime, "mcp", None)
-            if manager is not None and getattr(manager, "servers", None):
+            manager = self.runtime.mcp
+            if manager is not None and manager.servers:
                 self._list_resources(manager)
         if self._files is None:
             return None
         return [*self._files, *self._resources] if self._resources else self._files
 
     @work(exit_on_error=False, group="mcp-resources")
-    async def _list_resources(self, manager: Any) -> None:
+    async def _list_resources(self, manager: McpManager) -> None:
         from tui.mcp_resources import resource_mentions
 
         self._resources = await resource_mentions(manager)
@@ -532,9 +535,7 @@ class MainScreen(Screen[None]):
         )
 
     def _report_recovery(self) -> None:
-        report = getattr(self.runtime, "recovery", None)
-        if report is None:
-            return
+        report = self.runtime.recovery
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
@@ -994,7 +995,7 @@ class MainScreen(Screen[None]):
         typing = isinstance(self.focused, Input)
         key = "Esc, then i" if typing else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
-        mode = getattr(getattr(self.runtime.config, "defaults", None), "notify", "both")
+        mode = self.runtime.config.defaults.notify
         attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
         self.notify(
             terminal_safe_line(f"{who}{short(request.prompt, 60)} — press {key} for the inbox"),
@@ -1051,7 +1052,7 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
-        manager = getattr(self.runtime, "mcp", None)
+        manager = self.runtime.mcp
         if manager is not None and "@" in text:
             from tui.mcp_resources import mentioned_resources, server_names
 
@@ -1063,7 +1064,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="mcp-resources")
     async def _attach_resources(
-        self, manager: Any, typed: str, text: str, follow_up_job_id: str | None
+        self, manager: McpManager, typed: str, text: str, follow_up_job_id: str | None
     ) -> None:
         """``@server:uri`` mentions: the resources' content goes with the message; a resource
         that cannot be read says so, and what was typed comes back to the composer."""
@@ -1182,8 +1183,9 @@ class MainScreen(Screen[None]):
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
-        if ":" in name and getattr(self.runtime, "mcp", None) is not None:
-            self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
+        manager = self.runtime.mcp
+        if ":" in name and manager is not None:
+            self._send_prompt(manager, name, argument, composer.follow_up_job_id)  # MCP prompt
             return
         if name not in known:
             expanded = self.extension_commands.expand(name, argument)
@@ -1221,12 +1223,7 @@ class MainScreen(Screen[None]):
         elif name == "theme":
             keep = not self._choose_theme(argument)
         elif name == "permissions":
-            action = getattr(self.agent_app, "action_permissions", None)
-            if action is None:
-                self.notify("The permissions screen is not in this build yet.", severity="warning")
-                keep = True
-            else:
-                action()
+            self.agent_app.action_permissions()
         elif name == "inbox":
             self.action_inbox()
         elif name == "compact":
