@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_ch
 
 from textual import events, work
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import AppBlur, AppFocus
 from textual.screen import Screen
 from textual.theme import Theme
@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 
 from runtime.errors import AgentTuiError, InvalidInput
 from themes import THEMES_DIR, load_themes
+from tui.bindings import APP_BINDINGS
 from tui.bridge import Bridge
 from tui.screens.main import MainScreen
 
@@ -72,19 +73,7 @@ QUIT_AGAIN_SECONDS = 2.0
 class AgentTuiApp(App[int]):
     TITLE = "agent-tui"
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding(
-            "ctrl+c",
-            "copy_or_interrupt",
-            "Copy / interrupt",
-            show=False,
-            priority=True,
-            tooltip="Copy the selection; else interrupt the run; twice within 2 s: quit",
-        ),
-        Binding("f1", "help", "Help", priority=True),
-        Binding("question_mark", "help", "Help", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(self, runtime: RuntimeSource, settings: Settings) -> None:
         # ``runtime`` is an open Runtime, or an async callable that opens one in the app's own

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -50,11 +50,8 @@ class InboxScreen(ModalScreen[InputRequest | None]):
 
     @property
     def agent_app(self) -> AgentTuiApp:
-        from tui.app import AgentTuiApp
-
-        app = self.app
-        assert isinstance(app, AgentTuiApp)
-        return app
+        # Typed, not imported: tui.app imports the screens (no import cycle).
+        return cast("AgentTuiApp", self.app)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.agent_app.report_worker_failure(event)

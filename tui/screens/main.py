@@ -10,7 +10,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -182,11 +182,8 @@ class MainScreen(Screen[None]):
 
     @property
     def agent_app(self) -> AgentTuiApp:
-        from tui.app import AgentTuiApp
-
-        app = self.app
-        assert isinstance(app, AgentTuiApp)
-        return app
+        # Typed, not imported: tui.app imports the screens (no import cycle).
+        return cast("AgentTuiApp", self.app)
 
     @property
     def runtime(self) -> RuntimeApi:
