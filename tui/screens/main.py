@@ -17,7 +17,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
 from textual.message import Message as TextualMessage
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
@@ -90,6 +92,12 @@ APPLIED_DIFF_LINES = 80
 """How much of an applied diff a tool block shows (the rest is counted)."""
 PROMPTS_RETRY_SECONDS = 30.0
 """No MCP prompt found: ask the servers again when the menu opens after this long."""
+NOTICE_SEVERITIES: dict[str, SeverityLevel] = {
+    "info": "information",
+    "warning": "warning",
+    "error": "error",
+}
+"""A runtime notice's level as a notification's severity."""
 
 
 class MainScreen(Screen[None]):
@@ -842,8 +850,8 @@ class MainScreen(Screen[None]):
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
-        severity = {"info": "information", "warning": "warning", "error": "error"}[event.level]
-        self.notify(terminal_safe(event.text), severity=severity, markup=False)  # type: ignore[arg-type]
+        severity = NOTICE_SEVERITIES[event.level]
+        self.notify(terminal_safe(event.text), severity=severity, markup=False)
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
@@ -1348,11 +1356,11 @@ class MainScreen(Screen[None]):
     PANES = ("browser", "conversation", "bottom")
 
     def _pane_of(self, widget: Widget | None) -> int | None:
-        node = widget
+        node: DOMNode | None = widget
         while node is not None and node is not self:
             if node.id in self.PANES:
                 return self.PANES.index(node.id)
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return None
 
     def _focus_pane(self, index: int) -> None:
