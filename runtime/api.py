@@ -7,14 +7,21 @@ and the paged queries the browser needs. ``Runtime`` (``runtime.runtime``) imple
 store; the assignment at the end of this module makes mypy check that it still does, so a
 change of the surface is a change of this file. Clients that only drive runs can be typed
 against ``RuntimeApi`` and run against any implementation.
+
+The last section is what a client hosted in the same process (the TUI) reads besides: the
+store (drafts, prompt history, transcript pages), the configuration, MCP, the extension points,
+the models and what recovery found at open.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from runtime.config import Config
 from runtime.consumers import Consumer
+from runtime.engine.extensions import ExtensionPoints
 from runtime.engine.retries import UnknownChoice, describe_call
 from runtime.events import DurableEvent, Event
 from runtime.models import (
@@ -28,7 +35,10 @@ from runtime.models import (
     ToolCall,
 )
 from runtime.runtime import Boundary, Runtime, arguments_digest
-from runtime.store.base import Page
+from runtime.store.base import Page, RecoveryReport, Store
+
+if TYPE_CHECKING:
+    from runtime.mcp.manager import McpManager
 
 __all__ = [
     "Boundary",
@@ -157,6 +167,44 @@ class RuntimeApi(Protocol):
     async def counts(self) -> dict[RunState, int]: ...
 
     async def export_job(self, job_id: str, *, format: Literal["md", "json"] = "md") -> str: ...
+
+    # --- the host process: what a client in the same process also reads ---------------------
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def owner_id(self) -> str:
+        """This process's owner id (the runs it executes carry it)."""
+        ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def mcp(self) -> McpManager | None:
+        """This folder's MCP servers, or None when none are configured (or read-only)."""
+        ...
+
+    @property
+    def extensions(self) -> ExtensionPoints: ...
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        """What recovery at open found (runs requeued, failed, interrupted)."""
+        ...
+
+    @property
+    def default_model(self) -> str: ...
+
+    @property
+    def model_notice(self) -> str | None: ...
+
+    def context_window(self, model: str) -> int: ...
+
+    def holds_session(self, request: InputRequest) -> bool: ...
 
 
 def _implements(runtime: Runtime) -> RuntimeApi:

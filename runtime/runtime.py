@@ -61,6 +61,7 @@ from runtime.tools.base import Tool
 
 if TYPE_CHECKING:
     from runtime.compose import OpenOptions
+    from runtime.mcp.manager import McpManager
 
 CLOSED_REASON = "stopped when agent-tui closed"
 """``RunStateChanged.reason`` of a run this process stopped on a deliberate close."""
@@ -153,7 +154,7 @@ class Runtime:
         return self._catalog.config
 
     @property
-    def mcp(self) -> Any:
+    def mcp(self) -> McpManager | None:
         return self._catalog.mcp
 
     async def start_engine(self) -> None:

@@ -182,7 +182,7 @@ original = MainScreen.on_mount
 async def on_mount(self):
     seen["mounted"] = loaded()
     seen["composed"] = [w.id for w in self.query("#tree, #conversation, #composer")]
-    seen["runtime_at_mount"] = self.runtime is not None
+    seen["runtime_at_mount"] = self.app.runtime is not None
     await original(self)
 
 MainScreen.on_mount = on_mount

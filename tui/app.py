@@ -17,11 +17,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from textual import events, work
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import AppBlur, AppFocus
 from textual.screen import Screen
 from textual.theme import Theme
@@ -29,8 +29,14 @@ from textual.worker import Worker, WorkerState
 
 from runtime.errors import AgentTuiError, InvalidInput
 from themes import THEMES_DIR, load_themes
+from tui.bindings import APP_BINDINGS
 from tui.bridge import Bridge
 from tui.screens.main import MainScreen
+
+if TYPE_CHECKING:
+    # Typing only: the engine is imported after the first frame (see ``program_app``).
+    from runtime.api import RuntimeApi
+    from runtime.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -67,35 +73,24 @@ QUIT_AGAIN_SECONDS = 2.0
 class AgentTuiApp(App[int]):
     TITLE = "agent-tui"
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding(
-            "ctrl+c",
-            "copy_or_interrupt",
-            "Copy / interrupt",
-            show=False,
-            priority=True,
-            tooltip="Copy the selection; else interrupt the run; twice within 2 s: quit",
-        ),
-        Binding("f1", "help", "Help", priority=True),
-        Binding("question_mark", "help", "Help", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
-    def __init__(self, runtime: Any, settings: Settings) -> None:
+    def __init__(self, runtime: RuntimeSource, settings: Settings) -> None:
         # ``runtime`` is an open Runtime, or an async callable that opens one in the app's own
         # event loop (sync snapshot tests and the screenshot script: App.run makes the loop).
-        self._open_runtime: Callable[[], Awaitable[Any]] | None = None
-        self._open_after_first_frame: Callable[[AgentTuiApp], Awaitable[Any]] | None = None
+        self._open_runtime: Callable[[], Awaitable[RuntimeApi]] | None = None
+        self._open_after_first_frame: Callable[[AgentTuiApp], Awaitable[RuntimeApi]] | None = None
         self._held_input: list[events.Key | events.Paste] | None = None
         """Keys and pastes that arrived before the runtime was open, replayed once it is."""
+        self.runtime: RuntimeApi | None = None
+        """The open runtime; None until it is opened (after the first frame, for the program)."""
         if isinstance(runtime, _AfterFirstFrame):
             self._open_after_first_frame = runtime.opener
             self._held_input = []
-            runtime = None
-        elif callable(runtime) and not hasattr(runtime, "start"):
+        elif isinstance(runtime, _Opener):
             self._open_runtime = runtime
-            runtime = None
-        self.runtime = runtime
+        else:
+            self.runtime = runtime
         self.settings = settings
         self.terminal_focused = True
         self._bridge_failures = 0
@@ -116,8 +111,16 @@ class AgentTuiApp(App[int]):
             self._theme_problems.append(f"theme {wanted!r} is not installed; using the default")
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
 
+    @property
+    def open_runtime(self) -> RuntimeApi:
+        """The runtime, for what only acts once it is open (screens fill themselves in
+        ``MainScreen.runtime_opened``; keys typed before are held until then)."""
+        if self.runtime is None:
+            raise RuntimeError("the runtime is not open yet")
+        return self.runtime
+
     DEFAULT_MODE = "main"
-    MODES: ClassVar[dict[str, Any]] = {"main": MainScreen}
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"main": MainScreen}
 
     async def on_load(self) -> None:
         if self._open_runtime is not None:
@@ -182,7 +185,9 @@ class AgentTuiApp(App[int]):
 
     @work(exit_on_error=False, group="bridge", name="bridge")
     async def _pump_events(self, target: Screen[Any]) -> None:
-        await Bridge(self.runtime, target, wants_live=getattr(target, "wants_live", None)).pump()
+        await Bridge(
+            self.open_runtime, target, wants_live=getattr(target, "wants_live", None)
+        ).pump()
 
     def _restart_bridge(self) -> None:
         self._pump_events(self._bridge_target)
@@ -224,12 +229,9 @@ class AgentTuiApp(App[int]):
         if not self.settings.remember_theme:
             return
         try:
-            from runtime import config
+            from runtime.config import save_user_setting
 
-            save = getattr(config, "save_user_setting", None)
-            if save is None:
-                return
-            save("defaults", "theme", theme.name)
+            save_user_setting("defaults", "theme", theme.name)
         except (AgentTuiError, OSError, ValueError) as error:
             self.notify(f"Could not remember the theme: {error}", severity="warning")
 
@@ -296,11 +298,11 @@ class AgentTuiApp(App[int]):
         runtime = self.runtime
         if runtime is None:
             return 0
-        owner = getattr(runtime, "owner_id", None)
+        owner = runtime.owner_id
         count = 0
         for state in (RunState.RUNNING, RunState.QUEUED):
             page = await runtime.list_runs(limit=1000, state=state)
-            count += sum(1 for run in page.items if owner is None or run.owner_id == owner)
+            count += sum(1 for run in page.items if run.owner_id == owner)
         return count
 
     # --- help and the command palette ----------------------------------------------------------
@@ -378,7 +380,7 @@ def _tune_gc() -> None:
         gc.set_threshold(GC_GEN0_THRESHOLD, threshold1, threshold2)
 
 
-def create_app(runtime: Any, settings: Settings) -> AgentTuiApp:
+def create_app(runtime: RuntimeSource, settings: Settings) -> AgentTuiApp:
     """The one factory: the program and every test build the app here."""
     return AgentTuiApp(runtime, settings)
 
@@ -387,7 +389,19 @@ def create_app(runtime: Any, settings: Settings) -> AgentTuiApp:
 class _AfterFirstFrame:
     """An opener the app calls after its first frame (the program's start-up)."""
 
-    opener: Callable[[AgentTuiApp], Awaitable[Any]]
+    opener: Callable[[AgentTuiApp], Awaitable[RuntimeApi]]
+
+
+@runtime_checkable
+class _Opener(Protocol):
+    """An async callable that opens the runtime in the app's own event loop."""
+
+    def __call__(self) -> Awaitable[RuntimeApi]: ...
+
+
+RuntimeSource: TypeAlias = "RuntimeApi | _Opener | _AfterFirstFrame"
+"""What ``create_app`` takes: an open runtime, an opener, or the program's after-first-frame
+opener."""
 
 
 def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = None) -> AgentTuiApp:
@@ -399,7 +413,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
     launch = launch or Launch()
     config = load_config(workspace)
 
-    async def opener(app: AgentTuiApp) -> Any:
+    async def opener(app: AgentTuiApp) -> RuntimeApi:
         # The engine, store, providers and MCP: imported here, after the first frame, in a
         # thread, so the event loop (and Textual's writer thread) keep drawing and reading keys.
         await asyncio.to_thread(_import_engine)
@@ -450,10 +464,8 @@ def _import_engine() -> None:
     import runtime.tools.builtin  # noqa: F401
 
 
-def _configured_theme_of(config: Any) -> str | None:
-    defaults = getattr(config, "defaults", None)
-    theme = getattr(defaults, "theme", None)
-    return theme if isinstance(theme, str) else None
+def _configured_theme_of(config: Config) -> str | None:
+    return config.defaults.theme
 
 
 async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:

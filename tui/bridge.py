@@ -33,7 +33,7 @@ from runtime import events as rt
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
 
-    from runtime.api import Runtime
+    from runtime.api import RuntimeApi
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class Bridge:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: RuntimeApi,
         target: MessagePump,
         *,
         wants_live: Callable[[str], bool] | None = None,

@@ -7,11 +7,14 @@ the states a crash leaves behind, a bounded number of them."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from runtime.models import Job, RunState
 from tui.widgets._format import needs_resume
 from tui.widgets.job_tree import interrupted_runs
+
+if TYPE_CHECKING:
+    from runtime.api import RuntimeApi
 
 INTERRUPTED: Literal["interrupted"] = "interrupted"
 BrowserFilter = RunState | Literal["interrupted"] | None
@@ -46,7 +49,7 @@ def empty_text(state: BrowserFilter) -> str:
     return f"no job matches filter: {filter_name(state)} (s to change)"
 
 
-async def interrupted_jobs(runtime: Any, *, limit: int, scan: int = SCAN) -> list[Job]:
+async def interrupted_jobs(runtime: RuntimeApi, *, limit: int, scan: int = SCAN) -> list[Job]:
     """The (unarchived) jobs with an interrupted run nobody retried, most recently updated
     first, at most ``limit``."""
     job_ids: list[str] = []

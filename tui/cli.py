@@ -132,6 +132,8 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         config=None if args.command == "doctor" else load_config(workspace),
         model=model_override(getattr(args, "model", None)),
         interactive=_stdin_is_terminal(),
+        # TerminalSafeWriter is a proxy of a TextIO (write, flush, isatty, fileno; the rest is
+        # forwarded), not a subclass: mypy cannot see it is one.
         out=sys.stdout if exact else TerminalSafeWriter(sys.stdout),  # type: ignore[arg-type]
         err=TerminalSafeWriter(sys.stderr),  # type: ignore[arg-type]
     )

@@ -4,7 +4,7 @@ in the composer's menu; sending it fetches the prompt's messages (arguments boun
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.mcp.catalog import (
     PromptInfo,
@@ -15,6 +15,9 @@ from runtime.mcp.catalog import (
     parse_prompt_command,
 )
 from tui.widgets.composer import SlashCommand
+
+if TYPE_CHECKING:
+    from runtime.mcp.manager import McpManager
 
 
 def _argument_hint(prompt: PromptInfo) -> str:
@@ -32,7 +35,7 @@ def as_command(prompt: PromptInfo) -> SlashCommand:
     )
 
 
-async def prompt_commands(manager: Any) -> list[SlashCommand]:
+async def prompt_commands(manager: McpManager) -> list[SlashCommand]:
     """The slash commands of every reachable server's prompts (a server that is down has none)."""
     return [as_command(prompt) for prompt in await list_prompts(manager)]
 
@@ -47,7 +50,7 @@ def message_text(messages: list[PromptMessage]) -> str:
     return "\n\n".join(parts)
 
 
-async def prompt_text(manager: Any, name: str, argument: str) -> str:
+async def prompt_text(manager: McpManager, name: str, argument: str) -> str:
     """The text ``/name argument`` sends; ``ToolError`` with one clear line when the server,
     the prompt or an argument is wrong."""
     from runtime.errors import ToolError

@@ -5,9 +5,12 @@ one is sent with the resource's content attached, since the model cannot read it
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.mcp.catalog import list_resources, read_resource
+
+if TYPE_CHECKING:
+    from runtime.mcp.manager import McpManager
 
 MCP_MENTION = re.compile(r"(?<!\S)@([A-Za-z0-9_.-]+):(\S+)")
 """``@server:uri`` (the uri runs to the next space)."""
@@ -16,7 +19,7 @@ MAX_ATTACHED_CHARS = 100_000
 """A resource longer than this is cut (head kept) with a marker saying how much was left out."""
 
 
-async def resource_mentions(manager: Any) -> list[str]:
+async def resource_mentions(manager: McpManager) -> list[str]:
     """``server:uri`` of every reachable server's resources (a server that is down has none)."""
     return [f"{r.server}:{r.uri}" for r in await list_resources(manager)]
 
@@ -31,11 +34,11 @@ def mentioned_resources(text: str, servers: set[str]) -> list[tuple[str, str]]:
     return found
 
 
-def server_names(manager: Any) -> set[str]:
-    return set(getattr(manager, "servers", {}) or {})
+def server_names(manager: McpManager) -> set[str]:
+    return set(manager.servers)
 
 
-async def with_resources(manager: Any, text: str, servers: set[str]) -> str:
+async def with_resources(manager: McpManager, text: str, servers: set[str]) -> str:
     """The message as sent: the text, then each mentioned resource's content under a chip line.
     ``ToolError`` (one clear line) when a server cannot read one: nothing is sent then."""
     parts = [text]

@@ -80,7 +80,7 @@ class Catalog:
         workspace: Path,
         providers: ProviderFactory,
         tools: dict[str, Tool],
-        mcp: Any = None,
+        mcp: McpManager | None = None,
         check_model: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config

@@ -278,7 +278,7 @@ async def test_a_run_opens_on_a_window_of_its_last_messages(
         await wait_until(pilot, lambda: screen.selected_run is not None)
         conversation = screen.conversation
         await wait_until(pilot, lambda: conversation.last_position is not None)
-        await wait_until(pilot, lambda: not conversation.loading)
+        await wait_until(pilot, lambda: not conversation.page_loading)
         # The window's bound is itself plus one page (tests/tui/test_window.py scrolls a big
         # run); the run's first messages are not mounted, and the marker says more are above.
         shown = [view.position for view in conversation.message_views]

@@ -97,12 +97,12 @@ async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
     """Scroll to the top of what is mounted until nothing older is left; ``most`` gets the
     largest number of message widgets mounted on the way."""
     for _ in range(10_000):  # a bound: each step loads a page
-        if not conversation.has_older and not conversation.loading:
+        if not conversation.has_older and not conversation.page_loading:
             return
         first = conversation.first_key
         conversation.scroll_home(animate=False, immediate=True)
         await wait_until(
-            lambda first=first: conversation.first_key != first and not conversation.loading
+            lambda first=first: conversation.first_key != first and not conversation.page_loading
         )
         most.append(_mounted(conversation))
         assert _mounted(conversation) <= BOUND
@@ -154,7 +154,7 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
                 conversation.scroll_end(animate=False, immediate=True)
                 await wait_until(
                     lambda last=last: (
-                        conversation.last_position != last and not conversation.loading
+                        conversation.last_position != last and not conversation.page_loading
                     )
                 )
                 # The oldest are unmounted as the page settles (removal finishes a moment later).
@@ -190,13 +190,13 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
             seen: set[str] = set()
             most: list[int] = []
             for _ in range(10_000):
-                if not conversation.has_older and not conversation.loading:
+                if not conversation.has_older and not conversation.page_loading:
                     break
                 first_key = conversation.first_key
                 conversation.scroll_home(animate=False, immediate=True)
                 await wait_until(
                     lambda first_key=first_key: (
-                        conversation.first_key != first_key and not conversation.loading
+                        conversation.first_key != first_key and not conversation.page_loading
                     )
                 )
                 text = screen_text(app)
@@ -219,13 +219,13 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
 
             # Back down to the tail: the shown run's last message is mounted again.
             for _ in range(10_000):
-                if not conversation.has_newer and not conversation.loading:
+                if not conversation.has_newer and not conversation.page_loading:
                     break
                 last_key = conversation.last_key
                 conversation.scroll_end(animate=False, immediate=True)
                 await wait_until(
                     lambda last_key=last_key: (
-                        conversation.last_key != last_key and not conversation.loading
+                        conversation.last_key != last_key and not conversation.page_loading
                     )
                 )
             assert conversation.last_position == 199
@@ -280,13 +280,13 @@ async def test_a_long_runs_notes_sit_before_the_first_later_message_wherever_the
             assert _note_place(conversation, "compacted") is None  # unmounted with its message
 
             for _ in range(10_000):
-                if not conversation.has_newer and not conversation.loading:
+                if not conversation.has_newer and not conversation.page_loading:
                     break
                 last_key = conversation.last_key
                 conversation.scroll_end(animate=False, immediate=True)
                 await wait_until(
                     lambda last_key=last_key: (
-                        conversation.last_key != last_key and not conversation.loading
+                        conversation.last_key != last_key and not conversation.page_loading
                     )
                 )
             assert conversation.last_position == 299

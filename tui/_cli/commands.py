@@ -22,6 +22,7 @@ from tui._cli.parser import EXIT_OK
 from tui._cli.render import runs_table, show_text
 
 if TYPE_CHECKING:
+    from runtime.config import Config
     from tui._cli.driver import Observer
 
 # The queries (runs, show, cancel, export) stay light: what only the commands that run an agent
@@ -38,7 +39,7 @@ class Context:
     db_path: Path | str
     """An SQLite file, or a PostgreSQL URL."""
     workspace: Path
-    config: Any | None
+    config: Config | None
     model: str | None
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)

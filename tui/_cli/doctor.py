@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
 from runtime.errors import AgentTuiError
@@ -16,6 +16,9 @@ from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
 from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
+
+if TYPE_CHECKING:
+    from runtime.config import Config
 
 MCP_CHECK_SECONDS = 30.0
 
@@ -38,7 +41,9 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
         connection.close()
 
 
-async def _open_and_close(ctx: Context, db_path: Path | str, config: Any) -> tuple[str, str | None]:
+async def _open_and_close(
+    ctx: Context, db_path: Path | str, config: Config | None
+) -> tuple[str, str | None]:
     import asyncio
     import contextlib
 
@@ -96,20 +101,20 @@ async def cmd_doctor(ctx: Context) -> int:
 
     out("")
     out("Configuration:")
-    config: Any = None
+    config: Config | None = None
     try:
         config = load_config(ctx.workspace)
     except AgentTuiError as exc:
         out(f"  error: {exc.message}")
         healthy = False
     else:
-        sources = list(getattr(config, "sources", []) or [])
+        sources = list(config.sources)
         if sources:
             for source in sources:
                 out(f"  read {source}")
         else:
             out("  no config files found (using defaults)")
-        for warning in list(getattr(config, "warnings", []) or []):
+        for warning in config.warnings:
             out(f"  warning: {warning}")
 
     out("")
@@ -157,8 +162,8 @@ async def cmd_doctor(ctx: Context) -> int:
     return EXIT_OK if healthy else EXIT_FAILED
 
 
-async def _check_mcp(ctx: Context, config: Any) -> bool:
-    servers = dict(getattr(config, "mcp_servers", {}) or {})
+async def _check_mcp(ctx: Context, config: Config | None) -> bool:
+    servers = dict(config.mcp_servers) if config is not None else {}
     if not servers:
         ctx.print("  none configured")
         return True
@@ -188,7 +193,7 @@ async def _check_mcp(ctx: Context, config: Any) -> bool:
     return healthy
 
 
-def _print_extensions(ctx: Context, config: Any) -> None:
+def _print_extensions(ctx: Context, config: Config) -> None:
     """Instructions, skills, commands, hooks (and which Claude Code entries were used or
     skipped) and phases in effect here (DESIGN §16)."""
     from runtime.engine.extensions import describe_extensions, report_lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TextIO
 
 from runtime.api import Boundary, Runtime
@@ -215,7 +215,8 @@ class Observer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(Exception):
-            await self._events.aclose()  # type: ignore[attr-defined]
+            if isinstance(self._events, AsyncGenerator):  # observe is an async generator
+                await self._events.aclose()
 
 
 def boundary_line(boundary: Boundary) -> dict[str, Any]:

@@ -7,14 +7,17 @@ several is ambiguous and lists a few. An exact id is taken as it is.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import InvalidInput, NotFoundError
+
+if TYPE_CHECKING:
+    from runtime.store.base import Store
 
 SHOWN = 5
 
 
-async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | str | None) -> str:
+async def resolve_id(store: Store, kind: str, text: str, *, db_path: Path | str | None) -> str:
     """The one id of ``kind`` that is or starts with ``text``."""
     prefix = text.strip()
     if not prefix:
@@ -38,7 +41,7 @@ async def resolve_id(store: Any, kind: str, text: str, *, db_path: Path | str | 
 ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
 
 
-async def resolve_arguments(store: Any, args: Any, *, db_path: Path | str | None) -> None:
+async def resolve_arguments(store: Store, args: Any, *, db_path: Path | str | None) -> None:
     """Replace every id argument of a parsed command by the full id it names."""
     for attribute, kind in ARGUMENT_KINDS:
         value = getattr(args, attribute, None)

@@ -10,7 +10,7 @@ import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
 from runtime.errors import InvalidInput
@@ -23,9 +23,11 @@ from runtime.events import (
     dump_event,
 )
 from runtime.workers import Worker, WorkerReport
-from tui._cli.commands import Context
 from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tui._cli.render import one_line
+
+if TYPE_CHECKING:
+    from tui._cli.commands import Context  # typing only: commands imports this module
 
 PAGE = 500
 

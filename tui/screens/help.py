@@ -38,7 +38,7 @@ def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
 
 
 def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    from tui.app import AgentTuiApp
+    from tui.bindings import APP_BINDINGS
     from tui.screens.main import MainScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
     from tui.widgets.composer import SLASH_COMMANDS, Composer
@@ -46,7 +46,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.widgets.tool_call_view import ToolCallView
 
     return [
-        ("Everywhere", [*_rows(AgentTuiApp.BINDINGS), ("ctrl+p", "Command palette")]),
+        ("Everywhere", [*_rows(APP_BINDINGS), ("ctrl+p", "Command palette")]),
         (
             "Main screen (letters only where no text is typed: browser, conversation)",
             _rows(MainScreen.BINDINGS),

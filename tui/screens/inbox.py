@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -16,6 +16,10 @@ from textual.worker import Worker
 
 from runtime.models import InputRequest
 from tui.widgets._format import short
+
+if TYPE_CHECKING:
+    from runtime.api import RuntimeApi
+    from tui.app import AgentTuiApp
 
 
 class InboxLoaded(TextualMessage):
@@ -44,12 +48,17 @@ class InboxScreen(ModalScreen[InputRequest | None]):
     def on_mount(self) -> None:
         self._load()
 
+    @property
+    def agent_app(self) -> AgentTuiApp:
+        # Typed, not imported: tui.app imports the screens (no import cycle).
+        return cast("AgentTuiApp", self.app)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        self.app.report_worker_failure(event)  # type: ignore[attr-defined]
+        self.agent_app.report_worker_failure(event)
 
     @property
-    def runtime(self) -> Any:
-        return self.app.runtime  # type: ignore[attr-defined]
+    def runtime(self) -> RuntimeApi:
+        return self.agent_app.open_runtime
 
     @work(exit_on_error=False, group="inbox")
     async def _load(self) -> None:

@@ -10,14 +10,16 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
 from textual.message import Message as TextualMessage
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
@@ -26,9 +28,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
-from runtime.events import RunNoted
 from runtime.models import (
-    Checkpoint,
     ImageBlock,
     InputKind,
     InputRequest,
@@ -36,11 +36,26 @@ from runtime.models import (
     Run,
     RunState,
     SearchHit,
-    ToolCall,
 )
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from runtime.transcript_pages import Keyed, TranscriptPager
+from runtime.transcript_pages import TranscriptPager
 from tui import attention, bridge, browser_filters
+from tui.messages import (
+    AnswerFailed,
+    CheckpointsLoaded,
+    JobsLoaded,
+    MessageQueued,
+    MessageRefused,
+    NotesLoaded,
+    RequestRouted,
+    RetryChoiceWanted,
+    RunInterrupted,
+    RunLoaded,
+    RunRefreshed,
+    RunsLoaded,
+    RunStarted,
+    SearchFinished,
+)
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -65,149 +80,24 @@ from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
-    from runtime.api import UnknownChoice
+    from runtime.api import RuntimeApi, UnknownChoice
+    from runtime.mcp.manager import McpManager
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
 
 STATE_FILTERS = browser_filters.FILTERS
 
 
-# --- messages workers post back ------------------------------------------------------------------
-class JobsLoaded(TextualMessage):
-    def __init__(self, jobs: list[Job], next_cursor: str | None, *, first: bool) -> None:
-        super().__init__()
-        self.jobs = jobs
-        self.next_cursor = next_cursor
-        self.first = first
-
-
-class RunsLoaded(TextualMessage):
-    def __init__(self, job_id: str, runs: list[Run]) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.runs = runs
-
-
-class CheckpointsLoaded(TextualMessage):
-    def __init__(self, run_id: str, checkpoints: list[Checkpoint]) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.checkpoints = checkpoints
-
-
-class NotesLoaded(TextualMessage):
-    """The run notes (instructions, phase moves, compactions) of a run just shown."""
-
-    def __init__(self, run_id: str, notes: list[RunNoted]) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.notes = notes
-
-
-class RunLoaded(TextualMessage):
-    def __init__(
-        self,
-        run: Run,
-        job: Job,
-        items: list[Keyed],
-        tool_calls: list[ToolCall],
-        request: InputRequest | None,
-        *,
-        has_older: bool,
-        pager: TranscriptPager,
-        asker: Run | None = None,
-    ) -> None:
-        super().__init__()
-        self.run = run
-        self.job = job
-        self.items = items
-        """The tail of what the pane shows (``pager`` gives the rest as one scrolls)."""
-        self.pager = pager
-        self.tool_calls = tool_calls
-        self.request = request
-        self.has_older = has_older
-        self.asker = asker
-        """The sub-run that asks ``request`` when it is not ``run`` itself."""
-
-
-class RunRefreshed(TextualMessage):
-    def __init__(self, run: Run, job: Job) -> None:
-        super().__init__()
-        self.run = run
-        self.job = job
-
-
-class RunStarted(TextualMessage):
-    """A run this screen started (new job, follow-up, retry or fork): show it."""
-
-    def __init__(self, run: Run, job: Job) -> None:
-        super().__init__()
-        self.run = run
-        self.job = job
-
-
-class SearchFinished(TextualMessage):
-    def __init__(self, query: str, hits: list[SearchHit]) -> None:
-        super().__init__()
-        self.query = query
-        self.hits = hits
-
-
-class RequestRouted(TextualMessage):
-    """Where a new input request goes: inline under the conversation showing ``shown_run_id``
-    (the run itself or one of its ancestors), or to a notification."""
-
-    def __init__(self, request: InputRequest, asker: Run, *, shown_run_id: str | None) -> None:
-        super().__init__()
-        self.request = request
-        self.asker = asker
-        self.shown_run_id = shown_run_id
-
-
-class AnswerFailed(TextualMessage):
-    def __init__(self, request: InputRequest, error: AgentTuiError) -> None:
-        super().__init__()
-        self.request = request
-        self.error = error
-
-
-class MessageQueued(TextualMessage):
-    """A message for a job whose run still works: it waits in the job's queue."""
-
-    def __init__(self, job_id: str, text: str) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.text = text
-
-
-class MessageRefused(TextualMessage):
-    def __init__(self, job_id: str | None, text: str, error: AgentTuiError) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.text = text
-        self.error = error
-
-
-class RetryChoiceWanted(TextualMessage):
-    """A retry must first ask: the run's last step left calls whose outcome is unknown."""
-
-    def __init__(self, run: Run, calls: list[ToolCall], checkpoint_id: str | None) -> None:
-        super().__init__()
-        self.run = run
-        self.calls = calls
-        self.checkpoint_id = checkpoint_id
-
-
-class RunInterrupted(TextualMessage):
-    def __init__(self, run: Run) -> None:
-        super().__init__()
-        self.run = run
-
-
 APPLIED_DIFF_LINES = 80
 """How much of an applied diff a tool block shows (the rest is counted)."""
 PROMPTS_RETRY_SECONDS = 30.0
 """No MCP prompt found: ask the servers again when the menu opens after this long."""
+NOTICE_SEVERITIES: dict[str, SeverityLevel] = {
+    "info": "information",
+    "warning": "warning",
+    "error": "error",
+}
+"""A runtime notice's level as a notification's severity."""
 
 
 class MainScreen(Screen[None]):
@@ -300,15 +190,12 @@ class MainScreen(Screen[None]):
 
     @property
     def agent_app(self) -> AgentTuiApp:
-        from tui.app import AgentTuiApp
-
-        app = self.app
-        assert isinstance(app, AgentTuiApp)
-        return app
+        # Typed, not imported: tui.app imports the screens (no import cycle).
+        return cast("AgentTuiApp", self.app)
 
     @property
-    def runtime(self) -> Any:
-        return self.agent_app.runtime
+    def runtime(self) -> RuntimeApi:
+        return self.agent_app.open_runtime
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.agent_app.report_worker_failure(event)
@@ -364,7 +251,7 @@ class MainScreen(Screen[None]):
         await self.conversation.show_empty(
             "Type a task below and press Enter.  ? or F1 lists every key."
         )
-        if self.runtime is not None:  # else the app calls runtime_opened once it is open
+        if self.agent_app.runtime is not None:  # else the app calls runtime_opened once open
             await self.runtime_opened()
 
     async def runtime_opened(self) -> None:
@@ -396,7 +283,7 @@ class MainScreen(Screen[None]):
 
         stale = time.monotonic() - self._prompts_asked_at > PROMPTS_RETRY_SECONDS
         if not self._prompt_commands and not self._loading_prompts and stale:
-            manager = getattr(self.runtime, "mcp", None)
+            manager = self.runtime.mcp
             if manager is not None:
                 self._loading_prompts = True
                 self._prompts_asked_at = time.monotonic()
@@ -404,7 +291,7 @@ class MainScreen(Screen[None]):
         return self._prompt_commands
 
     @work(exit_on_error=False, group="mcp-prompts")
-    async def _load_prompt_commands(self, manager: Any) -> None:
+    async def _load_prompt_commands(self, manager: McpManager) -> None:
         from tui.mcp_prompts import prompt_commands
 
         try:
@@ -414,11 +301,13 @@ class MainScreen(Screen[None]):
         self.composer.refresh_commands()
 
     @work(exit_on_error=False, group="mcp-prompts")
-    async def _send_prompt(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+    async def _send_prompt(
+        self, manager: McpManager, name: str, argument: str, follow_up_job_id: str | None
+    ) -> None:
         from tui.mcp_prompts import prompt_text
 
         try:
-            text = await prompt_text(self.runtime.mcp, name, argument)
+            text = await prompt_text(manager, name, argument)
         except AgentTuiError as error:
             self.notify(str(error), title=f"/{name}", severity="error")
             return  # the command stays in the box, to be corrected
@@ -471,15 +360,15 @@ class MainScreen(Screen[None]):
         if self._files is None and not self._listing_files:
             self._listing_files = True
             self._list_files()
-            manager = getattr(self.runtime, "mcp", None)
-            if manager is not None and getattr(manager, "servers", None):
+            manager = self.runtime.mcp
+            if manager is not None and manager.servers:
                 self._list_resources(manager)
         if self._files is None:
             return None
         return [*self._files, *self._resources] if self._resources else self._files
 
     @work(exit_on_error=False, group="mcp-resources")
-    async def _list_resources(self, manager: Any) -> None:
+    async def _list_resources(self, manager: McpManager) -> None:
         from tui.mcp_resources import resource_mentions
 
         self._resources = await resource_mentions(manager)
@@ -532,9 +421,7 @@ class MainScreen(Screen[None]):
         )
 
     def _report_recovery(self) -> None:
-        report = getattr(self.runtime, "recovery", None)
-        if report is None:
-            return
+        report = self.runtime.recovery
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
@@ -963,8 +850,8 @@ class MainScreen(Screen[None]):
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
-        severity = {"info": "information", "warning": "warning", "error": "error"}[event.level]
-        self.notify(terminal_safe(event.text), severity=severity, markup=False)  # type: ignore[arg-type]
+        severity = NOTICE_SEVERITIES[event.level]
+        self.notify(terminal_safe(event.text), severity=severity, markup=False)
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
@@ -994,7 +881,7 @@ class MainScreen(Screen[None]):
         typing = isinstance(self.focused, Input)
         key = "Esc, then i" if typing else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
-        mode = getattr(getattr(self.runtime.config, "defaults", None), "notify", "both")
+        mode = self.runtime.config.defaults.notify
         attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
         self.notify(
             terminal_safe_line(f"{who}{short(request.prompt, 60)} — press {key} for the inbox"),
@@ -1051,7 +938,7 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
-        manager = getattr(self.runtime, "mcp", None)
+        manager = self.runtime.mcp
         if manager is not None and "@" in text:
             from tui.mcp_resources import mentioned_resources, server_names
 
@@ -1063,7 +950,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="mcp-resources")
     async def _attach_resources(
-        self, manager: Any, typed: str, text: str, follow_up_job_id: str | None
+        self, manager: McpManager, typed: str, text: str, follow_up_job_id: str | None
     ) -> None:
         """``@server:uri`` mentions: the resources' content goes with the message; a resource
         that cannot be read says so, and what was typed comes back to the composer."""
@@ -1182,8 +1069,9 @@ class MainScreen(Screen[None]):
         """A slash command typed in the composer; an unknown one changes nothing."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
-        if ":" in name and getattr(self.runtime, "mcp", None) is not None:
-            self._send_prompt(name, argument, composer.follow_up_job_id)  # an MCP prompt
+        manager = self.runtime.mcp
+        if ":" in name and manager is not None:
+            self._send_prompt(manager, name, argument, composer.follow_up_job_id)  # MCP prompt
             return
         if name not in known:
             expanded = self.extension_commands.expand(name, argument)
@@ -1221,12 +1109,7 @@ class MainScreen(Screen[None]):
         elif name == "theme":
             keep = not self._choose_theme(argument)
         elif name == "permissions":
-            action = getattr(self.agent_app, "action_permissions", None)
-            if action is None:
-                self.notify("The permissions screen is not in this build yet.", severity="warning")
-                keep = True
-            else:
-                action()
+            self.agent_app.action_permissions()
         elif name == "inbox":
             self.action_inbox()
         elif name == "compact":
@@ -1473,11 +1356,11 @@ class MainScreen(Screen[None]):
     PANES = ("browser", "conversation", "bottom")
 
     def _pane_of(self, widget: Widget | None) -> int | None:
-        node = widget
+        node: DOMNode | None = widget
         while node is not None and node is not self:
             if node.id in self.PANES:
                 return self.PANES.index(node.id)
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return None
 
     def _focus_pane(self, index: int) -> None:
@@ -1641,13 +1524,13 @@ class MainScreen(Screen[None]):
         bar = ConfirmBar(
             f"Cancel the run {run.id[:8]} ({run.state.value.replace('_', ' ')})?",
             lambda: self._cancel(run.id),
+            returning_to=returning_to,
         )
-        bar.returning_to = returning_to  # type: ignore[attr-defined]
         await self.query_one("#bottom", Vertical).mount(bar, before=0)
         bar.focus()
 
     async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
-        back = getattr(message.bar, "returning_to", None)
+        back = message.bar.returning_to
         await message.bar.remove()
         if back is not None and back.is_mounted:
             back.focus()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Unpack
 
 from rich.text import Text
 from textual import events
@@ -29,6 +29,7 @@ from textual.widgets.option_list import Option
 
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import short
+from tui.widgets._options import WidgetOptions
 
 MAX_LINES = 10
 """The box grows up to this many lines of text, then scrolls."""
@@ -97,7 +98,7 @@ class ComposerInput(TextArea):
     class SendRequested(TextualMessage):
         pass
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(
             soft_wrap=True,
             tab_behavior="focus",
@@ -105,7 +106,7 @@ class ComposerInput(TextArea):
             highlight_cursor_line=False,
             compact=True,
             placeholder="Describe a task · Enter send · shift+Enter newline · / commands · @ files",
-            **kwargs,  # type: ignore[arg-type]
+            **kwargs,
         )
 
     @property
@@ -198,8 +199,8 @@ class Composer(Vertical):
             super().__init__()
             self.job_id = job_id
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(**kwargs)
         self.selected_job_id: str | None = None
         self.selected_job_title: str = ""
         self.target_title: str = ""

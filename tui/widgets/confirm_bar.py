@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from textual import events
 from textual.message import Message as TextualMessage
+from textual.widget import Widget
 from textual.widgets import Static
 
 
@@ -22,9 +23,17 @@ class ConfirmBar(Static, can_focus=True):
             self.bar = bar
             self.confirmed = confirmed
 
-    def __init__(self, question: str, on_confirm: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        question: str,
+        on_confirm: Callable[[], object],
+        *,
+        returning_to: Widget | None = None,
+    ) -> None:
         super().__init__(f"{question}   y yes · n / Esc no", markup=False, id="confirm")
         self.on_confirm = on_confirm
+        self.returning_to = returning_to
+        """The widget focused before the question, focused again once it is answered."""
 
     def on_key(self, event: events.Key) -> None:
         event.stop()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from textual import on
 from textual.app import ComposeResult
@@ -38,6 +38,7 @@ from runtime.events import RunNoted
 from runtime.models import Message, Role, ToolCall, ToolCallState
 from runtime.textsafe import terminal_safe_line
 from runtime.transcript_pages import ItemKey, Keyed
+from tui.widgets._options import WidgetOptions
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
@@ -112,8 +113,10 @@ class Conversation(VerticalScroll):
     Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
     """
 
-    def __init__(self, *, window: int = WINDOW, page: int = PAGE, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, window: int = WINDOW, page: int = PAGE, **kwargs: Unpack[WidgetOptions]
+    ) -> None:
+        super().__init__(**kwargs)
         self.window = max(1, window)
         self.page = max(1, min(page, window))
         self.pager: Pager | None = None
@@ -431,8 +434,9 @@ class Conversation(VerticalScroll):
         return list(self.query_children(_message_view()))
 
     @property
-    def loading(self) -> bool:
-        """Whether a page of older or newer items is being loaded."""
+    def page_loading(self) -> bool:
+        """Whether a page of older or newer items is being loaded (not ``loading``: that is
+        Textual's reactive for a widget's loading indicator)."""
         return self._loading
 
     @property

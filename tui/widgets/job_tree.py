@@ -12,6 +12,7 @@ A detail line under the tree says what the row under the cursor is, its age in w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Unpack
 
 from rich.style import Style
 from rich.text import Text
@@ -30,6 +31,7 @@ from tui.widgets._format import (
     state_text,
     tokens,
 )
+from tui.widgets._options import WidgetOptions
 
 COLUMNS = ("agent", "age", "tokens", "cost")
 COLUMN_WIDTHS = {"agent": 10, "age": 3, "tokens": 5, "cost": 7}
@@ -48,8 +50,8 @@ class BrowserHeader(Static):
     BrowserHeader { height: 1; color: $text-muted; text-wrap: nowrap; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__("", markup=False, **kwargs)
 
 
 class BrowserDetail(Static):
@@ -62,8 +64,8 @@ class BrowserDetail(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__("", markup=False, **kwargs)
 
 
 @dataclass
@@ -113,8 +115,8 @@ class JobTree(Tree[NodeData]):
     JobTree > .tree--guides { color: $panel-lighten-2; }
     """
 
-    def __init__(self, *, hide_ages: bool = False, **kwargs: object) -> None:
-        super().__init__("jobs", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, hide_ages: bool = False, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__("jobs", **kwargs)
         self.show_root = False
         self.guide_depth = 2
         self.hide_ages = hide_ages

@@ -8,12 +8,14 @@ token) until the provider's usage arrives with the committed message."""
 from __future__ import annotations
 
 import time
+from typing import Unpack
 
 from textual.timer import Timer
 from textual.widgets import Static
 
 from runtime.models import Run, RunState
 from tui.widgets._format import context_fill, cost, needs_resume, state_text, tokens
+from tui.widgets._options import WidgetOptions
 
 SEPARATOR = " │ "
 DEMO_HINTS = (
@@ -52,8 +54,8 @@ class StatusLine(Static):
     StatusLine.-running { background: $primary 30%; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__("", markup=False, **kwargs)
         self.model = ""
         self.model_notice: str | None = None
         self.sandbox_notice: str | None = None

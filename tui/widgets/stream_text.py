@@ -21,7 +21,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-_CLEAN = {code: None for code in range(32) if code not in (9, 10)}
+_CLEAN: dict[int, str | None] = {code: None for code in range(32) if code not in (9, 10)}
 _CLEAN[9] = "    "
 _CLEAN[127] = None
 """Tabs become four spaces; other control characters (and carriage returns) are dropped."""

@@ -1,0 +1,162 @@
+"""The messages the main screen's workers post back to it (past tense: what happened).
+
+Screens stay thin (see ``tui.screens.main``): every runtime call runs in a worker that posts one
+of these; the screen's ``on_<name>`` handler updates the widgets.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message as TextualMessage
+
+from runtime.errors import AgentTuiError
+from runtime.events import RunNoted
+from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
+from runtime.transcript_pages import Keyed, TranscriptPager
+
+__all__ = [
+    "AnswerFailed",
+    "CheckpointsLoaded",
+    "JobsLoaded",
+    "MessageQueued",
+    "MessageRefused",
+    "NotesLoaded",
+    "RequestRouted",
+    "RetryChoiceWanted",
+    "RunInterrupted",
+    "RunLoaded",
+    "RunRefreshed",
+    "RunStarted",
+    "RunsLoaded",
+    "SearchFinished",
+]
+
+
+class JobsLoaded(TextualMessage):
+    def __init__(self, jobs: list[Job], next_cursor: str | None, *, first: bool) -> None:
+        super().__init__()
+        self.jobs = jobs
+        self.next_cursor = next_cursor
+        self.first = first
+
+
+class RunsLoaded(TextualMessage):
+    def __init__(self, job_id: str, runs: list[Run]) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.runs = runs
+
+
+class CheckpointsLoaded(TextualMessage):
+    def __init__(self, run_id: str, checkpoints: list[Checkpoint]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.checkpoints = checkpoints
+
+
+class NotesLoaded(TextualMessage):
+    """The run notes (instructions, phase moves, compactions) of a run just shown."""
+
+    def __init__(self, run_id: str, notes: list[RunNoted]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.notes = notes
+
+
+class RunLoaded(TextualMessage):
+    def __init__(
+        self,
+        run: Run,
+        job: Job,
+        items: list[Keyed],
+        tool_calls: list[ToolCall],
+        request: InputRequest | None,
+        *,
+        has_older: bool,
+        pager: TranscriptPager,
+        asker: Run | None = None,
+    ) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+        self.items = items
+        """The tail of what the pane shows (``pager`` gives the rest as one scrolls)."""
+        self.pager = pager
+        self.tool_calls = tool_calls
+        self.request = request
+        self.has_older = has_older
+        self.asker = asker
+        """The sub-run that asks ``request`` when it is not ``run`` itself."""
+
+
+class RunRefreshed(TextualMessage):
+    def __init__(self, run: Run, job: Job) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+
+
+class RunStarted(TextualMessage):
+    """A run this screen started (new job, follow-up, retry or fork): show it."""
+
+    def __init__(self, run: Run, job: Job) -> None:
+        super().__init__()
+        self.run = run
+        self.job = job
+
+
+class SearchFinished(TextualMessage):
+    def __init__(self, query: str, hits: list[SearchHit]) -> None:
+        super().__init__()
+        self.query = query
+        self.hits = hits
+
+
+class RequestRouted(TextualMessage):
+    """Where a new input request goes: inline under the conversation showing ``shown_run_id``
+    (the run itself or one of its ancestors), or to a notification."""
+
+    def __init__(self, request: InputRequest, asker: Run, *, shown_run_id: str | None) -> None:
+        super().__init__()
+        self.request = request
+        self.asker = asker
+        self.shown_run_id = shown_run_id
+
+
+class AnswerFailed(TextualMessage):
+    def __init__(self, request: InputRequest, error: AgentTuiError) -> None:
+        super().__init__()
+        self.request = request
+        self.error = error
+
+
+class MessageQueued(TextualMessage):
+    """A message for a job whose run still works: it waits in the job's queue."""
+
+    def __init__(self, job_id: str, text: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.text = text
+
+
+class MessageRefused(TextualMessage):
+    def __init__(self, job_id: str | None, text: str, error: AgentTuiError) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.text = text
+        self.error = error
+
+
+class RetryChoiceWanted(TextualMessage):
+    """A retry must first ask: the run's last step left calls whose outcome is unknown."""
+
+    def __init__(self, run: Run, calls: list[ToolCall], checkpoint_id: str | None) -> None:
+        super().__init__()
+        self.run = run
+        self.calls = calls
+        self.checkpoint_id = checkpoint_id
+
+
+class RunInterrupted(TextualMessage):
+    def __init__(self, run: Run) -> None:
+        super().__init__()
+        self.run = run
