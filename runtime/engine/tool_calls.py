@@ -252,7 +252,13 @@ class ToolCalls:
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, workspace: Path
     ) -> Outcome:
         if isinstance(tool, DelegateTool):
-            return await self._delegation.delegate(execution, run, call, tool)
+            return await self._hooked(
+                run,
+                call,
+                workspace,
+                lambda: self._delegation.delegate(execution, run, call, tool),
+                delegation=True,
+            )
         ctx = ToolContext(
             workspace=workspace,
             run_id=run.id,
@@ -262,12 +268,30 @@ class ToolCalls:
             request_input=self._input_requester(execution, run, call),
             shell_network=self._catalog.config_for(str(workspace)).permissions.shell_network,
         )
+        return await self._hooked(
+            run, call, workspace, lambda: self._run_tool(run, call, tool, ctx)
+        )
+
+    async def _hooked(
+        self,
+        run: Run,
+        call: ToolCall,
+        workspace: Path,
+        carry_out: Callable[[], Awaitable[Outcome]],
+        *,
+        delegation: bool = False,
+    ) -> Outcome:
+        """``carry_out`` between the workspace's before-tool and after-tool hooks. A delegation
+        call that already has its child run (re-attached after a restart) was let through
+        before: its before-tool hooks do not run again."""
         hooks, _ = self._catalog.hooks_for(str(workspace))
-        if hooks.before_tool:
+        if hooks.before_tool and not (
+            delegation and await self._store.child_run_for_tool_call(call.id) is not None
+        ):
             refusal = await hooked_before(hooks, run, call, workspace)
             if refusal is not None:
                 return ToolCallState.FAILED, None, refusal
-        outcome = await self._run_tool(run, call, tool, ctx)
+        outcome = await carry_out()
         if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
             outcome = await hooked_after(hooks, run, call, workspace, outcome)
         return outcome

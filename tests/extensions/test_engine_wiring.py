@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
-from runtime.config import Config, Defaults, Permissions
+from runtime.config import AgentConfig, Config, Defaults, Permissions
 from runtime.hooks import HookEntry, HooksConfig
 from runtime.models import Role, RunState, ToolCallState
 from tests.extensions.conftest import Factory
@@ -242,6 +242,64 @@ async def test_claude_code_pre_tool_use_entries_run_and_doctor_lists_used_and_sk
     assert len(report.used) == 1 and "Write|Edit" in report.used[0]
     assert any("only command hooks" in s for s in report.skipped)
     assert any("Notification" in s for s in report.skipped)
+
+
+DENY_TASK = """
+import json, sys
+call = json.load(sys.stdin)
+log = open(sys.argv[1], "a")
+log.write(call["tool_name"] + "\\n")
+if "production" in call["arguments"].get("task", ""):
+    print(json.dumps({"decision": "deny", "reason": "no sub-agent touches production"}))
+"""
+
+
+async def test_before_and_after_tool_hooks_run_for_delegate_calls_too(
+    make_runtime: Factory, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.txt"
+    deny = script(tmp_path / "hooks" / "deny_task.py", DENY_TASK) + f" {seen}"
+    redact = script(tmp_path / "hooks" / "redact.py", REDACT)
+    config = Config(
+        agents={
+            "coordinator": AgentConfig(delegates=["researcher", "deployer"]),
+            "researcher": AgentConfig(description="Looks things up."),
+            "deployer": AgentConfig(description="Deploys."),
+        },
+        hooks=HooksConfig(
+            before_tool=[HookEntry(matcher="delegate_to_*", command=deny)],
+            after_tool=[HookEntry(matcher="delegate_to_researcher", command=redact)],
+        ),
+    )
+    runtime, provider = await make_runtime(
+        [
+            Turn(
+                tool_calls=[
+                    ("delegate_to_researcher", {"task": "find the answer"}),
+                    ("delegate_to_deployer", {"task": "deploy to production"}),
+                ]
+            ),
+            Turn(text="the answer is 42"),  # the researcher's child run
+            Turn(text="done"),
+        ],
+        config=config,
+    )
+    run = await runtime.start("go", agent="coordinator")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    assert sorted(seen.read_text().split()) == ["delegate_to_deployer", "delegate_to_researcher"]
+    calls = {c.name: c for c in await runtime.tool_calls(run.id)}
+    denied = calls["delegate_to_deployer"]
+    assert denied.state is ToolCallState.FAILED and denied.error is not None
+    assert "deny_task.py" in denied.error and "no sub-agent touches production" in denied.error
+    assert denied.child_run_id is None
+    researched = calls["delegate_to_researcher"]
+    assert researched.state is ToolCallState.COMPLETED and researched.child_run_id is not None
+    assert researched.result == "the answer is [redacted]"
+    children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+    assert [c.agent for c in children] == ["researcher"]  # the denied call started no child
+    sent = {r.content for r in provider.requests[-1].messages[-1].tool_results}
+    assert "the answer is [redacted]" in sent
 
 
 async def test_on_run_finished_hooks_get_the_outcome_without_holding_the_run(
