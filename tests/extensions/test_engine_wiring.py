@@ -244,6 +244,42 @@ async def test_claude_code_pre_tool_use_entries_run_and_doctor_lists_used_and_sk
     assert any("Notification" in s for s in report.skipped)
 
 
+async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same_process(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    command = script(tmp_path / "hooks" / "no_locks.py", DENY_LOCKS)
+    hook = (
+        '[permissions]\nallow = ["write_file"]\n\n'
+        f'[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "{command}"\n'
+    )
+    write_lock = Turn(tool_calls=[("write_file", {"path": "poetry.lock", "content": "pinned"})])
+    runtime, _ = await make_runtime(
+        [write_lock, Turn(text="done")] * 3,
+        config=Config(permissions=Permissions(allow=["write_file"])),
+    )
+
+    async def lock_call_error() -> str | None:
+        run = await runtime.start("update the lock")
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+        [call] = await runtime.tool_calls(run.id)
+        return call.error
+
+    assert await lock_call_error() is None  # no hooks yet: the write runs
+    (workspace / "poetry.lock").unlink()
+
+    write(workspace / "agent-tui.toml", hook)  # added while the process runs
+    error = await lock_call_error()
+    assert error is not None and "poetry.lock is generated" in error
+    assert not (workspace / "poetry.lock").exists()
+
+    write(
+        workspace / "agent-tui.toml",
+        hook.replace('matcher = "write_file"', 'matcher = "edit_file"'),
+    )
+    assert await lock_call_error() is None  # the matcher no longer covers write_file
+    assert (workspace / "poetry.lock").read_text() == "pinned"
+
+
 DENY_TASK = """
 import json, sys
 call = json.load(sys.stdin)
