@@ -41,9 +41,15 @@ from runtime.errors import InvalidInput, ModelError, RunStateConflict, ToolError
 from runtime.events import Notice, RunNoted
 from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.instructions import InstructionFile, instructions_prompt, load_instructions
-from runtime.models import Message, Role, Run, TextBlock
+from runtime.models import Message, Role, Run, TextBlock, Usage
 from runtime.phases import ROUTE_TOOL_NAME, Phase, PhaseSet, decide_route, route_tool_schema
-from runtime.providers.base import ModelProvider, ModelRequest, TextDelta, ToolSpec
+from runtime.providers.base import (
+    ModelProvider,
+    ModelRequest,
+    TextDelta,
+    ToolSpec,
+    UsageReport,
+)
 from runtime.skills import USE_SKILL_NAME, Skill, UseSkillTool, discover_skills, skills_prompt
 from runtime.store.base import Store
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
@@ -257,8 +263,9 @@ async def summarise(
     previous_summary: str | None,
     model: str,
     workspace: str,
-) -> str:
-    """Ask the model for a summary of ``plan.summarised`` (no tools). Raises ``ModelError``."""
+) -> tuple[str, Usage]:
+    """Ask the model for a summary of ``plan.summarised`` (no tools): (the summary, what the
+    call used). Raises ``ModelError``."""
     anchor = plan.kept[0]
     request = ModelRequest.model_construct(
         model=model,
@@ -282,13 +289,16 @@ async def summarise(
         workspace=workspace,
     )
     pieces: list[str] = []
+    usage = Usage()
     async for event in provider.stream(request):
         if isinstance(event, TextDelta):
             pieces.append(event.text)
+        elif isinstance(event, UsageReport):
+            usage = event.usage
     summary = "".join(pieces).strip()
     if not summary:
         raise ModelError("the model returned an empty summary", retryable=False)
-    return summary
+    return summary, usage
 
 
 # --- the engine piece ------------------------------------------------------------------------
@@ -489,7 +499,7 @@ class Extensions:
             )
         )
         try:
-            summary = await summarise(
+            summary, usage = await summarise(
                 provider,
                 plan,
                 previous_summary=previous,
@@ -506,8 +516,12 @@ class Extensions:
                 )
             )
             return messages
-        note = compaction_note(run, plan, summary, messages, previous_through=state.compaction)
-        await self._store.record_note(run.id, token=token, note=note)
+        note = compaction_note(
+            run, plan, summary, messages, previous_through=state.compaction, usage=usage
+        )
+        await self._store.record_note(
+            run.id, token=token, note=note, usage=usage, cost_usd=provider.cost_usd(usage)
+        )
         state.compaction = AppliedCompaction(
             summary=summary, through_message_id=plan.through_message_id
         )
@@ -533,15 +547,17 @@ async def compact_finished_run(
     plan = plan_compaction(originals, context_window=context_window, keep_share=0.0)
     if plan is None:
         raise InvalidInput("there is nothing to compact yet: the history is one turn long")
-    summary = await summarise(
+    summary, usage = await summarise(
         provider,
         plan,
         previous_summary=applied.summary if applied else None,
         model=run.model.partition(":")[2] or run.model,
         workspace=workspace,
     )
-    note = compaction_note(run, plan, summary, history, previous_through=applied)
-    return await store.record_note(run.id, token=None, note=note)
+    note = compaction_note(run, plan, summary, history, previous_through=applied, usage=usage)
+    return await store.record_note(
+        run.id, token=None, note=note, usage=usage, cost_usd=provider.cost_usd(usage)
+    )
 
 
 def compaction_note(
@@ -551,6 +567,7 @@ def compaction_note(
     before: Sequence[Message],
     *,
     previous_through: AppliedCompaction | None,
+    usage: Usage | None = None,
 ) -> RunNoted:
     after = compacted_history(summary, plan)
     tokens_before, tokens_after = estimate_tokens(before), estimate_tokens(after)
@@ -573,6 +590,7 @@ def compaction_note(
             ),
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
+            "usage": usage.model_dump() if usage is not None else None,
         },
     )
 

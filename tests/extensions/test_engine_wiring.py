@@ -16,7 +16,7 @@ import pytest
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.config import AgentConfig, Config, Defaults, Permissions
 from runtime.hooks import HookEntry, HooksConfig
-from runtime.models import Role, RunState, ToolCallState
+from runtime.models import Role, RunState, ToolCallState, Usage
 from tests.extensions.conftest import Factory
 from tests.fakes.scripted import Turn
 
@@ -446,7 +446,7 @@ async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
             Turn(tool_calls=[("read_file", {"path": "notes.txt"})]),
             Turn(text="the answer is 42"),
             Turn(text="second answer"),
-            Turn(text="SUMMARY-NOW"),
+            Turn(text="SUMMARY-NOW", usage=Usage(input_tokens=777, output_tokens=55)),
             Turn(text="after compact"),
         ]
     )
@@ -458,6 +458,11 @@ async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
     note = await runtime.extensions.compact(run.job_id)
     assert note.note == "compaction" and note.run_id == second.id
     assert provider.requests[3].system == SUMMARISER_SYSTEM
+    # The summary call's tokens count in the run that holds the compaction, and in the job.
+    compacted = await runtime.get_run(second.id)
+    assert (compacted.usage.input_tokens, compacted.usage.output_tokens) == (10 + 777, 5 + 55)
+    job = await runtime.get_job(run.job_id)
+    assert (job.usage.input_tokens, job.usage.output_tokens) == (3 * 10 + 777, 3 * 5 + 55)
     third = await runtime.follow_up(run.job_id, "go on")
     assert (await runtime.wait(third.id, timeout=WAIT)).state is RunState.COMPLETED
     sent = provider.requests[4].messages

@@ -95,3 +95,41 @@ async def test_claude_receives_instructions_skills_the_phase_directive_and_the_s
     assert "BUILD-DIRECTIVE" in _text(last["system"])  # the directive after the compaction
     assert "AGENTS-MARKER" in _text(last["system"])
     assert len(last["messages"]) < len(bodies[2]["messages"]) + 2
+
+
+async def test_the_summary_call_s_tokens_count_in_the_run_and_job_totals(
+    server: FakeAnthropicServer, db_path: Path, workspace: Path
+) -> None:
+    (workspace / "big.txt").write_text("lorem ipsum dolor sit\n" * 145)
+    read_big = {"path": "big.txt"}
+    server.add(
+        tool_use_response([("toolu_1", "read_file", read_big)], input_tokens=100),
+        tool_use_response([("toolu_2", "read_file", read_big)], input_tokens=200),
+        text_response("SUMMARY: read big.txt twice", input_tokens=7001, output_tokens=333),
+        text_response("Done.", input_tokens=300),
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(defaults=Defaults(context_window=2000, compact_at=0.8)),
+        model="anthropic:claude-sonnet-5",
+        env={"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": server.base_url},
+    )
+    try:
+        run = await runtime.start("read it twice")
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.COMPLETED, boundary.run.failure
+        bodies = [r.body for r in server.requests if r.path.endswith("/messages")]
+        assert SUMMARISER_SYSTEM in _text(bodies[2]["system"])  # the third call summarised
+        finished = await runtime.get_run(run.id)
+        job = await runtime.get_job(run.job_id)
+        [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "compaction"]
+    finally:
+        await runtime.close()
+
+    # The three steps as the fake reports them, and the summary call between them.
+    assert finished.usage.input_tokens == 100 + 200 + 7001 + 300
+    assert finished.usage.output_tokens == 30 + 30 + 333 + 20
+    assert (job.usage.input_tokens, job.usage.output_tokens) == (7601, 413)
+    assert note.data["usage"]["input_tokens"] == 7001
+    assert finished.cost_usd > 0 and job.cost_usd == pytest.approx(finished.cost_usd)
