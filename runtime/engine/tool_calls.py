@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.answers import question_schema
 from runtime.engine.catalog import Catalog, DelegateTool
-from runtime.engine.delegation import Delegation, Outcome
+from runtime.engine.delegation import ChildRun, Delegation, Outcome
 from runtime.engine.execution import (
     ASK_USER,
     POLL_INTERVAL,
@@ -21,6 +21,7 @@ from runtime.engine.execution import (
     RunFailed,
     arguments_digest,
 )
+from runtime.engine.extensions import RouteTool, branch_input, branch_key, fan_out_result
 from runtime.engine.hooked import hooked_after, hooked_before, notify_input_required
 from runtime.engine.pump import Pump
 from runtime.engine.tool_decision import Plan, plan_calls
@@ -259,6 +260,16 @@ class ToolCalls:
                 lambda: self._delegation.delegate(execution, run, call, tool),
                 delegation=True,
             )
+        if isinstance(tool, RouteTool):
+            targets = tool.parallel_targets(call.arguments)
+            if targets:
+                return await self._hooked(
+                    run,
+                    call,
+                    workspace,
+                    lambda: self._route_in_parallel(run, call, tool.source, targets),
+                    delegation=True,
+                )
         ctx = ToolContext(
             workspace=workspace,
             run_id=run.id,
@@ -295,6 +306,24 @@ class ToolCalls:
         if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
             outcome = await hooked_after(hooks, run, call, workspace, outcome)
         return outcome
+
+    async def _route_in_parallel(
+        self, run: Run, call: ToolCall, source: str, targets: tuple[str, ...]
+    ) -> Outcome:
+        """A ``route`` to several phases: each runs as a child run in its phase (the
+        delegation machinery: durable, re-attached after a restart); their answers are the
+        call's result, and the run goes on in ``source``."""
+        children = [
+            ChildRun(
+                input=branch_input(source, target, call.arguments),
+                idempotency_key=branch_key(call.id, target),
+            )
+            for target in targets
+        ]
+        ended = await self._delegation.run_children(run, call, children)
+        return fan_out_result(
+            source, [(t, child, o) for t, (child, o) in zip(targets, ended, strict=True)]
+        )
 
     async def _run_tool(self, run: Run, call: ToolCall, tool: Tool, ctx: ToolContext) -> Outcome:
         try:

@@ -17,6 +17,7 @@ from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.config import AgentConfig, Config, Defaults, Permissions
 from runtime.hooks import HookEntry, HooksConfig
 from runtime.models import Role, RunState, ToolCallState, Usage
+from runtime.providers.base import ModelRequest
 from tests.extensions.conftest import Factory
 from tests.fakes.scripted import Turn
 
@@ -525,3 +526,82 @@ async def test_route_moves_the_run_to_a_phase_with_its_directive_tools_and_a_dur
     before = await runtime.fork(checkpoints[0].id, "from the start")
     assert (await runtime.wait(before.id, timeout=WAIT)).state is RunState.COMPLETED
     assert "PLAN-DIRECTIVE" in provider.requests[5].system
+
+
+def _parallel_phases(workspace: Path) -> None:
+    root = workspace / ".agent-tui" / "phases" / "default"
+    write(
+        root / "plan" / "PHASE.md",
+        "---\ninitial: true\ntarget: [frontend, backend]\n---\nPLAN-DIRECTIVE: split the work.",
+    )
+    write(
+        root / "frontend" / "PHASE.md",
+        "---\ntools: [read_file]\n---\nFRONTEND-DIRECTIVE: build the screens.",
+    )
+    write(root / "backend" / "PHASE.md", "---\ntools: [list_dir]\n---\nBACKEND-DIRECTIVE: the API.")
+
+
+def _parallel_model(request: ModelRequest) -> Turn:
+    """Answers by the phase the request is in, whatever order the parallel runs ask in."""
+    if "FRONTEND-DIRECTIVE" in request.system:
+        return Turn(text="FRONTEND-RESULT: three screens")
+    if "BACKEND-DIRECTIVE" in request.system:
+        return Turn(text="BACKEND-RESULT: two endpoints")
+    if any(m.tool_results for m in request.messages):
+        return Turn(text="both halves are done")
+    return Turn(
+        tool_calls=[
+            (
+                "route",
+                {"phase": ["frontend", "backend"], "reason": "split", "payload": "a todo app"},
+            )
+        ]
+    )
+
+
+async def test_a_route_to_two_phases_runs_each_as_a_child_run_and_returns_to_the_source_phase(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    _parallel_phases(workspace)
+    runtime, provider = await make_runtime([_parallel_model] * 4)
+    run = await runtime.start("make a todo app")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert (await runtime.get_run(run.id)).outcome == "both halves are done"
+
+    # Each child is a real child run of the route call, in its phase, with that phase's tools.
+    [route] = await runtime.tool_calls(run.id)
+    children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+    assert len(children) == 2
+    assert {c.parent_tool_call_id for c in children} == {route.id}
+    assert all(c.state is RunState.COMPLETED for c in children)
+    by_phase = {
+        n.data["to"]: child
+        for child in children
+        for n in await runtime.extensions.notes(child.id)
+        if n.note == "phase"
+    }
+    assert set(by_phase) == {"frontend", "backend"}
+    assert by_phase["frontend"].outcome == "FRONTEND-RESULT: three screens"
+    assert by_phase["backend"].outcome == "BACKEND-RESULT: two endpoints"
+    requests = {
+        phase: [r for r in provider.requests if f"{phase.upper()}-DIRECTIVE" in r.system]
+        for phase in ("frontend", "backend")
+    }
+    front, back = requests["frontend"][0], requests["backend"][0]
+    assert {t.name for t in front.tools} == {"read_file"}  # no route: a child stays in its phase
+    assert {t.name for t in back.tools} == {"list_dir"}
+    assert "PLAN-DIRECTIVE" not in front.system and "BACKEND-DIRECTIVE" not in front.system
+    assert "a todo app" in front.messages[0].text and "phase frontend" in front.messages[0].text
+
+    # The parent is back in plan with both results as the route call's result.
+    assert route.state is ToolCallState.COMPLETED and route.result is not None
+    last = provider.requests[-1]
+    assert "PLAN-DIRECTIVE" in last.system and "route" in {t.name for t in last.tools}
+    sent = last.messages[-1].tool_results[0].content
+    assert "FRONTEND-RESULT: three screens" in sent and "BACKEND-RESULT: two endpoints" in sent
+    assert "back in phase plan" in sent
+    texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
+    assert texts == [
+        "phase: starts in plan",
+        "phase: plan → frontend, backend in parallel, back in plan (split)",
+    ]
