@@ -11,7 +11,9 @@ What is durable, and where:
   set differs from the one the run last recorded (a resumed run notes what changed);
 - the phase: the last successful ``route`` call of the history (a checkpoint covers it, a fork
   or follow-up inherits it); each move also gets a ``phase`` note, written once per call even
-  if the process dies between the tool result and the note;
+  if the process dies between the tool result and the note; a ``route`` to several phases
+  runs each as a child run (created under the key ``route:<call>:<phase>``, so a resumed
+  parent re-attaches to them), which works in that phase, and the parent stays where it was;
 - a compaction: a ``compaction`` note with the summary and the last message it covers. The
   messages are never touched; a request applies the latest compaction whose message is in its
   history, so a fork from before it sees everything."""
@@ -228,8 +230,9 @@ def phase_prompt(phases: PhaseSet, phase: Phase, *, can_route: bool = True) -> s
         lines += [
             "",
             f"When this phase's work is done, call the {ROUTE_TOOL_NAME} tool to move on "
-            f"(phases you may move to: {', '.join(targets)}; name several to run them in "
-            "parallel, each as its own run, and get their results back here).",
+            f"(phases you may move to: {', '.join(targets)}). Name several phases to have "
+            "them worked on in parallel, each as a run of its own: their results come back "
+            "to this phase.",
         ]
     return "\n".join(lines).strip()
 

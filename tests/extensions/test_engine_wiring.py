@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.api import Runtime
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.config import AgentConfig, Config, Defaults, Permissions
 from runtime.hooks import HookEntry, HooksConfig
@@ -605,3 +606,25 @@ async def test_a_route_to_two_phases_runs_each_as_a_child_run_and_returns_to_the
         "phase: starts in plan",
         "phase: plan → frontend, backend in parallel, back in plan (split)",
     ]
+
+
+async def test_the_demo_model_routes_to_several_targets_in_parallel_and_goes_on_in_the_source(
+    db_path: Path, workspace: Path
+) -> None:
+    _parallel_phases(workspace)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("summarise this folder")
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.INPUT_REQUIRED  # its own ask_user, back in plan
+        calls = await runtime.tool_calls(run.id)
+        assert calls[0].name == "route" and calls[0].arguments["phase"] == ["frontend", "backend"]
+        assert calls[0].state is ToolCallState.COMPLETED
+        children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+        assert len(children) == 2 and all(c.state is RunState.COMPLETED for c in children)
+        texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
+        assert texts[-1].startswith("phase: plan → frontend, backend in parallel, back in plan")
+    finally:
+        await runtime.close()
