@@ -41,6 +41,7 @@ from runtime.models import (
     ToolCallState,
     ToolResultBlock,
 )
+from runtime.phases import requested_targets
 from runtime.rewind import FILE_WRITING_TOOLS, file_content
 from runtime.store.base import (
     FileContent,
@@ -261,7 +262,7 @@ class ToolCalls:
                 delegation=True,
             )
         if isinstance(tool, RouteTool):
-            targets = tool.parallel_targets(call.arguments)
+            targets = tool.parallel_targets(call.arguments) or await self._fanned_out(call)
             if targets:
                 return await self._hooked(
                     run,
@@ -306,6 +307,17 @@ class ToolCalls:
         if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
             outcome = await hooked_after(hooks, run, call, workspace, outcome)
         return outcome
+
+    async def _fanned_out(self, call: ToolCall) -> tuple[str, ...] | None:
+        """The phases of a ``route`` call that already started its child runs (a resumed
+        parent): the fan-out was decided when the call was made, so the parent waits for them
+        even if the phases changed since, rather than deciding again and leaving them behind."""
+        targets = requested_targets(call.arguments.get("phase"))
+        if targets is None or len(targets) < 2:
+            return None
+        if await self._store.child_run_for_tool_call(call.id) is None:
+            return None
+        return targets
 
     async def _route_in_parallel(
         self, run: Run, call: ToolCall, source: str, targets: tuple[str, ...]

@@ -20,7 +20,7 @@ from runtime.hooks import HookEntry, HooksConfig
 from runtime.models import Role, RunState, ToolCallState, Usage
 from runtime.providers.base import ModelRequest
 from tests.extensions.conftest import Factory
-from tests.fakes.scripted import Turn
+from tests.fakes.scripted import ScriptedProvider, Turn
 
 WAIT = 20
 
@@ -628,3 +628,63 @@ async def test_the_demo_model_routes_to_several_targets_in_parallel_and_goes_on_
         assert texts[-1].startswith("phase: plan → frontend, backend in parallel, back in plan")
     finally:
         await runtime.close()
+
+
+def _asking_parallel_model(request: ModelRequest) -> Turn:
+    """Like ``_parallel_model``, but the frontend run asks the person first."""
+    if "FRONTEND-DIRECTIVE" in request.system:
+        if any(m.tool_results for m in request.messages):
+            return Turn(text="FRONTEND-RESULT: the screens asked for")
+        return Turn(tool_calls=[("ask_user", {"question": "which screens?"})])
+    return _parallel_model(request)
+
+
+async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_parallel_runs(
+    db_path: Path, workspace: Path
+) -> None:
+    _parallel_phases(workspace)
+    write(
+        workspace / ".agent-tui" / "phases" / "default" / "frontend" / "PHASE.md",
+        "---\ntools: [read_file, ask_user]\n---\nFRONTEND-DIRECTIVE: build the screens.",
+    )
+
+    async def open_runtime() -> tuple[Runtime, ScriptedProvider]:
+        provider = ScriptedProvider([_asking_parallel_model] * 8)
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=Config(),
+            model="scripted:test",
+            providers=lambda reference: provider,
+        )
+        return runtime, provider
+
+    first, _ = await open_runtime()
+    try:
+        run = await first.start("make a todo app")
+        boundary = await first.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.INPUT_REQUIRED and boundary.run.parent_run_id == run.id
+    finally:
+        await first.close()  # quit while the frontend run waits for the person
+    # The phases change before the parent resumes: plan may no longer fan out to both.
+    write(
+        workspace / ".agent-tui" / "phases" / "default" / "plan" / "PHASE.md",
+        "---\ninitial: true\ntarget: frontend\n---\nPLAN-DIRECTIVE: split the work.",
+    )
+
+    second, provider = await open_runtime()
+    try:
+        [request] = await second.inbox()
+        await second.respond(request.run_id, request.id, "the list and the form")
+        final = await second.wait(run.id, timeout=WAIT)
+        assert final.state is RunState.COMPLETED and final.run.outcome == "both halves are done"
+        [route] = await second.tool_calls(run.id)
+        assert route.state is ToolCallState.COMPLETED and route.result is not None
+        assert "FRONTEND-RESULT: the screens asked for" in route.result
+        assert "BACKEND-RESULT: two endpoints" in route.result
+        children = [r for r in await second.job_runs(run.job_id) if r.parent_run_id == run.id]
+        assert len(children) == 2 and all(c.state is RunState.COMPLETED for c in children)
+        # The backend run had finished: it was not asked again.
+        assert not any("BACKEND-DIRECTIVE" in r.system for r in provider.requests)
+    finally:
+        await second.close()
