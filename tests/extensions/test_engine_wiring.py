@@ -640,8 +640,11 @@ def _asking_parallel_model(request: ModelRequest) -> Turn:
 
 
 async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_parallel_runs(
-    db_path: Path, workspace: Path
+    db_path: Path, workspace: Path, tmp_path: Path
 ) -> None:
+    seen = tmp_path / "seen.txt"
+    logged = script(tmp_path / "hooks" / "log_calls.py", DENY_TASK) + f" {seen}"
+    hooks = HooksConfig(before_tool=[HookEntry(matcher="route", command=logged)])
     _parallel_phases(workspace)
     write(
         workspace / ".agent-tui" / "phases" / "default" / "frontend" / "PHASE.md",
@@ -653,7 +656,7 @@ async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_par
         runtime = await Runtime.open(
             db_path=db_path,
             workspace=workspace,
-            config=Config(),
+            config=Config(hooks=hooks),
             model="scripted:test",
             providers=lambda reference: provider,
         )
@@ -686,5 +689,7 @@ async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_par
         assert len(children) == 2 and all(c.state is RunState.COMPLETED for c in children)
         # The backend run had finished: it was not asked again.
         assert not any("BACKEND-DIRECTIVE" in r.system for r in provider.requests)
+        # The route's before-tool hook let it through once; re-attaching does not ask again.
+        assert seen.read_text().split() == ["route"]
     finally:
         await second.close()
