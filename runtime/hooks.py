@@ -350,6 +350,36 @@ def _claude_settings_files(workspace: Path, env: Mapping[str, str]) -> list[Path
     ]
 
 
+FileStamp = tuple[tuple[str, int, int] | None, ...]
+"""(path, mtime in ns, size) of each file that hooks are read from; None for a missing one."""
+
+
+def files_stamp(paths: Sequence[Path]) -> FileStamp:
+    """A cheap stamp (one ``stat`` per file) that changes when any of ``paths`` is written,
+    created or removed."""
+    stamps: list[tuple[str, int, int] | None] = []
+    for path in paths:
+        try:
+            found = path.stat()
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((str(path), found.st_mtime_ns, found.st_size))
+    return tuple(stamps)
+
+
+def hook_config_files(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
+    """The agent-tui config files whose ``[hooks]`` apply in ``workspace``."""
+    from runtime.config import user_config_path, workspace_config_path
+
+    return [user_config_path(env), workspace_config_path(workspace)]
+
+
+def claude_settings_files(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
+    """The Claude Code settings files whose hooks apply in ``workspace``."""
+    return _claude_settings_files(workspace, os.environ if env is None else env)
+
+
 def load_claude_hooks(
     workspace: Path, *, env: Mapping[str, str] | None = None
 ) -> tuple[HooksConfig, ClaudeHookReport]:

@@ -32,6 +32,7 @@ __all__ = [
     "RouteDecision",
     "decide_route",
     "discover_phases",
+    "requested_targets",
     "route_tool_schema",
 ]
 
@@ -161,8 +162,20 @@ class RouteDecision:
     error: str = ""
 
 
+def requested_targets(value: Any) -> tuple[str, ...] | None:
+    """The phases a ``route`` call names (a name, or a list of names; repeats dropped), or None
+    when ``phase`` is neither."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(dict.fromkeys(value))
+    return None
+
+
 def decide_route(phases: PhaseSet, current: str, requested: str | Sequence[str]) -> RouteDecision:
-    targets = (requested,) if isinstance(requested, str) else tuple(requested)
+    targets = requested_targets(requested if isinstance(requested, str) else list(requested))
+    if targets is None:
+        return RouteDecision("refused", current, (), "phase must be a phase id or a list of them")
     source = phases.phases.get(current)
     if source is None:
         return RouteDecision("refused", current, targets, f"the current phase {current!r} is gone")

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from runtime.config import AgentConfig, Config
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, InvalidInput, ToolError
-from runtime.hooks import ClaudeHookReport, HooksConfig, load_claude_hooks
+from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.providers.base import ModelProvider
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
+    from runtime.engine.hook_files import LoadedHooks
     from runtime.mcp.manager import McpManager
     from runtime.mcp.workspaces import WorkspaceManagers
 
@@ -95,7 +96,7 @@ class Catalog:
         self._providers: dict[str, ModelProvider] = {}
         self._builtin_tools = tools
         self._run_allowed: dict[str, set[str]] = {}
-        self._hooks: dict[str, tuple[HooksConfig, ClaudeHookReport]] = {}
+        self._hooks: dict[str, LoadedHooks] = {}
 
     def provider(self, reference: str) -> ModelProvider:
         provider = self._providers.get(reference)
@@ -208,15 +209,14 @@ class Catalog:
 
     def hooks_for(self, workspace: str) -> tuple[HooksConfig, ClaudeHookReport]:
         """The ``[hooks]`` of the workspace's config, then the Claude Code settings entries
-        that map (read once per workspace), with the report of what was used and skipped."""
+        that map, with the report of what was used and skipped. Read again when one of their
+        files changed since (a ``stat`` per file and use)."""
+        from runtime.engine.hook_files import current_hooks
+
         found = self._hooks.get(workspace)
-        if found is None:
-            claude, report = load_claude_hooks(Path(workspace))
-            hooks = self.config_for(workspace).hooks
-            for event in ("before_tool", "after_tool"):
-                hooks = hooks.with_entries(event, getattr(claude, event))
-            found = self._hooks[workspace] = (hooks, report)
-        return found
+        fresh = current_hooks(found, Path(workspace), lambda: self.config_for(workspace).hooks)
+        self._hooks[workspace] = fresh
+        return fresh.hooks, fresh.report
 
     def allowed_for_run(self, run_id: str) -> set[str]:
         """Tools the person allowed for the rest of this run ("allow for this run")."""

@@ -3,8 +3,10 @@ to after a restart), and the queries over a run's descendants."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from runtime.engine.catalog import Catalog, DelegateTool
 from runtime.engine.execution import Execution, Launcher
@@ -15,6 +17,15 @@ from runtime.store.base import NewRun, Store
 
 Outcome = tuple[ToolCallState, str | None, str | None]
 """A call's end: (state, result, error)."""
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """A child run a tool call asks for: its input and the idempotency key that makes it
+    one run however often the call is resumed."""
+
+    input: str
+    idempotency_key: str
 
 
 async def descendants(store: Store, run: Run) -> list[Run]:
@@ -127,6 +138,9 @@ class Delegation:
         if child is None:
             child = await self._create_child(run, call, tool)
         self._children[call.id] = child.id
+        return await self._wait_for(child)
+
+    async def _wait_for(self, child: Run) -> Outcome:
         if child.state is RunState.QUEUED:
             self._launcher.launch(child.id)
         while True:
@@ -141,6 +155,36 @@ class Delegation:
         if child.state is RunState.FAILED and child.failure is not None:
             return ToolCallState.FAILED, None, f"the sub-agent failed: {child.failure.message}"
         return ToolCallState.FAILED, None, f"the sub-agent run ended {child.state.value}"
+
+    async def run_children(
+        self, run: Run, call: ToolCall, children: Sequence[ChildRun]
+    ) -> list[tuple[Run, Outcome]]:
+        """Several child runs of one tool call of ``run`` (a ``route`` to several phases), all
+        running at once; waits for each to end. Each is created under its idempotency key,
+        so a parent that resumes after a restart re-attaches to the children it had started
+        (a finished one is not run again) and starts only the missing ones."""
+        job = await self._store.get_job(run.job_id)
+        agent = self._catalog.agent(run.agent, job.workspace)
+        started = [
+            await self._store.create_run(
+                NewRun(
+                    job_id=run.job_id,
+                    agent=run.agent,
+                    model=run.model,
+                    input=child.input,
+                    workspace=job.workspace,
+                    parent_run_id=run.id,
+                    parent_tool_call_id=call.id,
+                    idempotency_key=child.idempotency_key,
+                    owner_id=self._owner_id,
+                    max_steps=agent.max_steps or self._catalog.config.defaults.max_steps,
+                    detached=run.detached,
+                )
+            )
+            for child in children
+        ]
+        outcomes = await asyncio.gather(*(self._wait_for(child) for child in started))
+        return list(zip(started, outcomes, strict=True))
 
     async def _create_child(self, run: Run, call: ToolCall, tool: DelegateTool) -> Run:
         job = await self._store.get_job(run.job_id)

@@ -11,7 +11,9 @@ What is durable, and where:
   set differs from the one the run last recorded (a resumed run notes what changed);
 - the phase: the last successful ``route`` call of the history (a checkpoint covers it, a fork
   or follow-up inherits it); each move also gets a ``phase`` note, written once per call even
-  if the process dies between the tool result and the note;
+  if the process dies between the tool result and the note; a ``route`` to several phases
+  runs each as a child run (created under the key ``route:<call>:<phase>``, so a resumed
+  parent re-attaches to them), which works in that phase, and the parent stays where it was;
 - a compaction: a ``compaction`` note with the summary and the last message it covers. The
   messages are never touched; a request applies the latest compaction whose message is in its
   history, so a fork from before it sees everything."""
@@ -36,14 +38,28 @@ from runtime.compaction import (
     summary_request_text,
 )
 from runtime.engine.catalog import Catalog
+from runtime.engine.delegation import Outcome
 from runtime.engine.pump import Pump
 from runtime.errors import InvalidInput, ModelError, RunStateConflict, ToolError
 from runtime.events import Notice, RunNoted
 from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.instructions import InstructionFile, instructions_prompt, load_instructions
-from runtime.models import Message, Role, Run, TextBlock
-from runtime.phases import ROUTE_TOOL_NAME, Phase, PhaseSet, decide_route, route_tool_schema
-from runtime.providers.base import ModelProvider, ModelRequest, TextDelta, ToolSpec
+from runtime.models import Message, Role, Run, TextBlock, ToolCallState, Usage
+from runtime.phases import (
+    ROUTE_TOOL_NAME,
+    Phase,
+    PhaseSet,
+    decide_route,
+    requested_targets,
+    route_tool_schema,
+)
+from runtime.providers.base import (
+    ModelProvider,
+    ModelRequest,
+    TextDelta,
+    ToolSpec,
+    UsageReport,
+)
 from runtime.skills import USE_SKILL_NAME, Skill, UseSkillTool, discover_skills, skills_prompt
 from runtime.store.base import Store
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
@@ -84,6 +100,8 @@ class ExtensionState:
     noted_routes: set[str] = field(default_factory=set)
     """Route calls (tool call ids) that have their ``phase`` note."""
     compaction: AppliedCompaction | None = None
+    branch: bool = False
+    """A child run of a ``route`` to several phases: it stays in its phase (no ``route``)."""
 
     @property
     def current(self) -> Phase | None:
@@ -100,6 +118,61 @@ class PhaseMove:
     target: str
     reason: str
     payload: str
+    parallel: tuple[str, ...] = ()
+    """A route to several phases: they ran as child runs, and ``target`` is ``source``."""
+
+
+BRANCH_KEY = "route:"
+"""The idempotency key of a child run of a parallel route: ``route:<tool call id>:<phase>``."""
+
+
+def branch_key(tool_call_id: str, phase: str) -> str:
+    return f"{BRANCH_KEY}{tool_call_id}:{phase}"
+
+
+def branch_phase(run: Run) -> str | None:
+    """The phase a child run of a parallel route works in (None for any other run)."""
+    key = run.idempotency_key or ""
+    if run.parent_run_id is None or not key.startswith(BRANCH_KEY):
+        return None
+    return key.rpartition(":")[2] or None
+
+
+def branch_input(source: str, target: str, arguments: Mapping[str, Any]) -> str:
+    """What a child run of a parallel route is asked (the same for the same call, so that a
+    resumed parent finds the child it created)."""
+    reason = str(arguments.get("reason") or "").strip()
+    payload = str(arguments.get("payload") or "").strip()
+    lines = [
+        f"You are one of several runs working in parallel, each in one phase; yours is phase "
+        f"{target} (the run routed here from phase {source}"
+        + (f": {reason}" if reason else "")
+        + "). Do this phase's work and answer with its result; your answer is handed back "
+        "to the run in phase " + source + "."
+    ]
+    if payload:
+        lines += ["", payload]
+    return "\n".join(lines)
+
+
+def fan_out_result(source: str, ended: Sequence[tuple[str, Run, Outcome]]) -> Outcome:
+    """The route call's result: each phase's answer (or failure), back in ``source``. It fails
+    only when every phase failed."""
+    lines = [
+        f"Ran phases {', '.join(phase for phase, _, _ in ended)} in parallel as child runs; "
+        f"back in phase {source}."
+    ]
+    for phase, child, (state, result, error) in ended:
+        ok = state is ToolCallState.COMPLETED
+        lines += [
+            "",
+            f"## Phase {phase} ({'completed' if ok else 'failed'}, run {child.id})",
+            (result if ok else error) or "",
+        ]
+    text = "\n".join(lines).strip()
+    if all(state is not ToolCallState.COMPLETED for _, _, (state, _, _) in ended):
+        return ToolCallState.FAILED, None, text
+    return ToolCallState.COMPLETED, text, None
 
 
 def scan_routes(
@@ -120,9 +193,11 @@ def scan_routes(
                 if found is None or result.is_error:
                     continue
                 call_id, arguments = found
-                target = arguments.get("phase")
-                if not isinstance(target, str):
+                targets = requested_targets(arguments.get("phase"))
+                if not targets:
                     continue
+                parallel = len(targets) > 1
+                target = (phase or "") if parallel else targets[0]
                 moves.append(
                     PhaseMove(
                         tool_call_id=call_id,
@@ -130,6 +205,7 @@ def scan_routes(
                         target=target,
                         reason=str(arguments.get("reason") or ""),
                         payload=str(arguments.get("payload") or ""),
+                        parallel=targets if parallel else (),
                     )
                 )
                 phase = target
@@ -143,18 +219,20 @@ def current_phase(messages: Sequence[Message], phases: PhaseSet) -> str | None:
     return phase
 
 
-def phase_prompt(phases: PhaseSet, phase: Phase) -> str:
+def phase_prompt(phases: PhaseSet, phase: Phase, *, can_route: bool = True) -> str:
     targets = phase.targets or tuple(p for p in sorted(phases.phases) if p != phase.id)
     lines = [
         f"# Current phase: {phase.id}",
         "",
         phase.directive,
     ]
-    if targets:
+    if targets and can_route:
         lines += [
             "",
             f"When this phase's work is done, call the {ROUTE_TOOL_NAME} tool to move on "
-            f"(phases you may move to: {', '.join(targets)}).",
+            f"(phases you may move to: {', '.join(targets)}). Name several phases to have "
+            "them worked on in parallel, each as a run of its own: their results come back "
+            "to this phase.",
         ]
     return "\n".join(lines).strip()
 
@@ -184,9 +262,7 @@ class RouteTool:
         if decision.kind == "refused":
             raise ToolError(decision.error)
         if decision.kind == "fan_out":
-            raise ToolError(
-                "running several phases in parallel is not supported yet; route to one phase"
-            )
+            raise ToolError("a route to several phases is run by the engine")
         target = self._state.phases.phases[decision.targets[0]]
         lines = [f"Moved from phase {current} to phase {target.id}."]
         payload = str(arguments.get("payload") or "").strip()
@@ -197,6 +273,19 @@ class RouteTool:
 
     def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {}
+
+    def parallel_targets(self, arguments: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The phases a call routes to at once (each then runs as a child run), or None when
+        it moves to one phase or is refused (``run`` says why)."""
+        requested = arguments.get("phase")
+        if not isinstance(requested, list):
+            return None
+        decision = decide_route(self._state.phases, self._state.phase or "", requested)
+        return decision.targets if decision.kind == "fan_out" else None
+
+    @property
+    def source(self) -> str:
+        return self._state.phase or ""
 
 
 # --- compaction ------------------------------------------------------------------------------
@@ -257,8 +346,9 @@ async def summarise(
     previous_summary: str | None,
     model: str,
     workspace: str,
-) -> str:
-    """Ask the model for a summary of ``plan.summarised`` (no tools). Raises ``ModelError``."""
+) -> tuple[str, Usage]:
+    """Ask the model for a summary of ``plan.summarised`` (no tools): (the summary, what the
+    call used). Raises ``ModelError``."""
     anchor = plan.kept[0]
     request = ModelRequest.model_construct(
         model=model,
@@ -282,13 +372,16 @@ async def summarise(
         workspace=workspace,
     )
     pieces: list[str] = []
+    usage = Usage()
     async for event in provider.stream(request):
         if isinstance(event, TextDelta):
             pieces.append(event.text)
+        elif isinstance(event, UsageReport):
+            usage = event.usage
     summary = "".join(pieces).strip()
     if not summary:
         raise ModelError("the model returned an empty summary", retryable=False)
-    return summary
+    return summary, usage
 
 
 # --- the engine piece ------------------------------------------------------------------------
@@ -315,8 +408,11 @@ class Extensions:
         state = ExtensionState()
         state.instructions = load_instructions(workspace, env=self.env)
         state.skills = list(discover_skills(workspace, env=self.env).skills.values())
-        if run.parent_run_id is None:
+        branch = branch_phase(run)
+        if run.parent_run_id is None or branch is not None:
             state.phases = discover_phases(workspace, run.agent, env=self.env)
+        if branch is not None and branch not in state.phases.phases:
+            state.phases = PhaseSet()  # its phase is gone: an ordinary child run
         history_runs = list(dict.fromkeys([m.run_id for m in history] + [run.id]))
         notes = await self._store.list_notes(run_ids=history_runs)
         own = [n for n in notes if n.run_id == run.id]
@@ -328,6 +424,8 @@ class Extensions:
         if state.phases.phases:
             initial = state.phases.initial
             state.phase = initial.id if initial else None
+            if branch is not None:
+                state.phase, state.branch = branch, True
             if not any(n.note == "phase" for n in notes):
                 await self._record(
                     run,
@@ -336,7 +434,8 @@ class Extensions:
                         job_id=run.job_id,
                         run_id=run.id,
                         note="phase",
-                        text=f"phase: starts in {state.phase}",
+                        text=f"phase: starts in {state.phase}"
+                        + (" (one of several run in parallel)" if state.branch else ""),
                         data={"from": None, "to": state.phase, "tool_call_id": None},
                     ),
                 )
@@ -387,7 +486,7 @@ class Extensions:
         if with_skills:
             sections.append(skills_prompt(offered))
         if current is not None:
-            sections.append(phase_prompt(state.phases, current))
+            sections.append(phase_prompt(state.phases, current, can_route=not state.branch))
         return "\n\n".join(s for s in sections if s.strip())
 
     def tools(self, state: ExtensionState, tools: dict[str, Tool]) -> dict[str, Tool]:
@@ -402,7 +501,7 @@ class Extensions:
                 chosen[USE_SKILL_NAME] = UseSkillTool(offered)
             else:
                 del chosen[USE_SKILL_NAME]
-        if state.phases.phases and len(state.phases.phases) > 1:
+        if state.phases.phases and len(state.phases.phases) > 1 and not state.branch:
             chosen[ROUTE_TOOL_NAME] = RouteTool(state)
         if current is not None:
             chosen = {n: t for n, t in chosen.items() if current.allows_tool(n)}
@@ -435,6 +534,11 @@ class Extensions:
             if move.tool_call_id in state.noted_routes:
                 continue
             reason = f" ({move.reason})" if move.reason else ""
+            moved = (
+                f"{', '.join(move.parallel)} in parallel, back in {move.target}"
+                if move.parallel
+                else move.target
+            )
             await self._record(
                 run,
                 token,
@@ -442,10 +546,11 @@ class Extensions:
                     job_id=run.job_id,
                     run_id=run.id,
                     note="phase",
-                    text=f"phase: {move.source} → {move.target}{reason}",
+                    text=f"phase: {move.source} → {moved}{reason}",
                     data={
                         "from": move.source,
                         "to": move.target,
+                        "parallel": list(move.parallel),
                         "reason": move.reason,
                         "payload": move.payload,
                         "tool_call_id": move.tool_call_id,
@@ -489,7 +594,7 @@ class Extensions:
             )
         )
         try:
-            summary = await summarise(
+            summary, usage = await summarise(
                 provider,
                 plan,
                 previous_summary=previous,
@@ -506,8 +611,12 @@ class Extensions:
                 )
             )
             return messages
-        note = compaction_note(run, plan, summary, messages, previous_through=state.compaction)
-        await self._store.record_note(run.id, token=token, note=note)
+        note = compaction_note(
+            run, plan, summary, messages, previous_through=state.compaction, usage=usage
+        )
+        await self._store.record_note(
+            run.id, token=token, note=note, usage=usage, cost_usd=provider.cost_usd(usage)
+        )
         state.compaction = AppliedCompaction(
             summary=summary, through_message_id=plan.through_message_id
         )
@@ -533,15 +642,17 @@ async def compact_finished_run(
     plan = plan_compaction(originals, context_window=context_window, keep_share=0.0)
     if plan is None:
         raise InvalidInput("there is nothing to compact yet: the history is one turn long")
-    summary = await summarise(
+    summary, usage = await summarise(
         provider,
         plan,
         previous_summary=applied.summary if applied else None,
         model=run.model.partition(":")[2] or run.model,
         workspace=workspace,
     )
-    note = compaction_note(run, plan, summary, history, previous_through=applied)
-    return await store.record_note(run.id, token=None, note=note)
+    note = compaction_note(run, plan, summary, history, previous_through=applied, usage=usage)
+    return await store.record_note(
+        run.id, token=None, note=note, usage=usage, cost_usd=provider.cost_usd(usage)
+    )
 
 
 def compaction_note(
@@ -551,6 +662,7 @@ def compaction_note(
     before: Sequence[Message],
     *,
     previous_through: AppliedCompaction | None,
+    usage: Usage | None = None,
 ) -> RunNoted:
     after = compacted_history(summary, plan)
     tokens_before, tokens_after = estimate_tokens(before), estimate_tokens(after)
@@ -573,6 +685,7 @@ def compaction_note(
             ),
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
+            "usage": usage.model_dump() if usage is not None else None,
         },
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.answers import question_schema
 from runtime.engine.catalog import Catalog, DelegateTool
-from runtime.engine.delegation import Delegation, Outcome
+from runtime.engine.delegation import ChildRun, Delegation, Outcome
 from runtime.engine.execution import (
     ASK_USER,
     POLL_INTERVAL,
@@ -21,6 +21,7 @@ from runtime.engine.execution import (
     RunFailed,
     arguments_digest,
 )
+from runtime.engine.extensions import RouteTool, branch_input, branch_key, fan_out_result
 from runtime.engine.hooked import hooked_after, hooked_before, notify_input_required
 from runtime.engine.pump import Pump
 from runtime.engine.tool_decision import Plan, plan_calls
@@ -40,6 +41,7 @@ from runtime.models import (
     ToolCallState,
     ToolResultBlock,
 )
+from runtime.phases import requested_targets
 from runtime.rewind import FILE_WRITING_TOOLS, file_content
 from runtime.store.base import (
     FileContent,
@@ -252,7 +254,23 @@ class ToolCalls:
         self, execution: Execution, run: Run, call: ToolCall, tool: Tool, workspace: Path
     ) -> Outcome:
         if isinstance(tool, DelegateTool):
-            return await self._delegation.delegate(execution, run, call, tool)
+            return await self._hooked(
+                run,
+                call,
+                workspace,
+                lambda: self._delegation.delegate(execution, run, call, tool),
+                delegation=True,
+            )
+        if isinstance(tool, RouteTool):
+            targets = tool.parallel_targets(call.arguments) or await self._fanned_out(call)
+            if targets:
+                return await self._hooked(
+                    run,
+                    call,
+                    workspace,
+                    lambda: self._route_in_parallel(run, call, tool.source, targets),
+                    delegation=True,
+                )
         ctx = ToolContext(
             workspace=workspace,
             run_id=run.id,
@@ -262,15 +280,62 @@ class ToolCalls:
             request_input=self._input_requester(execution, run, call),
             shell_network=self._catalog.config_for(str(workspace)).permissions.shell_network,
         )
+        return await self._hooked(
+            run, call, workspace, lambda: self._run_tool(run, call, tool, ctx)
+        )
+
+    async def _hooked(
+        self,
+        run: Run,
+        call: ToolCall,
+        workspace: Path,
+        carry_out: Callable[[], Awaitable[Outcome]],
+        *,
+        delegation: bool = False,
+    ) -> Outcome:
+        """``carry_out`` between the workspace's before-tool and after-tool hooks. A delegation
+        call that already has its child run (re-attached after a restart) was let through
+        before: its before-tool hooks do not run again."""
         hooks, _ = self._catalog.hooks_for(str(workspace))
-        if hooks.before_tool:
+        if hooks.before_tool and not (
+            delegation and await self._store.child_run_for_tool_call(call.id) is not None
+        ):
             refusal = await hooked_before(hooks, run, call, workspace)
             if refusal is not None:
                 return ToolCallState.FAILED, None, refusal
-        outcome = await self._run_tool(run, call, tool, ctx)
+        outcome = await carry_out()
         if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
             outcome = await hooked_after(hooks, run, call, workspace, outcome)
         return outcome
+
+    async def _fanned_out(self, call: ToolCall) -> tuple[str, ...] | None:
+        """The phases of a ``route`` call that already started its child runs (a resumed
+        parent): the fan-out was decided when the call was made, so the parent waits for them
+        even if the phases changed since, rather than deciding again and leaving them behind."""
+        targets = requested_targets(call.arguments.get("phase"))
+        if targets is None or len(targets) < 2:
+            return None
+        if await self._store.child_run_for_tool_call(call.id) is None:
+            return None
+        return targets
+
+    async def _route_in_parallel(
+        self, run: Run, call: ToolCall, source: str, targets: tuple[str, ...]
+    ) -> Outcome:
+        """A ``route`` to several phases: each runs as a child run in its phase (the
+        delegation machinery: durable, re-attached after a restart); their answers are the
+        call's result, and the run goes on in ``source``."""
+        children = [
+            ChildRun(
+                input=branch_input(source, target, call.arguments),
+                idempotency_key=branch_key(call.id, target),
+            )
+            for target in targets
+        ]
+        ended = await self._delegation.run_children(run, call, children)
+        return fan_out_result(
+            source, [(t, child, o) for t, (child, o) in zip(targets, ended, strict=True)]
+        )
 
     async def _run_tool(self, run: Run, call: ToolCall, tool: Tool, ctx: ToolContext) -> Outcome:
         try:

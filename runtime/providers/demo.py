@@ -292,6 +292,12 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     hint = _ROUTE_HINT.search(request.system) if route else None
     if route and hint and "route" not in done:
         phase, targets = hint.group(1), [t.strip() for t in hint.group(2).split(",")]
+        if len(targets) > 1:
+            return _Turn(
+                f"I am in the **{phase}** phase; its work splits up, so "
+                f"{', '.join(f'**{t}**' for t in targets)} run in parallel.",
+                [("route", {"phase": targets, "reason": f"{phase} is split up"})],
+            )
         return _Turn(
             f"I am in the **{phase}** phase; its work is planned, so I move on to "
             f"**{targets[0]}**.",

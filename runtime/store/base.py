@@ -398,9 +398,19 @@ class Store(Protocol):
 
     async def last_seq(self) -> int: ...
 
-    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+    async def record_note(
+        self,
+        run_id: str,
+        *,
+        token: str | None,
+        note: RunNoted,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+    ) -> RunNoted:
         """Commit a ``run_noted`` event for the run this execution owns (DESIGN §16), or, with
-        no token, for a run that has ended (``/compact``); else ``RunStateConflict``."""
+        no token, for a run that has ended (``/compact``); else ``RunStateConflict``. With
+        ``usage`` (the model call that made the note: a compaction's summary) it and
+        ``cost_usd`` are added to the run's and the job's totals in the same transaction."""
         ...
 
     async def list_notes(

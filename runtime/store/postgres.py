@@ -75,6 +75,7 @@ from runtime.models import (
     ToolCall,
     ToolCallState,
     ToolResultBlock,
+    Usage,
 )
 from runtime.store import pg_schema, rules
 from runtime.store.base import (
@@ -1026,7 +1027,15 @@ class PostgresStore:
 
         return await self._read(read)
 
-    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+    async def record_note(
+        self,
+        run_id: str,
+        *,
+        token: str | None,
+        note: RunNoted,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+    ) -> RunNoted:
         now = self._now()
 
         async def tx(t: _Tx) -> RunNoted:
@@ -1037,6 +1046,8 @@ class PostgresStore:
                 raise errors.RunStateConflict(
                     f"run {run_id} is {run.state.value}: only its execution may note it"
                 )
+            if usage is not None:
+                await _apply(t, rules.note_usage(run, usage=usage, cost_usd=cost_usd, now=now))
             stamped = note.model_copy(
                 update={"run_id": run_id, "created_at": note.created_at or now}
             )

@@ -476,6 +476,16 @@ def set_run_step(run: Run, *, token: str, step: int, now: float) -> Plan:
     return Plan(runs=[(_changed_run(run, now, step=step), run.revision)])
 
 
+def note_usage(run: Run, *, usage: Usage, cost_usd: float, now: float) -> Plan:
+    """A model call that made no message (a compaction's summary): its usage is added to the
+    run and its job like a message's, without touching the run's context fill."""
+    after = _changed_run(run, now, usage=run.usage + usage, cost_usd=run.cost_usd + cost_usd)
+    return Plan(
+        runs=[(after, run.revision)],
+        jobs=[JobChange(run.job_id, now, usage=usage, cost_usd=cost_usd)],
+    )
+
+
 # --- messages and tool calls --------------------------------------------------------------------
 
 

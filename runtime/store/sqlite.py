@@ -1070,7 +1070,15 @@ class SqliteStore:
 
         return await self._call(read)
 
-    async def record_note(self, run_id: str, *, token: str | None, note: RunNoted) -> RunNoted:
+    async def record_note(
+        self,
+        run_id: str,
+        *,
+        token: str | None,
+        note: RunNoted,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+    ) -> RunNoted:
         def tx(conn: Conn) -> RunNoted:
             run = _fetch_run(conn, run_id)
             if token is not None:
@@ -1079,8 +1087,11 @@ class SqliteStore:
                 raise errors.RunStateConflict(
                     f"run {run_id} is {run.state.value}: only its execution may note it"
                 )
+            now = self._now()
+            if usage is not None:
+                _apply(conn, rules.note_usage(run, usage=usage, cost_usd=cost_usd, now=now))
             stamped = note.model_copy(
-                update={"run_id": run_id, "created_at": note.created_at or self._now()}
+                update={"run_id": run_id, "created_at": note.created_at or now}
             )
             published = _emit(conn, [stamped])[0]
             assert isinstance(published, RunNoted)

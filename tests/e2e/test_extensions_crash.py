@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
@@ -201,4 +202,94 @@ def test_kill_during_a_compaction_then_retry_summarises_once_and_finishes(
         "assistant",
         "tool",
         "assistant",
+    ]
+
+
+def _parallel_phases(workspace: Path) -> None:
+    root = workspace / ".agent-tui" / "phases" / "default"
+    for phase, text in (
+        ("plan", "---\ninitial: true\ntarget: [frontend, backend]\n---\nPLAN-DIRECTIVE: split."),
+        ("frontend", "---\ntools: [read_file]\n---\nFRONTEND-DIRECTIVE: screens."),
+        ("backend", "---\ntools: [list_dir]\n---\nBACKEND-DIRECTIVE: the API."),
+    ):
+        (root / phase).mkdir(parents=True)
+        (root / phase / "PHASE.md").write_text(text)
+
+
+def _children(db: Path, run_id: str) -> list[tuple[str, str]]:
+    """(id, state) of the run's child runs, read without opening a store."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        rows = conn.execute(
+            "SELECT id, state FROM runs WHERE parent_run_id = ? ORDER BY n", (run_id,)
+        ).fetchall()
+    return [(str(i), str(s)) for i, s in rows]
+
+
+def _held_branch() -> dict[str, Any]:
+    return stream(
+        [
+            message_start(input_tokens=20),
+            *text_block(0, ["BRANCH-LOST"]),
+            gate("branch"),
+            message_delta("end_turn", output_tokens=5),
+            {"event": "message_stop", "data": {"type": "message_stop"}},
+        ]
+    )
+
+
+def test_kill_while_parallel_phase_runs_work_then_retry_resumes_them_without_rerunning_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _parallel_phases(cli.workspace)
+    split = {"phase": ["frontend", "backend"], "reason": "split"}
+    script = [
+        tool_use_response([("toolu_r", "route", split)]),
+        text_response("FIRST-BRANCH-RESULT"),  # whichever child asks first finishes
+        _held_branch(),  # the other is held, and the process is killed
+        text_response("SECOND-BRANCH-RESULT"),  # that child again, after the retry
+        text_response("Both halves done."),
+    ]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        cli.env = {**cli.env, "ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": server.base_url}
+        proc, run_id = _start(cli)
+        try:
+
+            def one_done_one_held() -> bool:
+                asked = [r for r in server.requests() if r["path"].endswith("/messages")]
+                states = [s for _, s in _children(cli.db, run_id)]
+                return len(asked) >= 3 and states.count("completed") == 1
+
+            _wait_for(one_done_one_held, "one phase run finished and the other held")
+        finally:
+            kill_hard(proc)
+        before = _children(cli.db, run_id)
+        retried = cli.run("retry", run_id, "--json")
+        assert retried.returncode == 0, retried.stderr
+        assert boundary_of(json_lines(retried.stdout))["state"] == "completed"
+        bodies = [r["body"] for r in server.requests() if r["path"].endswith("/messages")]
+
+    after = _children(cli.db, run_id)
+    assert [i for i, _ in after] == [i for i, _ in before] and len(after) == 2  # none new
+    assert [s for _, s in after] == ["completed", "completed"]
+    assert len(bodies) == 5
+
+    def phase_of(body: dict[str, Any]) -> str:
+        system = json.dumps(body["system"])
+        return next(p for p in ("FRONTEND", "BACKEND", "PLAN") if f"{p}-DIRECTIVE" in system)
+
+    finished_first, held = phase_of(bodies[1]), phase_of(bodies[2])
+    assert {finished_first, held} == {"FRONTEND", "BACKEND"}
+    # The finished child was not asked again; the held one was, and finished.
+    assert [phase_of(b) for b in bodies] == ["PLAN", finished_first, held, held, "PLAN"]
+
+    state, messages, notes = _stored(cli.db, run_id)
+    assert state is RunState.COMPLETED
+    _paired(messages)
+    result = json.dumps(bodies[-1]["messages"][-1])
+    assert "FIRST-BRANCH-RESULT" in result and "SECOND-BRANCH-RESULT" in result
+    assert "BRANCH-LOST" not in result
+    assert "PLAN-DIRECTIVE" in json.dumps(bodies[-1]["system"])
+    assert [n.text for n in notes if n.note == "phase"] == [
+        "phase: starts in plan",
+        "phase: plan → frontend, backend in parallel, back in plan (split)",
     ]

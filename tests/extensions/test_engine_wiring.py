@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from runtime.api import Runtime
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
-from runtime.config import Config, Defaults, Permissions
+from runtime.config import AgentConfig, Config, Defaults, Permissions
 from runtime.hooks import HookEntry, HooksConfig
-from runtime.models import Role, RunState, ToolCallState
+from runtime.models import Role, RunState, ToolCallState, Usage
+from runtime.providers.base import ModelRequest
 from tests.extensions.conftest import Factory
-from tests.fakes.scripted import Turn
+from tests.fakes.scripted import ScriptedProvider, Turn
 
 WAIT = 20
 
@@ -244,6 +246,100 @@ async def test_claude_code_pre_tool_use_entries_run_and_doctor_lists_used_and_sk
     assert any("Notification" in s for s in report.skipped)
 
 
+async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same_process(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    command = script(tmp_path / "hooks" / "no_locks.py", DENY_LOCKS)
+    hook = (
+        '[permissions]\nallow = ["write_file"]\n\n'
+        f'[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "{command}"\n'
+    )
+    write_lock = Turn(tool_calls=[("write_file", {"path": "poetry.lock", "content": "pinned"})])
+    runtime, _ = await make_runtime(
+        [write_lock, Turn(text="done")] * 3,
+        config=Config(permissions=Permissions(allow=["write_file"])),
+    )
+
+    async def lock_call_error() -> str | None:
+        run = await runtime.start("update the lock")
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+        [call] = await runtime.tool_calls(run.id)
+        return call.error
+
+    assert await lock_call_error() is None  # no hooks yet: the write runs
+    (workspace / "poetry.lock").unlink()
+
+    write(workspace / "agent-tui.toml", hook)  # added while the process runs
+    error = await lock_call_error()
+    assert error is not None and "poetry.lock is generated" in error
+    assert not (workspace / "poetry.lock").exists()
+
+    write(
+        workspace / "agent-tui.toml",
+        hook.replace('matcher = "write_file"', 'matcher = "edit_file"'),
+    )
+    assert await lock_call_error() is None  # the matcher no longer covers write_file
+    assert (workspace / "poetry.lock").read_text() == "pinned"
+
+
+DENY_TASK = """
+import json, sys
+call = json.load(sys.stdin)
+log = open(sys.argv[1], "a")
+log.write(call["tool_name"] + "\\n")
+if "production" in call["arguments"].get("task", ""):
+    print(json.dumps({"decision": "deny", "reason": "no sub-agent touches production"}))
+"""
+
+
+async def test_before_and_after_tool_hooks_run_for_delegate_calls_too(
+    make_runtime: Factory, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.txt"
+    deny = script(tmp_path / "hooks" / "deny_task.py", DENY_TASK) + f" {seen}"
+    redact = script(tmp_path / "hooks" / "redact.py", REDACT)
+    config = Config(
+        agents={
+            "coordinator": AgentConfig(delegates=["researcher", "deployer"]),
+            "researcher": AgentConfig(description="Looks things up."),
+            "deployer": AgentConfig(description="Deploys."),
+        },
+        hooks=HooksConfig(
+            before_tool=[HookEntry(matcher="delegate_to_*", command=deny)],
+            after_tool=[HookEntry(matcher="delegate_to_researcher", command=redact)],
+        ),
+    )
+    runtime, provider = await make_runtime(
+        [
+            Turn(
+                tool_calls=[
+                    ("delegate_to_researcher", {"task": "find the answer"}),
+                    ("delegate_to_deployer", {"task": "deploy to production"}),
+                ]
+            ),
+            Turn(text="the answer is 42"),  # the researcher's child run
+            Turn(text="done"),
+        ],
+        config=config,
+    )
+    run = await runtime.start("go", agent="coordinator")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    assert sorted(seen.read_text().split()) == ["delegate_to_deployer", "delegate_to_researcher"]
+    calls = {c.name: c for c in await runtime.tool_calls(run.id)}
+    denied = calls["delegate_to_deployer"]
+    assert denied.state is ToolCallState.FAILED and denied.error is not None
+    assert "deny_task.py" in denied.error and "no sub-agent touches production" in denied.error
+    assert denied.child_run_id is None
+    researched = calls["delegate_to_researcher"]
+    assert researched.state is ToolCallState.COMPLETED and researched.child_run_id is not None
+    assert researched.result == "the answer is [redacted]"
+    children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+    assert [c.agent for c in children] == ["researcher"]  # the denied call started no child
+    sent = {r.content for r in provider.requests[-1].messages[-1].tool_results}
+    assert "the answer is [redacted]" in sent
+
+
 async def test_on_run_finished_hooks_get_the_outcome_without_holding_the_run(
     make_runtime: Factory, tmp_path: Path
 ) -> None:
@@ -352,7 +448,7 @@ async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
             Turn(tool_calls=[("read_file", {"path": "notes.txt"})]),
             Turn(text="the answer is 42"),
             Turn(text="second answer"),
-            Turn(text="SUMMARY-NOW"),
+            Turn(text="SUMMARY-NOW", usage=Usage(input_tokens=777, output_tokens=55)),
             Turn(text="after compact"),
         ]
     )
@@ -364,6 +460,11 @@ async def test_compact_now_summarises_all_but_the_last_turn_of_a_finished_job(
     note = await runtime.extensions.compact(run.job_id)
     assert note.note == "compaction" and note.run_id == second.id
     assert provider.requests[3].system == SUMMARISER_SYSTEM
+    # The summary call's tokens count in the run that holds the compaction, and in the job.
+    compacted = await runtime.get_run(second.id)
+    assert (compacted.usage.input_tokens, compacted.usage.output_tokens) == (10 + 777, 5 + 55)
+    job = await runtime.get_job(run.job_id)
+    assert (job.usage.input_tokens, job.usage.output_tokens) == (3 * 10 + 777, 3 * 5 + 55)
     third = await runtime.follow_up(run.job_id, "go on")
     assert (await runtime.wait(third.id, timeout=WAIT)).state is RunState.COMPLETED
     sent = provider.requests[4].messages
@@ -426,3 +527,169 @@ async def test_route_moves_the_run_to_a_phase_with_its_directive_tools_and_a_dur
     before = await runtime.fork(checkpoints[0].id, "from the start")
     assert (await runtime.wait(before.id, timeout=WAIT)).state is RunState.COMPLETED
     assert "PLAN-DIRECTIVE" in provider.requests[5].system
+
+
+def _parallel_phases(workspace: Path) -> None:
+    root = workspace / ".agent-tui" / "phases" / "default"
+    write(
+        root / "plan" / "PHASE.md",
+        "---\ninitial: true\ntarget: [frontend, backend]\n---\nPLAN-DIRECTIVE: split the work.",
+    )
+    write(
+        root / "frontend" / "PHASE.md",
+        "---\ntools: [read_file]\n---\nFRONTEND-DIRECTIVE: build the screens.",
+    )
+    write(root / "backend" / "PHASE.md", "---\ntools: [list_dir]\n---\nBACKEND-DIRECTIVE: the API.")
+
+
+def _parallel_model(request: ModelRequest) -> Turn:
+    """Answers by the phase the request is in, whatever order the parallel runs ask in."""
+    if "FRONTEND-DIRECTIVE" in request.system:
+        return Turn(text="FRONTEND-RESULT: three screens")
+    if "BACKEND-DIRECTIVE" in request.system:
+        return Turn(text="BACKEND-RESULT: two endpoints")
+    if any(m.tool_results for m in request.messages):
+        return Turn(text="both halves are done")
+    return Turn(
+        tool_calls=[
+            (
+                "route",
+                {"phase": ["frontend", "backend"], "reason": "split", "payload": "a todo app"},
+            )
+        ]
+    )
+
+
+async def test_a_route_to_two_phases_runs_each_as_a_child_run_and_returns_to_the_source_phase(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    _parallel_phases(workspace)
+    runtime, provider = await make_runtime([_parallel_model] * 4)
+    run = await runtime.start("make a todo app")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert (await runtime.get_run(run.id)).outcome == "both halves are done"
+
+    # Each child is a real child run of the route call, in its phase, with that phase's tools.
+    [route] = await runtime.tool_calls(run.id)
+    children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+    assert len(children) == 2
+    assert {c.parent_tool_call_id for c in children} == {route.id}
+    assert all(c.state is RunState.COMPLETED for c in children)
+    by_phase = {
+        n.data["to"]: child
+        for child in children
+        for n in await runtime.extensions.notes(child.id)
+        if n.note == "phase"
+    }
+    assert set(by_phase) == {"frontend", "backend"}
+    assert by_phase["frontend"].outcome == "FRONTEND-RESULT: three screens"
+    assert by_phase["backend"].outcome == "BACKEND-RESULT: two endpoints"
+    requests = {
+        phase: [r for r in provider.requests if f"{phase.upper()}-DIRECTIVE" in r.system]
+        for phase in ("frontend", "backend")
+    }
+    front, back = requests["frontend"][0], requests["backend"][0]
+    assert {t.name for t in front.tools} == {"read_file"}  # no route: a child stays in its phase
+    assert {t.name for t in back.tools} == {"list_dir"}
+    assert "PLAN-DIRECTIVE" not in front.system and "BACKEND-DIRECTIVE" not in front.system
+    assert "a todo app" in front.messages[0].text and "phase frontend" in front.messages[0].text
+
+    # The parent is back in plan with both results as the route call's result.
+    assert route.state is ToolCallState.COMPLETED and route.result is not None
+    last = provider.requests[-1]
+    assert "PLAN-DIRECTIVE" in last.system and "route" in {t.name for t in last.tools}
+    sent = last.messages[-1].tool_results[0].content
+    assert "FRONTEND-RESULT: three screens" in sent and "BACKEND-RESULT: two endpoints" in sent
+    assert "back in phase plan" in sent
+    texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
+    assert texts == [
+        "phase: starts in plan",
+        "phase: plan → frontend, backend in parallel, back in plan (split)",
+    ]
+
+
+async def test_the_demo_model_routes_to_several_targets_in_parallel_and_goes_on_in_the_source(
+    db_path: Path, workspace: Path
+) -> None:
+    _parallel_phases(workspace)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("summarise this folder")
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.INPUT_REQUIRED  # its own ask_user, back in plan
+        calls = await runtime.tool_calls(run.id)
+        assert calls[0].name == "route" and calls[0].arguments["phase"] == ["frontend", "backend"]
+        assert calls[0].state is ToolCallState.COMPLETED
+        children = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id == run.id]
+        assert len(children) == 2 and all(c.state is RunState.COMPLETED for c in children)
+        texts = [n.text for n in await runtime.extensions.notes(run.id) if n.note == "phase"]
+        assert texts[-1].startswith("phase: plan → frontend, backend in parallel, back in plan")
+    finally:
+        await runtime.close()
+
+
+def _asking_parallel_model(request: ModelRequest) -> Turn:
+    """Like ``_parallel_model``, but the frontend run asks the person first."""
+    if "FRONTEND-DIRECTIVE" in request.system:
+        if any(m.tool_results for m in request.messages):
+            return Turn(text="FRONTEND-RESULT: the screens asked for")
+        return Turn(tool_calls=[("ask_user", {"question": "which screens?"})])
+    return _parallel_model(request)
+
+
+async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_parallel_runs(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.txt"
+    logged = script(tmp_path / "hooks" / "log_calls.py", DENY_TASK) + f" {seen}"
+    hooks = HooksConfig(before_tool=[HookEntry(matcher="route", command=logged)])
+    _parallel_phases(workspace)
+    write(
+        workspace / ".agent-tui" / "phases" / "default" / "frontend" / "PHASE.md",
+        "---\ntools: [read_file, ask_user]\n---\nFRONTEND-DIRECTIVE: build the screens.",
+    )
+
+    async def open_runtime() -> tuple[Runtime, ScriptedProvider]:
+        provider = ScriptedProvider([_asking_parallel_model] * 8)
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=Config(hooks=hooks),
+            model="scripted:test",
+            providers=lambda reference: provider,
+        )
+        return runtime, provider
+
+    first, _ = await open_runtime()
+    try:
+        run = await first.start("make a todo app")
+        boundary = await first.wait(run.id, timeout=WAIT)
+        assert boundary.state is RunState.INPUT_REQUIRED and boundary.run.parent_run_id == run.id
+    finally:
+        await first.close()  # quit while the frontend run waits for the person
+    # The phases change before the parent resumes: plan may no longer fan out to both.
+    write(
+        workspace / ".agent-tui" / "phases" / "default" / "plan" / "PHASE.md",
+        "---\ninitial: true\ntarget: frontend\n---\nPLAN-DIRECTIVE: split the work.",
+    )
+
+    second, provider = await open_runtime()
+    try:
+        [request] = await second.inbox()
+        await second.respond(request.run_id, request.id, "the list and the form")
+        final = await second.wait(run.id, timeout=WAIT)
+        assert final.state is RunState.COMPLETED and final.run.outcome == "both halves are done"
+        [route] = await second.tool_calls(run.id)
+        assert route.state is ToolCallState.COMPLETED and route.result is not None
+        assert "FRONTEND-RESULT: the screens asked for" in route.result
+        assert "BACKEND-RESULT: two endpoints" in route.result
+        children = [r for r in await second.job_runs(run.job_id) if r.parent_run_id == run.id]
+        assert len(children) == 2 and all(c.state is RunState.COMPLETED for c in children)
+        # The backend run had finished: it was not asked again.
+        assert not any("BACKEND-DIRECTIVE" in r.system for r in provider.requests)
+        # The route's before-tool hook let it through once; re-attaching does not ask again.
+        assert seen.read_text().split() == ["route"]
+    finally:
+        await second.close()

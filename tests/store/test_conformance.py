@@ -859,3 +859,71 @@ async def test_a_run_note_commits_with_the_runs_token_and_is_listed_with_its_run
     await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
     later = await store.record_note(run.id, token=None, note=note)
     assert [n.seq for n in await store.list_notes(run_ids=[run.id])] == [listed.seq, later.seq]
+
+
+async def test_a_note_with_usage_adds_exactly_that_usage_and_cost_to_its_run_and_job(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    message_usage = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=5)
+    await store.commit_message(
+        run.id, token=token, message=assistant("a", usage=message_usage, cost=0.5)
+    )
+    before_run, before_job = await store.get_run(run.id), await store.get_job(run.job_id)
+    note = RunNoted(job_id=run.job_id, run_id=run.id, note="compaction", text="compacted")
+
+    await store.record_note(run.id, token=token, note=note)  # no usage: totals stay
+    plain_run, plain_job = await store.get_run(run.id), await store.get_job(run.job_id)
+    assert (plain_run.usage, plain_run.cost_usd) == (before_run.usage, before_run.cost_usd)
+    assert (plain_job.usage, plain_job.cost_usd) == (before_job.usage, before_job.cost_usd)
+
+    summary = Usage(
+        input_tokens=7000, output_tokens=300, cache_read_tokens=11, cache_write_tokens=2
+    )
+    await store.record_note(run.id, token=token, note=note, usage=summary, cost_usd=0.25)
+    after_run, after_job = await store.get_run(run.id), await store.get_job(run.job_id)
+    assert after_run.usage == message_usage + summary
+    assert after_run.cost_usd == pytest.approx(0.75)
+    assert after_job.usage == message_usage + summary
+    assert after_job.cost_usd == pytest.approx(0.75)
+    # The summary made no message: the run's context fill is still its last message's.
+    assert after_run.context_tokens == before_run.context_tokens
+    assert after_run.revision > before_run.revision
+
+    # /compact on an ended run (no token) counts its summary too.
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    await store.record_note(run.id, token=None, note=note, usage=summary, cost_usd=0.25)
+    ended_run, ended_job = await store.get_run(run.id), await store.get_job(run.job_id)
+    assert ended_run.usage == message_usage + summary + summary
+    assert ended_run.cost_usd == pytest.approx(1.0)
+    assert ended_job.usage == message_usage + summary + summary
+    assert ended_job.cost_usd == pytest.approx(1.0)
+    assert ended_job.latest_run_state is RunState.COMPLETED
+
+
+async def test_a_note_with_usage_on_a_run_the_caller_does_not_own_changes_nothing(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    note = RunNoted(job_id=run.job_id, run_id=run.id, note="compaction", text="compacted")
+    summary = Usage(input_tokens=7000, output_tokens=300)
+    seq = await store.last_seq()
+    before_run, before_job = await store.get_run(run.id), await store.get_job(run.job_id)
+
+    with pytest.raises(errors.RunStateConflict):  # running, and not ended: no token is no owner
+        await store.record_note(run.id, token=None, note=note, usage=summary, cost_usd=0.25)
+    with pytest.raises(errors.OwnershipLost):
+        await store.record_note(run.id, token="stale", note=note, usage=summary, cost_usd=0.25)
+
+    assert await store.last_seq() == seq
+    assert await store.list_notes(run_ids=[run.id]) == []
+    after_run, after_job = await store.get_run(run.id), await store.get_job(run.job_id)
+    assert (after_run.usage, after_run.cost_usd, after_run.revision) == (
+        before_run.usage,
+        before_run.cost_usd,
+        before_run.revision,
+    )
+    assert (after_job.usage, after_job.cost_usd) == (before_job.usage, before_job.cost_usd)
+    # The owner still notes, and counts, after the refused attempts.
+    await store.record_note(run.id, token=token, note=note, usage=summary, cost_usd=0.25)
+    assert (await store.get_job(run.job_id)).usage == before_job.usage + summary

@@ -1,0 +1,75 @@
+"""The hooks in effect in a workspace, kept while their files stay as they were: the
+``[hooks]`` of the agent-tui config files and the Claude Code settings entries that map. Each use
+stats the files; a file written, created or removed since is read again (the config's hooks, or
+the Claude Code entries, whichever changed), so an edit takes effect at the next tool call
+without restarting the process."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.errors import ConfigError
+from runtime.hooks import (
+    ClaudeHookReport,
+    FileStamp,
+    HooksConfig,
+    claude_settings_files,
+    files_stamp,
+    hook_config_files,
+    load_claude_hooks,
+)
+
+log = logging.getLogger("runtime.engine")
+
+__all__ = ["LoadedHooks", "current_hooks"]
+
+
+@dataclass(frozen=True)
+class LoadedHooks:
+    configured: HooksConfig
+    """The ``[hooks]`` of the agent-tui config."""
+    config_stamp: FileStamp
+    claude: HooksConfig
+    claude_stamp: FileStamp
+    report: ClaudeHookReport
+
+    @property
+    def hooks(self) -> HooksConfig:
+        hooks = self.configured
+        for event in ("before_tool", "after_tool"):
+            hooks = hooks.with_entries(event, getattr(self.claude, event))
+        return hooks
+
+
+def _reload_configured(workspace: Path, previous: HooksConfig) -> HooksConfig:
+    from runtime.config import load_config
+
+    try:
+        return load_config(workspace).hooks
+    except (ConfigError, OSError) as exc:
+        log.warning("keeping the hooks read before for %s: %s", workspace, exc)
+        return previous
+
+
+def current_hooks(
+    loaded: LoadedHooks | None, workspace: Path, configured: Callable[[], HooksConfig]
+) -> LoadedHooks:
+    """``loaded`` when none of its files changed, else what they hold now. The first read takes
+    the config's hooks from ``configured`` (the workspace's config as the process holds it)."""
+    config_stamp = files_stamp(hook_config_files(workspace))
+    claude_stamp = files_stamp(claude_settings_files(workspace))
+    if loaded is None:
+        claude, report = load_claude_hooks(workspace)
+        return LoadedHooks(configured(), config_stamp, claude, claude_stamp, report)
+    if loaded.config_stamp == config_stamp and loaded.claude_stamp == claude_stamp:
+        return loaded
+    hooks = loaded.configured
+    if loaded.config_stamp != config_stamp:
+        hooks = _reload_configured(workspace, loaded.configured)
+    claude, report = loaded.claude, loaded.report
+    if loaded.claude_stamp != claude_stamp:
+        claude, report = load_claude_hooks(workspace)
+    return LoadedHooks(hooks, config_stamp, claude, claude_stamp, report)
