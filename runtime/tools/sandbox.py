@@ -174,11 +174,14 @@ def bwrap_arguments(
     home: Path | None,
     network: bool,
     probe: bool = False,
+    info_fd: int | None = None,
 ) -> list[str]:
-    """The bwrap command line that runs ``/bin/sh -c command`` confined to ``workspace``."""
+    """The bwrap command line that runs ``/bin/sh -c command`` confined to ``workspace``;
+    with ``info_fd``, bwrap writes there, as JSON, the ids of the namespaces it made."""
     folder = os.path.realpath(workspace)
     arguments = [
         program,
+        *(["--info-fd", str(info_fd)] if info_fd is not None else []),
         "--die-with-parent",
         "--unshare-all",
         *(["--share-net"] if network else []),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
+import json
 import logging
 import os
 import signal
@@ -228,6 +229,64 @@ async def _stop_group(process: asyncio.subprocess.Process, pgid: int) -> None:
         raise asyncio.CancelledError
 
 
+def _read_namespace(fd: int) -> int | None:
+    """The pid namespace bwrap reports on its info fd (read to its end, then closed), or None
+    if bwrap ended before it wrote one."""
+    data = b""
+    try:
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        found = json.loads(data).get("pid-namespace")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, int) else None
+
+
+def _namespace_alive(namespace: int) -> bool:
+    """Whether a process of the pid namespace ``namespace`` is still running (not a zombie):
+    whatever its process group or session (``setsid`` leaves the group, not the namespace)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry.name}/ns/pid").st_ino != namespace:
+                continue
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        if data[data.rfind(b")") + 2 :].split()[:1] != [b"Z"]:
+            return True
+    return False
+
+
+async def _namespace_gone(namespace: asyncio.Future[int | None]) -> None:
+    """After a sandboxed command, whether it ended or was stopped: bwrap has exited, and with
+    it the pid namespace's init, so the kernel kills whatever the command left behind, in any
+    process group. Killed is not yet gone (on a loaded machine a killed process waits to be
+    scheduled to die): wait, bounded and whatever cancels meanwhile, until none is left, so the
+    call never returns while one of them still runs."""
+    cancelled = False
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KILL_WAIT
+    while True:
+        try:
+            found = await asyncio.shield(namespace)
+            while found is not None and _namespace_alive(found):
+                if loop.time() >= deadline:
+                    logger.warning("shell: sandbox namespace %d still has processes", found)
+                    break
+                await asyncio.sleep(POLL_INTERVAL)
+            break
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
 async def _finish_pump(pump: asyncio.Task[None], seconds: float) -> None:
     """Let the reader drain what is left; a pipe held open by an escaped process is let go."""
     try:
@@ -349,14 +408,17 @@ class ShellTool(_BuiltinTool):
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
         program = self._sandbox_program()
+        info: tuple[int, int] | None = None  # bwrap reports its namespaces on this pipe
         if program is not None:
             home = env.get("HOME")
+            info = os.pipe()
             argv = bwrap_arguments(
                 program,
                 command,
                 workspace=cwd,
                 home=Path(home) if home else None,
                 network=ctx.shell_network,
+                info_fd=info[1],
             )
             preexec = None
         else:
@@ -372,9 +434,31 @@ class ShellTool(_BuiltinTool):
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=preexec,
+                pass_fds=(info[1],) if info is not None else (),
             )
         except OSError as exc:
+            if info is not None:
+                os.close(info[0])
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
+        finally:
+            if info is not None:
+                os.close(info[1])
+        namespace = (
+            asyncio.ensure_future(asyncio.to_thread(_read_namespace, info[0]))
+            if info is not None
+            else None
+        )
+        try:
+            return await self._supervise(process, ctx, timeout)
+        finally:
+            if namespace is not None:
+                await _namespace_gone(namespace)
+
+    async def _supervise(
+        self, process: asyncio.subprocess.Process, ctx: ToolContext, timeout: float
+    ) -> ToolOutput:
+        """Stream the command's output until it ends, times out or is cancelled; stop its
+        process group on the way out of the last two."""
         pgid = process.pid  # a new session: bwrap or the shell leads its own process group
         assert process.stdout is not None
         output = _Output()

@@ -153,6 +153,23 @@ async def test_credentials_stay_hidden_when_the_workspace_is_home(home: Path) ->
     assert (home / ".ssh" / "id_rsa").read_text().startswith(FAKE_KEY)  # untouched on the host
 
 
+async def test_a_finished_call_returns_only_once_every_process_it_left_is_gone(
+    workspace: Path,
+) -> None:
+    """bwrap exits as soon as the command's shell does, while the kernel is still killing the
+    pid namespace's other processes; the call must wait for them, in whatever process group or
+    session (a burst of them makes the teardown take long enough to see)."""
+    require_sandbox()
+    marker = f"600.{secrets.randbelow(10**9):09d}"
+    command = (
+        f"for i in $(seq 150); do setsid sleep {marker} > /dev/null 2>&1 & "
+        f"sleep {marker} > /dev/null 2>&1 & done; echo started"
+    )
+    content = await run(ShellTool(), workspace, command)
+    assert "started" in content and "exit code 0" in content
+    assert live_processes_with(f"sleep {marker}") == []
+
+
 async def test_cancelling_a_sandboxed_command_leaves_no_process_alive(workspace: Path) -> None:
     require_sandbox()
     marker = f"600.{secrets.randbelow(10**9):09d}"
