@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.models import InputRequestState, RunState
+from runtime.providers.demo import DemoProvider
 from tests.tui.helpers import (
     SIZE,
     make_app,
@@ -22,7 +25,16 @@ from tui.widgets.question_prompt import QuestionPrompt
 async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
     db_path: Path, workspace: Path
 ) -> None:
-    first = await open_runtime(db_path, workspace, model="demo")
+    # The demo model at a crawl: the run is still streaming its plan when the app quits and
+    # the runtime closes, however fast the machine (at reading speed it sometimes reached its
+    # question during the teardown). The second runtime retries it at the usual speed.
+    first = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo",
+        providers=lambda reference: DemoProvider(chunk_delay=0.5),
+    )
     try:
         app = make_app(first, workspace)
         async with app.run_test(size=SIZE) as pilot:

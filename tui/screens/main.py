@@ -467,7 +467,14 @@ class MainScreen(Screen[None]):
             search = self.query_one("#search", Input)
             if self.focused in (None, composer_input, search) and not composer_input.value:
                 tree.focus()
-                tree.call_after_refresh(tree.move_cursor_to_line, 0)
+                tree.call_after_refresh(self._cursor_to_first_row)
+
+    def _cursor_to_first_row(self) -> None:
+        """The browser's cursor on its first row, unless a row was chosen meanwhile (a run
+        opened at start, ``--continue``, selects its own row: it keeps it)."""
+        tree = self.job_tree
+        if tree.cursor_line == -1 and tree.root.children:
+            tree.move_cursor_to_line(0)
 
     @work(exit_on_error=False, group="interrupted")
     async def _check_interrupted(self, job_ids: list[str]) -> None:
