@@ -37,10 +37,12 @@ $(BIN)/python:
 # Running needs only the package and its dependencies; tests and tools come with `make test`.
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m compileall -q tui runtime themes
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m compileall -q tui runtime themes
 	touch $(STAMP) $(RUN_STAMP)
 
 $(NPM_STAMP): Makefile

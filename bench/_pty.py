@@ -59,6 +59,9 @@ class Pty:
         environment = dict(os.environ if env is None else env)
         environment.setdefault("TERM", "xterm-256color")
         environment.setdefault("COLORTERM", "truecolor")
+        # A person's Python reads and writes bytecode caches; without them every launch would
+        # compile the program from source (this sandbox sets PYTHONDONTWRITEBYTECODE).
+        environment.pop("PYTHONDONTWRITEBYTECODE", None)
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             list(argv),
@@ -193,6 +196,16 @@ def spread(values: Sequence[float], scale: float = 1000, unit: str = "ms") -> st
     return (
         f"median {median(values) * scale:8.1f} {unit}"
         f"  (min {min(values) * scale:.1f}, max {max(values) * scale:.1f}, n={len(values)})"
+    )
+
+
+def compile_tree(tree: Path) -> None:
+    """Write the bytecode caches of ``tree``'s packages, as ``make run`` and ``make install``
+    do, so that no figure includes compiling agent-tui from source (both trees alike)."""
+    subprocess.run(
+        [PYTHON, "-m", "compileall", "-q", *(str(tree / p) for p in ("tui", "runtime", "themes"))],
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
 
 

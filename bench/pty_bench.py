@@ -38,7 +38,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from _pty import PYTHON, Pty, agent_tui, load, median, plain, spread  # noqa: E402
+from _pty import PYTHON, Pty, agent_tui, compile_tree, load, median, plain, spread  # noqa: E402
 
 SIZE = (120, 40)
 FIRST_TEXT = "Type a task below and press Enter."
@@ -452,7 +452,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/agent-tui-bench"))
     parser.add_argument("--size-kib", type=int, default=1024)
     args = parser.parse_args()
-    print(f"agent-tui from {args.tree}; {load()}")
+    compile_tree(args.tree)
+    print(f"agent-tui from {args.tree} (bytecode compiled); {load()}")
     for section in args.sections:
         started = time.perf_counter()
         if section == "cli":
