@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.module_graph import assert_no_cycle, import_graph, imports, module_name
+
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = sorted((ROOT / "runtime" / "engine").glob("*.py"))
 FACADE = ROOT / "runtime" / "runtime.py"
@@ -15,49 +17,20 @@ COMPOSE = ROOT / "runtime" / "compose.py"
 SQL = re.compile(r"\b(SELECT\s+.+\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b", re.I)
 
 
-def _module(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-
-
-def _imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, at import time or inside functions."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-    return found
-
-
 def test_no_engine_module_imports_the_facade_or_the_composition_root() -> None:
     offenders = {
-        f"{_module(path)} imports {name}"
+        f"{module_name(path)} imports {name}"
         for path in ENGINE
-        for name in _imports(path)
+        for name in imports(path)
         if name in ("runtime.runtime", "runtime.compose", "runtime.api")
     }
     assert offenders == set()
 
 
 def test_the_engine_modules_import_each_other_without_a_cycle() -> None:
-    graph = {
-        _module(path): {name for name in _imports(path) if name.startswith("runtime.engine.")}
-        for path in ENGINE
-    }
-    done: set[str] = set()
-
-    def visit(module: str, trail: tuple[str, ...]) -> None:
-        assert module not in trail, " -> ".join((*trail, module))
-        if module in done:
-            return
-        for target in sorted(graph.get(module, ())):
-            visit(target, (*trail, module))
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, ())
-    assert "runtime.engine.executor" in graph  # the walk saw the package
+    graph = import_graph(ENGINE)
+    assert_no_cycle(graph)
+    assert "runtime.engine.tool_calls" in graph["runtime.engine.executor"]  # the walk saw it
 
 
 def test_the_facade_imports_the_composition_root_only_when_opening() -> None:

@@ -11,45 +11,11 @@ from pathlib import Path
 from textual.message import Message
 
 import tui.messages
+from tests.module_graph import assert_no_cycle, import_graph
 from tui.screens import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TUI = sorted((ROOT / "tui").rglob("*.py"))
-
-
-def _module(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-
-
-def _type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(path: Path) -> set[str]:
-    """Every module ``path`` imports when it runs (at import time or inside functions), not
-    what it imports for typing only (``if TYPE_CHECKING:``)."""
-    found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _type_checking(child.test):
-                for other in child.orelse:
-                    visit_one(other)
-                continue
-            visit_one(child)
-
-    def visit_one(node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        visit(node)
-
-    visit(ast.parse(path.read_text()))
-    return found
 
 
 def test_make_typecheck_runs_strict_mypy_over_the_tui_and_the_themes_too() -> None:
@@ -59,23 +25,8 @@ def test_make_typecheck_runs_strict_mypy_over_the_tui_and_the_themes_too() -> No
 
 
 def test_the_tui_modules_import_each_other_without_a_cycle() -> None:
-    modules = {_module(path) for path in TUI}
-    graph = {
-        _module(path): {name for name in _imports(path) if name in modules} - {_module(path)}
-        for path in TUI
-    }
-    done: set[str] = set()
-
-    def visit(module: str, trail: tuple[str, ...]) -> None:
-        assert module not in trail, " -> ".join((*trail, module))
-        if module in done:
-            return
-        for target in sorted(graph.get(module, ())):
-            visit(target, (*trail, module))
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, ())
+    graph = import_graph(TUI, typing_too=False)
+    assert_no_cycle(graph)
     assert "tui.screens.main" in graph["tui.app"]  # the walk saw the app import its screen
 
 
