@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from runtime.engine.catalog import Catalog, DelegateTool
 from runtime.engine.execution import Execution, Launcher
@@ -14,6 +15,22 @@ from runtime.engine.pump import Pump
 from runtime.errors import RunStateConflict
 from runtime.models import InputRequest, Run, RunState, ToolCall, ToolCallState
 from runtime.store.base import NewRun, Store
+
+T = TypeVar("T")
+
+
+async def gather_or_cancel(*waits: Awaitable[T]) -> list[T]:
+    """Every result, in order; if one raises, the others are cancelled and awaited before the
+    error goes on (``asyncio.gather`` would leave them polling), as when it is cancelled."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
 
 Outcome = tuple[ToolCallState, str | None, str | None]
 """A call's end: (state, result, error)."""
@@ -183,7 +200,7 @@ class Delegation:
             )
             for child in children
         ]
-        outcomes = await asyncio.gather(*(self._wait_for(child) for child in started))
+        outcomes = await gather_or_cancel(*(self._wait_for(child) for child in started))
         return list(zip(started, outcomes, strict=True))
 
     async def _create_child(self, run: Run, call: ToolCall, tool: DelegateTool) -> Run:
