@@ -3,35 +3,33 @@ schema this code knows, undamaged. Standard library only (no pydantic), so that 
 ``agent-tui runs`` (``tui._cli.fast_runs``) refuses exactly what the store refuses.
 
 A database of the latest schema whose ``sqlite_master`` is exactly what the migrations write
-(the common case) is recognised by one digest of that table against ``schema_digest``, without
+(the common case) is recognised by comparing that table with ``schema_latest``, without
 importing or running the migrations; anything else gets the full check of ``schema``."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
 from runtime import errors
-from runtime.store import schema_digest
+from runtime.store import schema_latest
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def master_digest(conn: sqlite3.Connection) -> str:
-    """A digest of every schema object of ``conn``'s main database: type, name, table, SQL
-    (statistics tables left out: ``ANALYZE`` may add them)."""
-    digest = hashlib.sha256()
-    for row in conn.execute(
-        "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master"
-        " WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name"
-    ):
-        digest.update("\x1f".join(row).encode() + b"\x1e")
-    return digest.hexdigest()
+def schema_objects(conn: sqlite3.Connection) -> tuple[tuple[str, str, str, str], ...]:
+    """Every schema object of ``conn``'s main database: type, name, table, SQL (statistics
+    tables left out: ``ANALYZE`` may add them)."""
+    return tuple(
+        conn.execute(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master"
+            " WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name"
+        ).fetchall()
+    )
 
 
 def _problems(ro: sqlite3.Connection, version: int) -> list[str]:
-    if version == schema_digest.LATEST_VERSION and master_digest(ro) == schema_digest.DIGEST:
+    if version == schema_latest.LATEST_VERSION and schema_objects(ro) == schema_latest.OBJECTS:
         return []
     from runtime.store.migrations import LATEST_VERSION
     from runtime.store.schema import expected_shape, schema_problems, shape_of
@@ -75,7 +73,7 @@ def check_database_file(path: Path) -> int | None:
             ro.close()
     except sqlite3.DatabaseError as exc:
         raise errors.NotADatabase(f"{path}: unreadable SQLite database ({exc})") from exc
-    if version > schema_digest.LATEST_VERSION:
+    if version > schema_latest.LATEST_VERSION:
         from runtime.store.migrations import too_new_message
 
         raise errors.SchemaTooNew(too_new_message(str(path), version))

@@ -19,7 +19,7 @@ import sys
 
 from runtime import errors
 from runtime.store.checks import check_database_file
-from runtime.store.schema_digest import LATEST_VERSION
+from runtime.store.schema_latest import LATEST_VERSION
 from runtime.textsafe import terminal_safe
 from tui._cli import listing
 from tui._cli.parser import EXIT_OK
