@@ -807,7 +807,15 @@ _VALIDATORS: dict[str, Any] = {}
 using it, and each step's tools are fresh instances with fresh schema dicts."""
 
 
+_BY_IDENTITY: dict[int, tuple[dict[str, Any], Any]] = {}
+"""id(schema) → (that schema, its validator): a tool's schema dict is canonicalised once (the
+entry keeps the dict alive, so its id is not reused while it is here)."""
+
+
 def _validator(schema: dict[str, Any]) -> Any:
+    known = _BY_IDENTITY.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
     key = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     validator = _VALIDATORS.get(key)
     if validator is None:
@@ -817,6 +825,9 @@ def _validator(schema: dict[str, Any]) -> Any:
         if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
             _VALIDATORS.clear()
         _VALIDATORS[key] = validator
+    if len(_BY_IDENTITY) > 1000:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)
     return validator
 
 
