@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.config import AgentConfig, Config
+from runtime.config import AgentConfig, Config, Permissions
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, InvalidInput, ToolError
 from runtime.hooks import ClaudeHookReport, HooksConfig
@@ -234,13 +234,21 @@ class Catalog:
         """Tools the person allowed for the rest of this run ("allow for this run")."""
         return self._run_allowed.setdefault(run_id, set())
 
-    def decide(self, name: str, tool: Tool, allowed_here: set[str], workspace: str) -> Decision:
+    def decider(self, workspace: str) -> Callable[[str, Tool, set[str]], Decision]:
+        """``decide`` for the calls of one step decided together (with no wait between them):
+        the permission files are looked at once, at the first decision."""
         from runtime.approvals import ApprovalPolicy
         from runtime.permissions import current_permissions
 
-        permissions = current_permissions(Path(workspace), self.config_for(workspace))
-        policy = ApprovalPolicy(permissions, run_allowed=allowed_here)
-        return policy.decide(name, default=tool.approval_default)
+        read: list[Permissions] = []
+
+        def decide(name: str, tool: Tool, allowed_here: set[str]) -> Decision:
+            if not read:
+                read.append(current_permissions(Path(workspace), self.config_for(workspace)))
+            policy = ApprovalPolicy(read[0], run_allowed=allowed_here)
+            return policy.decide(name, default=tool.approval_default)
+
+        return decide
 
     async def aclose(self) -> None:
         for provider in self._providers.values():

@@ -7,10 +7,11 @@ import asyncio
 import logging
 import random
 import uuid
+from collections.abc import Callable
 
 from runtime.bus import EventBus
 from runtime.clock import Clock
-from runtime.engine.catalog import Catalog, DelegateTool
+from runtime.engine.catalog import Catalog, Decision, DelegateTool
 from runtime.engine.execution import (
     ASK_USER,
     DRAFT_INTERVAL,
@@ -65,8 +66,9 @@ class ModelCall:
         message_id, folded = await self._stream_with_retries(execution, run, provider, request)
         content, new_calls = folded.result(tools)
         allowed_here = self._catalog.allowed_for_run(run.id)
+        decide = self._catalog.decider(request.workspace)
         if folded.stop_reason != "max_tokens" and all(
-            self._starts_at_once(c, tools, allowed_here, request.workspace) for c in new_calls
+            self._starts_at_once(c, tools, allowed_here, decide) for c in new_calls
         ):
             # Nothing to decide or ask before these calls run: they start in the same
             # transaction as the message (a step then takes two commits instead of three).
@@ -118,7 +120,11 @@ class ModelCall:
                 await self._sleep(delay)
 
     def _starts_at_once(
-        self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str], workspace: str
+        self,
+        call: NewToolCall,
+        tools: dict[str, Tool],
+        allowed: set[str],
+        decide: Callable[[str, Tool, set[str]], Decision],
     ) -> bool:
         tool = tools.get(call.name)
         return (
@@ -128,7 +134,7 @@ class ModelCall:
             # A write starts on its own, with its file's snapshot in the same transaction.
             and call.name not in FILE_WRITING_TOOLS
             and argument_problem(tool, call.arguments) is None
-            and self._catalog.decide(call.name, tool, allowed, workspace) == "allow"
+            and decide(call.name, tool, allowed) == "allow"
         )
 
     async def _stream_once(

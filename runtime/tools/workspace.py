@@ -41,13 +41,12 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
                 "tools may only use files inside it"
             )
         resolved_text = os.path.realpath(lexical_text)
-    resolved = Path(resolved_text)
-    if not is_within(resolved, Path(root_real)):
+    if not _inside(resolved_text, root_real):
         raise PathOutsideWorkspace(
-            f"path {path!r} leads through a symlink to {resolved}, which is outside the "
+            f"path {path!r} leads through a symlink to {resolved_text}, which is outside the "
             f"workspace {root_abs}: tools may only use files inside it"
         )
-    return resolved
+    return Path(resolved_text)
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,10 +83,11 @@ def _below(lexical: str, root: str) -> str | None:
 
 def display_path(workspace: Path, path: Path) -> str:
     """``path`` relative to the workspace, in POSIX form, for messages the model reads."""
-    root_real = Path(_roots(str(workspace))[0])
-    try:
-        relative = path.relative_to(root_real)
-    except ValueError:
-        return str(path)
-    text = relative.as_posix()
-    return text if text else "."
+    root_real = _roots(str(workspace))[0]
+    text = str(path)
+    if text == root_real:
+        return "."
+    if not _inside(text, root_real):
+        return text
+    relative = text[len(root_real.rstrip(os.sep)) + 1 :]
+    return relative.replace(os.sep, "/") if os.sep != "/" else relative
