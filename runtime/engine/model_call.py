@@ -192,16 +192,23 @@ class DraftKeeper:
         self._token = token
         self._message_id = message_id
         self._folded = folded
-        self._timer: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        """Due to start the save (a timer, not a task: most messages end before it fires)."""
+        self._saving: asyncio.Task[None] | None = None
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
-        if self._timer is None or self._timer.done():
-            self._timer = asyncio.get_running_loop().create_task(self._save_soon())
+        if self._timer is None and (self._saving is None or self._saving.done()):
+            # Fire a little before the interval ends: the write itself takes a moment.
+            self._timer = asyncio.get_running_loop().call_later(
+                DRAFT_INTERVAL * 0.8, self._start_save
+            )
 
-    async def _save_soon(self) -> None:
-        # Sleep a little less than the interval: the write itself takes a moment.
-        await asyncio.sleep(DRAFT_INTERVAL * 0.8)
+    def _start_save(self) -> None:
+        self._timer = None
+        self._saving = asyncio.get_running_loop().create_task(self._save())
+
+    async def _save(self) -> None:
         try:
             await self._store.save_draft(
                 self._run_id,
@@ -215,6 +222,9 @@ class DraftKeeper:
     async def stop(self) -> None:
         """The message ends (committed, failed or cancelled): no save after this."""
         timer, self._timer = self._timer, None
-        if timer is not None and not timer.done():
+        if timer is not None:
             timer.cancel()
-            await asyncio.wait({timer})
+        saving, self._saving = self._saving, None
+        if saving is not None and not saving.done():
+            saving.cancel()
+            await asyncio.wait({saving})
