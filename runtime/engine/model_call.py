@@ -228,3 +228,8 @@ class DraftKeeper:
         if saving is not None and not saving.done():
             saving.cancel()
             await asyncio.wait({saving})
+        else:
+            # A suspension point before the commit all the same: observers take the text
+            # streamed so far before the committed message supersedes it (an instant model's
+            # deltas would otherwise never be seen).
+            await asyncio.sleep(0)
