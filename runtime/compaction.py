@@ -28,6 +28,7 @@ __all__ = [
     "COMPACTION_INSTRUCTIONS",
     "SUMMARISER_SYSTEM",
     "CompactionPlan",
+    "HistoryTally",
     "compacted_history",
     "estimate_tokens",
     "needs_compaction",
@@ -67,9 +68,54 @@ def _block_chars(block: object) -> int:
     return 0
 
 
+def message_chars(message: Message) -> int:
+    return sum(_block_chars(b) for b in message.content)
+
+
 def estimate_tokens(messages: Sequence[Message], *, system: str = "") -> int:
-    chars = len(system) + sum(_block_chars(b) for m in messages for b in m.content)
+    chars = len(system) + sum(message_chars(m) for m in messages)
     return chars // CHARS_PER_TOKEN + 4 * len(messages)
+
+
+class HistoryTally:
+    """``estimate_tokens`` of a growing history's requests, each message counted once: prefix
+    sums of the characters of the messages of one history list, extended with what it gained
+    since the last call (a step costs the same whatever the length of the history). Counted
+    again from the start when the list is not the one counted (another list, or shorter)."""
+
+    def __init__(self) -> None:
+        self._prefix: list[int] = [0]
+        """``_prefix[i]``: the characters of the history's first ``i`` messages."""
+        self._first: Message | None = None
+        self._last: Message | None = None
+
+    def _extend(self, history: Sequence[Message]) -> None:
+        counted = len(self._prefix) - 1
+        if counted and (
+            counted > len(history)
+            or history[0] is not self._first
+            or history[counted - 1] is not self._last
+        ):
+            self._prefix, counted = [0], 0
+        total = self._prefix[-1]
+        for message in history[counted:]:
+            total += message_chars(message)
+            self._prefix.append(total)
+        self._first = history[0] if history else None
+        self._last = history[-1] if history else None
+
+    def estimate(
+        self, messages: Sequence[Message], history: Sequence[Message], *, system: str = ""
+    ) -> int:
+        """``estimate_tokens(messages, system=system)`` for a request made from ``history``:
+        ``messages[1:]`` must be the last ``len(messages) - 1`` messages of ``history`` (the
+        whole history, or a compaction's summary or merged first turn, then the kept tail)."""
+        if not messages:
+            return len(system) // CHARS_PER_TOKEN
+        self._extend(history)
+        tail = len(messages) - 1
+        chars = message_chars(messages[0]) + self._prefix[-1] - self._prefix[-1 - tail]
+        return (len(system) + chars) // CHARS_PER_TOKEN + 4 * len(messages)
 
 
 def needs_compaction(

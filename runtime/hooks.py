@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import functools
 import json
 import logging
 import os
@@ -342,12 +343,18 @@ class ClaudeHookReport:
 
 
 def _claude_settings_files(workspace: Path, env: Mapping[str, str]) -> list[Path]:
-    home = Path(env.get("HOME") or Path.home())
-    return [
-        home / ".claude" / "settings.json",
-        workspace / ".claude" / "settings.json",
-        workspace / ".claude" / "settings.local.json",
-    ]
+    return list(_claude_settings_paths(str(workspace), env.get("HOME") or ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _claude_settings_paths(workspace: str, home: str) -> tuple[Path, ...]:
+    """Made once per workspace and home (looked up at each step)."""
+    home_path = Path(home or Path.home())
+    return (
+        home_path / ".claude" / "settings.json",
+        Path(workspace) / ".claude" / "settings.json",
+        Path(workspace) / ".claude" / "settings.local.json",
+    )
 
 
 FileStamp = tuple[tuple[str, int, int] | None, ...]

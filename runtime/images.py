@@ -169,18 +169,27 @@ class RequestImages:
         self._store = store
         self._data: dict[str, str] = {}
         """sha256 → base64 bytes."""
-        self._source: Sequence[Message] | None = None
-        self._scanned = 0
+        self._last: Message | None = None
+        """The last message scanned: a request's messages after it are the new ones."""
         self._loaded: dict[str, Message] = {}
         """message id → the message with its images' bytes."""
 
     async def attach(self, messages: Sequence[Message]) -> list[Message]:
-        if messages is not self._source or len(messages) < self._scanned:
-            self._source, self._scanned, self._loaded = messages, 0, {}
-        for message in messages[self._scanned :]:
-            if any(isinstance(b, ToolResultBlock) and b.images for b in message.content):
+        start = 0
+        if self._last is not None:
+            # From the end: a request carries the last one's messages and a few more (or,
+            # after a compaction or a reload, not the last scanned one: all are looked at).
+            for index in range(len(messages) - 1, -1, -1):
+                if messages[index] is self._last:
+                    start = index + 1
+                    break
+        for message in messages[start:]:
+            if message.id not in self._loaded and any(
+                isinstance(b, ToolResultBlock) and b.images for b in message.content
+            ):
                 self._loaded[message.id] = await self._load(message)
-        self._scanned = len(messages)
+        if messages:
+            self._last = messages[-1]
         if not self._loaded:
             return list(messages)
         return [self._loaded.get(message.id, message) for message in messages]

@@ -5,6 +5,7 @@ database without importing ``runtime.config`` (pydantic); ``runtime.config`` re-
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,13 @@ def _xdg_dir(env: Mapping[str, str], variable: str, fallback: str) -> Path:
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CONFIG_HOME/agent-tui/config.toml`` (``~/.config/agent-tui/config.toml``)."""
     env = os.environ if env is None else env
+    return _user_config_path(env.get("XDG_CONFIG_HOME", ""), env.get("HOME", ""))
+
+
+@functools.lru_cache(maxsize=16)
+def _user_config_path(xdg_config_home: str, home: str) -> Path:
+    """Made once per pair of values (it is looked up before every tool call)."""
+    env = {"XDG_CONFIG_HOME": xdg_config_home, "HOME": home}
     return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "agent-tui" / "config.toml"
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.config import AgentConfig, Config
+from runtime.config import AgentConfig, Config, Permissions
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, InvalidInput, ToolError
 from runtime.hooks import ClaudeHookReport, HooksConfig
@@ -97,6 +97,10 @@ class Catalog:
         self._builtin_tools = tools
         self._run_allowed: dict[str, set[str]] = {}
         self._hooks: dict[str, LoadedHooks] = {}
+        self._step = 0
+        """Counts the steps begun (``new_step``): the hooks' files are stat'd once per step."""
+        self._hooks_checked: dict[str, int] = {}
+        """workspace → the step at which its hooks' files were last stat'd."""
 
     def provider(self, reference: str) -> ModelProvider:
         provider = self._providers.get(reference)
@@ -192,8 +196,8 @@ class Catalog:
         the last call: its configuration's warnings (once per workspace: skipped ``.mcp.json``
         entries, unset ``${VAR}``), then its servers' notices (start-up failures, warnings)."""
         notices: list[tuple[NoticeLevel, str]] = []
-        if str(Path(workspace)) not in self._config_warned:
-            self._config_warned.add(str(Path(workspace)))
+        if workspace not in self._config_warned and str(Path(workspace)) not in self._config_warned:
+            self._config_warned.update({workspace, str(Path(workspace))})
             notices += [("warning", warning) for warning in self.config_for(workspace).warnings]
         if self._mcp_managers is not None:
             manager = self._mcp_managers.for_workspace(workspace)
@@ -207,13 +211,21 @@ class Catalog:
         configured = self.config_for(workspace).defaults.context_window
         return configured or provider.context_window
 
+    def new_step(self) -> None:
+        """A step of some execution begins: what is read from files once per step (the hooks)
+        is looked at again at its next use."""
+        self._step += 1
+
     def hooks_for(self, workspace: str) -> tuple[HooksConfig, ClaudeHookReport]:
         """The ``[hooks]`` of the workspace's config, then the Claude Code settings entries
         that map, with the report of what was used and skipped. Read again when one of their
-        files changed since (a ``stat`` per file and use)."""
+        files changed since (a ``stat`` per file, at the first use in each step)."""
         from runtime.engine.hook_files import current_hooks
 
         found = self._hooks.get(workspace)
+        if found is not None and self._hooks_checked.get(workspace) == self._step:
+            return found.hooks, found.report
+        self._hooks_checked[workspace] = self._step
         fresh = current_hooks(found, Path(workspace), lambda: self.config_for(workspace).hooks)
         self._hooks[workspace] = fresh
         return fresh.hooks, fresh.report
@@ -222,13 +234,21 @@ class Catalog:
         """Tools the person allowed for the rest of this run ("allow for this run")."""
         return self._run_allowed.setdefault(run_id, set())
 
-    def decide(self, name: str, tool: Tool, allowed_here: set[str], workspace: str) -> Decision:
+    def decider(self, workspace: str) -> Callable[[str, Tool, set[str]], Decision]:
+        """``decide`` for the calls of one step decided together (with no wait between them):
+        the permission files are looked at once, at the first decision."""
         from runtime.approvals import ApprovalPolicy
         from runtime.permissions import current_permissions
 
-        permissions = current_permissions(Path(workspace), self.config_for(workspace))
-        policy = ApprovalPolicy(permissions, run_allowed=allowed_here)
-        return policy.decide(name, default=tool.approval_default)
+        read: list[Permissions] = []
+
+        def decide(name: str, tool: Tool, allowed_here: set[str]) -> Decision:
+            if not read:
+                read.append(current_permissions(Path(workspace), self.config_for(workspace)))
+            policy = ApprovalPolicy(read[0], run_allowed=allowed_here)
+            return policy.decide(name, default=tool.approval_default)
+
+        return decide
 
     async def aclose(self) -> None:
         for provider in self._providers.values():

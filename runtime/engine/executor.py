@@ -196,6 +196,7 @@ class Executor:
             )
             system, tools, specs = self._extensions.step_setup(extensions, base_system, all_tools)
             while True:
+                self._catalog.new_step()
                 last = execution.history.last
                 if last is not None and last.role is Role.ASSISTANT and last.tool_uses:
                     token = execution.token

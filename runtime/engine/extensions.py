@@ -31,9 +31,9 @@ from runtime.commands import CustomCommand
 from runtime.compaction import (
     SUMMARISER_SYSTEM,
     CompactionPlan,
+    HistoryTally,
     compacted_history,
     estimate_tokens,
-    needs_compaction,
     plan_compaction,
     summary_request_text,
 )
@@ -100,6 +100,8 @@ class ExtensionState:
     noted_routes: set[str] = field(default_factory=set)
     """Route calls (tool call ids) that have their ``phase`` note."""
     compaction: AppliedCompaction | None = None
+    tally: HistoryTally = field(default_factory=HistoryTally)
+    """The history's size in characters, each message counted once (``request_messages``)."""
     branch: bool = False
     """A child run of a ``route`` to several phases: it stays in its phase (no ``route``)."""
 
@@ -330,10 +332,12 @@ def compacted_messages(
 ) -> tuple[list[Message], list[Message]]:
     """(what the request sends, the originals after the compaction's cut)."""
     if compaction is None:
-        return list(messages), list(messages)
+        whole = list(messages)
+        return whole, whole
     cut = _cut_of(compaction, messages)
     if cut is None or cut >= len(messages):
-        return list(messages), list(messages)
+        whole = list(messages)
+        return whole, whole
     kept = list(messages[cut:])
     plan = CompactionPlan(summarised=list(messages[:cut]), kept=kept)
     return compacted_history(compaction.summary, plan), kept
@@ -577,9 +581,8 @@ class Extensions:
         """The messages of the next request: the history with the latest compaction applied,
         compacted again first when it would take more than ``share`` of the window."""
         messages, originals = compacted_messages(state.compaction, history)
-        if not force and not needs_compaction(
-            messages, context_window=context_window, system=system, share=share
-        ):
+        tokens = state.tally.estimate(messages, history, system=system)
+        if not force and tokens <= context_window * share:
             return messages
         plan = plan_compaction(originals, context_window=context_window)
         if plan is None:

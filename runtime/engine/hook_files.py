@@ -1,14 +1,15 @@
 """The hooks in effect in a workspace, kept while their files stay as they were: the
-``[hooks]`` of the agent-tui config files and the Claude Code settings entries that map. Each use
-stats the files; a file written, created or removed since is read again (the config's hooks, or
-the Claude Code entries, whichever changed), so an edit takes effect at the next tool call
-without restarting the process."""
+``[hooks]`` of the agent-tui config files and the Claude Code settings entries that map. The
+catalog stats the files at the first use in each step; a file written, created or removed since
+is read again (the config's hooks, or the Claude Code entries, whichever changed), so an edit
+takes effect from the next step without restarting the process."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from runtime.errors import ConfigError
@@ -36,7 +37,7 @@ class LoadedHooks:
     claude_stamp: FileStamp
     report: ClaudeHookReport
 
-    @property
+    @cached_property
     def hooks(self) -> HooksConfig:
         hooks = self.configured
         for event in ("before_tool", "after_tool"):

@@ -7,10 +7,11 @@ import asyncio
 import logging
 import random
 import uuid
+from collections.abc import Callable
 
 from runtime.bus import EventBus
 from runtime.clock import Clock
-from runtime.engine.catalog import Catalog, DelegateTool
+from runtime.engine.catalog import Catalog, Decision, DelegateTool
 from runtime.engine.execution import (
     ASK_USER,
     DRAFT_INTERVAL,
@@ -65,8 +66,9 @@ class ModelCall:
         message_id, folded = await self._stream_with_retries(execution, run, provider, request)
         content, new_calls = folded.result(tools)
         allowed_here = self._catalog.allowed_for_run(run.id)
+        decide = self._catalog.decider(request.workspace)
         if folded.stop_reason != "max_tokens" and all(
-            self._starts_at_once(c, tools, allowed_here, request.workspace) for c in new_calls
+            self._starts_at_once(c, tools, allowed_here, decide) for c in new_calls
         ):
             # Nothing to decide or ask before these calls run: they start in the same
             # transaction as the message (a step then takes two commits instead of three).
@@ -118,7 +120,11 @@ class ModelCall:
                 await self._sleep(delay)
 
     def _starts_at_once(
-        self, call: NewToolCall, tools: dict[str, Tool], allowed: set[str], workspace: str
+        self,
+        call: NewToolCall,
+        tools: dict[str, Tool],
+        allowed: set[str],
+        decide: Callable[[str, Tool, set[str]], Decision],
     ) -> bool:
         tool = tools.get(call.name)
         return (
@@ -128,7 +134,7 @@ class ModelCall:
             # A write starts on its own, with its file's snapshot in the same transaction.
             and call.name not in FILE_WRITING_TOOLS
             and argument_problem(tool, call.arguments) is None
-            and self._catalog.decide(call.name, tool, allowed, workspace) == "allow"
+            and decide(call.name, tool, allowed) == "allow"
         )
 
     async def _stream_once(
@@ -186,16 +192,23 @@ class DraftKeeper:
         self._token = token
         self._message_id = message_id
         self._folded = folded
-        self._timer: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        """Due to start the save (a timer, not a task: most messages end before it fires)."""
+        self._saving: asyncio.Task[None] | None = None
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
-        if self._timer is None or self._timer.done():
-            self._timer = asyncio.get_running_loop().create_task(self._save_soon())
+        if self._timer is None and (self._saving is None or self._saving.done()):
+            # Fire a little before the interval ends: the write itself takes a moment.
+            self._timer = asyncio.get_running_loop().call_later(
+                DRAFT_INTERVAL * 0.8, self._start_save
+            )
 
-    async def _save_soon(self) -> None:
-        # Sleep a little less than the interval: the write itself takes a moment.
-        await asyncio.sleep(DRAFT_INTERVAL * 0.8)
+    def _start_save(self) -> None:
+        self._timer = None
+        self._saving = asyncio.get_running_loop().create_task(self._save())
+
+    async def _save(self) -> None:
         try:
             await self._store.save_draft(
                 self._run_id,
@@ -209,6 +222,14 @@ class DraftKeeper:
     async def stop(self) -> None:
         """The message ends (committed, failed or cancelled): no save after this."""
         timer, self._timer = self._timer, None
-        if timer is not None and not timer.done():
+        if timer is not None:
             timer.cancel()
-            await asyncio.wait({timer})
+        saving, self._saving = self._saving, None
+        if saving is not None and not saving.done():
+            saving.cancel()
+            await asyncio.wait({saving})
+        else:
+            # A suspension point before the commit all the same: observers take the text
+            # streamed so far before the committed message supersedes it (an instant model's
+            # deltas would otherwise never be seen).
+            await asyncio.sleep(0)

@@ -108,9 +108,7 @@ class ToolCalls:
             tools,
             started_here=execution.started,
             allowed=allowed_here,
-            decide=lambda name, tool, allowed: self._catalog.decide(
-                name, tool, allowed, job.workspace
-            ),
+            decide=self._catalog.decider(job.workspace),
         )
         allowed_here |= plan.allowed
         if plan.stop is not None:

@@ -32,13 +32,17 @@ class WorkspaceManagers:
         then the workspace has none and the reason is logged). ``preset`` managers are used as
         they are for their workspaces (and closed with the rest)."""
         self._load = load
+        self._keys: dict[str, Path] = {}
+        """A workspace as given → its resolved path (resolved once per process)."""
         self._managers: dict[Path, McpManager | None] = {
             Path(path).resolve(): manager for path, manager in (preset or {}).items()
         }
 
     def for_workspace(self, workspace: str | Path) -> McpManager | None:
         """The workspace's manager, made on first use (servers start when it is first used)."""
-        key = Path(workspace).resolve()
+        key = self._keys.get(str(workspace))
+        if key is None:
+            key = self._keys[str(workspace)] = Path(workspace).resolve()
         if key not in self._managers:
             try:
                 servers = dict(self._load(key))

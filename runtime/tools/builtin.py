@@ -131,26 +131,67 @@ def _read_text(path: Path, shown: str) -> str:
         raise ToolError(f"{shown} is not UTF-8 text (it may be binary)") from None
 
 
-def _read_image(path: Path) -> ToolImage | None:
-    """The file as an image for the model (PNG, JPEG, GIF, WebP within the size limit), or None
-    (then it is read as text, or refused as binary)."""
+READ_ON_LOOP_BYTES = 256 * 1024
+"""``read_file`` reads a regular file up to this size on the event loop (as cheap as the
+``lstat`` calls that resolved its path); a larger one on a thread."""
+
+
+def _file_info(path: Path, shown: str) -> os.stat_result:
+    """The ``stat`` of a regular file ``read_file`` may read, or a ToolError saying why not.
+    Nothing but a regular file is ever opened (a FIFO would block, a device may act)."""
     try:
-        if not path.is_file() or path.stat().st_size > MAX_IMAGE_BYTES:
-            return None
-        with path.open("rb") as handle:
-            head = handle.read(16)
-            kind = sniff_media_type(head)
-            if kind is None:
-                return None
-            return ToolImage(data=head + handle.read(), media_type=kind)
-    except OSError:
-        return None
+        info = path.stat()
+    except FileNotFoundError:
+        raise ToolError(f"{shown}: no such file") from None
+    except OSError as exc:
+        raise ToolError(f"{shown}: cannot read ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a folder, not a file: use list_dir")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file")
+    if info.st_size > max(MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES):
+        raise ToolError(
+            f"{shown} is too large to read ({info.st_size:,} bytes; the limit is "
+            f"{MAX_TEXT_FILE_BYTES:,}): use search to find the lines you need"
+        )
+    return info
 
 
-def _read_image_or_text(path: Path, shown: str) -> tuple[ToolImage | None, str]:
-    """One trip to a thread for ``read_file``: the image, or else the text."""
-    image = _read_image(path)
-    return (image, "") if image is not None else (None, _read_text(path, shown))
+def _read_image_or_text(
+    path: Path, shown: str, *, checked: bool = False
+) -> tuple[ToolImage | None, str]:
+    """For ``read_file``: the file as an image for the model (PNG, JPEG, GIF, WebP within the
+    size limit), or else its UTF-8 text; a ToolError saying why it can be neither. One open and
+    one read: the file is opened without waiting (``O_NONBLOCK``) and read only if what was
+    opened is still a regular file. ``checked``: ``_file_info`` was asked just before."""
+    if not checked:
+        _file_info(path, shown)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb", closefd=True) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(f"{shown} is not a regular file")
+            data = handle.read()
+    except FileNotFoundError:
+        raise ToolError(f"{shown}: no such file") from None
+    except OSError as exc:
+        raise ToolError(f"{shown}: cannot read ({exc.strerror})") from None
+    if len(data) <= MAX_IMAGE_BYTES:
+        kind = sniff_media_type(data[:16])
+        if kind is not None:
+            return ToolImage(data=data, media_type=kind), ""
+    if len(data) > MAX_TEXT_FILE_BYTES:
+        raise ToolError(
+            f"{shown} is too large to read ({len(data):,} bytes; the limit is "
+            f"{MAX_TEXT_FILE_BYTES:,}): use search to find the lines you need"
+        )
+    if _looks_binary(data):
+        raise ToolError(f"{shown} is a binary file, not text")
+    try:
+        return None, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not UTF-8 text (it may be binary)") from None
 
 
 def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -343,7 +384,10 @@ class ReadFileTool(_BuiltinTool):
         shown = display_path(ctx.workspace, path)
         offset = _int(arguments, "offset", 1)
         limit = _int(arguments, "limit", 2000)
-        image, text = await asyncio.to_thread(_read_image_or_text, path, shown)
+        if _file_info(path, shown).st_size <= READ_ON_LOOP_BYTES:
+            image, text = _read_image_or_text(path, shown, checked=True)
+        else:
+            image, text = await asyncio.to_thread(_read_image_or_text, path, shown)
         if image is not None:
             label = describe_image(image.media_type, len(image.data), image_size(image.data))
             return ToolOutput(
@@ -807,7 +851,15 @@ _VALIDATORS: dict[str, Any] = {}
 using it, and each step's tools are fresh instances with fresh schema dicts."""
 
 
+_BY_IDENTITY: dict[int, tuple[dict[str, Any], Any]] = {}
+"""id(schema) → (that schema, its validator): a tool's schema dict is canonicalised once (the
+entry keeps the dict alive, so its id is not reused while it is here)."""
+
+
 def _validator(schema: dict[str, Any]) -> Any:
+    known = _BY_IDENTITY.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
     key = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     validator = _VALIDATORS.get(key)
     if validator is None:
@@ -817,6 +869,9 @@ def _validator(schema: dict[str, Any]) -> Any:
         if len(_VALIDATORS) > 1000:  # schemas of MCP servers come and go
             _VALIDATORS.clear()
         _VALIDATORS[key] = validator
+    if len(_BY_IDENTITY) > 1000:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)
     return validator
 
 

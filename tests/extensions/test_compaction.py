@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from runtime.compaction import (
     SUMMARY_HEADER,
+    HistoryTally,
     compacted_history,
     estimate_tokens,
     needs_compaction,
@@ -87,3 +88,29 @@ def test_the_summary_request_holds_the_older_turns_and_the_history_carries_the_s
 
 def test_nothing_to_summarise_gives_no_plan() -> None:
     assert plan_compaction(_conversation(0), context_window=100_000) is None
+
+
+def test_the_running_tally_gives_the_estimate_of_each_request_as_the_history_grows() -> None:
+    whole = _conversation(12)
+    history = whole[:3]
+    tally = HistoryTally()
+    for message in whole[3:]:
+        history.append(message)
+        assert tally.estimate(history, history, system="sys") == estimate_tokens(
+            history, system="sys"
+        )
+    # A compacted request: a summary message, then the kept tail of the same history.
+    plan = plan_compaction(history, context_window=estimate_tokens(history))
+    assert plan is not None
+    request = compacted_history("the summary", plan)
+    assert tally.estimate(request, history) == estimate_tokens(request)
+
+
+def test_the_running_tally_counts_again_for_another_history() -> None:
+    tally = HistoryTally()
+    long = _conversation(10, size=4000)
+    assert tally.estimate(long, long) == estimate_tokens(long)
+    reloaded = _conversation(2, size=10)  # another list, fewer and smaller messages
+    assert tally.estimate(reloaded, reloaded) == estimate_tokens(reloaded)
+    same_length = _conversation(10, size=7)
+    assert tally.estimate(same_length, same_length) == estimate_tokens(same_length)

@@ -282,6 +282,44 @@ async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same
     assert (workspace / "poetry.lock").read_text() == "pinned"
 
 
+async def test_a_hooks_file_written_during_a_run_applies_from_its_next_step(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    """The hook files are stat'd once per step, not once per call: an edit between two steps
+    of one run still applies to the second."""
+    command = script(tmp_path / "hooks" / "no_locks.py", DENY_LOCKS)
+    hook = (
+        '[permissions]\nallow = ["write_file"]\n\n'
+        f'[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "{command}"\n'
+    )
+
+    def write_lock(content: str) -> Turn:
+        return Turn(tool_calls=[("write_file", {"path": "poetry.lock", "content": content})])
+
+    def hook_added(request: ModelRequest) -> Turn:
+        write(workspace / "agent-tui.toml", hook)
+        return write_lock("second")
+
+    def hook_narrowed(request: ModelRequest) -> Turn:
+        write(
+            workspace / "agent-tui.toml", hook.replace('"write_file"\ncommand', '"edit"\ncommand')
+        )
+        return write_lock("third")
+
+    runtime, _ = await make_runtime(
+        [write_lock("first"), hook_added, hook_narrowed, Turn(text="done")],
+        config=Config(permissions=Permissions(allow=["write_file"])),
+    )
+    run = await runtime.start("update the lock three times")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    first, second, third = sorted(await runtime.tool_calls(run.id), key=lambda c: c.step)
+    assert first.state is ToolCallState.COMPLETED
+    assert second.state is ToolCallState.FAILED and second.error is not None
+    assert "poetry.lock is generated" in second.error
+    assert third.state is ToolCallState.COMPLETED  # the matcher no longer covers write_file
+    assert (workspace / "poetry.lock").read_text() == "third"
+
+
 DENY_TASK = """
 import json, sys
 call = json.load(sys.stdin)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from runtime.images import store_images, with_image_data
+from runtime.images import RequestImages, store_images, with_image_data
 from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import Role, TextBlock, ToolResultBlock, ToolUseBlock
 from runtime.providers.anthropic import AnthropicProvider
@@ -125,3 +125,39 @@ async def test_an_image_result_reaches_an_openai_compatible_model_as_an_image_pa
     parts = body["messages"][4]["content"]
     [url] = [part["image_url"]["url"] for part in parts if part["type"] == "image_url"]
     assert url == "data:image/png;base64," + base64.b64encode(PNG_BYTES).decode()
+
+
+async def test_an_execution_loads_each_image_once_and_attaches_it_to_every_later_request(
+    store: SqliteStore, workspace: Path
+) -> None:
+    history = await _picture_history(store, workspace)
+    images = RequestImages(store)
+    reads: list[str] = []
+    get_blob = store.get_blob
+
+    async def counted(sha256: str) -> tuple[str, bytes]:
+        reads.append(sha256)
+        return await get_blob(sha256)
+
+    store.get_blob = counted  # type: ignore[method-assign]
+
+    def sent(request: list[Any]) -> list[str | None]:
+        return [
+            image.data
+            for m in request
+            for b in m.content
+            if isinstance(b, ToolResultBlock)
+            for image in b.images
+        ]
+
+    first = await images.attach(list(history))
+    assert sent(first) == [base64.b64encode(PNG_BYTES).decode("ascii")]
+    # Each request is a new list (the history with a compaction applied): later ones still
+    # carry the image, and so does a new image result appended to the history.
+    second_result = history[2].model_copy(update={"id": "m-3", "position": 3})
+    history.append(second_result)
+    second = await images.attach(list(history))
+    assert sent(second) == sent(first) * 2
+    third = await images.attach(list(history[1:]))
+    assert sent(third) == sent(first) * 2
+    assert len(reads) == 1  # one image, read once

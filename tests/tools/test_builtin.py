@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 
 from runtime.errors import PathOutsideWorkspace, ToolError
 from runtime.tools import ASK_USER_SPEC, builtin_tools, validate_arguments
-from runtime.tools.builtin import MAX_TEXT_FILE_BYTES
+from runtime.tools.builtin import MAX_TEXT_FILE_BYTES, READ_ON_LOOP_BYTES
 from tests.tools.helpers import ProgressLog, context
 
 TOOLS = builtin_tools()
@@ -181,6 +183,23 @@ async def test_read_file_of_a_folder_or_missing_file_is_an_error(workspace: Path
         await call(workspace, "read_file", path="src")
     with pytest.raises(ToolError, match=r"nope.txt: no such file"):
         await call(workspace, "read_file", path="nope.txt")
+
+
+async def test_read_file_refuses_a_fifo_without_waiting_for_a_writer(workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    async with asyncio.timeout(10):  # opening a FIFO for reading would wait for a writer
+        with pytest.raises(ToolError, match=r"pipe is not a regular file"):
+            await call(workspace, "read_file", path="pipe")
+
+
+async def test_read_file_reads_large_files_and_small_ones_alike(workspace: Path) -> None:
+    line = "x" * 99 + "\n"
+    (workspace / "big.txt").write_text(line * (READ_ON_LOOP_BYTES // 100 + 10))
+    (workspace / "small.txt").write_text(line * 3)
+    big = await call(workspace, "read_file", path="big.txt", limit=2)
+    small = await call(workspace, "read_file", path="small.txt", limit=2)
+    assert big.splitlines()[:2] == small.splitlines()[:2] == [f"{n:>6}\t{'x' * 99}" for n in (1, 2)]
+    assert "[lines 1-2 of 2631; read on with offset=3]" in big
 
 
 async def test_read_file_through_an_escaping_symlink_is_refused(

@@ -90,3 +90,33 @@ def test_paths_are_shown_relative_to_the_workspace(workspace: Path) -> None:
     resolved = resolve_in_workspace(workspace, "src/main.py")
     assert display_path(workspace, resolved) == "src/main.py"
     assert display_path(workspace, Path(os.path.realpath(workspace))) == "."
+
+
+def test_paths_resolve_as_realpath_resolves_them_inside_the_workspace(workspace: Path) -> None:
+    (workspace / "src" / "pkg").mkdir()
+    (workspace / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    (workspace / "lib").symlink_to(workspace / "src", target_is_directory=True)
+    (workspace / "plain.txt").write_text("a file, not a folder\n")
+    for path in [
+        "lib/pkg/mod.py",  # through a symlinked folder that stays inside
+        "lib/pkg/new.py",  # a new file below it
+        "src/pkg/mod.py",
+        "plain.txt/below",  # below a file: taken as given
+        "missing/deeper/file.txt",
+        "src/pkg/../../lib/pkg",
+    ]:
+        expected = Path(os.path.realpath(os.path.join(workspace, path)))
+        assert resolve_in_workspace(workspace, path) == expected, path
+
+
+def test_a_symlink_below_a_symlinked_folder_leading_outside_is_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret\n")
+    (workspace / "src" / "deep").mkdir()
+    (workspace / "src" / "deep" / "leak").symlink_to(outside, target_is_directory=True)
+    (workspace / "lib").symlink_to(workspace / "src", target_is_directory=True)
+    with pytest.raises(PathOutsideWorkspace, match="symlink"):
+        resolve_in_workspace(workspace, "lib/deep/leak/secret.txt")
