@@ -560,6 +560,17 @@ _V9_BATCHED_SEARCH = (
     """,
 )
 
+# --- v10: an index no query needs ---------------------------------------------------------------
+#
+# ``tool_calls_by_run`` cost every reserved call an index entry (a 32-character run id and the
+# row number) and every step's first transaction one more page to write. The queries it served
+# go elsewhere: the open calls of a run (cancel, checkpoint, recovery) by ``tool_calls_open``,
+# the calls of one message by ``tool_calls_by_message``, and all the calls of a run through its
+# messages (``messages (run_id, position)``, then ``tool_calls_by_message``). Dropping an index
+# loses no row.
+
+_V10_DROP_TOOL_CALLS_BY_RUN = ("DROP INDEX IF EXISTS tool_calls_by_run",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -579,6 +590,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "runs queued for workers; durable consumers' cursors", _WORKERS_CONSUMERS),
     Migration(
         9, "search indexes committed messages in batches, not one by one", _V9_BATCHED_SEARCH
+    ),
+    Migration(
+        10,
+        "the tool calls of a run are found through its messages: no index of calls by run",
+        _V10_DROP_TOOL_CALLS_BY_RUN,
     ),
 )
 

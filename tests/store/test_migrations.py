@@ -478,3 +478,115 @@ async def test_events_of_version_4_read_back_the_same_after_each_fact_is_stored_
     conn.close()
     assert result is None and carrier is not None, "the result lives in the tool message only"
     assert not any("zebra.txt" in (p or "") for p in payloads), "no event copies the result"
+
+
+# --- v10: no index of tool calls by run -----------------------------------------------------------
+
+
+def _every_row(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    with sqlite3.connect(path) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                " AND name NOT LIKE 'messages_fts%' ORDER BY name"
+            )
+        ]
+        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in tables}
+    conn.close()
+    return rows
+
+
+async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_of_calls_by_run_goes(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functools import partial
+
+    import runtime.store.sqlite as sqlite_module
+    from runtime.models import InputKind
+    from runtime.store.base import NewInputRequest, ToolStateChange
+    from tests.store.helpers import running_run, step_with_tools, tool_result_message
+
+    clock = ManualClock()
+    monkeypatch.setattr(sqlite_module, "migrate", partial(migrate, upto=9))
+    store = SqliteStore(db_path, clock=clock)
+    await store.open()
+    await store.register_owner("owner-1", lease_seconds=30)
+    run, token = await running_run(store, idempotency_key="key-1")
+    calls = await step_with_tools(store, run, token, "read_file", "write_file")
+    await store.set_tool_states(
+        run.id,
+        token=token,
+        changes=[ToolStateChange(tool_call_id=c.id, to=ToolCallState.RUNNING) for c in calls],
+    )
+    await store.finish_step(
+        run.id,
+        token=token,
+        tool_changes=[
+            ToolStateChange(tool_call_id=c.id, to=ToolCallState.COMPLETED, result=f"out {c.name}")
+            for c in calls
+        ],
+        message=tool_result_message(calls, "done"),
+        checkpoint_step=1,
+    )
+    later = await step_with_tools(store, run, token, "shell")
+    await store.save_draft(run.id, token=token, message_id="m-draft", text="Thinking")
+    _, request = await store.open_input_request(
+        run.id,
+        token=token,
+        request=NewInputRequest(kind=InputKind.QUESTION, prompt="Which file?"),
+    )
+    await store.answer_input_request(request.id, answer="README", idempotency_key="answer-1")
+    await store.record_file_snapshot(later[0].id, "notes.txt", b"before")
+    await store.put_blob(b"image bytes", "image/png")
+    await store.save_composer_draft(None, "half a prompt")
+    await store.acquire_consumer("exporter", holder="h1", lease_seconds=30)
+    before_calls = await store.list_tool_calls(run.id)
+    await store.close()
+    assert _version(db_path) == 9
+    before = _every_row(db_path)
+    assert all(before[t] for t in before), [t for t in before if not before[t]]
+
+    monkeypatch.undo()
+    store = SqliteStore(db_path, clock=clock)
+    await store.open()
+    try:
+        assert _version(db_path) == LATEST_VERSION
+        assert await store.list_tool_calls(run.id) == before_calls
+        assert [c.id for c in await store.list_tool_calls(run.id)] == [c.id for c in calls + later]
+        # Recovery still finds the run's call in flight: its outcome is unknown, the run fails.
+        assert (await store.get_run(run.id)).state is RunState.QUEUED  # answered
+        claimed = await store.claim_run(run.id, owner_id="owner-1")
+        assert claimed.execution_token is not None
+        await store.set_tool_states(
+            run.id,
+            token=claimed.execution_token,
+            changes=[ToolStateChange(tool_call_id=later[0].id, to=ToolCallState.RUNNING)],
+        )
+        report = await store.recover_owners(["owner-1"])
+        assert report.failed == [run.id]
+        assert (await store.get_tool_call(later[0].id)).state is ToolCallState.INDETERMINATE
+    finally:
+        await store.close()
+    after = _every_row(db_path)
+    unchanged = {
+        t: rows
+        for t, rows in after.items()
+        if t not in ("runs", "tool_calls", "events", "jobs", "owners", "input_requests")
+    }
+    assert unchanged == {t: before[t] for t in unchanged}
+    for table in before:
+        assert len(after[table]) >= len(before[table]), table
+    with sqlite3.connect(db_path) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        plan = " ".join(
+            str(r[3])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT * FROM tool_calls WHERE message_id IN"
+                " (SELECT id FROM messages WHERE run_id = ?) AND run_id = ? ORDER BY n",
+                (run.id, run.id),
+            )
+        )
+    conn.close()
+    assert "tool_calls_by_run" not in indexes
+    assert "tool_calls_by_message" in plan and "SCAN" not in plan
