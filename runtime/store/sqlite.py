@@ -2369,11 +2369,14 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                     # The carrier was inserted by this plan: its number is known.
                     refs[("messages", carrier[0])] if in_message and carrier is not None else None,
                     c.id,
+                    refs.get(("tool_calls", c.id)),
                 )
             )
+        # By row number when the transaction read the call (a rowid lookup), else by its id.
         conn.executemany(
-            "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
-            " started_at = ?, finished_at = ?, result_in = coalesce(?, result_in) WHERE id = ?",
+            "UPDATE tool_calls SET state = ?1, result = ?2, error = ?3, child_run_id = ?4,"
+            " started_at = ?5, finished_at = ?6, result_in = coalesce(?7, result_in)"
+            " WHERE n = coalesce(?9, (SELECT n FROM tool_calls WHERE id = ?8)) AND id = ?8",
             rows,
         )
     if carried:
