@@ -98,7 +98,9 @@ from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
 from runtime.store.checks import check_database_file as check_database_file
 from runtime.store.migrations import (
     INDEX_PENDING_MESSAGES,
+    compact_tool_payload,
     encode_event_v5,
+    event_payload,
     migrate,
 )
 from runtime.store.rules import Plan
@@ -2511,6 +2513,8 @@ def _encoded(
     if isinstance(event, ToolStateChanged):
         ref, facts = event.tool_call_id, {}
     code, payload = encode_event_v5(data, run_known=True, ref_found=True, tool_call=facts)
+    if code == 3 and payload is not None:
+        payload = compact_tool_payload(json.loads(payload)) or payload
     return event.run_id, code, ref, event.created_at, payload
 
 
@@ -2551,13 +2555,14 @@ def _tool_payload(event: ToolStateChanged, call: ToolCall) -> str:
 def _plain_tool_payload(
     from_state: ToolCallState | None, to_state: ToolCallState, result_ref: bool, arguments_ref: bool
 ) -> str:
-    """The payload of a transition that says nothing its call does not: a few dozen strings."""
+    """The payload of a transition that says nothing its call does not (a few dozen strings):
+    its short form (``compact_tool_payload``)."""
     kept: dict[str, Any] = {"from": from_state.value if from_state else None, "to": to_state.value}
     if result_ref:
         kept["result_ref"] = True
     if arguments_ref:
         kept["arguments_ref"] = True
-    return _dumps(kept)
+    return compact_tool_payload(kept) or _dumps(kept)
 
 
 def _emit(
@@ -2623,7 +2628,7 @@ def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEven
     result: list[DurableEvent] = []
     for row in rows:
         kind, seq, created_at = row["kind"], row["seq"], row["created_at"]
-        payload: dict[str, Any] = json.loads(row["payload"]) if row["payload"] else {}
+        payload = event_payload(row["payload"])
         if kind == 0:
             payload["seq"] = seq
             result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))

@@ -497,7 +497,7 @@ def _every_row(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return rows
 
 
-async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_of_calls_by_run_goes(
+async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losing_nothing(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from functools import partial
@@ -509,6 +509,9 @@ async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_o
 
     clock = ManualClock()
     monkeypatch.setattr(sqlite_module, "migrate", partial(migrate, upto=9))
+    # Version 9 wrote every tool event's payload as a JSON object.
+    monkeypatch.setattr(sqlite_module, "compact_tool_payload", lambda kept: None)
+    sqlite_module._plain_tool_payload.cache_clear()
     store = SqliteStore(db_path, clock=clock)
     await store.open()
     await store.register_owner("owner-1", lease_seconds=30)
@@ -542,7 +545,9 @@ async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_o
     await store.save_composer_draft(None, "half a prompt")
     await store.acquire_consumer("exporter", holder="h1", lease_seconds=30)
     before_calls = await store.list_tool_calls(run.id)
+    before_events = [dump_event(e) for e in await store.read_events(limit=1000)]
     await store.close()
+    sqlite_module._plain_tool_payload.cache_clear()
     assert _version(db_path) == 9
     before = _every_row(db_path)
     assert all(before[t] for t in before), [t for t in before if not before[t]]
@@ -553,6 +558,7 @@ async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_o
     try:
         assert _version(db_path) == LATEST_VERSION
         assert await store.list_tool_calls(run.id) == before_calls
+        assert [dump_event(e) for e in await store.read_events(limit=1000)] == before_events
         assert [c.id for c in await store.list_tool_calls(run.id)] == [c.id for c in calls + later]
         # Recovery still finds the run's call in flight: its outcome is unknown, the run fails.
         assert (await store.get_run(run.id)).state is RunState.QUEUED  # answered
@@ -590,3 +596,34 @@ async def test_version_9_with_rows_in_every_table_loses_nothing_when_its_index_o
     conn.close()
     assert "tool_calls_by_run" not in indexes
     assert "tool_calls_by_message" in plan and "SCAN" not in plan
+    # (seq, run_n, kind, ref, created_at, payload): 3 pending, 2 running, 2 completed.
+    old_tool_events = [r for r in before["events"] if r[2] == 3]
+    assert len(old_tool_events) == 7 and all(r[5].startswith("{") for r in old_tool_events)
+    compacted = {r[0]: r[5] for r in after["events"]}
+    assert (
+        sorted(compacted[r[0]] for r in old_tool_events) == ["-pA"] * 3 + ["pr"] * 2 + ["rcR"] * 2
+    )
+
+
+def test_every_plain_tool_transition_reads_back_from_its_short_form() -> None:
+    from runtime.store.migrations import compact_tool_payload, event_payload
+
+    seen = set()
+    for source in [None, *ToolCallState]:
+        for target in ToolCallState:
+            for flags in (
+                {},
+                {"result_ref": True},
+                {"arguments_ref": True},
+                {"result_ref": True, "arguments_ref": True},
+            ):
+                kept = {"from": source.value if source else None, "to": target.value, **flags}
+                short = compact_tool_payload(kept)
+                assert short is not None and len(short) <= 4
+                assert event_payload(short) == kept
+                seen.add(short)
+    assert len(seen) == 7 * 6 * 4, "no two transitions share a form"
+    # What says more stays JSON.
+    assert compact_tool_payload({"from": "running", "to": "failed", "error": "boom"}) is None
+    assert compact_tool_payload({"from": "running", "to": "completed", "result": "x"}) is None
+    assert event_payload('{"from":"running","to":"failed","error":"boom"}')["error"] == "boom"
