@@ -629,6 +629,7 @@ def _v10_compact_tool_events(conn: sqlite3.Connection) -> None:
             changed.append((compact, seq))
     conn.executemany("UPDATE events SET payload = ? WHERE seq = ?", changed)
 
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
