@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runtime.models import Role, TextBlock, ToolCallState, ToolResultBlock, ToolUseBlock, Usage
 from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
-from runtime.store.sqlite import SqliteStore
+from runtime.store.sqlite import PAGE_SIZE, SqliteStore
 
 RESULT = ("lorem ipsum dolor sit amet " * 40)[:1000]
 TEXT = "I will read the three files that matter and then summarise them. " * 3
@@ -219,7 +219,7 @@ _PLAIN_SCHEMA = (
 
 def _plain_connection(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA page_size = 8192")
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # the store's
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     for statement in _PLAIN_SCHEMA:
@@ -408,6 +408,15 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"step: {CALLS_PER_STEP} tool calls, {EVENTS_PER_STEP} events; best of {repeat}")
+    print(
+        "loops: store = SqliteStore's two step transactions (its schema: indexes, search,"
+        " job and run rows);\n"
+        "  plain sqlite3 = a bare loop writing the same messages, calls, checkpoint and events"
+        " (by reference) into\n"
+        "  tables with primary keys only, no search index, same pragmas and page size, in 1"
+        f" or {TRANSACTIONS_PER_STEP} transactions per step;\n"
+        "  langgraph = AsyncSqliteSaver: the step's writes, then a checkpoint of all messages"
+    )
     for steps in lengths:
         m = measure(steps, repeat, args.db)
         raw = raw_message_bytes(steps)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from runtime.errors import SchemaTooNew
 
@@ -560,6 +560,76 @@ _V9_BATCHED_SEARCH = (
     """,
 )
 
+# --- v10: an index no query needs ---------------------------------------------------------------
+#
+# ``tool_calls_by_run`` cost every reserved call an index entry (a 32-character run id and the
+# row number) and every step's first transaction one more page to write. The queries it served
+# go elsewhere: the open calls of a run (cancel, checkpoint, recovery) by ``tool_calls_open``,
+# the calls of one message by ``tool_calls_by_message``, and all the calls of a run through its
+# messages (``messages (run_id, position)``, then ``tool_calls_by_message``). Dropping an index
+# loses no row.
+
+_V10_DROP_TOOL_CALLS_BY_RUN = ("DROP INDEX IF EXISTS tool_calls_by_run",)
+
+# And a tool event that says only its transition (and that its result or arguments are its
+# call's) keeps it in two to four characters instead of a JSON object of 30 to 55 bytes: the
+# letters of its states, then ``R`` (result_ref) and ``A`` (arguments_ref). Nine of a step's
+# twelve events are such. Any other payload stays a JSON object (it starts with ``{``).
+# The letters are part of the format: never reuse one.
+
+_STATE_LETTERS: Mapping[str | None, str] = {
+    None: "-",
+    "pending": "p",
+    "running": "r",
+    "completed": "c",
+    "failed": "f",
+    "indeterminate": "i",
+    "cancelled": "x",
+}
+_LETTER_STATES: Mapping[str, str | None] = {v: k for k, v in _STATE_LETTERS.items()}
+_COMPACT_KEYS = frozenset({"from", "to", "result_ref", "arguments_ref"})
+
+
+def compact_tool_payload(kept: Mapping[str, Any]) -> str | None:
+    """The short form of a tool event's v5 payload ``kept``, or None when it says more than
+    its transition and which facts its call holds."""
+    if "to" not in kept or not _COMPACT_KEYS.issuperset(kept):
+        return None
+    if any(kept.get(flag, True) is not True for flag in ("result_ref", "arguments_ref")):
+        return None
+    source, target = kept.get("from"), kept["to"]
+    if source not in _STATE_LETTERS or target not in _STATE_LETTERS or target is None:
+        return None
+    flags = ("R" if "result_ref" in kept else "") + ("A" if "arguments_ref" in kept else "")
+    return _STATE_LETTERS[source] + _STATE_LETTERS[target] + flags
+
+
+def event_payload(text: str | None) -> dict[str, Any]:
+    """An events row's payload as a dict, from either form."""
+    if not text:
+        return {}
+    if text[0] == "{":
+        return cast(dict[str, Any], json.loads(text))
+    data: dict[str, Any] = {"from": _LETTER_STATES[text[0]], "to": _LETTER_STATES[text[1]]}
+    if "R" in text[2:]:
+        data["result_ref"] = True
+    if "A" in text[2:]:
+        data["arguments_ref"] = True
+    return data
+
+
+def _v10_compact_tool_events(conn: sqlite3.Connection) -> None:
+    rows = conn.execute(
+        "SELECT seq, payload FROM events WHERE kind = 3 AND payload LIKE '{%'"
+    ).fetchall()
+    changed = []
+    for seq, payload in rows:
+        compact = compact_tool_payload(json.loads(payload))
+        if compact is not None:
+            changed.append((compact, seq))
+    conn.executemany("UPDATE events SET payload = ? WHERE seq = ?", changed)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -579,6 +649,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "runs queued for workers; durable consumers' cursors", _WORKERS_CONSUMERS),
     Migration(
         9, "search indexes committed messages in batches, not one by one", _V9_BATCHED_SEARCH
+    ),
+    Migration(
+        10,
+        "the tool calls of a run are found through its messages: no index of calls by run;"
+        " a tool event that says only its transition keeps it in a few characters",
+        _V10_DROP_TOOL_CALLS_BY_RUN,
+        _v10_compact_tool_events,
     ),
 )
 

@@ -34,7 +34,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
 from pathlib import Path
@@ -98,7 +98,9 @@ from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
 from runtime.store.checks import check_database_file as check_database_file
 from runtime.store.migrations import (
     INDEX_PENDING_MESSAGES,
+    compact_tool_payload,
     encode_event_v5,
+    event_payload,
     migrate,
 )
 from runtime.store.rules import Plan
@@ -119,7 +121,10 @@ SEARCH_WINDOW = 2_000
 _OPEN_RUN_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.INPUT_REQUIRED)
 _committed = threading.local()
 """While a write transaction runs (on whichever thread), ``_committed.events`` collects what
-``_emit`` wrote, for ``SqliteStore._write`` to report once it committed."""
+``_emit`` wrote, for ``SqliteStore._write`` to report once it committed; ``_committed.refs``
+holds the row number (``n``) of each run, message, tool call and checkpoint the transaction read
+or wrote, keyed by (table, id): the events and the result references it writes point at rows
+by number without looking their text ids up again."""
 """Search ranks the best matches among this many most recent ones."""
 
 _CONTENT: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
@@ -1302,7 +1307,12 @@ class SqliteStore:
                     (message_id, run_id),
                 )
             else:
-                rows = conn.execute(f"{_TOOL_SELECT} WHERE t.run_id = ? ORDER BY t.n", (run_id,))
+                # Through the run's messages (no index of calls by run, see migration 10).
+                rows = conn.execute(
+                    f"{_TOOL_SELECT} WHERE t.message_id IN"
+                    " (SELECT id FROM messages WHERE run_id = ?) AND t.run_id = ? ORDER BY t.n",
+                    (run_id, run_id),
+                )
             return [_tool_call(r) for r in rows]
 
         return await self._call(read)
@@ -1890,6 +1900,7 @@ def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> tuple[R, list[Dura
     result and the events it wrote (collected by ``_emit``)."""
     events: list[DurableEvent] = []
     _committed.events = events
+    _committed.refs = {}
     try:
         result = fn(conn)
         conn.execute("COMMIT")
@@ -1899,6 +1910,7 @@ def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> tuple[R, list[Dura
         raise
     finally:
         _committed.events = None
+        _committed.refs = None
     return result, events
 
 
@@ -1957,10 +1969,17 @@ def _write_consumer(conn: Conn, consumer: rules.Consumer) -> None:
     )
 
 
+def _refs() -> dict[tuple[str, str], int]:
+    """The row numbers known to the running write transaction (a throwaway dict outside one)."""
+    refs: dict[tuple[str, str], int] | None = getattr(_committed, "refs", None)
+    return {} if refs is None else refs
+
+
 def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
+    _refs()[("runs", run_id)] = row["n"]
     return row
 
 
@@ -1983,7 +2002,10 @@ def _running_calls(conn: Conn, run_id: str) -> list[ToolCall]:
     return [
         _tool_call(r)
         for r in conn.execute(
-            f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state = 'running' ORDER BY t.n", (run_id,)
+            # The first state term names the partial index tool_calls_open.
+            f"{_TOOL_SELECT} WHERE t.run_id = ? AND t.state IN ('pending', 'running')"
+            " AND t.state = 'running' ORDER BY t.n",
+            (run_id,),
         )
     ]
 
@@ -2054,6 +2076,9 @@ def _tool_states_plan(
     ids = list(dict.fromkeys(change.tool_call_id for change in changes))
     marks = ", ".join("?" * len(ids))
     rows = conn.execute(f"{_TOOL_SELECT} WHERE t.id IN ({marks})", ids).fetchall()
+    refs = _refs()
+    for r in rows:
+        refs[("tool_calls", r["id"])] = r["n"]
     return rules.tool_states(
         run, token=token, calls={r["id"]: _tool_call(r) for r in rows}, changes=changes, now=now
     )
@@ -2070,6 +2095,8 @@ def _tool_states(
 
 def _file_history_tx(conn: Conn, changes: Sequence[ToolStateChange], now: float) -> None:
     """The file snapshots the changes carry, in the transaction that records the changes."""
+    if all(c.file_before is None and c.file_after is None for c in changes):
+        return
     created = _iso_now(now)
     for change in changes:
         if change.file_before is not None:
@@ -2235,7 +2262,8 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
             ),
         )
     for run, input_hash in plan.new_runs:
-        conn.execute(
+        _refs()[("runs", run.id)] = _inserted(
+            conn,
             "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
             " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
             " forked_from_checkpoint_id, retry_of_run_id, idempotency_key, idempotency_hash,"
@@ -2285,49 +2313,46 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                 change.job_id,
             ),
         )
-    if plan.messages:
-        conn.executemany(
+    refs = _refs()
+    for m in plan.messages:
+        refs[("messages", m.id)] = _inserted(
+            conn,
             "INSERT INTO messages (id, run_id, job_id, position, role, content, model, usage,"
             " cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    m.id,
-                    m.run_id,
-                    m.job_id,
-                    m.position,
-                    m.role.value,
-                    _CONTENT.dump_json(m.content).decode(),
-                    m.model,
-                    m.usage.model_dump_json() if m.usage else None,
-                    m.cost_usd,
-                    m.created_at,
-                )
-                for m in plan.messages
-            ],
+            (
+                m.id,
+                m.run_id,
+                m.job_id,
+                m.position,
+                m.role.value,
+                _CONTENT.dump_json(m.content).decode(),
+                m.model,
+                m.usage.model_dump_json() if m.usage else None,
+                m.cost_usd,
+                m.created_at,
+            ),
         )
-    if plan.new_tool_calls:
-        conn.executemany(
+    for c in plan.new_tool_calls:
+        refs[("tool_calls", c.id)] = _inserted(
+            conn,
             "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
             " name, arguments, state, idempotent, step, created_at, started_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    c.id,
-                    c.run_id,
-                    c.job_id,
-                    c.message_id,
-                    c.index,
-                    c.provider_id,
-                    c.name,
-                    _dumps(c.arguments),
-                    c.state.value,
-                    int(c.idempotent),
-                    c.step,
-                    c.created_at,
-                    c.started_at,
-                )
-                for c in plan.new_tool_calls
-            ],
+            (
+                c.id,
+                c.run_id,
+                c.job_id,
+                c.message_id,
+                c.index,
+                c.provider_id,
+                c.name,
+                _dumps(c.arguments),
+                c.state.value,
+                int(c.idempotent),
+                c.step,
+                c.created_at,
+                c.started_at,
+            ),
         )
     carried = _carried_results(plan)
     if plan.tool_calls:
@@ -2343,14 +2368,17 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                     c.child_run_id,
                     c.started_at,
                     c.finished_at,
-                    carrier[0] if in_message and carrier is not None else None,
+                    # The carrier was inserted by this plan: its number is known.
+                    refs[("messages", carrier[0])] if in_message and carrier is not None else None,
                     c.id,
+                    refs.get(("tool_calls", c.id)),
                 )
             )
+        # By row number when the transaction read the call (a rowid lookup), else by its id.
         conn.executemany(
-            "UPDATE tool_calls SET state = ?, result = ?, error = ?, child_run_id = ?,"
-            " started_at = ?, finished_at = ?,"
-            " result_in = coalesce((SELECT n FROM messages WHERE id = ?), result_in) WHERE id = ?",
+            "UPDATE tool_calls SET state = ?1, result = ?2, error = ?3, child_run_id = ?4,"
+            " started_at = ?5, finished_at = ?6, result_in = coalesce(?7, result_in)"
+            " WHERE n = coalesce(?9, (SELECT n FROM tool_calls WHERE id = ?8)) AND id = ?8",
             rows,
         )
     if carried:
@@ -2394,7 +2422,8 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
             ),
         )
     for created in plan.checkpoints:
-        conn.execute(
+        refs[("checkpoints", created.id)] = _inserted(
+            conn,
             "INSERT INTO checkpoints (id, run_id, job_id, step, last_position, usage,"
             " pending_tool_call_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -2427,6 +2456,13 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
     return _emit(conn, plan.events, calls)
 
 
+def _inserted(conn: Conn, sql: str, values: Sequence[Any]) -> int:
+    """Run one INSERT; the new row's number (its INTEGER PRIMARY KEY)."""
+    n = conn.execute(sql, values).lastrowid
+    assert n is not None
+    return n
+
+
 def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
     """tool call id → (tool message id, result text) for each result a tool message of the plan
     carries to the model: there the result lives, and only there (``_tool_call`` reads it)."""
@@ -2442,6 +2478,12 @@ def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
 _NO_USAGE = Usage()
 
 
+_EVENT_INSERT_BY_N = (
+    "INSERT INTO events (run_n, kind, ref, created_at, payload) VALUES (?, ?, ?, ?, ?)"
+)
+"""An event whose run and row are known by number (the common case: the transaction read or
+wrote them)."""
+_EVENT_TABLES: Mapping[int, str] = {2: "messages", 3: "tool_calls", 4: "checkpoints"}
 _EVENT_INSERT = (
     "INSERT INTO events (run_n, kind, ref, created_at, payload) VALUES"
     " ((SELECT n FROM runs WHERE id = ?1), ?2, CASE ?2"
@@ -2471,6 +2513,8 @@ def _encoded(
     if isinstance(event, ToolStateChanged):
         ref, facts = event.tool_call_id, {}
     code, payload = encode_event_v5(data, run_known=True, ref_found=True, tool_call=facts)
+    if code == 3 and payload is not None:
+        payload = compact_tool_payload(json.loads(payload)) or payload
     return event.run_id, code, ref, event.created_at, payload
 
 
@@ -2511,13 +2555,14 @@ def _tool_payload(event: ToolStateChanged, call: ToolCall) -> str:
 def _plain_tool_payload(
     from_state: ToolCallState | None, to_state: ToolCallState, result_ref: bool, arguments_ref: bool
 ) -> str:
-    """The payload of a transition that says nothing its call does not: a few dozen strings."""
+    """The payload of a transition that says nothing its call does not (a few dozen strings):
+    its short form (``compact_tool_payload``)."""
     kept: dict[str, Any] = {"from": from_state.value if from_state else None, "to": to_state.value}
     if result_ref:
         kept["result_ref"] = True
     if arguments_ref:
         kept["arguments_ref"] = True
-    return _dumps(kept)
+    return compact_tool_payload(kept) or _dumps(kept)
 
 
 def _emit(
@@ -2526,7 +2571,20 @@ def _emit(
     """Append ``events`` to the log; returns them with the ``seq`` each got."""
     if not events:
         return []
-    conn.executemany(_EVENT_INSERT, [_encoded(e, calls or {}) for e in events])
+    rows = [_encoded(e, calls or {}) for e in events]
+    refs = _refs()
+    numbered: list[tuple[int, int, int | None, float, str | None]] = []
+    for run_id, code, ref, created_at, payload in rows:
+        run_n = refs.get(("runs", run_id))
+        table = _EVENT_TABLES.get(code)
+        ref_n = refs.get((table, ref)) if table is not None and ref is not None else None
+        if run_n is None or (table is not None and ref_n is None):
+            break
+        numbered.append((run_n, code, ref_n, created_at, payload))
+    if len(numbered) == len(rows):
+        conn.executemany(_EVENT_INSERT_BY_N, numbered)
+    else:  # some row is known only by its text id: looked up by the statement
+        conn.executemany(_EVENT_INSERT, rows)
     # One writer holds the database (BEGIN IMMEDIATE): the rows just inserted have the last
     # len(events) sequence numbers.
     last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
@@ -2570,7 +2628,7 @@ def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEven
     result: list[DurableEvent] = []
     for row in rows:
         kind, seq, created_at = row["kind"], row["seq"], row["created_at"]
-        payload: dict[str, Any] = json.loads(row["payload"]) if row["payload"] else {}
+        payload = event_payload(row["payload"])
         if kind == 0:
             payload["seq"] = seq
             result.append(DURABLE_EVENT_ADAPTER.validate_python(payload))

@@ -478,3 +478,152 @@ async def test_events_of_version_4_read_back_the_same_after_each_fact_is_stored_
     conn.close()
     assert result is None and carrier is not None, "the result lives in the tool message only"
     assert not any("zebra.txt" in (p or "") for p in payloads), "no event copies the result"
+
+
+# --- v10: no index of tool calls by run -----------------------------------------------------------
+
+
+def _every_row(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    with sqlite3.connect(path) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                " AND name NOT LIKE 'messages_fts%' ORDER BY name"
+            )
+        ]
+        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in tables}
+    conn.close()
+    return rows
+
+
+async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losing_nothing(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functools import partial
+
+    import runtime.store.sqlite as sqlite_module
+    from runtime.models import InputKind
+    from runtime.store.base import NewInputRequest, ToolStateChange
+    from tests.store.helpers import running_run, step_with_tools, tool_result_message
+
+    clock = ManualClock()
+    monkeypatch.setattr(sqlite_module, "migrate", partial(migrate, upto=9))
+    # Version 9 wrote every tool event's payload as a JSON object.
+    monkeypatch.setattr(sqlite_module, "compact_tool_payload", lambda kept: None)
+    sqlite_module._plain_tool_payload.cache_clear()
+    store = SqliteStore(db_path, clock=clock)
+    await store.open()
+    await store.register_owner("owner-1", lease_seconds=30)
+    run, token = await running_run(store, idempotency_key="key-1")
+    calls = await step_with_tools(store, run, token, "read_file", "write_file")
+    await store.set_tool_states(
+        run.id,
+        token=token,
+        changes=[ToolStateChange(tool_call_id=c.id, to=ToolCallState.RUNNING) for c in calls],
+    )
+    await store.finish_step(
+        run.id,
+        token=token,
+        tool_changes=[
+            ToolStateChange(tool_call_id=c.id, to=ToolCallState.COMPLETED, result=f"out {c.name}")
+            for c in calls
+        ],
+        message=tool_result_message(calls, "done"),
+        checkpoint_step=1,
+    )
+    later = await step_with_tools(store, run, token, "shell")
+    await store.save_draft(run.id, token=token, message_id="m-draft", text="Thinking")
+    _, request = await store.open_input_request(
+        run.id,
+        token=token,
+        request=NewInputRequest(kind=InputKind.QUESTION, prompt="Which file?"),
+    )
+    await store.answer_input_request(request.id, answer="README", idempotency_key="answer-1")
+    await store.record_file_snapshot(later[0].id, "notes.txt", b"before")
+    await store.put_blob(b"image bytes", "image/png")
+    await store.save_composer_draft(None, "half a prompt")
+    await store.acquire_consumer("exporter", holder="h1", lease_seconds=30)
+    before_calls = await store.list_tool_calls(run.id)
+    before_events = [dump_event(e) for e in await store.read_events(limit=1000)]
+    await store.close()
+    sqlite_module._plain_tool_payload.cache_clear()
+    assert _version(db_path) == 9
+    before = _every_row(db_path)
+    assert all(before[t] for t in before), [t for t in before if not before[t]]
+
+    monkeypatch.undo()
+    store = SqliteStore(db_path, clock=clock)
+    await store.open()
+    try:
+        assert _version(db_path) == LATEST_VERSION
+        assert await store.list_tool_calls(run.id) == before_calls
+        assert [dump_event(e) for e in await store.read_events(limit=1000)] == before_events
+        assert [c.id for c in await store.list_tool_calls(run.id)] == [c.id for c in calls + later]
+        # Recovery still finds the run's call in flight: its outcome is unknown, the run fails.
+        assert (await store.get_run(run.id)).state is RunState.QUEUED  # answered
+        claimed = await store.claim_run(run.id, owner_id="owner-1")
+        assert claimed.execution_token is not None
+        await store.set_tool_states(
+            run.id,
+            token=claimed.execution_token,
+            changes=[ToolStateChange(tool_call_id=later[0].id, to=ToolCallState.RUNNING)],
+        )
+        report = await store.recover_owners(["owner-1"])
+        assert report.failed == [run.id]
+        assert (await store.get_tool_call(later[0].id)).state is ToolCallState.INDETERMINATE
+    finally:
+        await store.close()
+    after = _every_row(db_path)
+    unchanged = {
+        t: rows
+        for t, rows in after.items()
+        if t not in ("runs", "tool_calls", "events", "jobs", "owners", "input_requests")
+    }
+    assert unchanged == {t: before[t] for t in unchanged}
+    for table in before:
+        assert len(after[table]) >= len(before[table]), table
+    with sqlite3.connect(db_path) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        plan = " ".join(
+            str(r[3])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT * FROM tool_calls WHERE message_id IN"
+                " (SELECT id FROM messages WHERE run_id = ?) AND run_id = ? ORDER BY n",
+                (run.id, run.id),
+            )
+        )
+    conn.close()
+    assert "tool_calls_by_run" not in indexes
+    assert "tool_calls_by_message" in plan and "SCAN" not in plan
+    # (seq, run_n, kind, ref, created_at, payload): 3 pending, 2 running, 2 completed.
+    old_tool_events = [r for r in before["events"] if r[2] == 3]
+    assert len(old_tool_events) == 7 and all(r[5].startswith("{") for r in old_tool_events)
+    compacted = {r[0]: r[5] for r in after["events"]}
+    assert (
+        sorted(compacted[r[0]] for r in old_tool_events) == ["-pA"] * 3 + ["pr"] * 2 + ["rcR"] * 2
+    )
+
+
+def test_every_plain_tool_transition_reads_back_from_its_short_form() -> None:
+    from runtime.store.migrations import compact_tool_payload, event_payload
+
+    seen = set()
+    for source in [None, *ToolCallState]:
+        for target in ToolCallState:
+            for flags in (
+                {},
+                {"result_ref": True},
+                {"arguments_ref": True},
+                {"result_ref": True, "arguments_ref": True},
+            ):
+                kept = {"from": source.value if source else None, "to": target.value, **flags}
+                short = compact_tool_payload(kept)
+                assert short is not None and len(short) <= 4
+                assert event_payload(short) == kept
+                seen.add(short)
+    assert len(seen) == 7 * 6 * 4, "no two transitions share a form"
+    # What says more stays JSON.
+    assert compact_tool_payload({"from": "running", "to": "failed", "error": "boom"}) is None
+    assert compact_tool_payload({"from": "running", "to": "completed", "result": "x"}) is None
+    assert event_payload('{"from":"running","to":"failed","error":"boom"}')["error"] == "boom"
