@@ -62,8 +62,8 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
     """``jobs`` jobs (one run each) and ``messages`` messages, the last job's run holding
     ``BIG_RUN_MESSAGES`` of them, written with plain sqlite3 through the store's real schema
     (``migrate``). The full-text index is built once at the end ('rebuild', as migration 5
-    does) instead of by the insert trigger row by row; the trigger is put back before the file
-    is used. The big run's messages start with "Message N." so the benchmark can see which are
+    does) instead of row by row (before schema 9 the insert trigger is dropped meanwhile and put
+    back; since then the store indexes in batches and a rebuilt index is simply up to date). The big run's messages start with "Message N." so the benchmark can see which are
     on screen; titles start with "Task number"."""
     import random
 
@@ -74,10 +74,12 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, path=str(path))
     conn.execute("PRAGMA synchronous = OFF")
-    (trigger,) = conn.execute(
+    row = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_insert'"
     ).fetchone()
-    conn.execute("DROP TRIGGER messages_fts_insert")
+    trigger = row[0] if row else None  # since schema 9 the store indexes in batches, no trigger
+    if trigger is not None:
+        conn.execute("DROP TRIGGER messages_fts_insert")
     started = time.perf_counter()
     base = 1_700_000_000.0
     per_job, extra = divmod(messages - BIG_RUN_MESSAGES, jobs - 1)
@@ -119,7 +121,8 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
         )
         conn.execute("COMMIT")
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-    conn.execute(trigger)
+    if trigger is not None:
+        conn.execute(trigger)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("ANALYZE")
     conn.close()
@@ -129,17 +132,36 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
     )
 
 
+def _schema_version(path: Path) -> int | None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
 def big_database(cache: Path) -> Path:
-    """100,000 jobs and 1,000,000 messages (one run of 10,000), made once and reused."""
-    path = cache / "big-100k.db"
-    if path.exists():
+    """100,000 jobs and 1,000,000 messages (one run of 10,000), made once per schema version and
+    reused. The file is named after the schema it was built at and rebuilt when the store's
+    schema moved on (otherwise every copy would be migrated at each use, and the migration —
+    not the app — would be timed). Files of other versions are left alone: another tree's
+    benchmark may be using them."""
+    from runtime.store.migrations import LATEST_VERSION
+
+    path = cache / f"big-100k-v{LATEST_VERSION}.db"
+    if path.exists() and _schema_version(path) == LATEST_VERSION:
         return path
     cache.mkdir(parents=True, exist_ok=True)
-    partial = cache / "big-100k.partial.db"
-    for leftover in cache.glob("big-100k.partial.db*"):
-        leftover.unlink()
-    fill_fast(partial, BIG_JOBS, BIG_MESSAGES)
-    partial.rename(path)
+    partial = cache / f"big-100k-v{LATEST_VERSION}.partial-{os.getpid()}.db"
+    try:
+        fill_fast(partial, BIG_JOBS, BIG_MESSAGES)
+        partial.rename(path)
+    finally:
+        for leftover in cache.glob(f"{partial.name}*"):
+            leftover.unlink()
     return path
 
 
