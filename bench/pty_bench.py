@@ -63,8 +63,9 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
     ``BIG_RUN_MESSAGES`` of them, written with plain sqlite3 through the store's real schema
     (``migrate``). The full-text index is built once at the end ('rebuild', as migration 5
     does) instead of row by row (before schema 9 the insert trigger is dropped meanwhile and put
-    back; since then the store indexes in batches and a rebuilt index is simply up to date). The big run's messages start with "Message N." so the benchmark can see which are
-    on screen; titles start with "Task number"."""
+    back; since then the store indexes in batches and a rebuilt index is simply up to date).
+    The big run's messages start with "Message N." so the benchmark can see which are on screen;
+    titles start with "Task number"."""
     import random
 
     from runtime.store.migrations import migrate
