@@ -280,6 +280,7 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
         f"Open a run of {BIG_RUN_MESSAGES:,} messages (Enter → last frame written), then scroll up"
     )
     opened: list[float] = []
+    shown: list[float] = []
     memory: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="pty-bench-") as tmp:
         base = Path(tmp)
@@ -292,7 +293,10 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
                 before = app.rss_mb()
                 mark = len(app.data)
                 pressed = app.send("\r")
-                app.wait_for_text(f"Message {BIG_RUN_MESSAGES - 1}.", since=mark, timeout=120)
+                seen = app.wait_for_text(
+                    f"Message {BIG_RUN_MESSAGES - 1}.", since=mark, timeout=120
+                )
+                shown.append(seen - pressed)
                 opened.append(app.settle(0.5) - pressed)
                 memory.setdefault("idle, before opening", []).append(before)
                 memory.setdefault("run open", []).append(app.rss_mb())
@@ -324,7 +328,12 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
                         print(f"  (gave up scrolling at message {lowest} after 240 s)")
                         break
                 scroll_time = time.perf_counter() - started
+    print(f"  Enter → the last message on screen          {spread(shown)}")
     print(f"  Enter → last frame                          {spread(opened)}   (budget ≤ 300 ms)")
+    print(
+        "  (the browser redraws its detail line's age once a second: a tick that lands within"
+        " the 0.5 s quiet after the open is counted in the last frame)"
+    )
     for name, values in memory.items():
         print(f"  RSS {name:<38} {median(values):8.1f} MB")
     base_rss = median(memory["run open"])

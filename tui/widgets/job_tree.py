@@ -406,13 +406,17 @@ class JobTree(Tree[NodeData]):
             self._redraw_node(node)
 
     def set_runs(self, job_id: str, runs: list[Run]) -> None:
-        self._job_runs[job_id] = {run.id: run for run in runs}
+        by_id = {run.id: run for run in runs}
+        if job_id in self.loaded_runs and self._job_runs.get(job_id) == by_id:
+            # The same runs again (Enter on a job reads them once to open its latest run and
+            # once for the expanded row): rebuilding the rows would only redraw the whole tree.
+            return
+        self._job_runs[job_id] = by_id
         job_node = self._jobs.get(job_id)
         if job_node is None:
             return
         job_node.remove_children()
         self.loaded_runs.add(job_id)
-        by_id = {run.id: run for run in runs}
         for run in runs:
             self._runs.pop(run.id, None)
         for run in sorted(runs, key=lambda r: r.created_at):
