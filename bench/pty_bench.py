@@ -171,6 +171,10 @@ def _copy_db(source: Path, base: Path) -> Path:
     target = base / "data" / "agent-tui.db"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
+    # Written back now, not while the next spawn is timed: hundreds of MB of dirty pages being
+    # flushed slowed the app's imports (the big-database first frame came ~0.7 s after the
+    # empty one's, before the app had even opened the database).
+    os.sync()
     return target
 
 
