@@ -116,6 +116,12 @@ class FrozenMarkdown(Widget):
             return Strip.blank(width, style)
         return self._strips[y].crop_extend(0, width, style)
 
+    def on_unmount(self) -> None:
+        # Scrolled out of the window: the rendered rows go now (Textual may keep the widget a
+        # while in its layout caches; its rows would be rendered again if it were remounted).
+        self._strips = []
+        self._width = -1
+
     def notify_style_update(self) -> None:
         self._width = -1  # colours changed (a theme switch): render again
         super().notify_style_update()
