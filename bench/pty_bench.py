@@ -284,7 +284,7 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
         f"Open a run of {BIG_RUN_MESSAGES:,} messages (Enter → last frame written), then scroll up"
     )
     opened: list[float] = []
-    shown: list[float] = []
+    on_screen: list[float] = []
     memory: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="pty-bench-") as tmp:
         base = Path(tmp)
@@ -302,7 +302,7 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
                 seen = app.wait_for_text(
                     f"Message {BIG_RUN_MESSAGES - 1}.", since=mark, timeout=120
                 )
-                shown.append(seen - pressed)
+                on_screen.append(seen - pressed)
                 opened.append(app.settle(0.5) - pressed)
                 memory.setdefault("idle, before opening", []).append(before)
                 memory.setdefault("run open", []).append(app.rss_mb())
@@ -334,7 +334,7 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
                         print(f"  (gave up scrolling at message {lowest} after 240 s)")
                         break
                 scroll_time = time.perf_counter() - started
-    print(f"  Enter → the last message on screen          {spread(shown)}")
+    print(f"  Enter → the last message on screen          {spread(on_screen)}")
     print(f"  Enter → last frame                          {spread(opened)}   (budget ≤ 300 ms)")
     print(
         "  (the browser redraws its detail line's age once a second: a tick that lands within"
