@@ -337,8 +337,8 @@ def bench_open_run(tree: Path, runs: int, cache: Path) -> None:
     print(f"  Enter → the last message on screen          {spread(on_screen)}")
     print(f"  Enter → last frame                          {spread(opened)}   (budget ≤ 300 ms)")
     print(
-        "  (the browser redraws its detail line's age once a second: a tick that lands within"
-        " the 0.5 s quiet after the open is counted in the last frame)"
+        "  (a tree whose browser redraws its detail line at each once-a-second age tick, as"
+        " main did before 2026-12-01 18:40, may have a tick counted in the last frame)"
     )
     for name, values in memory.items():
         print(f"  RSS {name:<38} {median(values):8.1f} MB")
