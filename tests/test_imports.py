@@ -171,7 +171,9 @@ from tui import app as app_module
 from tui.screens.main import MainScreen
 
 WATCHED = ("runtime.engine", "runtime.runtime", "runtime.api", "runtime.store.sqlite",
-           "runtime.providers", "anthropic", "openai", "mcp")
+           "runtime.providers", "anthropic", "openai", "mcp", "jsonschema", "httpx",
+           # what draws messages, not the first screen: Markdown, syntax highlighting
+           "tui.widgets.message_view", "markdown_it", "rich.markdown", "pygments")
 seen = {}
 
 def loaded():
@@ -233,3 +235,4 @@ def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
     assert "runtime.api" in seen["after_open"]
     assert "runtime.store.sqlite" in seen["after_open"]
     assert "runtime.engine" in seen["after_open"]
+    assert "markdown_it" in seen["after_open"]  # loaded behind the first frame, for the first run

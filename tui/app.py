@@ -463,6 +463,11 @@ def _import_engine() -> None:
     import runtime.store.sqlite
     import runtime.tools.builtin  # noqa: F401
 
+    # Not the engine, but not for the first frame either: the message widgets bring Markdown
+    # (markdown-it, Rich's Markdown), needed by the first run opened, so loaded here, off the
+    # event loop, rather than on the first Enter.
+    import tui.widgets.message_view  # noqa: F401
+
 
 def _configured_theme_of(config: Config) -> str | None:
     return config.defaults.theme

@@ -73,7 +73,6 @@ from tui.widgets.job_tree import (
     RunEntry,
 )
 from tui.widgets.key_footer import KeyFooter
-from tui.widgets.message_view import toggle_thinking
 from tui.widgets.question_prompt import QuestionPrompt
 from tui.widgets.retry_choice import RetryChoice
 from tui.widgets.status_line import StatusLine
@@ -615,6 +614,13 @@ class MainScreen(Screen[None]):
     async def on_run_loaded(self, message: RunLoaded) -> None:
         if message.run.id != self._loading_run_id:
             return
+        # One layout and one frame for the whole change (the tree's row, the conversation
+        # cleared and its window mounted, the status line, the prompt), not one per step: each
+        # await below would otherwise let the screen lay out and draw a half-opened run.
+        with self.app.batch_update():
+            await self._show_loaded_run(message)
+
+    async def _show_loaded_run(self, message: RunLoaded) -> None:
         await self._close_retry_choice()
         self.selected_run = message.run
         self.selected_job = message.job
@@ -1453,6 +1459,9 @@ class MainScreen(Screen[None]):
         blocks = self._thinking_blocks()
         viewport = self.conversation.region
         in_view = [b for b in blocks if b.region.overlaps(viewport)] or blocks[-1:]
+        # The message widgets' module brings Markdown: imported with the first message shown.
+        from tui.widgets.message_view import toggle_thinking
+
         block = toggle_thinking(in_view, self.focused)
         if block is not None:
             # Enter on the title opens and closes it too.

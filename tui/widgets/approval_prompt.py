@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -79,6 +78,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
             if path:
                 new = " (new file)" if detail.get("new_file") else ""
                 yield Static(terminal_safe(f"{path}{new}"), classes="prompt-where", markup=False)
+            from rich.syntax import Syntax  # Pygments: imported by the first diff shown
+
             yield Static(Syntax(terminal_safe(diff), "diff", word_wrap=True), classes="prompt-diff")
             return
         if detail.get("error"):

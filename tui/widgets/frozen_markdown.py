@@ -8,7 +8,8 @@ and draws the rows on screen from that, so its height and its lines cost nothing
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import cache
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import ListItem, MarkdownElement
@@ -18,6 +19,9 @@ from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 
 class _NumberedItem(ListItem):
@@ -39,11 +43,33 @@ class _NumberedItem(ListItem):
             yield Segment("\n")
 
 
+@cache
+def _parser() -> MarkdownIt:
+    """One Markdown parser for every message (imported and built on first use). Rich builds
+    one per ``Markdown`` object: its rule chains and linkify patterns cost more than parsing a
+    short message, and a window of settled messages is dozens of them."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt().enable("strikethrough").enable("table")
+
+
 class _Markdown(RichMarkdown):
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
         **RichMarkdown.elements,
         "list_item_open": _NumberedItem,
     }
+
+    def __init__(self, markup: str) -> None:
+        # Rich's own __init__ with its defaults, but the shared parser (parsing keeps no state
+        # in the parser between calls).
+        self.markup = markup
+        self.parsed = _parser().parse(markup)
+        self.code_theme = "monokai"
+        self.justify = None
+        self.style = "none"
+        self.hyperlinks = True
+        self.inline_code_lexer = None
+        self.inline_code_theme = self.code_theme
 
 
 class FrozenMarkdown(Widget):
@@ -89,6 +115,12 @@ class FrozenMarkdown(Widget):
         if y >= len(self._strips):
             return Strip.blank(width, style)
         return self._strips[y].crop_extend(0, width, style)
+
+    def on_unmount(self) -> None:
+        # Scrolled out of the window: the rendered rows go now (Textual may keep the widget a
+        # while in its layout caches; its rows would be rendered again if it were remounted).
+        self._strips = []
+        self._width = -1
 
     def notify_style_update(self) -> None:
         self._width = -1  # colours changed (a theme switch): render again

@@ -126,6 +126,9 @@ class JobTree(Tree[NodeData]):
         self._more: TreeNode[NodeData] | None = None
         self.loaded_runs: set[str] = set()
         """Jobs whose runs have been loaded."""
+        self._synced_header: Text | None = None
+        self._synced_detail: str | None = None
+        """What the header and detail lines show now (updated only when it changes)."""
         self.now: float | None = None
         """The clock the ages are computed against (None: the wall clock)."""
         self._shown_ages: dict[int, str] = {}
@@ -330,10 +333,17 @@ class JobTree(Tree[NodeData]):
         parent = self.parent
         if parent is None:
             return
-        for header in parent.query_children(BrowserHeader):
-            header.update(self.header())
-        for detail in parent.query_children(BrowserDetail):
-            detail.update(self.detail_text())
+        # Only what changed is updated: the age tick calls this every second, and an update
+        # redraws the line even when its text is the same (a frame a second at rest).
+        header_text, detail_text = self.header(), self.detail_text()
+        if header_text != self._synced_header:
+            self._synced_header = header_text
+            for header in parent.query_children(BrowserHeader):
+                header.update(header_text)
+        if detail_text != self._synced_detail:
+            self._synced_detail = detail_text
+            for detail in parent.query_children(BrowserDetail):
+                detail.update(detail_text)
 
     def on_resize(self) -> None:
         self._sync_labels()
@@ -406,13 +416,17 @@ class JobTree(Tree[NodeData]):
             self._redraw_node(node)
 
     def set_runs(self, job_id: str, runs: list[Run]) -> None:
-        self._job_runs[job_id] = {run.id: run for run in runs}
+        by_id = {run.id: run for run in runs}
+        if job_id in self.loaded_runs and self._job_runs.get(job_id) == by_id:
+            # The same runs again (Enter on a job reads them once to open its latest run and
+            # once for the expanded row): rebuilding the rows would only redraw the whole tree.
+            return
+        self._job_runs[job_id] = by_id
         job_node = self._jobs.get(job_id)
         if job_node is None:
             return
         job_node.remove_children()
         self.loaded_runs.add(job_id)
-        by_id = {run.id: run for run in runs}
         for run in runs:
             self._runs.pop(run.id, None)
         for run in sorted(runs, key=lambda r: r.created_at):

@@ -174,7 +174,8 @@ class MessageView(Vertical):
                 thinking.display = bool(self._thinking.text)
                 yield self._thinking
         self._markdown.display = bool(self._markdown_text) or self._tail is None
-        yield self._markdown
+        if self.role is not Role.USER:  # what a person wrote is all plain: no Markdown part
+            yield self._markdown
         if self._tail is not None:
             yield self._tail
 
