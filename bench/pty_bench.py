@@ -405,9 +405,7 @@ def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
             with _app(tree, db, workspace, env) as app:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
-                for _ in range(streams):
-                    app.send("//stream 8192\r")  # a message ("//"); the composer keeps the focus
-                    app.read_for(0.3)
+                _start_jobs(app, db, streams)
                 running = _running(db)
                 latencies.extend(_type(app, presses))
                 still = _running(db)
@@ -417,6 +415,38 @@ def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
     print(f"  idle app                                  {spread(idle)}")
     print(f"  while {streams} runs stream                    {spread(latencies)}")
     print(f"  worst while streaming: {max(latencies) * 1000:.1f} ms   (budget ≤ 50 ms)")
+
+
+def _start_jobs(app: Pty, db: Path, count: int) -> None:
+    """``count`` separate jobs, each streaming a long answer at the same time, started as a
+    person would: after the first, ctrl+t switches the composer from a follow-up in the job
+    just started to a new job ("✚ New job"), then the task is typed and sent. Typing the tasks
+    one after the other without it would queue them as follow-ups of the first job (one run
+    streaming at a time)."""
+    for index in range(count):
+        if index:
+            mark = len(app.data)
+            app.send("\x14")  # ctrl+t: a new job, not a follow-up
+            app.wait_for_text("New job", since=mark, timeout=30)
+        mark = len(app.data)
+        app.send("//stream 8192\r")  # a message ("//"); the composer keeps the focus
+        # Started: the composer now addresses a follow-up in it.
+        app.wait_for_text("Follow-up in", since=mark, timeout=30)
+    if _jobs(db) != count:
+        raise RuntimeError(f"{_jobs(db)} jobs were started, not {count}")
+    app.read_for(0.3)
+
+
+def _jobs(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            row = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+    return int(row[0])
 
 
 _KEYS = "ZXJVW"
