@@ -166,7 +166,13 @@ class Pty:
         with contextlib.suppress(OSError):
             self.send(b"\x11")  # ctrl+q
         try:
-            self.process.wait(timeout=10)
+            # Keep reading while it quits: a program whose last frames fill the terminal's
+            # buffer would otherwise block writing them and never exit.
+            deadline = time.perf_counter() + 10
+            while self.process.poll() is None and time.perf_counter() < deadline:
+                if not self._pump(0.05):
+                    break
+            self.process.wait(timeout=max(0.1, deadline - time.perf_counter()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
