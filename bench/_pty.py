@@ -215,11 +215,18 @@ def compile_tree(tree: Path) -> None:
     )
 
 
-def agent_tui(tree: Path) -> list[str]:
-    """The command line of agent-tui from the source tree ``tree`` (this one or another)."""
+def agent_tui(tree: Path, *, probe: Path | None = None) -> list[str]:
+    """The command line of agent-tui from the source tree ``tree`` (this one or another);
+    ``probe``: with ``loop_probe`` watching its event loop, reporting to that file at exit."""
+    watch = (
+        ""
+        if probe is None
+        else f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import loop_probe; "
+        f"loop_probe.install({str(probe)!r}); "
+    )
     return [
         PYTHON,
         "-c",
-        f"import sys; sys.path.insert(0, {str(tree)!r}); "
+        f"import sys; sys.path.insert(0, {str(tree)!r}); {watch}"
         "from tui.cli import main; sys.exit(main())",
     ]

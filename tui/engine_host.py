@@ -63,6 +63,10 @@ P = ParamSpec("P")
 STOP_SECONDS = 10.0
 """How long closing waits for the engine's thread to end."""
 
+BATCH_SECONDS = 0.01
+"""While items flow from the engine, the TUI's loop is woken at most this often (each wake-up
+costs it a hop through its self-pipe and the GIL): the bridge paints deltas 1/30 s apart anyway."""
+
 
 class EngineHost:
     """A thread running an asyncio loop of its own, for the runtime."""
@@ -85,9 +89,7 @@ class EngineHost:
                 for task in pending:
                     task.cancel()
                 if pending:
-                    self.loop.run_until_complete(
-                        asyncio.gather(*pending, return_exceptions=True)
-                    )
+                    self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 self.loop.run_until_complete(self.loop.shutdown_asyncgens())
                 self.loop.run_until_complete(self.loop.shutdown_default_executor())
             finally:
@@ -112,50 +114,75 @@ class EngineHost:
             raise RuntimeError("the engine's thread has stopped")
         return await asyncio.wrap_future(self.submit(coro))
 
-    async def iterate(self, make: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+    async def iterate(
+        self,
+        make: Callable[[], AsyncIterator[T]],
+        *,
+        merge: Callable[[Any, T], Any | None] | None = None,
+        unmerge: Callable[[Any], T] | None = None,
+    ) -> AsyncIterator[T]:
         """The items of ``make()``, iterated on the engine's loop, delivered to this loop in
-        order. Leaving (break, cancel, close) stops the iteration there."""
+        order. Leaving (break, cancel, close) stops the iteration there.
+
+        This loop is woken at most once per ``BATCH_SECONDS`` while items flow (and at once at
+        the end). ``merge(last, item)``, run on the engine's thread, may fold ``item`` into the
+        last item not yet delivered (it returns the folded one, or None to keep both);
+        ``unmerge`` turns a folded item back into an item, here, when it is delivered."""
         here = asyncio.get_running_loop()
-        items: deque[T] = deque()
+        engine = self.loop
+        lock = threading.Lock()
+        items: deque[Any] = deque()
         wake = asyncio.Event()
         state: dict[str, Any] = {"scheduled": False, "ended": False, "error": None}
 
         def woken() -> None:  # on this loop
-            state["scheduled"] = False
             wake.set()
 
-        def notify() -> None:  # on the engine's loop: once per batch
-            if not state["scheduled"]:
-                state["scheduled"] = True
-                here.call_soon_threadsafe(woken)
+        def send() -> None:  # on the engine's loop
+            state["scheduled"] = False
+            here.call_soon_threadsafe(woken)
 
         async def pump() -> None:  # on the engine's loop
             try:
                 async for item in make():
-                    items.append(item)
-                    notify()
+                    with lock:
+                        folded = merge(items[-1], item) if merge is not None and items else None
+                        if folded is None:
+                            items.append(item)
+                        else:
+                            items[-1] = folded
+                    if not state["scheduled"]:
+                        state["scheduled"] = True
+                        engine.call_later(BATCH_SECONDS, send)
             except BaseException as error:
                 state["error"] = error
                 raise
             finally:
                 state["ended"] = True
-                state["scheduled"] = False  # the end must always wake the reader
-                notify()
+                here.call_soon_threadsafe(woken)  # the end wakes the reader at once
 
         future = self.submit(pump())
         try:
             while True:
-                while items:
-                    yield items.popleft()
+                with lock:
+                    batch = list(items)
+                    items.clear()
+                for item in batch:
+                    yield unmerge(item) if unmerge is not None else item
                 if state["ended"]:
-                    while items:
-                        yield items.popleft()
+                    with lock:
+                        batch = list(items)
+                        items.clear()
+                    for item in batch:
+                        yield unmerge(item) if unmerge is not None else item
                     error = state["error"]
                     if error is not None and not isinstance(error, asyncio.CancelledError):
                         raise error
                     return
                 wake.clear()
-                if items or state["ended"]:
+                with lock:
+                    pending = bool(items)
+                if pending or state["ended"]:
                     continue
                 await wake.wait()
         finally:
@@ -332,8 +359,15 @@ class HostedRuntime:
     def observe(
         self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
     ) -> AsyncIterator[Event]:
+        """Every event, in order; consecutive pieces of one streaming message that the TUI has
+        not taken yet arrive as one piece (as the bridge would merge them anyway), so ten runs
+        streaming cost the TUI's loop a handful of events per wake-up, not thousands."""
         runtime = self._runtime
-        return self._host.iterate(lambda: runtime.observe(run_id, job_id=job_id, after=after))
+        return self._host.iterate(
+            lambda: runtime.observe(run_id, job_id=job_id, after=after),
+            merge=_merge_delta,
+            unmerge=_unmerge_delta,
+        )
 
     async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary:
         return await self._call(self._runtime.wait(run_id, timeout=timeout))
@@ -465,6 +499,48 @@ class HostedRuntime:
 
     def holds_session(self, request: InputRequest) -> bool:
         return self._runtime.holds_session(request)
+
+
+class _Pieces:
+    """Consecutive pieces of one streaming message, folded on the engine's thread."""
+
+    __slots__ = ("first", "length", "texts")
+
+    def __init__(self, first: Any) -> None:
+        self.first = first
+        self.texts: list[str] = [first.text]
+        self.length = len(first.text)
+
+
+def _merge_delta(last: Any, item: Any) -> Any | None:
+    from runtime.events import MessageDelta
+
+    if not isinstance(item, MessageDelta):
+        return None
+    if isinstance(last, MessageDelta):
+        last = _Pieces(last)
+    elif not isinstance(last, _Pieces):
+        return None
+    first = last.first
+    if (
+        item.message_id != first.message_id
+        or item.run_id != first.run_id
+        or item.execution_id != first.execution_id
+        or item.thinking != first.thinking
+        or item.offset != first.offset + last.length
+    ):
+        return None
+    last.texts.append(item.text)
+    last.length += len(item.text)
+    return last
+
+
+def _unmerge_delta(item: Any) -> Any:
+    if isinstance(item, _Pieces):
+        if len(item.texts) == 1:
+            return item.first
+        return item.first.model_copy(update={"text": "".join(item.texts)})
+    return item
 
 
 def _implements(runtime: HostedRuntime) -> RuntimeApi:

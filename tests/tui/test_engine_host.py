@@ -6,6 +6,7 @@ busy in a CPU-bound step."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from runtime import events as rt
 from runtime.errors import InvalidInput, RunNotFound
 from runtime.models import RunState
 from tests.tui.helpers import SIZE, make_app, open_runtime, wait_until
-from tui.engine_host import EngineHost, HostedRuntime, on_engine
+from tui.engine_host import EngineHost, HostedRuntime, _merge_delta, _unmerge_delta, on_engine
 from tui.screens.main import MainScreen
 
 
@@ -91,15 +92,54 @@ async def test_observe_delivers_every_event_of_a_run_in_order_across_the_thread(
         await watcher
     deltas = [e for e in received if isinstance(e, rt.MessageDelta) and e.run_id == run.id]
     assert deltas, "no delta crossed"
-    offsets = [e.offset for e in deltas if not e.thinking]
-    assert offsets == sorted(offsets)
-    streamed = "".join(e.text for e in deltas if not e.thinking)
-    committed = [
-        e for e in received if isinstance(e, rt.MessageCommitted) and e.run_id == run.id
-    ]
+    text_deltas = [e for e in deltas if not e.thinking]
+    for before, after in itertools.pairwise(text_deltas):
+        assert after.offset == before.offset + len(before.text)  # in order, nothing lost
+    streamed = "".join(e.text for e in text_deltas)
+    committed = [e for e in received if isinstance(e, rt.MessageCommitted) and e.run_id == run.id]
     assert committed
     final = [m for m in await hosted.all_messages(run.id) if m.role.value == "assistant"]
     assert streamed == final[-1].text
+
+
+async def test_pieces_the_tui_has_not_taken_yet_arrive_merged_in_order() -> None:
+    """While the reading loop is busy, the engine's side keeps taking pieces: when the reader
+    looks again, consecutive pieces of one message come as one delta (text and offset kept),
+    other events and pieces of other messages stay apart and in order."""
+    host = EngineHost()
+    published = threading.Event()
+
+    def delta(message: str, offset: int, text: str) -> rt.MessageDelta:
+        return rt.MessageDelta(
+            job_id="j", run_id="r", execution_id="e", message_id=message, offset=offset, text=text
+        )
+
+    async def engine_side() -> AsyncIterator[rt.Event]:
+        for index in range(1000):
+            yield delta("m1", index * 5, f"w{index:03d} ")
+            if index % 100 == 99:
+                await asyncio.sleep(0)
+        yield rt.Notice(job_id="j", run_id="r", text="between")
+        yield delta("m2", 0, "other ")
+        yield delta("m2", 6, "message")
+        published.set()
+
+    try:
+        iterator = aiter(host.iterate(engine_side, merge=_merge_delta, unmerge=_unmerge_delta))
+        first = await anext(iterator)
+        assert published.wait(30)  # this loop is busy meanwhile; the engine's is not
+        received = [first, *[event async for event in iterator]]
+    finally:
+        host.stop()
+    joined = "".join(f"w{index:03d} " for index in range(1000))
+    m1 = [e for e in received if isinstance(e, rt.MessageDelta) and e.message_id == "m1"]
+    assert "".join(e.text for e in m1) == joined
+    for before, after in itertools.pairwise(m1):
+        assert after.offset == before.offset + len(before.text)
+    assert len(m1) <= 2  # the first piece, then the rest merged (not 1,000)
+    tail = received[len(m1) :]
+    assert isinstance(tail[0], rt.Notice)
+    assert [(e.message_id, e.offset, e.text) for e in tail[1:]] == [("m2", 0, "other message")]
 
 
 async def test_leaving_an_observation_stops_its_pump_on_the_engines_loop(
