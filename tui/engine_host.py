@@ -236,6 +236,38 @@ class Remote:
         return f"Remote({self._target!r})"
 
 
+class RemoteConsumer(Remote):
+    """A durable consumer of the engine's: ``async with`` and ``async for`` run there too (the
+    protocol's methods are looked up on the type, so ``Remote.__getattr__`` would not see them)."""
+
+    async def __aenter__(self) -> RemoteConsumer:
+        target: Any = self.remote_target
+        await self.remote_host.call(target.__aenter__())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        target: Any = self.remote_target
+        await self.remote_host.call(target.__aexit__(*exc))
+
+    def __aiter__(self) -> RemoteConsumer:
+        return self
+
+    async def __anext__(self) -> Any:
+        target: Any = self.remote_target
+        end = object()
+
+        async def step() -> Any:
+            try:
+                return await target.__anext__()
+            except StopAsyncIteration:
+                return end
+
+        event = await self.remote_host.call(step())
+        if event is end:
+            raise StopAsyncIteration
+        return event
+
+
 def remote(target: T, host: EngineHost) -> T:
     """``target`` seen through ``Remote`` (typed as itself)."""
     return cast(T, Remote(target, host))
@@ -391,7 +423,8 @@ class HostedRuntime:
         return await self._call(self._runtime.last_seq())
 
     def consume(self, consumer_id: str, *, after: int | None = None) -> Consumer:
-        return remote(self._runtime.consume(consumer_id, after=after), self._host)
+        consumer = self._runtime.consume(consumer_id, after=after)
+        return cast("Consumer", RemoteConsumer(consumer, self._host))
 
     # --- queries ----------------------------------------------------------------------------
     async def get_job(self, job_id: str) -> Job:

@@ -256,3 +256,23 @@ async def test_a_keypress_is_handled_while_the_engine_is_busy_in_a_cpu_bound_ste
         finally:
             release.set()
         await asyncio.wrap_future(step)
+
+
+async def test_a_durable_consumer_through_the_hosted_runtime_delivers_and_acknowledges(
+    hosted: HostedRuntime,
+) -> None:
+    run = await hosted.start("/stream 2")
+    await hosted.wait(run.id, timeout=60)
+    newest = await hosted.last_seq()
+    async with hosted.consume("bot") as consumer:
+        taken = []
+        async with asyncio.timeout(30):
+            async for event in consumer:
+                taken.append(event)
+                if len(taken) == 4:
+                    break
+        await consumer.ack(taken[2])
+    assert [e.seq for e in taken] == [1, 2, 3, 4]
+    async with hosted.consume("bot") as again:
+        assert again.cursor == 3
+    assert newest >= 4
