@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import logging
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
     from runtime.api import Boundary, RuntimeApi, UnknownChoice
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 STOP_SECONDS = 10.0
 """How long closing waits for the engine's thread to end."""
@@ -138,9 +138,13 @@ class EngineHost:
         def woken() -> None:  # on this loop
             wake.set()
 
+        def wake_reader() -> None:  # from the engine's loop
+            with contextlib.suppress(RuntimeError):  # the reader's loop has closed: no one reads
+                here.call_soon_threadsafe(woken)
+
         def send() -> None:  # on the engine's loop
             state["scheduled"] = False
-            here.call_soon_threadsafe(woken)
+            wake_reader()
 
         async def pump() -> None:  # on the engine's loop
             try:
@@ -159,7 +163,7 @@ class EngineHost:
                 raise
             finally:
                 state["ended"] = True
-                here.call_soon_threadsafe(woken)  # the end wakes the reader at once
+                wake_reader()  # the end wakes the reader at once
 
         future = self.submit(pump())
         try:

@@ -276,3 +276,33 @@ async def test_a_durable_consumer_through_the_hosted_runtime_delivers_and_acknow
     async with hosted.consume("bot") as again:
         assert again.cursor == 3
     assert newest >= 4
+
+
+async def test_the_programs_app_opens_its_runtime_on_a_thread_of_its_own(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("AGENT_TUI_MODEL", "demo:instant")
+    from tui.app import program_app
+
+    app = program_app(db_path, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.runtime is not None)
+            runtime = app.runtime
+            assert isinstance(runtime, HostedRuntime)
+            assert runtime.host.loop is not asyncio.get_running_loop()
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            screen.composer.focus_input()
+            await pilot.press(*"//stream 4", "enter")
+            await wait_until(pilot, lambda: screen.job_tree.job_ids)
+            [job_id] = screen.job_tree.job_ids
+            [run] = await runtime.job_runs(job_id)
+            boundary = await runtime.wait(run.id, timeout=60)
+            assert boundary.state is RunState.COMPLETED
+    finally:
+        if app.runtime is not None:
+            await app.runtime.close()
+    assert isinstance(runtime, HostedRuntime) and not runtime.host.running
