@@ -32,10 +32,9 @@ import contextlib
 import inspect
 import logging
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from runtime.api import Boundary, RuntimeApi, UnknownChoice
@@ -66,6 +65,39 @@ STOP_SECONDS = 10.0
 BATCH_SECONDS = 0.01
 """While items flow from the engine, the TUI's loop is woken at most this often (each wake-up
 costs it a hop through its self-pipe and the GIL): the bridge paints deltas 1/30 s apart anyway."""
+
+
+class Pending(Protocol):
+    """What holds the items of a bridged iteration not delivered yet: ``add`` and ``take`` are
+    called under a lock (``add`` on the engine's thread), ``deliver`` on the reader's."""
+
+    def add(self, item: Any) -> None: ...
+
+    def take(self) -> list[Any]: ...
+
+    def deliver(self, item: Any) -> Any: ...
+
+    def __bool__(self) -> bool: ...
+
+
+class _Items:
+    """Every item as it came."""
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+
+    def add(self, item: Any) -> None:
+        self._items.append(item)
+
+    def take(self) -> list[Any]:
+        items, self._items = self._items, []
+        return items
+
+    def deliver(self, item: Any) -> Any:
+        return item
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
 
 class EngineHost:
@@ -118,20 +150,18 @@ class EngineHost:
         self,
         make: Callable[[], AsyncIterator[T]],
         *,
-        merge: Callable[[Any, T], Any | None] | None = None,
-        unmerge: Callable[[Any], T] | None = None,
+        pending: Callable[[], Pending] | None = None,
     ) -> AsyncIterator[T]:
         """The items of ``make()``, iterated on the engine's loop, delivered to this loop in
         order. Leaving (break, cancel, close) stops the iteration there.
 
         This loop is woken at most once per ``BATCH_SECONDS`` while items flow (and at once at
-        the end). ``merge(last, item)``, run on the engine's thread, may fold ``item`` into the
-        last item not yet delivered (it returns the folded one, or None to keep both);
-        ``unmerge`` turns a folded item back into an item, here, when it is delivered."""
+        the end). ``pending`` makes what holds the items not delivered yet (by default a plain
+        list; ``DeltaPieces`` merges pieces of streaming messages)."""
         here = asyncio.get_running_loop()
         engine = self.loop
         lock = threading.Lock()
-        items: deque[Any] = deque()
+        items: Pending = pending() if pending is not None else _Items()
         wake = asyncio.Event()
         state: dict[str, Any] = {"scheduled": False, "ended": False, "error": None}
 
@@ -150,11 +180,7 @@ class EngineHost:
             try:
                 async for item in make():
                     with lock:
-                        folded = merge(items[-1], item) if merge is not None and items else None
-                        if folded is None:
-                            items.append(item)
-                        else:
-                            items[-1] = folded
+                        items.add(item)
                     if not state["scheduled"]:
                         state["scheduled"] = True
                         engine.call_later(BATCH_SECONDS, send)
@@ -165,28 +191,26 @@ class EngineHost:
                 state["ended"] = True
                 wake_reader()  # the end wakes the reader at once
 
+        def take() -> list[Any]:
+            with lock:
+                return items.take()
+
         future = self.submit(pump())
         try:
             while True:
-                with lock:
-                    batch = list(items)
-                    items.clear()
-                for item in batch:
-                    yield unmerge(item) if unmerge is not None else item
+                for item in take():
+                    yield items.deliver(item)
                 if state["ended"]:
-                    with lock:
-                        batch = list(items)
-                        items.clear()
-                    for item in batch:
-                        yield unmerge(item) if unmerge is not None else item
+                    for item in take():
+                        yield items.deliver(item)
                     error = state["error"]
                     if error is not None and not isinstance(error, asyncio.CancelledError):
                         raise error
                     return
                 wake.clear()
                 with lock:
-                    pending = bool(items)
-                if pending or state["ended"]:
+                    waiting = bool(items)
+                if waiting or state["ended"]:
                     continue
                 await wake.wait()
         finally:
@@ -395,14 +419,13 @@ class HostedRuntime:
     def observe(
         self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
     ) -> AsyncIterator[Event]:
-        """Every event, in order; consecutive pieces of one streaming message that the TUI has
-        not taken yet arrive as one piece (as the bridge would merge them anyway), so ten runs
-        streaming cost the TUI's loop a handful of events per wake-up, not thousands."""
+        """Every event, in order; the pieces of a streaming message that the TUI has not taken
+        yet arrive as one piece (``DeltaPieces``; the bridge would merge them anyway), so ten
+        runs streaming cost the TUI's loop a handful of events per wake-up, not thousands."""
         runtime = self._runtime
         return self._host.iterate(
             lambda: runtime.observe(run_id, job_id=job_id, after=after),
-            merge=_merge_delta,
-            unmerge=_unmerge_delta,
+            pending=DeltaPieces,
         )
 
     async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary:
@@ -549,35 +572,43 @@ class _Pieces:
         self.length = len(first.text)
 
 
-def _merge_delta(last: Any, item: Any) -> Any | None:
-    from runtime.events import MessageDelta
+class DeltaPieces(_Items):
+    """Items not delivered yet, where each piece of a streaming message joins the earlier
+    pieces of that message still waiting (text and offset kept; pieces of different messages
+    are independent, so ten interleaved streams still fold), but never across another kind of
+    event: a message's commit, a state change and the like stay after every piece before them."""
 
-    if not isinstance(item, MessageDelta):
-        return None
-    if isinstance(last, MessageDelta):
-        last = _Pieces(last)
-    elif not isinstance(last, _Pieces):
-        return None
-    first = last.first
-    if (
-        item.message_id != first.message_id
-        or item.run_id != first.run_id
-        or item.execution_id != first.execution_id
-        or item.thinking != first.thinking
-        or item.offset != first.offset + last.length
-    ):
-        return None
-    last.texts.append(item.text)
-    last.length += len(item.text)
-    return last
+    def __init__(self) -> None:
+        super().__init__()
+        self._open: dict[tuple[str, str, str, bool], _Pieces] = {}
 
+    def add(self, item: Any) -> None:
+        from runtime.events import MessageDelta
 
-def _unmerge_delta(item: Any) -> Any:
-    if isinstance(item, _Pieces):
-        if len(item.texts) == 1:
-            return item.first
-        return item.first.model_copy(update={"text": "".join(item.texts)})
-    return item
+        if not isinstance(item, MessageDelta):
+            self._open.clear()
+            self._items.append(item)
+            return
+        key = (item.run_id, item.execution_id, item.message_id, item.thinking)
+        pieces = self._open.get(key)
+        if pieces is not None and item.offset == pieces.first.offset + pieces.length:
+            pieces.texts.append(item.text)
+            pieces.length += len(item.text)
+            return
+        pieces = _Pieces(item)
+        self._open[key] = pieces
+        self._items.append(pieces)
+
+    def take(self) -> list[Any]:
+        self._open.clear()
+        return super().take()
+
+    def deliver(self, item: Any) -> Any:
+        if isinstance(item, _Pieces):
+            if len(item.texts) == 1:
+                return item.first
+            return item.first.model_copy(update={"text": "".join(item.texts)})
+        return item
 
 
 def _implements(runtime: HostedRuntime) -> RuntimeApi:

@@ -18,7 +18,7 @@ from runtime import events as rt
 from runtime.errors import InvalidInput, RunNotFound
 from runtime.models import RunState
 from tests.tui.helpers import SIZE, make_app, open_runtime, wait_until
-from tui.engine_host import EngineHost, HostedRuntime, _merge_delta, _unmerge_delta, on_engine
+from tui.engine_host import DeltaPieces, EngineHost, HostedRuntime, on_engine
 from tui.screens.main import MainScreen
 
 
@@ -104,8 +104,8 @@ async def test_observe_delivers_every_event_of_a_run_in_order_across_the_thread(
 
 async def test_pieces_the_tui_has_not_taken_yet_arrive_merged_in_order() -> None:
     """While the reading loop is busy, the engine's side keeps taking pieces: when the reader
-    looks again, consecutive pieces of one message come as one delta (text and offset kept),
-    other events and pieces of other messages stay apart and in order."""
+    looks again, the pieces of each message (two streams, interleaved) come as one delta, text
+    and offset kept; nothing is merged across another kind of event, which stays in order."""
     host = EngineHost()
     published = threading.Event()
 
@@ -117,29 +117,32 @@ async def test_pieces_the_tui_has_not_taken_yet_arrive_merged_in_order() -> None
     async def engine_side() -> AsyncIterator[rt.Event]:
         for index in range(1000):
             yield delta("m1", index * 5, f"w{index:03d} ")
+            yield delta("m2", index * 5, f"v{index:03d} ")
             if index % 100 == 99:
                 await asyncio.sleep(0)
         yield rt.Notice(job_id="j", run_id="r", text="between")
-        yield delta("m2", 0, "other ")
-        yield delta("m2", 6, "message")
+        yield delta("m2", 5000, "after")
+        yield delta("m2", 5005, " the notice")
         published.set()
 
     try:
-        iterator = aiter(host.iterate(engine_side, merge=_merge_delta, unmerge=_unmerge_delta))
+        iterator = aiter(host.iterate(engine_side, pending=DeltaPieces))
         first = await anext(iterator)
         assert published.wait(30)  # this loop is busy meanwhile; the engine's is not
         received = [first, *[event async for event in iterator]]
     finally:
         host.stop()
-    joined = "".join(f"w{index:03d} " for index in range(1000))
-    m1 = [e for e in received if isinstance(e, rt.MessageDelta) and e.message_id == "m1"]
-    assert "".join(e.text for e in m1) == joined
-    for before, after in itertools.pairwise(m1):
-        assert after.offset == before.offset + len(before.text)
-    assert len(m1) <= 2  # the first piece, then the rest merged (not 1,000)
-    tail = received[len(m1) :]
-    assert isinstance(tail[0], rt.Notice)
-    assert [(e.message_id, e.offset, e.text) for e in tail[1:]] == [("m2", 0, "other message")]
+    notice = next(i for i, e in enumerate(received) if isinstance(e, rt.Notice))
+    before, after = received[:notice], received[notice + 1 :]
+    for message, letter in (("m1", "w"), ("m2", "v")):
+        pieces = [e for e in before if isinstance(e, rt.MessageDelta) and e.message_id == message]
+        assert "".join(e.text for e in pieces) == "".join(
+            f"{letter}{index:03d} " for index in range(1000)
+        )
+        for earlier, later in itertools.pairwise(pieces):
+            assert later.offset == earlier.offset + len(earlier.text)
+        assert len(pieces) <= 2  # the first piece, then the rest merged (not 1,000)
+    assert [(e.message_id, e.offset, e.text) for e in after] == [("m2", 5000, "after the notice")]
 
 
 async def test_leaving_an_observation_stops_its_pump_on_the_engines_loop(
