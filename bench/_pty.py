@@ -166,7 +166,13 @@ class Pty:
         with contextlib.suppress(OSError):
             self.send(b"\x11")  # ctrl+q
         try:
-            self.process.wait(timeout=10)
+            # Keep reading while it quits: a program whose last frames fill the terminal's
+            # buffer would otherwise block writing them and never exit.
+            deadline = time.perf_counter() + 10
+            while self.process.poll() is None and time.perf_counter() < deadline:
+                if not self._pump(0.05):
+                    break
+            self.process.wait(timeout=max(0.1, deadline - time.perf_counter()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -209,11 +215,18 @@ def compile_tree(tree: Path) -> None:
     )
 
 
-def agent_tui(tree: Path) -> list[str]:
-    """The command line of agent-tui from the source tree ``tree`` (this one or another)."""
+def agent_tui(tree: Path, *, probe: Path | None = None) -> list[str]:
+    """The command line of agent-tui from the source tree ``tree`` (this one or another);
+    ``probe``: with ``loop_probe`` watching its event loop, reporting to that file at exit."""
+    watch = (
+        ""
+        if probe is None
+        else f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import loop_probe; "
+        f"loop_probe.install({str(probe)!r}); "
+    )
     return [
         PYTHON,
         "-c",
-        f"import sys; sys.path.insert(0, {str(tree)!r}); "
+        f"import sys; sys.path.insert(0, {str(tree)!r}); {watch}"
         "from tui.cli import main; sys.exit(main())",
     ]

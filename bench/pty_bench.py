@@ -8,8 +8,12 @@ against an honest baseline spawned or run the same way, median of N runs, with t
 - ``open-run``: Enter on a job whose run has 10,000 messages → the last frame written, and the
   app's RSS after scrolling up 2,000 messages, 5,000 and to the top;
 - ``stream``: a 1 MB answer (``/stream 1024``, demo model) from Enter to the last frame, against
-  the runtime alone (same machine, in-process);
-- ``keys``: bytes of a keypress in → the frame that echoes it out, while 10 runs stream.
+  the runtime alone (same machine, in-process); then one more run watched by
+  ``bench/loop_probe.py``: the TUI's event-loop stalls while it streams, and the slowest callbacks;
+- ``keys``: bytes of a keypress in → the frame that echoes it out, while 10 runs stream: 10
+  separate jobs started one after the other as a person would (ctrl+t to a new job, the task,
+  Enter), each streaming an 8 MB answer; it says how many were streaming at the first key and at
+  the last.
 
 The big database is generated once (``bench/browser_bench.py``'s filler) into ``--cache``.
 
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -184,8 +189,10 @@ def _workspace(base: Path) -> Path:
     return workspace
 
 
-def _app(tree: Path, db: Path, workspace: Path, env: dict[str, str]) -> Pty:
-    argv = [*agent_tui(tree), "--db", str(db), "--workspace", str(workspace)]
+def _app(
+    tree: Path, db: Path, workspace: Path, env: dict[str, str], *, probe: Path | None = None
+) -> Pty:
+    argv = [*agent_tui(tree, probe=probe), "--db", str(db), "--workspace", str(workspace)]
     return Pty(argv, env=env, cwd=workspace, size=SIZE)
 
 
@@ -387,14 +394,19 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
     print(f"A {size_kib:,} KiB answer streamed (Enter → last frame written)")
     alone: list[float] = []
     shown: list[float] = []
+    stalls: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="pty-bench-") as tmp:
         base = Path(tmp)
         env, workspace = _env(base), _workspace(base)
-        for index in range(runs):
-            alone.append(asyncio.run(_runtime_alone(size_kib)))
+        for index in range(runs + 1):
+            # The last run is watched by loop_probe (not timed: the probe costs a little per
+            # callback): the TUI's event-loop stalls while the answer streams.
+            probe = base / "probe.json" if index == runs else None
+            if probe is None:
+                alone.append(asyncio.run(_runtime_alone(size_kib)))
             db = base / "data" / f"stream-{index}.db"
             db.parent.mkdir(parents=True, exist_ok=True)
-            with _app(tree, db, workspace, env) as app:
+            with _app(tree, db, workspace, env, probe=probe) as app:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
                 app.send(f"//stream {size_kib}")  # "//": a message, not a slash command
@@ -405,10 +417,25 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
                     app.read_for(0.05)
                     if time.perf_counter() > deadline:
                         raise TimeoutError("the run did not complete")
-                shown.append(app.settle(0.5, timeout=600) - pressed)
+                last = app.settle(0.5, timeout=600) - pressed
+                if probe is None:
+                    shown.append(last)
+            if probe is not None:
+                stalls = json.loads(probe.read_text()) if probe.exists() else None
     print(f"  runtime alone (in-process)                {spread(alone)}")
     print(f"  through agent-tui in a pty                {spread(shown)}")
     print(f"  ratio: {median(shown) / median(alone):.2f}x   (budget ≤ 1.5x)")
+    if stalls is None:
+        print("  (the probed run wrote no report: it did not exit cleanly)")
+        return
+    late = stalls["lateness_ms"]
+    print(
+        f"  TUI event loop while streaming (a 5 ms ticker's lateness, one probed run):"
+        f" median {late['p50']:.1f} ms, p99 {late['p99']:.1f} ms, longest {late['max']:.1f} ms"
+        "   (budget ≤ 30 ms)"
+    )
+    for slow in stalls["slowest"][:3]:
+        print(f"    slowest: {slow['ms']:.0f} ms in {slow['callback'][:90]}")
 
 
 # --- keys while 10 runs stream --------------------------------------------------------------------
@@ -443,9 +470,7 @@ def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
             with _app(tree, db, workspace, env) as app:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
-                for _ in range(streams):
-                    app.send("//stream 8192\r")  # a message ("//"); the composer keeps the focus
-                    app.read_for(0.3)
+                _start_jobs(app, db, streams)
                 running = _running(db)
                 latencies.extend(_type(app, presses))
                 still = _running(db)
@@ -455,6 +480,38 @@ def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
     print(f"  idle app                                  {spread(idle)}")
     print(f"  while {streams} runs stream                    {spread(latencies)}")
     print(f"  worst while streaming: {max(latencies) * 1000:.1f} ms   (budget ≤ 50 ms)")
+
+
+def _start_jobs(app: Pty, db: Path, count: int) -> None:
+    """``count`` separate jobs, each streaming a long answer at the same time, started as a
+    person would: after the first, ctrl+t switches the composer from a follow-up in the job
+    just started to a new job ("✚ New job"), then the task is typed and sent. Typing the tasks
+    one after the other without it would queue them as follow-ups of the first job (one run
+    streaming at a time)."""
+    for index in range(count):
+        if index:
+            mark = len(app.data)
+            app.send("\x14")  # ctrl+t: a new job, not a follow-up
+            app.wait_for_text("New job", since=mark, timeout=30)
+        mark = len(app.data)
+        app.send("//stream 8192\r")  # a message ("//"); the composer keeps the focus
+        # Started: the composer now addresses a follow-up in it.
+        app.wait_for_text("Follow-up in", since=mark, timeout=30)
+    if _jobs(db) != count:
+        raise RuntimeError(f"{_jobs(db)} jobs were started, not {count}")
+    app.read_for(0.3)
+
+
+def _jobs(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            row = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+    return int(row[0])
 
 
 _KEYS = "ZXJVW"
