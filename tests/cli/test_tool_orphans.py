@@ -1,6 +1,10 @@
 """A ``shell`` command dies with agent-tui: ``kill -9`` of a real ``agent-tui run`` (Claude, the
 real SDK against the fake server on loopback) while an allowed command waits and then appends a
-line to a file; the line never appears, with the bubblewrap sandbox and without it."""
+line to a file; the line never appears, with the bubblewrap sandbox and without it.
+
+The command waits for a file the test creates only after the kill, not for a fixed time: under
+load the kill could otherwise come after the command had finished on its own (CI once saw the
+line written by a command that had slept its 2 s before the "started" event arrived)."""
 
 from __future__ import annotations
 
@@ -61,8 +65,8 @@ def test_a_shell_command_dies_with_agent_tui_and_never_writes_after_a_kill(
     if mode == "unconfined":
         cli.env["AGENT_TUI_BWRAP"] = ""  # no sandbox: the fallback path
     (cli.workspace / "agent-tui.toml").write_text('[permissions]\nallow = ["shell"]\n')
-    delay = f"2.{secrets.randbelow(10**6):06d}"  # unique: it names the command's processes
-    command = f"echo started; sleep {delay}; echo late >> orphan.log"
+    marker = f"go-{secrets.token_hex(8)}"  # unique: it names the command's processes
+    command = f"echo started; until [ -e {marker} ]; do sleep 0.05; done; echo late >> orphan.log"
     script = [
         tool_use_response([("toolu_orphan", "shell", {"command": command})]),
         text_response("done"),
@@ -80,11 +84,14 @@ def test_a_shell_command_dies_with_agent_tui_and_never_writes_after_a_kill(
         stream = LineStream(proc)
         try:
             stream.json_until(started, timeout=60)
-            assert live_processes_mentioning(f"sleep {delay}"), "the command is not running"
+            assert live_processes_mentioning(marker), "the command is not running"
             os.kill(proc.pid, signal.SIGKILL)  # agent-tui alone, not its session
             proc.wait(timeout=10)
         finally:
             kill_hard(proc)
-    # Once no process of the command is left, the line can never be written.
-    wait_until_gone(delay, timeout=float(delay) + 10)
+    # The command would go on only once the file exists: every process of it must be gone
+    # first. Then the file is created, and nothing is left to write the line.
+    wait_until_gone(marker, timeout=10)
+    (cli.workspace / marker).touch()
+    assert not live_processes_mentioning(marker)
     assert not (cli.workspace / "orphan.log").exists()
