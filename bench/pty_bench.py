@@ -12,8 +12,9 @@ against an honest baseline spawned or run the same way, median of N runs, with t
   ``bench/loop_probe.py``: the TUI's event-loop stalls while it streams, and the slowest callbacks;
 - ``keys``: bytes of a keypress in → the frame that echoes it out, while 10 runs stream: 10
   separate jobs started one after the other as a person would (ctrl+t to a new job, the task,
-  Enter), each streaming an 8 MB answer; it says how many were streaming at the first key and at
-  the last.
+  Enter), each streaming an 8 MB answer flat out (the instant demo model); it says how many were
+  streaming at the first key and at the last. ``keys-paced``: the same with each run streaming
+  at a model's pace (the demo model, one word per 12 ms: ~100 tokens/s, as Claude streams).
 
 The big database is generated once (``bench/browser_bench.py``'s filler) into ``--cache``.
 
@@ -451,15 +452,23 @@ def _running(db: Path) -> int:
     return int(row[0])
 
 
-def bench_keys(tree: Path, runs: int, streams: int, presses: int) -> None:
+def bench_keys(
+    tree: Path, runs: int, streams: int, presses: int, *, model: str = "demo:instant"
+) -> None:
+    pace = {
+        "demo:instant": "flat out: the instant demo model, as fast as the machine goes",
+        "demo": "at a model's pace: the demo model, one word per 12 ms (~100 tokens/s) each",
+    }[model]
     print(
-        f"Keypress latency through the pty (bytes in → echo frame out) while {streams} runs stream"
+        f"Keypress latency through the pty (bytes in → echo frame out) while {streams} runs"
+        f" stream {pace}"
     )
     latencies: list[float] = []
     idle: list[float] = []
     with tempfile.TemporaryDirectory(prefix="pty-bench-") as tmp:
         base = Path(tmp)
         env, workspace = _env(base), _workspace(base)
+        env["AGENT_TUI_MODEL"] = model
         for index in range(runs):
             db = base / "data" / f"keys-{index}.db"
             db.parent.mkdir(parents=True, exist_ok=True)
@@ -540,7 +549,9 @@ def _type(app: Pty, count: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "sections", nargs="*", default=["cli", "first-frame", "open-run", "stream", "keys"]
+        "sections",
+        nargs="*",
+        default=["cli", "first-frame", "open-run", "stream", "keys", "keys-paced"],
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tree", type=Path, default=BENCH.parent, help="agent-tui source tree")
@@ -561,6 +572,8 @@ def main() -> None:
             bench_stream(args.tree, args.runs, args.size_kib)
         elif section == "keys":
             bench_keys(args.tree, args.runs, 10, 20)
+        elif section == "keys-paced":
+            bench_keys(args.tree, args.runs, 10, 20, model="demo")
         else:
             parser.error(f"unknown section {section!r}")
         print(f"  [{section}: {time.perf_counter() - started:.0f} s; {load()}]")
