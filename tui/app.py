@@ -417,44 +417,34 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         # The engine, store, providers and MCP: imported here, after the first frame, in a
         # thread, so the event loop (and Textual's writer thread) keep drawing and reading keys.
         await asyncio.to_thread(_import_engine)
-        from tui.engine_host import HostedRuntime
+        from runtime.api import Runtime
+        from runtime.compose import open_store
 
-        open_job: list[str | None] = [None]
+        store = open_store(db_path)
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=config,
+            store=store,
+            model=launch.model,
+        )
+        try:
+            open_job = None
+            if launch.resume is not None:
+                from tui._cli.ids import resolve_id
 
-        async def open_on_engine() -> RuntimeApi:
-            # On the engine's own thread and loop (tui.engine_host: keys first, DESIGN §13).
-            from runtime.api import Runtime
-            from runtime.compose import open_store
-
-            store = open_store(db_path)
-            runtime = await Runtime.open(
-                db_path=db_path,
-                workspace=workspace,
-                config=config,
-                store=store,
-                model=launch.model,
-            )
-            try:
-                if launch.resume is not None:
-                    from tui._cli.ids import resolve_id
-
-                    open_job[0] = await resolve_id(
-                        runtime.store, "job", launch.resume, db_path=db_path
+                open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
+            if launch.agent is not None:
+                known = {"default", *runtime.config.agents}
+                if launch.agent not in known:
+                    raise InvalidInput(
+                        f"unknown agent {launch.agent!r}; configured agents: "
+                        f"{', '.join(sorted(known))}"
                     )
-                if launch.agent is not None:
-                    known = {"default", *runtime.config.agents}
-                    if launch.agent not in known:
-                        raise InvalidInput(
-                            f"unknown agent {launch.agent!r}; configured agents: "
-                            f"{', '.join(sorted(known))}"
-                        )
-            except AgentTuiError:
-                await runtime.close()
-                raise
-            return runtime
-
-        runtime = await HostedRuntime.open(open_on_engine)
-        app.settings = replace(app.settings, open_job=open_job[0])
+        except AgentTuiError:
+            await runtime.close()
+            raise
+        app.settings = replace(app.settings, open_job=open_job)
         return runtime
 
     settings = Settings(

@@ -14,7 +14,6 @@ from runtime.mcp.catalog import (
     list_prompts,
     parse_prompt_command,
 )
-from tui.engine_host import on_engine
 from tui.widgets.composer import SlashCommand
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ def as_command(prompt: PromptInfo) -> SlashCommand:
 
 async def prompt_commands(manager: McpManager) -> list[SlashCommand]:
     """The slash commands of every reachable server's prompts (a server that is down has none)."""
-    return [as_command(prompt) for prompt in await on_engine(manager, list_prompts)]
+    return [as_command(prompt) for prompt in await list_prompts(manager)]
 
 
 def message_text(messages: list[PromptMessage]) -> str:
@@ -60,13 +59,13 @@ async def prompt_text(manager: McpManager, name: str, argument: str) -> str:
     if parsed is None:
         raise ToolError(f"/{name}: write it as /server:prompt [ARGUMENTS]")
     server, prompt_name, arguments = parsed
-    offered = await on_engine(manager, list_prompts, server)
+    offered = await list_prompts(manager, server)
     prompt = next((p for p in offered if p.name == prompt_name), None)
     if prompt is None:
         names = ", ".join(p.command for p in offered) or "none"
         raise ToolError(f"MCP server '{server}' has no prompt {prompt_name!r} (it offers: {names})")
     bound = bind_arguments(prompt, arguments)  # names a missing argument before asking
-    text = message_text(await on_engine(manager, get_prompt, server, prompt_name, bound))
+    text = message_text(await get_prompt(manager, server, prompt_name, bound))
     if not text:
         raise ToolError(f"/{name} gave no text to send")
     return text

@@ -8,7 +8,6 @@ import re
 from typing import TYPE_CHECKING
 
 from runtime.mcp.catalog import list_resources, read_resource
-from tui.engine_host import on_engine
 
 if TYPE_CHECKING:
     from runtime.mcp.manager import McpManager
@@ -22,7 +21,7 @@ MAX_ATTACHED_CHARS = 100_000
 
 async def resource_mentions(manager: McpManager) -> list[str]:
     """``server:uri`` of every reachable server's resources (a server that is down has none)."""
-    return [f"{r.server}:{r.uri}" for r in await on_engine(manager, list_resources)]
+    return [f"{r.server}:{r.uri}" for r in await list_resources(manager)]
 
 
 def mentioned_resources(text: str, servers: set[str]) -> list[tuple[str, str]]:
@@ -44,7 +43,7 @@ async def with_resources(manager: McpManager, text: str, servers: set[str]) -> s
     ``ToolError`` (one clear line) when a server cannot read one: nothing is sent then."""
     parts = [text]
     for server, uri in mentioned_resources(text, servers):
-        attached = await on_engine(manager, read_resource, server, uri)
+        attached = await read_resource(manager, server, uri)
         content = attached.text
         if len(content) > MAX_ATTACHED_CHARS:
             left = len(content) - MAX_ATTACHED_CHARS
