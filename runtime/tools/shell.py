@@ -65,16 +65,26 @@ waits for the command and exits with its status."""
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking the kernel to send SIGHUP to the child when we die (Linux)."""
+    """A ``preexec_fn`` asking the kernel to send SIGHUP to the child when we die (Linux).
+
+    It also puts SIGHUP back to its default first: a signal ignored when a shell starts cannot
+    be trapped, so under ``nohup`` (or a service manager that ignores SIGHUP) the supervisor's
+    trap would be a silent no-op and the command would outlive agent-tui. Through libc, not
+    ``signal.signal``: the child of a fork made on another thread is not Python's main thread."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+        set_handler = libc.signal
     except (OSError, AttributeError):
         return None
+    set_handler.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    set_handler.restype = ctypes.c_void_p
     parent = os.getpid()
 
     def arm() -> None:
+        set_handler(int(signal.SIGHUP), None)  # SIG_DFL
         prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
         if os.getppid() != parent:  # we died before the signal was armed
             os._exit(1)

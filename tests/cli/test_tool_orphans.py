@@ -56,13 +56,13 @@ def started(item: dict[str, Any], seen: list[dict[str, Any]]) -> bool:
     return item.get("kind") == "tool_progress" and item.get("message") == "started"
 
 
-@pytest.mark.parametrize("mode", ["sandboxed", "unconfined"])
+@pytest.mark.parametrize("mode", ["sandboxed", "unconfined", "unconfined-nohup"])
 def test_a_shell_command_dies_with_agent_tui_and_never_writes_after_a_kill(
     cli: Cli, tmp_path: Path, mode: str
 ) -> None:
     if mode == "sandboxed" and not sandbox_status().available:
         pytest.skip(f"no shell sandbox here: {sandbox_status().detail}")
-    if mode == "unconfined":
+    if mode.startswith("unconfined"):
         cli.env["AGENT_TUI_BWRAP"] = ""  # no sandbox: the fallback path
     (cli.workspace / "agent-tui.toml").write_text('[permissions]\nallow = ["shell"]\n')
     marker = f"go-{secrets.token_hex(8)}"  # unique: it names the command's processes
@@ -74,13 +74,22 @@ def test_a_shell_command_dies_with_agent_tui_and_never_writes_after_a_kill(
     with spawn_fake_server(script, directory=tmp_path) as server:
         cli.env.update(ANTHROPIC_API_KEY="sk-ant-test-orphans", ANTHROPIC_BASE_URL=server.base_url)
         proc = cli.spawn("run", "append a line later", "--json", "--model", MODEL)
-        if mode == "unconfined":
+        if mode.startswith("unconfined"):
             # Without a sandbox the allow rule does not count: the call asks first.
             code, out, err = finish(proc)
             boundary = boundary_of(json_lines(out))
             assert code == 3 and boundary["state"] == "input_required", err
             assert boundary["request"]["kind"] == "approval"
-            proc = cli.spawn("respond", boundary["run_id"], "allow", "--json")
+            if mode == "unconfined-nohup":
+                # Started with SIGHUP ignored, as under nohup: a shell cannot trap a signal
+                # ignored when it starts, so the supervisor must not inherit that.
+                previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+                try:
+                    proc = cli.spawn("respond", boundary["run_id"], "allow", "--json")
+                finally:
+                    signal.signal(signal.SIGHUP, previous)
+            else:
+                proc = cli.spawn("respond", boundary["run_id"], "allow", "--json")
         stream = LineStream(proc)
         try:
             stream.json_until(started, timeout=60)
