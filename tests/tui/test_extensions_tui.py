@@ -76,7 +76,11 @@ async def test_custom_commands_and_skills_complete_after_slash_and_expand_into_t
 
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Skill /explain", "Command /review"} <= titles
+        # As a person reads "Follow-up in: …" before pressing ctrl+t: pressed earlier, while
+        # the composer still addressed a new job, it would switch to a follow-up instead.
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is not None)
         await pilot.press("ctrl+t")  # a new job for the skill
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
         await pilot.press(*"/explain the parser", "enter")
         await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
     inputs = await root_inputs(runtime)
