@@ -5,20 +5,23 @@ number of mounted message widgets stays under a fixed bound."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.actions import SkipAction
 from textual.widgets import Markdown
 
 from runtime.events import RunNoted
 from runtime.models import Role
 from runtime.store.migrations import migrate
+from runtime.transcript_pages import ItemKey, Keyed
 from tests.tui.helpers import make_app, open_runtime, screen_text
 from tui.screens.main import MainScreen
-from tui.widgets.conversation import Conversation
+from tui.widgets.conversation import Conversation, Pager
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.message_view import MessageView
 from tui.widgets.stream_text import StreamText
@@ -83,6 +86,38 @@ async def wait_until(condition: Callable[[], object], timeout: float = 120) -> N
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.02)
+
+
+async def press_until(
+    conversation: Conversation, press: Callable[[], None], changed: Callable[[], bool]
+) -> None:
+    """Press Home or End (``press``) until ``changed()`` holds with no page loading, pressing
+    again whenever nothing is loading, as a person does when a press brought nothing; fail with
+    what the window looked like after 120 s."""
+    try:
+        async with asyncio.timeout(120):
+            while True:
+                if not conversation.page_loading:
+                    if changed():
+                        return
+                    with contextlib.suppress(SkipAction):  # nothing to scroll: the key goes on
+                        press()
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        c = conversation
+        state = {
+            "has_older": c.has_older,
+            "has_newer": c.has_newer,
+            "loading": c.page_loading,
+            "scroll_y": c.scroll_y,
+            "max_scroll_y": c.max_scroll_y,
+            "virtual": c.virtual_size,
+            "size": c.size,
+            "groups": len(c._groups),
+            "first": c.first_position,
+            "last": c.last_position,
+        }
+        raise AssertionError(f"the window never moved: {state}") from None
 
 
 def _static_text(widget: object) -> str:
@@ -203,11 +238,10 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
                 if not conversation.has_older and not conversation.page_loading:
                     break
                 first_key = conversation.first_key
-                conversation.scroll_home(animate=False, immediate=True)
-                await wait_until(
-                    lambda first_key=first_key: (
-                        conversation.first_key != first_key and not conversation.page_loading
-                    )
+                await press_until(
+                    conversation,
+                    conversation.action_scroll_home,
+                    lambda first_key=first_key: conversation.first_key != first_key,
                 )
                 text = screen_text(app)
                 seen.update(line for line in text.splitlines() if line.startswith("── "))
@@ -232,11 +266,10 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
                 if not conversation.has_newer and not conversation.page_loading:
                     break
                 last_key = conversation.last_key
-                conversation.scroll_end(animate=False, immediate=True)
-                await wait_until(
-                    lambda last_key=last_key: (
-                        conversation.last_key != last_key and not conversation.page_loading
-                    )
+                await press_until(
+                    conversation,
+                    conversation.action_scroll_end,
+                    lambda last_key=last_key: conversation.last_key != last_key,
                 )
             assert conversation.last_position == 199
             assert conversation.message_views[-1].text.startswith("Run 3 message 199.")
@@ -293,14 +326,87 @@ async def test_a_long_runs_notes_sit_before_the_first_later_message_wherever_the
                 if not conversation.has_newer and not conversation.page_loading:
                     break
                 last_key = conversation.last_key
-                conversation.scroll_end(animate=False, immediate=True)
-                await wait_until(
-                    lambda last_key=last_key: (
-                        conversation.last_key != last_key and not conversation.page_loading
-                    )
+                await press_until(
+                    conversation,
+                    conversation.action_scroll_end,
+                    lambda last_key=last_key: conversation.last_key != last_key,
                 )
             assert conversation.last_position == 299
             # Back at the tail: the late note is there again, once, in its place.
             assert _note_place(conversation, "◆ compacted") == (1, 290)
+    finally:
+        await runtime.close()
+
+
+class _Failing:
+    """The run's real pager, whose ``after`` fails while ``failing`` (the disk failing, say)."""
+
+    def __init__(self, pager: Pager) -> None:
+        self.pager = pager
+        self.failing = True
+        self.failures = 0
+
+    @property
+    def run_segment(self) -> int:
+        return self.pager.run_segment
+
+    async def before(self, key: ItemKey | None, limit: int) -> list[Keyed]:
+        return await self.pager.before(key, limit)
+
+    async def after(self, key: ItemKey, limit: int) -> list[Keyed]:
+        if self.failing:
+            self.failures += 1
+            raise OSError("disk I/O error")
+        return await self.pager.after(key, limit)
+
+
+async def test_end_pressed_at_the_bottom_of_the_window_loads_the_newer_messages(
+    db_path: Path, workspace: Path
+) -> None:
+    # Loading newer messages failed while the view sat at the bottom of what is mounted: the
+    # view cannot scroll further, so only End pressed again can bring them.
+    (run,) = fill_job(db_path, workspace, [200])
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=40)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            conversation = screen.conversation
+            conversation.page = 20
+            screen.open_run(run)
+            await wait_until(lambda: conversation.last_position == 199)
+            await wait_until(
+                lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
+            )
+            while conversation.has_older and (conversation.last_position or 0) > 150:
+                await press_until(
+                    conversation,
+                    conversation.action_scroll_home,
+                    lambda first=conversation.first_key: conversation.first_key != first,
+                )
+            assert conversation.has_newer
+            assert conversation.pager is not None
+            failing = _Failing(conversation.pager)
+            conversation.pager = failing
+            last = conversation.last_key
+            async with asyncio.timeout(60):
+                while not (
+                    failing.failures
+                    and not conversation.page_loading
+                    and conversation.is_vertical_scroll_end
+                ):
+                    if not conversation.page_loading:
+                        conversation.scroll_end(animate=False, immediate=True)
+                    await asyncio.sleep(0.02)
+            assert conversation.last_key == last and conversation.has_newer
+            assert app.screen is screen  # the failure is a notice; nothing else moved
+
+            failing.failing = False
+            conversation.action_scroll_end()
+            await wait_until(
+                lambda: conversation.last_key != last and not conversation.page_loading, timeout=30
+            )
+            assert (conversation.last_position or 0) > 139
     finally:
         await runtime.close()

@@ -463,6 +463,18 @@ class Conversation(VerticalScroll):
         super().watch_scroll_y(old, new)
         self._want_more()
 
+    def action_scroll_home(self) -> None:
+        try:
+            super().action_scroll_home()
+        finally:
+            self._want_more()  # already at the top (no scroll, so no watch): Home loads more
+
+    def action_scroll_end(self) -> None:
+        try:
+            super().action_scroll_end()
+        finally:
+            self._want_more()
+
     def _want_more(self) -> None:
         """Near the top (or bottom) of what is mounted, with more in the database: load it."""
         if self._loading or self.pager is None or self.run_id is None or not self.is_mounted:
