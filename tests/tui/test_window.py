@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.actions import SkipAction
@@ -208,8 +209,36 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
             assert conversation.first_position is not None and conversation.first_position > 0
             positions = [view.position for view in conversation.message_views]
             assert positions == sorted(positions)
+            # Memory stays bounded too: the widgets unmounted on the way keep no drawn lines
+            # alive (Textual's styles caches outlive their widgets: see forget_drawn_lines).
+            assert _lines_kept_by_gone_widgets(app) <= GONE_LINES
     finally:
         await runtime.close()
+
+
+GONE_LINES = 400
+"""Lines drawn by widgets no longer mounted that may stay alive (other parts of the screen, a
+prompt or the footer, are replaced as the test goes): without forget_drawn_lines, scrolling
+through 3,000 messages leaves thousands."""
+
+
+def _lines_kept_by_gone_widgets(app: Any) -> int:
+    import gc
+
+    from textual._styles_cache import StylesCache
+    from textual.widget import Widget
+
+    mounted = {
+        id(widget._styles_cache)
+        for screen in app.screen_stack
+        for widget in screen.walk_children(Widget, with_self=True)
+    }
+    gc.collect()
+    return sum(
+        len(cache._cache)
+        for cache in gc.get_objects()
+        if isinstance(cache, StylesCache) and id(cache) not in mounted
+    )
 
 
 @pytest.mark.timeout(600)

@@ -193,7 +193,9 @@ class Conversation(VerticalScroll):
         self.has_older = self.has_newer = False
         self._show_markers()
         markers = (self._older_marker, self._newer_marker)
-        await self.remove_children([child for child in self.children if child not in markers])
+        await self.remove_children(
+            forget_drawn_lines([child for child in self.children if child not in markers])
+        )
 
     def _show_markers(self) -> None:
         self._older_marker.display = self.has_older
@@ -617,7 +619,7 @@ class Conversation(VerticalScroll):
                 kept_y = kept.virtual_region_with_margin.y
                 self.call_after_refresh(self._keep_place, kept, kept_y)
         self._show_markers()
-        self.remove_children(removed)
+        self.remove_children(forget_drawn_lines(removed))
 
     def _keep_place(self, kept: Widget, kept_y: int) -> None:
         if kept.is_attached:
@@ -695,3 +697,18 @@ class _NoteLine(Static):
             f"{mark} {terminal_safe_line(note.text)}", classes="run-note", markup=False
         )
         self.seq = note.seq
+
+
+def forget_drawn_lines(widgets: list[Widget]) -> list[Widget]:
+    """Drop the lines ``widgets`` and their children have drawn, as they are unmounted.
+
+    Textual 8.2.8 keeps them alive after the widgets are gone: ``StylesCache.get_inner_outer`` is
+    an ``lru_cache`` (1,024 entries) on a method that is not a classmethod, so each widget's
+    styles cache is a key of that module-level cache, and with it every line the widget drew.
+    Scrolling up through a long run unmounts thousands of message widgets: without this, RSS
+    grew by ~60 MB (tests/tui/test_window.py counts what is left). What is drawn is unchanged:
+    a widget mounted again draws afresh."""
+    for widget in widgets:
+        for part in widget.walk_children(Widget, with_self=True):
+            part._styles_cache.clear()
+    return widgets
