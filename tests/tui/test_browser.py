@@ -216,3 +216,37 @@ async def test_w_cycles_the_browser_wide_narrow_hidden_and_the_conversation_take
         await pilot.pause()
         assert browser.display and app.focused is screen.job_tree
         assert browser.size.width == normal
+
+
+async def test_an_age_tick_redraws_no_row_whose_age_is_unchanged_even_one_drawn_since(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A run's row appears when its job opens or expands; the next once-a-second tick drew it
+    again although its age was the same (the last frame after opening a run, well after
+    everything else). A tick redraws only the rows whose age changed."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        assert "age" in tree.columns()
+        job_node = tree.cursor_node
+        assert job_node is not None
+        job = job_node.data.job  # type: ignore[union-attr]
+        now = job.updated_at + 3 * 60 + 5
+        tree.tick(now=now)
+        await pilot.pause()
+        job_node.expand()
+        await wait_until(pilot, lambda: job.id in tree.loaded_runs and job_node.children)
+        await pilot.pause()
+        run_rows = list(job_node.children)
+        assert all(" 3m " in tree.row_text(node) for node in run_rows)
+        drawn = {id(node): node._updates for node in tree._visible_nodes()}
+        tree.tick(now=now)
+        await pilot.pause()
+        assert {id(node): node._updates for node in tree._visible_nodes()} == drawn
+        tree.tick(now=job.updated_at + 2 * 3600)  # ages that do change are redrawn
+        await pilot.pause()
+        assert all(node._updates > drawn[id(node)] for node in [job_node, *run_rows])
+        assert " 2h " in tree.row_text(job_node)

@@ -210,6 +210,9 @@ class JobTree(Tree[NodeData]):
         return label
 
     def _label(self, node: TreeNode[NodeData]) -> Text:
+        # The age this row is drawn with: the next tick redraws it only if that changed (a row
+        # drawn since the last tick, as a run's row when a run opens, is not drawn again).
+        self._shown_ages[id(node)] = self._age_of(node.data)
         room = self._room(node)
         icon, title, figures = self._cells(node.data)
         title = terminal_safe_line(title)  # a job title comes from a prompt
@@ -303,7 +306,9 @@ class JobTree(Tree[NodeData]):
         """Redraw the rows whose age label changed (no database query: ages are computed
         from the rows' timestamps), and the detail line."""
         self.now = now
-        for node in self._visible_nodes():
+        # Ages the rows do not show (the column gave way at this width) change nothing drawn.
+        shown = "age" in self.columns()
+        for node in self._visible_nodes() if shown else ():
             text = self._age_of(node.data)
             if text != self._shown_ages.get(id(node)):
                 self._shown_ages[id(node)] = text
