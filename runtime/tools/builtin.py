@@ -104,21 +104,7 @@ def _looks_binary(head: bytes) -> bool:
 
 def _read_text(path: Path, shown: str) -> str:
     """The text of a UTF-8 file, or a ToolError saying why it cannot be read as text."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ToolError(f"{shown}: no such file") from None
-    except OSError as exc:
-        raise ToolError(f"{shown}: cannot read ({exc.strerror})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{shown} is a folder, not a file: use list_dir")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{shown} is not a regular file")
-    if info.st_size > MAX_TEXT_FILE_BYTES:
-        raise ToolError(
-            f"{shown} is too large to read ({info.st_size:,} bytes; the limit is "
-            f"{MAX_TEXT_FILE_BYTES:,}): use search to find the lines you need"
-        )
+    _file_info(path, shown, limit=MAX_TEXT_FILE_BYTES)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -136,9 +122,12 @@ READ_ON_LOOP_BYTES = 256 * 1024
 ``lstat`` calls that resolved its path); a larger one on a thread."""
 
 
-def _file_info(path: Path, shown: str) -> os.stat_result:
-    """The ``stat`` of a regular file ``read_file`` may read, or a ToolError saying why not.
-    Nothing but a regular file is ever opened (a FIFO would block, a device may act)."""
+def _file_info(
+    path: Path, shown: str, *, limit: int = max(MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES)
+) -> os.stat_result:
+    """The ``stat`` of a regular file of at most ``limit`` bytes that may be read (by default
+    what ``read_file`` reads: an image or a text), or a ToolError saying why not. Nothing but a
+    regular file is ever opened (a FIFO would block, a device may act)."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -149,7 +138,7 @@ def _file_info(path: Path, shown: str) -> os.stat_result:
         raise ToolError(f"{shown} is a folder, not a file: use list_dir")
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{shown} is not a regular file")
-    if info.st_size > max(MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES):
+    if info.st_size > limit:
         raise ToolError(
             f"{shown} is too large to read ({info.st_size:,} bytes; the limit is "
             f"{MAX_TEXT_FILE_BYTES:,}): use search to find the lines you need"
