@@ -440,16 +440,21 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
 
 
 # --- keys while 10 runs stream --------------------------------------------------------------------
-def _running(db: Path) -> int:
+def _count(db: Path, query: str) -> int:
+    """``query``'s count in the app's database, read-only; 0 while it cannot be read yet."""
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            row = conn.execute("SELECT count(*) FROM runs WHERE state = 'running'").fetchone()
+            row = conn.execute(query).fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
         return 0
     return int(row[0])
+
+
+def _running(db: Path) -> int:
+    return _count(db, "SELECT count(*) FROM runs WHERE state = 'running'")
 
 
 def bench_keys(
@@ -512,15 +517,7 @@ def _start_jobs(app: Pty, db: Path, count: int) -> None:
 
 
 def _jobs(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            row = conn.execute("SELECT count(*) FROM jobs").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-    return int(row[0])
+    return _count(db, "SELECT count(*) FROM jobs")
 
 
 _KEYS = "ZXJVW"
