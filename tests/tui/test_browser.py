@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runtime.api import Runtime
 from tests.tui.helpers import finish_run, make_app, open_runtime, wait_for_browser, wait_until
 from tui import browser_filters
 from tui.screens.main import MainScreen
+from tui.widgets import job_tree
 from tui.widgets.job_tree import BrowserDetail, BrowserHeader, CheckpointEntry, EmptyEntry
 
 WIDE = (140, 45)
@@ -70,6 +73,14 @@ async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(
         await wait_until(pilot, lambda: "updated" in rendered(screen.query_one(BrowserDetail)))
 
 
+@pytest.fixture
+def own_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test ticks the ages itself: the browser's own once-a-second tick (real time) would
+    redraw them with the real ages between a test's tick and what it reads."""
+    monkeypatch.setattr(job_tree, "AGE_TICK", 24 * 3600.0)
+
+
+@pytest.mark.usefixtures("own_clock")
 async def test_ages_tick_without_a_new_row_and_the_detail_says_updated_ago(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -218,6 +229,7 @@ async def test_w_cycles_the_browser_wide_narrow_hidden_and_the_conversation_take
         assert browser.size.width == normal
 
 
+@pytest.mark.usefixtures("own_clock")
 async def test_an_age_tick_redraws_no_row_whose_age_is_unchanged_even_one_drawn_since(
     runtime: Runtime, workspace: Path
 ) -> None:
