@@ -137,10 +137,10 @@ async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
     for _ in range(10_000):  # a bound: each step loads a page
         if not conversation.has_older and not conversation.page_loading:
             return
-        first = conversation.first_key
-        conversation.scroll_home(animate=False, immediate=True)
-        await wait_until(
-            lambda first=first: conversation.first_key != first and not conversation.page_loading
+        await press_until(
+            conversation,
+            conversation.action_scroll_home,
+            lambda first=conversation.first_key: conversation.first_key != first,
         )
         most.append(_mounted(conversation))
         assert _mounted(conversation) <= BOUND
@@ -196,12 +196,10 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
 
             # And back down a few pages: newer pages load, the oldest are unmounted again.
             for _ in range(5):
-                last = conversation.last_position
-                conversation.scroll_end(animate=False, immediate=True)
-                await wait_until(
-                    lambda last=last: (
-                        conversation.last_position != last and not conversation.page_loading
-                    )
+                await press_until(
+                    conversation,
+                    conversation.action_scroll_end,
+                    lambda last=conversation.last_position: conversation.last_position != last,
                 )
                 # The oldest are unmounted as the page settles (removal finishes a moment later).
                 await wait_until(lambda: _mounted(conversation) <= BOUND)
