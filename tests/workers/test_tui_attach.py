@@ -14,6 +14,7 @@ from tests.tui.helpers import make_app, wait_until
 from tests.workers.procs import query, worker
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
 TIMEOUT = 60.0
 
@@ -46,6 +47,13 @@ async def test_the_attached_tui_queues_a_job_for_a_worker_and_answers_it_while_i
                         screen.selected_run is not None
                         and screen.selected_run.state is RunState.INPUT_REQUIRED
                     ),
+                    timeout=TIMEOUT,
+                )
+                # The state can reach this screen before the question is mounted and focused:
+                # "1" picks its first choice only once the answer field has the keys.
+                await wait_until(
+                    pilot,
+                    lambda: screen.query(QuestionPrompt) and isinstance(app.focused, AnswerInput),
                     timeout=TIMEOUT,
                 )
                 await pilot.press("1")
