@@ -141,7 +141,7 @@ def _file_info(
     if info.st_size > limit:
         raise ToolError(
             f"{shown} is too large to read ({info.st_size:,} bytes; the limit is "
-            f"{MAX_TEXT_FILE_BYTES:,}): use search to find the lines you need"
+            f"{limit:,}): use search to find the lines you need"
         )
     return info
 

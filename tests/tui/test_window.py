@@ -89,6 +89,18 @@ async def wait_until(condition: Callable[[], object], timeout: float = 120) -> N
             await asyncio.sleep(0.02)
 
 
+async def _open_at_tail(app: Any, run_id: str, *, page: int, last: int) -> Conversation:
+    """Open ``run_id`` on the main screen, ``page`` messages a page, and wait for its tail:
+    the message at position ``last``."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    conversation = screen.conversation
+    conversation.page = page
+    screen.open_run(run_id)
+    await wait_until(lambda: conversation.last_position == last)
+    return conversation
+
+
 async def press_until(
     conversation: Conversation, press: Callable[[], None], changed: Callable[[], bool]
 ) -> None:
@@ -161,12 +173,7 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
     try:
         app = make_app(runtime, workspace, window=WINDOW)
         async with app.run_test(size=SIZE):
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            conversation = screen.conversation
-            conversation.page = PAGE
-            screen.open_run(run_id)
-            await wait_until(lambda: conversation.last_position == MESSAGES - 1)
+            conversation = await _open_at_tail(app, run_id, page=PAGE, last=MESSAGES - 1)
             # It opens at the tail, with one page mounted, settled messages as light widgets.
             assert conversation.has_older
             assert _mounted(conversation) <= PAGE
@@ -248,12 +255,7 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
     try:
         app = make_app(runtime, workspace, window=40)
         async with app.run_test(size=SIZE):
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            conversation = screen.conversation
-            conversation.page = 20
-            screen.open_run(third)
-            await wait_until(lambda: conversation.last_position == 199)
+            conversation = await _open_at_tail(app, third, page=20, last=199)
             assert "── run 1" not in screen_text(app)  # opened at the tail: nothing older yet
             await wait_until(
                 lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
@@ -328,12 +330,7 @@ async def test_a_long_runs_notes_sit_before_the_first_later_message_wherever_the
             await runtime.store.record_note(run_id, token=None, note=note)
         app = make_app(runtime, workspace, window=60)
         async with app.run_test(size=SIZE):
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            conversation = screen.conversation
-            conversation.page = 30
-            screen.open_run(run_id)
-            await wait_until(lambda: conversation.last_position == 299)
+            conversation = await _open_at_tail(app, run_id, page=30, last=299)
             # The late note is in the tail, before message 290; the early one's place is not
             # mounted, so it is not shown (not at the top of the window either).
             await wait_until(lambda: _note_place(conversation, "◆ compacted") is not None)
@@ -397,12 +394,8 @@ async def test_end_pressed_at_the_bottom_of_the_window_loads_the_newer_messages(
     try:
         app = make_app(runtime, workspace, window=40)
         async with app.run_test(size=SIZE):
+            conversation = await _open_at_tail(app, run, page=20, last=199)
             screen = app.screen
-            assert isinstance(screen, MainScreen)
-            conversation = screen.conversation
-            conversation.page = 20
-            screen.open_run(run)
-            await wait_until(lambda: conversation.last_position == 199)
             await wait_until(
                 lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
             )
