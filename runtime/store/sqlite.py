@@ -408,6 +408,36 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self._translated(exc) from exc
 
+    async def _read(self, fn: Callable[[Conn], R]) -> R:
+        """A small, bounded read (rows by key, a page): run at once on the caller's thread when
+        the connection is free, else on the worker as ``_call`` does.
+
+        On the worker, every row SQLite steps through gives up the GIL and must win it back;
+        while the event loop's thread is busy (a run streaming flat out), each of those waits
+        for the interpreter's switch interval (5 ms), so a 100-row page took half a second to
+        read and the screen waited for it. Inline, it takes what SQLite takes. The connection's
+        busy timeout is 0 here, so a read never waits for another process: in WAL a read is
+        only refused in rare moments (recovery), and is then tried again on the worker, which
+        may wait. Scans whose cost grows with the database (search, counts, lists with filters)
+        stay on the worker with ``_call``."""
+        conn, _ = self._connection()
+        if self._lock.acquire(blocking=False):
+            try:
+                result = fn(conn)
+            except sqlite3.OperationalError:
+                done = False  # locked or busy: no side effects, so the worker tries it again
+            except sqlite3.Error as exc:
+                raise self._translated(exc) from exc
+            else:
+                done = True
+            finally:
+                self._lock.release()
+            if done:
+                # Still a suspension point, as the hop to the worker was (see ``_write``).
+                await asyncio.sleep(0)
+                return result
+        return await self._call(fn)
+
     async def _write(self, fn: Callable[[Conn], R]) -> R:
         """One write transaction, reported to the ``on_commit`` listeners once it committed.
 
@@ -576,7 +606,7 @@ class SqliteStore:
             )
             return [r[0] for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def recover_expired(self) -> RecoveryReport:
         now = self._now()
@@ -772,7 +802,7 @@ class SqliteStore:
             ).fetchall()
             return [Draft.model_construct(**dict(r)) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     # --- tool calls ------------------------------------------------------------------------------
 
@@ -1128,7 +1158,7 @@ class SqliteStore:
         return await self._call(read)
 
     async def last_seq(self) -> int:
-        return await self._call(
+        return await self._read(
             lambda conn: int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
         )
 
@@ -1143,7 +1173,7 @@ class SqliteStore:
                 raise missing
             return convert(row)
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def get_job(self, job_id: str) -> Job:
         return await self._get(
@@ -1267,7 +1297,7 @@ class SqliteStore:
             rows = conn.execute("SELECT * FROM runs WHERE job_id = ? ORDER BY n", (job_id,))
             return [_run(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def list_messages(
         self,
@@ -1295,7 +1325,7 @@ class SqliteStore:
                 ).fetchall()
             return [_message(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def list_tool_calls(
         self, run_id: str, *, message_id: str | None = None
@@ -1315,14 +1345,14 @@ class SqliteStore:
                 )
             return [_tool_call(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def list_checkpoints(self, run_id: str) -> list[Checkpoint]:
         def read(conn: Conn) -> list[Checkpoint]:
             rows = conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY n", (run_id,))
             return [_checkpoint(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def pending_input_requests(
         self, *, run_id: str | None = None, limit: int = 100
@@ -1342,7 +1372,7 @@ class SqliteStore:
                 )
             return [_input_request(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def list_input_requests(self, run_id: str) -> list[InputRequest]:
         def read(conn: Conn) -> list[InputRequest]:
@@ -1351,7 +1381,7 @@ class SqliteStore:
             )
             return [_input_request(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def count_runs_by_state(self) -> dict[RunState, int]:
         def read(conn: Conn) -> dict[RunState, int]:
@@ -1415,7 +1445,7 @@ class SqliteStore:
                 ).fetchone()
             return _run(row) if row is not None else None
 
-        return await self._call(read)
+        return await self._read(read)
 
     # --- archive and delete (DESIGN §5: deletion is explicit, archive first) -------------------
 
@@ -1574,7 +1604,7 @@ class SqliteStore:
             )
             return [_file_snapshot(r) for r in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def checkpoint_order(self, checkpoint_id: str) -> int:
         """The checkpoint's place in the global order of checkpoints (compared with
@@ -1588,7 +1618,7 @@ class SqliteStore:
                 raise errors.CheckpointNotFound(f"checkpoint {checkpoint_id} not found")
             return int(row[0])
 
-        return await self._call(read)
+        return await self._read(read)
 
     def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:
         """From now on, right after each write transaction of this store object commits, call
@@ -1667,7 +1697,7 @@ class SqliteStore:
             )
             return [_run(row) for row in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def acquire_consumer(
         self,
@@ -1728,7 +1758,7 @@ class SqliteStore:
             ).fetchone()
             return str(row["text"]) if row is not None else ""
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def save_composer_draft(self, job_id: str | None, text: str) -> None:
         now = self._now()
@@ -1759,7 +1789,7 @@ class SqliteStore:
             ).fetchall()
             return [str(row["id"]) for row in rows]
 
-        return await self._call(read)
+        return await self._read(read)
 
     async def recent_prompts(self, *, workspace: str | None = None, limit: int = 100) -> list[str]:
         def read(conn: Conn) -> list[str]:

@@ -1,0 +1,95 @@
+"""Small reads of the SQLite store run on the caller's thread when the connection is free.
+
+On the store's worker thread every row SQLite steps through gives the GIL up and has to win it
+back; while the event loop's thread is busy (a run streaming flat out), each of those waits for
+the interpreter's switch interval, and a page of a run took half a second to open. These tests
+count how often a task that keeps the loop busy ran while a read was in flight: a read that
+went to the worker lets it run again and again (tens of thousands of times for these three),
+one done on the caller's thread once, at the one suspension point every store call keeps."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from runtime.clock import ManualClock
+from runtime.store.sqlite import SqliteStore
+from tests.store.helpers import assistant, running_run
+
+MESSAGES = 100
+
+
+async def _store_with_messages(tmp_path: Path) -> tuple[SqliteStore, str]:
+    store = SqliteStore(tmp_path / "store.db", clock=ManualClock())
+    await store.open()
+    run, token = await running_run(store)
+    for index in range(MESSAGES):
+        await store.commit_message(run.id, token=token, message=assistant(f"Message {index}."))
+    return store, run.id
+
+
+async def test_a_page_of_a_run_is_read_without_waiting_for_a_task_that_keeps_the_loop_busy(
+    tmp_path: Path,
+) -> None:
+    store, run_id = await _store_with_messages(tmp_path)
+    spins = 0
+    reading = asyncio.Event()
+    done = False
+
+    async def busy() -> None:
+        # What a run streaming flat out does to the loop: Python work, yielding between pieces.
+        nonlocal spins
+        while not done:
+            if reading.is_set():
+                spins += 1
+            sum(range(2_000))
+            await asyncio.sleep(0)
+
+    spinner = asyncio.create_task(busy())
+    try:
+        await asyncio.sleep(0)
+        reading.set()
+        messages = await store.list_messages(run_id, limit=MESSAGES + 1)
+        run = await store.get_run(run_id)
+        tool_calls = await store.list_tool_calls(run_id)
+        reading.clear()
+    finally:
+        done = True
+        await asyncio.wait_for(spinner, timeout=10)
+        await store.close()
+    # The run's task first, then what the assistant said.
+    assert [m.content[0].text for m in messages[1:]] == [  # type: ignore[union-attr]
+        f"Message {index}." for index in range(MESSAGES)
+    ]
+    assert run.id == run_id and tool_calls == []
+    assert spins <= 3  # one per read
+
+
+async def test_a_read_while_the_connection_is_in_use_waits_for_it_on_the_worker(
+    tmp_path: Path,
+) -> None:
+    store, run_id = await _store_with_messages(tmp_path)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold_the_connection() -> None:
+        # Another operation running on the connection (the worker's maintenance, say).
+        with store._lock:
+            holding.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=hold_the_connection)
+    holder.start()
+    try:
+        assert await asyncio.to_thread(holding.wait, 30)
+        read = asyncio.create_task(store.list_messages(run_id, limit=MESSAGES + 1))
+        await asyncio.sleep(0)
+        assert not read.done()  # it waits for the connection instead of using it meanwhile
+        release.set()
+        messages = await asyncio.wait_for(read, timeout=30)
+    finally:
+        release.set()
+        await asyncio.to_thread(holder.join, 30)
+        await store.close()
+    assert len(messages) == MESSAGES + 1
