@@ -24,9 +24,7 @@ from typing import Literal
 
 from runtime.config import (
     Permissions,
-    add_to_toml_array,
     read_toml_file,
-    remove_from_toml_array,
     workspace_config_path,
 )
 from runtime.errors import ConfigError
@@ -121,6 +119,8 @@ def save_always_rule(workspace: Path, tool_name: str) -> Path:
         raise ConfigError("an approval rule needs a tool name")
     path = workspace_config_path(workspace)
     text, _ = read_toml_file(path)
+    from runtime.config_edit import add_to_toml_array  # tomlkit: only when a file is edited
+
     edited = add_to_toml_array(text, _SECTION, _KEY, tool_name, path=path)
     if edited != text or not path.exists():
         write_text_atomically(path, edited)
@@ -134,6 +134,8 @@ def remove_always_rule(workspace: Path, tool_name: str) -> bool:
     text, _ = read_toml_file(path)
     if not text.strip():
         return False
+    from runtime.config_edit import remove_from_toml_array  # tomlkit: only when a file is edited
+
     edited = remove_from_toml_array(text, _SECTION, _KEY, tool_name, path=path)
     if edited == text:
         return False

@@ -24,9 +24,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from runtime.config_edit import add_to_toml_array as add_to_toml_array
-from runtime.config_edit import remove_from_toml_array as remove_from_toml_array
-from runtime.config_edit import set_toml_value
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
 from runtime.hooks import HooksConfig
@@ -787,6 +784,8 @@ def save_user_setting(
     """Persist ``[section] key = value`` in the user config (e.g. the chosen theme), keeping
     the rest of the file as it was. Refuses (ConfigError) a value the config would reject."""
     target = path if path is not None else user_config_path(env)
+    from runtime.config_edit import set_toml_value  # tomlkit: only when a file is edited
+
     text, _ = read_toml_file(target)
     edited = set_toml_value(text, (section,), key, value, path=target)
     _validated_toml(edited, target)

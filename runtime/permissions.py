@@ -24,7 +24,6 @@ from runtime.config import (
     Config,
     Permissions,
     read_toml_file,
-    remove_from_toml_array,
     user_config_path,
     workspace_config_path,
 )
@@ -103,6 +102,8 @@ def revoke_rule(rule: PermissionRule) -> bool:
     text, _ = read_toml_file(rule.path)
     if not text.strip():
         return False
+    from runtime.config_edit import remove_from_toml_array  # tomlkit: only when a file is edited
+
     edited = remove_from_toml_array(text, ("permissions",), rule.kind, rule.pattern, path=rule.path)
     if edited == text:
         return False

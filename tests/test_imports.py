@@ -173,7 +173,9 @@ from tui.screens.main import MainScreen
 WATCHED = ("runtime.engine", "runtime.runtime", "runtime.api", "runtime.store.sqlite",
            "runtime.providers", "anthropic", "openai", "mcp", "jsonschema", "httpx",
            # what draws messages, not the first screen: Markdown, syntax highlighting
-           "tui.widgets.message_view", "markdown_it", "rich.markdown", "pygments")
+           "tui.widgets.message_view", "markdown_it", "rich.markdown", "pygments",
+           # editing config files in place (a theme chosen, a rule added), not reading them
+           "tomlkit")
 seen = {}
 
 def loaded():
