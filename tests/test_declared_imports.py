@@ -64,3 +64,19 @@ def test_the_openai_compatible_provider_does_not_load_the_anthropic_sdk() -> Non
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"
+
+
+def test_the_runtime_and_the_ui_use_no_private_module_or_name_of_a_library() -> None:
+    """A library's ``_private`` modules and names may change in any release (issue 13)."""
+    from tests.module_graph import imports
+
+    private = []
+    for folder in ("runtime", "tui", "themes"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for name in sorted(imports(path)):
+                parts = name.split(".")
+                if parts[0] in OWN or parts[0] == "__future__":
+                    continue
+                if any(p.startswith("_") and not p.endswith("__") for p in parts):
+                    private.append(f"{path.relative_to(ROOT)}: {name}")
+    assert private == []

@@ -22,8 +22,8 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from anyio.streams.text import TextReceiveStream
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
@@ -37,6 +37,13 @@ _EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes, and again after SIGTERM."""
 _EXIT_AFTER_EOF = 1.0
 """Seconds to wait for the exit code once the server closed its stdout."""
+
+
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
+"""The session's (read, write) streams: what ``mcp``'s own stdio client yields, spelled with
+anyio's public types (the SDK's alias for it lives in a private module)."""
 
 
 @dataclass
@@ -156,7 +163,7 @@ async def stdio_transport(
     env: dict[str, str],
     cwd: Path,
     state: ProcessState,
-) -> AsyncIterator[TransportStreams]:
+) -> AsyncIterator[Streams]:
     """Spawn ``command`` and yield the session's (read, write) streams.
 
     Raises ``FileNotFoundError`` / ``PermissionError`` when the command cannot be started.

@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from textual.widgets._footer import FooterKey
 
 from tests.tui.helpers import wait_until
 from tests.tui.test_approval_views import SHELL, _app_factory, _until_approval
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
-from tui.widgets.key_footer import KeyFooter, fit_keys
+from tui.widgets.key_footer import FooterKey, KeyFooter, fit_keys
 
 WIDTHS = [80, 87, 101, 123, 157, 200]
 """A sample for the real app; ``fit_keys`` is checked at every width."""

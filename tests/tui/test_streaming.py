@@ -159,3 +159,18 @@ def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
         ]
         assert whole.rows == expected
         assert all(len(row) <= width for row in whole.rows)
+
+
+def test_wide_characters_wrap_by_the_cells_they_take_and_every_word_is_kept() -> None:
+    from rich.cells import cell_len
+
+    line = "日本語のテキストです とても 長い 行 😀😀 abc 😀😀😀 défgh " * 5
+    for width in (1, 2, 3, 8, 13, 40):
+        rows, last = wrap_line(line, width)
+        assert all(cell_len(row) <= max(width, 2) for row in rows)  # a 2-cell glyph alone
+        assert "".join(rows).replace(" ", "") == line.replace(" ", "")
+        assert rows[-1] == line[last:]
+        # Appending re-wraps from the last row's start: wrapping from there gives the same.
+        assert wrap_line(line[last:], width)[0] == [rows[-1]]
+    rows = wrap_line("日本語のテキストです とても", 8)[0]
+    assert rows == ["日本語の", "テキスト", "です", "とても"]

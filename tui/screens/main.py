@@ -23,7 +23,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
-from textual.widgets._collapsible import CollapsibleTitle
+from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 

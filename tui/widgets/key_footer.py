@@ -1,22 +1,114 @@
 """The footer: Textual's, fitted to its width (DESIGN §12: it shows the keys that work where the
 focus is). Keys that do nothing right now are left out rather than dimmed; when the rest do not
 fit, the least specific ones (the app's, then the screen's) give way whole, never cut mid-label,
-and the help key stays, so nothing runs into the palette key on the right."""
+and the help key stays, so nothing runs into the palette key on the right.
+
+Its keys are our own ``FooterKey`` (Textual's lives in a private module): named alike, so the
+rules Textual's ``Footer`` has for its keys (compact spacing, the palette key's border) style
+these too, and drawn alike."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
+from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.events import Resize
+from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 KEPT_ACTIONS = frozenset({"help", "app.help"})
 """Shown whatever the width: the way to every other key."""
 PALETTE_WIDTH = 11
 """``▏^p palette`` in the compact style (its border, key, space, label)."""
+
+
+class FooterKey(Widget):
+    """One key of the footer: its key and what it does; a click presses the key."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer-key--key", "footer-key--description"}
+    DEFAULT_CSS = """
+    FooterKey {
+        width: auto;
+        height: 1;
+        text-wrap: nowrap;
+        background: $footer-item-background;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+            padding: 0 1;
+        }
+        .footer-key--description {
+            padding: 0 1 0 0;
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        &:hover { color: $footer-key-foreground; background: $block-hover-background; }
+        &.-disabled { text-style: dim; }
+        &.-compact {
+            .footer-key--key { padding: 0; }
+            .footer-key--description { padding: 0 0 0 1; }
+        }
+    }
+    """
+
+    compact = reactive(True)
+
+    def __init__(
+        self,
+        key: str,
+        key_display: str,
+        description: str,
+        action: str,
+        *,
+        disabled: bool = False,
+        tooltip: str = "",
+        classes: str = "",
+    ) -> None:
+        super().__init__(classes=f"{classes} -disabled" if disabled else classes)
+        self.key = key
+        self.key_display = key_display
+        self.description = description
+        self.action = action
+        self._disabled = disabled
+        self.set_reactive(Widget.shrink, False)
+        if tooltip:
+            self.tooltip = tooltip
+
+    def render(self) -> Text:
+        def padded(text: str, part: str) -> tuple[str, Style]:
+            padding = self.get_component_styles(part).padding
+            return (
+                " " * padding.left + text + " " * padding.right,
+                self.get_component_rich_style(part),
+            )
+
+        if self.description:
+            label = Text.assemble(
+                padded(self.key_display, "footer-key--key"),
+                padded(self.description, "footer-key--description"),
+            )
+        else:
+            label = Text.assemble(
+                (self.key_display, self.get_component_rich_style("footer-key--key"))
+            )
+        label.stylize_before(self.rich_style)
+        return label
+
+    def on_mouse_down(self) -> None:
+        if self._disabled:
+            self.app.bell()
+        else:
+            self.app.simulate_key(self.key)
+
+    def watch_compact(self, compact: bool) -> None:
+        self.set_class(compact, "-compact")
 
 
 def _width(key_display: str, description: str) -> int:

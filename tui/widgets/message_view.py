@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import MountError, Widget
 from textual.widgets import Collapsible, Markdown
-from textual.widgets._collapsible import CollapsibleTitle
+from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.markdown import MarkdownStream
 
 from runtime.models import Message, Role, ThinkingBlock

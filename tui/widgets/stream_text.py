@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
@@ -40,13 +40,7 @@ def wrap_line(line: str, width: int) -> tuple[list[str], int]:
         return _wrap_ascii(line, width)
     if cell_len(line) <= width:
         return [line], 0
-    from rich._wrap import divide_line
-
-    offsets = divide_line(line, width, fold=True)
-    starts = [0, *offsets]
-    ends = [*offsets, len(line)]
-    rows = [line[start:end].rstrip() for start, end in zip(starts, ends, strict=True)]
-    return rows, starts[-1]
+    return _wrap_cells(line, width)
 
 
 def _wrap_ascii(line: str, width: int) -> tuple[list[str], int]:
@@ -70,6 +64,42 @@ def _wrap_ascii(line: str, width: int) -> tuple[list[str], int]:
         rows.append(row)
         while following < length and line[following] == " ":
             following += 1
+        start = following
+    rows.append(line[start:])
+    return rows, start
+
+
+def _wrap_cells(line: str, width: int) -> tuple[list[str], int]:
+    """``_wrap_ascii`` for text whose characters may take 0 or 2 cells (CJK, emoji, combining
+    marks): the same greedy rule, counted in cells. A character wider than the row gets a row
+    of its own."""
+    sizes = [get_character_cell_size(character) for character in line]
+    length = len(line)
+    remaining = sum(sizes)
+    rows: list[str] = []
+    start = 0
+    while remaining > width:
+        limit, used = start, 0
+        while used + sizes[limit] <= width:  # stops inside the line: the rest is wider
+            used += sizes[limit]
+            limit += 1
+        limit = max(limit, start + 1)
+        if limit >= length:  # the last character, alone wider than the row: the last row
+            break
+        if line[limit] == " ":
+            row = line[start:limit].rstrip(" ")
+            following = limit
+        else:
+            space = line.rfind(" ", start, limit)
+            row = line[start:space].rstrip(" ") if space > start else ""
+            following = space
+            if not row:  # one word longer than the row: fold it
+                row = line[start:limit]
+                following = limit
+        rows.append(row)
+        while following < length and line[following] == " ":
+            following += 1
+        remaining -= sum(sizes[start:following])
         start = following
     rows.append(line[start:])
     return rows, start

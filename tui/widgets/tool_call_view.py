@@ -15,7 +15,7 @@ from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
-from textual.widgets._collapsible import CollapsibleTitle
+from textual.widgets.collapsible import CollapsibleTitle
 
 from runtime.models import ImageBlock, ToolCallState
 from runtime.textsafe import terminal_safe, terminal_safe_line
