@@ -58,24 +58,35 @@ def _records(value: Any) -> int:
 
 
 def count_trips(store: SqliteStore) -> Trips:
-    """Wrap the real store's two plumbing calls: every operation is one ``_call`` (a hop to
-    the connection thread); a write transaction goes through ``_write`` first."""
+    """Wrap the real store's three plumbing calls: every operation is one ``_read`` (a small
+    read, on the caller's thread when the connection is free) or ``_call`` (a hop to the
+    connection thread); a write transaction goes through ``_write`` first. A ``_read`` or a
+    ``_write`` that falls back to ``_call`` counts once."""
     trips = Trips()
-    call, write = store._call, store._write
-    writing: set[asyncio.Task[Any]] = set()
+    call, read, write = store._call, store._read, store._write
+    inside: set[asyncio.Task[Any]] = set()
+    """Our tasks in a ``_read`` or ``_write``: their ``_call`` is that same operation."""
 
     def ours() -> asyncio.Task[Any] | None:
         task = asyncio.current_task()
         return task if task is not None and task.get_name().startswith("run-") else None
 
-    async def counted_call(fn: Any) -> Any:
-        task = ours()
-        result = await call(fn)
-        if task is not None and task not in writing:
+    def counted_read_of(plumbing: Any) -> Any:
+        async def counted(fn: Any) -> Any:
+            task = ours()
+            if task is None or task in inside:
+                return await plumbing(fn)
+            inside.add(task)
+            try:
+                result = await plumbing(fn)
+            finally:
+                inside.discard(task)
             trips.reads += 1
             trips.records += _records(result)
             trips.by_operation[f"read {getattr(fn, '__qualname__', '?')}"] += 1
-        return result
+            return result
+
+        return counted
 
     async def counted_write(fn: Any) -> Any:
         task = ours()
@@ -83,13 +94,14 @@ def count_trips(store: SqliteStore) -> Trips:
             return await write(fn)
         trips.writes += 1
         trips.by_operation[f"write {getattr(fn, '__qualname__', '?')}"] += 1
-        writing.add(task)
+        inside.add(task)
         try:
             return await write(fn)
         finally:
-            writing.discard(task)
+            inside.discard(task)
 
-    store._call = counted_call  # type: ignore[method-assign]
+    store._call = counted_read_of(call)  # type: ignore[method-assign]
+    store._read = counted_read_of(read)  # type: ignore[method-assign]
     store._write = counted_write  # type: ignore[method-assign]
     return trips
 
