@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
@@ -174,3 +176,72 @@ def test_wide_characters_wrap_by_the_cells_they_take_and_every_word_is_kept() ->
         assert wrap_line(line[last:], width)[0] == [rows[-1]]
     rows = wrap_line("日本語のテキストです とても", 8)[0]
     assert rows == ["日本語の", "テキスト", "です", "とても"]
+
+
+async def test_deltas_reach_the_live_markdown_in_timed_batches_not_one_write_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each write re-parses the live Markdown's last block and, for a list, mounts all of its
+    items again: the deltas of a list must not rebuild it once per delta. With the next write
+    not due (the interval set to a minute), fifty-odd deltas, each given a turn of the event loop,
+    write nothing; the commit writes them at once."""
+    from tui.widgets import message_view
+
+    monkeypatch.setattr(message_view, "MARKDOWN_EVERY", 60.0, raising=False)
+    text = "# Plan\n\n" + "".join(f"{n}. Step number {n} of the plan.\n" for n in range(1, 6))
+    pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        offset = 0
+        for piece in pieces:
+            await conversation.delta("m1", offset, piece, thinking=False)
+            offset += len(piece)
+            await pilot.pause()
+        view = conversation.message_views[0]
+        markdown = view.query_one(".segment", Markdown)
+        writes = 0
+        append = markdown.append
+
+        def counted(source: str) -> Any:
+            nonlocal writes
+            writes += 1
+            return append(source)
+
+        markdown.append = counted  # type: ignore[method-assign]
+        # The view was made with the first piece; the other 59 are held, not lost.
+        assert markdown.source == pieces[0] and view.text == text
+        await conversation.committed(_message("m1", text))
+        await pilot.pause()
+        assert _shown_text(view) == text
+        assert writes == 1
+        assert len(pieces) > 50
+
+
+async def test_streamed_markdown_is_shown_in_full_within_the_interval_without_a_commit() -> None:
+    from tui.widgets.message_view import MARKDOWN_EVERY
+
+    text = "# Plan\n\n- one\n- two\n- three\n\nDone."
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, text[:10], thinking=False)
+        await conversation.delta("m1", 10, text[10:], thinking=False)
+        markdown = conversation.message_views[0].query_one(".segment", Markdown)
+        await wait_until(pilot, lambda: markdown.source == text, timeout=30 + MARKDOWN_EVERY)
+
+
+async def test_a_commit_right_after_the_last_delta_shows_every_piece() -> None:
+    """The commit stops the live Markdown before its next write is due: what was waiting for
+    that write is written first, so nothing streamed goes missing from the screen."""
+    text = "# Plan\n\n- one\n- two\n- three\n\nDone."
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, text[:10], thinking=False)
+        await pilot.pause()
+        await conversation.delta("m1", 10, text[10:], thinking=False)
+        await conversation.committed(_message("m1", text))  # no pause: the write is not due yet
+        await pilot.pause()
+        view = conversation.message_views[0]
+        assert _shown_text(view) == text

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widget import MountError, Widget
 from textual.widgets import Collapsible, Markdown
 from textual.widgets.collapsible import CollapsibleTitle
@@ -31,6 +32,10 @@ from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.stream_text import StreamText
 
 MARKDOWN_CHARS = 8000
+MARKDOWN_EVERY = 0.1
+"""Seconds between writes of streamed text to the live Markdown: each write re-parses its last
+block and, for a list, mounts every item again (widgets styled and laid out), so writing every
+delta made each frame of a streaming answer cost what a keypress then waited for."""
 """The Markdown part ends at the first paragraph break (outside code fences) after this."""
 
 
@@ -138,6 +143,9 @@ class MessageView(Vertical):
         """The plain part after the Markdown one; None while the message is all Markdown."""
         self._thinking = StreamText(thinking, classes="thinking-text")
         self._stream: MarkdownStream | None = None
+        self._pending_markdown: list[str] = []
+        """Streamed text for the live Markdown, written to it at most every MARKDOWN_EVERY."""
+        self._markdown_flush: Timer | None = None
         self._streamed = streamed
         self._gap = False
 
@@ -200,7 +208,7 @@ class MessageView(Vertical):
             # The live Markdown is about to be replaced: writing the rest of the head into it
             # would only parse and mount blocks that are thrown away at once.
             self._markdown_text = joined[:cut]
-            await self._stop_stream()
+            await self._stop_stream(flush=False)
             # Sealed: one widget instead of a widget per block, so later layouts stay cheap.
             live, self._markdown = (
                 self._markdown,
@@ -215,12 +223,27 @@ class MessageView(Vertical):
     async def _write_markdown(self, text: str) -> None:
         if not text:
             return
+        self._pending_markdown.append(text)
+        if self._markdown_flush is None:
+            self._markdown_flush = self.set_timer(MARKDOWN_EVERY, self._flush_markdown)
+
+    async def _flush_markdown(self) -> None:
+        self._markdown_flush = None
+        text = "".join(self._pending_markdown)
+        self._pending_markdown.clear()
+        if not text or not isinstance(self._markdown, Markdown):
+            return
         if self._stream is None:
-            assert isinstance(self._markdown, Markdown)
             self._stream = Markdown.get_stream(self._markdown)
         await self._stream.write(text)
 
-    async def _stop_stream(self) -> None:
+    async def _stop_stream(self, *, flush: bool = True) -> None:
+        if self._markdown_flush is not None:
+            self._markdown_flush.stop()
+            self._markdown_flush = None
+        if flush:
+            await self._flush_markdown()
+        self._pending_markdown.clear()
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
@@ -232,7 +255,7 @@ class MessageView(Vertical):
     async def on_unmount(self) -> None:
         # Whatever was still pending has nowhere to go once the widget is gone.
         with contextlib.suppress(MountError):
-            await self._stop_stream()
+            await self._stop_stream(flush=False)
 
     async def commit(self, message: Message) -> None:
         """The durable message is authoritative over whatever streamed."""
