@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,18 +102,31 @@ async def _open_at_tail(app: Any, run_id: str, *, page: int, last: int) -> Conve
     return conversation
 
 
+REPRESS_AFTER = 0.3
+"""Seconds before Home or End is pressed again when the last press brought nothing."""
+
+
 async def press_until(
     conversation: Conversation, press: Callable[[], None], changed: Callable[[], bool]
 ) -> None:
     """Press Home or End (``press``) until ``changed()`` holds with no page loading, pressing
-    again whenever nothing is loading, as a person does when a press brought nothing; fail with
-    what the window looked like after 120 s."""
+    again when a press brought nothing, as a person does: once nothing loads, the view is not
+    scrolling, and REPRESS_AFTER has gone by. (Pressed every 20 ms, a loaded machine's next
+    frame came after the next press, so each press restarted the smooth scroll from where the
+    last one stood: the view never left the bottom.) Fails with what the window looked like
+    after 120 s."""
+    animator = conversation.app.animator
+    pressed_at = -REPRESS_AFTER
     try:
         async with asyncio.timeout(120):
             while True:
-                if not conversation.page_loading:
-                    if changed():
-                        return
+                idle = not conversation.page_loading
+                if idle and changed():
+                    return
+                now = time.monotonic()
+                scrolling = animator.is_being_animated(conversation, "scroll_y")
+                if idle and not scrolling and now - pressed_at >= REPRESS_AFTER:
+                    pressed_at = now
                     with contextlib.suppress(SkipAction):  # nothing to scroll: the key goes on
                         press()
                 await asyncio.sleep(0.02)
@@ -143,6 +157,19 @@ def _mounted(conversation: Conversation) -> int:
     return len(conversation.query(MessageView))
 
 
+async def _mounted_once_trimmed(conversation: Conversation) -> int:
+    """The message widgets mounted once the window's last trim has finished removing what it
+    trimmed (a removal completes a moment after the page settles): every one left belongs to
+    a group the conversation keeps."""
+
+    def removed_all() -> bool:
+        kept = {widget for group in conversation._groups for widget in group.widgets}
+        return set(conversation.query(MessageView)) <= kept
+
+    await wait_until(removed_all)
+    return _mounted(conversation)
+
+
 async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
     """Scroll to the top of what is mounted until nothing older is left; ``most`` gets the
     largest number of message widgets mounted on the way."""
@@ -154,8 +181,8 @@ async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
             conversation.action_scroll_home,
             lambda first=conversation.first_key: conversation.first_key != first,
         )
-        most.append(_mounted(conversation))
-        assert _mounted(conversation) <= BOUND
+        most.append(await _mounted_once_trimmed(conversation))
+        assert most[-1] <= BOUND
 
 
 def _light(view: MessageView) -> bool:
@@ -274,7 +301,7 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
                 )
                 text = screen_text(app)
                 seen.update(line for line in text.splitlines() if line.startswith("── "))
-                most.append(_mounted(conversation))
+                most.append(await _mounted_once_trimmed(conversation))
             assert max(most) <= 40 + 20
             # The earlier root runs came in order above the shown one, under their headers.
             headers = sorted(seen)
