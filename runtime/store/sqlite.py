@@ -409,8 +409,8 @@ class SqliteStore:
             raise self._translated(exc) from exc
 
     async def _read(self, fn: Callable[[Conn], R]) -> R:
-        """A small, bounded read (rows by key, a page): run at once on the caller's thread when
-        the connection is free, else on the worker as ``_call`` does.
+        """A small read (rows by key, a page, the rows of one run or job): run at once on the
+        caller's thread when the connection is free, else on the worker as ``_call`` does.
 
         On the worker, every row SQLite steps through gives up the GIL and must win it back;
         while the event loop's thread is busy (a run streaming flat out), each of those waits
