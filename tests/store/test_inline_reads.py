@@ -26,6 +26,9 @@ async def _store_with_messages(tmp_path: Path) -> tuple[SqliteStore, str]:
     run, token = await running_run(store)
     for index in range(MESSAGES):
         await store.commit_message(run.id, token=token, message=assistant(f"Message {index}."))
+    # Every CHECKPOINT_EVERY commits the worker indexes and checkpoints, holding the connection
+    # (a read meanwhile rightly waits for it): let it finish, so the connection is free.
+    await store._call(lambda conn: None)
     return store, run.id
 
 
