@@ -43,6 +43,25 @@ def wrap_line(line: str, width: int) -> tuple[list[str], int]:
     return _wrap_cells(line, width)
 
 
+def _break(line: str, start: int, limit: int) -> tuple[str, int]:
+    """The row that starts at ``start`` when ``line[start:limit]`` is what fits (and more
+    follows): up to the last space before ``limit``, or the whole fit when one word is longer
+    than the row; and where the next row starts (past the spaces)."""
+    if line[limit] == " ":
+        row = line[start:limit].rstrip(" ")
+        following = limit
+    else:
+        space = line.rfind(" ", start, limit)
+        row = line[start:space].rstrip(" ") if space > start else ""
+        following = space
+        if not row:  # one word longer than the row: fold it
+            row = line[start:limit]
+            following = limit
+    while following < len(line) and line[following] == " ":
+        following += 1
+    return row, following
+
+
 def _wrap_ascii(line: str, width: int) -> tuple[list[str], int]:
     length = len(line)
     if length <= width:
@@ -50,21 +69,8 @@ def _wrap_ascii(line: str, width: int) -> tuple[list[str], int]:
     rows: list[str] = []
     start = 0
     while length - start > width:
-        limit = start + width
-        if line[limit] == " ":
-            row = line[start:limit].rstrip(" ")
-            following = limit
-        else:
-            space = line.rfind(" ", start, limit)
-            row = line[start:space].rstrip(" ") if space > start else ""
-            following = space
-            if not row:  # one word longer than the row: fold it
-                row = line[start:limit]
-                following = limit
+        row, start = _break(line, start, start + width)
         rows.append(row)
-        while following < length and line[following] == " ":
-            following += 1
-        start = following
     rows.append(line[start:])
     return rows, start
 
@@ -86,19 +92,8 @@ def _wrap_cells(line: str, width: int) -> tuple[list[str], int]:
         limit = max(limit, start + 1)
         if limit >= length:  # the last character, alone wider than the row: the last row
             break
-        if line[limit] == " ":
-            row = line[start:limit].rstrip(" ")
-            following = limit
-        else:
-            space = line.rfind(" ", start, limit)
-            row = line[start:space].rstrip(" ") if space > start else ""
-            following = space
-            if not row:  # one word longer than the row: fold it
-                row = line[start:limit]
-                following = limit
+        row, following = _break(line, start, limit)
         rows.append(row)
-        while following < length and line[following] == " ":
-            following += 1
         remaining -= sum(sizes[start:following])
         start = following
     rows.append(line[start:])
