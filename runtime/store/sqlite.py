@@ -362,6 +362,9 @@ class SqliteStore:
         self._clock: Clock = clock or SystemClock()
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._checkpointer: sqlite3.Connection | None = None
+        """A second connection, used on the worker only, that copies the WAL back into the
+        database while this one goes on committing (opened at the first checkpoint)."""
         """Held by whichever thread runs an operation on the connection, for that operation."""
         self._worker: ThreadPoolExecutor | None = None
         self._commits = 0
@@ -484,7 +487,22 @@ class SqliteStore:
         them, the worker does both."""
         self._commits += 1
         if self._commits % CHECKPOINT_EVERY == 0 and self._worker is not None:
-            self._worker.submit(self._locked, _maintain, conn)
+            self._worker.submit(self._maintain, conn)
+
+    def _maintain(self, conn: Conn) -> None:
+        """On the worker: index the new messages for search (a write, so under the lock), then
+        checkpoint the WAL on the second connection without the lock. A passive checkpoint never
+        blocks a writer, so the step commits on the caller's thread go on meanwhile instead of
+        waiting for the copy and its sync."""
+        with contextlib.suppress(sqlite3.Error):  # busy: the next round or a search does it
+            self._locked(_index_pending, conn)
+        if self._checkpointer is None:
+            with contextlib.suppress(sqlite3.Error):
+                self._checkpointer = sqlite3.connect(
+                    str(self.path), isolation_level=None, check_same_thread=False
+                )
+        if self._checkpointer is not None:
+            _checkpoint_wal(self._checkpointer)
 
     async def open(self) -> None:
         if self._conn is not None:
@@ -527,6 +545,9 @@ class SqliteStore:
         conn.execute("PRAGMA busy_timeout = 0")  # see _locked
 
     def _closed(self, conn: Conn) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         with self._lock:
             _close_connection(conn)
 
