@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import InvalidResponse
-from runtime.models import InputKind, InputRequest
+from runtime.kinds import InputKind
+
+if TYPE_CHECKING:
+    from runtime.models import InputRequest
 
 APPROVAL_DECISIONS = ("allow_once", "allow_run", "allow_always", "deny")
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")

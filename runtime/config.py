@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from runtime.errors import ConfigError
 from runtime.fileio import write_text_atomically
 from runtime.hooks import HooksConfig
+from runtime.locations import CONFIG_FILE_NAME as CONFIG_FILE_NAME
 from runtime.locations import ENV_DB as ENV_DB
 from runtime.locations import resolve_db_path as resolve_db_path
 from runtime.locations import user_config_path as user_config_path
@@ -122,7 +123,6 @@ class Config(_Config):
 
 # === loading ===================================================================================
 
-CONFIG_FILE_NAME = "agent-tui.toml"
 MCP_JSON_NAME = ".mcp.json"
 ENV_MODEL = "AGENT_TUI_MODEL"
 

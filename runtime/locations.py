@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import functools
 import os
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 ENV_DB = "AGENT_TUI_DB"
+CONFIG_FILE_NAME = "agent-tui.toml"
+"""The workspace's own configuration file (in the workspace folder)."""
 
 
 def _home(env: Mapping[str, str]) -> Path:
@@ -48,3 +51,22 @@ def resolve_db_path(cli_db: str | None, env: Mapping[str, str] | None = None) ->
     if from_env:
         return Path(from_env).expanduser()
     return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "agent-tui" / "agent-tui.db"
+
+
+def peek_default(workspace: Path, key: str, env: Mapping[str, str] | None = None) -> str | None:
+    """``[defaults] key`` as the configuration files set it (the workspace's file wins over the
+    user's), read with the standard library only: the TUI takes its theme from here for the
+    first frame, before ``runtime.config`` (pydantic) is imported and checks the whole
+    configuration. A file that cannot be read or parsed counts as setting nothing here; that
+    check names its problem."""
+    found: str | None = None
+    for path in (user_config_path(env), Path(workspace) / CONFIG_FILE_NAME):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        defaults = data.get("defaults")
+        value = defaults.get(key) if isinstance(defaults, dict) else None
+        if isinstance(value, str):
+            found = value
+    return found

@@ -6,63 +6,23 @@ sent to clients. No model holds a live object or a closure.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# Re-exported: the domain's enums live in the pydantic-free ``runtime.kinds``.
+from runtime.kinds import TERMINAL_RUN_STATES as TERMINAL_RUN_STATES
+from runtime.kinds import InputKind as InputKind
+from runtime.kinds import InputRequestState as InputRequestState
+from runtime.kinds import Role as Role
+from runtime.kinds import RunState as RunState
+from runtime.kinds import ToolCallState as ToolCallState
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(
         frozen=True, populate_by_name=True, serialize_by_alias=True, extra="forbid"
     )
-
-
-class RunState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    INPUT_REQUIRED = "input_required"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in TERMINAL_RUN_STATES
-
-
-TERMINAL_RUN_STATES = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
-
-
-class ToolCallState(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    INDETERMINATE = "indeterminate"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self not in (ToolCallState.PENDING, ToolCallState.RUNNING)
-
-
-class InputRequestState(StrEnum):
-    PENDING = "pending"
-    ANSWERED = "answered"
-    CANCELLED = "cancelled"
-
-
-class InputKind(StrEnum):
-    APPROVAL = "approval"
-    QUESTION = "question"
-    ELICITATION = "elicitation"
-
-
-class Role(StrEnum):
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
 
 
 class Usage(_Model):

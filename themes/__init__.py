@@ -6,65 +6,82 @@ per file that did not (the app shows those as notifications).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-__all__ = ["THEMES_DIR", "ThemeFile", "load_theme_file", "load_themes"]
+__all__ = ["THEMES_DIR", "load_theme_file", "load_themes"]
 
 THEMES_DIR = Path(__file__).parent
 
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+COLOURS = (
+    "primary",
+    "secondary",
+    "accent",
+    "warning",
+    "error",
+    "success",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
+"""A theme file's colour keys (any colour Textual can parse); only ``primary`` is required."""
+FRACTIONS = {"luminosity_spread": 0.15, "text_alpha": 0.95}
+"""Its numbers between 0 and 1, with their defaults."""
 
-class ThemeFile(BaseModel):
-    """One theme file: a name and its colours (any colour Textual can parse)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _theme_of(data: dict[str, object]) -> Theme:
+    """The Theme a file's table describes; ValueError naming every key that is wrong.
 
-    name: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9-]*$")
-    dark: bool = True
-    primary: str
-    secondary: str | None = None
-    accent: str | None = None
-    warning: str | None = None
-    error: str | None = None
-    success: str | None = None
-    foreground: str | None = None
-    background: str | None = None
-    surface: str | None = None
-    panel: str | None = None
-    boost: str | None = None
-    luminosity_spread: float = Field(default=0.15, ge=0, le=1)
-    text_alpha: float = Field(default=0.95, ge=0, le=1)
-    variables: dict[str, str] = {}
-
-    @field_validator(
-        "primary",
-        "secondary",
-        "accent",
-        "warning",
-        "error",
-        "success",
-        "foreground",
-        "background",
-        "surface",
-        "panel",
-        "boost",
-    )
-    @classmethod
-    def _is_colour(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                Color.parse(value)
-            except ColorParseError:
-                raise ValueError(f"{value!r} is not a colour") from None
-        return value
-
-    def to_theme(self) -> Theme:
-        return Theme(**self.model_dump())
+    Checked by hand rather than with a pydantic model: this runs before the first frame, and
+    pydantic is a tenth of a second of imports that the first frame has no other need of."""
+    problems: list[str] = []
+    fields: dict[str, object] = {}
+    known = {"name", "dark", "variables", *COLOURS, *FRACTIONS}
+    for key in sorted(set(data) - known):
+        problems.append(f"{key}: not a theme setting")
+    name = data.get("name")
+    if not isinstance(name, str) or NAME.fullmatch(name) is None:
+        problems.append("name: lower-case letters, digits and dashes are required")
+    fields["name"] = name
+    dark = data.get("dark", True)
+    if not isinstance(dark, bool):
+        problems.append("dark: true or false")
+    fields["dark"] = dark
+    if "primary" not in data:
+        problems.append("primary: required")
+    for key in COLOURS:
+        value = data.get(key)
+        if value is None:
+            continue
+        try:
+            if not isinstance(value, str):
+                raise ColorParseError(key)
+            Color.parse(value)
+        except ColorParseError:
+            problems.append(f"{key}: {value!r} is not a colour")
+        fields[key] = value
+    for key, default in FRACTIONS.items():
+        number = data.get(key, default)
+        if isinstance(number, bool) or not isinstance(number, int | float) or not 0 <= number <= 1:
+            problems.append(f"{key}: a number from 0 to 1")
+        fields[key] = number
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
+    ):
+        problems.append("variables: a table of strings")
+    fields["variables"] = variables
+    if problems:
+        raise ValueError("; ".join(problems))
+    return Theme(**fields)  # type: ignore[arg-type]  # each field checked above
 
 
 def load_theme_file(path: Path) -> Theme:
@@ -76,13 +93,9 @@ def load_theme_file(path: Path) -> Theme:
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: not valid TOML: {error}") from None
     try:
-        return ThemeFile.model_validate(data).to_theme()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc']) or 'file'}: {item['msg']}"
-            for item in error.errors()
-        )
-        raise ValueError(f"{path}: {problems}") from None
+        return _theme_of(data)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def load_themes(directories: Iterable[Path] = (THEMES_DIR,)) -> tuple[list[Theme], list[str]]:

@@ -30,13 +30,11 @@ from textual.worker import Worker, WorkerState
 from runtime.errors import AgentTuiError, InvalidInput
 from themes import THEMES_DIR, load_themes
 from tui.bindings import APP_BINDINGS
-from tui.bridge import Bridge
 from tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
     # Typing only: the engine is imported after the first frame (see ``program_app``).
     from runtime.api import RuntimeApi
-    from runtime.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +183,8 @@ class AgentTuiApp(App[int]):
 
     @work(exit_on_error=False, group="bridge", name="bridge")
     async def _pump_events(self, target: Screen[Any]) -> None:
+        from tui.bridge import Bridge  # the runtime's events (pydantic): not for the first frame
+
         await Bridge(
             self.open_runtime, target, wants_live=getattr(target, "wants_live", None)
         ).pump()
@@ -405,18 +405,23 @@ opener."""
 
 
 def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = None) -> AgentTuiApp:
-    """The app as the program runs it: it opens its runtime itself, after the first frame.
-    Only the configuration is read first (for the theme); it raises ConfigError naming the
-    file. ``db_path``: a SQLite file, or a ``postgresql://`` URL as a string."""
-    from runtime.config import load_config
+    """The app as the program runs it: it reads its configuration and opens its runtime
+    itself, after the first frame. Only the theme is read first, with the standard library
+    (``peek_default``); a configuration with a problem ends the app after that frame, with the
+    ConfigError naming the file on the terminal and exit status 2, as a database that cannot be
+    opened does. ``db_path``: a SQLite file, or a ``postgresql://`` URL as a string."""
+    from runtime.locations import peek_default
 
     launch = launch or Launch()
-    config = load_config(workspace)
 
     async def opener(app: AgentTuiApp) -> RuntimeApi:
-        # The engine, store, providers and MCP: imported here, after the first frame, in a
-        # thread, so the event loop (and Textual's writer thread) keep drawing and reading keys.
+        # The configuration (pydantic), the engine, store, providers and MCP: imported here,
+        # after the first frame, in a thread, so the event loop (and Textual's writer thread)
+        # keep drawing and reading keys.
         await asyncio.to_thread(_import_engine)
+        from runtime.config import load_config
+
+        config = await asyncio.to_thread(load_config, workspace)
         from runtime.api import Runtime
         from runtime.compose import open_store
 
@@ -449,7 +454,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
 
     settings = Settings(
         workspace=workspace,
-        theme=_configured_theme_of(config),
+        theme=peek_default(workspace, "theme"),
         agent=launch.agent,
         continue_last=launch.continue_last,
         attach=launch.attach,
@@ -459,6 +464,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
 
 def _import_engine() -> None:
     import runtime.api
+    import runtime.config
     import runtime.rewind
     import runtime.store.sqlite
     import runtime.tools.builtin  # noqa: F401
@@ -467,10 +473,6 @@ def _import_engine() -> None:
     # (markdown-it, Rich's Markdown), needed by the first run opened, so loaded here, off the
     # event loop, rather than on the first Enter.
     import tui.widgets.message_view  # noqa: F401
-
-
-def _configured_theme_of(config: Config) -> str | None:
-    return config.defaults.theme
 
 
 async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:

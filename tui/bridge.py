@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message as TextualMessage
 
-from runtime import events as rt
-
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
 
+    from runtime import events as rt
     from runtime.api import RuntimeApi
 
 log = logging.getLogger(__name__)
@@ -145,11 +144,17 @@ class Bridge:
             self._flush()
 
     def _accept(self, event: rt.Event) -> None:
+        # Imported here, not with the module: the screens import this module's messages for the
+        # first frame, and the runtime's events bring pydantic (the runtime is open by now).
+        from runtime import events as rt
+
         if (
             self._wants_live is not None
-            and isinstance(event, _LIVE_DETAIL)
+            and isinstance(event, (rt.MessageDelta, rt.ToolProgress))
             and not self._wants_live(event.run_id)
         ):
+            # Live detail, which only the run on screen needs: the many small events (commits,
+            # tool states and checkpoints are few, and the browser's rows follow them).
             return  # a run not on screen: its state changes are enough
         if isinstance(event, rt.MessageDelta):
             last = self._pending[-1] if self._pending else None
@@ -218,12 +223,9 @@ class Bridge:
             self._interval = interval
 
 
-_LIVE_DETAIL = (rt.MessageDelta, rt.ToolProgress)
-"""Events only the run on screen needs: the many small ones (commits, tool states and
-checkpoints are few, and the browser's rows follow them)."""
-
-
 def _to_message(event: rt.Event) -> TextualMessage | None:
+    from runtime import events as rt  # see Bridge._accept
+
     if isinstance(event, rt.RunStateChanged):
         return RunStateChanged(event)
     if isinstance(event, rt.MessageCommitted):

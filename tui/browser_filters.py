@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from runtime.models import Job, RunState
+from runtime.kinds import RunState
 from tui.widgets._format import needs_resume
 from tui.widgets.job_tree import interrupted_runs
 
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi
+    from runtime.models import Job
 
 INTERRUPTED: Literal["interrupted"] = "interrupted"
 BrowserFilter = RunState | Literal["interrupted"] | None

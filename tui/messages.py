@@ -6,12 +6,16 @@ of these; the screen's ``on_<name>`` handler updates the widgets.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message as TextualMessage
 
 from runtime.errors import AgentTuiError
-from runtime.events import RunNoted
-from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
 from runtime.transcript_pages import Keyed, TranscriptPager
+
+if TYPE_CHECKING:
+    from runtime.events import RunNoted
+    from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
 
 __all__ = [
     "AnswerFailed",

@@ -137,3 +137,41 @@ async def test_a_theme_chosen_in_the_palette_is_applied_and_remembered(
     saved = tmp_path / "config" / "agent-tui" / "config.toml"
     await_text = saved.read_text()
     assert 'theme = "agent-moss"' in await_text
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('name = "x"\nprimary = "#fff"\ncolour = "#000"\n', "colour: not a theme setting"),
+        ('name = "Bad Name"\nprimary = "#fff"\n', "name: lower-case letters"),
+        ('name = "x"\n', "primary: required"),
+        ('name = "x"\nprimary = "#fff"\ndark = "yes"\n', "dark: true or false"),
+        ('name = "x"\nprimary = "#fff"\ntext_alpha = 2\n', "text_alpha: a number from 0 to 1"),
+        ('name = "x"\nprimary = "#fff"\nvariables = { a = 1 }\n', "variables: a table"),
+        ('name = "x"\nprimary = 3\n', "primary: 3 is not a colour"),
+    ],
+)
+def test_each_wrong_theme_setting_is_named(tmp_path: Path, text: str, problem: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match="bad\\.toml: ") as raised:
+        load_theme_file(bad)
+    assert problem in str(raised.value)
+
+
+def test_a_theme_file_s_settings_reach_the_textual_theme(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'name = "mine"\ndark = false\nprimary = "#336699"\naccent = "red"\n'
+        'luminosity_spread = 0.3\nvariables = { "footer-key-foreground" = "#ff0000" }\n'
+    )
+    theme = load_theme_file(path)
+    assert (theme.name, theme.dark, theme.primary, theme.accent) == (
+        "mine",
+        False,
+        "#336699",
+        "red",
+    )
+    assert theme.luminosity_spread == 0.3
+    assert theme.text_alpha == 0.95
+    assert theme.variables == {"footer-key-foreground": "#ff0000"}

@@ -14,11 +14,11 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
-from runtime.models import InputRequest
 from tui.widgets._format import short
 
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi
+    from runtime.models import InputRequest
     from tui.app import AgentTuiApp
 
 
@@ -29,7 +29,7 @@ class InboxLoaded(TextualMessage):
         self.titles = titles
 
 
-class InboxScreen(ModalScreen[InputRequest | None]):
+class InboxScreen(ModalScreen["InputRequest | None"]):
     CSS_PATH = "inbox.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,i,q", "close", "Close inbox"),

@@ -28,15 +28,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
-from runtime.models import (
-    ImageBlock,
-    InputKind,
-    InputRequest,
-    Job,
-    Run,
-    RunState,
-    SearchHit,
-)
+from runtime.kinds import InputKind, RunState
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from runtime.transcript_pages import TranscriptPager
 from tui import attention, bridge, browser_filters
@@ -81,6 +73,7 @@ from tui.widgets.tool_call_view import ToolCallView
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
+    from runtime.models import ImageBlock, InputRequest, Job, Run, SearchHit
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from runtime.models import Run, RunState
+from runtime.kinds import RunState
 from tui.formatting import format_age, format_tokens
+
+if TYPE_CHECKING:
+    from runtime.models import Run
 
 STATE_ICONS: dict[RunState | None, str] = {
     RunState.QUEUED: "◌",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message as TextualMessage
 
-from runtime.models import InputRequest
+if TYPE_CHECKING:
+    from runtime.models import InputRequest
 
 
 class PromptAnswered(TextualMessage):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,9 +11,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from runtime.models import InputRequest
 from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered
+
+if TYPE_CHECKING:
+    from runtime.models import InputRequest
 
 
 class ApprovalPrompt(Vertical, can_focus=True):

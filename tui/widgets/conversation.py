@@ -34,14 +34,15 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from runtime.events import RunNoted
-from runtime.models import Message, Role, ToolCall, ToolCallState
+from runtime.kinds import Role, ToolCallState
 from runtime.textsafe import terminal_safe_line
 from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets._options import WidgetOptions
 from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
+    from runtime.events import RunNoted
+    from runtime.models import Message, ToolCall
     from runtime.transcript import PartialAnswer, TranscriptItem
     from tui.widgets.message_view import MessageView
 

@@ -3,7 +3,7 @@ fields, required marks, and validation messages beside each field."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,8 +11,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from runtime.answers import field_errors
-from runtime.models import InputRequest
 from tui.widgets._prompt_base import PromptAnswered
+
+if TYPE_CHECKING:
+    from runtime.models import InputRequest
 
 
 def _field_type(spec: dict[str, Any]) -> str:

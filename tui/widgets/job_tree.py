@@ -12,14 +12,13 @@ A detail line under the tree says what the row under the cursor is, its age in w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from runtime.models import Checkpoint, Job, Run
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import (
     STATE_ICONS,
@@ -32,6 +31,9 @@ from tui.widgets._format import (
     tokens,
 )
 from tui.widgets._options import WidgetOptions
+
+if TYPE_CHECKING:
+    from runtime.models import Checkpoint, Job, Run
 
 COLUMNS = ("agent", "age", "tokens", "cost")
 COLUMN_WIDTHS = {"agent": 10, "age": 3, "tokens": 5, "cost": 7}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -26,10 +27,14 @@ from textual.widgets import Collapsible, Markdown
 from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.markdown import MarkdownStream
 
-from runtime.models import Message, Role, ThinkingBlock
+from runtime.kinds import Role
+from runtime.models import ThinkingBlock
 from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.stream_text import StreamText
+
+if TYPE_CHECKING:
+    from runtime.models import Message
 
 MARKDOWN_CHARS = 8000
 MARKDOWN_EVERY = 0.1

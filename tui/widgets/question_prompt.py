@@ -7,7 +7,7 @@ whose answer must be one of its options has no field: digits (or ↑ ↓ and Ent
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -15,9 +15,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from runtime.models import InputRequest
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._prompt_base import PromptAnswered
+
+if TYPE_CHECKING:
+    from runtime.models import InputRequest
 
 
 def allows_free_text(request: InputRequest) -> bool:

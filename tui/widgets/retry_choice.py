@@ -6,7 +6,7 @@ checkpoint. Nothing runs until they choose; Esc leaves the run as it is."""
 from __future__ import annotations
 
 import json
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual import events
 from textual.app import ComposeResult
@@ -15,8 +15,10 @@ from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.widgets import Static
 
-from runtime.models import Run, ToolCall
 from runtime.textsafe import terminal_safe, terminal_safe_line
+
+if TYPE_CHECKING:
+    from runtime.models import Run, ToolCall
 
 RetryChoiceName = Literal["rerun", "skip", "fork"]
 

@@ -8,14 +8,17 @@ token) until the provider's usage arrives with the committed message."""
 from __future__ import annotations
 
 import time
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from textual.timer import Timer
 from textual.widgets import Static
 
-from runtime.models import Run, RunState
+from runtime.kinds import RunState
 from tui.widgets._format import context_fill, cost, needs_resume, state_text, tokens
 from tui.widgets._options import WidgetOptions
+
+if TYPE_CHECKING:
+    from runtime.models import Run
 
 SEPARATOR = " │ "
 DEMO_HINTS = (

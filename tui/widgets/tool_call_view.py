@@ -7,7 +7,7 @@ sub-run as the conversation; the images of a result (described in it as
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -17,9 +17,12 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets.collapsible import CollapsibleTitle
 
-from runtime.models import ImageBlock, ToolCallState
+from runtime.kinds import ToolCallState
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._format import short
+
+if TYPE_CHECKING:
+    from runtime.models import ImageBlock
 
 TOOL_ICONS = {
     ToolCallState.PENDING: "◌",

@@ -1,0 +1,73 @@
+"""The program's configuration is read after the first frame (DESIGN §13): the theme it names
+is on that frame, and a configuration with a problem still ends the app with the error naming
+the file and exit status 2, as before the first frame it did."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from runtime.locations import peek_default
+from tui.app import program_app
+
+
+@pytest.fixture
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
+
+
+def test_peek_default_reads_the_user_then_the_workspace_file(
+    tmp_path: Path, config_home: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert peek_default(workspace, "theme") is None
+    (config_home / "agent-tui").mkdir(parents=True)
+    (config_home / "agent-tui" / "config.toml").write_text('[defaults]\ntheme = "agent-moss"\n')
+    assert peek_default(workspace, "theme") == "agent-moss"
+    (workspace / "agent-tui.toml").write_text('[defaults]\ntheme = "agent-paper"\n')
+    assert peek_default(workspace, "theme") == "agent-paper"  # the workspace's file wins
+    (workspace / "agent-tui.toml").write_text("[defaults\ntheme = ")  # broken: said later
+    assert peek_default(workspace, "theme") == "agent-moss"
+
+
+async def test_the_configured_theme_is_on_the_first_frame(
+    tmp_path: Path, config_home: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent-tui.toml").write_text('[defaults]\ntheme = "agent-paper"\n')
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.theme == "agent-paper"
+        async with asyncio.timeout(30):
+            while app.runtime is None:
+                await pilot.pause(0.01)
+        assert app.runtime.config.defaults.theme == "agent-paper"
+
+
+async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2(
+    tmp_path: Path, config_home: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    broken = workspace / "agent-tui.toml"
+    broken.write_text("[defaults]\nmodel = = 'x'\n")
+    db = tmp_path / "data" / "agent-tui.db"
+    app = program_app(db, workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        async with asyncio.timeout(30):
+            while app.is_running:
+                await pilot.pause(0.01)
+    assert app.return_code == 2
+    assert app.startup_error is not None
+    assert app.startup_error.startswith("agent-tui: error: ")
+    assert str(broken) in app.startup_error
+    assert "\n" not in app.startup_error
+    assert app.runtime is None
+    assert not db.exists()  # the database is not even created
+    assert broken.read_text() == "[defaults]\nmodel = = 'x'\n"  # nothing modified
