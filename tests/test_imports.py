@@ -194,17 +194,24 @@ async def on_mount(self):
 
 MainScreen.on_mount = on_mount
 
-async def main():
-    db, workspace = Path(sys.argv[1]), Path(sys.argv[2])
+async def drive(db, workspace):
     app = app_module.program_app(db, workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         async with asyncio.timeout(60):
             while app.runtime is None or not app.screen.job_tree.job_ids:
                 await asyncio.sleep(0.01)
         seen["after_open"] = loaded()
-    print(json.dumps(seen))
 
-asyncio.run(main())
+def run_app(*, db_path, workspace, launch=None):
+    # As the program starts it, through the command line; only the terminal is Pilot's.
+    asyncio.run(drive(db_path, workspace))
+    return 0
+
+app_module.run_app = run_app
+from tui.cli import main
+status = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
+seen["status"] = status
+print(json.dumps(seen))
 """
 
 
@@ -233,6 +240,7 @@ def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["status"] == 0
     assert seen["composed"] == ["tree", "conversation", "composer"]
     assert seen["runtime_at_mount"] is False
     assert seen["mounted"] == []

@@ -300,9 +300,9 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
         # Warnings and errors go to the log from here on (the read-only ``runs`` above logs
         # only an unexpected error, below: importing logging is a tenth of its time).
         with _logging_to(log_path(db_path)):
-            _name_the_database(db_path)
             if args.command is None:
                 return _open_tui(args, db_path, workspace)
+            _name_the_database(db_path)  # for the hints commands print (the TUI prints none)
             import asyncio
 
             return asyncio.run(_run_command(args, db_path, workspace))
