@@ -705,6 +705,13 @@ async def test_a_parent_resumed_after_its_phases_changed_still_waits_for_its_par
         run = await first.start("make a todo app")
         boundary = await first.wait(run.id, timeout=WAIT)
         assert boundary.state is RunState.INPUT_REQUIRED and boundary.run.parent_run_id == run.id
+        # The backend runs beside the frontend: its one step may still be under way when the
+        # frontend asks (on a loaded machine it was, and the second runtime ran it again).
+        children = [r for r in await first.job_runs(run.job_id) if r.parent_run_id == run.id]
+        assert len(children) == 2
+        [backend] = [child for child in children if child.id != boundary.run.id]
+        finished = await first.wait(backend.id, timeout=WAIT)
+        assert finished.state is RunState.COMPLETED
     finally:
         await first.close()  # quit while the frontend run waits for the person
     # The phases change before the parent resumes: plan may no longer fan out to both.
