@@ -9,6 +9,8 @@ when the program exits:
 - ``slowest``: the slowest callbacks, each with where the main thread was while it ran long
   (a sampler thread looks at ``sys._current_frames()`` every 5 ms once a callback has run for
   more than 20 ms, and keeps the innermost frames);
+- ``gc_pauses``: each garbage collection's ``[time, generation, milliseconds]`` (a collection
+  stops every thread, the loop's included);
 - ``ticks``: each tick's ``[time, lateness]`` and each slow callback's ``at``, in
   ``time.perf_counter()`` seconds, which on Linux is the system-wide monotonic clock: a
   benchmark can keep what fell between two moments of its own (while a run streamed, say) and
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import gc
 import json
 import re
 import sys
@@ -52,6 +55,17 @@ class _Probe:
         """Per kind of callback: [count, total seconds, longest]."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stop = threading.Event()
+        self.gc_started = 0.0
+        self.collections: list[tuple[float, int, float]] = []
+        """Each garbage collection: (when it started, its generation, seconds it took)."""
+
+    def collected(self, phase: str, info: dict[str, int]) -> None:
+        """``gc.callbacks``: how long each collection stops the program (any thread's)."""
+        if phase == "start":
+            self.gc_started = time.perf_counter()
+        else:
+            took = time.perf_counter() - self.gc_started
+            self.collections.append((self.gc_started, info["generation"], took))
 
     # --- the loop side -----------------------------------------------------------------------
     def ran(self, handle: Any, duration: float) -> None:
@@ -121,6 +135,10 @@ class _Probe:
                 ]
             },
             "slowest": self.slowest,
+            "gc_pauses": [
+                [round(at, 6), generation, round(took * 1000, 2)]
+                for at, generation, took in self.collections
+            ],
         }
         self.out.write_text(json.dumps(report, indent=1))
 
@@ -176,5 +194,6 @@ def install(out: str | Path) -> None:
             probe.ran(self, time.perf_counter() - probe.started)
 
     asyncio.events.Handle._run = _run  # type: ignore[method-assign]
+    gc.callbacks.append(probe.collected)
     threading.Thread(target=probe.sample, name="loop-probe", daemon=True).start()
     atexit.register(probe.write)

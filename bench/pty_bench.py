@@ -9,12 +9,15 @@ against an honest baseline spawned or run the same way, median of N runs, with t
   app's RSS after scrolling up 2,000 messages, 5,000 and to the top;
 - ``stream``: a 1 MB answer (``/stream 1024``, demo model) from Enter to the last frame, against
   the runtime alone (same machine, in-process); then one more run watched by
-  ``bench/loop_probe.py``: the TUI's event-loop stalls while it streams, and the slowest callbacks;
+  ``bench/loop_probe.py``: the TUI's event-loop stalls while it streams, the slowest callbacks
+  and the garbage collector's pauses;
 - ``keys``: bytes of a keypress in → the frame that echoes it out, while 10 runs stream: 10
   separate jobs started one after the other as a person would (ctrl+t to a new job, the task,
   Enter), each streaming an 8 MB answer flat out (the instant demo model); it says how many were
   streaming at the first key and at the last. ``keys-paced``: the same with each run streaming
   at a model's pace (the demo model, one word per 12 ms: ~100 tokens/s, as Claude streams).
+  Both end with one more run, watched by the probe and not timed: the garbage collector's pauses
+  and the slowest callbacks while the keys were typed.
 
 The big database is generated once (``bench/browser_bench.py``'s filler) into ``--cache``.
 
@@ -437,6 +440,7 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
         print("  (the probed run wrote no report: it did not exit cleanly)")
         return
     _print_stalls(stalls, window)
+    _print_gc(stalls, window)
 
 
 def _print_stalls(stalls: dict[str, Any], window: tuple[float, float]) -> None:
@@ -518,9 +522,42 @@ def bench_keys(
                 print(
                     f"  (run {index + 1}: {running} streaming at the first key, {still} at the end)"
                 )
+        # One more run, watched by loop_probe and not timed (the probe costs a little per
+        # callback): what the slow keys waited behind.
+        probe = base / "probe.json"
+        db = base / "data" / "keys-probed.db"
+        with _app(tree, db, workspace, env, probe=probe) as app:
+            app.wait_for_text(FIRST_TEXT)
+            app.settle(1.0)
+            _start_jobs(app, db, streams)
+            first = time.perf_counter()
+            _type(app, presses)
+            window = (first, time.perf_counter())
+        report = json.loads(probe.read_text()) if probe.exists() else None
     print(f"  idle app                                  {spread(idle)}")
     print(f"  while {streams} runs stream                    {spread(latencies)}")
     print(f"  worst while streaming: {max(latencies) * 1000:.1f} ms   (budget ≤ 50 ms)")
+    if report is None:
+        print("  (the probed run wrote no report: it did not exit cleanly)")
+        return
+    print("  while the keys were typed (one more run, watched by bench/loop_probe.py):")
+    _print_gc(report, window)
+    start, end = window
+    for slow in [slow for slow in report["slowest"] if start <= slow["at"] <= end][:3]:
+        print(f"    slow callback: {slow['ms']:.0f} ms in {slow['callback'][:90]}")
+
+
+def _print_gc(report: dict[str, Any], window: tuple[float, float]) -> None:
+    """The garbage collector's pauses (each stops the whole program) in ``window``."""
+    start, end = window
+    pauses = [pause for pause in report.get("gc_pauses", []) if start <= pause[0] <= end]
+    for generation in (0, 1, 2):
+        times = [took for _, gen, took in pauses if gen == generation]
+        longest = max(times, default=0.0)
+        print(
+            f"    garbage collections of generation {generation}: {len(times)},"
+            f" {sum(times):.0f} ms in all, longest {longest:.1f} ms"
+        )
 
 
 def _start_jobs(app: Pty, db: Path, count: int) -> None:
