@@ -436,6 +436,9 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
     print(f"  runtime alone (in-process)                {spread(alone)}")
     print(f"  through agent-tui in a pty                {spread(shown)}")
     print(f"  ratio: {median(shown) / median(alone):.2f}x   (budget ≤ 1.5x)")
+    # The runtime alone has been seen to swing between two speeds (380 and 630 ms) from one run
+    # to the next, which swings the ratio of medians too: the fastest of each, side by side.
+    print(f"  ratio of the fastest runs: {min(shown) / min(alone):.2f}x")
     if stalls is None:
         print("  (the probed run wrote no report: it did not exit cleanly)")
         return
