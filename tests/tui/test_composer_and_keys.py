@@ -301,14 +301,24 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
             screen = main_screen(app)
             screen.action_new_job()
             await pilot.pause()
-            await pilot.press(*"//stream 400", "enter")
-            await wait_until(
-                pilot,
-                lambda: (
-                    screen.selected_run is not None
-                    and screen.selected_run.state is RunState.RUNNING
-                ),
-            )
+            # Long enough to be still running when the screen shows it, however loaded the
+            # machine (400 words, ~5 s, had ended before a CI rehearsal's screen caught up).
+            await pilot.press(*"//stream 4000", "enter")
+            try:
+                await wait_until(
+                    pilot,
+                    lambda: (
+                        screen.selected_run is not None
+                        and screen.selected_run.state is RunState.RUNNING
+                    ),
+                )
+            except TimeoutError:
+                shown = screen.selected_run
+                stored = None if shown is None else await runtime.get_run(shown.id)
+                raise AssertionError(
+                    f"the screen shows {shown and shown.state}, the store has"
+                    f" {stored and stored.state}"
+                ) from None
             on_screen = screen.selected_run
             assert on_screen is not None
             await pilot.press("ctrl+c")
