@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import json
 import os
 import sys
@@ -109,24 +110,35 @@ class InstantModel:
 
 
 class Counted:
-    """Counts the real store's hops to its database thread and the SQL statements it runs."""
+    """Counts the real store's round trips (each read and each write transaction, whether it
+    runs on the caller's thread or hops to the store's thread) and the SQL statements it runs."""
 
     def __init__(self, store: SqliteStore) -> None:
         self.hops = 0
         self.execution_hops = 0
-        """Hops made by the executions themselves (not by ``wait`` or the pump's poll)."""
+        """Round trips made by the executions themselves (not by ``wait`` or the pump's poll)."""
         self.statements = 0
-        original = store._call
+        inside = contextvars.ContextVar("inside", default=False)
 
-        async def counted(fn: Any) -> Any:
-            self.hops += 1
-            task = asyncio.current_task()
-            if task is not None and task.get_name().startswith("run-"):
-                self.execution_hops += 1
-            return await original(fn)
+        def counting(original: Any) -> Any:
+            async def counted(fn: Any) -> Any:
+                if inside.get():  # _read or _write falling back to the store's thread
+                    return await original(fn)
+                self.hops += 1
+                task = asyncio.current_task()
+                if task is not None and task.get_name().startswith("run-"):
+                    self.execution_hops += 1
+                token = inside.set(True)
+                try:
+                    return await original(fn)
+                finally:
+                    inside.reset(token)
 
-        store._call = counted  # type: ignore[method-assign]
-        self._original = original
+            return counted
+
+        self._original = store._call
+        for name in ("_call", "_read", "_write"):
+            setattr(store, name, counting(getattr(store, name)))
 
     async def trace(self) -> None:
         def on_statement(_sql: str) -> None:
