@@ -7,8 +7,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from runtime.kinds import RunState
 from tests.tui.helpers import make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
+from tui.widgets._format import tokens
 from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
 
 SIZE = (140, 45)
@@ -65,13 +67,43 @@ async def test_the_provider_usage_replaces_the_estimate(db_path: Path, workspace
             run = await runtime.start("summarise this project")
             await asyncio.wait_for(runtime.wait(run.id), timeout=10)
             done: Any = await runtime.get_run(run.id)
-            status.show(run=done)
+            working = done.model_copy(update={"state": RunState.RUNNING})
+            status.show(run=working)
             status.streamed(done.id, 400)
             assert "~" in status.text
-            counted = done.model_copy(
+            counted = working.model_copy(
                 update={"usage": done.usage.model_copy(update={"output_tokens": 999})}
             )
             status.show(run=counted)
             assert "~" not in status.text and status.streamed_chars == 0
+    finally:
+        await runtime.close()
+
+
+async def test_a_run_that_stopped_running_shows_its_count_not_an_estimate(
+    db_path: Path, workspace: Path
+) -> None:
+    # A snapshot caught "input required │ ~20 tok": the run had been read after its usage was
+    # committed, then deltas queued before that were counted, and the wait came with the same
+    # usage, so nothing replaced the estimate.
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE):
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            run = await runtime.start("summarise this project")
+            await asyncio.wait_for(runtime.wait(run.id), timeout=10)
+            done: Any = await runtime.get_run(run.id)
+            counted = f"{tokens(done.usage.total_tokens)} tok"
+            status.show(run=done.model_copy(update={"state": RunState.RUNNING}))
+            status.streamed(done.id, 80)
+            assert "~" in status.text
+            waiting = done.model_copy(update={"state": RunState.INPUT_REQUIRED})
+            status.show(run=waiting)  # the same usage as while it ran
+            assert "~" not in status.text and counted in status.text
+            status.streamed(done.id, 80)  # a late delta of the run that no longer runs
+            assert "~" not in status.text and counted in status.text
     finally:
         await runtime.close()

@@ -92,11 +92,15 @@ class StatusLine(Static):
         previous = self.run
         if (
             run is None
+            or run.state is not RunState.RUNNING
             or previous is None
             or previous.id != run.id
             or previous.usage.total_tokens != run.usage.total_tokens
         ):
-            self.streamed_chars = 0  # the provider's figure replaces the estimate
+            # The provider's figure replaces the estimate; a run that is not running streams
+            # nothing, so what it counts is all there is (the run may have been read after
+            # its usage was committed, and deltas queued before that counted after it).
+            self.streamed_chars = 0
         self.run = run
         self.context_window = context_window
         self.set_class(run is not None and run.state is RunState.INPUT_REQUIRED, "-waiting")
@@ -114,7 +118,8 @@ class StatusLine(Static):
 
     def streamed(self, run_id: str, chars: int) -> None:
         """Text (or thinking) of the run on screen arrived: count it until usage comes."""
-        if self.run is not None and self.run.id == run_id:
+        run = self.run
+        if run is not None and run.id == run_id and run.state is RunState.RUNNING:
             self.streamed_chars += chars
             self.update(self.text)
 
