@@ -21,11 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from runtime.models import Message, Run
-
-
 if TYPE_CHECKING:  # imported when a pager is opened: the TUI's first frame needs only the keys
+    from runtime.models import Message, Run
     from runtime.store.base import Store
     from runtime.transcript import PartialAnswer, RunHeader, TranscriptItem, TranscriptMessage
 
