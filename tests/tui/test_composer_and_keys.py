@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     wait_until,
 )
 from tui.app import AgentTuiApp
+from tui.messages import JobsLoaded
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
@@ -286,6 +287,31 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             "/stream 400",
             "go on, shorter",
         ]
+    finally:
+        await runtime.close()
+
+
+async def test_a_browser_page_arriving_after_a_new_job_was_chosen_keeps_the_typing_in_the_composer(
+    db_path: Path, workspace: Path
+) -> None:
+    # On a loaded machine (a CI rehearsal) the browser's first page arrived after ctrl+n: it
+    # moved the focus to the browser, and the task typed next went there ("/" opened search).
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        await runtime.start("an earlier job")
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen.job_tree.job_ids)
+            screen.action_new_job()
+            await wait_until(pilot, lambda: app.focused is screen.composer.input)
+            page = await runtime.list_jobs(limit=50)
+            screen.post_message(JobsLoaded(page.items, page.next_cursor, first=True))  # late
+            await pilot.pause()
+            await pilot.press(*"//stream 40")
+            await pilot.pause()
+            assert app.focused is screen.composer.input
+            assert screen.composer.input.text == "//stream 40"
     finally:
         await runtime.close()
 

@@ -162,6 +162,9 @@ class MainScreen(Screen[None]):
         self._loading_run_id: str | None = None
         self._replay: list[TextualMessage] = []
         self._loading_more = False
+        self._composer_chosen = False
+        """The person asked for the composer (a new job): a page of the browser arriving later
+        no longer moves the focus to the browser, where their typing would go astray."""
         self._search_hits: list[SearchHit] = []
         self._context_windows: dict[str, int | None] = {}
         self._return_to_tool: str | None = None
@@ -457,7 +460,11 @@ class MainScreen(Screen[None]):
             self._count_waiting()
             composer_input = self.composer.input
             search = self.query_one("#search", Input)
-            if self.focused in (None, composer_input, search) and not composer_input.value:
+            if (
+                not self._composer_chosen
+                and self.focused in (None, composer_input, search)
+                and not composer_input.value
+            ):
                 tree.focus()
                 tree.call_after_refresh(self._cursor_to_first_row)
 
@@ -1267,6 +1274,7 @@ class MainScreen(Screen[None]):
         self.run_worker(self._new_job(), exit_on_error=False, group="new-job", exclusive=True)
 
     async def _new_job(self) -> None:
+        self._composer_chosen = True
         await self.hide_prompt()
         self.selected_run = None
         self.selected_job = None
