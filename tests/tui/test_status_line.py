@@ -56,17 +56,22 @@ async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_st
         await runtime.close()
 
 
+async def _status_and_a_finished_run(app: Any, runtime: Any) -> tuple[StatusLine, Any]:
+    """The screen's status line and a finished run of the demo model, whose copies the tests
+    show it (running, waiting, counted)."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    run = await runtime.start("summarise this project")
+    await asyncio.wait_for(runtime.wait(run.id), timeout=10)
+    return screen.query_one(StatusLine), await runtime.get_run(run.id)
+
+
 async def test_the_provider_usage_replaces_the_estimate(db_path: Path, workspace: Path) -> None:
     runtime = await open_runtime(db_path, workspace)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE):
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            status = screen.query_one(StatusLine)
-            run = await runtime.start("summarise this project")
-            await asyncio.wait_for(runtime.wait(run.id), timeout=10)
-            done: Any = await runtime.get_run(run.id)
+            status, done = await _status_and_a_finished_run(app, runtime)
             working = done.model_copy(update={"state": RunState.RUNNING})
             status.show(run=working)
             status.streamed(done.id, 400)
@@ -90,12 +95,7 @@ async def test_a_run_that_stopped_running_shows_its_count_not_an_estimate(
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE):
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            status = screen.query_one(StatusLine)
-            run = await runtime.start("summarise this project")
-            await asyncio.wait_for(runtime.wait(run.id), timeout=10)
-            done: Any = await runtime.get_run(run.id)
+            status, done = await _status_and_a_finished_run(app, runtime)
             counted = f"{tokens(done.usage.total_tokens)} tok"
             status.show(run=done.model_copy(update={"state": RunState.RUNNING}))
             status.streamed(done.id, 80)
