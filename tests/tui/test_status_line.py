@@ -107,3 +107,33 @@ async def test_a_run_that_stopped_running_shows_its_count_not_an_estimate(
             assert "~" not in status.text and counted in status.text
     finally:
         await runtime.close()
+
+
+async def test_streamed_text_repaints_the_status_line_without_laying_out_the_screen(
+    db_path: Path, workspace: Path, monkeypatch: Any
+) -> None:
+    """The status line is one row as wide as the screen whatever it says: a delta repaints it
+    and asks for no layout (with ``update``'s default each delta of the run on screen laid the
+    whole screen out again, once a frame while it streamed); the same text repaints nothing."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            status, done = await _status_and_a_finished_run(app, runtime)
+            status.show(run=done.model_copy(update={"state": RunState.RUNNING}))
+            await pilot.pause()
+            asked: list[bool] = []
+            refresh = status.refresh
+
+            def watched(*regions: Any, **options: Any) -> Any:
+                asked.append(bool(options.get("layout")))
+                return refresh(*regions, **options)
+
+            monkeypatch.setattr(status, "refresh", watched)
+            status.streamed(done.id, 400)
+            assert "~" in status.text
+            assert asked == [False]
+            status.redraw()  # nothing changed: nothing to draw
+            assert asked == [False]
+    finally:
+        await runtime.close()

@@ -406,7 +406,7 @@ class MainScreen(Screen[None]):
     def _sandbox_missing(self, notice: str) -> None:
         status = self.status
         status.sandbox_notice = notice
-        status.update(status.text)
+        status.redraw()
         self.notify(
             terminal_safe_line(notice),
             title="Shell sandbox",
@@ -1181,7 +1181,7 @@ class MainScreen(Screen[None]):
         where = "this job" if composer.follow_up_job_id else "the new job"
         self.notify(f"The next run in {where} uses {key} {value}.", title=f"/{key}")
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
-        self.status.update(self.status.text)
+        self.status.redraw()
         return True
 
     def _choose_theme(self, name: str) -> bool:

@@ -346,7 +346,7 @@ class JobTree(Tree[NodeData]):
         if header_text != self._synced_header:
             self._synced_header = header_text
             for header in parent.query_children(BrowserHeader):
-                header.update(header_text)
+                header.update(header_text, layout=False)  # one row, always
         if detail_text != self._synced_detail:
             self._synced_detail = detail_text
             for detail in parent.query_children(BrowserDetail):

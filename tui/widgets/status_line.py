@@ -74,6 +74,7 @@ class StatusLine(Static):
         """The clock for the elapsed time (None: the wall clock)."""
         self._frame = 0
         self._spinner: Timer | None = None
+        self._shown = ""
 
     def show(
         self,
@@ -114,14 +115,14 @@ class StatusLine(Static):
         elif not working and self._spinner is not None:
             self._spinner.stop()
             self._spinner = None
-        self.update(self.text)
+        self.redraw()
 
     def streamed(self, run_id: str, chars: int) -> None:
         """Text (or thinking) of the run on screen arrived: count it until usage comes."""
         run = self.run
         if run is not None and run.id == run_id and run.state is RunState.RUNNING:
             self.streamed_chars += chars
-            self.update(self.text)
+            self.redraw()
 
     @property
     def working(self) -> bool:
@@ -129,10 +130,20 @@ class StatusLine(Static):
 
     def _spin(self) -> None:
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.update(self.text)
+        self.redraw()
 
     def on_resize(self) -> None:
-        self.update(self.text)
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Show ``text`` if it changed. Only this line is repainted: its size never depends on
+        its text (one row, the screen's width), so no layout of the screen is asked for. With
+        ``update``'s default, every streamed delta of the run on screen laid the whole screen
+        out again, once per frame while it streamed."""
+        text = self.text
+        if text != self._shown:
+            self._shown = text
+            self.update(text, layout=False)
 
     @property
     def text(self) -> str:
