@@ -363,6 +363,8 @@ class AgentTuiApp(App[int]):
 
 
 GC_GEN0_THRESHOLD = 5000
+GC_GEN1_EVERY = 3
+GC_GEN2_EVERY = 33
 
 
 def _tune_gc() -> None:
@@ -373,11 +375,18 @@ def _tune_gc() -> None:
     young generation is collected every 5,000 allocations instead of 700: Textual's per-frame
     objects (strips, layout maps) then die before they are promoted, instead of piling into the
     old generation and triggering a full collection (50-150 ms here) a few times per big stream.
+
+    The middle generation is collected after every GC_GEN1_EVERY young collections instead of
+    10: the objects that survive the young one (a Strip carries seven caches) made each of those
+    collections 20-55 ms with 10 runs streaming, a pause a keypress waited for; three times as
+    often, each is a third of that (≤ 16 ms), for the same total work (every survivor is
+    scanned there once either way). The full collection keeps its cadence: after
+    GC_GEN2_EVERY middle ones, 99 young ones as before (and only once enough has piled up).
     """
     gc.freeze()
-    threshold0, threshold1, threshold2 = gc.get_threshold()
+    threshold0, _, _ = gc.get_threshold()
     if 0 < threshold0 < GC_GEN0_THRESHOLD:
-        gc.set_threshold(GC_GEN0_THRESHOLD, threshold1, threshold2)
+        gc.set_threshold(GC_GEN0_THRESHOLD, GC_GEN1_EVERY, GC_GEN2_EVERY)
 
 
 def create_app(runtime: RuntimeSource, settings: Settings) -> AgentTuiApp:
