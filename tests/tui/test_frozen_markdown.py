@@ -1,11 +1,13 @@
-"""A settled message's Markdown, rendered once by ``FrozenMarkdown`` with one shared parser."""
+"""A message's Markdown, rendered by ``FrozenMarkdown`` block by block with one shared parser."""
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 from rich.markdown import Markdown as RichMarkdown
+from textual.app import App, ComposeResult
 
-from tui.widgets.frozen_markdown import _Markdown
+from tui.widgets.frozen_markdown import FrozenMarkdown, _Markdown
 
 SAMPLES = [
     "Plain words, nothing else.",
@@ -38,3 +40,90 @@ def test_documents_parsed_one_after_another_do_not_leak_into_each_other() -> Non
     _segments(_Markdown(SAMPLES[2]))
     assert _segments(_Markdown(SAMPLES[1])) == first
     assert "struck" in "".join(text for text, _ in first)
+
+
+def test_blocks_begin_after_a_blank_line_at_the_first_column_outside_fences() -> None:
+    from tui.widgets.frozen_markdown import block_starts
+
+    assert block_starts("para\n\nnext") == [6]
+    assert block_starts("para\n\n") == []  # the next line may continue a list item
+    nested = "- a\n\n  continued\n\n    code\n\nafter\n"
+    assert block_starts(nested) == [nested.index("after")]
+    assert block_starts("```\nx\n\ny\n```\n\nz") == [14]
+    assert block_starts("x\n\n```\ncode\n\nmore") == [3]  # inside an open fence: none
+    assert block_starts("~~~~\nz\n```\n\nq\n~~~~\n\nw") == [20]  # only its own kind closes it
+    assert block_starts("1. a\n\n2. b\n\n## H\n") == [6, 12]
+
+
+SOURCE = (
+    "# Plan\n\nThe first paragraph, with *emphasis*\nand a soft break.\n\n"
+    + "".join(f"{n}. Step {n} of the plan, long enough to wrap at forty columns.\n" for n in (1, 2))
+    + "\n- a\n- b\n\n```python\nprint('hi')\n\nprint('there')\n```\n\n"
+    "> quoted\n\n---\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end.\n"
+)
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield FrozenMarkdown(SOURCE, classes="whole")
+        yield FrozenMarkdown("", classes="streamed")
+
+
+def _rows(widget: FrozenMarkdown) -> list[str]:
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+async def test_text_streamed_in_pieces_is_drawn_as_the_whole_text_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pieces appended as an answer streams end as the same rows as the text given at once (a
+    settled message), and each append renders the open block at the end, not the blocks
+    before it, so its cost does not grow with the message."""
+    from tui.widgets import frozen_markdown
+    from tui.widgets.frozen_markdown import block_starts
+
+    rendered: list[str] = []
+
+    class Counted(frozen_markdown._Markdown):
+        def __init__(self, markup: str) -> None:
+            rendered.append(markup)
+            super().__init__(markup)
+
+    async with _Host().run_test(size=(40, 80)) as pilot:
+        whole = pilot.app.query_one(".whole", FrozenMarkdown)
+        streamed = pilot.app.query_one(".streamed", FrozenMarkdown)
+        await pilot.pause()
+        monkeypatch.setattr(frozen_markdown, "_Markdown", Counted)
+        for start in range(0, len(SOURCE), 7):
+            rendered.clear()
+            streamed.append(SOURCE[start : start + 7])
+            await pilot.pause()
+            assert len(rendered) <= 2, rendered  # a block just sealed, and the open one
+            assert not any(block_starts(markup) for markup in rendered), rendered  # one each
+        assert streamed.source == SOURCE
+        assert _rows(streamed) == _rows(whole)
+        assert "print('there')" in "\n".join(_rows(whole))
+        assert len(_rows(whole)) > 20
+
+
+async def test_a_write_that_keeps_the_height_repaints_without_a_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The screen is laid out again only when a write changes the widget's height."""
+    async with _Host().run_test(size=(40, 80)) as pilot:
+        streamed = pilot.app.query_one(".streamed", FrozenMarkdown)
+        streamed.append("Some words")
+        await pilot.pause()
+        asked: list[bool] = []
+        refresh = streamed.refresh
+
+        def watched(*regions: object, **options: object) -> object:
+            asked.append(bool(options.get("layout")))
+            return refresh(*regions, **options)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(streamed, "refresh", watched)
+        streamed.append(" and more")  # the same row
+        streamed.append("\n\nA second paragraph.")  # two rows more
+        assert asked == [False, True]
+        await pilot.pause()
+        assert _rows(streamed) == ["Some words and more", "", "A second paragraph."]

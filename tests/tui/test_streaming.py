@@ -181,8 +181,8 @@ def test_wide_characters_wrap_by_the_cells_they_take_and_every_word_is_kept() ->
 async def test_deltas_reach_the_live_markdown_in_timed_batches_not_one_write_each(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each write re-parses the live Markdown's last block and, for a list, mounts all of its
-    items again: the deltas of a list must not rebuild it once per delta. With the next write
+    """Each write renders the Markdown part's open block again (a list: all of its items): the
+    deltas of a list must not render it once per delta. With the next write
     not due (the interval set to a minute), fifty-odd deltas, each given a turn of the event loop,
     write nothing; the commit writes them at once."""
     from tui.widgets import message_view
@@ -199,7 +199,7 @@ async def test_deltas_reach_the_live_markdown_in_timed_batches_not_one_write_eac
             offset += len(piece)
             await pilot.pause()
         view = conversation.message_views[0]
-        markdown = view.query_one(".segment", Markdown)
+        markdown = view.query_one(".segment", FrozenMarkdown)
         writes = 0
         append = markdown.append
 
@@ -227,12 +227,12 @@ async def test_streamed_markdown_is_shown_in_full_within_the_interval_without_a_
         conversation.run_id = "run"
         await conversation.delta("m1", 0, text[:10], thinking=False)
         await conversation.delta("m1", 10, text[10:], thinking=False)
-        markdown = conversation.message_views[0].query_one(".segment", Markdown)
+        markdown = conversation.message_views[0].query_one(".segment", FrozenMarkdown)
         await wait_until(pilot, lambda: markdown.source == text, timeout=30 + MARKDOWN_EVERY)
 
 
 async def test_a_commit_right_after_the_last_delta_shows_every_piece() -> None:
-    """The commit stops the live Markdown before its next write is due: what was waiting for
+    """The commit comes before the Markdown part's next write is due: what was waiting for
     that write is written first, so nothing streamed goes missing from the screen."""
     text = "# Plan\n\n- one\n- two\n- three\n\nDone."
     async with _Host().run_test(size=(80, 24)) as pilot:

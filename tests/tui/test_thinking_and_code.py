@@ -10,7 +10,6 @@ import pytest
 from textual.widget import Widget
 from textual.widgets import Collapsible
 from textual.widgets._collapsible import CollapsibleTitle
-from textual.widgets._markdown import MarkdownFence
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -53,11 +52,8 @@ async def _shown_run(app: AgentTuiApp, pilot: Any, runtime: Runtime) -> MainScre
 
 
 def _code_block(screen: MainScreen) -> Widget | None:
-    """The widget that draws the answer's code: a fence of the live Markdown, or the light
-    widget a settled answer is drawn by (the whole answer, code block included)."""
-    fences = screen.conversation.query(MarkdownFence)
-    if fences:
-        return fences.first()
+    """The widget that draws the answer's code: the answer's Markdown widget, code block
+    included."""
     frozen = [w for w in screen.conversation.query(FrozenMarkdown) if "```" in w.source]
     return frozen[0] if frozen else None
 

@@ -1,13 +1,21 @@
-"""Markdown that will not change again, as one widget rendered once per width.
+"""Markdown as one widget, its blocks rendered once per width; it may grow at its end.
 
 Textual's Markdown widget is a widget per block; a sealed part of a huge answer kept that way
 costs every later layout pass (hundreds of widgets walked) and the garbage collector (hundreds
-of objects per widget). This widget renders the same text with Rich's Markdown once per width
-and draws the rows on screen from that, so its height and its lines cost nothing afterwards.
+of objects per widget), and while it streams, each write parses its last block again and, for
+a list, mounts every item again: widgets styled and laid out, then laid out once more as their
+sizes settle, a whole-screen layout a frame. This widget renders the text with Rich's Markdown
+and draws the rows on screen from that.
+
+The text is cut into top-level blocks (at a blank line outside fenced code, before a line that
+starts at its first column), each rendered on its own and separated by one blank row. A block
+is rendered once per width; text appended while an answer streams only renders the open block
+at the end again, so the cost of an append does not grow with the message.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
@@ -72,45 +80,156 @@ class _Markdown(RichMarkdown):
         self.inline_code_theme = self.code_theme
 
 
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:", re.MULTILINE)
+"""A link reference definition: links elsewhere in the text use it, so that text is rendered
+as one block."""
+
+
+def block_starts(text: str) -> list[int]:
+    """Where the top-level blocks of ``text`` after its first begin: the offsets of the lines
+    that start at their first column after a blank line, outside fenced code. What comes before
+    each renders the same however ``text`` goes on: a list item's continuation, indented code
+    and the inside of a fence never begin a block, and a trailing blank line does not either
+    (the next line may continue a list item)."""
+    starts: list[int] = []
+    offset = 0
+    fence: str | None = None
+    blank = False
+    for line in text.splitlines(keepends=True):
+        marker = _FENCE.match(line)
+        if fence is not None:
+            closing = line[marker.end() :].strip() == "" if marker is not None else False
+            if marker is not None and closing and marker.group(1).startswith(fence):
+                fence = None
+        else:
+            if blank and line[:1] not in (" ", "\t", "\n", "\r"):
+                starts.append(offset)
+            if marker is not None:
+                fence = marker.group(1)
+        blank = fence is None and not line.strip()
+        offset += len(line)
+    return starts
+
+
+def _trimmed(strips: list[Strip]) -> list[Strip]:
+    """Without the empty rows Rich puts before or after some blocks (a list, a rule): the
+    widget separates its blocks itself."""
+    first, last = 0, len(strips)
+    while first < last and not strips[first].cell_length:
+        first += 1
+    while last > first and not strips[last - 1].cell_length:
+        last -= 1
+    return strips[first:last]
+
+
 class FrozenMarkdown(Widget):
+    """Markdown drawn from rows rendered once per width and block (see the module's text)."""
+
     DEFAULT_CSS = """
     FrozenMarkdown { height: auto; }
     """
 
     def __init__(self, markdown: str, *, classes: str | None = None) -> None:
         super().__init__(classes=classes)
-        self.source = markdown
+        self._sealed: list[str] = []
+        """The complete blocks, as written (their blank lines after them included)."""
+        self._open = ""
+        """The text after them: the block still being written, rendered again when it grows."""
+        self._whole = False
+        """The text defines link references: it is one block, rendered whole."""
         self._width = -1
-        self._strips: list[Strip] = []
         self._style: Style | None = None
+        self._rendered = 0
+        """How many of the sealed blocks ``_sealed_strips`` holds."""
+        self._sealed_strips: list[Strip] = []
+        self._open_strips: list[Strip] | None = None
+        self._strips: list[Strip] = []
+        self.append(markdown)
+
+    @property
+    def source(self) -> str:
+        """All of the text."""
+        return "".join(self._sealed) + self._open
 
     def set_source(self, markdown: str) -> None:
-        """Show ``markdown`` instead (rendered again once, at the next layout)."""
-        self.source = markdown
-        self._width = -1
-        self.refresh(layout=True)
+        """Show ``markdown`` instead (rendered again, at the next layout)."""
+        self._sealed, self._open, self._whole = [], "", False
+        self._forget()
+        self.append(markdown)
+        if self.is_mounted:
+            self.refresh(layout=True)  # also when it is empty now
 
-    def _render_at(self, width: int) -> None:
-        style = self._style = self.rich_style
+    def append(self, text: str) -> None:
+        """Add ``text`` at the end: the blocks it completes are sealed (rendered once more,
+        then never again at this width), the open block at the end is rendered again."""
+        if not text:
+            return
+        self._open += text
+        if not self._whole and _LINK_DEFINITION.search(self._open):
+            self._whole = True
+            self._open = "".join(self._sealed) + self._open
+            self._sealed = []
+            self._forget()
+        if not self._whole:
+            start = 0
+            for end in block_starts(self._open):
+                self._sealed.append(self._open[start:end])
+                start = end
+            self._open = self._open[start:]
+        self._open_strips = None
+        if not self.is_mounted:
+            return
+        if self._width < 0:
+            self.refresh(layout=True)
+            return
+        # Rendered at once at the width it has: the screen is laid out again only when the
+        # height changed, not for every write into the same rows.
+        rows = len(self._strips)
+        self._render_at(self._width)
+        self.refresh(layout=len(self._strips) != rows)
+
+    def _forget(self) -> None:
+        self._width = -1
+        self._rendered = 0
+        self._sealed_strips = []
+        self._open_strips = None
+        self._strips = []
+
+    def _render_block(self, source: str, width: int) -> list[Strip]:
         options = self.app.console_options.update_width(max(width, 1)).update(highlight=False)
         lines = self.app.console.render_lines(
-            _Markdown(self.source), options, style=style, pad=False
+            _Markdown(source), options, style=self._style, pad=False
         )
-        self._strips = [Strip(Segment.simplify(line)) for line in lines]
-        self._width = width
+        return _trimmed([Strip(Segment.simplify(line)) for line in lines])
+
+    def _render_at(self, width: int) -> None:
+        if width != self._width:
+            self._forget()
+            self._style = self.rich_style
+            self._width = width
+        if self._rendered == len(self._sealed) and self._open_strips is not None:
+            return
+        while self._rendered < len(self._sealed):
+            block = self._render_block(self._sealed[self._rendered], width)
+            self._rendered += 1
+            if block and self._sealed_strips:
+                self._sealed_strips.append(Strip([]))
+            self._sealed_strips.extend(block)
+        self._open_strips = self._render_block(self._open, width) if self._open.strip() else []
+        gap = [Strip([])] if self._sealed_strips and self._open_strips else []
+        self._strips = self._sealed_strips + gap + self._open_strips
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        if width != self._width:
-            self._render_at(width)
+        self._render_at(width)
         return len(self._strips)
 
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
-        if width != self._width:
-            self._render_at(width)
+        self._render_at(width)
         style = self._style or self.rich_style
         if y >= len(self._strips):
             return Strip.blank(width, style)
@@ -119,9 +238,8 @@ class FrozenMarkdown(Widget):
     def on_unmount(self) -> None:
         # Scrolled out of the window: the rendered rows go now (Textual may keep the widget a
         # while in its layout caches; its rows would be rendered again if it were remounted).
-        self._strips = []
-        self._width = -1
+        self._forget()
 
     def notify_style_update(self) -> None:
-        self._width = -1  # colours changed (a theme switch): render again
+        self._forget()  # colours changed (a theme switch): render again
         super().notify_style_update()

@@ -1,12 +1,12 @@
 """One user or assistant message: Markdown (streamed as it arrives), thinking collapsed.
 
-Textual's Markdown makes a widget per block (a millisecond or two each, and a Markdown parse of
-the whole source per append): fine for ordinary answers, far too slow for huge ones. So the first
-``MARKDOWN_CHARS`` of a message (up to a paragraph break outside code fences) are Markdown,
-streamed with MarkdownStream; once the text goes beyond, that part is sealed into one
-``FrozenMarkdown`` widget (rendered once) and the rest is plain text in one ``StreamText``, which
-re-wraps only its last row per append and draws only the rows on screen. No work per delta grows
-with the length of the message, and a huge message is three widgets, not thousands.
+The first ``MARKDOWN_CHARS`` of a message (up to a paragraph break outside code fences) are
+Markdown, drawn by one ``FrozenMarkdown`` widget: its complete blocks are rendered once, and
+streamed text renders only the open block at the end again. Beyond that, the rest is plain text
+in one ``StreamText``, which re-wraps only its last row per append and draws only the rows on
+screen. No work per delta grows with the length of the message, and a huge message is three
+widgets, not thousands. (Textual's Markdown widget, a widget per block, mounted every item of a
+streaming list again at each write: a layout of the whole screen per frame while it streamed.)
 
 The committed message is authoritative: if what streamed differs (dropped or merged deltas), only
 the part after the longest common prefix is redrawn, a slice per event-loop turn; when it is the
@@ -15,17 +15,15 @@ same, nothing is redrawn at all.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widget import MountError, Widget
-from textual.widgets import Collapsible, Markdown
+from textual.widget import Widget
+from textual.widgets import Collapsible
 from textual.widgets.collapsible import CollapsibleTitle
-from textual.widgets.markdown import MarkdownStream
 
 from runtime.kinds import Role
 from runtime.models import ThinkingBlock
@@ -37,11 +35,10 @@ if TYPE_CHECKING:
     from runtime.models import Message
 
 MARKDOWN_CHARS = 8000
-MARKDOWN_EVERY = 0.1
-"""Seconds between writes of streamed text to the live Markdown: each write re-parses its last
-block and, for a list, mounts every item again (widgets styled and laid out), so writing every
-delta made each frame of a streaming answer cost what a keypress then waited for."""
 """The Markdown part ends at the first paragraph break (outside code fences) after this."""
+MARKDOWN_EVERY = 0.1
+"""Seconds between writes of streamed text to the Markdown part: each write renders its open
+block again, and lays the screen out again when that block grows by a row."""
 
 
 def _fences_balanced(text: str) -> bool:
@@ -100,15 +97,10 @@ class MessageView(Vertical):
     MessageView { height: auto; margin: 0 0 1 0; }
     MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }
     MessageView.-assistant { padding: 0 1; }
-    MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
-    /* The message's own bottom margin separates it: no blank line inside its block too. */
-    MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
-    MessageView > FrozenMarkdown { margin: 0 0 1 0; }
+    /* The message's own bottom margin separates it; a blank row only before a plain tail. */
+    MessageView > FrozenMarkdown.-head { margin: 0 0 1 0; }
     MessageView Collapsible { background: transparent; border: none; padding: 0; }
     MessageView .thinking-text { color: $text-muted; text-style: italic; }
-    /* Code wraps at the pane's edge: a fence never hides the end of a long line. */
-    MessageView MarkdownFence { overflow-x: hidden; }
-    MessageView MarkdownFence > Label { width: 1fr; }
     MessageView > .plain { color: $text; }
     """
 
@@ -135,21 +127,14 @@ class MessageView(Vertical):
         self._parts: list[str] = [text] if text else []
         cut = self._cut(text)
         self._markdown_text = text if cut is None else text[:cut]
-        # A settled message (from the database) is drawn once, as one light widget; only one
-        # that streams is live Markdown (a widget per block, parsed as it grows).
-        self._markdown: Markdown | FrozenMarkdown = (
-            Markdown(text, classes="segment")
-            if cut is None and not self.settled
-            else FrozenMarkdown(self._markdown_text, classes="segment")
-        )
+        self._markdown = FrozenMarkdown(self._markdown_text, classes="segment")
         self._tail: StreamText | None = (
             None if cut is None else StreamText(text[cut:], classes="plain")
         )
         """The plain part after the Markdown one; None while the message is all Markdown."""
         self._thinking = StreamText(thinking, classes="thinking-text")
-        self._stream: MarkdownStream | None = None
         self._pending_markdown: list[str] = []
-        """Streamed text for the live Markdown, written to it at most every MARKDOWN_EVERY."""
+        """Streamed text for the Markdown part, written to it at most every MARKDOWN_EVERY."""
         self._markdown_flush: Timer | None = None
         self._streamed = streamed
         self._gap = False
@@ -187,6 +172,7 @@ class MessageView(Vertical):
                 thinking.display = bool(self._thinking.text)
                 yield self._thinking
         self._markdown.display = bool(self._markdown_text) or self._tail is None
+        self._markdown.set_class(self._tail is not None, "-head")
         if self.role is not Role.USER:  # what a person wrote is all plain: no Markdown part
             yield self._markdown
         if self._tail is not None:
@@ -210,18 +196,14 @@ class MessageView(Vertical):
                 self._markdown_text = joined
                 await self._write_markdown(text)
                 return
-            # The live Markdown is about to be replaced: writing the rest of the head into it
-            # would only parse and mount blocks that are thrown away at once.
+            # The Markdown part is complete: what it has not been given yet goes in at once,
+            # the rest is plain text after it.
             self._markdown_text = joined[:cut]
-            await self._stop_stream(flush=False)
-            # Sealed: one widget instead of a widget per block, so later layouts stay cheap.
-            live, self._markdown = (
-                self._markdown,
-                FrozenMarkdown(self._markdown_text, classes="segment"),
-            )
+            self._stop_writes()
+            self._markdown.append(self._markdown_text[len(self._markdown.source) :])
             self._tail = StreamText(classes="plain")
-            await self.mount_all([self._markdown, self._tail], after=live)
-            await live.remove()
+            self._markdown.add_class("-head")
+            await self.mount(self._tail, after=self._markdown)
             text = joined[cut:]
         self._tail.append(text)
 
@@ -232,35 +214,26 @@ class MessageView(Vertical):
         if self._markdown_flush is None:
             self._markdown_flush = self.set_timer(MARKDOWN_EVERY, self._flush_markdown)
 
-    async def _flush_markdown(self) -> None:
+    def _flush_markdown(self) -> None:
         self._markdown_flush = None
         text = "".join(self._pending_markdown)
         self._pending_markdown.clear()
-        if not text or not isinstance(self._markdown, Markdown):
-            return
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self._markdown)
-        await self._stream.write(text)
+        self._markdown.append(text)
 
-    async def _stop_stream(self, *, flush: bool = True) -> None:
+    def _stop_writes(self) -> None:
+        """No timed write is due any more; what was waiting for one is dropped."""
         if self._markdown_flush is not None:
             self._markdown_flush.stop()
             self._markdown_flush = None
-        if flush:
-            await self._flush_markdown()
         self._pending_markdown.clear()
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            await stream.stop()
 
     def append_thinking(self, text: str) -> None:
         self.query_one("#thinking", Collapsible).display = True
         self._thinking.append(terminal_safe(text))
 
-    async def on_unmount(self) -> None:
+    def on_unmount(self) -> None:
         # Whatever was still pending has nowhere to go once the widget is gone.
-        with contextlib.suppress(MountError):
-            await self._stop_stream(flush=False)
+        self._stop_writes()
 
     async def commit(self, message: Message) -> None:
         """The durable message is authoritative over whatever streamed."""
@@ -270,7 +243,8 @@ class MessageView(Vertical):
             return  # shown already (settled, or committed twice)
         self.position = message.position
         self.committed = True
-        await self._stop_stream()
+        self._flush_markdown()  # what waited for the next write is shown before it is compared
+        self._stop_writes()
         if self._gap or final != self.text:
             await self._replace_text(final)
         if thinking and thinking != self._thinking.text:
@@ -296,21 +270,18 @@ class MessageView(Vertical):
             return
         cut = self._cut(final)
         self._markdown_text = final if cut is None else final[:cut]
-        if cut is None and isinstance(self._markdown, Markdown) and self._tail is None:
-            await self._markdown.update(final)
-            return
-        if cut is None and isinstance(self._markdown, FrozenMarkdown) and self._tail is None:
-            self._markdown.set_source(final)
-            return
-        old = [self._markdown] if self._tail is None else [self._markdown, self._tail]
+        self._markdown.set_source(self._markdown_text)
+        self._markdown.display = bool(self._markdown_text) or cut is None
         if cut is None:
-            self._markdown, self._tail = Markdown(final, classes="segment"), None
-        else:
-            self._markdown = FrozenMarkdown(self._markdown_text, classes="segment")
-            self._markdown.display = bool(self._markdown_text)
+            if self._tail is not None:
+                tail, self._tail = self._tail, None
+                self._markdown.remove_class("-head")
+                await tail.remove()
+            return
+        if self._tail is None:
             self._tail = StreamText(classes="plain")
-        new: list[Widget] = [self._markdown] if self._tail is None else [self._markdown, self._tail]
-        await self.mount_all(new, after=old[-1])
-        await self.remove_children(old)
-        if self._tail is not None and cut is not None:
-            await self._tail.extend(final[cut:])
+            self._markdown.add_class("-head")
+            await self.mount(self._tail, after=self._markdown)
+        else:
+            self._tail.truncate(0)
+        await self._tail.extend(final[cut:])
