@@ -112,6 +112,10 @@ def block_starts(text: str) -> list[int]:
     return starts
 
 
+_GAP = Strip([])
+"""The blank row between two blocks (one for all: a row's caches are per Strip)."""
+
+
 def _trimmed(strips: list[Strip]) -> list[Strip]:
     """Without the empty rows Rich puts before or after some blocks (a list, a rule): the
     widget separates its blocks itself."""
@@ -214,10 +218,10 @@ class FrozenMarkdown(Widget):
             block = self._render_block(self._sealed[self._rendered], width)
             self._rendered += 1
             if block and self._sealed_strips:
-                self._sealed_strips.append(Strip([]))
+                self._sealed_strips.append(_GAP)
             self._sealed_strips.extend(block)
         self._open_strips = self._render_block(self._open, width) if self._open.strip() else []
-        gap = [Strip([])] if self._sealed_strips and self._open_strips else []
+        gap = [_GAP] if self._sealed_strips and self._open_strips else []
         self._strips = self._sealed_strips + gap + self._open_strips
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
