@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Unpack
 
 from textual.timer import Timer
+from textual.visual import VisualType
 from textual.widgets import Static
 
 from runtime.kinds import RunState
@@ -74,7 +75,8 @@ class StatusLine(Static):
         """The clock for the elapsed time (None: the wall clock)."""
         self._frame = 0
         self._spinner: Timer | None = None
-        self._shown = ""
+        self._shown: str | None = ""
+        """The text on the line (None: something else was shown)."""
 
     def show(
         self,
@@ -136,14 +138,18 @@ class StatusLine(Static):
         self.redraw()
 
     def redraw(self) -> None:
-        """Show ``text`` if it changed. Only this line is repainted: its size never depends on
-        its text (one row, the screen's width), so no layout of the screen is asked for. With
-        ``update``'s default, every streamed delta of the run on screen laid the whole screen
-        out again, once per frame while it streamed."""
+        """Show ``text`` if it changed."""
         text = self.text
         if text != self._shown:
-            self._shown = text
-            self.update(text, layout=False)
+            self.update(text)
+
+    def update(self, content: VisualType = "", *, layout: bool = False) -> None:
+        """Only this line is repainted: its size never depends on what it says (one row, the
+        screen's width), so no layout of the screen is asked for by default. With Static's
+        default, every streamed delta of the run on screen laid the whole screen out again,
+        once per frame while it streamed."""
+        self._shown = content if isinstance(content, str) else None
+        super().update(content, layout=layout)
 
     @property
     def text(self) -> str:
