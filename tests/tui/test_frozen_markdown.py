@@ -53,6 +53,7 @@ def test_blocks_begin_after_a_blank_line_at_the_first_column_outside_fences() ->
     assert block_starts("x\n\n```\ncode\n\nmore") == [3]  # inside an open fence: none
     assert block_starts("~~~~\nz\n```\n\nq\n~~~~\n\nw") == [20]  # only its own kind closes it
     assert block_starts("1. a\n\n2. b\n\n## H\n") == [6, 12]
+    assert block_starts("x\u2028\u2028y") == []  # only "\n" ends a line, as in Markdown
 
 
 SOURCE = (

@@ -81,6 +81,8 @@ class _Markdown(RichMarkdown):
 
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SPACE = " \t\r\n"
+"""What a blank line may hold."""
 _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:", re.MULTILINE)
 """A link reference definition: links elsewhere in the text use it, so that text is rendered
 as one block."""
@@ -96,18 +98,22 @@ def block_starts(text: str) -> list[int]:
     offset = 0
     fence: str | None = None
     blank = False
-    for line in text.splitlines(keepends=True):
+    pieces = text.split("\n")  # lines as Markdown sees them (only "\n" ends one)
+    for index, piece in enumerate(pieces):
+        line = piece if index == len(pieces) - 1 else piece + "\n"
+        if not line:
+            break  # the text ends with its last line break
         marker = _FENCE.match(line)
         if fence is not None:
-            closing = line[marker.end() :].strip() == "" if marker is not None else False
-            if marker is not None and closing and marker.group(1).startswith(fence):
+            closing = marker is not None and not line[marker.end() :].strip(_SPACE)
+            if closing and marker is not None and marker.group(1).startswith(fence):
                 fence = None
         else:
             if blank and line[:1] not in (" ", "\t", "\n", "\r"):
                 starts.append(offset)
             if marker is not None:
                 fence = marker.group(1)
-        blank = fence is None and not line.strip()
+        blank = fence is None and not line.strip(_SPACE)
         offset += len(line)
     return starts
 
