@@ -8,11 +8,11 @@ top of what is mounted, newer ones as it nears the bottom. After each page, item
 view at the other end are unmounted, so however far one scrolls, at most about ``window``
 items (plus one page) are widgets. A run of 10,000 messages opens with one page mounted.
 
-Settled messages are light widgets (``MessageView`` renders them once); only a message that
-streams is live Markdown. While the view follows the tail the oldest items are unmounted as new
-ones arrive. When the tail itself was unmounted (scrolled far up), live messages are not drawn:
-committed ones load from the database when scrolled back down, and what streamed of an
-unfinished one is kept as text and shown again at the tail.
+Messages are light widgets (``MessageView``: Markdown blocks rendered once; a message that
+streams renders only its open block again). While the view follows the tail the oldest items
+are unmounted as new ones arrive. When the tail itself was unmounted (scrolled far up), live
+messages are not drawn: committed ones load from the database when scrolled back down, and
+what streamed of an unfinished one is kept as text and shown again at the tail.
 
 A run's notes (``run_noted``: instructions used, phase moves, compactions) are lines among its
 messages: each goes before the first mounted message that came after it, or at the tail when
