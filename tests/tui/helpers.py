@@ -7,7 +7,9 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -82,3 +84,16 @@ async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
     await wait_until(
         pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node is not None
     )
+
+
+def layout_requests(monkeypatch: pytest.MonkeyPatch, widget: Widget) -> list[bool]:
+    """From now on, for each refresh ``widget`` asks for: whether it asked for a layout too."""
+    asked: list[bool] = []
+    refresh = widget.refresh
+
+    def watched(*regions: object, **options: object) -> object:
+        asked.append(bool(options.get("layout")))
+        return refresh(*regions, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(widget, "refresh", watched)
+    return asked

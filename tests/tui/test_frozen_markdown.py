@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markdown import Markdown as RichMarkdown
 from textual.app import App, ComposeResult
 
+from tests.tui.helpers import layout_requests
 from tui.widgets.frozen_markdown import FrozenMarkdown, _Markdown
 
 SAMPLES = [
@@ -115,14 +116,7 @@ async def test_a_write_that_keeps_the_height_repaints_without_a_layout(
         streamed = pilot.app.query_one(".streamed", FrozenMarkdown)
         streamed.append("Some words")
         await pilot.pause()
-        asked: list[bool] = []
-        refresh = streamed.refresh
-
-        def watched(*regions: object, **options: object) -> object:
-            asked.append(bool(options.get("layout")))
-            return refresh(*regions, **options)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(streamed, "refresh", watched)
+        asked = layout_requests(monkeypatch, streamed)
         streamed.append(" and more")  # the same row
         streamed.append("\n\nA second paragraph.")  # two rows more
         assert asked == [False, True]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.kinds import RunState
-from tests.tui.helpers import make_app, open_runtime, wait_until
+from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets._format import tokens
 from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
@@ -122,14 +122,7 @@ async def test_streamed_text_repaints_the_status_line_without_laying_out_the_scr
             status, done = await _status_and_a_finished_run(app, runtime)
             status.show(run=done.model_copy(update={"state": RunState.RUNNING}))
             await pilot.pause()
-            asked: list[bool] = []
-            refresh = status.refresh
-
-            def watched(*regions: Any, **options: Any) -> Any:
-                asked.append(bool(options.get("layout")))
-                return refresh(*regions, **options)
-
-            monkeypatch.setattr(status, "refresh", watched)
+            asked = layout_requests(monkeypatch, status)
             status.streamed(done.id, 400)
             assert "~" in status.text
             assert asked == [False]

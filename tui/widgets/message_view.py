@@ -114,8 +114,9 @@ class MessageView(Vertical):
         thinking: str = "",
         settled: bool | None = None,
     ) -> None:
-        """``settled`` (default: when it has a position): drawn once as one light widget, not
-        as live Markdown; a message that arrives while its run is on screen is not settled."""
+        """``settled`` (default: when it has a position): complete as it is, so it has no
+        thinking block unless it has thinking; a message that arrives while its run is on
+        screen is not settled (thinking may still stream into it)."""
         super().__init__(classes=f"-{role.value}")
         self.message_id = message_id
         self.settled = position is not None if settled is None else settled
