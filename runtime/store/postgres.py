@@ -1979,7 +1979,7 @@ _RUN_UPDATE = (
     " context_tokens = $15, updated_at = $16 WHERE id = $17 AND revision = $18"
 )
 _JOB_UPDATE = (
-    "UPDATE jobs SET updated_at = $1, input_tokens = input_tokens + $2,"
+    "UPDATE jobs SET updated_at = coalesce($1, updated_at), input_tokens = input_tokens + $2,"
     " output_tokens = output_tokens + $3, cache_read_tokens = cache_read_tokens + $4,"
     " cache_write_tokens = cache_write_tokens + $5, cost_usd = cost_usd + $6,"
     " latest_run_state = CASE WHEN $7::boolean OR latest_root_run_id = $8 THEN $9"

@@ -106,7 +106,9 @@ class JobChange:
     root run (set only when ``run_id`` is that run, or becomes it with ``becomes_latest``)."""
 
     job_id: str
-    updated_at: float
+    updated_at: float | None
+    """The job's new activity time; None leaves it (``activity_stamp``: a commit in the same
+    second as its run's last change), then only the totals change (``run_state`` is None)."""
     usage: Usage | None = None
     cost_usd: float = 0.0
     run_id: str | None = None
@@ -182,6 +184,17 @@ def check_revision(run: Run, expected: int | None) -> None:
             f"run {run.id} changed since it was read (revision {run.revision}, "
             f"expected {expected}); read it again"
         )
+
+
+def activity_stamp(run: Run, now: float) -> float | None:
+    """The job's activity time for a step's commit of ``run``: ``now`` once per second of the
+    run's work, None within the second of its last change (whose commit stamped the job, or
+    left it stamped less than a second before). The job list orders by activity; stamping each
+    commit rewrote two of its indexes twice per step for a change nobody can see."""
+    return now if int(now) != int(run.updated_at) else None
+
+
+_NO_USAGE = Usage()
 
 
 def _changed_run(run: Run, now: float, **fields: Any) -> Run:
@@ -571,9 +584,13 @@ def commit_message(
     if step is not None:
         fields["step"] = step
     after = _changed_run(run, now, **fields)
+    stamp = activity_stamp(run, now)
+    adds = usage != _NO_USAGE or message.cost_usd != 0
     plan = Plan(
         runs=[(after, run.revision)],
-        jobs=[JobChange(run.job_id, now, usage=usage, cost_usd=message.cost_usd)],
+        jobs=[JobChange(run.job_id, stamp, usage=usage, cost_usd=message.cost_usd)]
+        if stamp is not None or adds
+        else [],
         messages=[committed],
         new_tool_calls=calls,
         delete_drafts_of=run.id,

@@ -549,6 +549,33 @@ async def test_jobs_list_newest_activity_first_in_pages(store: Store, clock: Man
         await store.list_jobs(cursor="not a cursor")
 
 
+async def test_a_steps_commits_stamp_the_jobs_activity_once_a_second_and_add_every_usage(
+    store: Store, clock: ManualClock
+) -> None:
+    """The job list orders by activity: a step's commits stamp it at most once a second of the
+    run's work (each stamp rewrites two indexes), while the totals take every message."""
+    run, token = await running_run(store)
+    claimed_at = (await store.get_job(run.job_id)).updated_at
+    usage = Usage(input_tokens=10, output_tokens=2)
+    clock.advance(0.3)  # the same second as the claim
+    await store.commit_message(run.id, token=token, message=assistant("a", usage=usage, cost=0.1))
+    await store.commit_message(run.id, token=token, message=assistant("b"))
+    job = await store.get_job(run.job_id)
+    assert job.updated_at == claimed_at and job.usage == usage
+    clock.advance(1)  # a later second: the first commit in it stamps
+    stamped_at = clock.now()
+    await store.commit_message(run.id, token=token, message=assistant("c", usage=usage, cost=0.1))
+    clock.advance(0.2)
+    await store.commit_message(run.id, token=token, message=assistant("d"))
+    job = await store.get_job(run.job_id)
+    assert job.updated_at == stamped_at and job.usage == usage + usage
+    assert job.cost_usd == pytest.approx(0.2)
+    clock.advance(0.2)
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    job = await store.get_job(run.job_id)  # a change of state always stamps
+    assert job.updated_at == clock.now() and job.latest_run_state is RunState.COMPLETED
+
+
 async def test_runs_list_newest_first_in_pages_with_a_state_filter(store: Store) -> None:
     created = [await store.create_run(new_run(f"run {i}")) for i in range(5)]
     await store.claim_run(created[2].id, owner_id="o")
