@@ -402,9 +402,21 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self._translated(exc) from exc
 
+    async def _hold(self) -> Conn | None:
+        """The connection with its lock held, for an operation on the caller's thread; None
+        when the worker still holds it after finishing what it was doing when asked (then the
+        operation goes to the worker behind it)."""
+        conn, worker = self._connection()
+        if self._lock.acquire(blocking=False):
+            return conn
+        await asyncio.get_running_loop().run_in_executor(worker, _nothing)
+        conn, _ = self._connection()
+        return conn if self._lock.acquire(blocking=False) else None
+
     async def _read(self, fn: Callable[[Conn], R]) -> R:
         """A small read (rows by key, a page, the rows of one run or job): run at once on the
-        caller's thread when the connection is free, else on the worker as ``_call`` does.
+        caller's thread when the connection is free or once the worker is done with it (see
+        ``_hold``), else on the worker as ``_call`` does.
 
         On the worker, every row SQLite steps through gives up the GIL and must win it back;
         while the event loop's thread is busy (a run streaming flat out), each of those waits
@@ -414,8 +426,8 @@ class SqliteStore:
         only refused in rare moments (recovery), and is then tried again on the worker, which
         may wait. Scans whose cost grows with the database (search, counts, lists with filters)
         stay on the worker with ``_call``."""
-        conn, _ = self._connection()
-        if self._lock.acquire(blocking=False):
+        conn = await self._hold()
+        if conn is not None:
             try:
                 result = fn(conn)
             except sqlite3.OperationalError:
@@ -438,9 +450,15 @@ class SqliteStore:
         Run at once on the caller's thread when the connection is free and no other process
         holds the write lock (a step's commit is a millisecond or two: a hop to a thread and
         back costs more than that on a busy machine); otherwise on the worker thread, which
-        waits for the lock up to the busy timeout."""
-        conn, _ = self._connection()
-        if self._lock.acquire(blocking=False):
+        waits for the lock up to the busy timeout.
+
+        When the worker itself holds the connection (its search indexing after every
+        CHECKPOINT_EVERY commits, a long read), the transaction waits for the worker to be done
+        and then runs here: on the worker, each of its ~25 statements gives the GIL up and, with
+        the event loop's thread busy, waits up to the switch interval (5 ms) to win it back, so
+        a step's commit took 5-10 ms there instead of half of one."""
+        conn = await self._hold()
+        if conn is not None:
             try:
                 try:
                     conn.execute("BEGIN IMMEDIATE")  # busy_timeout is 0 here: never waits
@@ -1972,6 +1990,10 @@ def _transaction_body(fn: Callable[[Conn], R], conn: Conn) -> tuple[R, list[Dura
         _committed.events = None
         _committed.refs = None
     return result, events
+
+
+def _nothing() -> None:
+    """Run on the worker to wait for what it was doing."""
 
 
 def _checkpoint_wal(conn: Conn) -> None:

@@ -135,3 +135,40 @@ async def test_an_operation_on_the_worker_does_not_wait_for_a_checkpoint_in_prog
     finally:
         release.set()
         await store.close()
+
+
+async def test_a_write_behind_the_workers_own_work_waits_for_it_then_runs_on_the_callers_thread(
+    tmp_path: Path,
+) -> None:
+    """While the worker holds the connection (its search indexing, say), a write waits for the
+    worker to finish and then runs on the caller's thread: on the worker each statement would
+    give the GIL up and wait to win it back from a busy event loop."""
+    store, _ = await _store_with_messages(tmp_path)
+    _, worker = store._connection()
+    holding = threading.Event()
+    release = threading.Event()
+
+    def indexing() -> None:
+        with store._lock:  # as the worker's maintenance holds it
+            holding.set()
+            release.wait(timeout=30)
+
+    busy = asyncio.get_running_loop().run_in_executor(worker, indexing)
+    ran_on: list[str] = []
+
+    def write(_conn: object) -> int:
+        ran_on.append(threading.current_thread().name)
+        return 1
+
+    try:
+        assert await asyncio.to_thread(holding.wait, 30)
+        written = asyncio.create_task(store._write(write))
+        await asyncio.sleep(0)
+        assert not written.done() and ran_on == []  # it waits for the worker's work
+        release.set()
+        assert await asyncio.wait_for(written, timeout=30) == 1
+        await asyncio.wait_for(busy, timeout=30)
+    finally:
+        release.set()
+        await store.close()
+    assert ran_on == [threading.main_thread().name]
