@@ -1,14 +1,15 @@
 """The built-in tools (DESIGN §9): files of the workspace, text search, edits, and ``ask_user``.
 
 Every path goes through ``resolve_in_workspace``; a failure the model should see is a
-``ToolError`` with a message that says what to do instead. Arguments were already checked
-against ``input_schema`` by the engine (``validate_arguments``), so ``run`` trusts their types.
+``ToolError`` with a message that says what to do instead. Each tool's arguments are a pydantic
+model (``ARGUMENTS``, see ``runtime.tools.arguments``): the schema the model is shown comes from
+it, and the engine checks every call against it (``validate_arguments``) before ``run``, which
+trusts their types.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import difflib
 import fnmatch
 import json
@@ -16,7 +17,9 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field
 
 from runtime.errors import ToolError
 from runtime.fileio import write_text_atomically
@@ -28,6 +31,7 @@ from runtime.images import (
     sniff_media_type,
 )
 from runtime.providers.base import ToolSpec
+from runtime.tools.arguments import ToolArguments, argument_problems, schema_of
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
 from runtime.tools.workspace import display_path, resolve_in_workspace
 
@@ -215,13 +219,15 @@ class _BuiltinTool:
 
     name: str
     description: str
-    SCHEMA: ClassVar[dict[str, Any]]
+    ARGUMENTS: ClassVar[type[ToolArguments]]
+    """The arguments' model: the schema shown to the model and the check of its calls."""
     read_only: bool = False
     approval_default: ApprovalDefault = "ask"
 
     def __init__(self) -> None:
         # Each instance owns its schema, so a caller that edits one cannot change another's.
-        self.input_schema: dict[str, Any] = copy.deepcopy(self.SCHEMA)
+        self.input_schema: dict[str, Any] = schema_of(self.ARGUMENTS)
+        self.arguments_model: type[ToolArguments] = self.ARGUMENTS
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raise NotImplementedError
@@ -238,6 +244,18 @@ class _BuiltinTool:
 # --- list_dir -------------------------------------------------------------------------------
 
 
+class ListDirArguments(ToolArguments):
+    path: str = Field(
+        ".", description="Folder to list, relative to the workspace root. Default: '.'"
+    )
+    recursive: bool = Field(
+        False, description="List every entry below the folder, not only its children."
+    )
+    max_entries: int = Field(
+        500, ge=1, le=5000, description="Stop after this many entries. Default: 500."
+    )
+
+
 class ListDirTool(_BuiltinTool):
     name = "list_dir"
     description = (
@@ -245,30 +263,7 @@ class ListDirTool(_BuiltinTool):
         "size, symlinks show their target. With recursive=true the whole tree below is listed "
         "(version-control, cache and virtual-environment folders are not descended into)."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "Folder to list, relative to the workspace root. Default: '.'",
-                "default": ".",
-            },
-            "recursive": {
-                "type": "boolean",
-                "description": "List every entry below the folder, not only its children.",
-                "default": False,
-            },
-            "max_entries": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 5000,
-                "description": "Stop after this many entries. Default: 500.",
-                "default": 500,
-            },
-        },
-        "required": [],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = ListDirArguments
     read_only = True
     approval_default: ApprovalDefault = "allow"
 
@@ -332,6 +327,12 @@ class ListDirTool(_BuiltinTool):
 # --- read_file ------------------------------------------------------------------------------
 
 
+class ReadFileArguments(ToolArguments):
+    path: str = Field(min_length=1, description="File to read, relative to the workspace root.")
+    offset: int = Field(1, ge=1, description="First line to read (1-based). Default: 1.")
+    limit: int = Field(2000, ge=1, le=20000, description="How many lines to read. Default: 2000.")
+
+
 class ReadFileTool(_BuiltinTool):
     name = "read_file"
     description = (
@@ -340,31 +341,7 @@ class ReadFileTool(_BuiltinTool):
         "file. A PNG, JPEG, GIF or WebP image (up to 5 MB) comes back as an image you see. "
         "Other binary files and files over 10 MB are refused."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File to read, relative to the workspace root.",
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "First line to read (1-based). Default: 1.",
-                "default": 1,
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 20000,
-                "description": "How many lines to read. Default: 2000.",
-                "default": 2000,
-            },
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = ReadFileArguments
     read_only = True
     approval_default: ApprovalDefault = "allow"
 
@@ -452,6 +429,30 @@ def _candidate_files(root: Path, workspace: Path, glob: str | None) -> tuple[lis
     return found, False
 
 
+class SearchArguments(ToolArguments):
+    pattern: str = Field(
+        min_length=1,
+        description="Text to look for (or a regular expression when regex is true).",
+    )
+    regex: bool = Field(
+        False, description="Treat pattern as a Python regular expression. Default: false."
+    )
+    path: str = Field(
+        ".",
+        description="Folder (or single file) to search, relative to the workspace. Default: '.'",
+    )
+    glob: str | None = Field(
+        None,
+        min_length=1,
+        description="Only files whose name (or path below `path`, when the glob has '/') "
+        "matches this glob, e.g. '*.py' or 'src/**/*.ts'.",
+    )
+    ignore_case: bool = Field(False, description="Match without regard to case. Default: false.")
+    max_results: int = Field(
+        200, ge=1, le=2000, description="Stop after this many matching lines. Default: 200."
+    )
+
+
 class SearchTool(_BuiltinTool):
     name = "search"
     description = (
@@ -459,47 +460,7 @@ class SearchTool(_BuiltinTool):
         "with regex=true). Returns 'path:line: text' for each matching line. Binary files, files "
         "over 2 MB and version-control, cache and virtual-environment folders are skipped."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "pattern": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Text to look for (or a regular expression when regex is true).",
-            },
-            "regex": {
-                "type": "boolean",
-                "description": "Treat pattern as a Python regular expression. Default: false.",
-                "default": False,
-            },
-            "path": {
-                "type": "string",
-                "description": "Folder (or single file) to search, relative to the workspace. "
-                "Default: '.'",
-                "default": ".",
-            },
-            "glob": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Only files whose name (or path below `path`, when the glob "
-                "has '/') matches this glob, e.g. '*.py' or 'src/**/*.ts'.",
-            },
-            "ignore_case": {
-                "type": "boolean",
-                "description": "Match without regard to case. Default: false.",
-                "default": False,
-            },
-            "max_results": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 2000,
-                "description": "Stop after this many matching lines. Default: 200.",
-                "default": 200,
-            },
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = SearchArguments
     read_only = True
     approval_default: ApprovalDefault = "allow"
 
@@ -595,28 +556,18 @@ def _current_text(path: Path, shown: str) -> str | None:
     return _read_text(path, shown)
 
 
+class WriteFileArguments(ToolArguments):
+    path: str = Field(min_length=1, description="File to write, relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
 class WriteFileTool(_BuiltinTool):
     name = "write_file"
     description = (
         "Create a file of the workspace or replace its whole content. Missing parent folders "
         "are created. Prefer edit_file to change part of an existing file."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File to write, relative to the workspace root.",
-            },
-            "content": {
-                "type": "string",
-                "description": "The complete new content of the file.",
-            },
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = WriteFileArguments
     read_only = False
     approval_default: ApprovalDefault = "ask"
 
@@ -687,6 +638,15 @@ def _apply_edit(text: str, old: str, new: str, *, replace_all: bool, shown: str)
     return text.replace(old, new, 1), 1
 
 
+class EditFileArguments(ToolArguments):
+    path: str = Field(min_length=1, description="File to edit, relative to the workspace root.")
+    old_string: str = Field(min_length=1, description="The exact text to replace.")
+    new_string: str = Field(description="The text to put in its place (may be empty to delete).")
+    replace_all: bool = Field(
+        False, description="Replace every occurrence instead of exactly one. Default: false."
+    )
+
+
 class EditFileTool(_BuiltinTool):
     name = "edit_file"
     description = (
@@ -694,32 +654,7 @@ class EditFileTool(_BuiltinTool):
         "file exactly (whitespace included) and occur once, unless replace_all is true. Read "
         "the file first; do not include read_file's line numbers."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File to edit, relative to the workspace root.",
-            },
-            "old_string": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The exact text to replace.",
-            },
-            "new_string": {
-                "type": "string",
-                "description": "The text to put in its place (may be empty to delete).",
-            },
-            "replace_all": {
-                "type": "boolean",
-                "description": "Replace every occurrence instead of exactly one. Default: false.",
-                "default": False,
-            },
-        },
-        "required": ["path", "old_string", "new_string"],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = EditFileArguments
     read_only = False
     approval_default: ApprovalDefault = "ask"
 
@@ -775,29 +710,19 @@ ASK_USER_DESCRIPTION = (
     "Use it when you need a decision or information only they have, not for confirmation of "
     "routine steps."
 )
-ASK_USER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {
-            "type": "string",
-            "minLength": 1,
-            "description": "The question, in plain words.",
-        },
-        "options": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 1},
-            "maxItems": 20,
-            "description": "Choices the person can pick from (optional).",
-        },
-        "allow_free_text": {
-            "type": "boolean",
-            "description": "Whether an answer outside the options is accepted. Default: true.",
-            "default": True,
-        },
-    },
-    "required": ["question"],
-    "additionalProperties": False,
-}
+
+
+class AskUserArguments(ToolArguments):
+    question: str = Field(min_length=1, description="The question, in plain words.")
+    options: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, max_length=20, description="Choices the person can pick from (optional)."
+    )
+    allow_free_text: bool = Field(
+        True, description="Whether an answer outside the options is accepted. Default: true."
+    )
+
+
+ASK_USER_SCHEMA: dict[str, Any] = schema_of(AskUserArguments)
 ASK_USER_SPEC = ToolSpec(
     name=ASK_USER_NAME, description=ASK_USER_DESCRIPTION, input_schema=ASK_USER_SCHEMA
 )
@@ -808,7 +733,7 @@ class AskUserTool(_BuiltinTool):
 
     name = ASK_USER_NAME
     description = ASK_USER_DESCRIPTION
-    SCHEMA = ASK_USER_SCHEMA
+    ARGUMENTS = AskUserArguments
     read_only = True
     approval_default: ApprovalDefault = "allow"
 
@@ -837,7 +762,7 @@ def builtin_tools() -> dict[str, Tool]:
 
 _VALIDATORS: dict[str, Any] = {}
 """The schema as canonical JSON → its validator: building a validator costs far more than
-using it, and each step's tools are fresh instances with fresh schema dicts."""
+using it, and an MCP server's tools may come with fresh schema dicts."""
 
 
 _BY_IDENTITY: dict[int, tuple[dict[str, Any], Any]] = {}
@@ -865,13 +790,24 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 
 def validate_arguments(tool: Tool, arguments: Any) -> None:
-    """Raise ToolError with a readable message when ``arguments`` do not fit the tool's schema."""
+    """Raise ToolError with a readable message when ``arguments`` do not fit the tool: its
+    argument model (built-in tools), else its JSON Schema (MCP servers' tools, skills)."""
     if not isinstance(arguments, dict):
         raise ToolError(
             f"invalid arguments for {tool.name}: expected a JSON object, got "
             f"{type(arguments).__name__}"
         )
-    validator = _validator(tool.input_schema)
+    model = getattr(tool, "arguments_model", None)
+    if isinstance(model, type) and issubclass(model, ToolArguments):
+        problems = argument_problems(model, arguments)
+    else:
+        problems = _schema_problems(tool.input_schema, arguments)
+    if problems:
+        raise ToolError(f"invalid arguments for {tool.name}: " + "; ".join(problems))
+
+
+def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    validator = _validator(schema)
     problems: list[str] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]):
         where = ".".join(str(part) for part in error.absolute_path)
@@ -884,5 +820,4 @@ def validate_arguments(tool: Tool, arguments: Any) -> None:
         else:
             message = error.message
         problems.append(f"{where}: {message}" if where else message)
-    if problems:
-        raise ToolError(f"invalid arguments for {tool.name}: " + "; ".join(problems))
+    return problems

@@ -24,9 +24,12 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+
+from pydantic import Field
 
 from runtime.errors import ToolError
+from runtime.tools.arguments import ToolArguments
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
 from runtime.tools.sandbox import bwrap_arguments, sandbox_status
@@ -348,6 +351,18 @@ def _describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
+class ShellArguments(ToolArguments):
+    command: str = Field(
+        min_length=1, description="The command line, run by /bin/sh -c in the workspace folder."
+    )
+    timeout: float = Field(
+        DEFAULT_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description=f"Seconds before the command is stopped. Default: {DEFAULT_TIMEOUT:g}.",
+    )
+
+
 class ShellTool(_BuiltinTool):
     name = "shell"
     description = (
@@ -360,26 +375,7 @@ class ShellTool(_BuiltinTool):
         "included, is stopped when it ends. Without a sandbox, background processes that keep "
         "the output open are stopped when the command ends."
     )
-    SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "command": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The command line, run by /bin/sh -c in the workspace folder.",
-            },
-            "timeout": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "maximum": MAX_TIMEOUT,
-                "description": f"Seconds before the command is stopped. Default: "
-                f"{DEFAULT_TIMEOUT:g}.",
-                "default": DEFAULT_TIMEOUT,
-            },
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    ARGUMENTS = ShellArguments
     read_only = False
     approval_default: ApprovalDefault = "ask"
 

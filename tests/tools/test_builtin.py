@@ -47,6 +47,84 @@ def test_every_builtin_tool_is_there_with_a_valid_strict_schema() -> None:
             assert prop.get("description"), f"{name}: every argument is described"
 
 
+# Calls a model might make, valid and not: for each, the argument model's verdict and the verdict
+# of its advertised JSON Schema (checked by jsonschema) must be the same.
+CALLS: dict[str, list[Any]] = {
+    "list_dir": [
+        {},
+        {"path": "src", "recursive": True},
+        {"max_entries": 0},
+        {"max_entries": 5001},
+        {"recursive": "yes"},
+        {"path": None},
+        {"depth": 2},
+    ],
+    "read_file": [
+        {"path": "a"},
+        {"path": "a", "offset": 3, "limit": 20000},
+        {},
+        {"path": ""},
+        {"path": "a", "limit": "ten"},
+        {"path": "a", "offset": 0},
+        {"path": "a", "limit": True},
+        {"path": "a", "lines": 3},
+    ],
+    "search": [
+        {"pattern": "x"},
+        {"pattern": "x", "glob": "*.py", "ignore_case": True},
+        {"pattern": ""},
+        {"pattern": "x", "glob": ""},
+        {"pattern": "x", "max_results": 0},
+        {"pattern": "x", "regex": 1},
+        {"glob": "*.py"},
+    ],
+    "write_file": [{"path": "a", "content": ""}, {"path": "a"}, {"path": "a", "content": 3}],
+    "edit_file": [
+        {"path": "a", "old_string": "x", "new_string": ""},
+        {"path": "a", "old_string": "", "new_string": "y"},
+        {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "no"},
+    ],
+    "shell": [
+        {"command": "ls"},
+        {"command": "ls", "timeout": 2},
+        {"command": "ls", "timeout": 0.5},
+        {"command": "ls", "timeout": 0},
+        {"command": "ls", "timeout": 601},
+        {"command": ""},
+        {"command": "ls", "timeout": "5"},
+        {"cmd": "ls"},
+    ],
+    "ask_user": [
+        {"question": "Which?"},
+        {"question": "Which?", "options": ["a", "b"]},
+        {"question": "Which?", "options": [""]},
+        {"question": "Which?", "options": "a"},
+        {"question": "Which?", "options": [str(i) for i in range(21)]},
+        {"question": "", "allow_free_text": False},
+        {"options": ["a"]},
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_tools_schema_and_its_check_come_from_one_argument_model(name: str) -> None:
+    from runtime.tools.arguments import argument_problems, schema_of
+
+    tool = TOOLS[name]
+    model = tool.arguments_model  # type: ignore[attr-defined]
+    assert tool.input_schema == schema_of(model)
+    validator = jsonschema.Draft202012Validator(tool.input_schema)
+    verdicts = [bool(argument_problems(model, args)) for args in CALLS[name]]
+    assert verdicts == [not validator.is_valid(args) for args in CALLS[name]]
+    assert False in verdicts and True in verdicts  # each list has both kinds
+
+
+def test_an_optional_argument_without_a_default_is_shown_as_its_plain_type() -> None:
+    glob = TOOLS["search"].input_schema["properties"]["glob"]
+    assert glob["type"] == "string" and "anyOf" not in glob and "default" not in glob
+    assert "glob" not in TOOLS["search"].input_schema["required"]
+
+
 def test_read_only_tools_are_allowed_and_writers_ask() -> None:
     for name in ("list_dir", "read_file", "search"):
         assert TOOLS[name].read_only
