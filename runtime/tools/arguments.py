@@ -91,5 +91,5 @@ def _phrases(model: type[ToolArguments], exc: ValidationError) -> list[str]:
     if unknown:
         allowed = ", ".join(model.model_fields)
         message = f"unknown argument(s) {', '.join(unknown)}"
-        problems.insert(0, f"{message} (allowed: {allowed})" if allowed else message)
+        problems.append(f"{message} (allowed: {allowed})" if allowed else message)
     return sorted(problems)
