@@ -2,7 +2,9 @@
 side by side with honest baselines, on the same conversation.
 
 A step: an assistant message with three ``read_file`` tool_use blocks, its three calls reserved
-and started, their ~1 KB results, the tool message carrying them, a checkpoint, and the 12
+and started, their ~1 KB results (windows of real text, the standard library's ``asyncio`` and
+``email`` sources: a repeated phrase would flatter compression and the search index), the tool
+message carrying them, a checkpoint, and the 12
 durable events of those changes. The loops compared:
 
 - ``store``: ``SqliteStore`` through the two step transactions the engine uses
@@ -49,8 +51,41 @@ from runtime.models import Role, TextBlock, ToolCallState, ToolResultBlock, Tool
 from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
 from runtime.store.sqlite import PAGE_SIZE, SqliteStore
 
-RESULT = ("lorem ipsum dolor sit amet " * 40)[:1000]
-TEXT = "I will read the three files that matter and then summarise them. " * 3
+RESULT_CHARS = 1000
+TEXT_CHARS = 200
+
+
+def _load_corpus() -> str:
+    """Real text for the messages: the sources of the standard library's ``asyncio`` and
+    ``email`` packages (about 850 KB, the same on every commit of this project). A repeated
+    phrase would flatter both the search index and any compression of stored content."""
+    import email
+
+    text = []
+    for package in (asyncio, email):
+        for source in sorted(Path(package.__file__ or "").parent.glob("*.py")):
+            text.append(source.read_text(encoding="utf-8"))
+    return "\n".join(text)
+
+
+CORPUS = _load_corpus()
+
+
+def _slice(index: int, chars: int) -> str:
+    start = (index * 1009) % (len(CORPUS) - chars)  # a new window for every message
+    return CORPUS[start : start + chars]
+
+
+def _text(step: int) -> str:
+    """The assistant's words at ``step``."""
+    return _slice(7 * step + 3, TEXT_CHARS)
+
+
+def _result(step: int, call: int) -> str:
+    """The ~1 KB result of call ``call`` of ``step``."""
+    return _slice(CALLS_PER_STEP * step + call, RESULT_CHARS)
+
+
 CALLS_PER_STEP = 3
 TRANSACTIONS_PER_STEP = 2
 EVENTS_PER_STEP = 2 + 3 * CALLS_PER_STEP + 1  # 2 messages, pending/running/completed, checkpoint
@@ -72,7 +107,7 @@ def _db_size(path: Path) -> int:
 def _step_content(step: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """The assistant and tool message contents of one step (as JSON-ready blocks)."""
     call_ids = [uuid.uuid4().hex for _ in range(CALLS_PER_STEP)]
-    assistant = [{"type": "text", "text": TEXT}] + [
+    assistant = [{"type": "text", "text": _text(step)}] + [
         {
             "type": "tool_use",
             "id": f"toolu_{step}_{i}",
@@ -87,7 +122,7 @@ def _step_content(step: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
             "type": "tool_result",
             "tool_use_id": f"toolu_{step}_{i}",
             "tool_call_id": call_id,
-            "content": RESULT,
+            "content": _result(step, i),
             "is_error": False,
         }
         for i, call_id in enumerate(call_ids)
@@ -100,8 +135,8 @@ def raw_message_bytes(steps: int) -> int:
     total = 0
     for step in range(1, steps + 1):
         assistant, tool, _ = _step_content(step)
-        total += len(json.dumps(assistant, separators=(",", ":")))
-        total += len(json.dumps(tool, separators=(",", ":")))
+        for content in (assistant, tool):
+            total += len(json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode())
     return total
 
 
@@ -141,7 +176,7 @@ async def store_steps(path: Path, steps: int, pg_url: str | None = None) -> Resu
         ]
         message = NewMessage(
             role=Role.ASSISTANT,
-            content=[TextBlock(text=TEXT)]
+            content=[TextBlock(text=_text(step))]
             + [
                 ToolUseBlock(
                     id=c.provider_id, tool_call_id=c.id or "", name=c.name, input=c.arguments
@@ -162,14 +197,16 @@ async def store_steps(path: Path, steps: int, pg_url: str | None = None) -> Resu
                 run.id, token=token, message=message, tool_calls=calls, step=step
             )
         changes = [
-            ToolStateChange(tool_call_id=c.id, to=ToolCallState.COMPLETED, result=RESULT)
-            for c in reserved
+            ToolStateChange(tool_call_id=c.id, to=ToolCallState.COMPLETED, result=_result(step, i))
+            for i, c in enumerate(reserved)
         ]
         tool_message = NewMessage(
             role=Role.TOOL,
             content=[
-                ToolResultBlock(tool_use_id=c.provider_id, tool_call_id=c.id, content=RESULT)
-                for c in reserved
+                ToolResultBlock(
+                    tool_use_id=c.provider_id, tool_call_id=c.id, content=_result(step, i)
+                )
+                for i, c in enumerate(reserved)
             ],
         )
         finish = store.commit_step_results if two_step else store.finish_step
@@ -397,6 +434,14 @@ def measure(steps: int, repeat: int, pg_url: str | None = None) -> dict[str, Res
     return measured
 
 
+async def _empty_store_size() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "empty.db"
+        async with SqliteStore(path):
+            pass
+        return _db_size(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 steps, one run")
@@ -416,6 +461,10 @@ def main() -> None:
         "  tables with primary keys only, no search index, same pragmas and page size, in 1"
         f" or {TRANSACTIONS_PER_STEP} transactions per step;\n"
         "  langgraph = AsyncSqliteSaver: the step's writes, then a checkpoint of all messages"
+    )
+    empty = asyncio.run(_empty_store_size())
+    print(
+        f"an empty store database: {empty:,} bytes (its schema: about a page per table and index)"
     )
     for steps in lengths:
         m = measure(steps, repeat, args.db)
@@ -452,7 +501,10 @@ def main() -> None:
             f"  store / plain 1 tx:     {store.rate / plain1.rate:5.2f}   (budget >= 0.25;"
             f" by CPU time {plain1.cpu_ms / store.cpu_ms:.2f})"
         )
-        print(f"  store size / raw:       {store.size / raw:5.2f}   (budget <= 1.5)")
+        print(
+            f"  store size / raw:       {store.size / raw:5.2f}   (budget <= 1.5;"
+            f" {(store.size - empty) / raw:.2f} beyond the empty database)"
+        )
         if pg is not None:
             print(
                 f"  postgresql / sqlite store: {pg.rate / store.rate:5.2f}   (steps/s; by CPU"
