@@ -78,10 +78,12 @@ def fill_fast(path: Path, jobs: int, messages: int) -> None:
     import random
 
     from runtime.store.migrations import migrate
+    from runtime.store.stored_content import register_functions
 
     rng = random.Random(7)
     words = [f"w{i:04d}" for i in range(4000)] + ["agent", "deploy", "error", "retry"]
     conn = sqlite3.connect(path, isolation_level=None)
+    register_functions(conn)  # the search index reads its text through the store's function
     migrate(conn, path=str(path))
     conn.execute("PRAGMA synchronous = OFF")
     row = conn.execute(

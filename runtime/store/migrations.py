@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from runtime.errors import SchemaTooNew
+from runtime.store.stored_content import MESSAGE_TEXT_FUNCTION
 
 
 @dataclass(frozen=True)
@@ -533,11 +534,6 @@ _WORKERS_CONSUMERS = (
 # largest rowid in the index (``messages_fts_docsize``, FTS5's one row per indexed document), so
 # deleting or changing a message touches the index only when the message is in it.
 
-INDEX_PENDING_MESSAGES = f"""
-    INSERT INTO messages_fts (rowid, text)
-    SELECT n, coalesce({_MESSAGE_TEXT.format(content="messages.content")}, '') FROM messages
-    WHERE n > (SELECT coalesce(max(id), 0) FROM messages_fts_docsize) ORDER BY n
-"""
 _INDEXED = "EXISTS (SELECT 1 FROM messages_fts_docsize WHERE id = old.n)"
 
 _V9_BATCHED_SEARCH = (
@@ -630,6 +626,44 @@ def _v10_compact_tool_events(conn: sqlite3.Connection) -> None:
     conn.executemany("UPDATE events SET payload = ? WHERE seq = ?", changed)
 
 
+# --- v11: compressed message content ----------------------------------------------------------
+#
+# ``messages.content`` may be zlib-compressed JSON (a BLOB; see runtime/store/stored_content.py),
+# which SQL's JSON functions cannot read: the searchable text comes from the store's SQL function
+# instead, which gives the same text for the JSON rows already indexed. Rows are not rewritten.
+
+_TEXT_OF = MESSAGE_TEXT_FUNCTION + "({content})"
+
+INDEX_PENDING_MESSAGES = f"""
+    INSERT INTO messages_fts (rowid, text)
+    SELECT n, {_TEXT_OF.format(content="content")} FROM messages
+    WHERE n > (SELECT coalesce(max(id), 0) FROM messages_fts_docsize) ORDER BY n
+"""
+
+_V11_COMPRESSED_CONTENT = (
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+    "DROP VIEW messages_text",
+    f"""
+    CREATE VIEW messages_text AS
+    SELECT n, {_TEXT_OF.format(content="content")} AS text FROM messages
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, {_TEXT_OF.format(content="old.content")});
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages WHEN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text)
+        VALUES ('delete', old.n, {_TEXT_OF.format(content="old.content")});
+        INSERT INTO messages_fts (rowid, text)
+        VALUES (new.n, {_TEXT_OF.format(content="new.content")});
+    END
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -656,6 +690,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         " a tool event that says only its transition keeps it in a few characters",
         _V10_DROP_TOOL_CALLS_BY_RUN,
         _v10_compact_tool_events,
+    ),
+    Migration(
+        11,
+        "message content may be stored compressed; search reads its text through a function",
+        _V11_COMPRESSED_CONTENT,
     ),
 )
 

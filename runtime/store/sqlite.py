@@ -100,6 +100,7 @@ from runtime.store.migrations import (
     migrate,
 )
 from runtime.store.rules import Plan
+from runtime.store.stored_content import content_json, encode_content, register_functions
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
 
@@ -152,11 +153,17 @@ def _usage_json(text: str | None) -> Usage | None:
     return Usage.model_validate_json(text) if text else None
 
 
-def _content(text: str) -> list[ContentBlock]:
+def _content(value: str | bytes) -> list[ContentBlock]:
     # Validation straight from the JSON text is pydantic-core's fast path: a third of the cost
     # of ``json.loads`` then ``model_construct`` per block (pydantic 2.14), and it checks the
     # row on the way out.
-    return _CONTENT.validate_json(text)
+    return _CONTENT.validate_json(content_json(value))
+
+
+def _stored_content(content: list[ContentBlock]) -> str | bytes:
+    """The ``messages.content`` value of ``content`` (JSON, compressed when that saves space)."""
+    has_images = any(isinstance(b, ToolResultBlock) and b.images for b in content)
+    return encode_content(_CONTENT.dump_json(content), has_images=has_images)
 
 
 def _job(row: sqlite3.Row) -> Job:
@@ -243,8 +250,8 @@ _TOOL_SELECT = (
 """Tool call rows with the tool message that carries a result kept there (``_tool_call``)."""
 
 
-def _carried_result(content: str, tool_call_id: str) -> str | None:
-    for block in json.loads(content):
+def _carried_result(content: str | bytes, tool_call_id: str) -> str | None:
+    for block in json.loads(content_json(content)):
         if block.get("tool_call_id") == tool_call_id and block.get("type") == "tool_result":
             return cast(str, block.get("content"))
     return None
@@ -556,6 +563,7 @@ class SqliteStore:
 
     def _setup(self, conn: Conn) -> None:
         conn.row_factory = sqlite3.Row
+        register_functions(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # Only a new, empty file takes a page size; larger pages pack whole messages with less
         # slack than the default 4 KiB (a ~3 KiB tool message would leave a page a quarter empty).
@@ -2432,7 +2440,7 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                 m.job_id,
                 m.position,
                 m.role.value,
-                _CONTENT.dump_json(m.content).decode(),
+                _stored_content(m.content),
                 m.model,
                 m.usage.model_dump_json() if m.usage else None,
                 m.cost_usd,

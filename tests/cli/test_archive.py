@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from runtime.store.sqlite import SqliteStore
+from runtime.store.stored_content import register_functions
 from tests.cli.harness import Cli, boundary_of, json_lines
 
 pytestmark = pytest.mark.slow
@@ -42,6 +43,7 @@ def _listed_run_ids(cli: Cli, *extra: str) -> set[str]:
 
 def _count(cli: Cli, sql: str, *params: str) -> int:
     with sqlite3.connect(cli.db) as conn:
+        register_functions(conn)  # the search index reads its text through the store's function
         return int(conn.execute(sql, params).fetchone()[0])
 
 
@@ -127,6 +129,7 @@ def test_delete_removes_every_row_of_the_job_and_its_search_hits_only(cli: Cli) 
         cli, "SELECT count(*) FROM messages"
     )
     with sqlite3.connect(cli.db) as conn:
+        register_functions(conn)  # the index reads its text through the store's function
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")

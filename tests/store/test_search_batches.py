@@ -8,11 +8,13 @@ from pathlib import Path
 
 from runtime.store.migrations import LATEST_VERSION, migrate
 from runtime.store.sqlite import SqliteStore
+from runtime.store.stored_content import register_functions
 from tests.store.helpers import assistant, running_run
 
 
 def _integrity_ok(path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
+    register_functions(conn)  # the index reads its text through the store's function
     try:
         # Raises "database disk image is malformed" when the index and the messages differ.
         conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")

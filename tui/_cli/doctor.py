@@ -12,6 +12,7 @@ from runtime.api import Runtime
 from runtime.errors import AgentTuiError
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.schema import expected_shape, schema_problems, shape_of
+from runtime.store.stored_content import register_functions
 from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
@@ -28,6 +29,7 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
     problems, read without changing the file (read-only)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
     connection = sqlite3.connect(uri, uri=True)
+    register_functions(connection)  # integrity_check may read the search index's view
     try:
         version = int(connection.execute("PRAGMA user_version").fetchone()[0])
         integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check")]

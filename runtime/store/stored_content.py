@@ -1,0 +1,82 @@
+"""How the SQLite store keeps a message's content: its JSON text, or that text zlib-compressed
+(a BLOB) when that saves space.
+
+A tool message of three 1 KB results is ~3.5 KB of JSON that zlib keeps in ~1.1 KB, and the
+message rows were most of a database's size. The column's type is the format flag: a TEXT value
+is JSON, a BLOB value is compressed JSON, so rows written before compression (and small ones,
+which zlib would not shrink) stay as they are. PostgreSQL needs none of this: it compresses
+large values itself (TOAST).
+
+SQL cannot read inside a compressed value, so the searchable text of a message is extracted by
+the SQL function ``agent_tui_message_text(content)``, which every connection that indexes,
+searches or deletes messages registers (``register_functions``). It returns exactly what the
+schema's JSON expression did before (text blocks and tool result contents, one per line), so the
+search index stays valid across the change. Content with images is never compressed: deleting a
+job finds the images still referenced elsewhere by their hash in the stored JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from typing import Any
+
+COMPRESS_FROM_BYTES = 256
+"""Content shorter than this stays JSON text: zlib's header and its dictionary-less start
+would save little."""
+
+MESSAGE_TEXT_FUNCTION = "agent_tui_message_text"
+
+
+def encode_content(json_bytes: bytes, *, has_images: bool) -> str | bytes:
+    """The value to store for content whose JSON is ``json_bytes``."""
+    if has_images or len(json_bytes) < COMPRESS_FROM_BYTES:
+        return json_bytes.decode()
+    packed = zlib.compress(json_bytes, 6)
+    if len(packed) * 10 > len(json_bytes) * 9:  # saves under 10%: keep it readable
+        return json_bytes.decode()
+    return packed
+
+
+def content_json(value: str | bytes) -> str | bytes:
+    """The JSON of a stored content value (text or bytes, both accepted by ``json.loads`` and
+    pydantic's ``validate_json``)."""
+    return zlib.decompress(value) if isinstance(value, bytes) else value
+
+
+def _sql_text(value: Any) -> str:
+    """What SQLite's ``json_extract`` gives for a non-string JSON value, as text."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def message_text(value: str | bytes | None) -> str:
+    """The searchable text of stored content: its text blocks and tool result contents, one
+    per line ('' when it has none)."""
+    if value is None:
+        return ""
+    try:
+        blocks = json.loads(content_json(value))
+    except (ValueError, zlib.error):
+        return ""
+    parts: list[str] = []
+    if not isinstance(blocks, list):
+        return ""
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") not in ("text", "tool_result"):
+            continue
+        part = block.get("text")
+        if part is None:
+            part = block.get("content")
+        if part is not None:
+            parts.append(part if isinstance(part, str) else _sql_text(part))
+    return "\n".join(parts)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Make the schema's views and triggers usable on ``conn``."""
+    conn.create_function(MESSAGE_TEXT_FUNCTION, 1, message_text, deterministic=True)
