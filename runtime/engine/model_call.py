@@ -24,7 +24,7 @@ from runtime.engine.pump import Pump
 from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import argument_problem
 from runtime.errors import AgentTuiError, ModelError
-from runtime.events import MessageDelta, Notice
+from runtime.events import Notice
 from runtime.models import Message, Role, Run, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.rewind import FILE_WRITING_TOOLS
@@ -154,23 +154,17 @@ class ModelCall:
                 shown = folded.apply(event)
                 if shown is None:
                     continue
-                if shown.thinking:
-                    self._pump.publish(
-                        MessageDelta(
-                            job_id=run.job_id,
-                            run_id=run.id,
-                            execution_id=execution.token,
-                            message_id=message_id,
-                            offset=shown.offset,
-                            text=shown.text,
-                            thinking=True,
-                        )
-                    )
-                    continue
                 publish_delta(
-                    run.job_id, run.id, execution.token, message_id, shown.offset, shown.text
+                    run.job_id,
+                    run.id,
+                    execution.token,
+                    message_id,
+                    shown.offset,
+                    shown.text,
+                    shown.thinking,
                 )
-                draft.shown()
+                if not shown.thinking:
+                    draft.shown()
         finally:
             await draft.stop()
             # Closing the generator closes the provider's HTTP stream (cancel, errors).

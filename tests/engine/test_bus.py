@@ -134,3 +134,64 @@ async def test_a_subscriber_far_behind_is_told_to_read_durable_events_back() -> 
     rest = drain(subscription)
     seqs = [e.seq for e in rest if isinstance(e, MessageCommitted)]
     assert seqs == sorted(seqs) and seqs[0] > MAX_BACKLOG and seqs[-1] == MAX_BACKLOG + 20
+
+
+async def test_a_burst_of_deltas_wakes_a_waiting_subscriber_once_with_all_of_its_text() -> None:
+    bus = EventBus()
+    asked: list[str] = []
+
+    def accept_run(job_id: str, run_id: str) -> bool:
+        asked.append(run_id)
+        return True
+
+    subscription = bus.subscribe(accept_all, accept_run)
+    waiter = asyncio.create_task(subscription.get())
+    await asyncio.sleep(0)
+    for offset in range(1000):  # no turn of the event loop in between, as a model streams
+        bus.publish_delta("j", "r", "x", "m", offset, "y")
+    async with asyncio.timeout(5):
+        event = await waiter
+    assert isinstance(event, MessageDelta)
+    assert (event.offset, event.text) == (0, "y" * 1000)
+    assert asked == ["r"]  # the run filter looked at the burst once, not at each delta
+    assert drain(subscription) == []
+
+
+def test_deltas_stay_in_order_with_the_events_published_between_them() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    bus.publish_delta("j", "r", "x", "m", 0, "one ")
+    bus.publish(ToolProgress(job_id="j", run_id="r", tool_call_id="t", progress=1))
+    bus.publish_delta("j", "r", "x", "m", 4, "two")
+    bus.publish_delta("j", "r", "x", "m", 9, "after a gap")  # not contiguous: not merged
+    assert [
+        (e.kind, e.text if isinstance(e, MessageDelta) else "") for e in drain(subscription)
+    ] == [
+        ("message_delta", "one "),
+        ("tool_progress", ""),
+        ("message_delta", "two"),
+        ("message_delta", "after a gap"),
+    ]
+
+
+def test_a_subscriber_that_never_looks_keeps_a_bounded_buffer_of_one_long_message() -> None:
+    bus = EventBus()
+    subscription = bus.subscribe(accept_all)
+    piece = "z" * 1000
+    for index in range(4 * MAX_TEXT // len(piece)):
+        bus.publish_delta("j", "r", "x", "m", index * len(piece), piece)
+        # What the bus holds for it is handed out (and trimmed there) as it grows.
+        assert bus._open is None or bus._open.length <= MAX_TEXT + len(piece)
+    events = drain(subscription)
+    assert sum(len(e.text) for e in events if isinstance(e, MessageDelta)) <= MAX_TEXT
+    assert subscription.dropped > 0
+
+
+def test_a_late_subscriber_gets_only_what_is_published_after_it_subscribed() -> None:
+    bus = EventBus()
+    early = bus.subscribe(accept_all)
+    bus.publish_delta("j", "r", "x", "m", 0, "before ")
+    late = bus.subscribe(accept_all)
+    bus.publish_delta("j", "r", "x", "m", 7, "after")
+    assert [e.text for e in drain(early) if isinstance(e, MessageDelta)] == ["before after"]
+    assert [e.text for e in drain(late) if isinstance(e, MessageDelta)] == ["after"]
