@@ -250,3 +250,55 @@ def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
     assert "runtime.engine" in seen["after_open"]
     assert "markdown_it" in seen["after_open"]  # loaded behind the first frame, for the first run
     assert {"pydantic", "runtime.models", "runtime.config"} <= set(seen["after_open"])
+
+
+WARM_PROVIDER_SCRIPT = """
+import asyncio, json, sys
+
+from tui import app as app_module
+
+seen = {}
+
+async def drive(db, workspace):
+    app = app_module.program_app(db, workspace)
+    async with app.run_test(size=(100, 30)):
+        async with asyncio.timeout(60):
+            while app.runtime is None:
+                await asyncio.sleep(0.01)
+        seen["model"] = app.runtime.default_model
+        async with asyncio.timeout(30):  # imported on a thread: the loop goes on meanwhile
+            while "runtime.providers.anthropic" not in sys.modules:
+                await asyncio.sleep(0.01)
+        seen["anthropic"] = "anthropic" in sys.modules
+        seen["runs"] = len((await app.runtime.store.list_runs(limit=10)).items)
+
+def run_app(*, db_path, workspace, launch=None):
+    asyncio.run(drive(db_path, workspace))
+    return 0
+
+app_module.run_app = run_app
+from tui.cli import main
+seen["status"] = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
+print(json.dumps(seen))
+"""
+
+
+def test_the_tui_imports_the_default_models_sdk_before_the_first_task(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # Not on the event loop at the first Enter, where the anthropic SDK's import (a second or
+    # more) froze the screen: behind the first frame, on a thread, with no run started.
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**env, "AGENT_TUI_MODEL": "anthropic:claude-test", "ANTHROPIC_API_KEY": "sk-test"}
+    result = subprocess.run(
+        [sys.executable, "-c", WARM_PROVIDER_SCRIPT, env["AGENT_TUI_DB"], str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=workspace,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"model": "anthropic:claude-test", "anthropic": True, "runs": 0, "status": 0}

@@ -459,6 +459,9 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
             await runtime.close()
             raise
         app.settings = replace(app.settings, open_job=open_job)
+        # The default model's SDK, imported now on a thread, not by the first task on the
+        # event loop (the anthropic SDK: a second or two, with the screen frozen).
+        asyncio.get_running_loop().run_in_executor(None, _preload_provider, runtime.default_model)
         return runtime
 
     settings = Settings(
@@ -469,6 +472,15 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         attach=launch.attach,
     )
     return create_app(_AfterFirstFrame(opener), settings)
+
+
+def _preload_provider(reference: str) -> None:
+    from runtime.providers.registry import preload_provider
+
+    try:
+        preload_provider(reference)
+    except Exception:  # the top of this thread; the first use of the model reports it too
+        log.exception("importing the provider of %s failed", reference)
 
 
 def _import_engine() -> None:
@@ -482,6 +494,10 @@ def _import_engine() -> None:
     # (markdown-it, Rich's Markdown), needed by the first run opened, so loaded here, off the
     # event loop, rather than on the first Enter.
     import tui.widgets.message_view  # noqa: F401
+
+    # The composer's @-mentions and attachments (pathspec, for .gitignore rules): the first
+    # Enter reads them.
+    import tui.file_index  # noqa: F401
 
 
 async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:

@@ -12,6 +12,7 @@ process environment when None), so callers and tests decide what is visible.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_CLAUDE_MODEL",
     "check_reference",
     "default_model_reference",
+    "preload_provider",
     "resolve_provider",
 ]
 
@@ -64,6 +66,20 @@ def check_reference(reference: str, *, env: Mapping[str, str] | None = None) -> 
             f"ANTHROPIC_API_KEY is not set, so {reference!r} cannot be used: "
             "set ANTHROPIC_API_KEY, or use the offline model `demo`"
         )
+
+
+def preload_provider(reference: str) -> None:
+    """Import the module of ``reference``'s provider (and its vendor SDK) without building it.
+
+    A program that will soon call the model imports it ahead, on a thread of its own: the
+    ``anthropic`` SDK takes about a second to import, which the first task would otherwise wait
+    for on its event loop. A reference that names no provider imports nothing; the error is
+    ``resolve_provider``'s to report when the model is used."""
+    provider_name = reference.strip().partition(":")[0].strip().lower()
+    if not provider_name:
+        return
+    module = {"demo": "demo", "anthropic": "anthropic"}.get(provider_name, "openai")
+    importlib.import_module(f"runtime.providers.{module}")
 
 
 def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:
