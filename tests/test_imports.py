@@ -302,3 +302,59 @@ def test_the_tui_imports_the_default_models_sdk_before_the_first_task(
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen == {"model": "anthropic:claude-test", "anthropic": True, "runs": 0, "status": 0}
+
+
+MCP_THREAD_SCRIPT = """
+import asyncio, importlib.abc, json, sys, threading
+
+from tui import app as app_module
+
+seen = {}
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp":
+            seen["mcp_imported_on"] = threading.current_thread().name
+        return None
+
+sys.meta_path.insert(0, Watch())
+
+async def drive(db, workspace):
+    app = app_module.program_app(db, workspace)
+    async with app.run_test(size=(100, 30)):
+        async with asyncio.timeout(60):
+            while app.runtime is None and not app.startup_error:
+                await asyncio.sleep(0.01)
+        seen["error"] = app.startup_error
+
+def run_app(*, db_path, workspace, launch=None):
+    asyncio.run(drive(db_path, workspace))
+    return 0
+
+app_module.run_app = run_app
+from tui.cli import main
+seen["status"] = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
+print(json.dumps(seen))
+"""
+
+
+def test_with_mcp_servers_configured_the_tui_imports_the_sdk_off_its_event_loop(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent-tui.toml").write_text(
+        '[mcp_servers.time]\ncommand = "python"\nargs = ["-m", "mcp_server_time"]\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", MCP_THREAD_SCRIPT, env["AGENT_TUI_DB"], str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=workspace,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (seen["status"], seen["error"]) == (0, None)
+    assert seen["mcp_imported_on"] not in (None, "MainThread")

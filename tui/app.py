@@ -431,6 +431,10 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         from runtime.config import load_config
 
         config = await asyncio.to_thread(load_config, workspace)
+        if config.mcp_servers:
+            # The MCP SDK (a second or more to import): Runtime.open builds the servers'
+            # manager on the event loop, which would freeze the screen meanwhile.
+            await asyncio.to_thread(_import_mcp)
         from runtime.api import Runtime
         from runtime.compose import open_store
 
@@ -481,6 +485,10 @@ def _preload_provider(reference: str) -> None:
         preload_provider(reference)
     except Exception:  # the top of this thread; the first use of the model reports it too
         log.exception("importing the provider of %s failed", reference)
+
+
+def _import_mcp() -> None:
+    import runtime.mcp.manager  # noqa: F401
 
 
 def _import_engine() -> None:
