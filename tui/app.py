@@ -498,14 +498,14 @@ def _import_engine() -> None:
     import runtime.store.sqlite
     import runtime.tools.builtin  # noqa: F401
 
+    # The composer's @-mentions and attachments (pathspec, for .gitignore rules): the first
+    # Enter reads them.
+    import tui.file_index
+
     # Not the engine, but not for the first frame either: the message widgets bring Markdown
     # (markdown-it, Rich's Markdown), needed by the first run opened, so loaded here, off the
     # event loop, rather than on the first Enter.
     import tui.widgets.message_view  # noqa: F401
-
-    # The composer's @-mentions and attachments (pathspec, for .gitignore rules): the first
-    # Enter reads them.
-    import tui.file_index  # noqa: F401
 
 
 async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
