@@ -465,7 +465,9 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         app.settings = replace(app.settings, open_job=open_job)
         # The default model's SDK, imported now on a thread, not by the first task on the
         # event loop (the anthropic SDK: a second or two, with the screen frozen).
-        asyncio.get_running_loop().run_in_executor(None, _preload_provider, runtime.default_model)
+        from runtime.providers.registry import preload_provider_soon
+
+        preload_provider_soon(runtime.default_model)
         return runtime
 
     settings = Settings(
@@ -476,15 +478,6 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         attach=launch.attach,
     )
     return create_app(_AfterFirstFrame(opener), settings)
-
-
-def _preload_provider(reference: str) -> None:
-    from runtime.providers.registry import preload_provider
-
-    try:
-        preload_provider(reference)
-    except Exception:  # the top of this thread; the first use of the model reports it too
-        log.exception("importing the provider of %s failed", reference)
 
 
 def _import_mcp() -> None:

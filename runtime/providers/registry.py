@@ -12,7 +12,9 @@ process environment when None), so callers and tests decide what is visible.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import logging
 import os
 from collections.abc import Mapping
 
@@ -24,8 +26,11 @@ __all__ = [
     "check_reference",
     "default_model_reference",
     "preload_provider",
+    "preload_provider_soon",
     "resolve_provider",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-5"
 """The Claude model used when a key is set and no model is configured."""
@@ -80,6 +85,19 @@ def preload_provider(reference: str) -> None:
         return
     module = {"demo": "demo", "anthropic": "anthropic"}.get(provider_name, "openai")
     importlib.import_module(f"runtime.providers.{module}")
+
+
+def preload_provider_soon(reference: str) -> None:
+    """``preload_provider`` on the running event loop's default executor, not waited for; a
+    failure is logged (the first use of the model reports it to the person)."""
+
+    def preload() -> None:
+        try:
+            preload_provider(reference)
+        except Exception:  # the top of this thread
+            log.exception("importing the provider of %s failed", reference)
+
+    asyncio.get_running_loop().run_in_executor(None, preload)
 
 
 def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:

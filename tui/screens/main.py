@@ -1178,6 +1178,10 @@ class MainScreen(Screen[None]):
                 )
                 return False
         composer.choose_next(key, value)
+        if key == "model":
+            from runtime.providers.registry import preload_provider_soon
+
+            preload_provider_soon(value)  # its SDK, before the next run needs it
         where = "this job" if composer.follow_up_job_id else "the new job"
         self.notify(f"The next run in {where} uses {key} {value}.", title=f"/{key}")
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
