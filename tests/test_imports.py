@@ -266,9 +266,10 @@ async def drive(db, workspace):
             while app.runtime is None:
                 await asyncio.sleep(0.01)
         seen["model"] = app.runtime.default_model
-        async with asyncio.timeout(30):  # imported on a thread: the loop goes on meanwhile
-            while "runtime.providers.anthropic" not in sys.modules:
-                await asyncio.sleep(0.01)
+        assert app.provider_preload is not None
+        # imported on a thread: the loop goes on meanwhile. A module is in sys.modules from the
+        # start of its import, so the test waits for the import to end, not for the name.
+        await asyncio.wait_for(asyncio.shield(app.provider_preload), 30)
         seen["anthropic"] = "anthropic" in sys.modules
         seen["runs"] = len((await app.runtime.store.list_runs(limit=10)).items)
 

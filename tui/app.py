@@ -95,9 +95,11 @@ class AgentTuiApp(App[int]):
         self._theme_problems: list[str] = []
         self._last_ctrl_c = 0.0
         self.quit_note: str | None = None
+        """Said on the terminal after the app closed (runs that were still working)."""
         self.startup_error: str | None = None
         """Why the runtime could not be opened after the first frame (said on the terminal)."""
-        """Said on the terminal after the app closed (runs that were still working)."""
+        self.provider_preload: asyncio.Future[None] | None = None
+        """The default model's SDK being imported on a thread (done once it is importable)."""
         super().__init__()
         themes, self._theme_problems = load_themes(settings.theme_dirs)
         for theme in themes:
@@ -467,7 +469,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         # event loop (the anthropic SDK: a second or two, with the screen frozen).
         from runtime.providers.registry import preload_provider_soon
 
-        preload_provider_soon(runtime.default_model)
+        app.provider_preload = preload_provider_soon(runtime.default_model)
         return runtime
 
     settings = Settings(

@@ -87,9 +87,10 @@ def preload_provider(reference: str) -> None:
     importlib.import_module(f"runtime.providers.{module}")
 
 
-def preload_provider_soon(reference: str) -> None:
-    """``preload_provider`` on the running event loop's default executor, not waited for; a
-    failure is logged (the first use of the model reports it to the person)."""
+def preload_provider_soon(reference: str) -> asyncio.Future[None]:
+    """``preload_provider`` on the running event loop's default executor, not waited for (the
+    future is done once the import is); a failure is logged (the first use of the model reports
+    it to the person)."""
 
     def preload() -> None:
         try:
@@ -97,7 +98,7 @@ def preload_provider_soon(reference: str) -> None:
         except Exception:  # the top of this thread
             log.exception("importing the provider of %s failed", reference)
 
-    asyncio.get_running_loop().run_in_executor(None, preload)
+    return asyncio.get_running_loop().run_in_executor(None, preload)
 
 
 def resolve_provider(reference: str, *, env: Mapping[str, str] | None = None) -> ModelProvider:
