@@ -99,7 +99,8 @@ class AgentTuiApp(App[int]):
         self.startup_error: str | None = None
         """Why the runtime could not be opened after the first frame (said on the terminal)."""
         self.provider_preload: asyncio.Future[None] | None = None
-        """The default model's SDK being imported on a thread (done once it is importable)."""
+        """The default model's SDK being imported on a thread (done once the import ended; a failure
+        is logged, not raised)."""
         super().__init__()
         themes, self._theme_problems = load_themes(settings.theme_dirs)
         for theme in themes:
