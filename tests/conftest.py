@@ -7,6 +7,19 @@ from pathlib import Path
 import pytest
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``sandbox`` show the screens and approvals of a machine whose shell is
+    confined (no "not sandboxed" notice, a rule-allowed shell call runs without asking); where
+    bubblewrap is missing or cannot start they are skipped, saying why (.ci/run installs it)."""
+    if item.get_closest_marker("sandbox") is None:
+        return
+    from runtime.tools.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if not status.available:
+        pytest.skip(f"no shell sandbox here: {status.detail}")
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A small project folder with a few files, like the one a person runs agent-tui in."""

@@ -131,6 +131,7 @@ async def test_an_edit_approval_shows_the_diff_only(
         assert prompt.query_one(".prompt-keys").region.height >= 1
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_a_shell_approval(
     snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]
@@ -139,6 +140,7 @@ def test_snapshot_of_a_shell_approval(
     assert snap_compare(app, terminal_size=size, run_before=_until_approval)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_an_edit_approval(
     snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]

@@ -42,6 +42,7 @@ async def _a_job_expanded_to_its_checkpoints(pilot: Pilot[Any]) -> None:
     await pilot.wait_for_scheduled_animations()
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_the_browser_with_its_column_header_runs_and_checkpoints(
     snap_compare: Any,

@@ -119,6 +119,7 @@ async def _read_db(db_path: Path, sql: str) -> list[tuple[object, ...]]:
         return list(conn.execute(sql).fetchall())
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt-get install -y tmux)")
 @pytest.mark.skipif(not AGENT_TUI.exists(), reason="the agent-tui command is not installed")
 async def test_keys_in_a_real_terminal_paste_answer_interrupt_queue_and_help(

@@ -43,6 +43,7 @@ async def _fork_of_a_two_run_job(pilot: Pilot[Any]) -> None:
     await pilot.wait_for_scheduled_animations()
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_a_fork_of_a_job_with_two_root_runs(
     snap_compare: Any,
@@ -84,6 +85,7 @@ async def _a_job_with_two_root_runs(pilot: Pilot[Any]) -> None:
     await pilot.wait_for_scheduled_animations()
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_a_job_with_two_root_runs_under_their_headers(
     snap_compare: Any,

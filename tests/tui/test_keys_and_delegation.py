@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Input, ProgressBar, Static
 
@@ -72,6 +73,7 @@ async def answer_by_keys_until_completed(pilot: Any, screen: MainScreen) -> None
 
 
 # --- the status line -----------------------------------------------------------------------------
+@pytest.mark.sandbox
 async def test_the_status_line_shows_the_context_fill_as_a_percentage_at_120_columns(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -345,6 +347,7 @@ async def test_job_rows_keep_agent_tokens_and_the_whole_cost_at_120_columns(
 
 
 # --- the tool-call block -------------------------------------------------------------------------
+@pytest.mark.sandbox
 async def test_a_running_shell_command_shows_progress_then_its_result_unfolds_by_enter(
     db_path: Path, workspace: Path
 ) -> None:

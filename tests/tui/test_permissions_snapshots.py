@@ -41,6 +41,7 @@ async def _open(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.1)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_the_permissions_screen_lists_rules_with_their_file(
     snap_compare: Any,

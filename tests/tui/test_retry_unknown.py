@@ -146,7 +146,9 @@ def _last_tool_results(provider: ScriptedProvider) -> list[tuple[str, bool]]:
     ]
 
 
-@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize(
+    "name", [pytest.param("shell", marks=pytest.mark.sandbox), *(n for n in CALLS if n != "shell")]
+)
 async def test_retry_shows_the_call_in_doubt_and_runs_nothing_until_the_person_chooses(
     db_path: Path, workspace: Path, name: str
 ) -> None:
@@ -192,6 +194,7 @@ async def test_retry_shows_the_call_in_doubt_and_runs_nothing_until_the_person_c
         await runtime.close()
 
 
+@pytest.mark.sandbox
 async def test_continue_without_it_completes_the_run_and_tells_the_model_what_was_attempted(
     db_path: Path, workspace: Path
 ) -> None:
@@ -230,6 +233,7 @@ async def test_continue_without_it_completes_the_run_and_tells_the_model_what_wa
         await runtime.close()
 
 
+@pytest.mark.sandbox
 async def test_run_it_again_runs_the_call_once_more_and_completes(
     db_path: Path, workspace: Path
 ) -> None:
@@ -257,6 +261,7 @@ async def test_run_it_again_runs_the_call_once_more_and_completes(
         await runtime.close()
 
 
+@pytest.mark.sandbox
 async def test_fork_from_the_choice_starts_a_new_job_from_the_last_checkpoint(
     db_path: Path, workspace: Path
 ) -> None:
@@ -371,6 +376,7 @@ async def _until_choice(pilot: Pilot[Any]) -> None:
     await pilot.wait_for_scheduled_animations()
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 async def test_the_retry_choice_fits_with_its_keys_visible(
     request: pytest.FixtureRequest, size: tuple[int, int]
@@ -384,6 +390,7 @@ async def test_the_retry_choice_fits_with_its_keys_visible(
         assert f"$ {SHELL_COMMAND}" in screen_text(app)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_the_retry_choice(
     snap_compare: Any, request: pytest.FixtureRequest, size: tuple[int, int]

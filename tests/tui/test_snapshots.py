@@ -102,10 +102,12 @@ def _focus_in(pilot: Pilot[Any], kind: type) -> bool:
     )
 
 
+@pytest.mark.sandbox
 def test_the_main_screen_on_an_empty_database(snap_compare: Any, snapshot_app: Any) -> None:
     assert snap_compare(snapshot_app(), terminal_size=SIZE)
 
 
+@pytest.mark.sandbox
 def test_a_question_from_the_agent_inline(snap_compare: Any, snapshot_app: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _start_task(pilot, QuestionPrompt)
@@ -113,6 +115,7 @@ def test_a_question_from_the_agent_inline(snap_compare: Any, snapshot_app: Any) 
     assert snap_compare(snapshot_app(), terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.sandbox
 def test_an_approval_with_its_diff_inline(snap_compare: Any, snapshot_app: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _start_task(pilot, QuestionPrompt)
@@ -122,5 +125,6 @@ def test_an_approval_with_its_diff_inline(snap_compare: Any, snapshot_app: Any) 
     assert snap_compare(snapshot_app(), terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.sandbox
 def test_the_help_screen_lists_the_keys(snap_compare: Any, snapshot_app: Any) -> None:
     assert snap_compare(snapshot_app(), terminal_size=SIZE, press=["f1"])
