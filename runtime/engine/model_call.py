@@ -176,7 +176,9 @@ class ModelCall:
 class DraftKeeper:
     """Keeps the draft of a streaming message on a clock (DESIGN §5): text shown is saved
     within ``DRAFT_INTERVAL`` whether or not more text follows. The first piece not yet saved
-    starts a timer; when it fires, everything shown so far is saved in one write."""
+    starts a timer; when it fires, everything shown since the last save is saved in one write,
+    as the next part of the draft (the store keeps the parts: a save costs what it adds, not
+    the length of the whole draft)."""
 
     def __init__(
         self, store: Store, run_id: str, token: str, message_id: str, folded: Fold
@@ -189,29 +191,37 @@ class DraftKeeper:
         self._timer: asyncio.TimerHandle | None = None
         """Due to start the save (a timer, not a task: most messages end before it fires)."""
         self._saving: asyncio.Task[None] | None = None
+        self._saved = 0
+        """How much of the text the draft holds (what the last save ended at)."""
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
         if self._timer is None and (self._saving is None or self._saving.done()):
-            # Fire a little before the interval ends: the write itself takes a moment.
-            self._timer = asyncio.get_running_loop().call_later(
-                DRAFT_INTERVAL * 0.8, self._start_save
-            )
+            self._due()
+
+    def _due(self) -> None:
+        # Fire a little before the interval ends: the write itself takes a moment.
+        self._timer = asyncio.get_running_loop().call_later(DRAFT_INTERVAL * 0.8, self._start_save)
 
     def _start_save(self) -> None:
         self._timer = None
         self._saving = asyncio.get_running_loop().create_task(self._save())
 
     async def _save(self) -> None:
+        start = self._saved
+        text = self._folded.text_since(start)
+        if not text:
+            return
         try:
             await self._store.save_draft(
-                self._run_id,
-                token=self._token,
-                message_id=self._message_id,
-                text=self._folded.all_text(),
+                self._run_id, token=self._token, message_id=self._message_id, text=text, start=start
             )
         except AgentTuiError as exc:  # the run moved on (cancelled, recovered): the commit says
             log.info("draft of run %s not saved: %s", self._run_id, exc)
+            return
+        self._saved = start + len(text)
+        if self._folded.text_length > self._saved and self._timer is None:
+            self._due()  # text shown while this save was written: saved within the interval too
 
     async def stop(self) -> None:
         """The message ends (committed, failed or cancelled): no save after this."""

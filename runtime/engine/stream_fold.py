@@ -95,6 +95,20 @@ class Fold:
         self._text = [joined]
         return joined
 
+    def text_since(self, start: int) -> str:
+        """The text from character ``start`` on; costs about its length (the pieces after
+        ``start``), not the length of all the text."""
+        pieces: list[str] = []
+        end = self.text_length
+        index = len(self._text)
+        while index > 0 and end > start:
+            index -= 1
+            piece = self._text[index]
+            end -= len(piece)
+            pieces.append(piece)
+        pieces.reverse()
+        return "".join(pieces)[max(start - end, 0) :]
+
     def add_thinking(self, text: str, signature: str | None) -> None:
         block = self._current("thinking")
         block["parts"].append(text)

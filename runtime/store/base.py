@@ -258,8 +258,13 @@ class Store(Protocol):
         the run's step counter is set in the same transaction (the step the message ends)."""
         ...
 
-    async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
-        """Upsert the streamed text of a message not yet committed (no event)."""
+    async def save_draft(
+        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+    ) -> None:
+        """Save the streamed text of a message not yet committed (no event): ``text`` is the
+        draft from character ``start`` on, what was saved before ``start`` stays. A draft
+        saved as it streams sends only what came since the last save; each save is one part,
+        written once (``start=0`` replaces the whole draft)."""
         ...
 
     async def get_drafts(self, run_id: str) -> list[Draft]: ...

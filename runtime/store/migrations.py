@@ -664,6 +664,24 @@ _V11_COMPRESSED_CONTENT = (
     """,
 )
 
+_V12_DRAFT_PARTS = (
+    """
+    CREATE TABLE draft_parts (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        message_id TEXT NOT NULL,
+        start INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (run_id, message_id, start)
+    )
+    """,
+    "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
+    " SELECT run_id, message_id, 0, text, updated_at FROM drafts",
+    "DROP TABLE drafts",
+)
+"""A draft is kept as the parts saved one after the other (each save writes only the text
+streamed since the last one), not rewritten whole: an 8 MB answer wrote 172 MB in 41 saves."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -695,6 +713,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         11,
         "message content may be stored compressed; search reads its text through a function",
         _V11_COMPRESSED_CONTENT,
+    ),
+    Migration(
+        12,
+        "a draft is the parts saved one after the other, not one row rewritten whole",
+        _V12_DRAFT_PARTS,
     ),
 )
 

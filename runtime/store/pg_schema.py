@@ -274,7 +274,32 @@ _V1_CORE = (
     """,
 )
 
-MIGRATIONS: Sequence[PgMigration] = (PgMigration(1, "the whole schema", _V1_CORE),)
+_V2_DRAFT_PARTS = (
+    """
+    CREATE TABLE draft_parts (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        message_id TEXT NOT NULL,
+        start BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run_id, message_id, start)
+    )
+    """,
+    "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
+    " SELECT run_id, message_id, 0, text, updated_at FROM drafts",
+    "DROP TABLE drafts",
+)
+"""A draft is the parts saved one after the other, not one row rewritten whole (SQLite
+migration 12)."""
+
+MIGRATIONS: Sequence[PgMigration] = (
+    PgMigration(1, "the whole schema", _V1_CORE),
+    PgMigration(
+        2,
+        "a draft is the parts saved one after the other, not one row rewritten whole",
+        _V2_DRAFT_PARTS,
+    ),
+)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 _LEDGER = """

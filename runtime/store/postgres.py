@@ -685,18 +685,25 @@ class PostgresStore:
 
         return await self._write(tx)
 
-    async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
+    async def save_draft(
+        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+    ) -> None:
         now = self._now()
 
         async def tx(t: _Tx) -> None:
             rules.check_token(await _fetch_run(t.conn, run_id), token)
             await t.conn.execute(
-                "INSERT INTO drafts (run_id, message_id, text, updated_at)"
-                " VALUES ($1, $2, $3, $4)"
-                " ON CONFLICT (run_id, message_id) DO UPDATE SET text = excluded.text,"
-                " updated_at = excluded.updated_at",
+                "DELETE FROM draft_parts WHERE run_id = $1 AND message_id = $2 AND start >= $3",
                 run_id,
                 message_id,
+                start,
+            )
+            await t.conn.execute(
+                "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
+                " VALUES ($1, $2, $3, $4, $5)",
+                run_id,
+                message_id,
+                start,
                 text,
                 now,
             )
@@ -705,12 +712,8 @@ class PostgresStore:
 
     async def get_drafts(self, run_id: str) -> list[Draft]:
         async def read(conn: Conn) -> list[Draft]:
-            rows = await conn.fetch(
-                "SELECT * FROM drafts WHERE run_id = $1 ORDER BY updated_at, message_id"
-                ' COLLATE "C"',
-                run_id,
-            )
-            return [Draft.model_construct(**dict(r)) for r in rows]
+            rows = await conn.fetch("SELECT * FROM draft_parts WHERE run_id = $1", run_id)
+            return rules.drafts_from_parts(rows)
 
         return await self._read(read)
 
@@ -1431,9 +1434,14 @@ class PostgresStore:
                 )
             ]
             removed: dict[str, int] = {}
+            # A draft is saved in parts: count the drafts (one per message), delete the parts.
+            of_job = "run_id IN (SELECT id FROM runs WHERE job_id = $1)"
+            removed["drafts"] = await conn.fetchval(
+                f"SELECT count(DISTINCT message_id) FROM draft_parts WHERE {of_job}", job_id
+            )
+            await conn.execute(f"DELETE FROM draft_parts WHERE {of_job}", job_id)
             for table, where in (
                 ("file_snapshots", "job_id = $1"),
-                ("drafts", "run_id IN (SELECT id FROM runs WHERE job_id = $1)"),
                 ("events", "job_id = $1"),
                 ("input_requests", "job_id = $1"),
                 ("checkpoints", "job_id = $1"),
@@ -2181,7 +2189,7 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             created.created_at,
         )
     if plan.delete_drafts_of is not None:
-        await conn.execute("DELETE FROM drafts WHERE run_id = $1", plan.delete_drafts_of)
+        await conn.execute("DELETE FROM draft_parts WHERE run_id = $1", plan.delete_drafts_of)
     for receipt in plan.receipts:
         await conn.execute(
             "INSERT INTO receipts (operation, key, input_hash, result, created_at)"

@@ -37,6 +37,7 @@ from runtime.events import (
 )
 from runtime.models import (
     Checkpoint,
+    Draft,
     Failure,
     InputRequest,
     InputRequestState,
@@ -242,6 +243,35 @@ def _transition(
 
 
 # --- owners -------------------------------------------------------------------------------------
+
+
+def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
+    """The drafts of a run from its saved parts (``run_id``, ``message_id``, ``start``, ``text``,
+    ``updated_at``), each message's in the order of ``start``: a part replaces whatever the
+    draft held from its ``start`` on. Ordered by when each draft was last saved, then by id."""
+    texts: dict[str, list[str]] = {}
+    lengths: dict[str, int] = {}
+    latest: dict[str, tuple[str, float]] = {}
+    for part in sorted(parts, key=lambda p: (p["message_id"], p["start"])):
+        message_id, start = part["message_id"], part["start"]
+        pieces = texts.setdefault(message_id, [])
+        if start != lengths.get(message_id, 0):  # not where the last part ended: cut there
+            held = "".join(pieces)[:start]
+            pieces[:] = [held]
+            lengths[message_id] = len(held)
+        pieces.append(part["text"])
+        lengths[message_id] = lengths.get(message_id, 0) + len(part["text"])
+        updated = latest.get(message_id)
+        if updated is None or part["updated_at"] > updated[1]:
+            latest[message_id] = (part["run_id"], part["updated_at"])
+    drafts = [
+        Draft.model_construct(
+            run_id=latest[m][0], message_id=m, text="".join(texts[m]), updated_at=latest[m][1]
+        )
+        for m in texts
+    ]
+    drafts.sort(key=lambda d: (d.updated_at, d.message_id))
+    return drafts
 
 
 def heartbeat(owner: Owner | None, owner_id: str, now: float) -> float:

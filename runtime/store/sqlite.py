@@ -836,27 +836,29 @@ class SqliteStore:
 
         return await self._write(tx)
 
-    async def save_draft(self, run_id: str, *, token: str, message_id: str, text: str) -> None:
+    async def save_draft(
+        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+    ) -> None:
         now = self._now()
 
         def tx(conn: Conn) -> None:
             rules.check_token(_fetch_run(conn, run_id), token)
             conn.execute(
-                "INSERT INTO drafts (run_id, message_id, text, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (run_id, message_id) DO UPDATE SET text = excluded.text,"
-                " updated_at = excluded.updated_at",
-                (run_id, message_id, text, now),
+                "DELETE FROM draft_parts WHERE run_id = ? AND message_id = ? AND start >= ?",
+                (run_id, message_id, start),
+            )
+            conn.execute(
+                "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (run_id, message_id, start, text, now),
             )
 
         await self._write(tx)
 
     async def get_drafts(self, run_id: str) -> list[Draft]:
         def read(conn: Conn) -> list[Draft]:
-            rows = conn.execute(
-                "SELECT * FROM drafts WHERE run_id = ? ORDER BY updated_at, message_id",
-                (run_id,),
-            ).fetchall()
-            return [Draft.model_construct(**dict(r)) for r in rows]
+            rows = conn.execute("SELECT * FROM draft_parts WHERE run_id = ?", (run_id,))
+            return rules.drafts_from_parts(rows.fetchall())
 
         return await self._read(read)
 
@@ -1566,9 +1568,14 @@ class SqliteStore:
                     (job_id, job_id),
                 )
             ]
+            # A draft is saved in parts: count the drafts (one per message), delete the parts.
+            removed["drafts"] = conn.execute(
+                f"SELECT count(DISTINCT message_id) FROM draft_parts WHERE run_id IN ({run_ids})",
+                (job_id,),
+            ).fetchone()[0]
+            conn.execute(f"DELETE FROM draft_parts WHERE run_id IN ({run_ids})", (job_id,))
             for table, where in (
                 ("file_snapshots", "job_id = ?"),
-                ("drafts", f"run_id IN ({run_ids})"),
                 ("events", "run_n IN (SELECT n FROM runs WHERE job_id = ?)"),
                 ("input_requests", "job_id = ?"),
                 ("checkpoints", "job_id = ?"),
@@ -2553,7 +2560,7 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
             ),
         )
     if plan.delete_drafts_of is not None:
-        conn.execute("DELETE FROM drafts WHERE run_id = ?", (plan.delete_drafts_of,))
+        conn.execute("DELETE FROM draft_parts WHERE run_id = ?", (plan.delete_drafts_of,))
     for receipt in plan.receipts:
         conn.execute(
             "INSERT INTO receipts (operation, key, input_hash, result, created_at)"

@@ -121,7 +121,7 @@ def test_delete_removes_every_row_of_the_job_and_its_search_hits_only(cli: Cli) 
     for table in ("runs", "messages", "tool_calls", "input_requests", "checkpoints"):
         assert _count(cli, f"SELECT count(*) FROM {table} WHERE job_id = ?", job_id) == 0, table
     assert _count(cli, "SELECT count(*) FROM jobs WHERE id = ?", job_id) == 0
-    assert _count(cli, "SELECT count(*) FROM drafts WHERE run_id = ?", run_id) == 0
+    assert _count(cli, "SELECT count(*) FROM draft_parts WHERE run_id = ?", run_id) == 0
     hits = _search(cli, word)
     assert job_id not in hits and kept_job in hits
     # The search index holds exactly one row per remaining message.

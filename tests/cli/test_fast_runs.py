@@ -238,11 +238,11 @@ def test_runs_on_a_damaged_database_is_refused_like_the_store_refuses_it(cli: Cl
     cli.db.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(cli.db) as conn:
         migrate(conn, path=str(cli.db))
-        conn.execute("DROP TABLE drafts")
+        conn.execute("DROP TABLE draft_parts")
     result, _ = _fast(cli)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "damaged agent-tui database" in result.stderr and "drafts" in result.stderr
+    assert "damaged agent-tui database" in result.stderr and "draft_parts" in result.stderr
 
 
 def test_runs_on_a_database_of_an_older_schema_migrates_it_through_the_runtime(

@@ -344,6 +344,33 @@ async def test_an_illegal_tool_transition_is_refused_and_changes_nothing(store: 
     assert await store.last_seq() == seq
 
 
+async def test_a_draft_is_saved_in_parts_each_from_where_the_last_ended(
+    store: Store, clock: ManualClock
+) -> None:
+    run, token = await running_run(store)
+    await store.save_draft(run.id, token=token, message_id="m1", text="Hel")
+    await store.save_draft(run.id, token=token, message_id="m1", text="lo wor", start=3)
+    await store.save_draft(run.id, token=token, message_id="m2", text="Other")
+    assert [(d.message_id, d.text) for d in await store.get_drafts(run.id)] == [
+        ("m1", "Hello wor"),
+        ("m2", "Other"),
+    ]
+    # A part saved again from the same place replaces what was there from that place on.
+    clock.advance(1)
+    await store.save_draft(run.id, token=token, message_id="m1", text="p!", start=3)
+    await store.save_draft(run.id, token=token, message_id="m1", text="?", start=5)
+    # Saved last, m1 is now the later draft.
+    assert [(d.message_id, d.text) for d in await store.get_drafts(run.id)] == [
+        ("m2", "Other"),
+        ("m1", "Help!?"),
+    ]
+    await store.save_draft(run.id, token=token, message_id="m1", text="Anew")
+    assert {d.message_id: d.text for d in await store.get_drafts(run.id)}["m1"] == "Anew"
+    with pytest.raises(errors.OwnershipLost):
+        await store.save_draft(run.id, token="stale", message_id="m1", text="x", start=4)
+    assert {d.message_id: d.text for d in await store.get_drafts(run.id)}["m1"] == "Anew"
+
+
 async def test_a_committed_message_replaces_its_draft(store: Store) -> None:
     run, token = await running_run(store)
     await store.save_draft(run.id, token=token, message_id="m1", text="Hel")
