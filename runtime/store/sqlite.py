@@ -110,6 +110,9 @@ Conn = sqlite3.Connection
 BUSY_TIMEOUT_MS = 10_000
 CHECKPOINT_EVERY = 100
 """Commits between two WAL checkpoints (run on the worker thread)."""
+HOLD_WAIT = 0.02
+"""Seconds an operation on the caller's thread waits, blocking, for the worker to hand back
+the connection before it goes to the worker (``SqliteStore._hold``)."""
 PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
@@ -415,6 +418,12 @@ class SqliteStore:
         operation goes to the worker behind it)."""
         conn, worker = self._connection()
         if self._lock.acquire(blocking=False):
+            return conn
+        # Wait a moment for the worker right here, giving up the GIL: while the event loop is
+        # busy (a run streaming flat out), a thread that waits for the GIL seldom wins it, so
+        # the worker took up to seconds to finish a few statements and hand back the
+        # connection (and a hop to it to ask, as below, took as long again).
+        if self._lock.acquire(timeout=HOLD_WAIT):
             return conn
         await asyncio.get_running_loop().run_in_executor(worker, _nothing)
         conn, _ = self._connection()
@@ -1161,7 +1170,15 @@ class SqliteStore:
             params.append(max(0, limit))
             return _hydrate_events(conn, conn.execute(sql, params).fetchall())
 
-        return await self._call(read)
+        if run_id is None and job_id is None:
+            # The next events after a cursor (what every process's pump reads, every poll): a
+            # range of the primary key, at most ``limit`` rows and the rows they reference, on
+            # the caller's thread. On the worker, while a run streamed flat out, this read held
+            # the connection for up to 4 s (the worker won the GIL back from the busy event
+            # loop only now and then), and every write waited behind it: a draft not saved for
+            # 4 s instead of 250 ms.
+            return await self._read(read)
+        return await self._call(read)  # filtered: it may scan far for few rows
 
     async def record_note(
         self,
@@ -1708,7 +1725,10 @@ class SqliteStore:
             )
             return [StaleOwner(owner_id=r[0], released=bool(r[1])) for r in rows]
 
-        return await self._call(read)
+        # Asked every lease interval by every process: the active runs (a partial index) and
+        # their owners' rows, on the caller's thread (on the worker, while the event loop was
+        # busy, it held the connection for seconds; see read_events).
+        return await self._read(read)
 
     async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
         now = self._now()
