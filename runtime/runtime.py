@@ -32,6 +32,7 @@ from runtime.engine.execution import (
     arguments_digest,
 )
 from runtime.engine.extensions import ExtensionPoints
+from runtime.engine.fairness import share_the_gil
 from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
@@ -161,6 +162,7 @@ class Runtime:
         """Recover the runs of owners that are provably gone and start the event pump (and,
         unless read-only, the recovery loop). The owner lease is taken on the first execution."""
         loop = asyncio.get_running_loop()
+        self._background.append(loop.create_task(share_the_gil(self._closing)))
         if self._leases.read_only:
             self._pump.start_after(await self.store.last_seq())
             self._background.append(loop.create_task(self._pump.loop(self._closing)))
