@@ -93,3 +93,41 @@ async def test_the_footer_fits_at_every_width_in_every_focus(
         assert "new_job" in seen["browser"] and "cancel_run" in seen["browser"]
         assert "decide('allow_once')" not in seen["browser"]
         assert "next_tool" in seen["conversation"]
+
+
+async def test_a_change_of_bindings_that_leaves_the_keys_the_same_mounts_nothing_new() -> None:
+    """The bindings change at every focus move and state change; the footer's keys are mounted
+    again only when what it shows changed."""
+    from textual.app import App, ComposeResult
+    from textual.binding import Binding
+    from textual.widgets import Input, Static
+
+    class Pane(Static, can_focus=True):
+        BINDINGS = [Binding("x", "app.noop", "Extra")]
+
+    class Keys(App[None]):
+        BINDINGS = [Binding("ctrl+n", "noop", "New")]
+
+        def compose(self) -> ComposeResult:
+            yield Input(id="one")
+            yield Input(id="two")
+            yield Pane("pane", id="pane")
+            yield KeyFooter()
+
+        def action_noop(self) -> None:
+            pass
+
+    def descriptions() -> list[str]:
+        return [k.description for k in app.screen.query(FooterKey)]
+
+    app = Keys()
+    async with app.run_test(size=(100, 10)) as pilot:
+        await wait_until(pilot, lambda: "New" in descriptions())
+        shown = list(app.screen.query(FooterKey))
+        app.query_one("#two", Input).focus()  # the bindings changed; the keys shown did not
+        await pilot.pause()
+        await pilot.pause()
+        assert list(app.screen.query(FooterKey)) == shown  # the same widgets, not new ones
+        app.query_one("#pane", Pane).focus()  # a key more where the focus went
+        await wait_until(pilot, lambda: "Extra" in descriptions())
+        assert list(app.screen.query(FooterKey)) != shown

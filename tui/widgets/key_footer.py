@@ -10,6 +10,7 @@ these too, and drawn alike."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -136,10 +137,22 @@ def fit_keys(keys: Iterable[tuple[str, str, str]], width: int) -> list[tuple[str
     return [entry for index, entry in enumerate(entries) if index in chosen]
 
 
+@dataclass(frozen=True)
+class _Key:
+    key: str
+    display: str
+    description: str
+    action: str
+    tooltip: str
+    classes: str = ""
+    disabled: bool = False
+
+
 class KeyFooter(Footer):
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
-            return
+    _shown: tuple[_Key, ...] | None = None
+    """The keys composed last; a change of bindings that leaves them the same mounts nothing."""
+
+    def _keys(self) -> tuple[_Key, ...]:
         active_bindings = self.screen.active_bindings
         palette_key = self.app.COMMAND_PALETTE_BINDING
         show_palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
@@ -156,25 +169,49 @@ class KeyFooter(Footer):
         fitted = fit_keys(
             ((action, displays[action], b.description) for action, b in shown.items()), width
         )
-        for action, display, description in fitted:
-            binding = shown[action]
-            yield FooterKey(
-                binding.key,
-                display,
-                description,
-                action,
-                tooltip=binding.tooltip,
-            ).data_bind(compact=Footer.compact)
+        keys = [
+            _Key(shown[action].key, display, description, action, shown[action].tooltip)
+            for action, display, description in fitted
+        ]
         if palette is not None:
-            yield FooterKey(
-                palette.binding.key,
-                self.app.get_key_display(palette.binding),
-                palette.binding.description,
-                palette.binding.action,
-                classes="-command-palette",
-                disabled=not palette.enabled,
-                tooltip=palette.binding.tooltip or palette.binding.description,
+            keys.append(
+                _Key(
+                    palette.binding.key,
+                    self.app.get_key_display(palette.binding),
+                    palette.binding.description,
+                    palette.binding.action,
+                    palette.binding.tooltip or palette.binding.description,
+                    classes="-command-palette",
+                    disabled=not palette.enabled,
+                )
             )
+        return tuple(keys)
+
+    async def recompose(self) -> None:
+        """Mount the keys again only when they changed: the bindings change at every focus
+        move and state change (eight times as a run starts), and each recompose mounted and
+        styled a dozen widgets and laid the screen out again."""
+        if self._bindings_ready and self.is_attached:
+            keys = self._keys()
+            if keys == self._shown and self.children:
+                return
+        await super().recompose()
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        self._shown = self._keys()
+        for key in self._shown:
+            widget = FooterKey(
+                key.key,
+                key.display,
+                key.description,
+                key.action,
+                disabled=key.disabled,
+                tooltip=key.tooltip,
+                classes=key.classes,
+            )
+            yield widget if key.classes else widget.data_bind(compact=Footer.compact)
 
     _fitted_width = 0
 
