@@ -138,3 +138,32 @@ async def test_a_long_line_in_a_code_block_wraps_instead_of_being_cut(
             assert LONG_LINE.replace(" ", "") in shown.replace(" ", "")
     finally:
         await runtime.close()
+
+
+async def test_a_streaming_message_gets_its_thinking_block_only_when_thinking_arrives() -> None:
+    """Most answers have no thinking: a streaming message is its text alone (the block is four
+    widgets to style and lay out), and the block appears, above the text, with the first
+    thinking."""
+    from textual.app import App, ComposeResult
+
+    from runtime.kinds import Role
+    from tui.widgets.message_view import MessageView
+
+    view = MessageView(message_id="m1", role=Role.ASSISTANT, position=None)
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield view
+
+    app = One()
+    async with app.run_test(size=(80, 20)) as pilot:
+        await view.append_text(0, "The answer")
+        await pilot.pause()
+        assert not view.query(Collapsible)
+        view.append_thinking("Let me think")
+        view.append_thinking(" about it.")
+        await wait_until(pilot, lambda: bool(view.query(Collapsible)))
+        [block] = view.query(Collapsible)
+        assert block.display and view.children[0] is block
+        assert view.thinking_text == "Let me think about it."
+        assert view.text == "The answer"

@@ -637,7 +637,6 @@ class MainScreen(Screen[None]):
             message.tool_calls,
             has_older=message.has_older,
             pager=message.pager,
-            live=not message.run.state.is_terminal,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []

@@ -130,7 +130,6 @@ class Conversation(VerticalScroll):
         self._messages: dict[str, MessageView] = {}
         self._tools: dict[str, ToolCallView] = {}
         self._tool_calls: dict[str, ToolCall] = {}
-        self._live_run = False
         self._stash: dict[str, list[str]] = {}
         """What streamed of unfinished messages while the tail was not mounted."""
         self._notes: dict[int, RunNoted] = {}
@@ -160,16 +159,12 @@ class Conversation(VerticalScroll):
         *,
         has_older: bool,
         pager: Pager | None = None,
-        live: bool = False,
     ) -> None:
         """Show ``items`` (the tail of what the pane shows for the run, from ``pager``) and
-        follow the tail; older items load from ``pager`` as the view nears the top. ``live``:
-        the run is still going, so its messages are drawn as the streamed ones are (live
-        Markdown) whether they were read from the database or arrived as events."""
+        follow the tail; older items load from ``pager`` as the view nears the top."""
         self.run_id = run_id
         await self._clear()
         self.pager = pager
-        self._live_run = live
         self._tool_calls = {call.id: call for call in tool_calls}
         self.has_older = has_older
         widgets: list[Widget] = []
@@ -217,7 +212,7 @@ class Conversation(VerticalScroll):
                 return []
             group.message_id, group.position = message.id, message.position
             group.created_at = message.created_at
-            group.widgets = self._run_message_widgets(message, settled=not self._live_run)
+            group.widgets = self._run_message_widgets(message)
         else:
             group.widgets = _context_widgets(item)
         if at_end:
@@ -226,7 +221,7 @@ class Conversation(VerticalScroll):
             self._groups.insert(0, group)
         return list(group.widgets)
 
-    def _run_message_widgets(self, message: Message, *, settled: bool = True) -> list[Widget]:
+    def _run_message_widgets(self, message: Message) -> list[Widget]:
         """A message of the shown run: its view and its tool calls (results fill them in)."""
         if message.role is Role.TOOL:
             for block in message.tool_results:
@@ -236,7 +231,7 @@ class Conversation(VerticalScroll):
                         block.content, is_error=block.is_error, images=block.images
                     )
             return []
-        view = _message_view().from_message(message, settled=settled)
+        view = _message_view().from_message(message)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
         self._messages[message.id] = view
         widgets: list[Widget] = [view]
@@ -388,7 +383,7 @@ class Conversation(VerticalScroll):
             return  # loads from the database when the tail is mounted again
         key = ItemKey(self._run_segment, message.position)
         # Live (the run on screen): drawn as the streamed ones are, whichever came first.
-        widgets = self._run_message_widgets(message, settled=False)
+        widgets = self._run_message_widgets(message)
         self._groups.append(
             _Group(key, message.id, message.position, widgets, created_at=message.created_at)
         )

@@ -112,14 +112,9 @@ class MessageView(Vertical):
         position: int | None,
         text: str = "",
         thinking: str = "",
-        settled: bool | None = None,
     ) -> None:
-        """``settled`` (default: when it has a position): complete as it is, so it has no
-        thinking block unless it has thinking; a message that arrives while its run is on
-        screen is not settled (thinking may still stream into it)."""
         super().__init__(classes=f"-{role.value}")
         self.message_id = message_id
-        self.settled = position is not None if settled is None else settled
         self.role = role
         self.position = position
         self.committed = position is not None
@@ -146,14 +141,13 @@ class MessageView(Vertical):
         return 0 if self.role is Role.USER else markdown_cut(text)
 
     @classmethod
-    def from_message(cls, message: Message, *, settled: bool = True) -> MessageView:
+    def from_message(cls, message: Message) -> MessageView:
         return cls(
             message_id=message.id,
             role=message.role,
             position=message.position,
             text=message.text,
             thinking=_thinking_of(message),
-            settled=settled,
         )
 
     @property
@@ -168,9 +162,8 @@ class MessageView(Vertical):
         return self._thinking.text
 
     def compose(self) -> ComposeResult:
-        if not self.settled or self._thinking.text:
-            with Collapsible(title="Thinking", collapsed=True, id="thinking") as thinking:
-                thinking.display = bool(self._thinking.text)
+        if self._thinking.text:  # a streaming message gets it when its thinking arrives
+            with Collapsible(title="Thinking", collapsed=True, id="thinking"):
                 yield self._thinking
         self._markdown.display = bool(self._markdown_text) or self._tail is None
         self._markdown.set_class(self._tail is not None, "-head")
@@ -229,7 +222,13 @@ class MessageView(Vertical):
         self._pending_markdown.clear()
 
     def append_thinking(self, text: str) -> None:
-        self.query_one("#thinking", Collapsible).display = True
+        if not self.query("#thinking"):
+            # Mounted when the first thinking arrives, not with every streaming message: most
+            # have none, and the block is four widgets to style and lay out.
+            self.mount(
+                Collapsible(self._thinking, title="Thinking", collapsed=True, id="thinking"),
+                before=0,
+            )
         self._thinking.append(terminal_safe(text))
 
     def on_unmount(self) -> None:
@@ -254,7 +253,6 @@ class MessageView(Vertical):
                     Collapsible(self._thinking, title="Thinking", collapsed=True, id="thinking"),
                     before=0,
                 )
-            self.query_one("#thinking", Collapsible).display = True
             await self._thinking.set_text(thinking)
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
 
