@@ -242,7 +242,7 @@ def _transition(
     )
 
 
-# --- owners -------------------------------------------------------------------------------------
+# --- drafts -------------------------------------------------------------------------------------
 
 
 def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
@@ -272,6 +272,9 @@ def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
     ]
     drafts.sort(key=lambda d: (d.updated_at, d.message_id))
     return drafts
+
+
+# --- owners -------------------------------------------------------------------------------------
 
 
 def heartbeat(owner: Owner | None, owner_id: str, now: float) -> float:
