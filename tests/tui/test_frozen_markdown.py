@@ -6,6 +6,7 @@ import pytest
 from rich.console import Console
 from rich.markdown import Markdown as RichMarkdown
 from textual.app import App, ComposeResult
+from textual.strip import Strip
 
 from tests.tui.helpers import layout_requests
 from tui.widgets.frozen_markdown import FrozenMarkdown, _Markdown
@@ -122,3 +123,39 @@ async def test_a_write_that_keeps_the_height_repaints_without_a_layout(
         assert asked == [False, True]
         await pilot.pause()
         assert _rows(streamed) == ["Some words and more", "", "A second paragraph."]
+
+
+async def test_a_class_that_changes_only_the_box_keeps_the_rendered_rows_a_theme_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A streaming answer's head gets a margin once its plain tail starts; that rendered the
+    whole head (8,000 characters, 10-20 ms) a second time. Colours that change render again."""
+
+    class Host(App[None]):
+        CSS = "FrozenMarkdown.-spaced { margin: 0 0 1 0; }"
+
+        def compose(self) -> ComposeResult:
+            yield FrozenMarkdown("# Title\n\nSome *words*.\n\n- a\n- b\n")
+
+    rendered: list[str] = []
+    original = FrozenMarkdown._render_block
+
+    def spy(self: FrozenMarkdown, source: str, width: int) -> list[Strip]:
+        rendered.append(source)
+        return original(self, source, width)
+
+    monkeypatch.setattr(FrozenMarkdown, "_render_block", spy)
+    async with Host().run_test(size=(40, 20)) as pilot:
+        markdown = pilot.app.query_one(FrozenMarkdown)
+        await pilot.pause()
+        assert rendered and _rows(markdown)[0].strip() == "Title"
+        rendered.clear()
+        markdown.add_class("-spaced")
+        await pilot.pause()
+        await pilot.pause()
+        assert rendered == []
+        assert markdown.styles.margin.bottom == 1
+        pilot.app.theme = "textual-light" if pilot.app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        await pilot.pause()
+        assert rendered  # new colours: rendered again

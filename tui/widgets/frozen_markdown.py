@@ -251,5 +251,8 @@ class FrozenMarkdown(Widget):
         self._forget()
 
     def notify_style_update(self) -> None:
-        self._forget()  # colours changed (a theme switch): render again
+        # Colours changed (a theme switch): render again. A class that changes only the box
+        # (a streaming answer's head gets a margin) leaves the rendered rows as they are.
+        if self._style is None or self.rich_style != self._style:
+            self._forget()
         super().notify_style_update()
