@@ -60,9 +60,13 @@ def _command(db_path: Path, workspace: Path, home: Path) -> str:
         "ANTHROPIC_API_KEY": "",
     }
     exports = " ".join(f"{key}={value!r}" for key, value in env.items())
+    # A crash would close the pane and take its traceback with it (and, with the last pane,
+    # the tmux server: a test then saw only "no server running"); the pane stays open instead,
+    # showing what the app printed and its exit status, for the failure message to carry.
     return (
         f"cd {str(workspace)!r} && env {exports} {str(AGENT_TUI)!r} "
-        f"--db {str(db_path)!r} --workspace {str(workspace)!r}"
+        f"--db {str(db_path)!r} --workspace {str(workspace)!r}; status=$?; "
+        f'[ $status -eq 0 ] || {{ echo "agent-tui exited with status $status"; sleep 600; }}'
     )
 
 

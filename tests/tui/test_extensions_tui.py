@@ -14,6 +14,8 @@ from runtime.models import RunState
 from tests.tui.helpers import SIZE, finish_run, make_app, notifications, screen_text, wait_until
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
+from tui.widgets.composer import ComposerInput
+from tui.widgets.status_line import StatusLine
 
 
 @pytest.fixture(autouse=True)
@@ -130,6 +132,15 @@ async def test_slash_compact_records_a_visible_compaction_and_keeps_every_messag
         run_id = screen.selected_run.id
         await finish_run(runtime, run_id)
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is not None)
+        # The run's prompts were answered through the runtime, not by key: the screen shows
+        # each as its event arrives, possibly after the answer, and a "/" pressed while one
+        # holds the focus is the prompt's (the rest then went out as the message "compact").
+        # Once the screen shows the run completed, every earlier event has been shown.
+        status = screen.query_one(StatusLine)
+        await wait_until(
+            pilot,
+            lambda: "completed" in str(status.render()) and isinstance(app.focused, ComposerInput),
+        )
         before = len(await runtime.all_messages(run_id))
         await pilot.press(*"/compact", "enter")
         await wait_until(pilot, lambda: "⇲ compacted" in screen_text(app))

@@ -144,7 +144,8 @@ class _Key:
     description: str
     action: str
     tooltip: str
-    classes: str = ""
+    palette: bool = False
+    """The command palette's key: at the right, styled apart, never compacted."""
     disabled: bool = False
 
 
@@ -181,7 +182,7 @@ class KeyFooter(Footer):
                     palette.binding.description,
                     palette.binding.action,
                     palette.binding.tooltip or palette.binding.description,
-                    classes="-command-palette",
+                    palette=True,
                     disabled=not palette.enabled,
                 )
             )
@@ -209,9 +210,9 @@ class KeyFooter(Footer):
                 key.action,
                 disabled=key.disabled,
                 tooltip=key.tooltip,
-                classes=key.classes,
+                classes="-command-palette" if key.palette else "",
             )
-            yield widget if key.classes else widget.data_bind(compact=Footer.compact)
+            yield widget if key.palette else widget.data_bind(compact=Footer.compact)
 
     _fitted_width = 0
 

@@ -240,7 +240,7 @@ class MessageView(Vertical):
         final = terminal_safe(message.text)
         thinking = terminal_safe(_thinking_of(message))
         if self.committed and final == self.text and thinking == self._thinking.text:
-            return  # shown already (settled, or committed twice)
+            return  # shown already (read from the database, or committed twice)
         self.position = message.position
         self.committed = True
         self._flush_markdown()  # what waited for the next write is shown before it is compared
