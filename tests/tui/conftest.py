@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, TextArea
 
 from runtime.api import Runtime
 from tests.tui.helpers import open_runtime
+
+LOG_TAIL_CHARS = 6_000
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """A failed test that ran the real program (in tmux) carries the end of its log: the app
+    writes its errors to ``agent-tui.log`` beside the database, which is gone with the test's
+    temporary folder by the time anyone reads the failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or item.get_closest_marker("slow") is None:
+        return
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if not isinstance(folder, Path):
+        return
+    for log in sorted(folder.rglob("agent-tui.log")):
+        text = log.read_text(errors="replace")
+        report.sections.append((f"agent-tui log {log.relative_to(folder)}", text[-LOG_TAIL_CHARS:]))
 
 
 @pytest.fixture
