@@ -107,10 +107,26 @@ class AgentTuiApp(App[int]):
             self.register_theme(theme)
         wanted = settings.theme or DEFAULT_THEME
         if wanted in self.available_themes:
-            self.theme = wanted
+            self._first_theme(wanted)
         else:
             self._theme_problems.append(f"theme {wanted!r} is not installed; using the default")
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+
+    def _first_theme(self, name: str) -> None:
+        """Start in theme ``name``. Set as ``self.theme = name`` is, its watcher has every
+        stylesheet parsed and applied again, twice, after the first screen is styled (11-12 ms
+        before the first frame; a bare app has none of it). Before anything is styled, the
+        stylesheet can simply start with the theme's colours: the watcher's other work is the
+        theme's classes (set here) and the filter that maps ANSI colours to the theme's, which
+        only a theme with other ANSI colours, or a light one, needs (those take the long way)."""
+        default = self.current_theme
+        theme = self.get_theme(name)
+        if theme is None or theme.dark != default.dark or theme.ansi != default.ansi:
+            self.theme = name
+            return
+        self.set_reactive(App.theme, name)
+        self.add_class(f"-theme-{name}", update=False)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     @property
     def open_runtime(self) -> RuntimeApi:
@@ -120,6 +136,16 @@ class AgentTuiApp(App[int]):
             raise RuntimeError("the runtime is not open yet")
         return self.runtime
 
+    CSS_PATH = "screens/main.tcss"
+    """The main screen's stylesheet, read with the app's own at start: as the screen's
+    ``CSS_PATH`` it had every stylesheet parsed and applied again when the screen was first
+    shown."""
+
+    # A mode's screen rather than the default screen (``get_default_screen``), though a mode
+    # has the stylesheet applied once more as it starts: Textual waits for a mode's first
+    # screen to be mounted (composed, its input focused) before the app counts as running, and
+    # not for the default screen's, so keys sent at once went to no input (the first letter of
+    # a task typed by a test was lost).
     DEFAULT_MODE = "main"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"main": MainScreen}
 

@@ -93,7 +93,8 @@ NOTICE_SEVERITIES: dict[str, SeverityLevel] = {
 
 
 class MainScreen(Screen[None]):
-    CSS_PATH = "main.tcss"
+    # Its stylesheet, main.tcss, is the app's (``AgentTuiApp.CSS_PATH``): read with the app's,
+    # not parsed again with every other stylesheet when the screen is first shown.
     AUTO_FOCUS = "#composer-input"
 
     BINDINGS: ClassVar[list[BindingType]] = [
