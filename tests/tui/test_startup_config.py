@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.color import Color
+from textual.css.stylesheet import Stylesheet
 
 from runtime.locations import peek_default
 from tui.app import program_app
@@ -71,3 +73,36 @@ async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2
     assert app.runtime is None
     assert not db.exists()  # the database is not even created
     assert broken.read_text() == "[defaults]\nmodel = = 'x'\n"  # nothing modified
+
+
+@pytest.mark.parametrize("theme", ["agent-dusk", "agent-moss", "agent-paper"])
+async def test_the_first_screen_is_in_the_starting_theme_and_its_styles_are_parsed_once(
+    tmp_path: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch, theme: str
+) -> None:
+    """A dark theme with the default ANSI colours starts without the theme's watcher, which
+    parsed and applied every stylesheet twice more before the first frame (with the main
+    screen's own CSS_PATH, a third time); its colours and class are there all the same."""
+    reparses: list[None] = []
+    reparse = Stylesheet.reparse
+
+    def counted(self: Stylesheet) -> None:
+        reparses.append(None)
+        reparse(self)
+
+    monkeypatch.setattr(Stylesheet, "reparse", counted)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent-tui.toml").write_text(f'[defaults]\ntheme = "{theme}"\n')
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        before_first_frame = len(reparses)
+        variables = app.get_css_variables()
+        assert app.theme == theme and app.has_class(f"-theme-{theme}")
+        assert app.has_class("-dark-mode") is app.current_theme.dark
+        assert app.screen.styles.background == Color.parse(variables["background"])
+        composer = app.screen.query_one("#composer-input")
+        assert composer.styles.color.a > 0
+        assert composer.styles.background == Color.parse(variables["surface"])
+    # The theme's watcher (two more) only for a light theme, which needs its ANSI mapping.
+    assert before_first_frame <= (1 if app.current_theme.dark else 3)
