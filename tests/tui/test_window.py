@@ -147,6 +147,29 @@ async def press_until(
         raise AssertionError(f"the window never moved: {state}") from None
 
 
+async def older_page(conversation: Conversation) -> None:
+    """Press Home until an older page came in, or until the view learnt that nothing older is
+    left: when the page before was the last one and full, only the next look finds nothing,
+    and then the first item stays the same (waiting for it to change waited forever)."""
+    first = conversation.first_key
+    await press_until(
+        conversation,
+        conversation.action_scroll_home,
+        lambda: conversation.first_key != first or not conversation.has_older,
+    )
+
+
+async def newer_page(conversation: Conversation) -> None:
+    """Press End until a newer page came in, or until the view learnt that it is at the tail
+    (see ``older_page``: a full last page, then a look that finds nothing)."""
+    last = conversation.last_key
+    await press_until(
+        conversation,
+        conversation.action_scroll_end,
+        lambda: conversation.last_key != last or not conversation.has_newer,
+    )
+
+
 def _static_text(widget: object) -> str:
     from textual.widgets import Static
 
@@ -176,11 +199,7 @@ async def _scroll_to_top(conversation: Conversation, most: list[int]) -> None:
     for _ in range(10_000):  # a bound: each step loads a page
         if not conversation.has_older and not conversation.page_loading:
             return
-        await press_until(
-            conversation,
-            conversation.action_scroll_home,
-            lambda first=conversation.first_key: conversation.first_key != first,
-        )
+        await older_page(conversation)
         most.append(await _mounted_once_trimmed(conversation))
         assert most[-1] <= BOUND
 
@@ -230,11 +249,7 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
 
             # And back down a few pages: newer pages load, the oldest are unmounted again.
             for _ in range(5):
-                await press_until(
-                    conversation,
-                    conversation.action_scroll_end,
-                    lambda last=conversation.last_position: conversation.last_position != last,
-                )
+                await newer_page(conversation)
                 # The oldest are unmounted as the page settles (removal finishes a moment later).
                 await wait_until(lambda: _mounted(conversation) <= BOUND)
             assert conversation.has_older
@@ -293,12 +308,7 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
             for _ in range(10_000):
                 if not conversation.has_older and not conversation.page_loading:
                     break
-                first_key = conversation.first_key
-                await press_until(
-                    conversation,
-                    conversation.action_scroll_home,
-                    lambda first_key=first_key: conversation.first_key != first_key,
-                )
+                await older_page(conversation)
                 text = screen_text(app)
                 seen.update(line for line in text.splitlines() if line.startswith("── "))
                 most.append(await _mounted_once_trimmed(conversation))
@@ -321,12 +331,7 @@ async def test_scrolling_up_shows_the_jobs_earlier_root_runs_under_their_headers
             for _ in range(10_000):
                 if not conversation.has_newer and not conversation.page_loading:
                     break
-                last_key = conversation.last_key
-                await press_until(
-                    conversation,
-                    conversation.action_scroll_end,
-                    lambda last_key=last_key: conversation.last_key != last_key,
-                )
+                await newer_page(conversation)
             assert conversation.last_position == 199
             assert conversation.message_views[-1].text.startswith("Run 3 message 199.")
     finally:
@@ -376,12 +381,7 @@ async def test_a_long_runs_notes_sit_before_the_first_later_message_wherever_the
             for _ in range(10_000):
                 if not conversation.has_newer and not conversation.page_loading:
                     break
-                last_key = conversation.last_key
-                await press_until(
-                    conversation,
-                    conversation.action_scroll_end,
-                    lambda last_key=last_key: conversation.last_key != last_key,
-                )
+                await newer_page(conversation)
             assert conversation.last_position == 299
             # Back at the tail: the late note is there again, once, in its place.
             assert _note_place(conversation, "◆ compacted") == (1, 290)
@@ -427,11 +427,7 @@ async def test_end_pressed_at_the_bottom_of_the_window_loads_the_newer_messages(
                 lambda: conversation.max_scroll_y > 0 and conversation.is_vertical_scroll_end
             )
             while conversation.has_older and (conversation.last_position or 0) > 150:
-                await press_until(
-                    conversation,
-                    conversation.action_scroll_home,
-                    lambda first=conversation.first_key: conversation.first_key != first,
-                )
+                await older_page(conversation)
             assert conversation.has_newer
             assert conversation.pager is not None
             failing = _Failing(conversation.pager)
