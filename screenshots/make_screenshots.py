@@ -73,6 +73,13 @@ async def _finish(runtime: Runtime, run_id: str) -> None:
         await runtime.respond(boundary.run.id, request.id, value)
 
 
+async def _to_browser(pilot: Any) -> None:
+    """Tab from the composer (where the app starts) to the browser, as a person does."""
+    screen = _main(pilot)
+    await pilot.press("tab")
+    await _until(pilot, lambda: screen.job_tree.has_focus)
+
+
 async def scene_main(pilot: Any, runtime: Runtime) -> None:
     for task in ("summarise this project", "list the TODOs"):
         run = await runtime.start(task)
@@ -80,6 +87,7 @@ async def scene_main(pilot: Any, runtime: Runtime) -> None:
     screen = _main(pilot)
     screen.load_jobs(None, first=True)
     await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2 and screen.job_tree.cursor_node)
+    await _to_browser(pilot)
     await pilot.press("enter")
     await _until(pilot, lambda: screen.selected_run is not None)
     await pilot.pause(0.3)
@@ -111,6 +119,7 @@ async def scene_inbox(pilot: Any, runtime: Runtime) -> None:
     screen = _main(pilot)
     screen.load_jobs(None, first=True)
     await _until(pilot, lambda: len(screen.job_tree.job_ids) == 3 and screen.job_tree.cursor_node)
+    await _to_browser(pilot)
     await pilot.press("i")
     await _until(pilot, lambda: isinstance(pilot.app.screen, InboxScreen))
     await _until(pilot, lambda: len(pilot.app.screen.requests) == 3)
@@ -123,7 +132,8 @@ async def scene_search(pilot: Any, runtime: Runtime) -> None:
         await _finish(runtime, run.id)
     screen = _main(pilot)
     screen.load_jobs(None, first=True)
-    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2 and screen.job_tree.has_focus)
+    await _until(pilot, lambda: len(screen.job_tree.job_ids) == 2 and screen.job_tree.cursor_node)
+    await _to_browser(pilot)
     await pilot.press("slash", *"TODO", "enter")
     results = screen.query_one("#search-results")
     await _until(pilot, lambda: results.display)
@@ -202,6 +212,7 @@ async def scene_composer(pilot: Any, runtime: Runtime) -> None:
     screen = _main(pilot)
     screen.load_jobs(None, first=True)
     await _until(pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node)
+    await _to_browser(pilot)
     await pilot.press("enter")
     await _until(pilot, lambda: screen.selected_run is not None)
     await pilot.press("ctrl+t", *"Now add tests for greet():", "shift+enter")

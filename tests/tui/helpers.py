@@ -76,7 +76,8 @@ async def finish_run(runtime: Runtime, run_id: str) -> None:
 
 
 async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
-    """Until the browser shows its first page with the cursor on the first job."""
+    """Until the browser shows its first page with the cursor on the first job; then, from an
+    empty composer (where the app starts), to the browser as a person goes there: Tab."""
     from tui.screens.main import MainScreen
 
     screen = app.screen
@@ -84,6 +85,10 @@ async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
     await wait_until(
         pilot, lambda: screen.job_tree.job_ids and screen.job_tree.cursor_node is not None
     )
+    composer_input = screen.composer.input
+    if app.focused in (None, composer_input) and not composer_input.text:
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is screen.job_tree)
 
 
 def layout_requests(monkeypatch: pytest.MonkeyPatch, widget: Widget) -> list[bool]:

@@ -316,6 +316,43 @@ async def test_a_browser_page_arriving_after_a_new_job_was_chosen_keeps_the_typi
         await runtime.close()
 
 
+async def test_after_a_relaunch_with_jobs_typing_at_once_is_the_task_and_no_browser_action(
+    db_path: Path, workspace: Path
+) -> None:
+    # Tried in tmux: relaunched with a job in the database, the browser took the focus once its
+    # first page came, while the screen said "Type a task below"; typing "hello" exported the
+    # job into the workspace (`e`) and sent the rest to other single-letter actions.
+    first = await open_runtime(db_path, workspace)
+    try:
+        earlier = await first.start("an earlier job")
+        await finish_run(first, earlier.id)
+    finally:
+        await first.close()
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        before = sorted(path.name for path in workspace.iterdir())
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            # The browser's first page is shown, its cursor on the job for Esc or Tab to it.
+            await wait_until(pilot, lambda: tree.job_ids and tree.cursor_node is not None)
+            assert app.focused is screen.composer.input
+            await pilot.press(*"hello, export nothing")
+            await pilot.pause()
+            assert app.focused is screen.composer.input
+            assert screen.composer.input.text == "hello, export nothing"
+            assert screen.composer.follow_up_job_id is None  # a new job, as the screen says
+            assert not isinstance(app.screen, HelpScreen)
+            assert not notifications(app)  # no "Exported to …", no other action
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: len(tree.job_ids) == 2)
+        assert sorted(path.name for path in workspace.iterdir()) == before  # nothing exported
+        assert "hello, export nothing" in await user_inputs(runtime)
+    finally:
+        await runtime.close()
+
+
 async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_works(
     db_path: Path, workspace: Path
 ) -> None:

@@ -115,6 +115,9 @@ async def test_a_poller_never_steals_the_tuis_run_and_a_second_tui_can_answer_it
         second_start = ("new-session", "-d", "-s", second, "-x", "140", "-y", "40", command)
         assert (await _tmux(*second_start))[0] == 0
         await _wait_for_text(second, "? summarise", timeout=30)  # waiting, in the browser
+        # It starts in the composer, as any launch does: Tab to the browser, then its keys.
+        await _tmux("send-keys", "-t", second, "Tab")
+        await _wait_for_text(second, "i Inbox")
         await _tmux("send-keys", "-t", second, "i")
         await _wait_for_text(second, "question    summarise")
         await _open_from_inbox(second)

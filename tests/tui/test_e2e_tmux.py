@@ -46,9 +46,13 @@ async def _wait_for_text(session: str, text: str, *, timeout: float = 20.0) -> s
 
 
 async def _wait_for_exit(session: str, *, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while (await _tmux("has-session", "-t", session))[0] == 0:
-            await asyncio.sleep(0.1)
+    try:
+        async with asyncio.timeout(timeout):
+            while (await _tmux("has-session", "-t", session))[0] == 0:
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        screen = await _screen(session)
+        pytest.fail(f"agent-tui did not exit within {timeout:.0f} s; the screen was:\n{screen}")
 
 
 def _command(db_path: Path, workspace: Path, home: Path) -> str:

@@ -103,8 +103,11 @@ class Tui:
         return await _wait_for_text(self.session, text, timeout=timeout)
 
     async def open_job_under_cursor(self, shown: str) -> None:
-        """Enter on the browser's row until ``shown`` is on screen (the browser may still be
-        filling its first page when the first Enter arrives)."""
+        """Tab to the browser (the app starts in the composer), then Enter on its row until
+        ``shown`` is on screen (the browser may still be filling its first page when the first
+        Enter arrives)."""
+        await self.keys("Tab")
+        await self.wait_for("n New job")  # the browser's keys, in the footer
         async with asyncio.timeout(60):
             while shown not in await _screen(self.session):
                 await self.keys("Enter")

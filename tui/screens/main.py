@@ -163,9 +163,6 @@ class MainScreen(Screen[None]):
         self._loading_run_id: str | None = None
         self._replay: list[TextualMessage] = []
         self._loading_more = False
-        self._composer_chosen = False
-        """The person asked for the composer (a new job): a page of the browser arriving later
-        no longer moves the focus to the browser, where their typing would go astray."""
         self._search_hits: list[SearchHit] = []
         self._context_windows: dict[str, int | None] = {}
         self._return_to_tool: str | None = None
@@ -459,15 +456,11 @@ class MainScreen(Screen[None]):
             self._check_interrupted(suspects)
         if message.first and message.jobs:
             self._count_waiting()
-            composer_input = self.composer.input
-            search = self.query_one("#search", Input)
-            if (
-                not self._composer_chosen
-                and self.focused in (None, composer_input, search)
-                and not composer_input.value
-            ):
-                tree.focus()
-                tree.call_after_refresh(self._cursor_to_first_row)
+            # The focus stays where it is (the composer, at start): a person who relaunches
+            # types a task at once, as in a fresh app, and letters typed into the browser are
+            # its actions (`e` exported the job into the workspace). The cursor waits on the
+            # first job for Esc or Tab to the browser.
+            tree.call_after_refresh(self._cursor_to_first_row)
 
     def _cursor_to_first_row(self) -> None:
         """The browser's cursor on its first row, unless a row was chosen meanwhile (a run
@@ -487,7 +480,8 @@ class MainScreen(Screen[None]):
         waiting = await self.runtime.inbox(limit=100)
         if waiting:
             self.notify(
-                f"{len(waiting)} run(s) wait for your input — press i for the inbox.",
+                f"{len(waiting)} run(s) wait for your input — the inbox: i in the browser"
+                " (Esc from the composer).",
                 title="Inbox",
             )
 
@@ -1278,7 +1272,6 @@ class MainScreen(Screen[None]):
         self.run_worker(self._new_job(), exit_on_error=False, group="new-job", exclusive=True)
 
     async def _new_job(self) -> None:
-        self._composer_chosen = True
         await self.hide_prompt()
         self.selected_run = None
         self.selected_job = None
