@@ -75,6 +75,18 @@ async def finish_run(runtime: Runtime, run_id: str) -> None:
             )
 
 
+async def finished_earlier(db_path: Path, workspace: Path, task: str) -> str:
+    """A run of ``task`` finished by an earlier process on ``db_path`` (a relaunch finds it in
+    the browser); its run id."""
+    earlier = await open_runtime(db_path, workspace)
+    try:
+        run = await earlier.start(task)
+        await finish_run(earlier, run.id)
+        return run.id
+    finally:
+        await earlier.close()
+
+
 async def wait_for_browser(pilot: Pilot[object], app: AgentTuiApp) -> None:
     """Until the browser shows its first page with the cursor on the first job; then, from an
     empty composer (where the app starts), to the browser as a person goes there: Tab."""

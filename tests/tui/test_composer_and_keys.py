@@ -17,6 +17,7 @@ from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import (
     SIZE,
     finish_run,
+    finished_earlier,
     make_app,
     notifications,
     open_runtime,
@@ -322,12 +323,7 @@ async def test_after_a_relaunch_with_jobs_typing_at_once_is_the_task_and_no_brow
     # Tried in tmux: relaunched with a job in the database, the browser took the focus once its
     # first page came, while the screen said "Type a task below"; typing "hello" exported the
     # job into the workspace (`e`) and sent the rest to other single-letter actions.
-    first = await open_runtime(db_path, workspace)
-    try:
-        earlier = await first.start("an earlier job")
-        await finish_run(first, earlier.id)
-    finally:
-        await first.close()
+    await finished_earlier(db_path, workspace, "an earlier job")
     runtime = await open_runtime(db_path, workspace)
     try:
         before = sorted(path.name for path in workspace.iterdir())

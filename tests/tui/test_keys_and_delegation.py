@@ -18,6 +18,7 @@ from runtime.models import RunState, ToolCallState
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import (
     finish_run,
+    finished_earlier,
     make_app,
     open_runtime,
     wait_for_browser,
@@ -125,15 +126,10 @@ async def test_the_context_fill_shows_a_dash_when_the_window_is_unknown() -> Non
 async def test_from_the_composer_a_person_reaches_an_old_job_by_keys_and_follows_it_up(
     db_path: Path, workspace: Path
 ) -> None:
-    first = await open_runtime(db_path, workspace)
-    try:
-        old = await first.start("summarise")
-        await finish_run(first, old.id)
-    finally:
-        await first.close()
-
+    old_id = await finished_earlier(db_path, workspace, "summarise")
     runtime = await open_runtime(db_path, workspace)
     try:
+        old = await runtime.get_run(old_id)
         app = make_app(runtime, workspace)
         async with app.run_test(size=WIDE) as pilot:
             screen = main_screen(app)
