@@ -802,6 +802,11 @@ class MainScreen(Screen[None]):
 
     async def _apply_to_conversation(self, message: TextualMessage) -> None:
         conversation = self.conversation
+        if not conversation.is_attached:
+            # The app is closing (quit while a run streams): the screen's queue still holds
+            # what the runtime sent, and mounting a new message's view raised MountError,
+            # which turned the quit into a traceback and exit status 1.
+            return
         if isinstance(message, bridge.DeltaReceived):
             await conversation.delta(
                 message.message_id, message.offset, message.text, thinking=message.thinking
@@ -1202,6 +1207,8 @@ class MainScreen(Screen[None]):
     async def show_prompt(self, request: InputRequest, *, asker: Run | None = None) -> None:
         """Dock the prompt for ``request`` under the conversation; ``asker`` is the sub-run
         that asks when it is not the run on screen."""
+        if not self.is_attached:
+            return  # the app is closing: nothing to dock (see _apply_to_conversation)
         origin = self.query_one("#prompt-origin", Static)
         if asker is not None:
             origin.update(f"↳ Asked by sub-run {asker.agent} — answering resumes it, then this run")
