@@ -607,7 +607,11 @@ class MainScreen(Screen[None]):
         return None
 
     async def on_run_loaded(self, message: RunLoaded) -> None:
-        if message.run.id != self._loading_run_id:
+        if message.run.id != self._loading_run_id or not self.is_attached:
+            # Not attached: the app is closing and the screen's queue still holds what came
+            # meanwhile (a quit while a run streams). Mounting into it raised MountError, which
+            # turned the quit into a traceback and exit status 1; so do the handlers below that
+            # mount what the runtime sent (a message's view, notes, a prompt).
             return
         # One layout and one frame for the whole change (the tree's row, the conversation
         # cleared and its window mounted, the status line, the prompt), not one per step: each
@@ -801,12 +805,9 @@ class MainScreen(Screen[None]):
         return self.conversation.run_id == run_id and self._loading_run_id is None
 
     async def _apply_to_conversation(self, message: TextualMessage) -> None:
+        if not self.is_attached:
+            return  # the app is closing (see on_run_loaded)
         conversation = self.conversation
-        if not conversation.is_attached:
-            # The app is closing (quit while a run streams): the screen's queue still holds
-            # what the runtime sent, and mounting a new message's view raised MountError,
-            # which turned the quit into a traceback and exit status 1.
-            return
         if isinstance(message, bridge.DeltaReceived):
             await conversation.delta(
                 message.message_id, message.offset, message.text, thinking=message.thinking
@@ -851,7 +852,7 @@ class MainScreen(Screen[None]):
         await self._route(message.event.run_id, message)
 
     async def on_notes_loaded(self, message: NotesLoaded) -> None:
-        if self.conversation.run_id == message.run_id:
+        if self.is_attached and self.conversation.run_id == message.run_id:
             await self.conversation.insert_notes(message.notes)
 
     async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
@@ -1208,7 +1209,7 @@ class MainScreen(Screen[None]):
         """Dock the prompt for ``request`` under the conversation; ``asker`` is the sub-run
         that asks when it is not the run on screen."""
         if not self.is_attached:
-            return  # the app is closing: nothing to dock (see _apply_to_conversation)
+            return  # the app is closing (see on_run_loaded)
         origin = self.query_one("#prompt-origin", Static)
         if asker is not None:
             origin.update(f"↳ Asked by sub-run {asker.agent} — answering resumes it, then this run")
