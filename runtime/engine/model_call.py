@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import uuid
 from collections.abc import Callable
 
 from runtime.bus import EventBus
@@ -25,6 +24,7 @@ from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import argument_problem
 from runtime.errors import AgentTuiError, ModelError
 from runtime.events import Notice
+from runtime.ids import new_id
 from runtime.models import Message, Role, Run, ToolCallState
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.rewind import FILE_WRITING_TOOLS
@@ -99,7 +99,7 @@ class ModelCall:
             attempt += 1
             # Each attempt streams under its own message id: observers never see a retry's
             # text glued onto the dropped attempt's. The commit clears the run's drafts.
-            message_id = uuid.uuid4().hex
+            message_id = new_id()
             folded = Fold()
             try:
                 await self._stream_once(execution, run, provider, request, message_id, folded)

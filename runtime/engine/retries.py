@@ -9,12 +9,12 @@ run again (under the approval rules) or are reported unknown."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from runtime.errors import InvalidInput
 from runtime.history import last_message, retry_position
+from runtime.ids import new_id
 from runtime.models import (
     ContentBlock,
     Message,
@@ -72,7 +72,7 @@ async def seed_retry(
     claimed = await store.claim_run(new_run.id, owner_id=owner_id)
     token = claimed.execution_token or ""
     by_provider = {c.provider_id: c for c in calls}
-    ids = {c.id: uuid.uuid4().hex for c in calls}
+    ids = {c.id: new_id() for c in calls}
     content: list[ContentBlock] = []
     for block in assistant.content:
         if isinstance(block, ToolUseBlock) and block.id in by_provider:

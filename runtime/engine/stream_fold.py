@@ -7,12 +7,12 @@ tool call started twice, arguments after its end) raise a retryable ``protocol_e
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.execution import DELEGATE_PREFIX
 from runtime.errors import ModelError
+from runtime.ids import new_id
 from runtime.models import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from runtime.providers.base import (
     ModelEvent,
@@ -164,7 +164,7 @@ def _tool_call(block: dict[str, Any], tools: dict[str, Tool]) -> tuple[ToolUseBl
         arguments = {"_invalid_json": raw}
     if not isinstance(arguments, dict):
         arguments = {"_invalid_json": raw}
-    tool_call_id = uuid.uuid4().hex
+    tool_call_id = new_id()
     tool = tools.get(block["name"])
     use = ToolUseBlock(
         id=block["id"], tool_call_id=tool_call_id, name=block["name"], input=arguments

@@ -18,7 +18,6 @@ Records passed in are trusted (they came out of the store); the plans construct 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -35,6 +34,7 @@ from runtime.events import (
     RunStateChanged,
     ToolStateChanged,
 )
+from runtime.ids import new_id
 from runtime.models import (
     Checkpoint,
     Draft,
@@ -76,10 +76,6 @@ __all__ = [
 
 TITLE_LENGTH = 80
 IdFactory = Callable[[], str]
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
 
 
 def title_from(input_text: str | None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,12 @@ from runtime.models import (
 from runtime.store.base import NewMessage, ToolStateChange
 from runtime.store.migrations import _MESSAGE_TEXT, LATEST_VERSION, migrate
 from runtime.store.sqlite import SqliteStore
-from runtime.store.stored_content import message_text, register_functions
+from runtime.store.stored_content import (
+    content_json,
+    encode_content,
+    message_text,
+    register_functions,
+)
 from tests.store.helpers import running_run, step_with_tools
 
 # Varied text, as a real tool result is (a repeated phrase would compress far better).
@@ -252,3 +258,16 @@ async def test_a_version_10_database_keeps_its_rows_and_index_and_compresses_new
     assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     conn.close()
     _fts_integrity(path)
+
+
+@pytest.mark.parametrize("size", [256, 511, 512, 513, 4_096, 4_097, 32_768, 100_000])
+def test_content_compressed_with_a_window_fitted_to_it_is_as_small_as_zlibs_default(
+    size: int,
+) -> None:
+    """The window is sized to the content (for speed); across the sizes where it changes, the
+    stored bytes read back whole with plain zlib and are no larger than level 6's default."""
+    data = (SOURCE * 3)[1_000 : 1_000 + size].encode()
+    stored = encode_content(data, has_images=False)
+    assert isinstance(stored, bytes)
+    assert zlib.decompress(stored) == data == content_json(stored)
+    assert len(stored) <= len(zlib.compress(data, 6))
