@@ -15,7 +15,7 @@ the models and what recovery found at open.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -97,7 +97,12 @@ class RuntimeApi(Protocol):
 
     # --- observing and waiting --------------------------------------------------------------
     def observe(
-        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+        self,
+        run_id: str | None = None,
+        *,
+        job_id: str | None = None,
+        after: int | None = None,
+        live: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[Event]: ...
 
     async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary: ...

@@ -164,6 +164,10 @@ DURABLE_KINDS = frozenset(
     }
 )
 
+LIVE_DETAIL_KINDS = frozenset({"message_delta", "tool_progress"})
+"""Transient events that only matter to whoever watches the run live (not notices: those are
+for whoever looks at all)."""
+
 
 def repair_text(event: HistoryRepaired) -> str:
     """The one line a person reads for a ``history_repaired`` event."""

@@ -462,12 +462,19 @@ class Runtime:
 
     # --- observing -----------------------------------------------------------------------------
     def observe(
-        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+        self,
+        run_id: str | None = None,
+        *,
+        job_id: str | None = None,
+        after: int | None = None,
+        live: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[Event]:
         """Durable events from the cursor on interleaved with live transient ones (§6).
 
-        ``run_id`` None and ``job_id`` None: every run. ``after`` None: from now on."""
-        return self._pump.observe(run_id, job_id=job_id, after=after)
+        ``run_id`` None and ``job_id`` None: every run. ``after`` None: from now on.
+        ``live(run_id)``: whose deltas and tool progress to deliver (None: every run's); the
+        durable events of every run observed come whatever it says."""
+        return self._pump.observe(run_id, job_id=job_id, after=after, live=live)
 
     async def wait(self, run_id: str, *, timeout: float | None = None) -> Boundary:
         """The run's next boundary: terminal, or input_required with its open request (of the

@@ -8,7 +8,10 @@ flush. Durable events flush pending deltas first, so order is kept.
 Keys first: only the run on screen gets its live detail (deltas and tool progress); for every
 other run only its durable events are posted (state changes, commits, tool states, checkpoints),
 so ten runs streaming in the background put a handful of messages in the queue keypresses
-share, not hundreds a second. ``wants_live(run_id)`` (the screen's) says which run that is.
+share, not hundreds a second. ``wants_live(run_id)`` (the screen's) says which run that is; the
+runtime asks it as each piece is published (``observe(live=...)``), so the other runs' pieces
+never even wake the bridge (ten runs streaming flat out woke it 3,000 times in 10 s for
+nothing).
 
 Each flush of a streaming message costs the app a layout and a repaint of the conversation
 (about 10-15 ms here, whatever the size of the piece), so a fast stream (more than
@@ -138,7 +141,7 @@ class Bridge:
     async def pump(self) -> None:
         """Run until cancelled; post one message per durable event, merged deltas."""
         try:
-            async for event in self._runtime.observe():
+            async for event in self._runtime.observe(live=self._wants_live):
                 self._accept(event)
         finally:
             self._flush()
@@ -148,14 +151,6 @@ class Bridge:
         # first frame, and the runtime's events bring pydantic (the runtime is open by now).
         from runtime import events as rt
 
-        if (
-            self._wants_live is not None
-            and isinstance(event, (rt.MessageDelta, rt.ToolProgress))
-            and not self._wants_live(event.run_id)
-        ):
-            # Live detail, which only the run on screen needs: the many small events (commits,
-            # tool states and checkpoints are few, and the browser's rows follow them).
-            return  # a run not on screen: its state changes are enough
         if isinstance(event, rt.MessageDelta):
             last = self._pending[-1] if self._pending else None
             if (

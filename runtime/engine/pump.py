@@ -8,11 +8,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from runtime.bus import EventBus, Overflowed
 from runtime.engine.execution import POLL_INTERVAL, Executions
-from runtime.events import DURABLE_KINDS, DurableEvent, Event, RunStateChanged
+from runtime.events import (
+    DURABLE_KINDS,
+    LIVE_DETAIL_KINDS,
+    DurableEvent,
+    Event,
+    RunStateChanged,
+)
 from runtime.models import RunState
 from runtime.store.base import Store
 
@@ -138,19 +144,32 @@ class Pump:
                 await asyncio.sleep(POLL_INTERVAL)
 
     async def observe(
-        self, run_id: str | None = None, *, job_id: str | None = None, after: int | None = None
+        self,
+        run_id: str | None = None,
+        *,
+        job_id: str | None = None,
+        after: int | None = None,
+        live: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[Event]:
         """Durable events from the cursor on (read back from the store) interleaved with live
-        transient ones from the bus; a subscriber that overflows reads back by cursor."""
+        transient ones from the bus; a subscriber that overflows reads back by cursor.
+
+        ``live(run_id)``, when given, says whose live detail (deltas, tool progress) to hand
+        out, asked as each piece arrives: the others are never buffered for this subscriber and
+        never wake it."""
 
         def accept(event: Event) -> bool:
             if run_id is not None and event.run_id != run_id:
+                return False
+            if live is not None and event.kind in LIVE_DETAIL_KINDS and not live(event.run_id):
                 return False
             return job_id is None or event.job_id == job_id
 
         def accept_run(event_job_id: str, event_run_id: str) -> bool:
             if run_id is not None and event_run_id != run_id:
                 return False
+            if live is not None and not live(event_run_id):
+                return False  # only deltas are asked about this way
             return job_id is None or event_job_id == job_id
 
         subscription = self._bus.subscribe(accept, accept_run)

@@ -82,3 +82,45 @@ async def test_a_run_not_on_screen_sends_no_deltas_only_its_durable_events(
         if isinstance(m, bridge.DeltaReceived) and m.run_id == shown.id and not m.thinking
     )
     assert len(streamed) >= 64 * 1000
+
+
+async def test_observe_hands_out_deltas_only_of_the_runs_it_is_told_are_live(
+    runtime: Runtime,
+) -> None:
+    """The filter is the runtime's (``observe(live=...)``): a run not on screen never puts a
+    piece in the subscriber's buffer, so it never wakes the bridge."""
+    live_ids: set[str] = set()
+    seen: list[Any] = []
+
+    async def collect() -> None:
+        async for event in runtime.observe(live=live_ids.__contains__):
+            seen.append(event)
+
+    watcher = asyncio.create_task(collect())
+    try:
+        await asyncio.sleep(0)
+        shown = await runtime.start("/stream 64")
+        live_ids.add(shown.id)
+        hidden = await runtime.start("/stream 64")
+        for run in (shown, hidden):
+            assert (await runtime.wait(run.id, timeout=60)).state is RunState.COMPLETED
+        async with asyncio.timeout(30):
+            while (
+                sum(
+                    1
+                    for e in seen
+                    if e.kind == "run_state_changed" and e.to_state is RunState.COMPLETED
+                )
+                < 2
+            ):
+                await asyncio.sleep(0.01)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+    kinds: dict[str, set[str]] = {}
+    for event in seen:
+        kinds.setdefault(event.run_id, set()).add(event.kind)
+    assert "message_delta" in kinds[shown.id]
+    assert {"run_state_changed", "message_committed"} <= kinds[hidden.id]
+    assert not {"message_delta", "tool_progress"} & kinds[hidden.id]
