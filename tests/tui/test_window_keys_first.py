@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from runtime.api import Runtime
-from runtime.models import RunState
+from runtime.models import Role, RunState
 from tui import bridge
 
 
@@ -81,7 +81,17 @@ async def test_a_run_not_on_screen_sends_no_deltas_only_its_durable_events(
         for m in collector.messages
         if isinstance(m, bridge.DeltaReceived) and m.run_id == shown.id and not m.thinking
     )
-    assert len(streamed) >= 64 * 1000
+    # The text streamed is the answer's (the last pieces may be superseded by the committed
+    # message, which the bus hands out instead of the deltas still buffered before it).
+    committed = next(
+        m.event.message.text
+        for m in collector.messages
+        if isinstance(m, bridge.MessageCommitted)
+        and m.event.run_id == shown.id
+        and m.event.message.role is Role.ASSISTANT
+    )
+    assert len(committed) >= 64 * 1000
+    assert committed.startswith(streamed) and len(streamed) >= len(committed) // 2
 
 
 async def test_observe_hands_out_deltas_only_of_the_runs_it_is_told_are_live(
@@ -124,3 +134,52 @@ async def test_observe_hands_out_deltas_only_of_the_runs_it_is_told_are_live(
     assert "message_delta" in kinds[shown.id]
     assert {"run_state_changed", "message_committed"} <= kinds[hidden.id]
     assert not {"message_delta", "tool_progress"} & kinds[hidden.id]
+
+
+async def test_the_bridge_reads_a_fast_stream_in_merged_pieces_and_posts_all_of_it(
+    runtime: Runtime,
+) -> None:
+    """While deltas wait for their flush, the bridge leaves the bus to merge the pieces that
+    follow: it reads a fraction of the pieces an observer that looks at once gets (one per
+    turn of the streaming loop), and the text it posts is still whole and in order."""
+    read_by_bridge = 0
+    observe = runtime.observe
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal read_by_bridge
+        async for event in observe(*args, **kwargs):
+            read_by_bridge += event.kind == "message_delta"
+            yield event
+
+    runtime.observe = counted  # type: ignore[method-assign]
+    eager: list[str] = []
+
+    async def look_at_once() -> None:
+        async for event in observe():
+            if event.kind == "message_delta":
+                eager.append(event.text)
+
+    collector = _Collector()
+    tasks = [
+        asyncio.create_task(bridge.Bridge(runtime, collector).pump()),  # type: ignore[arg-type]
+        asyncio.create_task(look_at_once()),
+    ]
+    try:
+        await asyncio.sleep(0)
+        run = await runtime.start("/stream 256")
+        assert (await runtime.wait(run.id, timeout=60)).state is RunState.COMPLETED
+        async with asyncio.timeout(30):
+            while not _completed(collector, run.id):
+                await asyncio.sleep(0.01)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    posted = [m for m in collector.messages if isinstance(m, bridge.DeltaReceived)]
+    text = "".join(m.text for m in posted if not m.thinking)
+    assert text == "".join(eager)[: len(text)] and len(text) >= 200 * 1000
+    offsets = [m.offset for m in posted if not m.thinking]
+    assert offsets == sorted(offsets)
+    assert len(eager) > 100
+    assert read_by_bridge * 4 < len(eager)
