@@ -5,6 +5,8 @@ the interpreter's five, and the interpreter's setting is given back when the app
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,3 +52,33 @@ def test_responsive_threads_gives_the_interval_back_when_the_app_fails() -> None
         assert sys.getswitchinterval() == 0.002
         raise RuntimeError("the app crashed")
     assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize(("set_by_person", "expected"), [(None, "120"), ("30", "30")])
+def test_the_program_draws_at_up_to_120_frames_a_second_unless_the_person_chose(
+    set_by_person: str | None, expected: str
+) -> None:
+    """A changed screen waits for the next tick of Textual's frame clock: the program opens the
+    TUI with a tick every 8 ms, not 17, and keeps a rate the person set in ``TEXTUAL_FPS``;
+    the environment the agent's commands inherit is left as it was."""
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    if set_by_person is not None:
+        env["TEXTUAL_FPS"] = set_by_person
+    code = (
+        "import os\n"
+        "from tui.cli import _textual_frame_rate\n"
+        "_textual_frame_rate()\n"
+        "from textual import constants\n"
+        "from textual.screen import UPDATE_PERIOD\n"
+        "print(constants.MAX_FPS, round(1 / UPDATE_PERIOD), os.environ.get('TEXTUAL_FPS'))\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout.split()
+    assert shown == [expected, expected, str(set_by_person)]
