@@ -113,7 +113,7 @@ CHECKPOINT_EVERY = 100
 HOLD_WAIT = 0.02
 """Seconds an operation on the caller's thread waits, blocking, for the worker to hand back
 the connection before it goes to the worker (``SqliteStore._hold``)."""
-PAGE_SIZE = 4_096
+PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
 SNIPPET_CLOSE = "»"
@@ -574,9 +574,10 @@ class SqliteStore:
         conn.row_factory = sqlite3.Row
         register_functions(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        # Only a new, empty file takes a page size. SQLite's default: 8 KiB pages packed the
-        # messages no tighter (1.32x the raw bytes against 1.27x at 800 steps of store_bench) and
-        # every commit wrote its touched pages whole to the WAL, twice as many bytes a step.
+        # Only a new, empty file takes a page size. SQLite's default 4 KiB wrote fewer bytes to
+        # the WAL per commit (store_bench: 7% more steps a second, 1.27x the raw bytes against
+        # 1.32x), but with it the engine's steps 990-1,000 cost 1.12-1.32x steps 1-10 against
+        # 0.62-1.0x with 8 KiB (engine_bench, alternating runs; budget 1.2x): kept at 8 KiB.
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
