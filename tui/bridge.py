@@ -10,8 +10,8 @@ other run only its durable events are posted (state changes, commits, tool state
 so ten runs streaming in the background put a handful of messages in the queue keypresses
 share, not hundreds a second. ``wants_live(run_id)`` (the screen's) says which run that is; the
 runtime asks it as each piece is published (``observe(live=...)``), so the other runs' pieces
-never even wake the bridge (with ten runs streaming flat out it woke 3,000 times in a 13 s
-session, mostly to drop them).
+never even wake the bridge (with ten runs streaming flat out it woke 3,000 times in one
+session of the keys benchmark, mostly to drop them).
 
 Each flush of a streaming message costs the app a layout and a repaint of the conversation
 (about 10-15 ms here, whatever the size of the piece), so a fast stream (more than
@@ -139,8 +139,6 @@ class Bridge:
         self._wants_live = wants_live
         self._pending: list[_PendingDelta | TextualMessage] = []
         self._flush_handle: asyncio.TimerHandle | None = None
-        self._flush_due: float | None = None
-        """When the pending deltas are due to be posted (the loop's clock), None if none."""
         self._interval = FLUSH_INTERVAL
 
     async def pump(self) -> None:
@@ -148,15 +146,15 @@ class Bridge:
         try:
             async for event in self._runtime.observe(live=self._wants_live):
                 self._accept(event)
-                due = self._flush_due
-                if due is not None:
+                pending = self._flush_handle
+                if pending is not None:
                     # The deltas wait for their flush anyway: meanwhile the bus merges what
                     # follows into one piece instead of waking this task for each (2,450 times
                     # for a 1 MB answer, once per turn of the streaming loop). Never long: a
                     # subscriber's buffer keeps at most MAX_TEXT of deltas, and a state change
                     # waits no more than this for its turn.
                     loop = asyncio.get_running_loop()
-                    await asyncio.sleep(max(0.0, min(due - loop.time(), MERGE_WAIT)))
+                    await asyncio.sleep(max(0.0, min(pending.when() - loop.time(), MERGE_WAIT)))
         finally:
             self._flush()
 
@@ -203,13 +201,11 @@ class Bridge:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
             self._flush_handle = loop.call_later(self._interval, self._flush)
-            self._flush_due = loop.time() + self._interval
 
     def _flush(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        self._flush_due = None
         pending, self._pending = self._pending, []
         interval = FLUSH_INTERVAL
         for item in pending:
