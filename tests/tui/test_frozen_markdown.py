@@ -159,3 +159,56 @@ async def test_a_class_that_changes_only_the_box_keeps_the_rendered_rows_a_theme
         await pilot.pause()
         await pilot.pause()
         assert rendered  # new colours: rendered again
+
+
+async def test_a_long_text_is_rendered_a_few_blocks_per_frame_and_ends_as_if_rendered_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fast stream's first piece brings tens of KB; its whole Markdown head (8,000
+    characters) was rendered inside the one layout that also mounted the answer, the new job
+    and the footer's keys: a frame of 30-35 ms in which keys waited. A layout now renders
+    blocks for at most ``RENDER_BUDGET`` (at least one); the rest follows after the frame, and
+    the rows end the same."""
+    from textual.screen import Screen
+
+    from tui.widgets import frozen_markdown
+
+    source = "\n\n".join(f"Paragraph {n} with *some* words, long enough." for n in range(30))
+    per_frame = [0]
+    """Blocks rendered from one layout of the screen to the next."""
+    render_block = FrozenMarkdown._render_block
+    refresh_layout = Screen._refresh_layout
+
+    def counted_block(self: FrozenMarkdown, markup: str, width: int) -> list[Strip]:
+        per_frame[-1] += 1
+        return render_block(self, markup, width)
+
+    def counted_layout(self: Screen[object], *args: object, **kwargs: object) -> None:
+        per_frame.append(0)
+        refresh_layout(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield FrozenMarkdown(source)
+
+    monkeypatch.setattr(frozen_markdown, "RENDER_BUDGET", 0.0)  # a block a pass
+    monkeypatch.setattr(FrozenMarkdown, "_render_block", counted_block)
+    monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    async with Host().run_test(size=(80, 100)) as pilot:
+        markdown = pilot.app.query_one(FrozenMarkdown)
+        for _ in range(200):
+            await pilot.pause()
+            if _rows(markdown)[-1:] == ["Paragraph 29 with some words, long enough."]:
+                break
+        gradual = _rows(markdown)
+        # Before: all 30 in the first layout. Now one, then one after each frame (the last
+        # sealed block with the open one after it).
+        assert max(per_frame) <= 2, per_frame
+        assert sum(per_frame) == 30
+        monkeypatch.setattr(frozen_markdown, "RENDER_BUDGET", 10.0)
+        markdown.set_source(source)
+        await pilot.pause()
+        await pilot.pause()
+        assert gradual == _rows(markdown)
+        assert gradual[0] == "Paragraph 0 with some words, long enough."
+        assert len(gradual) == 59  # 30 paragraphs, a blank row between two

@@ -11,11 +11,18 @@ The text is cut into top-level blocks (at a blank line outside fenced code, befo
 starts at its first column), each rendered on its own and separated by one blank row. A block
 is rendered once per width; text appended while an answer streams only renders the open block
 at the end again, so the cost of an append does not grow with the message.
+
+A layout pass renders sealed blocks for at most ``RENDER_BUDGET`` seconds (at least one
+block); the rest follows after the frame, a budget at a time. A long answer whose first piece
+brings tens of KB (a fast stream's first flush) would otherwise render its whole head with Rich
+inside the one layout that also mounts the answer, the new job in the browser and the footer's
+keys: a single frame of over 30 ms, in which keys wait.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
@@ -118,6 +125,10 @@ def block_starts(text: str) -> list[int]:
     return starts
 
 
+RENDER_BUDGET = 0.003
+"""Seconds of rendering sealed blocks per layout pass (time, not characters: a table or a
+highlighted code block costs Rich several times what a paragraph of the same length does)."""
+
 _GAP = Strip([])
 """The blank row between two blocks (one for all: a row's caches are per Strip)."""
 
@@ -155,6 +166,8 @@ class FrozenMarkdown(Widget):
         self._sealed_strips: list[Strip] = []
         self._open_strips: list[Strip] | None = None
         self._strips: list[Strip] = []
+        self._paused = False
+        """Rendering stopped at its budget; it goes on after the frame (``_resume``)."""
         self.append(markdown)
 
     @property
@@ -201,6 +214,7 @@ class FrozenMarkdown(Widget):
 
     def _forget(self) -> None:
         self._width = -1
+        self._paused = False
         self._rendered = 0
         self._sealed_strips = []
         self._open_strips = None
@@ -218,9 +232,20 @@ class FrozenMarkdown(Widget):
             self._forget()
             self._style = self.rich_style
             self._width = width
+        elif self._paused:
+            return  # the next blocks are rendered after this frame (``_resume``)
         if self._rendered == len(self._sealed) and self._open_strips is not None:
             return
+        until = time.perf_counter() + RENDER_BUDGET
+        first = self._rendered
         while self._rendered < len(self._sealed):
+            if self._rendered > first and time.perf_counter() > until:
+                # What is rendered is shown; the rest after this frame, a budget at a time.
+                self._strips = self._sealed_strips
+                if self.is_mounted:
+                    self._paused = True
+                    self.call_after_refresh(self._resume)
+                return
             block = self._render_block(self._sealed[self._rendered], width)
             self._rendered += 1
             if block and self._sealed_strips:
@@ -229,6 +254,13 @@ class FrozenMarkdown(Widget):
         self._open_strips = self._render_block(self._open, width) if self._open.strip() else []
         gap = [_GAP] if self._sealed_strips and self._open_strips else []
         self._strips = self._sealed_strips + gap + self._open_strips
+
+    def _resume(self) -> None:
+        """After a frame: the next blocks (a budget's worth), then a layout to show them."""
+        self._paused = False
+        if self.is_mounted and self._width >= 0:
+            self._render_at(self._width)
+            self.refresh(layout=True)
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width
