@@ -832,17 +832,17 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> tuple[Message, list[ToolCall]]:
-            run = _fetch_run(conn, run_id)
+            run, position, has_drafts = _fetch_run_for_message(conn, run_id)
             plan, committed, calls = rules.commit_message(
                 run,
                 token=token,
-                position=_next_position(conn, run_id),
+                position=position,
                 message=message,
                 tool_calls=tool_calls or (),
                 step=step,
                 now=now,
             )
-            _apply(conn, plan)
+            _apply(conn, _skip_empty_draft_delete(plan, has_drafts))
             return committed, calls
 
         return await self._write(tx)
@@ -945,16 +945,17 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> StepCommit:
+            run, position, has_drafts = _fetch_run_for_message(conn, run_id)
             plan, committed, calls = rules.commit_message(
-                _fetch_run(conn, run_id),
+                run,
                 token=token,
-                position=_next_position(conn, run_id),
+                position=position,
                 message=message,
                 tool_calls=tool_calls,
                 step=step,
                 now=now,
             )
-            events = _apply(conn, plan)
+            events = _apply(conn, _skip_empty_draft_delete(plan, has_drafts))
             return StepCommit(plan.runs[0][0], committed, calls, None, events)
 
         return await self._write(tx)
@@ -2140,12 +2141,30 @@ def _fetch_request(conn: Conn, request_id: str) -> InputRequest:
     return _input_request(row)
 
 
-def _next_position(conn: Conn, run_id: str) -> int:
-    return int(
-        conn.execute(
-            "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE run_id = ?", (run_id,)
-        ).fetchone()[0]
-    )
+_RUN_FOR_MESSAGE = (
+    "SELECT *, (SELECT coalesce(max(position) + 1, 0) FROM messages WHERE run_id = ?1)"
+    " AS next_position, EXISTS (SELECT 1 FROM draft_parts WHERE run_id = ?1) AS has_drafts"
+    " FROM runs WHERE id = ?1"
+)
+
+
+def _fetch_run_for_message(conn: Conn, run_id: str) -> tuple[Run, int, bool]:
+    """The run about to commit a message, the position of that message, and whether the run
+    has drafts (which the commit deletes): one statement where there were three, twice a
+    step."""
+    row: sqlite3.Row | None = conn.execute(_RUN_FOR_MESSAGE, (run_id,)).fetchone()
+    if row is None:
+        raise errors.RunNotFound(f"run {run_id} not found")
+    _refs()[("runs", run_id)] = row["n"]
+    return _run(row), int(row["next_position"]), bool(row["has_drafts"])
+
+
+def _skip_empty_draft_delete(plan: Plan, has_drafts: bool) -> Plan:
+    """``plan`` without its deletion of the run's drafts when the run has none (read in this
+    transaction): a statement that would delete no row."""
+    if not has_drafts:
+        plan.delete_drafts_of = None
+    return plan
 
 
 def _check_references(conn: Conn, new_run: NewRun) -> None:
@@ -2246,11 +2265,10 @@ def _step_results_tx(
     message: NewMessage | None,
     checkpoint_step: int,
 ) -> StepCommit:
-    run = _fetch_run(conn, run_id)
+    run, position, has_drafts = _fetch_run_for_message(conn, run_id)
     plan, calls = _tool_states_plan(conn, run, token, tool_changes, now)
     _file_history_tx(conn, tool_changes, now)
     committed = None
-    position = _next_position(conn, run_id)
     if message is not None:
         # One plan: the results are written straight into the tool message that carries
         # them, never first into the calls (no row grows, then shrinks).
@@ -2263,14 +2281,16 @@ def _step_results_tx(
             step=None,
             now=now,
         )
-        plan.extend(message_plan)
+        plan.extend(_skip_empty_draft_delete(message_plan, has_drafts))
         run = message_plan.runs[0][0]
         position += 1
-    events = _apply(conn, plan)
+    _write_rows(conn, plan)
     checkpoint_plan, checkpoint = _checkpoint_plan(
         conn, run, token, checkpoint_step, now, position - 1
     )
-    events += _apply(conn, checkpoint_plan)
+    _write_rows(conn, checkpoint_plan)
+    # Both plans' events in one statement, in the order the rules made them.
+    events = _emit(conn, plan.events + checkpoint_plan.events, _plan_calls(plan))
     return StepCommit(run, committed, calls, checkpoint, events)
 
 
@@ -2374,6 +2394,20 @@ def _update_run(conn: Conn, run: Run, read_revision: int) -> None:
 def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
     """Write a rule's plan, in the order ``Plan`` documents; returns its events with their
     ``seq``."""
+    _write_rows(conn, plan)
+    return _emit(conn, plan.events, _plan_calls(plan))
+
+
+def _plan_calls(plan: Plan) -> dict[str, ToolCall]:
+    """The tool calls a plan creates or changes, by id, in their final form (what its events
+    are encoded against)."""
+    calls = {c.id: c for c in plan.new_tool_calls}
+    calls.update((c.id, c) for c in plan.tool_calls)
+    return calls
+
+
+def _write_rows(conn: Conn, plan: Plan) -> None:
+    """The row changes of a plan (all but its events), in the order ``Plan`` documents."""
     for new_job in plan.new_jobs:
         job = new_job.job
         conn.execute(
@@ -2595,9 +2629,6 @@ def _apply(conn: Conn, plan: Plan) -> list[DurableEvent]:
                 receipt.created_at,
             ),
         )
-    calls = {c.id: c for c in plan.new_tool_calls}
-    calls.update((c.id, c) for c in plan.tool_calls)
-    return _emit(conn, plan.events, calls)
 
 
 def _inserted(conn: Conn, sql: str, values: Sequence[Any]) -> int:
