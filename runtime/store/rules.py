@@ -603,9 +603,10 @@ def commit_message(
             call, started = _tool_change(call, ToolCallState.RUNNING, now, started_at=now)
             events.append(started)
         calls.append(call)
-    usage = message.usage or Usage()
+    usage = message.usage or _NO_USAGE
     fields: dict[str, Any] = {
-        "usage": run.usage + usage,
+        # A tool message has no usage: the run's totals stay what they are (no new record).
+        "usage": run.usage if usage is _NO_USAGE else run.usage + usage,
         "cost_usd": run.cost_usd + message.cost_usd,
     }
     if message.usage is not None:
@@ -614,7 +615,7 @@ def commit_message(
         fields["step"] = step
     after = _changed_run(run, now, **fields)
     stamp = activity_stamp(run, now)
-    adds = usage != _NO_USAGE or message.cost_usd != 0
+    adds = (usage is not _NO_USAGE and usage != _NO_USAGE) or message.cost_usd != 0
     plan = Plan(
         runs=[(after, run.revision)],
         jobs=[JobChange(run.job_id, stamp, usage=usage, cost_usd=message.cost_usd)]
