@@ -145,15 +145,20 @@ def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
     text = (
         "word " * 37 + "averyveryverylongwordthatmustbefolded" * 3 + "\n\tindented ünïcödé 日本語\n"
     ) * 20
-    for width in (9, 40, 100):
+    for width, size in ((9, 13), (40, 13), (100, 13), (40, 700), (100, 5000)):
         whole = StreamText(text)
         whole.get_content_height(None, None, width)  # type: ignore[arg-type]
         pieces = StreamText()
         pieces.get_content_height(None, None, width)  # type: ignore[arg-type]
-        for start in range(0, len(text), 13):
-            pieces._add(text[start : start + 13])
+        for start in range(0, len(text), size):  # big pieces bring many whole lines each
+            pieces._add(text[start : start + size])
         assert pieces.rows == whole.rows
         assert pieces.text == text
+        cut = len(text) // 2 + 7  # where the lines start is kept in the text's own offsets
+        pieces.truncate(cut)
+        shorter = StreamText(text[:cut])
+        shorter.get_content_height(None, None, width)  # type: ignore[arg-type]
+        assert pieces.rows == shorter.rows
         expected = [
             row
             for line in text.split("\n")

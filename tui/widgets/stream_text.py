@@ -193,17 +193,31 @@ class StreamText(Widget):
         self._parts.append(text)
         start = self._length
         self._length += len(text)
-        pieces = text.split("\n")
-        self._add_line_text(pieces[0].translate(_CLEAN))
-        offset = start + len(pieces[0]) + 1
-        for piece in pieces[1:]:
-            self._lines.append("")
+        cleaned = text.translate(_CLEAN)
+        pieces = cleaned.split("\n")  # cleaning keeps every line break and adds none
+        raw = pieces if cleaned == text else text.split("\n")
+        self._add_line_text(pieces[0])
+        if len(pieces) == 1:
+            return
+        # Whole lines: one pass, no per-line re-wrap of an open row (a flush of a fast stream
+        # brings thousands of them).
+        rows, line_rows, width = self._rows, self._line_rows, self._width
+        offset = start + len(raw[0]) + 1
+        last_start = 0
+        for piece, raw_piece in zip(pieces[1:], raw[1:], strict=True):
+            self._lines.append(piece)
             self._line_starts.append(offset)
-            self._line_rows.append(len(self._rows))
-            self._rows.append("")
-            self._last_row_start = 0
-            self._add_line_text(piece.translate(_CLEAN))
-            offset += len(piece) + 1
+            offset += len(raw_piece) + 1
+            line_rows.append(len(rows))
+            if not width:
+                rows.append("")  # not laid out yet: wrapped on the first layout
+            elif len(piece) <= width and piece.isascii():
+                rows.append(piece)
+                last_start = 0
+            else:
+                wrapped, last_start = wrap_line(piece, width)
+                rows.extend(wrapped)
+        self._last_row_start = last_start
 
     def _add_line_text(self, cleaned: str) -> None:
         """Extend the open (last) logical line, re-wrapping only its last row."""
