@@ -100,7 +100,12 @@ from runtime.store.migrations import (
     migrate,
 )
 from runtime.store.rules import Plan
-from runtime.store.stored_content import content_json, encode_content, register_functions
+from runtime.store.stored_content import (
+    content_json,
+    encode_content,
+    parse_json,
+    register_functions,
+)
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
 
@@ -263,7 +268,7 @@ _TOOL_SELECT = (
 
 
 def _carried_result(content: str | bytes, tool_call_id: str) -> str | None:
-    for block in json.loads(content_json(content)):
+    for block in parse_json(content_json(content)):
         if block.get("tool_call_id") == tool_call_id and block.get("type") == "tool_result":
             return cast(str, block.get("content"))
     return None

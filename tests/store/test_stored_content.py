@@ -200,6 +200,11 @@ def test_the_text_function_gives_what_the_json_expression_gave(content: list[obj
     assert message_text(stored) == expected
 
 
+def test_text_the_fast_json_parser_refuses_is_read_as_json_reads_it() -> None:
+    stored = '[{"type": "text", "text": "lone \\ud800 surrogate"}]'
+    assert message_text(stored) == json.loads(stored)[0]["text"] == "lone \ud800 surrogate"
+
+
 def test_compressed_and_plain_forms_give_the_same_text() -> None:
     import zlib
 
