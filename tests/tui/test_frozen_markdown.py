@@ -192,6 +192,7 @@ async def test_a_long_text_is_rendered_a_few_blocks_per_frame_and_ends_as_if_ren
             yield FrozenMarkdown(source)
 
     monkeypatch.setattr(frozen_markdown, "RENDER_BUDGET", 0.0)  # a block a pass
+    monkeypatch.setattr(frozen_markdown, "RESUME_BUDGET", 0.0)
     monkeypatch.setattr(FrozenMarkdown, "_render_block", counted_block)
     monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
     async with Host().run_test(size=(80, 100)) as pilot:

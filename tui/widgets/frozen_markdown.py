@@ -13,10 +13,10 @@ is rendered once per width; text appended while an answer streams only renders t
 at the end again, so the cost of an append does not grow with the message.
 
 A layout pass renders sealed blocks for at most ``RENDER_BUDGET`` seconds (at least one
-block); the rest follows after the frame, a budget at a time. A long answer whose first piece
-brings tens of KB (a fast stream's first flush) would otherwise render its whole head with Rich
-inside the one layout that also mounts the answer, the new job in the browser and the footer's
-keys: a single frame of over 30 ms, in which keys wait.
+block); the rest follows after the frame, ``RESUME_BUDGET`` at a time. A long answer whose
+first piece brings tens of KB (a fast stream's first flush) would otherwise render its whole
+head with Rich inside the one layout that also mounts the answer, the new job in the browser
+and the footer's keys: a single frame of over 30 ms, in which keys wait.
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ def block_starts(text: str) -> list[int]:
 RENDER_BUDGET = 0.003
 """Seconds of rendering sealed blocks per layout pass (time, not characters: a table or a
 highlighted code block costs Rich several times what a paragraph of the same length does)."""
+RESUME_BUDGET = 0.012
+"""Seconds per pass after the frame: a callback of its own, so it may take longer; each pass
+costs a layout of the screen to show what it rendered, so fewer passes are cheaper."""
 
 _GAP = Strip([])
 """The blank row between two blocks (one for all: a row's caches are per Strip)."""
@@ -227,7 +230,7 @@ class FrozenMarkdown(Widget):
         )
         return _trimmed([Strip(Segment.simplify(line)) for line in lines])
 
-    def _render_at(self, width: int) -> None:
+    def _render_at(self, width: int, budget: float | None = None) -> None:
         if width != self._width:
             self._forget()
             self._style = self.rich_style
@@ -236,7 +239,7 @@ class FrozenMarkdown(Widget):
             return  # the next blocks are rendered after this frame (``_resume``)
         if self._rendered == len(self._sealed) and self._open_strips is not None:
             return
-        until = time.perf_counter() + RENDER_BUDGET
+        until = time.perf_counter() + (RENDER_BUDGET if budget is None else budget)
         first = self._rendered
         while self._rendered < len(self._sealed):
             if self._rendered > first and time.perf_counter() > until:
@@ -259,7 +262,7 @@ class FrozenMarkdown(Widget):
         """After a frame: the next blocks (a budget's worth), then a layout to show them."""
         self._paused = False
         if self.is_mounted and self._width >= 0:
-            self._render_at(self._width)
+            self._render_at(self._width, RESUME_BUDGET)
             self.refresh(layout=True)
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
