@@ -22,7 +22,7 @@ import sqlite3
 import zlib
 from typing import Any
 
-from pydantic_core import from_json
+from pydantic import TypeAdapter
 
 COMPRESS_FROM_BYTES = 256
 """Content shorter than this stays JSON text: zlib's header and its dictionary-less start
@@ -70,13 +70,16 @@ def _sql_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+_JSON_VALUE: TypeAdapter[Any] = TypeAdapter(Any)
+
+
 def parse_json(data: str | bytes) -> Any:
-    """``json.loads(data)``: pydantic-core's parser gives the same values in a third of the
+    """``json.loads(data)``: pydantic-core's parser gives the same values in under half the
     time (the search indexing parses every message), and ``json`` parses what it refuses (an
     escaped lone surrogate)."""
     try:
-        return from_json(data)
-    except ValueError:
+        return _JSON_VALUE.validate_json(data)
+    except ValueError:  # pydantic's ValidationError is one
         return json.loads(data)
 
 
