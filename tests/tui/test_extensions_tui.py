@@ -107,6 +107,14 @@ async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in
         assert "§ instructions: AGENTS.md" in screen_text(app)
         assert screen.selected_run is not None
         await finish_run(runtime, screen.selected_run.id)
+        # As in the /compact test below: the prompts were answered through the runtime, and a
+        # prompt the screen shows late takes the keys; once it shows the run completed, with
+        # the composer focused, every earlier event has been shown.
+        status = screen.query_one(StatusLine)
+        await wait_until(
+            pilot,
+            lambda: "completed" in str(status.render()) and isinstance(app.focused, ComposerInput),
+        )
         await pilot.press(*"/context", "enter")
         await wait_until(pilot, lambda: any("In effect here" in n for n in notifications(app)))
         shown = next(n for n in notifications(app) if "In effect here" in n)
