@@ -615,6 +615,7 @@ def commit_message(
         fields["step"] = step
     after = _changed_run(run, now, **fields)
     stamp = activity_stamp(run, now)
+    # ``is not`` first: the tool message's case, without pydantic's field-by-field ``!=``.
     adds = (usage is not _NO_USAGE and usage != _NO_USAGE) or message.cost_usd != 0
     plan = Plan(
         runs=[(after, run.revision)],
