@@ -95,9 +95,8 @@ async def test_the_footer_fits_at_every_width_in_every_focus(
         assert "next_tool" in seen["conversation"]
 
 
-async def test_a_change_of_bindings_that_leaves_the_keys_the_same_mounts_nothing_new() -> None:
-    """The bindings change at every focus move and state change; the footer's keys are mounted
-    again only when what it shows changed."""
+def _keys_app() -> Any:
+    """Two inputs, a pane with a key of its own, and the footer."""
     from textual.app import App, ComposeResult
     from textual.binding import Binding
     from textual.widgets import Input, Static
@@ -117,10 +116,18 @@ async def test_a_change_of_bindings_that_leaves_the_keys_the_same_mounts_nothing
         def action_noop(self) -> None:
             pass
 
+    return Keys()
+
+
+async def test_a_change_of_bindings_that_leaves_the_keys_the_same_mounts_nothing_new() -> None:
+    """The bindings change at every focus move and state change; the footer's keys are mounted
+    again only when what it shows changed."""
+    from textual.widgets import Input
+
     def descriptions() -> list[str]:
         return [k.description for k in app.screen.query(FooterKey)]
 
-    app = Keys()
+    app = _keys_app()
     async with app.run_test(size=(100, 10)) as pilot:
         await wait_until(pilot, lambda: "New" in descriptions())
         shown = list(app.screen.query(FooterKey))
@@ -128,6 +135,40 @@ async def test_a_change_of_bindings_that_leaves_the_keys_the_same_mounts_nothing
         await pilot.pause()
         await pilot.pause()
         assert list(app.screen.query(FooterKey)) == shown  # the same widgets, not new ones
-        app.query_one("#pane", Pane).focus()  # a key more where the focus went
+        app.query_one("#pane").focus()  # a key more where the focus went
         await wait_until(pilot, lambda: "Extra" in descriptions())
         assert list(app.screen.query(FooterKey)) != shown
+
+
+async def test_keys_that_change_are_shown_by_the_widgets_already_mounted() -> None:
+    """A focus move or a run's start changes what works: the keys already mounted show the new
+    ones, and only the difference in number is mounted or removed (mounting and styling every
+    key again cost the frame that showed them 10-15 ms)."""
+    from textual.widgets import Input
+
+    def regular() -> list[FooterKey]:
+        return [k for k in app.screen.query(FooterKey) if not k.has_class("-command-palette")]
+
+    app = _keys_app()
+    async with app.run_test(size=(100, 10)) as pilot:
+        await wait_until(pilot, lambda: "New" in [k.description for k in regular()])
+        before = regular()
+        app.query_one("#pane").focus()  # one key more: "Extra"
+        await wait_until(pilot, lambda: "Extra" in [k.description for k in regular()])
+        after = regular()
+        assert after[: len(before)] == before  # the same widgets, showing the new keys
+        assert len(after) == len(before) + 1
+        assert [k.description for k in after] == [
+            k.description for k in app.screen.query_one(KeyFooter)._keys() if not k.palette
+        ]
+        app.query_one("#one", Input).focus()  # back: one key fewer
+        await wait_until(pilot, lambda: "Extra" not in [k.description for k in regular()])
+        assert regular() == after[: len(before)]
+        await pilot.pause()
+        line = "".join(
+            segment.text
+            for segment in app.screen._compositor.render_strips()[
+                app.screen.query_one(KeyFooter).region.y
+            ]
+        )
+        assert "New" in line and "Extra" not in line
