@@ -8,7 +8,7 @@ from rich.markdown import Markdown as RichMarkdown
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
-from tests.tui.helpers import layout_requests
+from tests.tui.helpers import layout_requests, wait_until
 from tui.widgets.frozen_markdown import FrozenMarkdown, _Markdown
 
 SAMPLES = [
@@ -197,10 +197,9 @@ async def test_a_long_text_is_rendered_a_few_blocks_per_frame_and_ends_as_if_ren
     monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
     async with Host().run_test(size=(80, 100)) as pilot:
         markdown = pilot.app.query_one(FrozenMarkdown)
-        for _ in range(200):
-            await pilot.pause()
-            if _rows(markdown)[-1:] == ["Paragraph 29 with some words, long enough."]:
-                break
+        await wait_until(
+            pilot, lambda: _rows(markdown)[-1:] == ["Paragraph 29 with some words, long enough."]
+        )
         gradual = _rows(markdown)
         # Before: all 30 in the first layout. Now one, then one after each frame (the last
         # sealed block with the open one after it).

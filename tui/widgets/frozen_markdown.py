@@ -131,6 +131,10 @@ highlighted code block costs Rich several times what a paragraph of the same len
 RESUME_BUDGET = 0.012
 """Seconds per pass after the frame: a callback of its own, so it may take longer; each pass
 costs a layout of the screen to show what it rendered, so fewer passes are cheaper."""
+RESUME_DELAY = 0.02
+"""Seconds from the layout that paused to the next pass. Not right after the frame: run in
+the event loop's next turn, a pass added its time to that frame's (a 24 ms frame and a 12 ms
+pass: 36 ms in which a key waited)."""
 
 _GAP = Strip([])
 """The blank row between two blocks (one for all: a row's caches are per Strip)."""
@@ -247,7 +251,7 @@ class FrozenMarkdown(Widget):
                 self._strips = self._sealed_strips
                 if self.is_mounted:
                     self._paused = True
-                    self.call_after_refresh(self._resume)
+                    self.set_timer(RESUME_DELAY, self._resume)
                 return
             block = self._render_block(self._sealed[self._rendered], width)
             self._rendered += 1
