@@ -9,6 +9,7 @@ these too, and drawn alike."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -173,6 +174,7 @@ class _Key:
 
 class KeyFooter(Footer):
     _shown: tuple[_Key, ...] | None = None
+    _recomposing: asyncio.Lock | None = None
     """The keys composed last; a change of bindings that leaves them the same mounts nothing."""
 
     def _keys(self) -> tuple[_Key, ...]:
@@ -213,14 +215,19 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         """Mount the keys again only when they changed: the bindings change at every focus
         move and state change (eight times as a run starts), and each recompose mounted and
-        styled a dozen widgets and laid the screen out again."""
-        if self._bindings_ready and self.is_attached:
-            keys = self._keys()
-            if keys == self._shown and self.children:
-                return
-            if await self._show_in_place(keys):
-                return
-        await super().recompose()
+        styled a dozen widgets and laid the screen out again. One at a time: a resize and a
+        change of bindings ask at once, and one that read the keys while the other was still
+        mounting would leave keys twice or out of order."""
+        if self._recomposing is None:
+            self._recomposing = asyncio.Lock()
+        async with self._recomposing:
+            if self._bindings_ready and self.is_attached:
+                keys = self._keys()
+                if keys == self._shown and self.children:
+                    return
+                if await self._show_in_place(keys):
+                    return
+            await super().recompose()
 
     async def _show_in_place(self, keys: tuple[_Key, ...]) -> bool:
         """Show ``keys`` with the key widgets already mounted (their labels changed), mounting
@@ -236,17 +243,20 @@ class KeyFooter(Footer):
         palette_now = [key for key in keys if key.palette]
         if palette_before != palette_now:
             return False
-        widgets = [w for w in self.query_children(FooterKey) if not w.has_class("-command-palette")]
+        widgets = list(self.query_children(FooterKey))
+        palette = [w for w in widgets if w.has_class("-command-palette")]
+        widgets = [w for w in widgets if w not in palette]
+        was = [key for key in shown if not key.palette]
         wanted = [key for key in keys if not key.palette]
-        if len(widgets) != len(shown) - len(palette_before):
+        if len(widgets) != len(was):
             return False  # not what was composed last: start again
         self._shown = keys
-        for widget, key in zip(widgets, wanted, strict=False):
-            widget.show_key(key)
+        for widget, before, key in zip(widgets, was, wanted, strict=False):
+            if key != before:
+                widget.show_key(key)
         if len(widgets) > len(wanted):
             await self.remove_children(widgets[len(wanted) :])
         elif len(wanted) > len(widgets):
-            palette = [w for w in self.query_children(FooterKey) if w not in widgets]
             added = [_key_widget(key) for key in wanted[len(widgets) :]]
             if palette:
                 await self.mount_all(added, before=palette[0])
