@@ -32,7 +32,7 @@ from tui._cli.parser import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    build_parser,
+    parse_arguments,
 )
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a tenth of ``--version``
@@ -275,8 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_one_line(exc.message)}")
         return EXIT_USAGE
-    parser = build_parser()
-    args = parser.parse_args(argv)  # usage errors exit 2, --help and --version exit 0
+    # Usage errors exit 2, --help and --version exit 0.
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
     from tui._cli.settings import prepare_db_path, resolve_db_path
 
     db_path: Path | str | None = None

@@ -3,10 +3,13 @@ hints, and the launch flags of the TUI."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
+import pytest
+
 from tests.cli.harness import Cli
-from tui._cli.parser import build_parser
+from tui._cli.parser import COMMAND_NAMES, build_parser, parse_arguments
 
 
 def _start(cli: Cli) -> dict[str, object]:
@@ -90,3 +93,56 @@ def test_continue_and_resume_cannot_be_combined(cli: Cli) -> None:
     result = cli.run("--continue", "--resume", "abc")
     assert result.returncode == 2
     assert "not allowed with" in result.stderr
+
+
+def test_the_command_names_are_the_parsers_commands() -> None:
+    subparsers = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    assert set(subparsers.choices) == COMMAND_NAMES
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--db", "x.db"],
+        ["--db=x.db", "--workspace", "ws", "--model", "demo", "--agent", "a"],
+        ["--continue", "--attach"],
+        ["--resume", "3fa2", "--wor", "ws"],  # an abbreviation, as argparse allows
+        ["--model", "run"],  # a value that is a command's name
+        ["--db", "x.db", "runs", "--limit", "3"],
+        ["run", "task", "--model", "demo:instant", "--db", "y.db"],
+    ],
+)
+def test_arguments_are_parsed_as_the_whole_parser_parses_them(argv: list[str]) -> None:
+    assert parse_arguments(argv) == build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["-h"],
+        ["--hel"],
+        ["--version"],
+        ["--vers"],
+        ["rnus"],
+        ["--db"],
+        ["--continue", "--resume", "3fa2"],
+        ["--db", "x.db", "stray"],
+        ["--unknown"],
+    ],
+)
+def test_help_and_mistakes_are_answered_by_the_whole_parser(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as whole:
+        build_parser().parse_args(argv)
+    expected = capsys.readouterr()
+    with pytest.raises(SystemExit) as fast:
+        parse_arguments(argv)
+    assert fast.value.code == whole.value.code
+    assert capsys.readouterr() == expected
