@@ -164,8 +164,10 @@ def test_the_parser_lists_exactly_the_run_states() -> None:
 
 
 FIRST_MOUNT_SCRIPT = """
-import asyncio, json, sys
+import asyncio, gc, json, sys
 from pathlib import Path
+
+from textual.css.stylesheet import Stylesheet
 
 from tui import app as app_module
 from tui.screens.main import MainScreen
@@ -178,8 +180,20 @@ WATCHED = ("runtime.engine", "runtime.runtime", "runtime.api", "runtime.store.sq
            "tomlkit",
            # the models, the events and the configuration's checks: pydantic's imports and
            # model building were a third of the time to the first frame
-           "pydantic", "runtime.models", "runtime.events", "runtime.config")
-seen = {}
+           "pydantic", "runtime.models", "runtime.events", "runtime.config",
+           # what only a run on screen shows: its events, prompts, tool blocks, a confirmation
+           "tui.bridge", "tui.widgets.approval_prompt", "tui.widgets.question_prompt",
+           "tui.widgets.elicitation_form", "tui.widgets.retry_choice", "tui.widgets.confirm_bar",
+           "tui.widgets.tool_call_view")
+seen = {"reparsed": 0}
+
+original_reparse = Stylesheet.reparse
+
+def reparse(self):
+    seen["reparsed"] += 1
+    original_reparse(self)
+
+Stylesheet.reparse = reparse
 
 def loaded():
     return sorted(m for m in WATCHED if m in sys.modules)
@@ -190,6 +204,8 @@ async def on_mount(self):
     seen["mounted"] = loaded()
     seen["composed"] = [w.id for w in self.query("#tree, #conversation, #composer")]
     seen["runtime_at_mount"] = self.app.runtime is not None
+    seen["collecting_at_mount"] = gc.isenabled()
+    seen["reparsed_at_mount"] = seen["reparsed"]
     await original(self)
 
 MainScreen.on_mount = on_mount
@@ -201,6 +217,8 @@ async def drive(db, workspace):
             while app.runtime is None or not app.screen.job_tree.job_ids:
                 await asyncio.sleep(0.01)
         seen["after_open"] = loaded()
+        seen["collecting_after_open"] = gc.isenabled()
+        seen["frozen_after_open"] = gc.get_freeze_count()
 
 def run_app(*, db_path, workspace, launch=None):
     # As the program starts it, through the command line; only the terminal is Pilot's.
@@ -244,6 +262,13 @@ def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
     assert seen["composed"] == ["tree", "conversation", "composer"]
     assert seen["runtime_at_mount"] is False
     assert seen["mounted"] == []
+    # Nothing collected before the first frame, and the stylesheet parsed once, not again as
+    # the start mode's screen is made; collection is back on, with start-up's objects frozen,
+    # once the runtime is open.
+    assert seen["collecting_at_mount"] is False
+    assert seen["reparsed_at_mount"] == 0
+    assert seen["collecting_after_open"] is True
+    assert seen["frozen_after_open"] > 10_000
     # The same check sees the engine once the runtime is open: it measures something real.
     assert "runtime.api" in seen["after_open"]
     assert "runtime.store.sqlite" in seen["after_open"]

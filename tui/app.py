@@ -94,6 +94,8 @@ class AgentTuiApp(App[int]):
         self.terminal_focused = True
         self._bridge_failures = 0
         self._theme_problems: list[str] = []
+        self._start_variables: dict[str, str] | None = None
+        """The stylesheet's variables as set before anything was styled (see refresh_css)."""
         self._last_ctrl_c = 0.0
         self.quit_note: str | None = None
         """Said on the terminal after the app closed (runs that were still working)."""
@@ -127,7 +129,20 @@ class AgentTuiApp(App[int]):
             return
         self.set_reactive(App.theme, name)
         self.add_class(f"-theme-{name}", update=False)
-        self.stylesheet.set_variables(self.get_css_variables())
+        variables = self.get_css_variables()
+        self.stylesheet.set_variables(variables)
+        self._start_variables = variables
+
+    def refresh_css(self, animate: bool = True) -> None:
+        """Parse and apply every stylesheet again, unless asked first before the app is mounted,
+        with the variables the stylesheet started with (``_first_theme``). Textual asks as it
+        makes the start mode's screen (a new screen counts as behind the app's stylesheet):
+        that reparse emptied the parse cache, so every sheet was parsed a third time as the
+        screen's widgets added theirs, 9-10 ms before the first frame, for the same rules."""
+        start, self._start_variables = self._start_variables, None
+        if start is not None and start == self.get_css_variables():
+            return
+        super().refresh_css(animate)
 
     @property
     def open_runtime(self) -> RuntimeApi:
@@ -159,6 +174,7 @@ class AgentTuiApp(App[int]):
             await self.runtime.close()
 
     def on_mount(self) -> None:
+        self._start_variables = None  # from now on, every refresh_css is done
         for problem in self._theme_problems:
             self.notify(problem, title="Theme", severity="warning")
         self.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -412,8 +428,11 @@ def _tune_gc() -> None:
     often, each is a third of that (≤ 16 ms), for the same total work (every survivor is
     scanned there once either way). The full collection keeps its cadence: after
     GC_GEN2_EVERY middle ones, 99 young ones as before (and only once enough has piled up).
+
+    The program starts with collection off (``tui.cli``); it is turned back on here.
     """
     gc.freeze()
+    gc.enable()
     threshold0, _, _ = gc.get_threshold()
     if 0 < threshold0 < GC_GEN0_THRESHOLD:
         gc.set_threshold(GC_GEN0_THRESHOLD, GC_GEN1_EVERY, GC_GEN2_EVERY)

@@ -198,6 +198,13 @@ def _textual_frame_rate(fps: int = UI_FPS) -> None:
 
 
 def _open_tui(args: argparse.Namespace, db_path: Path | str, workspace: Path) -> int:
+    # No garbage collection until the app has drawn its first frame and opened the runtime
+    # (``tui.app._tune_gc`` freezes what is alive by then and turns it back on): start-up makes
+    # few cycles, but its young collections each scanned the piles of new module objects, and a
+    # full one (14 ms here) fell inside the first frame's render.
+    import gc
+
+    gc.disable()
     try:
         _textual_frame_rate()
         from tui.app import Launch, run_app  # imports Textual: only here

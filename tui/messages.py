@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from textual.message import Message as TextualMessage
 
 from runtime.errors import AgentTuiError
-from runtime.transcript_pages import Keyed, TranscriptPager
 
 if TYPE_CHECKING:
     from runtime.events import RunNoted
     from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
+    from runtime.transcript_pages import Keyed, TranscriptPager
 
 __all__ = [
     "AnswerFailed",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.color import Color
 from textual.widgets import Checkbox, Input, Static
 
 from runtime.api import Runtime
@@ -117,6 +118,27 @@ async def test_a_bad_theme_file_is_a_notification_and_the_app_still_runs(
         await wait_until(pilot, lambda: any("broken.toml" in n for n in notifications(app)))
         assert app.theme == "fine"
         assert app.is_running
+
+
+async def test_the_theme_the_app_starts_in_colours_the_first_screen(
+    runtime: Runtime, workspace: Path, tmp_path: Path
+) -> None:
+    # The stylesheet starts with the theme's variables and is not parsed again as the first
+    # screen is made: the screen's widgets must still have the theme's colours, not the
+    # default's.
+    themes_dir = tmp_path / "themes"
+    themes_dir.mkdir()
+    (themes_dir / "fine.toml").write_text('name = "fine"\nprimary = "#336699"\n')
+    app = make_app(runtime, workspace, theme_dirs=(themes_dir,), theme="fine")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        await pilot.press("tab")  # the composer's border is $primary when it has no focus
+        await wait_until(pilot, lambda: app.focused is screen.job_tree)
+        _, colour = screen.composer.styles.border_top
+        assert colour == Color.parse("#336699")
+        assert app.theme == "fine"
 
 
 async def test_a_theme_chosen_in_the_palette_is_applied_and_remembered(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -30,8 +31,7 @@ from textual.worker import Worker
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
 from runtime.kinds import InputKind, RunState
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from runtime.transcript_pages import TranscriptPager
-from tui import attention, bridge, browser_filters
+from tui import attention, browser_filters
 from tui.messages import (
     AnswerFailed,
     CheckpointsLoaded,
@@ -50,11 +50,8 @@ from tui.messages import (
 )
 from tui.widgets._format import needs_resume, short
 from tui.widgets._prompt_base import PromptAnswered
-from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
-from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.conversation import Conversation
-from tui.widgets.elicitation_form import ElicitationForm
 from tui.widgets.job_tree import (
     BrowserDetail,
     BrowserHeader,
@@ -65,17 +62,18 @@ from tui.widgets.job_tree import (
     RunEntry,
 )
 from tui.widgets.key_footer import KeyFooter
-from tui.widgets.question_prompt import QuestionPrompt
-from tui.widgets.retry_choice import RetryChoice
 from tui.widgets.status_line import StatusLine
-from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
     from runtime.models import ImageBlock, InputRequest, Job, Run, SearchHit
+    from tui import bridge
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
+    from tui.widgets.confirm_bar import ConfirmBar
+    from tui.widgets.retry_choice import RetryChoice
+    from tui.widgets.tool_call_view import ToolCallView
 
 STATE_FILTERS = browser_filters.FILTERS
 
@@ -557,6 +555,8 @@ class MainScreen(Screen[None]):
         page = self.conversation.page  # the tail; the conversation pages through the rest
         run = await runtime.get_run(run_id)
         job = await runtime.get_job(run.job_id)
+        from runtime.transcript_pages import TranscriptPager
+
         pager = await TranscriptPager.open(runtime.store, run)
         items = await pager.tail(page)
         tool_calls = await runtime.tool_calls(run_id)
@@ -697,16 +697,18 @@ class MainScreen(Screen[None]):
         else:
             banner.display = False
 
-    @on(ToolCallView.OpenChildRequested)
-    def _open_child(self, message: ToolCallView.OpenChildRequested) -> None:
+    # The tool blocks' messages are handled by name, not with ``@on``: their module is imported
+    # with the first block shown, not for the first frame.
+    def on_tool_call_view_open_child_requested(
+        self, message: ToolCallView.OpenChildRequested
+    ) -> None:
         self.conversation.focus()
         if message.child_run_id:
             self.open_run(message.child_run_id)
         elif self.selected_run is not None:
             self._find_child(self.selected_run.id, message.tool_call_id)
 
-    @on(ToolCallView.DiffWanted)
-    def _diff_wanted(self, message: ToolCallView.DiffWanted) -> None:
+    def on_tool_call_view_diff_wanted(self, message: ToolCallView.DiffWanted) -> None:
         message.stop()
         self._show_applied_diff(message.view)
 
@@ -728,8 +730,7 @@ class MainScreen(Screen[None]):
             diff = self._applied_diffs[view.tool_call_id] = found
         view.show_diff(diff)
 
-    @on(ToolCallView.ImagesRequested)
-    def _images_requested(self, message: ToolCallView.ImagesRequested) -> None:
+    def on_tool_call_view_images_requested(self, message: ToolCallView.ImagesRequested) -> None:
         self._save_images(message.images)
 
     @work(exit_on_error=False, group="images")
@@ -748,8 +749,7 @@ class MainScreen(Screen[None]):
         names = ", ".join(str(path) for path in paths)
         self.notify(f"{'Opened' if opened else 'Saved'} {names}", title="Image", markup=False)
 
-    @on(ToolCallView.SubRunWanted)
-    def _sub_run_wanted(self, message: ToolCallView.SubRunWanted) -> None:
+    def on_tool_call_view_sub_run_wanted(self, message: ToolCallView.SubRunWanted) -> None:
         message.stop()
         self._fold_sub_run(message.view, self.conversation.run_id, message.child_run_id)
 
@@ -807,6 +807,8 @@ class MainScreen(Screen[None]):
     async def _apply_to_conversation(self, message: TextualMessage) -> None:
         if not self.is_attached:
             return  # the app is closing (see on_run_loaded)
+        from tui import bridge  # the runtime's events: imported with the runtime, after start
+
         conversation = self.conversation
         if isinstance(message, bridge.DeltaReceived):
             await conversation.delta(
@@ -1218,6 +1220,11 @@ class MainScreen(Screen[None]):
             return
         await self._remove_prompt()
         self.open_request = request
+        # The prompts' modules (and what they bring: json, forms) are not for the first frame.
+        from tui.widgets.approval_prompt import ApprovalPrompt
+        from tui.widgets.elicitation_form import ElicitationForm
+        from tui.widgets.question_prompt import QuestionPrompt
+
         widget: Widget
         if request.kind is InputKind.APPROVAL:
             widget = ApprovalPrompt(request)
@@ -1267,6 +1274,8 @@ class MainScreen(Screen[None]):
             severity="error",
             markup=False,
         )
+        from tui.widgets.elicitation_form import ElicitationForm
+
         for form in self.query(ElicitationForm):
             form.show_errors({"": str(message.error)})
 
@@ -1389,13 +1398,15 @@ class MainScreen(Screen[None]):
             (results if results.display else self.job_tree).focus()
         elif pane == "conversation":
             self.conversation.focus()
-        elif self.query(RetryChoice):
-            self.query_one(RetryChoice).focus()
+        elif choices := self.query("RetryChoice"):
+            choices.first().focus()
         elif self.open_request is not None:
             prompt = self.query(
                 "#bottom > ApprovalPrompt, #bottom > QuestionPrompt, #bottom > ElicitationForm"
             )
             if prompt:
+                from tui.widgets.elicitation_form import ElicitationForm
+
                 widget = prompt.first()
                 if isinstance(widget, ElicitationForm):
                     widget.focus_first_field()
@@ -1440,6 +1451,8 @@ class MainScreen(Screen[None]):
             self._focus_pane(0)
 
     def _tool_views(self) -> list[ToolCallView]:
+        from tui.widgets.tool_call_view import ToolCallView
+
         return [view for view in self.conversation.query(ToolCallView) if view.display]
 
     def _step_tool(self, step: int) -> None:
@@ -1448,7 +1461,7 @@ class MainScreen(Screen[None]):
             self.notify("No tool call in this conversation.", severity="information")
             return
         focused = self.focused
-        if isinstance(focused, ToolCallView) and focused in views:
+        if focused in views:
             index = max(0, min(len(views) - 1, views.index(focused) + step))
         else:
             # From the conversation itself: the first (]) or last ([) block in view.
@@ -1496,7 +1509,7 @@ class MainScreen(Screen[None]):
         single-letter actions are off while a text field has focus."""
         if action in self.LETTER_ACTIONS and self.typing():
             return False
-        if action in self.LETTER_ACTIONS and isinstance(self.focused, RetryChoice):
+        if action in self.LETTER_ACTIONS and _is_retry_choice(self.focused):
             return False  # its own keys only, until the person chose
         run = self.selected_run
         if action == "parent_run":
@@ -1540,6 +1553,8 @@ class MainScreen(Screen[None]):
         self.run_worker(self._ask_to_cancel(run), exit_on_error=False, group="confirm")
 
     async def _ask_to_cancel(self, run: Run) -> None:
+        from tui.widgets.confirm_bar import ConfirmBar
+
         for old in self.query(ConfirmBar):
             await old.remove()
         returning_to = self.focused
@@ -1606,6 +1621,8 @@ class MainScreen(Screen[None]):
         await self._close_retry_choice()
         if self.selected_run is None or self.selected_run.id != message.run.id:
             return  # another run is on screen now
+        from tui.widgets.retry_choice import RetryChoice
+
         choice = RetryChoice(message.run, message.calls, checkpoint_id=message.checkpoint_id)
         self.composer.display = False
         await self.query_one("#bottom", Vertical).mount(choice)
@@ -1614,7 +1631,7 @@ class MainScreen(Screen[None]):
 
     async def _close_retry_choice(self) -> bool:
         """Remove the retry choice, if one is open; the composer comes back."""
-        open_choices = list(self.query(RetryChoice))
+        open_choices = list(self.query("RetryChoice"))
         for widget in open_choices:
             await widget.remove()
         if open_choices and self.open_request is None:
@@ -1820,3 +1837,9 @@ def _rank_files(query: str, files: list[str]) -> list[str]:
     from tui.file_index import fuzzy_rank
 
     return [match.path for match in fuzzy_rank(query, files, limit=12)]
+
+
+def _is_retry_choice(widget: Widget | None) -> bool:
+    """Whether ``widget`` is the retry choice (its module is imported once one is shown)."""
+    retry_choice = sys.modules.get("tui.widgets.retry_choice")
+    return retry_choice is not None and isinstance(widget, retry_choice.RetryChoice)

@@ -38,13 +38,13 @@ from runtime.kinds import Role, ToolCallState
 from runtime.textsafe import terminal_safe_line
 from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets._options import WidgetOptions
-from tui.widgets.tool_call_view import ToolCallView
 
 if TYPE_CHECKING:
     from runtime.events import RunNoted
     from runtime.models import Message, ToolCall
     from runtime.transcript import PartialAnswer, TranscriptItem
     from tui.widgets.message_view import MessageView
+    from tui.widgets.tool_call_view import ToolCallView
 
 
 def _message_view() -> type[MessageView]:
@@ -242,6 +242,8 @@ class Conversation(VerticalScroll):
     def _tool_view(
         self, tool_call_id: str, name: str, arguments: dict[str, object]
     ) -> ToolCallView:
+        from tui.widgets.tool_call_view import ToolCallView  # not for the first frame
+
         call = self._tool_calls.get(tool_call_id)
         view = ToolCallView(
             tool_call_id=tool_call_id,
@@ -593,6 +595,8 @@ class Conversation(VerticalScroll):
             doomed.append(group)
         if not doomed:
             return
+        from tui.widgets.tool_call_view import ToolCallView
+
         removed: list[Widget] = []
         for group in doomed:
             self._groups.remove(group)

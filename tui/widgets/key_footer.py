@@ -73,6 +73,9 @@ class FooterKey(Widget):
         tooltip: str = "",
         classes: str = "",
     ) -> None:
+        # Compact, as ``compact`` starts: its watcher then finds the class there on mount
+        # instead of restyling each key before the first frame.
+        classes = f"{classes} -compact"
         super().__init__(classes=f"{classes} -disabled" if disabled else classes)
         self.key = key
         self.key_display = key_display

@@ -6,7 +6,6 @@ sub-run as the conversation; the images of a result (described in it as
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
@@ -38,6 +37,8 @@ DELEGATION_PREFIX = "delegate_to_"
 
 
 def _arguments_text(arguments: dict[str, Any]) -> str:
+    import json  # not at import: the first frame shows no tool call
+
     parts = []
     for key, value in arguments.items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
