@@ -304,3 +304,40 @@ async def test_the_state_filter_shows_only_jobs_in_that_state(
         await pilot.press("s", "s")  # all → running → input_required
         await wait_until(pilot, lambda: screen.job_tree.job_ids == [waiting.job_id])
         assert "filter: input_required" in screen_text(app)
+
+
+async def test_a_run_that_ends_on_screen_shows_its_end_as_the_end_is_handled(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # The row, the status line and the keys take the final state while the screen handles the
+    # run's end, so the frame that shows its last words shows them too (through a worker they
+    # came a frame or two later).
+    from runtime import events as rt
+    from tui import bridge
+    from tui.widgets._format import STATE_ICONS
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise this project", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        run = screen.selected_run
+        assert run is not None and run.state is RunState.INPUT_REQUIRED
+        # The screen hears of the end only from the call below, not from the event stream too,
+        # and with no prompt to take down meanwhile.
+        app.workers.cancel_group(app, "bridge")
+        await screen.hide_prompt()
+        await runtime.cancel(run.id)
+        event = rt.RunStateChanged(
+            job_id=run.job_id,
+            run_id=run.id,
+            from_state=RunState.INPUT_REQUIRED,
+            to_state=RunState.CANCELLED,
+        )
+        await screen.on_run_state_changed(bridge.RunStateChanged(event))
+        assert screen.selected_run is not None
+        assert screen.selected_run.state is RunState.CANCELLED
+        assert "cancelled" in screen.status.text
+        row = screen.job_tree.job_node(run.job_id)
+        assert row is not None
+        assert screen.job_tree.row_text(row).startswith(STATE_ICONS[RunState.CANCELLED])

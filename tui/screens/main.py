@@ -870,7 +870,9 @@ class MainScreen(Screen[None]):
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
-        self.refresh_run(event.run_id)
+        ended_on_screen = event.to_state.is_terminal and self._on_screen(event.run_id)
+        if not (ended_on_screen and await self._refresh_run_now(event.run_id)):
+            self.refresh_run(event.run_id)
         if event.to_state.is_terminal:
             if event.run_id in self._interrupted_runs:
                 self._interrupted_runs.discard(event.run_id)
@@ -927,6 +929,23 @@ class MainScreen(Screen[None]):
         run = await self.runtime.get_run(run_id)
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunRefreshed(run, job))
+
+    async def _refresh_run_now(self, run_id: str) -> bool:
+        """The run on screen ended: its row, status line and keys take its final state here,
+        so the frame that shows its last words shows them too. Through ``refresh_run`` (a
+        worker posting ``RunRefreshed``) they came a frame later, and Textual's frame clock,
+        after a long frame (the last piece of a fast answer), waits one or two ticks more:
+        the end of a streamed answer took three frames, 60 ms apart. False when the rows
+        could not be read (then the worker tries)."""
+        runtime = self.runtime
+        try:
+            run = await runtime.get_run(run_id)
+            job = await runtime.get_job(run.job_id)
+        except AgentTuiError:
+            return False
+        if self.is_attached:
+            self.on_run_refreshed(RunRefreshed(run, job))
+        return True
 
     def on_run_refreshed(self, message: RunRefreshed) -> None:
         run = message.run

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -22,6 +22,9 @@ from textual.events import Resize
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Footer
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 KEPT_ACTIONS = frozenset({"help", "app.help"})
 """Shown whatever the width: the way to every other key."""
@@ -214,6 +217,18 @@ class KeyFooter(Footer):
                 )
             )
         return tuple(keys)
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        """The keys are shown again as soon as the screen's bindings change, not after the
+        next frame as Textual's footer does: that made every change of keys a frame of its
+        own, a tick or two after the frame of whatever changed them (a run that ends: its
+        last words, then its keys). ``recompose`` shows them in place and mounts nothing when
+        they are the same."""
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen:
+            self.call_later(self.recompose)
 
     async def recompose(self) -> None:
         """Mount the keys again only when they changed: the bindings change at every focus
