@@ -198,7 +198,8 @@ class AgentTuiApp(App[int]):
             self.startup_error = f"agent-tui: error: {error}"
             self.exit(2, return_code=2)
             return
-        _tune_gc()
+        finally:
+            _tune_gc()  # collection back on (the program starts with it off), however it went
         main = self._main_screen()
         if main is not None and main.is_mounted:
             await main.runtime_opened()
