@@ -184,7 +184,7 @@ WATCHED = ("runtime.engine", "runtime.runtime", "runtime.api", "runtime.store.sq
            # what only a run on screen shows: its events, prompts, tool blocks, a confirmation
            "tui.bridge", "tui.widgets.approval_prompt", "tui.widgets.question_prompt",
            "tui.widgets.elicitation_form", "tui.widgets.retry_choice", "tui.widgets.confirm_bar",
-           "tui.widgets.tool_call_view")
+           "tui.widgets.tool_call_view", "runtime.transcript_pages")
 seen = {"reparsed": 0}
 
 original_reparse = Stylesheet.reparse

@@ -36,13 +36,13 @@ from textual.worker import Worker, WorkerState
 
 from runtime.kinds import Role, ToolCallState
 from runtime.textsafe import terminal_safe_line
-from runtime.transcript_pages import ItemKey, Keyed
 from tui.widgets._options import WidgetOptions
 
 if TYPE_CHECKING:
     from runtime.events import RunNoted
     from runtime.models import Message, ToolCall
     from runtime.transcript import PartialAnswer, TranscriptItem
+    from runtime.transcript_pages import ItemKey, Keyed
     from tui.widgets.message_view import MessageView
     from tui.widgets.tool_call_view import ToolCallView
 
@@ -362,6 +362,8 @@ class Conversation(VerticalScroll):
             await view.append_text(offset, text)
 
     async def committed(self, message: Message) -> None:
+        from runtime.transcript_pages import ItemKey  # a run's pages: not for the first frame
+
         self._stash.pop(message.id, None)
         view = self._messages.get(message.id)
         if view is not None:
