@@ -151,7 +151,10 @@ def test_snapshot_of_an_edit_approval(
 
 def _applied_diff(screen: MainScreen) -> str | None:
     for view in screen.query(ToolCallView):
-        shown = view.query_one("#applied-diff", Static)
+        found = view.query("#applied-diff").results(Static)
+        shown = next(found, None)
+        if shown is None:
+            continue  # mounted, its parts composed in a moment
         if view.tool_name == "edit_file" and shown.display:
             content = shown.content
             assert isinstance(content, Syntax)

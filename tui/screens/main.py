@@ -1534,7 +1534,7 @@ class MainScreen(Screen[None]):
         if action == "parent_run":
             return run is not None and run.parent_run_id is not None
         if action == "cancel_run":
-            return run is not None
+            return run is not None and not run.state.is_terminal
         if action == "retry":
             return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
         if action in ("next_tool", "previous_tool"):
