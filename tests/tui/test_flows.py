@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.widgets import OptionList
 
@@ -24,6 +25,12 @@ from tui.widgets.composer import Composer, ComposerInput
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from runtime.models import Run
+    from tui.app import AgentTuiApp
 
 
 def main_screen(app: object) -> MainScreen:
@@ -249,19 +256,27 @@ async def test_export_writes_the_job_as_markdown_into_the_workspace(
     assert "summarise" in exports[0].read_text()
 
 
+async def _question_on_screen_then_deaf(pilot: Pilot[int], app: AgentTuiApp) -> Run:
+    """A new job's run waiting on its question, on screen; then the screen stops hearing the
+    runtime's events (as if the run changed in another process before they arrived)."""
+    await pilot.press(*"summarise this project", "enter")
+    screen = main_screen(app)
+    await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+    run = screen.selected_run
+    assert run is not None and run.state is RunState.INPUT_REQUIRED
+    app.workers.cancel_group(app, "bridge")
+    return run
+
+
 async def test_a_runtime_error_becomes_a_notification_not_a_crash(
     runtime: Runtime, workspace: Path
 ) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
         screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        run = screen.selected_run
-        assert run is not None
-        # The run ends elsewhere (another process, say) before this screen hears of it: its
-        # cancel key is still offered, and the runtime refuses to cancel an ended run.
-        app.workers.cancel_group(app, "bridge")
+        # The run ends elsewhere before this screen hears of it: its cancel key is still
+        # offered, and the runtime refuses to cancel an ended run.
+        run = await _question_on_screen_then_deaf(pilot, app)
         await runtime.cancel(run.id)
         await pilot.press("escape")  # out of the answer field: letters are keys again
         await pilot.press("c")
@@ -324,14 +339,10 @@ async def test_a_run_that_ends_on_screen_shows_its_end_as_the_end_is_handled(
 
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise this project", "enter")
         screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        run = screen.selected_run
-        assert run is not None and run.state is RunState.INPUT_REQUIRED
         # The screen hears of the end only from the call below, not from the event stream too,
         # and with no prompt to take down meanwhile.
-        app.workers.cancel_group(app, "bridge")
+        run = await _question_on_screen_then_deaf(pilot, app)
         await screen.hide_prompt()
         await runtime.cancel(run.id)
         event = rt.RunStateChanged(
