@@ -553,8 +553,7 @@ class MainScreen(Screen[None]):
     async def _load_run(self, run_id: str) -> None:
         runtime = self.runtime
         page = self.conversation.page  # the tail; the conversation pages through the rest
-        run = await runtime.get_run(run_id)
-        job = await runtime.get_job(run.job_id)
+        run, job = await self._run_and_job(run_id)
         from runtime.transcript_pages import TranscriptPager
 
         pager = await TranscriptPager.open(runtime.store, run)
@@ -926,9 +925,11 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="refresh")
     async def refresh_run(self, run_id: str) -> None:
+        self.post_message(RunRefreshed(*await self._run_and_job(run_id)))
+
+    async def _run_and_job(self, run_id: str) -> tuple[Run, Job]:
         run = await self.runtime.get_run(run_id)
-        job = await self.runtime.get_job(run.job_id)
-        self.post_message(RunRefreshed(run, job))
+        return run, await self.runtime.get_job(run.job_id)
 
     async def _refresh_run_now(self, run_id: str) -> bool:
         """The run on screen ended: its row, status line and keys take its final state here,
@@ -937,10 +938,8 @@ class MainScreen(Screen[None]):
         after a long frame (the last piece of a fast answer), waits one or two ticks more:
         the end of a streamed answer took three frames, 60 ms apart. False when the rows
         could not be read (then the worker tries)."""
-        runtime = self.runtime
         try:
-            run = await runtime.get_run(run_id)
-            job = await runtime.get_job(run.job_id)
+            run, job = await self._run_and_job(run_id)
         except AgentTuiError:
             return False
         if self.is_attached:
