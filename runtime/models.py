@@ -6,6 +6,7 @@ sent to clients. No model holds a live object or a closure.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,6 +128,11 @@ ContentBlock = Annotated[
 """Message content. Images live inside tool results (``ToolResultBlock.images``)."""
 
 
+def text_of(content: Iterable[ContentBlock]) -> str:
+    """The text blocks of ``content``, joined: what a message says."""
+    return "".join(b.text for b in content if isinstance(b, TextBlock))
+
+
 class Message(_Model):
     """One message of a run, stored once, at its position in the run."""
 
@@ -143,7 +149,7 @@ class Message(_Model):
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        return text_of(self.content)
 
     @property
     def tool_uses(self) -> list[ToolUseBlock]:

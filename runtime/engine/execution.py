@@ -17,12 +17,21 @@ DELEGATE_PREFIX = "delegate_to_"
 ASK_USER = "ask_user"
 DRAFT_INTERVAL = 0.25
 MAX_MODEL_ATTEMPTS = 6
+OUTCOME_CHARS = 2000
+"""How much of a completed run's last words its ``outcome`` keeps."""
 LEASE_SECONDS = 10.0
 GIVEN_BACK_REASON = "given back at the end of a step: its worker is shutting down"
 POLL_INTERVAL = 0.25
 
 ProviderFactory = Callable[[str], ModelProvider]
 SleepFn = Callable[[float], Awaitable[None]]
+
+
+def completes_run(stop_reason: str) -> bool:
+    """Whether a model message with no tool calls that stopped for ``stop_reason`` ends its
+    run: not when it was cut off (``max_tokens``), refused, or paused by the provider
+    (``pause_turn``: the model goes on in another step)."""
+    return stop_reason not in ("pause_turn", "max_tokens", "refusal")
 
 
 class RunFailed(Exception):

@@ -294,11 +294,15 @@ class Executor:
     ) -> bool:
         """Call the model once and act on how it stopped. True when the run completed."""
         step = run.step + 1
-        message, stop_reason = await self._model_call.call(
+        message, stop_reason, completed = await self._model_call.call(
             execution, run, provider, request, tools, step=step
         )
         execution.history.append(message)
         self._job_steps.count(run.job_id)
+        if completed:
+            hooks, _ = self._catalog.hooks_for(request.workspace)
+            notify_run_finished(hooks, run, request.workspace, RunState.COMPLETED, message.text)
+            return True
         if message.tool_uses and stop_reason == "max_tokens":
             await self._fail_cut_calls(execution, run, message)
         elif message.tool_uses:
@@ -311,14 +315,8 @@ class Executor:
                 "max_tokens",
                 "the model reached its output limit (max_tokens) before finishing its answer",
             )
-        if stop_reason == "refusal":
-            raise RunFailed("refusal", "the model declined to continue this task")
-        await self._store.finish_run(
-            run.id, token=execution.token, to=RunState.COMPLETED, outcome=message.text[:2000]
-        )
-        hooks, _ = self._catalog.hooks_for(request.workspace)
-        notify_run_finished(hooks, run, request.workspace, RunState.COMPLETED, message.text)
-        return True
+        # The last reason ``completes_run`` refuses (any other one completed the run above).
+        raise RunFailed("refusal", "the model declined to continue this task")
 
     async def _fail_cut_calls(self, execution: Execution, run: Run, message: Message) -> None:
         cut = execution.calls_of(message.id) or []

@@ -15,9 +15,11 @@ from runtime.engine.execution import (
     ASK_USER,
     DRAFT_INTERVAL,
     MAX_MODEL_ATTEMPTS,
+    OUTCOME_CHARS,
     Execution,
     RunFailed,
     SleepFn,
+    completes_run,
 )
 from runtime.engine.pump import Pump
 from runtime.engine.stream_fold import Fold
@@ -25,7 +27,7 @@ from runtime.engine.tool_decision import argument_problem
 from runtime.errors import AgentTuiError, ModelError
 from runtime.events import Notice
 from runtime.ids import new_id
-from runtime.models import Message, Role, Run, ToolCallState
+from runtime.models import Message, Role, Run, ToolCallState, text_of
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.rewind import FILE_WRITING_TOOLS
 from runtime.store.base import NewMessage, NewToolCall, Store
@@ -61,10 +63,31 @@ class ModelCall:
         tools: dict[str, Tool],
         *,
         step: int,
-    ) -> tuple[Message, str]:
-        """Stream until one attempt ends; commit its message. (message, stop reason)."""
+    ) -> tuple[Message, str, bool]:
+        """Stream until one attempt ends; commit its message. (message, stop reason, whether
+        the run completed with it: a message that ends the run is committed with its
+        checkpoint and the run's completion in one transaction)."""
         message_id, folded = await self._stream_with_retries(execution, run, provider, request)
         content, new_calls = folded.result(tools)
+        committed = NewMessage(
+            id=message_id,
+            role=Role.ASSISTANT,
+            content=content,
+            model=run.model,
+            usage=folded.usage,
+            cost_usd=provider.cost_usd(folded.usage),
+        )
+        if not new_calls and completes_run(folded.stop_reason):
+            done = await self._store.commit_final_message(
+                run.id,
+                token=execution.token,
+                message=committed,
+                step=step,
+                outcome=text_of(content)[:OUTCOME_CHARS],
+            )
+            assert done.message is not None
+            execution.calls = {}
+            return done.message, folded.stop_reason, True
         allowed_here = self._catalog.allowed_for_run(run.id)
         decide = self._catalog.decider(request.workspace)
         if folded.stop_reason != "max_tokens" and all(
@@ -74,22 +97,11 @@ class ModelCall:
             # transaction as the message (a step then takes two commits instead of three).
             new_calls = [c.model_copy(update={"start": True}) for c in new_calls]
         message, calls = await self._store.commit_message(
-            run.id,
-            token=execution.token,
-            message=NewMessage(
-                id=message_id,
-                role=Role.ASSISTANT,
-                content=content,
-                model=run.model,
-                usage=folded.usage,
-                cost_usd=provider.cost_usd(folded.usage),
-            ),
-            tool_calls=new_calls,
-            step=step,
+            run.id, token=execution.token, message=committed, tool_calls=new_calls, step=step
         )
         execution.started.update(c.id for c in calls if c.state is ToolCallState.RUNNING)
         execution.calls = {c.id: c for c in calls}
-        return message, folded.stop_reason
+        return message, folded.stop_reason, False
 
     async def _stream_with_retries(
         self, execution: Execution, run: Run, provider: ModelProvider, request: ModelRequest

@@ -318,6 +318,23 @@ class Store(Protocol):
         message, the calls and the events with their seq."""
         ...
 
+    async def commit_final_message(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        step: int,
+        outcome: str | None,
+    ) -> StepCommit:
+        """The last write of a run that ends with ``message`` (no tool calls), ONE transaction:
+        the message (as ``commit_assistant_message_with_calls`` writes it), the step's
+        checkpoint, and running → completed with ``outcome`` (rule:
+        ``rules.complete_with_message``). Observers get the three events together, so the
+        last words and the end of the run arrive at once. Returns the completed run, the
+        message, the checkpoint and the events with their seq."""
+        ...
+
     async def commit_tool_states(
         self, run_id: str, *, token: str, changes: list[ToolStateChange]
     ) -> StepCommit:

@@ -798,6 +798,34 @@ class PostgresStore:
 
         return await self._write(tx)
 
+    async def commit_final_message(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        step: int,
+        outcome: str | None,
+    ) -> StepCommit:
+        now = self._now()
+
+        async def tx(t: _Tx) -> StepCommit:
+            run = await _fetch_run(t.conn, run_id, lock=True)
+            plan, committed, created = rules.complete_with_message(
+                run,
+                token=token,
+                position=await _next_position(t.conn, run_id),
+                message=message,
+                step=step,
+                outcome=outcome,
+                pending_tool_call_ids=await _pending_call_ids(t.conn, run_id, None),
+                now=now,
+            )
+            events = await _apply(t, plan)
+            return StepCommit(plan.runs[0][0], committed, [], created, events)
+
+        return await self._write(tx)
+
     async def commit_tool_states(
         self, run_id: str, *, token: str, changes: list[ToolStateChange]
     ) -> StepCommit:
@@ -1960,24 +1988,29 @@ async def _checkpoint_plan(
                 "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = $1", run.id
             )
         )
-    rows = await conn.fetch(
-        "SELECT id, state FROM tool_calls WHERE run_id = $1 AND state IN ('pending', 'running')"
-        " ORDER BY n",
-        run.id,
-    )
-    states = {r["id"]: r["state"] for r in rows}
-    if before is not None:
-        for call in (*before.new_tool_calls, *before.tool_calls):
-            states[call.id] = call.state.value
-    pending = [call_id for call_id, state in states.items() if state == "pending"]
     return rules.checkpoint(
         run,
         token=token,
         step=step,
         last_position=last_position,
-        pending_tool_call_ids=pending,
+        pending_tool_call_ids=await _pending_call_ids(conn, run.id, before),
         now=now,
     )
+
+
+async def _pending_call_ids(conn: Conn, run_id: str, before: Plan | None) -> list[str]:
+    """The run's tool calls still pending, in order (what a checkpoint records), as they stand
+    after ``before`` (a plan of the same transaction not yet written)."""
+    rows = await conn.fetch(
+        "SELECT id, state FROM tool_calls WHERE run_id = $1 AND state IN ('pending', 'running')"
+        " ORDER BY n",
+        run_id,
+    )
+    states = {r["id"]: r["state"] for r in rows}
+    if before is not None:
+        for call in (*before.new_tool_calls, *before.tool_calls):
+            states[call.id] = call.state.value
+    return [call_id for call_id, state in states.items() if state == "pending"]
 
 
 _RUN_UPDATE = (

@@ -630,6 +630,55 @@ def commit_message(
     return plan, committed, calls
 
 
+def complete_with_message(
+    run: Run,
+    *,
+    token: str,
+    position: int,
+    message: NewMessage,
+    step: int,
+    outcome: str | None,
+    pending_tool_call_ids: Sequence[str],
+    now: float,
+    ids: IdFactory = new_id,
+) -> tuple[Plan, Message, Checkpoint]:
+    """The message a run ends with, its step's checkpoint and running → completed: what
+    ``commit_message``, ``checkpoint`` and ``finish_run`` do one after the other, as one
+    write. The run row is written once, in its final form; the events keep their order
+    (the message, the checkpoint, the state change)."""
+    plan, committed, _ = commit_message(
+        run,
+        token=token,
+        position=position,
+        message=message,
+        tool_calls=(),
+        step=step,
+        now=now,
+        ids=ids,
+    )
+    with_message = plan.runs[0][0]
+    marked, created = checkpoint(
+        with_message,
+        token=token,
+        step=step,
+        last_position=position,
+        pending_tool_call_ids=pending_tool_call_ids,
+        now=now,
+        ids=ids,
+    )
+    finished = finish_run(
+        with_message,
+        token=token,
+        to=RunState.COMPLETED,
+        outcome=outcome,
+        failure=None,
+        now=now,
+    )
+    plan.extend(marked).extend(finished)
+    plan.runs = [(finished.runs[0][0], run.revision)]
+    return plan, committed, created
+
+
 def tool_states(
     run: Run,
     *,

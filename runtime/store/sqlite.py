@@ -974,6 +974,34 @@ class SqliteStore:
 
         return await self._write(tx)
 
+    async def commit_final_message(
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message: NewMessage,
+        step: int,
+        outcome: str | None,
+    ) -> StepCommit:
+        now = self._now()
+
+        def tx(conn: Conn) -> StepCommit:
+            run, position, has_drafts = _fetch_run_for_message(conn, run_id)
+            plan, committed, created = rules.complete_with_message(
+                run,
+                token=token,
+                position=position,
+                message=message,
+                step=step,
+                outcome=outcome,
+                pending_tool_call_ids=_pending_call_ids(conn, run_id),
+                now=now,
+            )
+            events = _apply(conn, _skip_empty_draft_delete(plan, has_drafts))
+            return StepCommit(plan.runs[0][0], committed, [], created, events)
+
+        return await self._write(tx)
+
     async def commit_tool_states(
         self, run_id: str, *, token: str, changes: list[ToolStateChange]
     ) -> StepCommit:
@@ -2323,22 +2351,26 @@ def _checkpoint_plan(
         last_position = conn.execute(
             "SELECT coalesce(max(position), -1) FROM messages WHERE run_id = ?", (run.id,)
         ).fetchone()[0]
-    pending = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM tool_calls WHERE run_id = ? AND state IN ('pending', 'running')"
-            " AND state = 'pending' ORDER BY n",
-            (run.id,),
-        )
-    ]
     return rules.checkpoint(
         run,
         token=token,
         step=step,
         last_position=last_position,
-        pending_tool_call_ids=pending,
+        pending_tool_call_ids=_pending_call_ids(conn, run.id),
         now=now,
     )
+
+
+def _pending_call_ids(conn: Conn, run_id: str) -> list[str]:
+    """The run's tool calls still pending, in order (what a checkpoint records)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM tool_calls WHERE run_id = ? AND state IN ('pending', 'running')"
+            " AND state = 'pending' ORDER BY n",
+            (run_id,),
+        )
+    ]
 
 
 _RUN_COUNTERS = (

@@ -195,6 +195,39 @@ async def test_a_step_costs_the_same_store_round_trips_at_step_200_as_at_step_5(
     assert max(writes for _, writes, _ in every_step) <= 1 + len(FILES)
 
 
+async def test_the_last_step_of_a_completed_run_is_one_write(
+    db_path: Path, workspace: Path
+) -> None:
+    """The answer that ends a run, its checkpoint and the run's completion commit together:
+    one write where there were three, and observers get the last words and the end at once."""
+    store = SqliteStore(db_path)
+    trips = count_trips(store)
+    model = InstantModel(2, trips.snapshot)
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="instant:test",
+        providers=lambda reference: model,
+        tools=builtin_tools(),
+        store=store,
+    )
+    try:
+        run = await runtime.start("read the three files twice")
+        boundary = await runtime.wait(run.id, timeout=60)
+        assert boundary.state is RunState.COMPLETED
+        events = await store.read_events(run_id=run.id)
+    finally:
+        await runtime.close()
+    reads, writes, _ = (a - b for a, b in zip(trips.snapshot(), model.at_call[-1], strict=True))
+    assert (reads, writes) == (0, 1), trips.by_operation
+    kinds = [type(e).__name__ for e in events[-3:]]
+    assert kinds == ["MessageCommitted", "CheckpointCreated", "RunStateChanged"]
+    assert [e.seq for e in events[-3:]] == list(
+        range(events[-3].seq or 0, (events[-1].seq or 0) + 1)
+    )
+
+
 SQL_WORDS = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b|execute\(")
 
 

@@ -854,6 +854,62 @@ async def test_a_step_in_two_transactions_returns_everything_it_committed(store:
     assert (await store.get_job(run.job_id)).usage == usage
 
 
+async def test_a_run_that_ends_with_its_message_commits_it_its_checkpoint_and_its_end_at_once(
+    store: Store,
+) -> None:
+    """The engine's last write of a run that completes: what ``commit_message``,
+    ``create_checkpoint`` and ``finish_run`` write, in one transaction, its events in that
+    order, so an observer gets the last words and the end together."""
+    run, token = await running_run(store)
+    await store.save_draft(run.id, token=token, message_id="m1", text="All do")
+    after = await store.last_seq()
+    usage = Usage(input_tokens=50, output_tokens=5)
+    done = await store.commit_final_message(
+        run.id,
+        token=token,
+        message=NewMessage(
+            id="m1",
+            role=Role.ASSISTANT,
+            content=[TextBlock(text="All done.")],
+            usage=usage,
+            cost_usd=0.1,
+        ),
+        step=2,
+        outcome="All done.",
+    )
+    assert done.message is not None and done.checkpoint is not None and done.tool_calls == []
+    assert (done.run.state, done.run.outcome, done.run.execution_token, done.run.step) == (
+        RunState.COMPLETED,
+        "All done.",
+        None,
+        2,
+    )
+    assert done.run.usage == usage and done.run.revision == run.revision + 2
+    assert (done.checkpoint.step, done.checkpoint.last_position) == (2, done.message.position)
+    assert done.checkpoint.usage == usage and done.checkpoint.pending_tool_call_ids == []
+    read = await store.read_events(after=after)
+    assert [type(e) for e in read] == [MessageCommitted, CheckpointCreated, RunStateChanged]
+    assert [dump_event(e) for e in done.events] == [dump_event(e) for e in read]
+    assert await store.get_run(run.id) == done.run
+    assert await store.list_checkpoints(run.id) == [done.checkpoint]
+    assert await store.get_drafts(run.id) == []
+    job = await store.get_job(run.job_id)
+    assert (job.latest_run_state, job.usage) == (RunState.COMPLETED, usage)
+
+
+async def test_a_final_message_from_a_stale_execution_changes_nothing(store: Store) -> None:
+    run, token = await running_run(store)
+    seq = await store.last_seq()
+    with pytest.raises(errors.OwnershipLost):
+        await store.commit_final_message(
+            run.id, token="stale", message=assistant("late"), step=1, outcome="late"
+        )
+    assert await store.last_seq() == seq
+    assert (await store.get_run(run.id)).state is RunState.RUNNING
+    assert await store.list_checkpoints(run.id) == []
+    assert [m.role for m in await store.list_messages(run.id)] == [Role.USER]
+
+
 async def test_a_result_the_tool_message_carries_reads_back_from_the_call(store: Store) -> None:
     run, token = await running_run(store)
     [call] = await step_with_tools(store, run, token, "read_file")
