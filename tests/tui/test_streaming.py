@@ -141,6 +141,39 @@ async def test_a_pasted_prompt_is_shown_as_typed_with_its_line_breaks() -> None:
         assert _shown_text(view) == prompt
 
 
+async def test_a_streamed_piece_is_laid_out_once() -> None:
+    """Each piece grows the text, its message and the conversation's scrollable height: one
+    layout places them all. The sizes that layout sets ask for no second one (before, every
+    piece cost two layouts and two full frames)."""
+    paragraph = "Some words that wrap across the width of the view, again and again.\n\n"
+    text = "# Title\n\n" + paragraph * 300  # most of it beyond the Markdown part
+    start, piece = 12_000, 700
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, text[:start], thinking=False)
+        for _ in range(3):
+            await pilot.pause()
+        tail = conversation.message_views[0].query_one(".plain", StreamText)
+        layouts = 0
+
+        def laid_out(_screen: object) -> None:
+            nonlocal layouts
+            layouts += 1
+
+        pilot.app.screen.screen_layout_refresh_signal.subscribe(pilot.app.screen, laid_out)
+        rows = [len(tail.rows)]
+        for offset in range(start, start + 5 * piece, piece):
+            await conversation.delta("m1", offset, text[offset : offset + piece], thinking=False)
+            # Each pause draws what is due: a second layout, if one was asked for, is drawn
+            # by the second.
+            await pilot.pause()
+            await pilot.pause()
+            rows.append(len(tail.rows))
+        assert all(after > before for before, after in zip(rows, rows[1:], strict=False))
+        assert layouts == 5
+
+
 def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
     text = (
         "word " * 37 + "averyveryverylongwordthatmustbefolded" * 3 + "\n\tindented ünïcödé 日本語\n"

@@ -37,6 +37,7 @@ from textual.worker import Worker, WorkerState
 from runtime.kinds import Role, ToolCallState
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._options import WidgetOptions
+from tui.widgets.sized_by_layout import SizedByLayout
 
 if TYPE_CHECKING:
     from runtime.events import RunNoted
@@ -102,7 +103,7 @@ class _PageLoaded(TextualMessage, bubble=False):
         self.limit = limit
 
 
-class Conversation(VerticalScroll):
+class Conversation(SizedByLayout, VerticalScroll):
     DEFAULT_CSS = """
     Conversation { background: $background; padding: 0 1; }
     Conversation > .empty { color: $text-muted; padding: 1 2; }

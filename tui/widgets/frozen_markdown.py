@@ -35,6 +35,8 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.widgets.sized_by_layout import SizedByLayout
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
@@ -151,7 +153,7 @@ def _trimmed(strips: list[Strip]) -> list[Strip]:
     return strips[first:last]
 
 
-class FrozenMarkdown(Widget):
+class FrozenMarkdown(SizedByLayout, Widget):
     """Markdown drawn from rows rendered once per width and block (see the module's text)."""
 
     DEFAULT_CSS = """

@@ -29,6 +29,7 @@ from runtime.kinds import Role
 from runtime.models import ThinkingBlock
 from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
+from tui.widgets.sized_by_layout import SizedByLayout
 from tui.widgets.stream_text import StreamText
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def toggle_thinking(blocks: Sequence[Collapsible], focused: Widget | None) -> Co
     return chosen[0]
 
 
-class MessageView(Vertical):
+class MessageView(SizedByLayout, Vertical):
     DEFAULT_CSS = """
     MessageView { height: auto; margin: 0 0 1 0; }
     MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }

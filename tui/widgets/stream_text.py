@@ -21,6 +21,8 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.widgets.sized_by_layout import SizedByLayout
+
 _CLEAN: dict[int, str | None] = {code: None for code in range(32) if code not in (9, 10)}
 _CLEAN[9] = "    "
 _CLEAN[127] = None
@@ -100,7 +102,7 @@ def _wrap_cells(line: str, width: int) -> tuple[list[str], int]:
     return rows, start
 
 
-class StreamText(Widget):
+class StreamText(SizedByLayout, Widget):
     """Plain, word-wrapped text that is appended to; only the rows on screen are drawn."""
 
     DEFAULT_CSS = """
