@@ -149,12 +149,12 @@ class Composer(Vertical):
     Composer {{ height: auto; border: round $primary; padding: 0 1; background: $surface; }}
     Composer:focus-within {{ border: round $accent; }}
     Composer #mode {{ color: $text-muted; }}
-    Composer.-follow-up #mode {{ color: $accent; text-style: bold; }}
+    Composer #mode.-follow-up {{ color: $accent; text-style: bold; }}
     Composer #queue {{ height: auto; color: $text-muted; display: none; }}
-    Composer.-queued #queue {{ display: block; }}
+    Composer #queue.-queued {{ display: block; }}
     Composer #completions {{ height: auto; max-height: 12; border: none; padding: 0;
                              background: $panel; display: none; }}
-    Composer.-completing #completions {{ display: block; }}
+    Composer #completions.-completing {{ display: block; }}
     Composer ComposerInput, Composer ComposerInput:focus {{
         height: auto; min-height: 1; max-height: {MAX_LINES}; border: none; padding: 0;
         background: $surface;
@@ -227,7 +227,7 @@ class Composer(Vertical):
         self._loading_draft = False
 
     def compose(self) -> ComposeResult:
-        yield Static(self._mode_text(), id="mode", markup=False)
+        yield Static(self._mode_text(), id="mode", markup=False, classes=self._mode_class())
         yield Static("", id="queue", markup=False)
         completions = OptionList(id="completions")
         completions.can_focus = False
@@ -243,14 +243,21 @@ class Composer(Vertical):
         title = short(terminal_safe_line(self.target_title), 44)
         return f"↪ Follow-up in: {title}{extra}  (n or /new: new job)"
 
+    def _mode_class(self) -> str:
+        # States are classes of the line they style, not of the composer: a class of the
+        # composer restyles all it holds (the text area's parts too), 11 ms each time a new
+        # job became the target or the menu opened.
+        return "-follow-up" if self.follow_up_job_id is not None else ""
+
     def watch_follow_up_job_id(self, old: str | None, new: str | None) -> None:
-        self.set_class(new is not None, "-follow-up")
         self._refresh_mode()
         self._refresh_queue()
 
     def _refresh_mode(self) -> None:
         if self.is_mounted:
-            self.query_one("#mode", Static).update(self._mode_text())
+            mode = self.query_one("#mode", Static)
+            mode.set_class(self.follow_up_job_id is not None, "-follow-up")
+            mode.update(self._mode_text())
 
     def set_selected_job(self, job_id: str | None, title: str) -> None:
         """The browser's selection; a follow-up goes to it when the mode is follow-up."""
@@ -460,7 +467,7 @@ class Composer(Vertical):
         if not self.is_mounted:
             return
         queue = self.queued(self.follow_up_job_id)
-        self.set_class(bool(queue), "-queued")
+        self.query_one("#queue", Static).set_class(bool(queue), "-queued")
         lines = [
             f"↳ queued: {short(terminal_safe_line(' '.join(text.split())), 70)}" for text in queue
         ]
@@ -551,7 +558,7 @@ class Composer(Vertical):
             menu.add_option(Option(label, id=command.name))
         menu.highlighted = 0 if matches else None
         self._completion = "slash"
-        self.add_class("-completing")
+        menu.add_class("-completing")
 
     def _show_files(self, query: str, start: tuple[int, int]) -> None:
         menu = self.query_one("#completions", OptionList)
@@ -559,7 +566,7 @@ class Composer(Vertical):
         self._mention_start = start
         was_open = self._completion == "mention"
         self._completion = "mention"
-        self.add_class("-completing")
+        menu.add_class("-completing")
         if files is None:
             menu.clear_options()
             menu.add_option(Option("listing the workspace's files…", disabled=True))
@@ -593,7 +600,7 @@ class Composer(Vertical):
         self._completion = None
         self._mention_start = None
         if self.is_mounted:
-            self.remove_class("-completing")
+            self.query_one("#completions", OptionList).remove_class("-completing")
 
     def _accept_completion(self, *, send_if_complete: bool = False) -> bool:
         menu = self.query_one("#completions", OptionList)
