@@ -368,7 +368,7 @@ class JobTree(Tree[NodeData]):
 
     # --- feeding -------------------------------------------------------------------------------
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
-        node.set_label(node.label)  # bumps the node's version: its line is drawn again
+        node.refresh()  # bumps the node's version: its line is drawn again
 
     def add_jobs(self, jobs: list[Job], next_cursor: str | None) -> None:
         if self._more is not None:
