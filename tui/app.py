@@ -79,13 +79,14 @@ class AgentTuiApp(App[int]):
         # event loop (sync snapshot tests and the screenshot script: App.run makes the loop).
         self._open_runtime: Callable[[], Awaitable[RuntimeApi]] | None = None
         self._open_after_first_frame: Callable[[AgentTuiApp], Awaitable[RuntimeApi]] | None = None
-        self._held_input: list[events.Key | events.Paste] | None = None
-        """Keys and pastes that arrived before the runtime was open, replayed once it is."""
+        self._held_input: list[events.Key | events.Paste] | None = []
+        """Keys and pastes that arrived before the main screen could take them (mounted, with
+        the runtime open), replayed once it can (``input_ready``): what is typed at once, while
+        the app starts, is not lost."""
         self.runtime: RuntimeApi | None = None
         """The open runtime; None until it is opened (after the first frame, for the program)."""
         if isinstance(runtime, _AfterFirstFrame):
             self._open_after_first_frame = runtime.opener
-            self._held_input = []
         elif isinstance(runtime, _Opener):
             self._open_runtime = runtime
         else:
@@ -157,13 +158,13 @@ class AgentTuiApp(App[int]):
     ``CSS_PATH`` it had every stylesheet parsed and applied again when the screen was first
     shown."""
 
-    # A mode's screen rather than the default screen (``get_default_screen``), though a mode
-    # has the stylesheet applied once more as it starts: Textual waits for a mode's first
-    # screen to be mounted (composed, its input focused) before the app counts as running, and
-    # not for the default screen's, so keys sent at once went to no input (the first letter of
-    # a task typed by a test was lost).
-    DEFAULT_MODE = "main"
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"main": MainScreen}
+    def get_default_screen(self) -> Screen[Any]:
+        """The main screen is the default screen, not a mode's: a mode's first screen is
+        composed and laid out inside Textual's start-up batch, whose frame is thrown away; the
+        terminal then got part of the screen when the first resize came and the whole of it a
+        frame-clock tick later. The default screen's first frame is written at once. (Keys
+        typed before the screen is ready are held until the runtime opens: ``on_event``.)"""
+        return MainScreen()
 
     async def on_load(self) -> None:
         if self._open_runtime is not None:
@@ -203,8 +204,12 @@ class AgentTuiApp(App[int]):
         main = self._main_screen()
         if main is not None and main.is_mounted:
             await main.runtime_opened()
+
+    def input_ready(self) -> None:
+        """The main screen can take keys now (mounted, the runtime open): what was typed before,
+        while the app started or the database opened, comes now, in order."""
         held, self._held_input = self._held_input or [], None
-        for event in held:  # typed while the database opened: now they can act
+        for event in held:
             self.post_message(
                 events.Key(event.key, event.character)
                 if isinstance(event, events.Key)
@@ -219,7 +224,7 @@ class AgentTuiApp(App[int]):
             and not event.is_forwarded
             and not (isinstance(event, events.Key) and event.key == "ctrl+q")
         ):
-            held.append(event)  # the screen cannot act on it before the runtime is open
+            held.append(event)  # the main screen cannot act on it yet
             return
         await super().on_event(event)
 

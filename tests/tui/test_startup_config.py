@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 from textual.color import Color
 from textual.css.stylesheet import Stylesheet
+from textual.pilot import Pilot
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.locations import peek_default
-from tui.app import program_app
+from tests.tui.helpers import SIZE, wait_until
+from tui.app import Settings, create_app, program_app
+from tui.widgets.composer import ComposerInput
 
 
 @pytest.fixture
@@ -141,3 +146,35 @@ async def test_collection_is_back_on_when_the_runtime_fails_to_open_unexpectedly
             assert app.is_running  # the failure is a notification, not a crash
     finally:
         gc.enable()
+
+
+async def test_keys_typed_while_the_app_starts_reach_the_composer_in_order(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The main screen is the default screen (its first frame is written at once), mounted
+    # after the app counts as running; keys that arrive before it is mounted with the runtime
+    # open are held, then replayed in order (the first letter went to no widget before).
+    async def opener() -> Runtime:
+        return await Runtime.open(
+            db_path=tmp_path / "agent-tui.db",
+            workspace=workspace,
+            config=Config(),
+            model="demo:instant",
+        )
+
+    app = create_app(opener, Settings(workspace=workspace, remember_theme=False))
+    typed: list[str] = []
+
+    async def type_at_once(pilot: Pilot[int]) -> None:
+        # An auto-pilot starts as the app starts (``run_test`` first waits for the screen).
+        await pilot.press(*"summarise this")
+        await wait_until(pilot, lambda: bool(app.query(ComposerInput)))
+        composer = app.query_one(ComposerInput)
+        await wait_until(pilot, lambda: len(composer.text) >= len("ummarise this"))
+        await pilot.pause()
+        typed.append(composer.text)
+        app.exit()
+
+    async with asyncio.timeout(60):
+        await app.run_async(headless=True, size=SIZE, auto_pilot=type_at_once)
+    assert typed == ["summarise this"]

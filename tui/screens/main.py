@@ -265,6 +265,7 @@ class MainScreen(Screen[None]):
             self.open_job(settings.open_job)
         elif settings.continue_last:
             self._open_latest()
+        self.agent_app.input_ready()
 
     def _mcp_prompt_commands(self) -> list[SlashCommand]:
         """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
