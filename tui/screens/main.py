@@ -247,25 +247,27 @@ class MainScreen(Screen[None]):
 
     async def runtime_opened(self) -> None:
         """The runtime is open (the program opens it after the first frame): fill the screen."""
-        runtime = self.runtime
-        self.status.attached = self.agent_app.settings.attach
-        self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
-        composer = self.composer
-        composer.file_source = self._file_list
-        composer.command_sources.append(self._mcp_prompt_commands)
-        composer.command_sources.append(self.extension_commands.slash_commands)
-        self.load_jobs(None, first=True)
-        self.agent_app.start_bridge(self)
-        self._report_recovery()
-        self._check_sandbox()
-        self._load_history()
-        self._load_draft(None)
-        settings = self.agent_app.settings
-        if settings.open_job is not None:
-            self.open_job(settings.open_job)
-        elif settings.continue_last:
-            self._open_latest()
-        self.agent_app.input_ready()
+        try:
+            runtime = self.runtime
+            self.status.attached = self.agent_app.settings.attach
+            self.status.show(model=str(runtime.default_model), notice=runtime.model_notice)
+            composer = self.composer
+            composer.file_source = self._file_list
+            composer.command_sources.append(self._mcp_prompt_commands)
+            composer.command_sources.append(self.extension_commands.slash_commands)
+            self.load_jobs(None, first=True)
+            self.agent_app.start_bridge(self)
+            self._report_recovery()
+            self._check_sandbox()
+            self._load_history()
+            self._load_draft(None)
+            settings = self.agent_app.settings
+            if settings.open_job is not None:
+                self.open_job(settings.open_job)
+            elif settings.continue_last:
+                self._open_latest()
+        finally:
+            self.agent_app.input_ready()  # what was typed meanwhile, whatever happened here
 
     def _mcp_prompt_commands(self) -> list[SlashCommand]:
         """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
