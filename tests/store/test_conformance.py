@@ -898,7 +898,7 @@ async def test_a_run_that_ends_with_its_message_commits_it_its_checkpoint_and_it
 
 
 async def test_a_final_message_from_a_stale_execution_changes_nothing(store: Store) -> None:
-    run, token = await running_run(store)
+    run, _ = await running_run(store)
     seq = await store.last_seq()
     with pytest.raises(errors.OwnershipLost):
         await store.commit_final_message(

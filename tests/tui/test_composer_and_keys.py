@@ -506,7 +506,9 @@ async def test_the_slash_menu_completes_a_command_with_tab(
         await pilot.press(*"/mo")
         await pilot.pause()
         assert screen.composer.completing == "slash"
-        assert "/model" in screen_text(app) or screen.composer.query_one("#completions").has_class("-completing")
+        assert "/model" in screen_text(app) or screen.composer.query_one("#completions").has_class(
+            "-completing"
+        )
         await pilot.press("tab")
         assert screen.composer.input.text == "/model "
 

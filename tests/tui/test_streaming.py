@@ -3,6 +3,7 @@ follows the tail, and a commit that differs from what streamed wins."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,7 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
             await pilot.pause()
             await pilot.pause()
             rows.append(len(tail.rows))
-        assert all(after > before for before, after in zip(rows, rows[1:], strict=False))
+        assert all(after > before for before, after in itertools.pairwise(rows))
         assert layouts == 5
 
 
