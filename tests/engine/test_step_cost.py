@@ -142,6 +142,26 @@ class InstantModel:
         yield StopReason(reason="tool_use")
 
 
+async def counted_runtime(
+    db_path: Path, workspace: Path, steps: int
+) -> tuple[Runtime, SqliteStore, Trips, InstantModel]:
+    """A runtime on a real SQLite store whose round trips are counted, its model answering
+    ``steps`` steps of three ``read_file`` calls, then a final answer."""
+    store = SqliteStore(db_path)
+    trips = count_trips(store)
+    model = InstantModel(steps, trips.snapshot)
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(defaults=Defaults(max_steps=steps + 5, job_step_budget=steps + 5)),
+        model="instant:test",
+        providers=lambda reference: model,
+        tools=builtin_tools(),
+        store=store,
+    )
+    return runtime, store, trips, model
+
+
 def step_cost(model: InstantModel, step: int) -> tuple[int, int, int]:
     """(reads, writes, records read) of step ``step`` (1-based)."""
     before, after = model.at_call[step - 1], model.at_call[step]
@@ -153,18 +173,7 @@ def step_cost(model: InstantModel, step: int) -> tuple[int, int, int]:
 async def test_a_step_costs_the_same_store_round_trips_at_step_200_as_at_step_5(
     db_path: Path, workspace: Path
 ) -> None:
-    store = SqliteStore(db_path)
-    trips = count_trips(store)
-    model = InstantModel(STEPS, trips.snapshot)
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(defaults=Defaults(max_steps=STEPS + 5, job_step_budget=STEPS + 5)),
-        model="instant:test",
-        providers=lambda reference: model,
-        tools=builtin_tools(),
-        store=store,
-    )
+    runtime, _, trips, model = await counted_runtime(db_path, workspace, STEPS)
     try:
         run = await runtime.start("read the three files, many times")
         boundary = await runtime.wait(run.id, timeout=240)
@@ -200,18 +209,7 @@ async def test_the_last_step_of_a_completed_run_is_one_write(
 ) -> None:
     """The answer that ends a run, its checkpoint and the run's completion commit together:
     one write where there were three, and observers get the last words and the end at once."""
-    store = SqliteStore(db_path)
-    trips = count_trips(store)
-    model = InstantModel(2, trips.snapshot)
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="instant:test",
-        providers=lambda reference: model,
-        tools=builtin_tools(),
-        store=store,
-    )
+    runtime, store, trips, model = await counted_runtime(db_path, workspace, 2)
     try:
         run = await runtime.start("read the three files twice")
         boundary = await runtime.wait(run.id, timeout=60)
