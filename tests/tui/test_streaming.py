@@ -153,9 +153,11 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
         conversation = pilot.app.query_one(Conversation)
         conversation.run_id = "run"
         await conversation.delta("m1", 0, text[:start], thinking=False)
-        for _ in range(3):
-            await pilot.pause()
-        tail = conversation.message_views[0].query_one(".plain", StreamText)
+        view = conversation.message_views[0]
+        # The Markdown part is written on a clock: all of it on screen before counting.
+        await wait_until(pilot, lambda: _shown_text(view) == text[:start])
+        await pilot.pause()
+        tail = view.query_one(".plain", StreamText)
         layouts = 0
 
         def laid_out(_screen: object) -> None:
