@@ -154,8 +154,11 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
         conversation.run_id = "run"
         await conversation.delta("m1", 0, text[:start], thinking=False)
         view = conversation.message_views[0]
-        # The Markdown part is written on a clock: all of it on screen before counting.
-        await wait_until(pilot, lambda: _shown_text(view) == text[:start])
+        # The Markdown part is written on a clock and rendered a time budget at a time (more
+        # passes on a busy machine): all of it on screen and laid out before counting.
+        markdown = view.query_one(FrozenMarkdown)
+        await wait_until(pilot, lambda: _shown_text(view) == text[:start] and markdown.settled)
+        await pilot.pause()
         await pilot.pause()
         tail = view.query_one(".plain", StreamText)
         layouts = 0

@@ -221,6 +221,12 @@ class FrozenMarkdown(SizedByLayout, Widget):
         self._render_at(self._width)
         self.refresh(layout=len(self._strips) != rows)
 
+    @property
+    def settled(self) -> bool:
+        """Every block of the source is drawn at the width it has: none waits for a later
+        frame (a long source is rendered a time budget at a time, see ``_resume``)."""
+        return self._width >= 0 and not self._paused and self._rendered == len(self._sealed)
+
     def _forget(self) -> None:
         self._width = -1
         self._paused = False
