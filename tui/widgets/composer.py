@@ -245,8 +245,8 @@ class Composer(Vertical):
 
     def _mode_class(self) -> str:
         # States are classes of the line they style, not of the composer: a class of the
-        # composer restyles all it holds (the text area's parts too), 11 ms each time a new
-        # job became the target or the menu opened.
+        # composer restyles all it holds (the text area's parts too), 2.3 ms against 0.6 ms
+        # for the line, each time a new job became the target or the menu opened.
         return "-follow-up" if self.follow_up_job_id is not None else ""
 
     def watch_follow_up_job_id(self, old: str | None, new: str | None) -> None:
