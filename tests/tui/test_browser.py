@@ -262,3 +262,73 @@ async def test_an_age_tick_redraws_no_row_whose_age_is_unchanged_even_one_drawn_
         await pilot.pause()
         assert all(node._updates > drawn[id(node)] for node in [job_node, *run_rows])
         assert " 2h " in tree.row_text(job_node)
+
+
+async def test_the_detail_growing_by_a_row_lays_the_screen_out_once_and_keeps_the_rows(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """The detail under the tree takes a row more as a run starts (and one less as it ends),
+    which makes the tree a row shorter. Tree's own resize handler threw its rows away and
+    asked for a second layout of the whole screen, a frame of its own; the rows do not depend
+    on the tree's height, so one layout does it. A change of width still redraws them."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        detail = screen.query_one(BrowserDetail)
+        detail.update("job")  # one row
+        await wait_until(pilot, lambda: detail.size.height == 1)
+        for _ in range(3):  # the focus settles (a blur restyles the tree)
+            await pilot.pause()
+        rows_before = [tree.row_text(node) for node in tree._visible_nodes()]
+        height, width = tree.size.height, tree.size.width
+        layouts = 0
+
+        def laid_out(_screen: object) -> None:
+            nonlocal layouts
+            layouts += 1
+
+        screen.screen_layout_refresh_signal.subscribe(screen, laid_out)
+        detail.update("run\nrunning")
+        await wait_until(pilot, lambda: tree.size.height == height - 1)
+        for _ in range(3):  # a second layout, if one was asked for, is drawn by then
+            await pilot.pause()
+        assert layouts == 1
+        assert tree.size.width == width
+        assert [tree.row_text(node) for node in tree._visible_nodes()] == rows_before
+        await pilot.resize_terminal(WIDE[0] - 20, WIDE[1])  # narrower: rows fitted again
+        await wait_until(pilot, lambda: tree.size.width < width)
+        await pilot.pause()
+        assert [tree.row_text(node) for node in tree._visible_nodes()] != rows_before
+
+
+async def test_a_row_read_again_unchanged_is_not_drawn_again_and_a_changed_one_is(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A run's rows are read again at each checkpoint and state change, mostly to the same
+    cells: those rows are not drawn again (a redraw is a repaint in the next frame, after the
+    one that showed the run's last words). A row whose cells change is."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        job_node = tree.cursor_node
+        assert job_node is not None
+        job = job_node.data.job  # type: ignore[union-attr]
+        job_node.expand()
+        await wait_until(pilot, lambda: job.id in tree.loaded_runs and job_node.children)
+        await pilot.pause()
+        run_node = job_node.children[0]
+        run = run_node.data.run  # type: ignore[union-attr]
+        drawn = (job_node._updates, run_node._updates)
+        tree.upsert_job(job.model_copy(update={"updated_at": job.updated_at + 0.1}))
+        tree.upsert_run(run.model_copy(update={"updated_at": run.updated_at + 0.1}))
+        assert (job_node._updates, run_node._updates) == drawn
+        assert run_node.data.run.updated_at == run.updated_at + 0.1  # type: ignore[union-attr]
+        tree.upsert_run(run.model_copy(update={"cost_usd": 1.25}))
+        assert run_node._updates > drawn[1]
+        assert "$1.25" in tree.row_text(run_node)

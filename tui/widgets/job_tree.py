@@ -31,8 +31,11 @@ from tui.widgets._format import (
     tokens,
 )
 from tui.widgets._options import WidgetOptions
+from tui.widgets.sized_by_layout import SizedByLayout
 
 if TYPE_CHECKING:
+    from textual.events import Resize
+
     from runtime.models import Checkpoint, Job, Run
 
 COLUMNS = ("agent", "age", "tokens", "cost")
@@ -56,7 +59,7 @@ class BrowserHeader(Static):
         super().__init__("", markup=False, **kwargs)
 
 
-class BrowserDetail(Static):
+class BrowserDetail(SizedByLayout, Static):
     """The row under the cursor in words: "run · default · completed · updated 3m ago · …"."""
 
     DEFAULT_CSS = """
@@ -131,6 +134,8 @@ class JobTree(Tree[NodeData]):
         self._synced_header: Text | None = None
         self._synced_detail: str | None = None
         """What the header and detail lines show now (updated only when it changes)."""
+        self._rows_width = -1
+        """The width the rows were last drawn for (see ``on_resize``)."""
         self.now: float | None = None
         """The clock the ages are computed against (None: the wall clock)."""
         self._shown_ages: dict[int, str] = {}
@@ -352,7 +357,14 @@ class JobTree(Tree[NodeData]):
             for detail in parent.query_children(BrowserDetail):
                 detail.update(detail_text)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: Resize) -> None:
+        if event.size.width == self._rows_width:
+            # Only the height changed (the detail pane under the tree took a row more or
+            # less): the rows are drawn as they were. Tree's own handler would throw them
+            # away and ask for another layout of the whole screen, a frame of ~10 ms as each
+            # run starts (its detail grows by a row) and again as it ends.
+            event.prevent_default()
+        self._rows_width = event.size.width
         self._sync_labels()
 
     def watch_cursor_line(self, previous_line: int, line: int) -> None:
@@ -369,6 +381,14 @@ class JobTree(Tree[NodeData]):
     # --- feeding -------------------------------------------------------------------------------
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
         node.refresh()  # bumps the node's version: its line is drawn again
+
+    def _replace_data(self, node: TreeNode[NodeData], data: NodeData) -> None:
+        """The row shows ``data`` now; drawn again only if what it shows changed (a run's
+        rows are read again at each checkpoint and state change, mostly to the same cells)."""
+        before = self._cells(node.data)
+        node.data = data
+        if self._cells(data) != before:
+            self._redraw_node(node)
 
     def add_jobs(self, jobs: list[Job], next_cursor: str | None) -> None:
         if self._more is not None:
@@ -408,8 +428,7 @@ class JobTree(Tree[NodeData]):
             self._mark_interrupted(job.id)
         else:
             interrupted = isinstance(node.data, JobEntry) and node.data.interrupted
-            node.data = JobEntry(job, interrupted=interrupted)
-            self._redraw_node(node)
+            self._replace_data(node, JobEntry(job, interrupted=interrupted))
         self._sync_labels()
         return node
 
@@ -469,8 +488,7 @@ class JobTree(Tree[NodeData]):
         self._job_runs.setdefault(run.job_id, {})[run.id] = run
         node = self._runs.get(run.id)
         if node is not None:
-            node.data = RunEntry(run)
-            self._redraw_node(node)
+            self._replace_data(node, RunEntry(run))
         elif run.job_id in self.loaded_runs:
             parent = self._runs.get(run.parent_run_id or "") or self._jobs.get(run.job_id)
             if parent is not None:
