@@ -167,3 +167,31 @@ async def test_keys_that_change_are_shown_by_the_widgets_already_mounted() -> No
         await pilot.pause()
         line = _footer_line(app)
         assert "New" in line and "Extra" not in line
+
+
+async def test_a_key_shown_in_place_costs_one_layout() -> None:
+    """A run's end changes a key's words (its width); the layout that places the key sets
+    its size, which asked Textual for a second layout, a frame of its own after the one
+    that showed the run's last words. One layout places it."""
+    from dataclasses import replace
+
+    app = _keys_app()
+    async with app.run_test(size=(100, 10)) as pilot:
+        footer = app.screen.query_one(KeyFooter)
+        await wait_until(pilot, lambda: any(k.description == "New" for k in footer._keys()))
+        for _ in range(3):
+            await pilot.pause()
+        widget = next(k for k in app.screen.query(FooterKey) if k.description == "New")
+        key = next(k for k in footer._keys() if k.description == "New")
+        layouts = 0
+
+        def laid_out(_screen: object) -> None:
+            nonlocal layouts
+            layouts += 1
+
+        app.screen.screen_layout_refresh_signal.subscribe(app.screen, laid_out)
+        widget.show_key(replace(key, description="A longer one"))
+        await wait_until(pilot, lambda: "A longer one" in _footer_line(app))
+        for _ in range(3):  # a second layout, if one was asked for, is drawn by then
+            await pilot.pause()
+        assert layouts == 1

@@ -23,6 +23,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from tui.widgets.sized_by_layout import SizedByLayout
+
 if TYPE_CHECKING:
     from textual.screen import Screen
 
@@ -32,7 +34,7 @@ PALETTE_WIDTH = 11
 """``▏^p palette`` in the compact style (its border, key, space, label)."""
 
 
-class FooterKey(Widget):
+class FooterKey(SizedByLayout, Widget):
     """One key of the footer: its key and what it does; a click presses the key."""
 
     ALLOW_SELECT = False
