@@ -158,7 +158,10 @@ class ModelCall:
         message_id: str,
         folded: Fold,
     ) -> None:
-        publish_delta = self._bus.publish_delta
+        bus = self._bus
+        # Observers read what streams from ``folded`` itself (see runtime.bus): a delta costs
+        # nothing here unless one of them is waiting for the next.
+        shown_to = bus.open_stream(run.job_id, run.id, execution.token, message_id, folded)
         draft = DraftKeeper(self._store, run.id, execution.token, message_id, folded)
         stream = provider.stream(request)
         try:
@@ -166,18 +169,12 @@ class ModelCall:
                 shown = folded.apply(event)
                 if shown is None:
                     continue
-                publish_delta(
-                    run.job_id,
-                    run.id,
-                    execution.token,
-                    message_id,
-                    shown.offset,
-                    shown.text,
-                    shown.thinking,
-                )
+                if bus.waiting:
+                    bus.wake()
                 if not shown.thinking:
                     draft.shown()
         finally:
+            bus.close_stream(shown_to)
             await draft.stop()
             # Closing the generator closes the provider's HTTP stream (cancel, errors).
             close = getattr(stream, "aclose", None)

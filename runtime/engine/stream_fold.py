@@ -29,6 +29,21 @@ from runtime.store.base import NewToolCall
 from runtime.tools.base import Tool
 
 
+def _since(pieces: list[str], length: int, start: int) -> str:
+    """What ``pieces`` (``length`` characters in all) hold from character ``start`` on,
+    joining only the pieces after it."""
+    taken: list[str] = []
+    end = length
+    index = len(pieces)
+    while index > 0 and end > start:
+        index -= 1
+        piece = pieces[index]
+        end -= len(piece)
+        taken.append(piece)
+    taken.reverse()
+    return "".join(taken)[max(start - end, 0) :]
+
+
 @dataclass(frozen=True)
 class Shown:
     """Text an event added, at ``offset`` in the message's text (or thinking)."""
@@ -53,6 +68,7 @@ class Fold:
         self.text_length = 0
         self.thinking_length = 0
         self._text: list[str] = []
+        self._thinking: list[str] = []
 
     def apply(self, event: ModelEvent) -> Shown | None:
         """Fold one event in; the text it shows, if any."""
@@ -98,22 +114,18 @@ class Fold:
     def text_since(self, start: int) -> str:
         """The text from character ``start`` on; costs about its length (the pieces after
         ``start``), not the length of all the text."""
-        pieces: list[str] = []
-        end = self.text_length
-        index = len(self._text)
-        while index > 0 and end > start:
-            index -= 1
-            piece = self._text[index]
-            end -= len(piece)
-            pieces.append(piece)
-        pieces.reverse()
-        return "".join(pieces)[max(start - end, 0) :]
+        return _since(self._text, self.text_length, start)
+
+    def thinking_since(self, start: int) -> str:
+        """The thinking from character ``start`` on (as ``text_since``)."""
+        return _since(self._thinking, self.thinking_length, start)
 
     def add_thinking(self, text: str, signature: str | None) -> None:
         block = self._current("thinking")
         block["parts"].append(text)
         if signature:
             block["signature"] = signature
+        self._thinking.append(text)
         self.thinking_length += len(text)
 
     def start_tool(self, index: int, provider_id: str, name: str) -> None:

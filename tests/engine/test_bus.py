@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime.bus import MAX_EVENTS, MAX_TEXT, EventBus
+from runtime.bus import MAX_EVENTS, MAX_TEXT, EventBus, Stream
+from runtime.engine.stream_fold import Fold
 from runtime.events import Event, MessageCommitted, MessageDelta, ToolProgress, ToolStateChanged
 from runtime.models import Message, Role, TextBlock, ToolCallState
+from runtime.providers.base import TextDelta, ThinkingDelta
 
 
 def accept_all(event: Event) -> bool:
@@ -195,3 +197,113 @@ def test_a_late_subscriber_gets_only_what_is_published_after_it_subscribed() -> 
     bus.publish_delta("j", "r", "x", "m", 7, "after")
     assert [e.text for e in drain(early) if isinstance(e, MessageDelta)] == ["before after"]
     assert [e.text for e in drain(late) if isinstance(e, MessageDelta)] == ["after"]
+
+
+# --- open streams: the engine's deltas, read from the message being folded -----------------------
+
+
+def _folding() -> tuple[EventBus, Fold, Stream]:
+    bus = EventBus()
+    fold = Fold()
+    return bus, fold, bus.open_stream("j", "r", "x", "m", fold)
+
+
+def _stream(fold: Fold, bus: EventBus, *pieces: str, thinking: bool = False) -> None:
+    """What the engine does per delta: fold it in, and wake a waiting subscriber."""
+    for piece in pieces:
+        fold.apply(ThinkingDelta(text=piece) if thinking else TextDelta(text=piece))
+        if bus.waiting:
+            bus.wake()
+
+
+def _pieces(events: list[Event]) -> list[tuple[int, str, bool]]:
+    return [(e.offset, e.text, e.thinking) for e in events if isinstance(e, MessageDelta)]
+
+
+def test_an_open_streams_text_is_handed_out_merged_each_time_a_subscriber_looks() -> None:
+    bus, fold, _ = _folding()
+    subscription = bus.subscribe(accept_all)
+    _stream(fold, bus, "hel", "lo ", "wor")
+    assert _pieces(drain(subscription)) == [(0, "hello wor", False)]
+    _stream(fold, bus, "ld")
+    assert _pieces(drain(subscription)) == [(9, "ld", False)]
+    assert drain(subscription) == []
+
+
+async def test_a_waiting_subscriber_is_woken_once_by_the_streams_next_deltas() -> None:
+    bus, fold, _ = _folding()
+    asked: list[str] = []
+
+    def accept_run(job_id: str, run_id: str) -> bool:
+        asked.append(run_id)
+        return True
+
+    subscription = bus.subscribe(accept_all, accept_run)
+    waiter = asyncio.create_task(subscription.get())
+    await asyncio.sleep(0)
+    assert bus.waiting
+    _stream(fold, bus, *["y"] * 1000)  # no turn of the event loop in between
+    assert not bus.waiting
+    async with asyncio.timeout(5):
+        event = await waiter
+    assert isinstance(event, MessageDelta) and (event.offset, event.text) == (0, "y" * 1000)
+    assert asked == ["r"]  # the run filter looked once, not at each delta
+
+
+def test_a_streams_text_comes_before_what_is_published_after_it_and_a_commit_supersedes_it() -> (
+    None
+):
+    bus, fold, stream = _folding()
+    subscription = bus.subscribe(accept_all)
+    _stream(fold, bus, "one ")
+    bus.publish(ToolProgress(job_id="j", run_id="r", tool_call_id="t", progress=1))
+    _stream(fold, bus, "two")
+    bus.close_stream(stream)  # the message ends: what it still holds is handed out
+    _stream(fold, bus, " never shown")
+    assert [(e.kind, getattr(e, "text", "")) for e in drain(subscription)] == [
+        ("message_delta", "one "),
+        ("tool_progress", ""),
+        ("message_delta", "two"),
+    ]
+    _, fold, stream = _folding()
+    second = EventBus()
+    stream = second.open_stream("j", "r", "x", "m1", fold)
+    subscription = second.subscribe(accept_all)
+    _stream(fold, second, "hello world")
+    second.close_stream(stream)
+    second.publish(committed("m1", 1))  # superseded by the committed message
+    assert [e.kind for e in drain(subscription)] == ["message_committed"]
+
+
+def test_thinking_is_handed_out_before_the_text_that_follows_it_each_at_its_offset() -> None:
+    bus, fold, _ = _folding()
+    subscription = bus.subscribe(accept_all)
+    _stream(fold, bus, "hmm, ", "let me see", thinking=True)
+    _stream(fold, bus, "The answer")
+    _stream(fold, bus, " later", thinking=True)
+    assert _pieces(drain(subscription)) == [
+        (0, "hmm, let me see later", True),
+        (0, "The answer", False),
+    ]
+
+
+def test_a_late_subscriber_gets_only_the_text_streamed_after_it_subscribed() -> None:
+    bus, fold, _ = _folding()
+    early = bus.subscribe(accept_all)
+    _stream(fold, bus, "before ")
+    late = bus.subscribe(accept_all)
+    _stream(fold, bus, "after")
+    assert _pieces(drain(early)) == [(0, "before after", False)]
+    assert _pieces(drain(late)) == [(7, "after", False)]
+
+
+def test_a_subscriber_that_never_looks_keeps_the_newest_of_a_long_stream_within_bounds() -> None:
+    bus, fold, _ = _folding()
+    subscription = bus.subscribe(accept_all)
+    text = "".join(f"{index:07d} " for index in range(4 * MAX_TEXT // 8))
+    _stream(fold, bus, *(text[i : i + 1000] for i in range(0, len(text), 1000)))
+    bus.publish(ToolProgress(job_id="j", run_id="r", tool_call_id="t", progress=1))
+    pieces = _pieces(drain(subscription))
+    kept = "".join(piece for _, piece, _ in pieces)
+    assert 0 < len(kept) <= MAX_TEXT
+    assert text.endswith(kept) and pieces[0][0] == len(text) - len(kept)  # the newest, in place
