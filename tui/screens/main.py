@@ -26,7 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
 from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
 from runtime.kinds import InputKind, RunState
@@ -189,6 +189,8 @@ class MainScreen(Screen[None]):
         return self.agent_app.open_runtime
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "open-run" and event.state is WorkerState.ERROR:
+            self._loading_run_id = None  # its state changes show in the browser again
         self.agent_app.report_worker_failure(event)
 
     # --- layout --------------------------------------------------------------------------------
@@ -951,6 +953,8 @@ class MainScreen(Screen[None]):
 
     def on_run_refreshed(self, message: RunRefreshed) -> None:
         run = message.run
+        if run.id == self._loading_run_id and self.job_tree.job_node(run.job_id) is None:
+            return  # a new job's rows come with its run on screen, in that frame
         if self.job_tree.job_node(run.job_id) is not None or self.state_filter is None:
             self.job_tree.upsert_job(message.job)
         self.job_tree.upsert_run(run)
@@ -1224,8 +1228,10 @@ class MainScreen(Screen[None]):
         return True
 
     def on_run_started(self, message: RunStarted) -> None:
-        self.job_tree.upsert_job(message.job)
-        self.job_tree.upsert_run(message.run)
+        # The browser's rows come with the run on screen (``_show_loaded_run``), in the same
+        # frame: put in here, they were a layout of the whole screen of their own, a frame
+        # before the one that opened the run. (Should the run fail to load, its next state
+        # change puts them in: ``on_run_refreshed``.)
         self.open_run(message.run.id)
 
     async def show_prompt(self, request: InputRequest, *, asker: Run | None = None) -> None:

@@ -224,10 +224,13 @@ class Composer(Vertical):
         self._mention_start: tuple[int, int] | None = None
         self._save_timer: Timer | None = None
         self._draft_key: str | None = None
+        self._mode_shown = ""
+        """What the mode line shows (set as it is composed)."""
         self._loading_draft = False
 
     def compose(self) -> ComposeResult:
-        yield Static(self._mode_text(), id="mode", markup=False, classes=self._mode_class())
+        self._mode_shown = self._mode_text()
+        yield Static(self._mode_shown, id="mode", markup=False, classes=self._mode_class())
         yield Static("", id="queue", markup=False)
         completions = OptionList(id="completions")
         completions.can_focus = False
@@ -257,7 +260,12 @@ class Composer(Vertical):
         if self.is_mounted:
             mode = self.query_one("#mode", Static)
             mode.set_class(self.follow_up_job_id is not None, "-follow-up")
-            mode.update(self._mode_text())
+            text = self._mode_text()
+            # An update lays the screen out again, whatever the text: the line is asked for
+            # three times as a run opens, mostly with the same words.
+            if text != self._mode_shown:
+                self._mode_shown = text
+                mode.update(text)
 
     def set_selected_job(self, job_id: str | None, title: str) -> None:
         """The browser's selection; a follow-up goes to it when the mode is follow-up."""
