@@ -75,6 +75,32 @@ def _call(n: int, name: str, arguments: dict[str, Any], state: ToolCallState) ->
     )
 
 
+def test_the_text_since_any_offset_is_the_texts_tail_for_readers_at_their_own_pace() -> None:
+    """Two readers (the bus, the draft kept on a clock) read on from where each stopped, and
+    anyone may ask from any offset, before and after the text is joined whole."""
+    fold = Fold()
+    text = "".join(f"piece {index}; " for index in range(2000))
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    bus_at = draft_at = 0
+    for count, piece in enumerate(pieces, start=1):
+        fold.apply(TextDelta(text=piece))
+        if count % 50 == 0:
+            assert fold.text_since(bus_at) == text[bus_at : fold.text_length]
+            bus_at = fold.text_length
+        if count % 333 == 0:
+            assert fold.text_since(draft_at) == text[draft_at : fold.text_length]
+            draft_at = fold.text_length
+    assert fold.text_length == len(text)
+    for start in (0, 1, 6, 7, 8, 5000, len(text) - 1, len(text), bus_at, draft_at):
+        assert fold.text_since(start) == text[start:]
+    assert fold.all_text() == text
+    for start in (0, 3, bus_at, len(text)):
+        assert fold.text_since(start) == text[start:]
+    fold.apply(TextDelta(text=" and more"))
+    assert fold.text_since(len(text)) == " and more"
+    assert fold.text_since(bus_at) == (text + " and more")[bus_at:]
+
+
 def test_the_plan_decides_unknown_invalid_denied_and_asks_before_anything_runs() -> None:
     tools = dict(builtin_tools())
     calls = [
