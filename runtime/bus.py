@@ -105,8 +105,11 @@ _Entry = Event | _Delta
 class StreamedText(Protocol):
     """What an open stream reads its text from: the message being folded."""
 
-    text_length: int
-    thinking_length: int
+    @property
+    def text_length(self) -> int: ...
+
+    @property
+    def thinking_length(self) -> int: ...
 
     def text_since(self, start: int) -> str: ...
 
