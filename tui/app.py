@@ -209,7 +209,7 @@ class AgentTuiApp(App[int]):
         """The main screen can take keys now (mounted, the runtime open): what was typed before,
         while the app started or the database opened, comes now, in order."""
         held, self._held_input = self._held_input or [], None
-        for event in held:
+        for event in _as_typed(held):
             self.post_message(
                 events.Key(event.key, event.character)
                 if isinstance(event, events.Key)
@@ -442,6 +442,30 @@ def _tune_gc() -> None:
     threshold0, _, _ = gc.get_threshold()
     if 0 < threshold0 < GC_GEN0_THRESHOLD:
         gc.set_threshold(GC_GEN0_THRESHOLD, GC_GEN1_EVERY, GC_GEN2_EVERY)
+
+
+def _as_typed(held: list[events.Key | events.Paste]) -> list[events.Key | events.Paste]:
+    """Keys held while the app started, to replay: each run of text (printable keys and
+    line feeds) becomes one paste, which the focused box takes whole and in order (replayed
+    one by one, a line feed, handled by a binding a level up, came after the letters that
+    followed it). A line feed that ends them all is the Enter that ended a task typed at
+    once: typed before the terminal left its line mode, whose ICRNL turns a carriage return
+    into a line feed, that Enter reads as ctrl+J (a new line), and the task sat unsent."""
+    if held and isinstance(held[-1], events.Key) and held[-1].key == "ctrl+j":
+        held = [*held[:-1], events.Key("enter", "\r")]
+    replay: list[events.Key | events.Paste] = []
+    text: list[str] = []
+    for event in held:
+        if isinstance(event, events.Key) and (event.is_printable or event.key == "ctrl+j"):
+            text.append("\n" if event.key == "ctrl+j" else event.character or "")
+            continue
+        if text:
+            replay.append(events.Paste("".join(text)))
+            text = []
+        replay.append(event)
+    if text:
+        replay.append(events.Paste("".join(text)))
+    return replay
 
 
 def create_app(runtime: RuntimeSource, settings: Settings) -> AgentTuiApp:

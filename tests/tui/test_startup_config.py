@@ -178,3 +178,47 @@ async def test_keys_typed_while_the_app_starts_reach_the_composer_in_order(
     async with asyncio.timeout(60):
         await app.run_async(headless=True, size=SIZE, auto_pilot=type_at_once)
     assert typed == ["summarise this"]
+
+
+async def test_a_task_typed_and_entered_while_the_app_starts_is_sent(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Typed before the terminal leaves its line mode, the Enter that ends a task arrives as
+    a line feed (the terminal's ICRNL), which reads as ctrl+J, a new line in the composer: the
+    task sat there unsent. Ending what is typed during start-up, it is that Enter; a line feed
+    inside it stays a new line."""
+    typed = asyncio.Event()
+
+    async def opener(_app: object) -> Runtime:
+        await typed.wait()  # everything is typed while the app starts (after its first frame)
+        return await Runtime.open(
+            db_path=tmp_path / "agent-tui.db",
+            workspace=workspace,
+            config=Config(),
+            model="demo:instant",
+        )
+
+    from tui.app import _AfterFirstFrame
+
+    settings = Settings(workspace=workspace, remember_theme=False)
+    app = create_app(_AfterFirstFrame(opener), settings)  # type: ignore[arg-type]
+    sent: list[str] = []
+
+    async def type_at_once(pilot: Pilot[int]) -> None:
+        await pilot.press(*"two", "ctrl+j", *"lines", "ctrl+j")
+        typed.set()
+        await wait_until(pilot, lambda: app.runtime is not None)
+        runtime = app.runtime
+        assert runtime is not None
+        async with asyncio.timeout(45):
+            while not (page := await runtime.list_jobs(limit=5)).items:
+                await pilot.pause(0.05)
+        for job in page.items:
+            sent.extend(run.input or "" for run in await runtime.job_runs(job.id))
+        composer = app.query_one(ComposerInput)
+        await wait_until(pilot, lambda: composer.text == "")
+        app.exit()
+
+    async with asyncio.timeout(60):
+        await app.run_async(headless=True, size=SIZE, auto_pilot=type_at_once)
+    assert sent == ["two\nlines"]  # sent, its line break kept where it was typed
