@@ -209,7 +209,18 @@ class AgentTuiApp(App[int]):
         """The main screen can take keys now (mounted, the runtime open): what was typed before,
         while the app started or the database opened, comes now, in order."""
         held, self._held_input = self._held_input or [], None
-        for event in _as_typed(held):
+        typed = _typed_text(held)
+        main = self._main_screen()
+        if typed is not None and main is not None:
+            # Text, in the box as typed (replayed key by key, a line feed, which a binding
+            # handles after the key has gone round, came after the letters that followed it).
+            text, entered = typed
+            if text:
+                main.composer.input.insert(text)
+            if entered:
+                self.post_message(events.Key("enter", "\r"))
+            return
+        for event in held:
             self.post_message(
                 events.Key(event.key, event.character)
                 if isinstance(event, events.Key)
@@ -444,28 +455,28 @@ def _tune_gc() -> None:
         gc.set_threshold(GC_GEN0_THRESHOLD, GC_GEN1_EVERY, GC_GEN2_EVERY)
 
 
-def _as_typed(held: list[events.Key | events.Paste]) -> list[events.Key | events.Paste]:
-    """Keys held while the app started, to replay: each run of text (printable keys and
-    line feeds) becomes one paste, which the focused box takes whole and in order (replayed
-    one by one, a line feed, handled by a binding a level up, came after the letters that
-    followed it). A line feed that ends them all is the Enter that ended a task typed at
-    once: typed before the terminal left its line mode, whose ICRNL turns a carriage return
-    into a line feed, that Enter reads as ctrl+J (a new line), and the task sat unsent."""
-    if held and isinstance(held[-1], events.Key) and held[-1].key == "ctrl+j":
-        held = [*held[:-1], events.Key("enter", "\r")]
-    replay: list[events.Key | events.Paste] = []
-    text: list[str] = []
-    for event in held:
-        if isinstance(event, events.Key) and (event.is_printable or event.key == "ctrl+j"):
-            text.append("\n" if event.key == "ctrl+j" else event.character or "")
-            continue
-        if text:
-            replay.append(events.Paste("".join(text)))
-            text = []
-        replay.append(event)
-    if text:
-        replay.append(events.Paste("".join(text)))
-    return replay
+def _typed_text(held: list[events.Key | events.Paste]) -> tuple[str, bool] | None:
+    """What was typed while the app started, when it is all text (printable keys, line feeds,
+    pastes), and whether an Enter ends it; None when other keys are among it (they are
+    replayed as they came). A line feed that ends it is that Enter: typed before the terminal
+    left its line mode, whose ICRNL turns a carriage return into a line feed, the Enter of a
+    task typed at once (``agent-tui``, then typing) reads as ctrl+J, a new line, and the task
+    sat unsent."""
+    parts: list[str] = []
+    entered = False
+    for index, event in enumerate(held):
+        last = index == len(held) - 1
+        if isinstance(event, events.Paste):
+            parts.append(event.text)
+        elif event.key in ("enter", "ctrl+j") and last:
+            entered = True
+        elif event.key == "ctrl+j":
+            parts.append("\n")
+        elif event.is_printable and event.character is not None:
+            parts.append(event.character)
+        else:
+            return None
+    return "".join(parts), entered
 
 
 def create_app(runtime: RuntimeSource, settings: Settings) -> AgentTuiApp:
