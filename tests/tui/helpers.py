@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widget import Widget
 
 from runtime.api import Runtime
@@ -114,3 +115,14 @@ def layout_requests(monkeypatch: pytest.MonkeyPatch, widget: Widget) -> list[boo
 
     monkeypatch.setattr(widget, "refresh", watched)
     return asked
+
+
+class LayoutCount:
+    """How many layouts of ``screen`` there have been since this was made."""
+
+    def __init__(self, screen: Screen[object]) -> None:
+        self.count = 0
+        screen.screen_layout_refresh_signal.subscribe(screen, self._laid_out)
+
+    def _laid_out(self, _screen: object) -> None:
+        self.count += 1

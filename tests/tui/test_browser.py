@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from runtime.api import Runtime
-from tests.tui.helpers import finish_run, make_app, open_runtime, wait_for_browser, wait_until
+from tests.tui.helpers import (
+    LayoutCount,
+    finish_run,
+    make_app,
+    open_runtime,
+    wait_for_browser,
+    wait_until,
+)
 from tui import browser_filters
 from tui.screens.main import MainScreen
 from tui.widgets import job_tree
@@ -284,18 +291,12 @@ async def test_the_detail_growing_by_a_row_lays_the_screen_out_once_and_keeps_th
             await pilot.pause()
         rows_before = [tree.row_text(node) for node in tree._visible_nodes()]
         height, width = tree.size.height, tree.size.width
-        layouts = 0
-
-        def laid_out(_screen: object) -> None:
-            nonlocal layouts
-            layouts += 1
-
-        screen.screen_layout_refresh_signal.subscribe(screen, laid_out)
+        layouts = LayoutCount(screen)
         detail.update("run\nrunning")
         await wait_until(pilot, lambda: tree.size.height == height - 1)
         for _ in range(3):  # a second layout, if one was asked for, is drawn by then
             await pilot.pause()
-        assert layouts == 1
+        assert layouts.count == 1
         assert tree.size.width == width
         assert [tree.row_text(node) for node in tree._visible_nodes()] == rows_before
         await pilot.resize_terminal(WIDE[0] - 20, WIDE[1])  # narrower: rows fitted again

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import LayoutCount, wait_until
 from tests.tui.test_approval_views import SHELL, _app_factory, _until_approval
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
@@ -183,15 +183,9 @@ async def test_a_key_shown_in_place_costs_one_layout() -> None:
             await pilot.pause()
         widget = next(k for k in app.screen.query(FooterKey) if k.description == "New")
         key = next(k for k in footer._keys() if k.description == "New")
-        layouts = 0
-
-        def laid_out(_screen: object) -> None:
-            nonlocal layouts
-            layouts += 1
-
-        app.screen.screen_layout_refresh_signal.subscribe(app.screen, laid_out)
+        layouts = LayoutCount(app.screen)
         widget.show_key(replace(key, description="A longer one"))
         await wait_until(pilot, lambda: "A longer one" in _footer_line(app))
         for _ in range(3):  # a second layout, if one was asked for, is drawn by then
             await pilot.pause()
-        assert layouts == 1
+        assert layouts.count == 1

@@ -10,7 +10,7 @@ from typing import Any
 from runtime.api import Runtime
 from runtime.errors import DatabaseError
 from runtime.models import RunState
-from tests.tui.helpers import SIZE, make_app, notifications, wait_until
+from tests.tui.helpers import SIZE, LayoutCount, make_app, notifications, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.composer import Composer
 
@@ -85,18 +85,12 @@ async def test_the_mode_line_asked_for_the_same_words_lays_nothing_out(
         composer = screen.query_one(Composer)
         for _ in range(3):
             await pilot.pause()
-        layouts = 0
-
-        def laid_out(_screen: object) -> None:
-            nonlocal layouts
-            layouts += 1
-
-        screen.screen_layout_refresh_signal.subscribe(screen, laid_out)
+        layouts = LayoutCount(screen)
         for _ in range(3):
             composer.take_next_run(None)  # no choice was made: the same words
         for _ in range(3):
             await pilot.pause()
-        assert layouts == 0
+        assert layouts.count == 0
         composer.choose_next("model", "demo:slow")  # new words: shown
         await wait_until(pilot, lambda: "next run: model demo:slow" in str(_mode(composer)))
 

@@ -14,7 +14,7 @@ from textual.widgets import Markdown
 
 from runtime.api import Runtime
 from runtime.models import Message, Role, RunState, TextBlock
-from tests.tui.helpers import SIZE, make_app, wait_until
+from tests.tui.helpers import SIZE, LayoutCount, make_app, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.conversation import Conversation
 from tui.widgets.frozen_markdown import FrozenMarkdown
@@ -161,13 +161,7 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
         await pilot.pause()
         await pilot.pause()
         tail = view.query_one(".plain", StreamText)
-        layouts = 0
-
-        def laid_out(_screen: object) -> None:
-            nonlocal layouts
-            layouts += 1
-
-        pilot.app.screen.screen_layout_refresh_signal.subscribe(pilot.app.screen, laid_out)
+        layouts = LayoutCount(pilot.app.screen)
         rows = [len(tail.rows)]
         for offset in range(start, start + 5 * piece, piece):
             await conversation.delta("m1", offset, text[offset : offset + piece], thinking=False)
@@ -177,7 +171,7 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
             await pilot.pause()
             rows.append(len(tail.rows))
         assert all(after > before for before, after in itertools.pairwise(rows))
-        assert layouts == 5
+        assert layouts.count == 5
 
 
 def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
