@@ -212,8 +212,9 @@ class AgentTuiApp(App[int]):
         typed = _typed_text(held)
         main = self._main_screen()
         if typed is not None and main is not None:
-            # Text, in the box as typed (replayed key by key, a line feed, which a binding
-            # handles after the key has gone round, came after the letters that followed it).
+            # Text goes into the box as typed. Replayed key by key, a line feed (a binding,
+            # run once the key has gone round the widgets) landed after the letters typed
+            # after it.
             text, entered = typed
             if text:
                 main.composer.input.insert(text)
