@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
@@ -15,6 +17,7 @@ from textual.widget import Widget
 from runtime.api import Runtime
 from runtime.config import Config
 from tui.app import AgentTuiApp, Settings, create_app
+from tui.screens.main import MainScreen
 
 SIZE = (140, 44)
 
@@ -126,3 +129,10 @@ class LayoutCount:
 
     def _laid_out(self, _screen: object) -> None:
         self.count += 1
+
+
+def main_screen(app: App[Any]) -> MainScreen:
+    """The app's screen, which the test expects to be the main one."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen

@@ -12,23 +12,17 @@ from runtime.api import Runtime
 from tests.tui.helpers import (
     LayoutCount,
     finish_run,
+    main_screen,
     make_app,
     open_runtime,
     wait_for_browser,
     wait_until,
 )
 from tui import browser_filters
-from tui.screens.main import MainScreen
 from tui.widgets import job_tree
 from tui.widgets.job_tree import BrowserDetail, BrowserHeader, CheckpointEntry, EmptyEntry
 
 WIDE = (140, 45)
-
-
-def main_screen(app: Any) -> MainScreen:
-    screen = app.screen
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 def rendered(widget: Any) -> str:

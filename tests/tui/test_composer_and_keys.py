@@ -18,6 +18,7 @@ from tests.tui.helpers import (
     SIZE,
     finish_run,
     finished_earlier,
+    main_screen,
     make_app,
     notifications,
     open_runtime,
@@ -25,7 +26,6 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
-from tui.app import AgentTuiApp
 from tui.messages import JobsLoaded
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -34,12 +34,6 @@ from tui.widgets.composer import MAX_LINES
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
-
-
-def main_screen(app: AgentTuiApp) -> MainScreen:
-    screen = app.screen
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 def footer_keys(screen: MainScreen) -> set[str]:

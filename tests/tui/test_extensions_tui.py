@@ -11,9 +11,15 @@ from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.models import RunState
-from tests.tui.helpers import SIZE, finish_run, make_app, notifications, screen_text, wait_until
-from tui.app import AgentTuiApp
-from tui.screens.main import MainScreen
+from tests.tui.helpers import (
+    SIZE,
+    finish_run,
+    main_screen,
+    make_app,
+    notifications,
+    screen_text,
+    wait_until,
+)
 from tui.widgets.composer import ComposerInput
 from tui.widgets.status_line import StatusLine
 
@@ -25,12 +31,6 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     return home
-
-
-def main_screen(app: AgentTuiApp) -> MainScreen:
-    screen = app.screen
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 def write(path: Path, text: str) -> None:

@@ -12,6 +12,7 @@ from runtime.models import InputRequestState, RunState
 from tests.tui.helpers import (
     SIZE,
     finish_run,
+    main_screen,
     make_app,
     notifications,
     screen_text,
@@ -19,7 +20,6 @@ from tests.tui.helpers import (
     wait_until,
 )
 from tui.screens.inbox import InboxScreen
-from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import Composer, ComposerInput
 from tui.widgets.confirm_bar import ConfirmBar
@@ -31,12 +31,6 @@ if TYPE_CHECKING:
 
     from runtime.models import Run
     from tui.app import AgentTuiApp
-
-
-def main_screen(app: object) -> MainScreen:
-    screen = app.screen  # type: ignore[attr-defined]
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 async def test_a_new_job_streams_asks_inline_and_completes_by_keys(

@@ -19,6 +19,7 @@ from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import (
     finish_run,
     finished_earlier,
+    main_screen,
     make_app,
     open_runtime,
     wait_for_browser,
@@ -33,12 +34,6 @@ from tui.widgets.status_line import StatusLine
 from tui.widgets.tool_call_view import ToolCallView
 
 WIDE = (120, 40)
-
-
-def main_screen(app: Any) -> MainScreen:
-    screen = app.screen
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 def drawn(widget: Any) -> str:

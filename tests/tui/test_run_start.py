@@ -10,15 +10,8 @@ from typing import Any
 from runtime.api import Runtime
 from runtime.errors import DatabaseError
 from runtime.models import RunState
-from tests.tui.helpers import SIZE, LayoutCount, make_app, notifications, wait_until
-from tui.screens.main import MainScreen
+from tests.tui.helpers import SIZE, LayoutCount, main_screen, make_app, notifications, wait_until
 from tui.widgets.composer import Composer
-
-
-def main_screen(app: Any) -> MainScreen:
-    screen = app.screen
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
 async def test_a_new_jobs_row_is_first_drawn_with_its_run_on_screen(
