@@ -318,19 +318,7 @@ def create_run(
     plan = Plan()
     if job_id is None:
         job_id = ids()
-        job = Job.model_construct(
-            id=job_id,
-            title=new_run.title or title_from(new_run.input),
-            workspace=new_run.workspace,
-            agent=new_run.agent,
-            created_at=now,
-            updated_at=now,
-            usage=Usage(),
-            cost_usd=0.0,
-            archived=False,
-            latest_run_state=RUN_INITIAL,
-        )
-        plan.new_jobs.append(NewJobRow(job, run_id))
+        plan.new_jobs.append(NewJobRow(_new_job(new_run, job_id, now), run_id))
     elif is_root:
         if active_root is not None:
             raise errors.RunStateConflict(
@@ -342,7 +330,41 @@ def create_run(
         )
     else:
         plan.jobs.append(JobChange(job_id, now))
-    run = Run.model_construct(
+    run = _queued_run(new_run, run_id, job_id, now)
+    plan.new_runs.append((run, input_hash if new_run.idempotency_key is not None else None))
+    plan.events.append(
+        RunStateChanged(
+            job_id=job_id, run_id=run_id, created_at=now, from_state=None, to_state=RUN_INITIAL
+        )
+    )
+    if new_run.input is not None:
+        message = _input_message(new_run.input, ids(), run_id, job_id, now)
+        plan.messages.append(message)
+        plan.events.append(
+            MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=message)
+        )
+    return plan, run
+
+
+def _new_job(new_run: NewRun, job_id: str, now: float) -> Job:
+    """The job a run without one creates, titled after its input unless given a title."""
+    return Job.model_construct(
+        id=job_id,
+        title=new_run.title or title_from(new_run.input),
+        workspace=new_run.workspace,
+        agent=new_run.agent,
+        created_at=now,
+        updated_at=now,
+        usage=Usage(),
+        cost_usd=0.0,
+        archived=False,
+        latest_run_state=RUN_INITIAL,
+    )
+
+
+def _queued_run(new_run: NewRun, run_id: str, job_id: str, now: float) -> Run:
+    """The record of a run just created: queued, revision 1, no usage yet."""
+    return Run.model_construct(
         id=run_id,
         job_id=job_id,
         agent=new_run.agent,
@@ -372,30 +394,22 @@ def create_run(
         created_at=now,
         updated_at=now,
     )
-    plan.new_runs.append((run, input_hash if new_run.idempotency_key is not None else None))
-    plan.events.append(
-        RunStateChanged(
-            job_id=job_id, run_id=run_id, created_at=now, from_state=None, to_state=RUN_INITIAL
-        )
+
+
+def _input_message(text: str, message_id: str, run_id: str, job_id: str, now: float) -> Message:
+    """The user's input, the first message (position 0) of a new run."""
+    return Message.model_construct(
+        id=message_id,
+        run_id=run_id,
+        job_id=job_id,
+        position=0,
+        role=Role.USER,
+        content=[TextBlock(text=text)],
+        model=None,
+        usage=None,
+        cost_usd=0.0,
+        created_at=now,
     )
-    if new_run.input is not None:
-        message = Message.model_construct(
-            id=ids(),
-            run_id=run_id,
-            job_id=job_id,
-            position=0,
-            role=Role.USER,
-            content=[TextBlock(text=new_run.input)],
-            model=None,
-            usage=None,
-            cost_usd=0.0,
-            created_at=now,
-        )
-        plan.messages.append(message)
-        plan.events.append(
-            MessageCommitted(job_id=job_id, run_id=run_id, created_at=now, message=message)
-        )
-    return plan, run
 
 
 def claim_run(run: Run, *, owner_id: str, token: str, now: float) -> Plan:
@@ -564,45 +578,7 @@ def commit_message(
     events: list[DurableEvent] = [
         MessageCommitted(job_id=run.job_id, run_id=run.id, created_at=now, message=committed)
     ]
-    calls: list[ToolCall] = []
-    for index, new_call in enumerate(tool_calls):
-        call = ToolCall(
-            id=new_call.id or ids(),
-            run_id=run.id,
-            job_id=run.job_id,
-            message_id=message_id,
-            index=index,
-            provider_id=new_call.provider_id,
-            name=new_call.name,
-            arguments=new_call.arguments,
-            state=TOOL_INITIAL,
-            idempotent=new_call.idempotent,
-            step=call_step,
-            result=None,
-            error=None,
-            child_run_id=None,
-            created_at=now,
-            started_at=None,
-            finished_at=None,
-        )
-        events.append(
-            ToolStateChanged(
-                job_id=run.job_id,
-                run_id=run.id,
-                created_at=now,
-                tool_call_id=call.id,
-                name=call.name,
-                from_state=None,
-                to_state=TOOL_INITIAL,
-                arguments=call.arguments,
-            )
-        )
-        if new_call.start:
-            # Started with its message: written once, in its final state, with both
-            # transitions in the log.
-            call, started = _tool_change(call, ToolCallState.RUNNING, now, started_at=now)
-            events.append(started)
-        calls.append(call)
+    calls = _reserved_calls(run, message_id, tool_calls, call_step, now, ids, events)
     usage = message.usage or _NO_USAGE
     fields: dict[str, Any] = {
         # A tool message has no usage: the run's totals stay what they are (no new record).
@@ -628,6 +604,59 @@ def commit_message(
         events=events,
     )
     return plan, committed, calls
+
+
+def _reserved_calls(
+    run: Run,
+    message_id: str,
+    tool_calls: Sequence[NewToolCall],
+    step: int,
+    now: float,
+    ids: IdFactory,
+    events: list[DurableEvent],
+) -> list[ToolCall]:
+    """The tool calls of message ``message_id``, reserved as pending (and started at once when
+    asked); their events are appended to ``events``."""
+    calls: list[ToolCall] = []
+    for index, new_call in enumerate(tool_calls):
+        call = ToolCall(
+            id=new_call.id or ids(),
+            run_id=run.id,
+            job_id=run.job_id,
+            message_id=message_id,
+            index=index,
+            provider_id=new_call.provider_id,
+            name=new_call.name,
+            arguments=new_call.arguments,
+            state=TOOL_INITIAL,
+            idempotent=new_call.idempotent,
+            step=step,
+            result=None,
+            error=None,
+            child_run_id=None,
+            created_at=now,
+            started_at=None,
+            finished_at=None,
+        )
+        events.append(
+            ToolStateChanged(
+                job_id=run.job_id,
+                run_id=run.id,
+                created_at=now,
+                tool_call_id=call.id,
+                name=call.name,
+                from_state=None,
+                to_state=TOOL_INITIAL,
+                arguments=call.arguments,
+            )
+        )
+        if new_call.start:
+            # Started with its message: written once, in its final state, with both
+            # transitions in the log.
+            call, started = _tool_change(call, ToolCallState.RUNNING, now, started_at=now)
+            events.append(started)
+        calls.append(call)
+    return calls
 
 
 def complete_with_message(

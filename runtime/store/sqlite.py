@@ -2455,6 +2455,24 @@ def _plan_calls(plan: Plan) -> dict[str, ToolCall]:
 
 def _write_rows(conn: Conn, plan: Plan) -> None:
     """The row changes of a plan (all but its events), in the order ``Plan`` documents."""
+    _insert_jobs(conn, plan)
+    _insert_runs(conn, plan)
+    for run, read_revision in plan.runs:
+        _update_run(conn, run, read_revision)
+    _update_jobs(conn, plan)
+    refs = _refs()
+    _insert_messages(conn, plan, refs)
+    _insert_tool_calls(conn, plan, refs)
+    _update_tool_calls(conn, plan, refs)
+    _write_requests(conn, plan)
+    _insert_checkpoints(conn, plan, refs)
+    if plan.delete_drafts_of is not None:
+        conn.execute("DELETE FROM draft_parts WHERE run_id = ?", (plan.delete_drafts_of,))
+    _insert_receipts(conn, plan)
+
+
+def _insert_jobs(conn: Conn, plan: Plan) -> None:
+    """New jobs."""
     for new_job in plan.new_jobs:
         job = new_job.job
         conn.execute(
@@ -2471,6 +2489,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 job.latest_run_state.value if job.latest_run_state else None,
             ),
         )
+
+
+def _insert_runs(conn: Conn, plan: Plan) -> None:
+    """New runs, each with its idempotency hash (its row number noted for the events)."""
     for run, input_hash in plan.new_runs:
         _refs()[("runs", run.id)] = _inserted(
             conn,
@@ -2502,8 +2524,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 int(run.detached),
             ),
         )
-    for run, read_revision in plan.runs:
-        _update_run(conn, run, read_revision)
+
+
+def _update_jobs(conn: Conn, plan: Plan) -> None:
+    """Job changes: totals, activity, the state of the latest root run."""
     for change in plan.jobs:
         usage = change.usage or _NO_USAGE
         if change.run_state is None and not change.becomes_latest:
@@ -2538,7 +2562,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 change.job_id,
             ),
         )
-    refs = _refs()
+
+
+def _insert_messages(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
+    """New messages (their row numbers noted for the events)."""
     for m in plan.messages:
         refs[("messages", m.id)] = _inserted(
             conn,
@@ -2557,6 +2584,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 m.created_at,
             ),
         )
+
+
+def _insert_tool_calls(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
+    """New tool calls (their row numbers noted for the events)."""
     for c in plan.new_tool_calls:
         refs[("tool_calls", c.id)] = _inserted(
             conn,
@@ -2579,6 +2610,11 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 c.started_at,
             ),
         )
+
+
+def _update_tool_calls(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
+    """Changed tool calls. A result that a tool message of the plan carries lives in that
+    message only."""
     carried = _carried_results(plan)
     if plan.tool_calls:
         rows = []
@@ -2614,6 +2650,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
             " WHERE id = ?1 AND result IS NOT NULL AND result = ?3",
             [(call_id, message_id, text) for call_id, (message_id, text) in carried.items()],
         )
+
+
+def _write_requests(conn: Conn, plan: Plan) -> None:
+    """New input requests, then changed ones."""
     for request in plan.new_requests:
         conn.execute(
             "INSERT INTO input_requests (id, run_id, job_id, kind, prompt, options, schema,"
@@ -2646,6 +2686,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 request.id,
             ),
         )
+
+
+def _insert_checkpoints(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
+    """New checkpoints (their row numbers noted for the events)."""
     for created in plan.checkpoints:
         refs[("checkpoints", created.id)] = _inserted(
             conn,
@@ -2662,8 +2706,10 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
                 created.created_at,
             ),
         )
-    if plan.delete_drafts_of is not None:
-        conn.execute("DELETE FROM draft_parts WHERE run_id = ?", (plan.delete_drafts_of,))
+
+
+def _insert_receipts(conn: Conn, plan: Plan) -> None:
+    """Receipts of operations that may be retried."""
     for receipt in plan.receipts:
         conn.execute(
             "INSERT INTO receipts (operation, key, input_hash, result, created_at)"
