@@ -440,6 +440,9 @@ class Runtime:
         run = await self.store.get_run(run_id)
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
+        execution = self._executions.get(run_id)
+        if execution is not None and execution.save_shown is not None:
+            await execution.save_shown()  # the person keeps all they saw, not the last save's
         try:
             cancelled = await self.store.cancel_run(
                 run_id, reason=reason, expected_revision=run.revision

@@ -163,7 +163,9 @@ class ModelCall:
         # nothing here unless one of them is waiting for the next.
         shown_to = bus.open_stream(run.job_id, run.id, execution.token, message_id, folded)
         draft = DraftKeeper(self._store, run.id, execution.token, message_id, folded)
+        execution.save_shown = draft.save_shown
         stream = provider.stream(request)
+        finished = False
         try:
             async for event in stream:
                 shown = folded.apply(event)
@@ -173,9 +175,13 @@ class ModelCall:
                     bus.wake()
                 if not shown.thinking:
                     draft.shown()
+            finished = True
         finally:
             bus.close_stream(shown_to)
-            await draft.stop()
+            execution.save_shown = None
+            # A message cut short (the app closing, the stream failing) keeps in its draft all
+            # that was shown, not only what the clock saved last.
+            await draft.stop(keep_shown=not finished)
             # Closing the generator closes the provider's HTTP stream (cancel, errors).
             close = getattr(stream, "aclose", None)
             if close is not None:
@@ -232,8 +238,22 @@ class DraftKeeper:
         if self._folded.text_length > self._saved and self._timer is None:
             self._due()  # text shown while this save was written: saved within the interval too
 
-    async def stop(self) -> None:
-        """The message ends (committed, failed or cancelled): no save after this."""
+    async def save_shown(self) -> None:
+        """Save now all that was shown and is not in the draft yet (the message is about to be
+        cut short: a cancel, a close)."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        saving, self._saving = self._saving, None
+        if saving is not None and not saving.done():
+            await asyncio.wait({saving})
+        await self._save()
+
+    async def stop(self, *, keep_shown: bool = False) -> None:
+        """The message ends (committed, failed or cancelled): no save after this. With
+        ``keep_shown``, what was shown and not yet saved is saved first."""
+        if keep_shown:
+            await self.save_shown()
         timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()

@@ -14,9 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from runtime.api import Runtime
+from runtime.config import Config
+from runtime.engine import model_call
 from runtime.engine.model_call import DraftKeeper
 from runtime.engine.stream_fold import Fold
 from runtime.store.sqlite import SqliteStore
+from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.store.helpers import running_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,3 +123,49 @@ async def test_each_save_writes_only_what_streamed_since_the_last_one(db_path: P
             "SELECT start, text FROM draft_parts WHERE run_id = ? ORDER BY start", (run.id,)
         ).fetchall()
     assert parts == [(0, "The answer "), (11, "streams "), (19, "in "), (22, "pieces.")]
+
+
+async def _shown_then(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str
+) -> list[str]:
+    """The drafts of a run whose model showed ``TEXT`` and paused, after ``end`` ("cancel" or
+    "close"), with the draft clock stopped: only a save at the end can have kept the text."""
+    monkeypatch.setattr(model_call, "DRAFT_INTERVAL", 3600.0)
+    provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    try:
+        run = await runtime.start("go")
+        async with asyncio.timeout(30):
+            await provider.paused.wait()
+        if end == "cancel":
+            await runtime.cancel(run.id, reason="interrupted")
+    finally:
+        await runtime.close()
+    store = SqliteStore(db_path)
+    await store.open()
+    try:
+        return [d.text for d in await store.get_drafts(run.id)]
+    finally:
+        await store.close()
+
+
+async def test_text_shown_before_a_run_is_cancelled_is_kept_in_its_draft(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Esc in the TUI: the partial answer shown after the cancel ends where the stream did,
+    not where the draft clock last saved it (up to 250 ms of text earlier)."""
+    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "cancel") == [TEXT]
+
+
+async def test_text_shown_before_the_app_closes_is_kept_in_its_draft(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quitting with a run streaming: the run is recoverable and its draft holds all it
+    showed (a kill -9 may lose up to 250 ms of it; a quit loses none)."""
+    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "close") == [TEXT]
