@@ -2033,7 +2033,23 @@ _JOB_UPDATE = (
 async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
     """Write a rule's plan in the order ``Plan`` documents; returns its events with their seq."""
     conn = t.conn
-    for new_job in plan.new_jobs:
+    await _insert_jobs(conn, plan.new_jobs)
+    await _insert_runs(conn, plan.new_runs)
+    await _update_runs(conn, plan.runs)
+    await _update_jobs(conn, plan.jobs)
+    await _insert_messages(conn, plan.messages)
+    await _insert_tool_calls(conn, plan.new_tool_calls)
+    await _update_tool_calls(conn, plan.tool_calls)
+    await _insert_requests(conn, plan.new_requests)
+    await _update_requests(conn, plan.requests)
+    await _insert_checkpoints(conn, plan.checkpoints)
+    await _delete_drafts(conn, plan.delete_drafts_of)
+    await _insert_receipts(conn, plan.receipts)
+    return await _emit(t, plan.events)
+
+
+async def _insert_jobs(conn: Conn, new_jobs: Sequence[rules.NewJobRow]) -> None:
+    for new_job in new_jobs:
         job = new_job.job
         await conn.execute(
             "INSERT INTO jobs (id, title, workspace, agent, created_at, updated_at,"
@@ -2047,7 +2063,10 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             new_job.latest_root_run_id,
             job.latest_run_state.value if job.latest_run_state else None,
         )
-    for run, input_hash in plan.new_runs:
+
+
+async def _insert_runs(conn: Conn, new_runs: Sequence[tuple[Run, str | None]]) -> None:
+    for run, input_hash in new_runs:
         await conn.execute(
             "INSERT INTO runs (id, job_id, agent, model, state, revision, input,"
             " parent_run_id, parent_tool_call_id, history_run_id, history_position,"
@@ -2075,7 +2094,10 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             run.updated_at,
             bool(run.detached),
         )
-    for run, read_revision in plan.runs:
+
+
+async def _update_runs(conn: Conn, runs: Sequence[tuple[Run, int]]) -> None:
+    for run, read_revision in runs:
         usage = run.usage
         status = await conn.execute(
             _RUN_UPDATE,
@@ -2100,7 +2122,10 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
         )
         if _count(status) != 1:
             raise errors.RevisionConflict(f"run {run.id} changed while it was being written")
-    for change in plan.jobs:
+
+
+async def _update_jobs(conn: Conn, changes: Sequence[rules.JobChange]) -> None:
+    for change in changes:
         job_usage = change.usage
         await conn.execute(
             _JOB_UPDATE,
@@ -2117,70 +2142,85 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             change.run_id,
             change.job_id,
         )
-    if plan.messages:
-        await conn.executemany(
-            "INSERT INTO messages (id, run_id, job_id, position, role, content, model, usage,"
-            " cost_usd, created_at, search_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-            " $10, $11)",
-            [
-                (
-                    m.id,
-                    m.run_id,
-                    m.job_id,
-                    m.position,
-                    m.role.value,
-                    _CONTENT.dump_json(m.content).decode(),
-                    m.model,
-                    m.usage.model_dump_json() if m.usage else None,
-                    float(m.cost_usd),
-                    m.created_at,
-                    _search_text(m) if m.role in (Role.USER, Role.ASSISTANT, Role.TOOL) else "",
-                )
-                for m in plan.messages
-            ],
-        )
-    if plan.new_tool_calls:
-        await conn.executemany(
-            "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
-            " name, arguments, state, idempotent, step, created_at, started_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-            [
-                (
-                    c.id,
-                    c.run_id,
-                    c.job_id,
-                    c.message_id,
-                    c.index,
-                    c.provider_id,
-                    c.name,
-                    _dumps(c.arguments),
-                    c.state.value,
-                    bool(c.idempotent),
-                    c.step,
-                    c.created_at,
-                    c.started_at,
-                )
-                for c in plan.new_tool_calls
-            ],
-        )
-    if plan.tool_calls:
-        await conn.executemany(
-            "UPDATE tool_calls SET state = $1, result = $2, error = $3, child_run_id = $4,"
-            " started_at = $5, finished_at = $6 WHERE id = $7",
-            [
-                (
-                    c.state.value,
-                    c.result,
-                    c.error,
-                    c.child_run_id,
-                    c.started_at,
-                    c.finished_at,
-                    c.id,
-                )
-                for c in plan.tool_calls
-            ],
-        )
-    for request in plan.new_requests:
+
+
+async def _insert_messages(conn: Conn, messages: Sequence[Message]) -> None:
+    if not messages:
+        return
+    await conn.executemany(
+        "INSERT INTO messages (id, run_id, job_id, position, role, content, model, usage,"
+        " cost_usd, created_at, search_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+        " $10, $11)",
+        [
+            (
+                m.id,
+                m.run_id,
+                m.job_id,
+                m.position,
+                m.role.value,
+                _CONTENT.dump_json(m.content).decode(),
+                m.model,
+                m.usage.model_dump_json() if m.usage else None,
+                float(m.cost_usd),
+                m.created_at,
+                _search_text(m) if m.role in (Role.USER, Role.ASSISTANT, Role.TOOL) else "",
+            )
+            for m in messages
+        ],
+    )
+
+
+async def _insert_tool_calls(conn: Conn, calls: Sequence[ToolCall]) -> None:
+    if not calls:
+        return
+    await conn.executemany(
+        "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
+        " name, arguments, state, idempotent, step, created_at, started_at)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        [
+            (
+                c.id,
+                c.run_id,
+                c.job_id,
+                c.message_id,
+                c.index,
+                c.provider_id,
+                c.name,
+                _dumps(c.arguments),
+                c.state.value,
+                bool(c.idempotent),
+                c.step,
+                c.created_at,
+                c.started_at,
+            )
+            for c in calls
+        ],
+    )
+
+
+async def _update_tool_calls(conn: Conn, calls: Sequence[ToolCall]) -> None:
+    if not calls:
+        return
+    await conn.executemany(
+        "UPDATE tool_calls SET state = $1, result = $2, error = $3, child_run_id = $4,"
+        " started_at = $5, finished_at = $6 WHERE id = $7",
+        [
+            (
+                c.state.value,
+                c.result,
+                c.error,
+                c.child_run_id,
+                c.started_at,
+                c.finished_at,
+                c.id,
+            )
+            for c in calls
+        ],
+    )
+
+
+async def _insert_requests(conn: Conn, requests: Sequence[InputRequest]) -> None:
+    for request in requests:
         await conn.execute(
             "INSERT INTO input_requests (id, run_id, job_id, kind, prompt, options, schema,"
             " tool_call_id, arguments_digest, detail, state, created_at)"
@@ -2198,7 +2238,10 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             request.state.value,
             request.created_at,
         )
-    for request in plan.requests:
+
+
+async def _update_requests(conn: Conn, requests: Sequence[InputRequest]) -> None:
+    for request in requests:
         await conn.execute(
             "UPDATE input_requests SET state = $1, answer = $2, answered_at = $3, detail = $4"
             " WHERE id = $5",
@@ -2208,7 +2251,10 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             _dumps(request.detail),
             request.id,
         )
-    for created in plan.checkpoints:
+
+
+async def _insert_checkpoints(conn: Conn, checkpoints: Sequence[Checkpoint]) -> None:
+    for created in checkpoints:
         await conn.execute(
             "INSERT INTO checkpoints (id, run_id, job_id, step, last_position, usage,"
             " pending_tool_call_ids, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -2221,9 +2267,15 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             _dumps(created.pending_tool_call_ids),
             created.created_at,
         )
-    if plan.delete_drafts_of is not None:
-        await conn.execute("DELETE FROM draft_parts WHERE run_id = $1", plan.delete_drafts_of)
-    for receipt in plan.receipts:
+
+
+async def _delete_drafts(conn: Conn, run_id: str | None) -> None:
+    if run_id is not None:
+        await conn.execute("DELETE FROM draft_parts WHERE run_id = $1", run_id)
+
+
+async def _insert_receipts(conn: Conn, receipts: Sequence[rules.Receipt]) -> None:
+    for receipt in receipts:
         await conn.execute(
             "INSERT INTO receipts (operation, key, input_hash, result, created_at)"
             " VALUES ($1, $2, $3, $4, $5)",
@@ -2233,7 +2285,6 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
             receipt.result,
             receipt.created_at,
         )
-    return await _emit(t, plan.events)
 
 
 async def _emit(t: _Tx, events: Sequence[DurableEvent]) -> list[DurableEvent]:
