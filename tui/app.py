@@ -550,6 +550,9 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
                         f"unknown agent {launch.agent!r}; configured agents: "
                         f"{', '.join(sorted(known))}"
                     )
+            if launch.model is not None:
+                # Refused now, as an unknown agent is, not when the first task is sent.
+                runtime.check_model(launch.model)
         except AgentTuiError:
             await runtime.close()
             raise

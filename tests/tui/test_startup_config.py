@@ -16,7 +16,7 @@ from runtime.api import Runtime
 from runtime.config import Config
 from runtime.locations import peek_default
 from tests.tui.helpers import SIZE, wait_until
-from tui.app import Settings, create_app, program_app
+from tui.app import Launch, Settings, create_app, program_app
 from tui.widgets.composer import ComposerInput
 
 
@@ -78,6 +78,33 @@ async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2
     assert app.runtime is None
     assert not db.exists()  # the database is not even created
     assert broken.read_text() == "[defaults]\nmodel = = 'x'\n"  # nothing modified
+
+
+@pytest.mark.parametrize(
+    ("launch", "said"),
+    [
+        (Launch(model="nonsense:model"), "unknown model provider 'nonsense'"),
+        (Launch(model="demo:slow"), "unknown demo model 'demo:slow'"),
+        (Launch(agent="nosuchagent"), "unknown agent 'nosuchagent'"),
+    ],
+)
+async def test_an_unusable_model_or_agent_asked_for_at_launch_ends_the_app_with_status_2(
+    tmp_path: Path, config_home: Path, launch: Launch, said: str
+) -> None:
+    """``agent-tui --model nonsense:model`` said nothing until the first task was sent ("Not
+    sent"), where ``--agent`` with a name nobody configured was refused at once."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace, launch)
+    async with app.run_test(size=(100, 30)) as pilot:
+        async with asyncio.timeout(30):
+            while app.is_running:
+                await pilot.pause(0.01)
+    assert app.return_code == 2
+    assert app.startup_error is not None
+    assert app.startup_error.startswith("agent-tui: error: ")
+    assert said in app.startup_error
+    assert "\n" not in app.startup_error
 
 
 @pytest.mark.parametrize("theme", ["agent-dusk", "agent-moss", "agent-paper"])
