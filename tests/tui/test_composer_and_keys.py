@@ -273,6 +273,9 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             assert streamed() > 200  # what streamed stays on screen
             assert app.focused is screen.composer.input
             assert screen.composer.follow_up_job_id == run.job_id
+            # The notice names what works where the keys go: R would be a letter of the text.
+            await wait_until(pilot, lambda: any("/retry" in n for n in notifications(app)))
+            assert not any("press R" in n for n in notifications(app))
             await pilot.press(*"go on, shorter", "enter")
             await wait_until(
                 pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id

@@ -1379,9 +1379,12 @@ class MainScreen(Screen[None]):
 
     def on_run_interrupted(self, message: RunInterrupted) -> None:
         composer = self.composer
-        if composer.follow_up_job_id == message.run.job_id and self.open_request is None:
+        typing = composer.follow_up_job_id == message.run.job_id and self.open_request is None
+        if typing:
             composer.focus_input()
-        self.notify("Interrupted. Type a follow-up, or R to retry.", title="Run interrupted")
+        # With the composer focused, R is a letter of the follow-up: name what works there.
+        retry = "send /retry" if typing else "press R"
+        self.notify(f"Interrupted. Type a follow-up, or {retry} to retry.", title="Run interrupted")
 
     def action_follow_up(self) -> None:
         """Follow up the selected job: the composer in follow-up mode, focused."""
