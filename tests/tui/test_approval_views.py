@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.syntax import Syntax
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -194,3 +194,41 @@ async def test_after_an_approved_edit_the_transcript_shows_the_diff_it_applied(
         assert isinstance(screen, MainScreen)
         await wait_until(pilot, lambda: _applied_diff(screen) is not None)
         assert '+    print("hi")' in (_applied_diff(screen) or "")
+
+
+LONG_WRITE = [
+    Turn(
+        "Writing the notes.",
+        [
+            (
+                "write_file",
+                {"path": "notes.md", "content": "".join(f"- note {i}\n" for i in range(60))},
+            )
+        ],
+    )
+]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
+async def test_the_reason_field_of_a_denial_is_on_screen_however_long_the_diff(
+    request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    """r (deny with a reason) focused a field below the diff: at 80x24 it was cut off, and
+    what a person typed there showed nowhere (found by a new-user trial)."""
+    app = _app_factory(request.node.name, LONG_WRITE)()
+    async with app.run_test(size=size) as pilot:
+        await _until_approval(pilot)
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await pilot.press("r")
+        reason = prompt.query_one("#reason", Input)
+        await wait_until(pilot, lambda: app.focused is reason)
+        await pilot.press(*"too long")
+        await pilot.pause()
+        assert reason.region.height >= 1
+        assert prompt.region.contains_region(reason.region)
+        assert app.screen.region.contains_region(reason.region)
+        assert reason.value == "too long"
+        # The keys stay visible above it, and Esc goes back to them.
+        assert prompt.query_one(".prompt-keys").region.height >= 1
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.focused is prompt)

@@ -6,9 +6,10 @@ import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from runtime.textsafe import terminal_safe
@@ -36,8 +37,11 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ApprovalPrompt .prompt-command { background: $boost; padding: 0 1; }
     ApprovalPrompt .prompt-where { color: $text-muted; }
     ApprovalPrompt #details { height: auto; max-height: 40vh; }
-    ApprovalPrompt #reason { display: none; }
-    ApprovalPrompt.-reason #reason { display: block; }
+    ApprovalPrompt #reason-row { display: none; height: 1; }
+    ApprovalPrompt.-reason #reason-row { display: block; }
+    ApprovalPrompt .prompt-reason-label { width: auto; color: $warning; text-style: bold; }
+    ApprovalPrompt #reason { width: 1fr; height: 1; border: none; padding: 0 1;
+                             background: $boost; }
     """
 
     KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"
@@ -52,9 +56,12 @@ class ApprovalPrompt(Vertical, can_focus=True):
         yield Static(self._title(str(tool)), classes="prompt-title", markup=False)
         # The keys come before the details: however long those are, the keys stay visible.
         yield Static(self.KEYS, classes="prompt-keys", markup=False)
+        # The reason too: below a long diff it was cut off, and what was typed showed nowhere.
+        with Horizontal(id="reason-row"):
+            yield Static("Deny because: ", classes="prompt-reason-label", markup=False)
+            yield Input(placeholder="why? Enter sends, Esc goes back", id="reason")
         with VerticalScroll(id="details"):
             yield from self._details(detail)
-        yield Input(placeholder="Why deny? Enter to send, Esc to go back", id="reason")
 
     def _details(self, detail: dict[str, Any]) -> ComposeResult:
         arguments = detail.get("arguments")
@@ -110,7 +117,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         reason = event.value.strip() or None
         self.post_message(PromptAnswered(self.request, {"decision": "deny", "reason": reason}))
 
-    def key_escape(self) -> None:
+    def key_escape(self, event: events.Key) -> None:
         if self.has_class("-reason"):
+            # Back to the keys, and only that: the screen's Esc would leave the prompt too.
+            event.stop()
             self.remove_class("-reason")
             self.focus()
