@@ -60,64 +60,19 @@ async def _open_and_close(
                 await runtime.close()
 
 
-class _Skipped(Exception):
-    pass
-
-
 async def cmd_doctor(ctx: Context) -> int:
-    healthy = True
     out = ctx.print
 
     out(f"agent-tui doctor — workspace {ctx.workspace}")
     out("")
-    if isinstance(ctx.db_path, str):
-        from tui._cli.settings import shown
-
-        out(f"Database: {shown(ctx.db_path)} (PostgreSQL; checked by opening it below)")
-    else:
-        out(f"Database: {ctx.db_path}")
     db_exists = not isinstance(ctx.db_path, str) and ctx.db_path.exists()
-    if isinstance(ctx.db_path, str):
-        pass
-    elif db_exists:
-        try:
-            version, damage, schema = _inspect_database(ctx.db_path)
-        except sqlite3.DatabaseError as exc:
-            out(f"  error: cannot read it as a database ({exc})")
-            healthy = False
-        else:
-            out(f"  schema version {version}")
-            if damage:
-                out(f"  integrity check: error: {'; '.join(damage[:5])}")
-                healthy = False
-            else:
-                out("  integrity check: ok")
-            if schema:
-                out(f"  schema check: error: {'; '.join(schema)}")
-                healthy = False
-            else:
-                out("  schema check: ok")
-    else:
-        out("  not created yet (it is created on the first run)")
+    healthy = _check_database(ctx, db_exists=db_exists)
     out(f"Log file: {log_path(ctx.db_path)}")
 
     out("")
     out("Configuration:")
-    config: Config | None = None
-    try:
-        config = load_config(ctx.workspace)
-    except AgentTuiError as exc:
-        out(f"  error: {exc.message}")
-        healthy = False
-    else:
-        sources = list(config.sources)
-        if sources:
-            for source in sources:
-                out(f"  read {source}")
-        else:
-            out("  no config files found (using defaults)")
-        for warning in config.warnings:
-            out(f"  warning: {warning}")
+    config = _check_config(ctx)
+    healthy = config is not None and healthy
 
     out("")
     out("Environment:")
@@ -131,25 +86,8 @@ async def cmd_doctor(ctx: Context) -> int:
     out(f"  {describe_sandbox()}")
 
     out("")
-    config_ok = healthy or config is not None
-    try:
-        if not config_ok:
-            raise _Skipped("not checked: fix the configuration first")
-        if (db_exists or isinstance(ctx.db_path, str)) and healthy:
-            model, notice = await _open_and_close(ctx, ctx.db_path, config)
-            out("Database opens: yes")
-        else:
-            with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
-                model, notice = await _open_and_close(ctx, Path(scratch) / "probe.db", config)
-    except AgentTuiError as exc:
-        out(f"Runtime: error: {exc.message}")
-        healthy = False
-    except _Skipped as skipped:
-        out(f"Default model: {skipped}")
-    else:
-        out(f"Default model: {model}")
-        if notice:
-            out(f"  {notice}")
+    open_database = (db_exists or isinstance(ctx.db_path, str)) and healthy
+    healthy = await _check_runtime(ctx, config, open_database=open_database) and healthy
 
     out("")
     out("MCP servers:")
@@ -162,6 +100,83 @@ async def cmd_doctor(ctx: Context) -> int:
     out("")
     out("All fine." if healthy else "Some checks failed (see above).")
     return EXIT_OK if healthy else EXIT_FAILED
+
+
+def _check_database(ctx: Context, *, db_exists: bool) -> bool:
+    """Prints where the database is and, for an SQLite file that exists, its version, integrity
+    and schema; False when something is wrong with it."""
+    out = ctx.print
+    if isinstance(ctx.db_path, str):
+        from tui._cli.settings import shown
+
+        out(f"Database: {shown(ctx.db_path)} (PostgreSQL; checked by opening it below)")
+        return True
+    out(f"Database: {ctx.db_path}")
+    if not db_exists:
+        out("  not created yet (it is created on the first run)")
+        return True
+    try:
+        version, damage, schema = _inspect_database(ctx.db_path)
+    except sqlite3.DatabaseError as exc:
+        out(f"  error: cannot read it as a database ({exc})")
+        return False
+    healthy = True
+    out(f"  schema version {version}")
+    if damage:
+        out(f"  integrity check: error: {'; '.join(damage[:5])}")
+        healthy = False
+    else:
+        out("  integrity check: ok")
+    if schema:
+        out(f"  schema check: error: {'; '.join(schema)}")
+        healthy = False
+    else:
+        out("  schema check: ok")
+    return healthy
+
+
+def _check_config(ctx: Context) -> Config | None:
+    """Prints the config files read and their warnings; None when the configuration is broken
+    (the error is printed)."""
+    out = ctx.print
+    try:
+        config = load_config(ctx.workspace)
+    except AgentTuiError as exc:
+        out(f"  error: {exc.message}")
+        return None
+    sources = list(config.sources)
+    if sources:
+        for source in sources:
+            out(f"  read {source}")
+    else:
+        out("  no config files found (using defaults)")
+    for warning in config.warnings:
+        out(f"  warning: {warning}")
+    return config
+
+
+async def _check_runtime(ctx: Context, config: Config | None, *, open_database: bool) -> bool:
+    """Opens the runtime read-only and prints the default model; False when it cannot be opened.
+    Without ``open_database`` (no file yet, or a broken one) a scratch database stands in, so the
+    configuration and model are still checked."""
+    out = ctx.print
+    if config is None:
+        out("Default model: not checked: fix the configuration first")
+        return True
+    try:
+        if open_database:
+            model, notice = await _open_and_close(ctx, ctx.db_path, config)
+            out("Database opens: yes")
+        else:
+            with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
+                model, notice = await _open_and_close(ctx, Path(scratch) / "probe.db", config)
+    except AgentTuiError as exc:
+        out(f"Runtime: error: {exc.message}")
+        return False
+    out(f"Default model: {model}")
+    if notice:
+        out(f"  {notice}")
+    return True
 
 
 async def _check_mcp(ctx: Context, config: Config | None) -> bool:

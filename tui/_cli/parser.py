@@ -116,18 +116,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agent-tui {VERSION}")
     _add_top_level_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # The order of these calls is the order ``--help`` lists the commands in.
+    _add_run_commands(commands)
+    _add_continuing_commands(commands)
+    _add_job_commands(commands)
+    _add_service_commands(commands)
+    return parser
 
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        _add_global_options(sub, suppress=True)
-        return sub
 
-    def json_option(sub: argparse.ArgumentParser, what: str) -> None:
-        sub.add_argument("--json", action="store_true", help=what)
+_EVENTS_HELP = "print every event as one JSON object per line, then a boundary line"
 
-    events_help = "print every event as one JSON object per line, then a boundary line"
 
-    run = command("run", "run an agent headless in the workspace")
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    sub = commands.add_parser(name, help=help_text, description=help_text)
+    _add_global_options(sub, suppress=True)
+    return sub
+
+
+def _json_option(sub: argparse.ArgumentParser, what: str) -> None:
+    sub.add_argument("--json", action="store_true", help=what)
+
+
+def _add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``run``, ``runs`` and ``show``: start a run, list runs, look at one."""
+    run = _command(commands, "run", "run an agent headless in the workspace")
     run.add_argument("prompt", metavar="PROMPT")
     run.add_argument(
         "--agent",
@@ -141,20 +155,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="model reference, e.g. demo or anthropic:NAME",
     )
-    json_option(run, events_help)
+    _json_option(run, _EVENTS_HELP)
     _where_it_runs(run)
 
-    runs = command("runs", "list runs, newest first")
+    runs = _command(commands, "runs", "list runs, newest first")
     runs.add_argument("--state", metavar="S", choices=RUN_STATES, help=", ".join(RUN_STATES))
     runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
-    json_option(runs, "one JSON object per run")
+    _json_option(runs, "one JSON object per run")
     runs.add_argument("--archived", action="store_true", help="include the runs of archived jobs")
 
-    show = command("show", "one run: state, messages, tool calls, open request")
+    show = _command(commands, "show", "one run: state, messages, tool calls, open request")
     show.add_argument("run_id", metavar="RUN_ID")
-    json_option(show, "one JSON object")
+    _json_option(show, "one JSON object")
 
-    respond = command("respond", "answer a run's open request, then continue it")
+
+def _add_continuing_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """``respond``, ``follow-up``, ``retry``, ``fork`` and ``cancel``: act on an existing run."""
+    respond = _command(commands, "respond", "answer a run's open request, then continue it")
     respond.add_argument("run_id", metavar="RUN_ID")
     respond.add_argument(
         "answer",
@@ -167,14 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REQUEST_ID",
         help="answer only this request (refused if it was already answered)",
     )
-    json_option(respond, events_help)
+    _json_option(respond, _EVENTS_HELP)
     respond.add_argument(
         "--detach",
         action="store_true",
         help="answer and return at once (a worker, or the process running it, goes on)",
     )
 
-    follow_up = command("follow-up", "continue a job with a new message")
+    follow_up = _command(commands, "follow-up", "continue a job with a new message")
     follow_up.add_argument("job_id", metavar="JOB_ID")
     follow_up.add_argument("prompt", metavar="PROMPT")
     follow_up.add_argument(
@@ -183,9 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="model of the new run (default: the job's model)",
     )
-    json_option(follow_up, events_help)
+    _json_option(follow_up, _EVENTS_HELP)
 
-    retry = command("retry", "resume a failed or interrupted run")
+    retry = _command(commands, "retry", "resume a failed or interrupted run")
     retry.add_argument("run_id", metavar="RUN_ID")
     unknown = retry.add_mutually_exclusive_group()
     unknown.add_argument(
@@ -198,31 +217,37 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue without a call whose outcome is unknown (the model is told so)",
     )
-    json_option(retry, events_help)
+    _json_option(retry, _EVENTS_HELP)
 
-    fork = command("fork", "start a new job from a checkpoint")
+    fork = _command(commands, "fork", "start a new job from a checkpoint")
     fork.add_argument("checkpoint_id", metavar="CHECKPOINT_ID")
     fork.add_argument("prompt", metavar="PROMPT", nargs="?")
-    json_option(fork, events_help)
+    _json_option(fork, _EVENTS_HELP)
 
-    cancel = command("cancel", "cancel a run")
+    cancel = _command(commands, "cancel", "cancel a run")
     cancel.add_argument("run_id", metavar="RUN_ID")
 
-    export = command("export", "export a job to stdout")
+
+def _add_job_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``export``, ``archive``, ``unarchive``, ``delete`` and ``rewind``: a job and its files."""
+    export = _command(commands, "export", "export a job to stdout")
     export.add_argument("job_id", metavar="JOB_ID")
     export.add_argument("--format", choices=["md", "json"], default="md")
 
-    archive = command("archive", "hide a job from the browser and `runs` (undo with unarchive)")
+    archive = _command(
+        commands, "archive", "hide a job from the browser and `runs` (undo with unarchive)"
+    )
     archive.add_argument("job_id", metavar="JOB_ID")
 
-    unarchive = command("unarchive", "bring an archived job back")
+    unarchive = _command(commands, "unarchive", "bring an archived job back")
     unarchive.add_argument("job_id", metavar="JOB_ID")
 
-    delete = command("delete", "delete an archived job and everything of it, for good")
+    delete = _command(commands, "delete", "delete an archived job and everything of it, for good")
     delete.add_argument("job_id", metavar="JOB_ID")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
-    rewind = command(
+    rewind = _command(
+        commands,
         "rewind",
         "show what rewinding a checkpoint's files would change; --files restores them",
     )
@@ -237,9 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="also overwrite files changed outside agent-tui since (listed otherwise)",
     )
 
-    command("doctor", "check the database, config, keys and MCP servers")
 
-    worker = command("worker", "execute the runs queued for workers (run --detach / --attach)")
+def _add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``doctor``, ``worker`` and ``events``: check the setup, execute queued runs, read events."""
+    _command(commands, "doctor", "check the database, config, keys and MCP servers")
+
+    worker = _command(
+        commands, "worker", "execute the runs queued for workers (run --detach / --attach)"
+    )
     worker.add_argument(
         "--concurrency",
         metavar="N",
@@ -262,9 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=120,
         help="on SIGTERM, wait this long for runs to finish their step (default 120)",
     )
-    json_option(worker, "one JSON object per line for each run claimed, released or skipped")
+    _json_option(worker, "one JSON object per line for each run claimed, released or skipped")
 
-    events = command("events", "print durable events (with --consumer: at least once, resumable)")
+    events = _command(
+        commands, "events", "print durable events (with --consumer: at least once, resumable)"
+    )
     events.add_argument("--follow", action="store_true", help="keep printing events as they commit")
     events.add_argument(
         "--consumer",
@@ -279,8 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start after this event (default: the consumer's cursor; without --consumer, "
         "the first event, or now with --follow)",
     )
-    json_option(events, "one JSON object per event")
-    return parser
+    _json_option(events, "one JSON object per event")
 
 
 def _add_top_level_options(parser: argparse.ArgumentParser) -> None:

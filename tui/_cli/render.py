@@ -227,6 +227,18 @@ def show_text(
 ) -> list[str]:
     """``inherited``: messages a fork inherited from another job, shown first under
     ``inherited_label``; ``partial``: (label, text) of a stopped run's uncommitted answer."""
+    calls = {call.id: call for call in tool_calls}
+    return [
+        *_run_summary_lines(run, job, context_window),
+        *_inherited_lines(inherited, inherited_label),
+        *_message_lines(messages, calls, partial),
+        *_tool_call_lines(tool_calls),
+        *_checkpoint_lines(checkpoints),
+        *_open_request_lines(run.id, request),
+    ]
+
+
+def _run_summary_lines(run: Run, job: Job | None, context_window: int | None) -> list[str]:
     usage = run.usage
     if context_window:
         fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
@@ -260,16 +272,24 @@ def show_text(
         lines.append(f"  failure: {run.failure.code}: {run.failure.message}")
     if run.cancel_reason:
         lines.append(f"  cancelled: {run.cancel_reason}")
-    calls = {call.id: call for call in tool_calls}
-    if inherited:
-        lines.append("")
-        lines.append(f"Inherited history ({inherited_label or 'from another job'}):")
-        for message in inherited:
-            lines.append(f"[{message.position}] {message.role.value} (inherited):")
-            for block in message.content:
-                lines.extend(("    " + line).rstrip() for line in _block_lines(block, {}))
-    lines.append("")
-    lines.append("Messages:")
+    return lines
+
+
+def _inherited_lines(inherited: Sequence[Message], inherited_label: str | None) -> list[str]:
+    if not inherited:
+        return []
+    lines = ["", f"Inherited history ({inherited_label or 'from another job'}):"]
+    for message in inherited:
+        lines.append(f"[{message.position}] {message.role.value} (inherited):")
+        for block in message.content:
+            lines.extend(("    " + line).rstrip() for line in _block_lines(block, {}))
+    return lines
+
+
+def _message_lines(
+    messages: Sequence[Message], calls: dict[str, ToolCall], partial: tuple[str, str] | None
+) -> list[str]:
+    lines = ["", "Messages:"]
     for message in messages:
         label = message.role.value
         if message.model:
@@ -281,30 +301,42 @@ def show_text(
         label, text = partial
         lines.append(f"[partial] assistant ({label}):")
         lines.extend(("    " + line).rstrip() for line in text.splitlines())
-    if tool_calls:
-        lines.append("")
-        lines.append("Tool calls:")
-        for call in tool_calls:
-            lines.append(
-                f"  {call.id}  {call.name}  {call.state.value}  {compact_json(call.arguments, 70)}"
-            )
-            if call.error:
-                lines.append(f"      error: {one_line(call.error, 100)}")
-            elif call.result is not None:
-                lines.append(f"      result: {one_line(call.result, 100)}")
-    if checkpoints:
-        lines.append("")
-        lines.append("Checkpoints:")
-        for checkpoint in checkpoints:
-            lines.append(
-                f"  {checkpoint.id}  step {checkpoint.step}  "
-                f"(messages up to {checkpoint.last_position})"
-            )
-    if request is not None:
-        lines.append("")
-        lines.append(f"Open request {request.id} ({request.kind.value}):")
-        lines.extend("  " + line for line in describe_request(request))
-        if request.kind is InputKind.ELICITATION and request.answer_schema:
-            lines.append("  schema: " + compact_json(request.answer_schema, 200))
-        lines.extend("  " + line for line in how_to_answer(run.id, request))
+    return lines
+
+
+def _tool_call_lines(tool_calls: Sequence[ToolCall]) -> list[str]:
+    if not tool_calls:
+        return []
+    lines = ["", "Tool calls:"]
+    for call in tool_calls:
+        lines.append(
+            f"  {call.id}  {call.name}  {call.state.value}  {compact_json(call.arguments, 70)}"
+        )
+        if call.error:
+            lines.append(f"      error: {one_line(call.error, 100)}")
+        elif call.result is not None:
+            lines.append(f"      result: {one_line(call.result, 100)}")
+    return lines
+
+
+def _checkpoint_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
+    if not checkpoints:
+        return []
+    lines = ["", "Checkpoints:"]
+    for checkpoint in checkpoints:
+        lines.append(
+            f"  {checkpoint.id}  step {checkpoint.step}  "
+            f"(messages up to {checkpoint.last_position})"
+        )
+    return lines
+
+
+def _open_request_lines(run_id: str, request: InputRequest | None) -> list[str]:
+    if request is None:
+        return []
+    lines = ["", f"Open request {request.id} ({request.kind.value}):"]
+    lines.extend("  " + line for line in describe_request(request))
+    if request.kind is InputKind.ELICITATION and request.answer_schema:
+        lines.append("  schema: " + compact_json(request.answer_schema, 200))
+    lines.extend("  " + line for line in how_to_answer(run_id, request))
     return lines
