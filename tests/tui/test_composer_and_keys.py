@@ -205,6 +205,7 @@ async def test_the_unsent_draft_comes_back_after_quitting_and_after_a_crash(
             screen = main_screen(app)
             await wait_until(pilot, lambda: screen.composer.input.text != "")
             assert screen.composer.input.text == "half a thought\nand more"
+            await wait_until(pilot, lambda: any("back in the box" in n for n in notifications(app)))
             await pilot.press("ctrl+q")  # a quit saves what is in the box too
     finally:
         await runtime.close()

@@ -329,8 +329,10 @@ class MainScreen(Screen[None]):
     @work(exit_on_error=False, group="draft-load")
     async def _load_draft(self, job_id: str | None) -> None:
         text = await self.runtime.store.get_composer_draft(job_id)
-        if text:
-            self.composer.restore_draft(job_id, text)
+        if text and self.composer.restore_draft(job_id, text):
+            # Said, not only shown: typed on without a look, a new task was sent with it in
+            # front (a draft left by another agent-tui on the same database, in a trial).
+            self.notify("The text not sent last time is back in the box.", title="Draft")
 
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:

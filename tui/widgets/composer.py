@@ -318,12 +318,14 @@ class Composer(Vertical):
     def focus_input(self) -> None:
         self.input.focus()
 
-    def restore_draft(self, job_id: str | None, text: str) -> None:
-        """Put a saved draft back, unless the person has started typing here meanwhile."""
+    def restore_draft(self, job_id: str | None, text: str) -> bool:
+        """Put a saved draft back, unless the person has started typing here meanwhile; whether
+        it was put back."""
         if job_id != self.follow_up_job_id or self.input.text or not text:
-            return
+            return False
         self._loading_draft = True
         self.input.value = text
+        return True
 
     def flush_draft(self) -> None:
         if self._save_timer is not None:
