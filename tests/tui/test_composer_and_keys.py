@@ -629,3 +629,30 @@ async def test_agent_flag_is_the_agent_of_new_jobs(db_path: Path, workspace: Pat
         assert (await runtime.get_run(screen.selected_run.id)).agent == "reviewer"
     finally:
         await runtime.close()
+
+
+async def test_help_descriptions_wrap_within_their_column_at_80_columns(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A long description wrapped back to column 0, under the keys ('run; twice within 2 s:
+    quit' at the left edge; found by a new-user trial): every line stays indented."""
+    from rich.console import Console
+    from rich.segment import Segment
+    from rich.text import Text
+    from textual.widgets import Static
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        lines: list[str] = []
+        for rows in app.screen.query(".help-rows").results(Static):
+            console = Console(width=rows.content_region.width, color_system=None)
+            content = rows.content
+            shown = Text(content) if isinstance(content, str) else content
+            for line in console.render_lines(shown, pad=False):
+                lines.append("".join(segment.text for segment in Segment.filter_control(line)))
+        assert any("twice within 2 s" in line for line in lines)
+        assert len(lines) > 40
+        assert [line for line in lines if line.strip() and not line.startswith("  ")] == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -79,6 +81,17 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     ]
 
 
+def _grid(rows: list[tuple[str, str]]) -> Table:
+    """Keys and what they do in two columns: a long description wraps within its own column
+    (as plain text it wrapped back under the keys)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=24, no_wrap=True)
+    grid.add_column(ratio=1)
+    for key, what in rows:
+        grid.add_row(Text("  " + key), Text(what))
+    return grid
+
+
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -91,8 +104,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-body"):
                 for title, rows in help_sections():
                     yield Static(title, classes="help-section")
-                    text = "\n".join(f"  {key:<22} {what}" for key, what in rows)
-                    yield Static(text, classes="help-rows", markup=False)
+                    yield Static(_grid(rows), classes="help-rows")
             yield Static("Esc to close", id="help-keys")
 
     def action_close(self) -> None:
