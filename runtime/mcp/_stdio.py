@@ -155,6 +155,69 @@ async def _stop_process(process: anyio.abc.Process, state: ProcessState) -> None
                 await stream.aclose()
 
 
+def _parse_message(line: str) -> SessionMessage | Exception:
+    """One line of the server's stdout as a message, or the error that says why it is not one."""
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _read_stdout(
+    process: anyio.abc.Process,
+    state: ProcessState,
+    read_writer: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdout is not None
+    async with read_writer:
+        buffer = ""
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in TextReceiveStream(process.stdout, errors="replace"):
+                lines = (buffer + chunk).split("\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    await read_writer.send(_parse_message(line))
+        state.stdout_closed = True
+        # Learn the exit code before the session reports the closed connection, so the
+        # error can say how the server ended.
+        with anyio.CancelScope(shield=True):
+            await _wait_exit(process, state, _EXIT_AFTER_EOF)
+
+
+async def _read_stderr(process: anyio.abc.Process, state: ProcessState) -> None:
+    assert process.stderr is not None
+    buffer = ""
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+            lines = (buffer + chunk).split("\n")
+            buffer = lines.pop()[-STDERR_LINE_CHARS:]
+            state.stderr_tail.extend(line[:STDERR_LINE_CHARS] for line in lines)
+    if buffer:
+        state.stderr_tail.append(buffer)
+
+
+async def _write_stdin(
+    process: anyio.abc.Process,
+    state: ProcessState,
+    write_reader: MemoryObjectReceiveStream[SessionMessage],
+    read_writer: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdin is not None
+    try:
+        async with write_reader:
+            async for session_message in write_reader:
+                text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((text + "\n").encode())
+                if isinstance(session_message.message, mcp_types.JSONRPCRequest):
+                    state.requests_written += 1
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        # The server stopped reading: end the session's read side so no request waits forever.
+        state.write_failed = True
+        await read_writer.aclose()
+
+
 @asynccontextmanager
 async def stdio_transport(
     command: str,
@@ -183,63 +246,10 @@ async def stdio_transport(
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        async with read_writer:
-            buffer = ""
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                async for chunk in TextReceiveStream(process.stdout, errors="replace"):
-                    lines = (buffer + chunk).split("\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        item: SessionMessage | Exception
-                        try:
-                            message = mcp_types.jsonrpc_message_adapter.validate_json(
-                                line, by_name=False
-                            )
-                            item = SessionMessage(message)
-                        except ValueError as exc:
-                            item = exc
-                        await read_writer.send(item)
-            state.stdout_closed = True
-            # Learn the exit code before the session reports the closed connection, so the
-            # error can say how the server ended.
-            with anyio.CancelScope(shield=True):
-                await _wait_exit(process, state, _EXIT_AFTER_EOF)
-
-    async def read_stderr() -> None:
-        assert process.stderr is not None
-        buffer = ""
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-                lines = (buffer + chunk).split("\n")
-                buffer = lines.pop()[-STDERR_LINE_CHARS:]
-                state.stderr_tail.extend(line[:STDERR_LINE_CHARS] for line in lines)
-        if buffer:
-            state.stderr_tail.append(buffer)
-
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for session_message in write_reader:
-                    text = session_message.message.model_dump_json(
-                        by_alias=True, exclude_unset=True
-                    )
-                    await process.stdin.send((text + "\n").encode())
-                    if isinstance(session_message.message, mcp_types.JSONRPCRequest):
-                        state.requests_written += 1
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The server stopped reading: end the session's read side so no request waits forever.
-            state.write_failed = True
-            await read_writer.aclose()
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
-        tg.start_soon(read_stderr)
-        tg.start_soon(write_stdin)
+        tg.start_soon(_read_stdout, process, state, read_writer)
+        tg.start_soon(_read_stderr, process, state)
+        tg.start_soon(_write_stdin, process, state, write_reader, read_writer)
         try:
             yield read_stream, write_stream
         finally:

@@ -566,6 +566,40 @@ async def _list_all_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
+async def _send_call(
+    client: Client, call: _Call, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """Send ``call`` and wait (within its timeout) for its result, with ``_CURRENT_CALL`` set to
+    it while the request is in flight."""
+    ctx = call.ctx
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        ctx.progress(progress, total, message)
+
+    token = _CURRENT_CALL.set(call)
+    try:
+        async with asyncio.timeout(call.timeout) as deadline:
+            call.deadline = deadline
+            try:
+                return await client.call_tool(call.tool, arguments, progress_callback=on_progress)
+            finally:
+                call.finished = True
+    finally:
+        _CURRENT_CALL.reset(token)
+
+
+def _tool_output(tool: McpTool, result: types.CallToolResult) -> ToolOutput:
+    """A result the server sent, as the tool's output (``ToolError`` if it reports an error)."""
+    rendered = render(result, structured_primary=tool.structured_primary)
+    if result.is_error:
+        raise ToolError(
+            rendered.text or f"MCP tool '{tool.remote_name}' of server '{tool.server}' failed"
+        )
+    return ToolOutput(
+        content=rendered.text, structured=rendered.structured, images=tuple(rendered.images)
+    )
+
+
 @dataclass(frozen=True)
 class McpTool:
     """One server tool as a ``runtime.tools.base.Tool``."""
@@ -812,77 +846,17 @@ class McpManager:
         self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext
     ) -> ToolOutput:
         server, remote = tool.server, tool.remote_name
-        try:
-            connection = await self._connection(server)
-        except _StartFailed as exc:
-            # Nothing ran: a plain failed call.
-            raise ToolError(f"MCP server '{server}' is not available: {exc.reason}") from None
-        client = connection.client
-        if client is None:  # pragma: no cover - usable implies a client
-            raise ToolError(f"MCP server '{server}' is not available")
-        timeout = connection.config.timeout
-        call = _Call(ctx=ctx, tool=remote, timeout=timeout)
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            ctx.progress(progress, total, message)
-
+        connection, client = await self._live_client(server)
+        call = _Call(ctx=ctx, tool=remote, timeout=connection.config.timeout)
         failure: str | None = None
         written = connection.process.requests_written
         connection.in_flight.append(call)
-        token = _CURRENT_CALL.set(call)
         try:
-            try:
-                async with asyncio.timeout(timeout) as deadline:
-                    call.deadline = deadline
-                    try:
-                        result = await client.call_tool(
-                            remote, arguments, progress_callback=on_progress
-                        )
-                    finally:
-                        call.finished = True
-            finally:
-                _CURRENT_CALL.reset(token)
+            result = await _send_call(client, call, arguments)
         except TimeoutError:
-            if call.deadline is not None and call.deadline.expired():
-                failure = f"did not answer within {timeout:g} s while running '{remote}'"
-                self._retire(connection, f"was stopped after '{remote}' did not answer")
-            else:
-                failure = f"timed out talking to the server while running '{remote}'"
-                self._retire(connection, "timed out")
+            failure = self._timeout_failure(connection, call)
         except MCPError as exc:
-            http_error = call.http_error
-            if http_error is not None and http_error.session_lost:
-                # The server forgot our session (it restarted): the request was refused before
-                # it ran, so a new session may send it again (MCP spec, session management).
-                self._retire(connection, "lost its HTTP session")
-                raise _NotDelivered(
-                    f"lost its HTTP session (HTTP {http_error.status}) before '{remote}' ran"
-                ) from None
-            if http_error is not None:
-                raise ToolError(
-                    f"MCP server '{server}' answered {http_error.describe()} to the call to "
-                    f"'{remote}': {exc.error.message}"
-                ) from None
-            if exc.code != types.CONNECTION_CLOSED:
-                raise ToolError(
-                    f"MCP server '{server}' rejected the call to '{remote}': {exc.error.message}"
-                ) from None
-            if connection.closed_reason is not None:
-                failure = f"{connection.closed_reason} while running '{remote}'"
-            elif not isinstance(connection.config, StdioServerConfig):
-                failure = f"closed the connection while running '{remote}'"
-            else:
-                process = connection.process
-                if process.write_failed and process.requests_written == written:
-                    # The request never reached the server (it had gone before we wrote).
-                    self._retire(connection, "stopped reading its input")
-                    raise _NotDelivered(f"had stopped before '{remote}' was sent") from None
-                if process.returncode is None:
-                    detail = process.exit_detail().removeprefix("still running")
-                    failure = f"closed its output while running '{remote}'{detail}"
-                else:
-                    failure = f"exited while running '{remote}' ({process.exit_detail()})"
-            self._retire(connection, "exited")
+            failure = self._mcp_error_failure(tool, connection, call, exc, written)
         except (ValidationError, RuntimeError) as exc:
             # It answered, but with something we cannot read: whatever it did, it did.
             message = f"MCP server '{server}' returned an unreadable result for '{remote}': {exc}"
@@ -906,9 +880,78 @@ class McpManager:
             if tool.read_only:
                 raise ToolError(message)
             raise ToolOutcomeUnknown(message + "; the call may have had effects")
-        rendered = render(result, structured_primary=tool.structured_primary)
-        if result.is_error:
-            raise ToolError(rendered.text or f"MCP tool '{remote}' of server '{server}' failed")
-        return ToolOutput(
-            content=rendered.text, structured=rendered.structured, images=tuple(rendered.images)
-        )
+        return _tool_output(tool, result)
+
+    async def _live_client(self, server: str) -> tuple[_Connection, Client]:
+        """The server's connection, started if need be, and its client; ``ToolError`` if it
+        cannot be had."""
+        try:
+            connection = await self._connection(server)
+        except _StartFailed as exc:
+            # Nothing ran: a plain failed call.
+            raise ToolError(f"MCP server '{server}' is not available: {exc.reason}") from None
+        client = connection.client
+        if client is None:  # pragma: no cover - usable implies a client
+            raise ToolError(f"MCP server '{server}' is not available")
+        return connection, client
+
+    def _timeout_failure(self, connection: _Connection, call: _Call) -> str:
+        """What went wrong when ``call`` timed out; the server is retired either way."""
+        remote = call.tool
+        if call.deadline is not None and call.deadline.expired():
+            failure = f"did not answer within {call.timeout:g} s while running '{remote}'"
+            self._retire(connection, f"was stopped after '{remote}' did not answer")
+        else:
+            failure = f"timed out talking to the server while running '{remote}'"
+            self._retire(connection, "timed out")
+        return failure
+
+    def _mcp_error_failure(
+        self,
+        tool: McpTool,
+        connection: _Connection,
+        call: _Call,
+        exc: MCPError,
+        written: int,
+    ) -> str:
+        """What went wrong when ``call`` ended in ``exc``: a closed connection is described and
+        its server retired; a refused call raises ``ToolError``, and a request that never
+        reached the server ``_NotDelivered``."""
+        server, remote = tool.server, tool.remote_name
+        http_error = call.http_error
+        if http_error is not None and http_error.session_lost:
+            # The server forgot our session (it restarted): the request was refused before
+            # it ran, so a new session may send it again (MCP spec, session management).
+            self._retire(connection, "lost its HTTP session")
+            raise _NotDelivered(
+                f"lost its HTTP session (HTTP {http_error.status}) before '{remote}' ran"
+            ) from None
+        if http_error is not None:
+            raise ToolError(
+                f"MCP server '{server}' answered {http_error.describe()} to the call to "
+                f"'{remote}': {exc.error.message}"
+            ) from None
+        if exc.code != types.CONNECTION_CLOSED:
+            raise ToolError(
+                f"MCP server '{server}' rejected the call to '{remote}': {exc.error.message}"
+            ) from None
+        failure = self._closed_failure(connection, remote, written)
+        self._retire(connection, "exited")
+        return failure
+
+    def _closed_failure(self, connection: _Connection, remote: str, written: int) -> str:
+        """How the connection came to close while ``remote`` ran; raises ``_NotDelivered`` when
+        a stdio server had gone before the request was written (``written`` requests before)."""
+        if connection.closed_reason is not None:
+            return f"{connection.closed_reason} while running '{remote}'"
+        if not isinstance(connection.config, StdioServerConfig):
+            return f"closed the connection while running '{remote}'"
+        process = connection.process
+        if process.write_failed and process.requests_written == written:
+            # The request never reached the server (it had gone before we wrote).
+            self._retire(connection, "stopped reading its input")
+            raise _NotDelivered(f"had stopped before '{remote}' was sent") from None
+        if process.returncode is None:
+            detail = process.exit_detail().removeprefix("still running")
+            return f"closed its output while running '{remote}'{detail}"
+        return f"exited while running '{remote}' ({process.exit_detail()})"

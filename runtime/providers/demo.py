@@ -16,6 +16,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,12 +154,16 @@ def _current_turns(messages: list[Message]) -> tuple[str, list[Message]]:
     return "", messages
 
 
-def _results_by_tool(after: list[Message]) -> dict[str, list[tuple[ToolUseBlock, ToolResultBlock]]]:
+_ResultsByTool = dict[str, list[tuple[ToolUseBlock, ToolResultBlock]]]
+"""Each tool's (call, result) pairs since the latest user prompt, by tool name."""
+
+
+def _results_by_tool(after: list[Message]) -> _ResultsByTool:
     uses: dict[str, ToolUseBlock] = {}
     for message in after:
         for use in message.tool_uses:
             uses[use.id] = use
-    found: dict[str, list[tuple[ToolUseBlock, ToolResultBlock]]] = {}
+    found: _ResultsByTool = {}
     for message in after:
         for result in message.tool_results:
             matched = uses.get(result.tool_use_id)
@@ -288,8 +293,29 @@ def _plan_turn(request: ModelRequest) -> _Turn:
         return _after_compaction_turn(prompt, after)
     tools = request.tools
     done = _results_by_tool(after)
+    route_turn = _route_turn(request.system, tools, done)
+    if route_turn is not None:
+        return route_turn
+    delegates = [t for t in tools if t.name.startswith(DELEGATE_PREFIX)]
+    earlier_runs = len(request.messages) - len(after) > 1
+
+    bench = _STREAM_COMMAND.match(prompt)
+    if bench:
+        return _Turn(_filler(int(bench.group(1)) * 1024))
+    if delegates:
+        return _coordinator_turn(prompt, delegates, done)
+    if request.system.startswith("You are a sub-agent"):
+        return _child_turn(prompt, tools, done)
+    if earlier_runs:
+        return _follow_up_turn(prompt, tools, done)
+    return _tour_turn(prompt, tools, done, Path(request.workspace))
+
+
+def _route_turn(system: str, tools: list[ToolSpec], done: _ResultsByTool) -> _Turn | None:
+    """The move to the next phase, when the system prompt names the current phase and the
+    ``route`` tool has not been called yet; ``None`` otherwise."""
     route = _spec(tools, "route")
-    hint = _ROUTE_HINT.search(request.system) if route else None
+    hint = _ROUTE_HINT.search(system) if route else None
     if route and hint and "route" not in done:
         phase, targets = hint.group(1), [t.strip() for t in hint.group(2).split(",")]
         if len(targets) > 1:
@@ -303,20 +329,12 @@ def _plan_turn(request: ModelRequest) -> _Turn:
             f"**{targets[0]}**.",
             [("route", {"phase": targets[0], "reason": f"{phase} is done"})],
         )
-    workspace = Path(request.workspace)
-    delegates = [t for t in tools if t.name.startswith(DELEGATE_PREFIX)]
-    earlier_runs = len(request.messages) - len(after) > 1
+    return None
 
-    bench = _STREAM_COMMAND.match(prompt)
-    if bench:
-        return _Turn(_filler(int(bench.group(1)) * 1024))
-    if delegates:
-        return _coordinator_turn(prompt, delegates, done)
-    if request.system.startswith("You are a sub-agent"):
-        return _child_turn(prompt, tools, done)
-    if earlier_runs:
-        return _follow_up_turn(prompt, tools, done)
 
+def _tour_turn(prompt: str, tools: list[ToolSpec], done: _ResultsByTool, workspace: Path) -> _Turn:
+    """The first run's next step: list the workspace, read and search it, ask the person,
+    write notes, summarise — each step only with the tool it needs."""
     list_dir = _spec(tools, "list_dir")
     read_file = _spec(tools, "read_file")
     search = _spec(tools, "search")
@@ -324,52 +342,85 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     write_file = _spec(tools, "write_file")
 
     if list_dir and "list_dir" not in done:
-        return _Turn(
-            f"## Plan\n\nYou asked: *{prompt}*\n\n"
-            "1. **List** the files of this workspace.\n"
-            "2. **Read** the most telling ones and **search** them for open work.\n"
-            "3. **Ask you** what the notes should focus on.\n"
-            f"4. **Write** `{NOTES_FILE}` — only with your approval.\n"
-            "5. **Summarise** what I found.\n\n"
-            "_This is the offline demo model: set `ANTHROPIC_API_KEY` to use Claude._\n\n"
-            "Listing the workspace first.",
-            [("list_dir", _args(list_dir, path=".", recursive=True))],
-            thinking="The person wants an overview. Start from the file listing.",
-        )
+        return _plan_and_list_turn(prompt, list_dir)
 
     listing = done.get("list_dir", [])
     files = _listed_files(listing[0][1].content, workspace) if listing else []
-    chosen = _pick_files(files)
     if "read_file" not in done and "search" not in done and (read_file or search):
-        calls: list[tuple[str, dict[str, Any]]] = []
-        if read_file:
-            calls += [("read_file", _args(read_file, path=f)) for f in chosen]
-        if search:
-            key = _first_required_string(search)
-            calls.append(("search", _args(search, **{key: "TODO"}, path=".")))
-        plan = f"read {', '.join(f'`{f}`' for f in chosen)} and search" if chosen else "search"
-        return _Turn(
-            f"The workspace has **{_count(len(files), 'file')}**. I will {plan} "
-            "every file for `TODO` markers.",
-            calls,
-        )
+        return _read_and_search_turn(files, read_file, search)
 
     if ask_user and "ask_user" not in done:
-        return _Turn(
-            "I have read enough to write notes. One question before I do.",
-            [
-                (
-                    "ask_user",
-                    _args(
-                        ask_user,
-                        question="What should the notes focus on?",
-                        options=FOCUS_OPTIONS,
-                        allow_free_text=True,
-                    ),
-                )
-            ],
-        )
+        return _ask_focus_turn(ask_user)
 
+    findings = _findings(done, workspace, files)
+    if write_file and "write_file" not in done:
+        return _write_notes_turn(prompt, findings, write_file)
+    return _final_summary_turn(findings, done.get("write_file", []))
+
+
+def _plan_and_list_turn(prompt: str, list_dir: ToolSpec) -> _Turn:
+    return _Turn(
+        f"## Plan\n\nYou asked: *{prompt}*\n\n"
+        "1. **List** the files of this workspace.\n"
+        "2. **Read** the most telling ones and **search** them for open work.\n"
+        "3. **Ask you** what the notes should focus on.\n"
+        f"4. **Write** `{NOTES_FILE}` — only with your approval.\n"
+        "5. **Summarise** what I found.\n\n"
+        "_This is the offline demo model: set `ANTHROPIC_API_KEY` to use Claude._\n\n"
+        "Listing the workspace first.",
+        [("list_dir", _args(list_dir, path=".", recursive=True))],
+        thinking="The person wants an overview. Start from the file listing.",
+    )
+
+
+def _read_and_search_turn(
+    files: list[str], read_file: ToolSpec | None, search: ToolSpec | None
+) -> _Turn:
+    chosen = _pick_files(files)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    if read_file:
+        calls += [("read_file", _args(read_file, path=f)) for f in chosen]
+    if search:
+        key = _first_required_string(search)
+        calls.append(("search", _args(search, **{key: "TODO"}, path=".")))
+    plan = f"read {', '.join(f'`{f}`' for f in chosen)} and search" if chosen else "search"
+    return _Turn(
+        f"The workspace has **{_count(len(files), 'file')}**. I will {plan} "
+        "every file for `TODO` markers.",
+        calls,
+    )
+
+
+def _ask_focus_turn(ask_user: ToolSpec) -> _Turn:
+    return _Turn(
+        "I have read enough to write notes. One question before I do.",
+        [
+            (
+                "ask_user",
+                _args(
+                    ask_user,
+                    question="What should the notes focus on?",
+                    options=FOCUS_OPTIONS,
+                    allow_free_text=True,
+                ),
+            )
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class _Findings:
+    """What the tour learned, for the notes file and the final summary."""
+
+    workspace: Path
+    files: list[str]
+    focus: str
+    lines: list[str]
+    """One Markdown list item per file read."""
+    todo_hits: int
+
+
+def _findings(done: _ResultsByTool, workspace: Path, files: list[str]) -> _Findings:
     focus = done["ask_user"][0][1].content.strip() if "ask_user" in done else FOCUS_OPTIONS[0]
     reads = [(u.input.get("path", "?"), r) for u, r in done.get("read_file", [])]
     searches = [r for _, r in done.get("search", [])]
@@ -377,32 +428,38 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     if searches and not searches[0].is_error:
         todo_hits = sum(1 for line in _matching_lines(searches[0]) if "TODO" in line)
 
-    findings = [
+    lines = [
         f"- `{path}`: {'could not be read' if r.is_error else _first_line(r.content)}"
         for path, r in reads
     ]
-    if write_file and "write_file" not in done:
-        notes = "\n".join(
-            [
-                f"# Notes on {workspace.name}",
-                "",
-                f"Task: {prompt}",
-                f"Focus: {focus}",
-                "",
-                f"The workspace has {_count(len(files), 'file')}.",
-                *findings,
-                f"- `TODO` markers found: {todo_hits}",
-                "",
-                "_Written by the agent-tui demo model._",
-                "",
-            ]
-        )
-        return _Turn(
-            f"You chose **{focus}**. I would like to save these notes to `{NOTES_FILE}`.",
-            [("write_file", _args(write_file, path=NOTES_FILE, content=notes))],
-        )
+    return _Findings(workspace, files, focus, lines, todo_hits)
 
-    written = done.get("write_file", [])
+
+def _write_notes_turn(prompt: str, findings: _Findings, write_file: ToolSpec) -> _Turn:
+    notes = "\n".join(
+        [
+            f"# Notes on {findings.workspace.name}",
+            "",
+            f"Task: {prompt}",
+            f"Focus: {findings.focus}",
+            "",
+            f"The workspace has {_count(len(findings.files), 'file')}.",
+            *findings.lines,
+            f"- `TODO` markers found: {findings.todo_hits}",
+            "",
+            "_Written by the agent-tui demo model._",
+            "",
+        ]
+    )
+    return _Turn(
+        f"You chose **{findings.focus}**. I would like to save these notes to `{NOTES_FILE}`.",
+        [("write_file", _args(write_file, path=NOTES_FILE, content=notes))],
+    )
+
+
+def _final_summary_turn(
+    findings: _Findings, written: list[tuple[ToolUseBlock, ToolResultBlock]]
+) -> _Turn:
     if written and not written[0][1].is_error:
         notes_line = f"I saved the notes to `{NOTES_FILE}`."
     elif written:
@@ -413,11 +470,13 @@ def _plan_turn(request: ModelRequest) -> _Turn:
         [
             "## Summary",
             "",
-            f"**{workspace.name}** holds {_count(len(files), 'file')}. What I read:",
+            f"**{findings.workspace.name}** holds {_count(len(findings.files), 'file')}. "
+            "What I read:",
             "",
-            *(findings or ["- nothing could be read"]),
+            *(findings.lines or ["- nothing could be read"]),
             "",
-            f"`TODO` markers found: **{todo_hits}**. Focus you asked for: *{focus}*.",
+            f"`TODO` markers found: **{findings.todo_hits}**. Focus you asked for: "
+            f"*{findings.focus}*.",
             "",
             notes_line,
         ]
