@@ -14,7 +14,11 @@ durable events of those changes. The loops compared:
   no full-text index and no index beyond the primary keys;
 - ``plain, same tx``: the same loop split into as many transactions per step as the store uses;
 - ``langgraph``: LangGraph's ``AsyncSqliteSaver`` (optional extra ``bench``) saving the same
-  conversation the way a graph does: the step's writes, then a checkpoint of the messages.
+  conversation the way a graph does: the step's writes, then a checkpoint of the messages;
+- ``store SQL alone``: the statements one store run made (with their parameters, content
+  already compressed, the search indexing included) replayed in a bare loop on a copy of its
+  database: the store's schema and statements with no Python of the store around them, so the
+  ceiling of any code on this schema.
 
 Printed: steps/s at each length, the ratios (budgets: store >= 0.5x same-tx, >= 0.25x 1-tx,
 >= 20x LangGraph at 800 steps), bytes per step against the raw bytes of the messages held
@@ -36,11 +40,13 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from runtime.models import Role, TextBlock, ToolCallState, ToolResultBlock, ToolUseBlock, Usage
 from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
 from runtime.store.sqlite import PAGE_SIZE, SqliteStore
+from runtime.store.stored_content import register_functions
 
 RESULT_CHARS = 1000
 TEXT_CHARS = 200
@@ -143,13 +150,22 @@ def raw_message_bytes(steps: int) -> int:
 # --- the store -----------------------------------------------------------------------------------
 
 
-async def store_steps(path: Path, steps: int, pg_url: str | None = None) -> Result:
+async def store_steps(
+    path: Path,
+    steps: int,
+    pg_url: str | None = None,
+    *,
+    store: Any = None,
+    before_steps: Callable[[Any], None] | None = None,
+) -> Result:
     schema = f"bench_{uuid.uuid4().hex[:12]}"
-    if pg_url is not None:
+    if store is not None:
+        pass
+    elif pg_url is not None:
         from runtime.store.postgres import PostgresStore
 
         joiner = "&" if "?" in pg_url else "?"
-        store: Any = PostgresStore(f"{pg_url}{joiner}schema={schema}")
+        store = PostgresStore(f"{pg_url}{joiner}schema={schema}")
     else:
         store = SqliteStore(path)
     await store.open()
@@ -159,6 +175,8 @@ async def store_steps(path: Path, steps: int, pg_url: str | None = None) -> Resu
     run = await store.claim_run(run.id, owner_id="b")
     token = run.execution_token
     assert token is not None
+    if before_steps is not None:
+        before_steps(store)
     two_step = hasattr(store, "commit_step_results")  # the same bench runs on older code
     elapsed = cpu = 0.0
     for step in range(1, steps + 1):
@@ -363,6 +381,72 @@ def plain_steps(path: Path, steps: int, *, transactions: int) -> Result:
     return Result(steps / elapsed, _db_size(path), 1000 * cpu / steps)
 
 
+# --- the store's SQL alone ------------------------------------------------------------------------
+
+
+class _Recording(sqlite3.Connection):
+    """A connection that notes every statement it runs, with its parameters, while asked to."""
+
+    statements: list[tuple[str, str, Any]]
+    recording = False
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if self.recording:
+            self.statements.append(("one", sql, parameters))
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        rows = list(parameters)
+        if self.recording:
+            self.statements.append(("many", sql, rows))
+        return super().executemany(sql, rows)
+
+
+class _RecordedStore(SqliteStore):
+    """``SqliteStore`` on a ``_Recording`` connection (a private override: a bench, not an
+    extension point)."""
+
+    def _connect(self) -> Any:
+        conn = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, factory=_Recording
+        )
+        conn.statements = []
+        self._setup(conn)
+        return conn
+
+
+def sql_floor(folder: Path, steps: int) -> float:
+    """Steps/s of the store's own statements alone: one store run's statements (with their
+    parameters, the content already compressed) recorded, then replayed in a plain loop on a
+    copy of its database as it was before the steps. No Python of the store runs in the replay:
+    it is the most any code around this schema could reach."""
+    path, base = folder / "recorded.db", folder / "before-steps.db"
+
+    recorded: list[_Recording] = []
+
+    def snapshot(store: Any) -> None:
+        conn = store._conn
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        shutil.copy(path, base)
+        conn.recording = True
+        recorded.append(conn)
+
+    asyncio.run(store_steps(path, steps, store=_RecordedStore(path), before_steps=snapshot))
+    conn = sqlite3.connect(base, isolation_level=None)
+    register_functions(conn)  # the search indexing's text extraction, as the store has it
+    for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+        conn.execute(f"PRAGMA {pragma}")
+    started = time.perf_counter()
+    for kind, sql, parameters in recorded[0].statements:
+        if kind == "one":
+            conn.execute(sql, parameters)
+        else:
+            conn.executemany(sql, parameters)
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return steps / elapsed
+
+
 # --- LangGraph -----------------------------------------------------------------------------------
 
 
@@ -430,6 +514,9 @@ def measure(steps: int, repeat: int, pg_url: str | None = None) -> dict[str, Res
             )
     measured: dict[str, Result | None] = {name: _best(r) for name, r in runs.items()}
     with tempfile.TemporaryDirectory(prefix="store-bench-") as tmp:
+        floors = [sql_floor(Path(tmp) / str(i), steps) for i in range(repeat)]
+    measured["sql_floor"] = Result(max(floors), 0)
+    with tempfile.TemporaryDirectory(prefix="store-bench-") as tmp:
         measured["langgraph"] = asyncio.run(langgraph_steps(Path(tmp) / "lg.db", steps))
     return measured
 
@@ -493,6 +580,12 @@ def main() -> None:
                 f"  {name:30s} {result.rate:9,.0f} {result.cpu_ms:12.2f} {per_step:11,.0f}"
                 f" {result.size / raw:6.2f}"
             )
+        floor = m["sql_floor"]
+        assert floor is not None
+        print(
+            f"  {'store SQL alone (replayed)':30s} {floor.rate:9,.0f}   the store's own"
+            " statements of one run, replayed with no Python"
+        )
         print(
             f"  store / plain same tx:  {store.rate / plain2.rate:5.2f}   (budget >= 0.5;"
             f" by CPU time {plain2.cpu_ms / store.cpu_ms:.2f})"
@@ -504,6 +597,10 @@ def main() -> None:
         print(
             f"  store size / raw:       {store.size / raw:5.2f}   (budget <= 1.5;"
             f" {(store.size - empty) / raw:.2f} beyond the empty database)"
+        )
+        print(
+            f"  its SQL alone / plain:  {floor.rate / plain2.rate:5.2f} same tx,"
+            f" {floor.rate / plain1.rate:.2f} 1 tx   (the ceiling of any code on this schema)"
         )
         if pg is not None:
             print(
