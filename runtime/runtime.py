@@ -447,7 +447,9 @@ class Runtime:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
         execution = self._executions.get(run_id)
         if execution is not None and execution.save_shown is not None:
-            await execution.save_shown()  # the person keeps all they saw, not the last save's
+            # The last draft save, while the token still writes: the partial answer keeps all
+            # that was shown (but what streams during the cancel's own commit, a moment).
+            await execution.save_shown()
         try:
             cancelled = await self.store.cancel_run(
                 run_id, reason=reason, expected_revision=run.revision

@@ -64,9 +64,9 @@ class Execution:
     """The run's input requests, read once when the execution starts (answered approvals and
     questions); a request opened later stops the execution."""
     save_shown: Callable[[], Awaitable[None]] | None = None
-    """While a model message streams: saves into its draft all the text shown so far (what
-    ``Runtime.cancel`` does before the cancel is committed, after which the draft is closed to
-    this execution)."""
+    """While a model message streams: its last draft save, of all the text shown so far
+    (``Runtime.cancel`` calls it before it commits the cancel, after which the run's token no
+    longer writes)."""
     release_at_step_end: bool = False
     """Give the run back (queued, interrupted) once the step in progress ended, instead of
     calling the model again: a worker shutting down (``Runtime.give_back_at_step_end``)."""

@@ -4,6 +4,7 @@ text as deltas, keep a draft, and commit the assistant message with its tool cal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -179,13 +180,19 @@ class ModelCall:
         finally:
             bus.close_stream(shown_to)
             execution.save_shown = None
-            # A message cut short (the app closing, the stream failing) keeps in its draft all
-            # that was shown, not only what the clock saved last.
-            await draft.stop(keep_shown=not finished)
-            # Closing the generator closes the provider's HTTP stream (cancel, errors).
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
+            try:
+                # A message cut short (the app closing, the stream failing) keeps in its draft
+                # all that was shown, not only what the clock saved last.
+                await draft.stop(keep_shown=not finished)
+            finally:
+                # Closing the generator closes the provider's HTTP stream (cancel, errors).
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
+
+
+SAVE_ON_STOP_SECONDS = 2.0
+"""How long a message cut short waits for its last draft save (a store write: milliseconds)."""
 
 
 class DraftKeeper:
@@ -208,10 +215,14 @@ class DraftKeeper:
         self._saving: asyncio.Task[None] | None = None
         self._saved = 0
         """How much of the text the draft holds (what the last save ended at)."""
+        self._closed = False
+        """Set by the last save (``save_shown``) or the message's end (``stop``)."""
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
-        if self._timer is None and (self._saving is None or self._saving.done()):
+        if self._closed or self._timer is not None:
+            return
+        if self._saving is None or self._saving.done():
             self._due()
 
     def _due(self) -> None:
@@ -220,7 +231,13 @@ class DraftKeeper:
 
     def _start_save(self) -> None:
         self._timer = None
-        self._saving = asyncio.get_running_loop().create_task(self._save())
+        if not self._closed:
+            self._saving = asyncio.get_running_loop().create_task(self._save())
+
+    def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     async def _save(self) -> None:
         start = self._saved
@@ -235,28 +252,36 @@ class DraftKeeper:
             log.info("draft of run %s not saved: %s", self._run_id, exc)
             return
         self._saved = start + len(text)
-        if self._folded.text_length > self._saved and self._timer is None:
+        if self._folded.text_length > self._saved and self._timer is None and not self._closed:
             self._due()  # text shown while this save was written: saved within the interval too
 
     async def save_shown(self) -> None:
-        """Save now all that was shown and is not in the draft yet (the message is about to be
-        cut short: a cancel, a close)."""
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-        saving, self._saving = self._saving, None
+        """The last save: all that was shown and is not in the draft yet, because the message
+        is about to be cut short (``Runtime.cancel`` before it commits the cancel, after which
+        the run's token no longer writes; a close; a failed stream). No save follows it."""
+        self._cancel_timer()
+        saving = self._saving
         if saving is not None and not saving.done():
             await asyncio.wait({saving})
-        await self._save()
+        self._cancel_timer()  # re-armed by that save if text came meanwhile
+        if self._closed:
+            return  # the message ended meanwhile: its commit replaces the draft
+        self._closed = True
+        # In the keeper's slot: a ``stop`` meanwhile (the message ending, its commit next)
+        # cancels it instead of letting it write after the commit deleted the drafts.
+        final = self._saving = asyncio.get_running_loop().create_task(self._save())
+        await asyncio.wait({final})
 
     async def stop(self, *, keep_shown: bool = False) -> None:
         """The message ends (committed, failed or cancelled): no save after this. With
-        ``keep_shown``, what was shown and not yet saved is saved first."""
-        if keep_shown:
-            await self.save_shown()
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+        ``keep_shown``, what was shown and not yet saved is saved first (bounded: the task may
+        be on its way out of a cancel)."""
+        if keep_shown and not self._closed:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SAVE_ON_STOP_SECONDS):
+                    await self.save_shown()
+        self._closed = True
+        self._cancel_timer()
         saving, self._saving = self._saving, None
         if saving is not None and not saving.done():
             saving.cancel()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,41 @@ async def test_text_shown_before_the_app_closes_is_kept_in_its_draft(
     """Quitting with a run streaming: the run is recoverable and its draft holds all it
     showed (a kill -9 may lose up to 250 ms of it; a quit loses none)."""
     assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "close") == [TEXT]
+
+
+class _GatedDrafts:
+    """The real store, whose draft writes wait for ``gate`` (a busy moment of the database)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.gate = asyncio.Event()
+
+    async def save_draft(self, run_id: str, **kwargs: Any) -> None:
+        await self.gate.wait()
+        await self.store.save_draft(run_id, **kwargs)
+
+
+async def test_a_last_save_still_waiting_when_the_message_ends_writes_nothing_after(
+    db_path: Path,
+) -> None:
+    """Esc while the message ends on its own: the cancel's last save must not write after the
+    message's end, whose commit deletes the drafts (a stray tail would show as the partial
+    answer of a completed run)."""
+    store = SqliteStore(db_path)
+    await store.open()
+    try:
+        run, token = await running_run(store)
+        gated = _GatedDrafts(store)
+        folded = Fold()
+        keeper = DraftKeeper(gated, run.id, token, "m1", folded)  # type: ignore[arg-type]
+        folded.add_text("shown before the cancel")
+        last = asyncio.create_task(keeper.save_shown())
+        await asyncio.sleep(0)  # the cancel's last save is under way, waiting for the database
+        await keeper.stop()  # the message ended meanwhile; its commit would come next
+        gated.gate.set()
+        async with asyncio.timeout(30):
+            await last
+            await asyncio.sleep(0.05)  # anything still scheduled runs now
+        assert await store.get_drafts(run.id) == []
+    finally:
+        await store.close()
