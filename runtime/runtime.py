@@ -224,11 +224,6 @@ class Runtime:
         """The model reference new runs use (``demo`` when no API key is configured)."""
         return self._default_model
 
-    def check_model(self, reference: str) -> None:
-        """ConfigError when ``reference`` cannot be used (an unknown provider or model, no key),
-        as ``start`` would refuse it."""
-        self._catalog.check_model(reference)
-
     @property
     def model_notice(self) -> str | None:
         """Plain words for people when the demo model is the default, else None."""

@@ -522,6 +522,18 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         from runtime.config import load_config
 
         config = await asyncio.to_thread(load_config, workspace)
+        # What the command line asked for is checked before the runtime opens: a typo must not
+        # recover (or, with auto_resume, resume) runs only to close again.
+        if launch.agent is not None:
+            known = {"default", *config.agents}
+            if launch.agent not in known:
+                raise InvalidInput(
+                    f"unknown agent {launch.agent!r}; configured agents: {', '.join(sorted(known))}"
+                )
+        if launch.model is not None:
+            from runtime.providers.registry import check_reference
+
+            check_reference(launch.model)  # as an unknown agent: refused now, not at the first send
         if config.mcp_servers:
             # The MCP SDK (a second or more to import): Runtime.open builds the servers'
             # manager on the event loop, which would freeze the screen meanwhile.
@@ -543,16 +555,6 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
                 from tui._cli.ids import resolve_id
 
                 open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
-            if launch.agent is not None:
-                known = {"default", *runtime.config.agents}
-                if launch.agent not in known:
-                    raise InvalidInput(
-                        f"unknown agent {launch.agent!r}; configured agents: "
-                        f"{', '.join(sorted(known))}"
-                    )
-            if launch.model is not None:
-                # Refused now, as an unknown agent is, not when the first task is sent.
-                runtime.check_model(launch.model)
         except AgentTuiError:
             await runtime.close()
             raise

@@ -92,10 +92,12 @@ async def test_an_unusable_model_or_agent_asked_for_at_launch_ends_the_app_with_
     tmp_path: Path, config_home: Path, launch: Launch, said: str
 ) -> None:
     """``agent-tui --model nonsense:model`` said nothing until the first task was sent ("Not
-    sent"), where ``--agent`` with a name nobody configured was refused at once."""
+    sent"), where ``--agent`` with a name nobody configured was refused at once. Both are
+    refused before the runtime opens: a typo recovers (or resumes) no run."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    app = program_app(tmp_path / "data" / "agent-tui.db", workspace, launch)
+    db = tmp_path / "data" / "agent-tui.db"
+    app = program_app(db, workspace, launch)
     async with app.run_test(size=(100, 30)) as pilot:
         async with asyncio.timeout(30):
             while app.is_running:
@@ -105,6 +107,8 @@ async def test_an_unusable_model_or_agent_asked_for_at_launch_ends_the_app_with_
     assert app.startup_error.startswith("agent-tui: error: ")
     assert said in app.startup_error
     assert "\n" not in app.startup_error
+    assert app.runtime is None
+    assert not db.exists()  # the database was not even opened
 
 
 @pytest.mark.parametrize("theme", ["agent-dusk", "agent-moss", "agent-paper"])
