@@ -232,3 +232,8 @@ async def test_the_reason_field_of_a_denial_is_on_screen_however_long_the_diff(
         assert prompt.query_one(".prompt-keys").region.height >= 1
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.focused is prompt)
+        assert not prompt.has_class("-reason") and prompt.is_attached
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen.selected_run is not None
+        run = await screen.runtime.get_run(screen.selected_run.id)
+        assert run.state.value == "input_required"  # still waiting for the answer

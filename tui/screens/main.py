@@ -1384,8 +1384,13 @@ class MainScreen(Screen[None]):
         typing = composer.follow_up_job_id == message.run.job_id and self.open_request is None
         if typing:
             composer.focus_input()
-        # With the composer focused, R is a letter of the follow-up: name what works there.
-        retry = "send /retry" if typing else "press R"
+        # Name what works where the keys go now: in a text field, R is a letter.
+        if typing and self.focused is composer.input:
+            retry = "send /retry"
+        elif self.typing():
+            retry = "press Esc, then R"
+        else:
+            retry = "press R"
         self.notify(f"Interrupted. Type a follow-up, or {retry} to retry.", title="Run interrupted")
 
     def action_follow_up(self) -> None:
