@@ -332,7 +332,7 @@ class MainScreen(Screen[None]):
         if text and self.composer.restore_draft(job_id, text):
             # Said, not only shown: typed on without a look, a new task was sent with it in
             # front (a draft left by another agent-tui on the same database, in a trial).
-            self.notify("The text not sent last time is back in the box.", title="Draft")
+            self.notify("Text you had not sent is back in the box.", title="Draft")
 
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
