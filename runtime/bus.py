@@ -295,6 +295,17 @@ class EventBus:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscriptions)
+
+    def wants_live(self, job_id: str, run_id: str) -> bool:
+        """Whether any subscriber takes this run's live detail (its deltas)."""
+        return any(
+            not subscription.closed and subscription._accept_run(job_id, run_id)
+            for subscription in self._subscriptions
+        )
+
     def publish(self, event: Event) -> None:
         self.hand_out()  # the deltas before it come first
         for subscription in tuple(self._subscriptions):

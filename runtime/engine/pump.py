@@ -24,6 +24,9 @@ from runtime.store.base import Store
 
 log = logging.getLogger("runtime.engine")
 
+MIRRORED_RUNS = 20
+"""At most this many running runs of other processes have their drafts handed out per poll."""
+
 
 def stop_once(task: asyncio.Task[None] | None) -> bool:
     """Cancel an execution's task unless it is done or already being cancelled (one cancel
@@ -47,6 +50,8 @@ class Pump:
         self._run_changed = asyncio.Event()
         """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
         committed here, events read from other processes, or ``notify``."""
+        self._mirrored: dict[str, int] = {}
+        """Message id → how much of its draft, streamed by another process, was handed out."""
         store.on_commit(self._committed)
         # A store that hears other processes commit (PostgreSQL LISTEN/NOTIFY) wakes the loop at
         # once; polling every POLL_INTERVAL stays the fallback.
@@ -137,11 +142,38 @@ class Pump:
             self._changed.clear()
             try:
                 await self.pump()
+                await self.mirror_drafts()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("reading events failed")
                 await asyncio.sleep(POLL_INTERVAL)
+
+    async def mirror_drafts(self) -> None:
+        """Text that another process streams reaches this one's observers too: its drafts (in
+        the store within DRAFT_INTERVAL of being shown, DESIGN §5) handed out as deltas of the
+        runs a subscriber wants the live detail of, so a second TUI shows an answer as it grows
+        (in steps of a quarter second), not only once it is committed. Reading only."""
+        mirrored: dict[str, int] = {}
+        if self._bus.has_subscribers:
+            page = await self._store.list_runs(state=RunState.RUNNING, limit=MIRRORED_RUNS)
+            for run in page.items:
+                if run.id in self._executions or not self._bus.wants_live(run.job_id, run.id):
+                    continue  # streamed here (its deltas are published as they come), or unwatched
+                for draft in await self._store.get_drafts(run.id):
+                    handed = self._mirrored.get(draft.message_id, 0)
+                    if len(draft.text) > handed:
+                        self._bus.publish_delta(
+                            run.job_id,
+                            run.id,
+                            run.execution_token or "",
+                            draft.message_id,
+                            handed,
+                            draft.text[handed:],
+                        )
+                    mirrored[draft.message_id] = max(handed, len(draft.text))
+        # Only what is still streaming and watched: a run watched again starts from its start.
+        self._mirrored = mirrored
 
     async def observe(
         self,

@@ -22,6 +22,7 @@ from runtime.config import Config
 from runtime.engine import model_call
 from runtime.engine.model_call import DraftKeeper
 from runtime.engine.stream_fold import Fold
+from runtime.events import MessageDelta
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.store.helpers import running_run
@@ -208,3 +209,36 @@ async def test_a_last_save_still_waiting_when_the_message_ends_writes_nothing_af
         assert await store.get_drafts(run.id) == []
     finally:
         await store.close()
+
+
+async def test_a_second_runtime_sees_the_answer_another_streams_as_it_grows(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A second TUI on the same database showed a run another one executed only up to the
+    user's prompt until the answer was committed (found by a new-user trial). Its observers
+    now get the other process's draft as deltas, within a few draft intervals."""
+    provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
+    executing = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        run = await executing.start("go")
+        async with asyncio.timeout(30):
+            await provider.paused.wait()
+        seen: list[str] = []
+        async with asyncio.timeout(30):
+            async for event in watching.observe(run.id):
+                if isinstance(event, MessageDelta):
+                    assert event.offset == sum(map(len, seen))
+                    seen.append(event.text)
+                    if "".join(seen) == TEXT:
+                        break
+        assert "".join(seen) == TEXT
+    finally:
+        await watching.close()
+        await executing.close()

@@ -283,3 +283,49 @@ async def test_a_commit_right_after_the_last_delta_shows_every_piece() -> None:
         await pilot.pause()
         view = conversation.message_views[0]
         assert _shown_text(view) == text
+
+
+async def test_a_tui_watching_a_run_another_process_streams_shows_its_answer_as_it_grows(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: a second TUI on the same database showed only the prompt of a
+    run the first one streamed, until the answer was committed (or, cancelled, until the run was
+    opened again). The other process's draft now streams into the conversation."""
+    from runtime.config import Config
+    from tests.fakes.scripted import ScriptedProvider, Turn
+
+    text = "Streamed by the other agent-tui, shown here as it grows. " * 4
+    provider = ScriptedProvider([Turn(text, pause_until=tmp_path / "never")])
+    executing = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        run = await executing.start("go")
+        app = make_app(watching, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+
+            def streamed() -> str:
+                return "".join(
+                    _shown_text(view)
+                    for view in screen.query(MessageView)
+                    if view.role is Role.ASSISTANT
+                )
+
+            await wait_until(pilot, lambda: streamed() == text)
+            assert (await watching.get_run(run.id)).state is RunState.RUNNING  # not committed
+            await executing.cancel(run.id, reason="interrupted")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            assert streamed() == text  # what streamed stays, as in the TUI that ran it
+    finally:
+        await watching.close()
+        await executing.close()
