@@ -156,7 +156,9 @@ class Pump:
         (in steps of a quarter second), not only once it is committed. Reading only."""
         mirrored: dict[str, int] = {}
         if self._bus.has_subscribers:
-            page = await self._store.list_runs(state=RunState.RUNNING, limit=MIRRORED_RUNS)
+            page = await self._store.list_runs(
+                state=RunState.RUNNING, limit=MIRRORED_RUNS, archived=None
+            )
             for run in page.items:
                 if run.id in self._executions or not self._bus.wants_live(run.job_id, run.id):
                     continue  # streamed here (its deltas are published as they come), or unwatched
