@@ -329,3 +329,36 @@ async def test_a_tui_watching_a_run_another_process_streams_shows_its_answer_as_
     finally:
         await watching.close()
         await executing.close()
+
+
+async def test_a_follow_up_sent_from_elsewhere_is_shown_in_the_job_on_screen(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: `agent-tui follow-up JOB …` from another shell put the new
+    run in the browser, but the open conversation stayed on the run before it."""
+    from runtime.config import Config
+
+    executing = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        first = await executing.start("/stream 20")
+        assert (await executing.wait(first.id, timeout=30)).state is RunState.COMPLETED
+        app = make_app(watching, workspace, open_job=first.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == first.id,
+            )
+            second = await executing.follow_up(first.job_id, "/stream 10")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == second.id,
+            )
+            await wait_until(pilot, lambda: screen.conversation.run_id == second.id)
+    finally:
+        await watching.close()
+        await executing.close()

@@ -964,6 +964,24 @@ class MainScreen(Screen[None]):
             self.selected_run = run
             self.selected_job = message.job
             self._show_run_state(run)
+        elif self._follows_on_screen(run):
+            # A follow-up of the job on screen sent from elsewhere (another agent-tui, the
+            # CLI) is shown as one sent here is, instead of only in the browser.
+            self.open_run(run.id)
+
+    def _follows_on_screen(self, run: Run) -> bool:
+        """Whether ``run`` is a newer root run of the job on screen, whose shown run has ended
+        and waits for nobody (then the person is not in the middle of something there)."""
+        shown = self.selected_run
+        return (
+            shown is not None
+            and run.parent_run_id is None
+            and run.job_id == shown.job_id
+            and run.id != self._loading_run_id
+            and run.created_at > shown.created_at
+            and shown.state.is_terminal
+            and self.open_request is None
+        )
 
     # --- composer, prompts ---------------------------------------------------------------------
     def _target_composer(self, job: Job) -> None:
