@@ -327,3 +327,40 @@ async def test_a_row_read_again_unchanged_is_not_drawn_again_and_a_changed_one_i
         tree.upsert_run(run.model_copy(update={"cost_usd": 1.25}))
         assert run_node._updates > drawn[1]
         assert "$1.25" in tree.row_text(run_node)
+
+
+async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Enter on 'step 1' opened the run (the focus went to the
+    conversation) and f then forked from the run's last checkpoint, not from step 1."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    checkpoints = await runtime.checkpoints(run.id)
+    assert len(checkpoints) >= 2
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await pilot.press("space")  # the job's runs
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        run_node = tree.run_node(run.id)
+        assert run_node is not None
+        await pilot.press("down", "space")  # the run's checkpoints
+        await wait_until(
+            pilot, lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)]
+        )
+        await pilot.press("down", "enter")  # Enter on the first checkpoint opens its run
+        await wait_until(pilot, lambda: screen.conversation.run_id == run.id)
+        if screen.focused is not None and screen.typing():
+            await pilot.press("escape")  # letters are keys again
+        await pilot.press("f")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_run is not None and screen.selected_run.job_id != run.job_id,
+        )
+        forked = screen.selected_run
+    assert forked is not None
+    stored = await runtime.get_run(forked.id)
+    assert stored.forked_from_checkpoint_id == checkpoints[0].id

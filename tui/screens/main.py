@@ -67,7 +67,7 @@ from tui.widgets.status_line import StatusLine
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
-    from runtime.models import ImageBlock, InputRequest, Job, Run, SearchHit
+    from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run, SearchHit
     from tui import bridge
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
@@ -172,6 +172,9 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        self._opened_checkpoint: Checkpoint | None = None
+        """The checkpoint Enter opened in the browser: ``f`` forks from it while its run is on
+        screen, wherever the focus went (the conversation)."""
         """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
         self._prompt_commands: list[SlashCommand] = []
@@ -532,12 +535,14 @@ class MainScreen(Screen[None]):
     @on(Tree.NodeSelected, "#tree")
     def _node_selected(self, event: Tree.NodeSelected[Any]) -> None:
         data = event.node.data
+        self._opened_checkpoint = None
         if isinstance(data, JobEntry):
             self.open_job(data.job.id)
         elif isinstance(data, RunEntry):
             self.open_run(data.run.id)
         elif isinstance(data, CheckpointEntry):
             self.open_run(data.checkpoint.run_id)
+            self._opened_checkpoint = data.checkpoint
         elif isinstance(data, MoreEntry):
             self._load_more(data.cursor)
 
@@ -1715,7 +1720,12 @@ class MainScreen(Screen[None]):
             self._fork(node.data.checkpoint.id, None)
             return
         run = self._selected_run_or_warn()
-        if run is not None:
+        if run is None:
+            return
+        opened = self._opened_checkpoint
+        if opened is not None and opened.run_id == run.id:
+            self._fork(opened.id, None)  # the step the person opened, not the run's last
+        else:
             self._fork(None, run.id)
 
     @work(exit_on_error=False, group="start")
