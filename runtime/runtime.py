@@ -336,11 +336,20 @@ class Runtime:
         return (await unknown_calls(self.store, await self.store.get_run(run_id)))[1]
 
     async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
-        """A new job whose history is the checkpoint's; runs at once."""
+        """A new job whose history is the checkpoint's; runs at once. With no ``input``, only
+        from a checkpoint the run went on from: at the one where it ended with its answer,
+        the model would only be asked again for the answer it gave (InvalidInput)."""
         checkpoint = await self.store.get_checkpoint(checkpoint_id)
         source = await self.store.get_run(checkpoint.run_id)
         job = await self.store.get_job(source.job_id)
         text = input.strip() if input and input.strip() else None
+        if text is None and source.state is RunState.COMPLETED:
+            last = (await self.store.list_checkpoints(source.id))[-1]
+            if last.id == checkpoint.id:
+                raise InvalidInput(
+                    f"run {source.id[:8]} ended at step {checkpoint.step} with its answer: "
+                    "give the fork a first message to go on with"
+                )
         return await self.dispatch.create(
             NewRun(
                 agent=source.agent,

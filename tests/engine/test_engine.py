@@ -599,6 +599,32 @@ async def test_fork_from_a_checkpoint_starts_a_new_job_with_that_history(
     assert len(seen) == 4  # user, assistant(tool_use), tool results, the new prompt
 
 
+async def test_a_fork_with_no_message_goes_on_from_a_step_but_not_from_the_final_answer(
+    make_runtime: Factory,
+) -> None:
+    """From the checkpoint where the run gave its answer there is nothing to go on with: asked
+    again, the model would repeat itself at the cost of a call (found by a new-user trial, in
+    the TUI's f). An earlier step, after tool results, goes on as before."""
+    runtime, model = await make_runtime(
+        [
+            Turn("", [("read_file", {"path": "notes.txt"})]),
+            Turn("original ending"),
+            Turn("went on from the tool results"),
+        ]
+    )
+    run = await runtime.start("read")
+    await wait_for(runtime, run.id)
+    first, last = (await runtime.checkpoints(run.id))[0], (await runtime.checkpoints(run.id))[-1]
+    jobs_before = len((await runtime.list_jobs()).items)
+    with pytest.raises(InvalidInput, match="first message"):
+        await runtime.fork(last.id)
+    assert len((await runtime.list_jobs()).items) == jobs_before  # nothing created
+    assert len(model.requests) == 2  # and no model call
+    forked = await runtime.fork(first.id)
+    assert (await wait_for(runtime, forked.id)).state is RunState.COMPLETED
+    assert [m.role for m in model.requests[2].messages] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+
+
 # --- observing -----------------------------------------------------------------------------------
 
 

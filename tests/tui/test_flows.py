@@ -153,7 +153,7 @@ async def test_cancel_stops_the_selected_run(runtime: Runtime, workspace: Path) 
     assert (await runtime.get_run(run_id)).state is RunState.CANCELLED
 
 
-async def test_fork_makes_a_new_job_from_the_last_checkpoint(
+async def test_fork_makes_a_new_job_from_the_last_checkpoint_with_the_message_given(
     runtime: Runtime, workspace: Path
 ) -> None:
     first = await runtime.start("summarise")
@@ -164,7 +164,13 @@ async def test_fork_makes_a_new_job_from_the_last_checkpoint(
         await wait_for_browser(pilot, app)
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen.selected_run is not None)
+        # The run's last step is its answer: f asks for the fork's first message instead of
+        # asking the model for the same answer again.
         await pilot.press("f")
+        await wait_until(pilot, lambda: any("/fork" in text for text in notifications(app)))
+        assert len((await runtime.list_jobs()).items) == 1
+        screen.composer.focus_input()
+        await pilot.press(*"/fork now only the README", "enter")
         await wait_until(
             pilot,
             lambda: screen.selected_run is not None and screen.selected_run.job_id != first.job_id,
@@ -172,7 +178,8 @@ async def test_fork_makes_a_new_job_from_the_last_checkpoint(
         forked = screen.selected_run
         assert any("Forked" in text for text in notifications(app))
     stored = await runtime.get_run(forked.id)
-    assert stored.forked_from_checkpoint_id is not None
+    assert stored.forked_from_checkpoint_id == (await runtime.checkpoints(first.id))[-1].id
+    assert stored.input == "now only the README"
     assert len((await runtime.list_jobs()).items) == 2
 
 

@@ -1168,7 +1168,7 @@ class MainScreen(Screen[None]):
         elif name == "retry":
             self.action_retry()
         elif name == "fork":
-            self.action_fork()
+            self.action_fork(argument or None)
         elif name == "export":
             self.action_export()
         elif name == "theme":
@@ -1714,22 +1714,26 @@ class MainScreen(Screen[None]):
     async def _retry_with(self, run_id: str, unknown: UnknownChoice) -> None:
         await self._start_retry(run_id, unknown)
 
-    def action_fork(self) -> None:
+    def action_fork(self, message: str | None = None) -> None:
+        """``f``, or ``/fork [MESSAGE]``: a new job from the checkpoint under the browser's
+        cursor, else the one Enter opened, else the run's last."""
         node = self.job_tree.cursor_node
         if node is not None and isinstance(node.data, CheckpointEntry):
-            self._fork(node.data.checkpoint.id, None)
+            self._fork(node.data.checkpoint.id, None, message)
             return
         run = self._selected_run_or_warn()
         if run is None:
             return
         opened = self._opened_checkpoint
         if opened is not None and opened.run_id == run.id:
-            self._fork(opened.id, None)  # the step the person opened, not the run's last
+            self._fork(opened.id, None, message)  # the step the person opened, not the last
         else:
-            self._fork(None, run.id)
+            self._fork(None, run.id, message)
 
     @work(exit_on_error=False, group="start")
-    async def _fork(self, checkpoint_id: str | None, run_id: str | None) -> None:
+    async def _fork(
+        self, checkpoint_id: str | None, run_id: str | None, message: str | None
+    ) -> None:
         if checkpoint_id is None and run_id is not None:
             checkpoints = await self.runtime.checkpoints(run_id)
             if not checkpoints:
@@ -1737,7 +1741,15 @@ class MainScreen(Screen[None]):
                 return
             checkpoint_id = checkpoints[-1].id
         assert checkpoint_id is not None
-        run = await self.runtime.fork(checkpoint_id)
+        try:
+            run = await self.runtime.fork(checkpoint_id, message)
+        except InvalidInput as error:
+            # A run's last step, where it answered: asked again, the model would only repeat
+            # itself (at the cost of a call). The fork needs the person's next words.
+            self.notify(
+                f"{error.message}: send /fork and your message.", title="Fork", markup=False
+            )
+            return
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))

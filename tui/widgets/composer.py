@@ -51,7 +51,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", "MODEL", "the model of the next run in this job"),
     SlashCommand("agent", "NAME", "the agent of the next run in this job"),
     SlashCommand("retry", "", "retry the run on screen from its last checkpoint"),
-    SlashCommand("fork", "", "fork a new job from the run's last checkpoint"),
+    SlashCommand("fork", "[MESSAGE]", "fork a new job from the checkpoint on screen, with MESSAGE"),
     SlashCommand("export", "", "write this job as Markdown into the workspace"),
     SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
     SlashCommand("permissions", "", "what tools may do here"),
