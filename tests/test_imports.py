@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from runtime.models import RunState
+from runtime.store.migrations import migrate
 from tui._cli.parser import RUN_STATES
 
 HEAVY = ("textual", "rich", "anthropic", "openai", "mcp", "jsonschema", "httpx")
@@ -124,14 +126,14 @@ def _assert_light_runs(modules: set[str]) -> None:
 def test_runs_imports_neither_textual_anthropic_mcp_nor_jsonschema(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    first = subprocess.run(  # creates the database (the full path, as every first command)
-        [sys.executable, "-m", "tui.cli", "runs", "--workspace", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert first.returncode == 0, first.stderr[-2000:]
+    # An empty database (``runs`` creates none where there is no file).
+    db = Path(env["AGENT_TUI_DB"])
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        migrate(conn, path=str(db))
+    finally:
+        conn.close()
     result, modules = _imported("runs", "--workspace", str(tmp_path), env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "No runs yet." in result.stderr
@@ -226,6 +228,8 @@ def run_app(*, db_path, workspace, launch=None):
     return 0
 
 app_module.run_app = run_app
+import tui.cli
+tui.cli._has_a_terminal = lambda: True  # Pilot's terminal stands in for one
 from tui.cli import main
 status = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
 seen["status"] = status
@@ -303,6 +307,8 @@ def run_app(*, db_path, workspace, launch=None):
     return 0
 
 app_module.run_app = run_app
+import tui.cli
+tui.cli._has_a_terminal = lambda: True  # Pilot's terminal stands in for one
 from tui.cli import main
 seen["status"] = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
 print(json.dumps(seen))
@@ -358,6 +364,8 @@ def run_app(*, db_path, workspace, launch=None):
     return 0
 
 app_module.run_app = run_app
+import tui.cli
+tui.cli._has_a_terminal = lambda: True  # Pilot's terminal stands in for one
 from tui.cli import main
 seen["status"] = main(["--db", sys.argv[1], "--workspace", sys.argv[2]])
 print(json.dumps(seen))

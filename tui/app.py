@@ -69,6 +69,14 @@ class Settings:
 QUIT_AGAIN_SECONDS = 2.0
 
 
+def _home_relative(path: Path) -> str:
+    """``path`` as people write it: ``~/…`` under the home folder."""
+    try:
+        return f"~/{path.relative_to(Path.home())}"
+    except (ValueError, RuntimeError):  # not under it, or no home to speak of
+        return str(path)
+
+
 class AgentTuiApp(App[int]):
     TITLE = "agent-tui"
 
@@ -295,9 +303,12 @@ class AgentTuiApp(App[int]):
         try:
             from runtime.config import save_user_setting
 
-            save_user_setting("defaults", "theme", theme.name)
+            saved_in = save_user_setting("defaults", "theme", theme.name)
         except (AgentTuiError, OSError, ValueError) as error:
             self.notify(f"Could not remember the theme: {error}", severity="warning")
+            return
+        # Writing a file the person owns is said, with the file, so it is no surprise later.
+        self.notify(f"Theme {theme.name} saved in {_home_relative(saved_in)}", title="Theme")
 
     # --- quitting ------------------------------------------------------------------------------
     def _main_screen(self) -> MainScreen | None:

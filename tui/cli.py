@@ -69,7 +69,11 @@ def _logging_to(path: Path) -> Iterator[None]:
     import logging
 
     logging.raiseExceptions = False
-    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler: logging.Handler
+    if path.parent.is_dir():
+        handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    else:  # no database folder (``doctor`` before the first run): it is not made for a log
+        handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     previous_level = root.level
@@ -273,6 +277,50 @@ def _check_writable(db_path: Path | str) -> None:
         )
 
 
+def _has_a_terminal() -> bool:
+    """Whether stdin and stdout are both a terminal, as the TUI needs (the headless test mode,
+    ``App.run_test``, does not come through here)."""
+    try:
+        return (
+            sys.stdin is not None
+            and sys.stdout is not None
+            and sys.stdin.isatty()
+            and sys.stdout.isatty()
+        )
+    except (AttributeError, ValueError):
+        return False
+
+
+def _creates_the_database(args: argparse.Namespace) -> bool:
+    """Whether the command may create the database where there is none yet: the TUI, ``run``,
+    ``worker`` and a durable consumer (it saves its cursor). Anything else only finds nothing
+    there, so it creates nothing, not even the folder (DESIGN: looking never writes)."""
+    from tui._cli.parser import CREATE_THE_DATABASE
+
+    if args.command == "events":
+        return args.consumer is not None
+    return args.command is None or args.command in CREATE_THE_DATABASE
+
+
+def _needs_a_database(args: argparse.Namespace) -> bool:
+    """Whether the command has nothing to do where there is no database (``doctor`` has: it
+    says the database is not created yet, and checks the rest)."""
+    return not _creates_the_database(args) and args.command != "doctor"
+
+
+def _without_a_database(args: argparse.Namespace, db_path: Path) -> int:
+    """What a command that creates nothing does on ``db_path``, a file that does not exist:
+    a listing says there is nothing yet (exit 0), anything else is an error naming the file."""
+    from tui._cli.settings import absolute
+
+    where = absolute(db_path)
+    if args.command == "runs" or (args.command == "events" and not args.follow):
+        _say(f"No database yet at {where}.")  # nothing to list is not an error
+        return EXIT_OK
+    _say(f"agent-tui: error: there is no database at {where} (check --db or AGENT_TUI_DB)")
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         sys.stdout.write(f"agent-tui {VERSION}\n")  # what argparse's version action prints
@@ -284,13 +332,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     # Usage errors exit 2, --help and --version exit 0.
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if args.command is None and not _has_a_terminal():
+        # Textual can neither draw into a pipe nor read keys from one (it spins at full CPU):
+        # refuse before anything is opened or created.
+        _say(
+            "agent-tui: error: the TUI needs a terminal (stdin and stdout); "
+            "for headless use: agent-tui run PROMPT"
+        )
+        return EXIT_USAGE
     from tui._cli.settings import prepare_db_path, resolve_db_path
 
     db_path: Path | str | None = None
     try:
         db_path = resolve_db_path(args.db)
-        prepare_db_path(db_path)
-        _check_writable(db_path)
+        missing = isinstance(db_path, Path) and not db_path.exists()
+        if not missing or _creates_the_database(args):
+            prepare_db_path(db_path)
+            _check_writable(db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
@@ -305,12 +363,12 @@ def _name_the_database(db_path: Path | str) -> None:
     from runtime.locations import ENV_DB
     from runtime.locations import resolve_db_path as default_db_path
     from tui._cli import render
+    from tui._cli.settings import absolute, shown
 
     plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
-    if default_db_path(None, plain_env).expanduser() != db_path:
-        from tui._cli.settings import shown
-
-        render.COMMAND = f"agent-tui --db {shlex.quote(shown(db_path))}"
+    if absolute(default_db_path(None, plain_env).expanduser()) != absolute(db_path):
+        # Absolute: the hint is for another shell, perhaps in another folder.
+        render.COMMAND = f"agent-tui --db {shlex.quote(shown(absolute(db_path)))}"
     else:
         render.COMMAND = "agent-tui"
 
@@ -320,6 +378,8 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
 
     try:
         workspace = resolve_workspace(args.workspace)
+        if isinstance(db_path, Path) and not db_path.exists() and _needs_a_database(args):
+            return _without_a_database(args, db_path)
         if args.command == "runs" and isinstance(db_path, Path):
             from tui._cli.fast_runs import fast_runs  # no runtime, no pydantic: see there
 

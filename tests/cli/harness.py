@@ -10,6 +10,7 @@ import json
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -63,6 +64,17 @@ class Cli:
             COLUMNS="120",
         )
         return cls(root=root, workspace=workspace, db=root / "data" / "agent-tui.db", env=env)
+
+    def make_database(self) -> None:
+        """An empty agent-tui database at ``db`` (a command that only looks creates none)."""
+        from runtime.store.migrations import migrate
+
+        self.db.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.db, isolation_level=None)
+        try:
+            migrate(conn, path=str(self.db))
+        finally:
+            conn.close()
 
     def argv(self, *args: str, global_options: bool = True) -> list[str]:
         options = ["--db", str(self.db), "--workspace", str(self.workspace)]

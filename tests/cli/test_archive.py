@@ -138,6 +138,7 @@ def test_delete_removes_every_row_of_the_job_and_its_search_hits_only(cli: Cli) 
 
 
 def test_archive_of_an_unknown_job_is_one_clear_line(cli: Cli) -> None:
+    cli.make_database()
     result = cli.run("archive", "job_nope")
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "job_nope" in result.stderr

@@ -26,9 +26,9 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_goes_to_the_log(
     async def broken(ctx: Any, runtime: Any, args: Any) -> int:
         raise RuntimeError("the disk fell off")
 
-    monkeypatch.setitem(commands.COMMANDS, "runs", broken)
+    monkeypatch.setitem(commands.COMMANDS, "run", broken)
     db = tmp_path / "data" / "agent-tui.db"
-    code = cli.main(["--db", str(db), "--workspace", str(workspace), "runs"])
+    code = cli.main(["--db", str(db), "--workspace", str(workspace), "run", "hello"])
 
     assert code == 1
     err = capsys.readouterr().err
@@ -98,10 +98,11 @@ def test_an_unwritable_database_folder_is_one_line_exit_2_and_nothing_is_written
     cli: Cli, command: list[str]
 ) -> None:
     cli.db.parent.mkdir(parents=True)
+    cli.db.touch()  # an empty database file (where there is none, `runs` and `show` stop first)
     prefix = read_only(cli, cli.db.parent)
     result = run_cli(cli, prefix, *command)
     assert_one_line_error(result, str(cli.db.parent), "not writable")
-    assert folder_state(cli.db.parent) == {}
+    assert folder_state(cli.db.parent) == {"agent-tui.db": b""}
 
 
 def test_an_existing_database_in_a_folder_that_became_read_only_is_left_untouched(
@@ -118,19 +119,21 @@ def test_an_existing_database_in_a_folder_that_became_read_only_is_left_untouche
 
 def test_a_log_file_that_cannot_be_written_is_one_line_exit_2(cli: Cli) -> None:
     cli.db.parent.mkdir(parents=True)
+    cli.db.touch()
     (cli.db.parent / "agent-tui.log").mkdir()
     assert_one_line_error(cli.run("runs"), "agent-tui.log", "it is a folder")
-    assert folder_state(cli.db.parent) == {"agent-tui.log": None}
+    assert folder_state(cli.db.parent) == {"agent-tui.db": b"", "agent-tui.log": None}
 
 
 def test_a_read_only_log_file_is_one_line_exit_2(cli: Cli) -> None:
     cli.db.parent.mkdir(parents=True)
+    cli.db.touch()
     log = cli.db.parent / "agent-tui.log"
     log.write_text("earlier lines\n")
     prefix = read_only(cli, log)
     result = run_cli(cli, prefix, "runs")
     assert_one_line_error(result, "cannot write the log file", str(log))
-    assert folder_state(cli.db.parent) == {"agent-tui.log": b"earlier lines\n"}
+    assert folder_state(cli.db.parent) == {"agent-tui.db": b"", "agent-tui.log": b"earlier lines\n"}
 
 
 @pytest.mark.parametrize(

@@ -197,10 +197,21 @@ def test_runs_on_a_database_held_by_a_live_runtime_leaves_its_rows_and_lease_alo
     asyncio.run(scenario())
 
 
-def test_runs_where_there_is_no_database_yet_creates_it_as_every_command_does(cli: Cli) -> None:
+def test_runs_where_there_is_no_database_yet_says_so_and_creates_nothing(cli: Cli) -> None:
+    result, modules = _fast(cli)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr == f"No database yet at {cli.db.resolve()}.\n"
+    assert not cli.db.parent.exists()
+    assert "runtime.store.sqlite" not in modules  # nothing opened, nothing created
+
+
+def test_runs_on_an_empty_database_file_makes_it_a_database_as_before(cli: Cli) -> None:
+    # An empty file is a database SQLite has not written yet: the full path sets it up.
+    cli.db.parent.mkdir(parents=True)
+    cli.db.touch()
     result, modules = _fast(cli)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "No runs yet.\n")
-    assert "runtime.store.sqlite" in modules  # the full path, which creates it
+    assert "runtime.store.sqlite" in modules
     with sqlite3.connect(cli.db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     again, modules = _fast(cli)
@@ -259,6 +270,7 @@ def test_runs_on_a_database_of_an_older_schema_migrates_it_through_the_runtime(
 
 
 def test_a_limit_over_the_runtimes_maximum_is_refused_as_before(cli: Cli) -> None:
+    cli.make_database()
     result, _ = _fast(cli, "--limit", "1001")
     assert result.returncode == 2
     assert result.stderr == "agent-tui: error: limit must be between 1 and 1000\n"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 
 import pytest
 
-from tests.cli.harness import Cli
+from tests.cli.harness import Cli, agent_tui_command
+from tests.cli.test_terminal import terminal
 from tui._cli.parser import COMMAND_NAMES, build_parser, parse_arguments
 
 
@@ -43,6 +46,7 @@ def test_an_ambiguous_prefix_is_a_clear_error_listing_the_candidates(cli: Cli) -
 
 
 def test_a_prefix_that_matches_nothing_names_the_database_it_looked_in(cli: Cli) -> None:
+    cli.make_database()
     result = cli.run("export", "ffffffffffffz")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
@@ -54,6 +58,28 @@ def test_the_answer_hint_carries_db_when_the_database_is_not_the_default(cli: Cl
     result = cli.run("run", "summarise", "--model", "demo:instant")
     assert result.returncode == 3
     assert f"agent-tui --db {cli.db} respond " in result.stdout + result.stderr
+
+
+def test_a_relative_db_is_absolute_in_the_hint_so_it_works_from_any_folder(cli: Cli) -> None:
+    result = cli.run("--db", "../relative.db", "run", "summarise", "--model", "demo:instant")
+    assert result.returncode == 3, result.stderr
+    absolute = (cli.workspace.parent / "relative.db").resolve()
+    hint_prefix = f"agent-tui --db {absolute} respond "
+    assert hint_prefix in result.stdout + result.stderr
+    assert "../relative.db" not in result.stdout + result.stderr
+    run_id = (result.stdout + result.stderr).split(hint_prefix, 1)[1].split()[0]
+    # The hint, as printed, answers the run from another folder.
+    answered = subprocess.run(
+        [*agent_tui_command(), "--db", str(absolute), "respond", run_id, "1"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=cli.env,
+        cwd=cli.root,
+        timeout=60,
+        check=False,
+    )
+    assert answered.returncode in (0, 3), answered.stderr
 
 
 def test_the_answer_hint_has_no_db_for_the_default_database(cli: Cli) -> None:
@@ -79,14 +105,45 @@ def test_the_tui_flags_parse_and_run_still_takes_model_and_agent() -> None:
     assert before.model == "demo"
 
 
+@pytest.mark.slow
 def test_resume_with_an_unknown_job_is_one_line_naming_the_database_and_opens_nothing(
     cli: Cli,
 ) -> None:
-    result = cli.run("--resume", "nope")
+    with terminal(cli, "--resume", "nope") as term:
+        term.expect(b"no job id starts with 'nope'", timeout=60)
+        assert term.finish() == 2
+    assert str(cli.db) in term.text()
+    assert "Traceback" not in term.text()
+
+
+@pytest.mark.parametrize(
+    ("stdin", "stdout"), [("pipe", "pipe"), ("terminal", "pipe"), ("pipe", "terminal")]
+)
+def test_the_tui_without_a_terminal_refuses_at_once_and_creates_nothing(
+    cli: Cli, stdin: str, stdout: str
+) -> None:
+    master, slave = os.openpty()
+    try:
+        result = subprocess.run(
+            cli.argv(),
+            stdin=slave if stdin == "terminal" else subprocess.DEVNULL,
+            stdout=slave if stdout == "terminal" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli.env,
+            cwd=cli.workspace,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
     assert result.returncode == 2
-    assert "no job id starts with 'nope'" in result.stderr
-    assert str(cli.db) in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr.decode() == (
+        "agent-tui: error: the TUI needs a terminal (stdin and stdout); "
+        "for headless use: agent-tui run PROMPT\n"
+    )
+    assert not result.stdout
+    assert not cli.db.parent.exists()
 
 
 def test_continue_and_resume_cannot_be_combined(cli: Cli) -> None:

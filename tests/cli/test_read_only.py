@@ -1,10 +1,13 @@
 """Commands that only look (`runs`, `show`, `export`, `doctor`) never write (issue 12 point 1):
-the database file keeps every byte and the owners table gains no row."""
+the database file keeps every byte and the owners table gains no row; where there is no
+database, no command that needs one creates it (or its folder)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+
+import pytest
 
 from tests.cli.harness import Cli
 
@@ -35,3 +38,65 @@ def test_looking_at_runs_jobs_and_exports_changes_no_byte_of_the_database(cli: C
     assert _owners(cli) == owners
     shown = cli.run("runs", "--json")
     assert run_id in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("runs",),
+        ("runs", "--json"),
+        ("events",),
+        ("doctor",),
+    ],
+)
+def test_looking_where_there_is_no_database_creates_neither_it_nor_its_folder(
+    cli: Cli, args: tuple[str, ...]
+) -> None:
+    db = cli.root / "no" / "such" / "folder" / "x.db"
+    result = cli.run("--db", str(db), *args)
+    assert result.returncode == 0, result.stderr
+    if args[0] != "doctor":
+        assert result.stdout == ""
+        assert result.stderr == f"No database yet at {db.resolve()}.\n"
+    else:
+        assert "not created yet" in result.stdout
+    assert not db.exists()
+    assert not (cli.root / "no").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "3fa2"),
+        ("show", "3fa2", "--json"),
+        ("export", "3fa2"),
+        ("respond", "3fa2", "allow"),
+        ("follow-up", "3fa2", "more"),
+        ("retry", "3fa2"),
+        ("fork", "3fa2"),
+        ("cancel", "3fa2"),
+        ("archive", "3fa2"),
+        ("unarchive", "3fa2"),
+        ("delete", "3fa2", "--yes"),
+        ("rewind", "3fa2"),
+        ("events", "--follow"),
+    ],
+)
+def test_an_id_where_there_is_no_database_is_one_line_naming_it_and_creates_nothing(
+    cli: Cli, args: tuple[str, ...]
+) -> None:
+    db = cli.root / "no" / "such" / "folder" / "x.db"
+    result = cli.run("--db", str(db), *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"agent-tui: error: there is no database at {db.resolve()} (check --db or AGENT_TUI_DB)\n"
+    )
+    assert not (cli.root / "no").exists()
+
+
+def test_a_relative_db_that_does_not_exist_is_named_in_full(cli: Cli) -> None:
+    result = cli.run("--db", "typo/x.db", "show", "3fa2")
+    assert result.returncode == 2
+    assert f"no database at {(cli.workspace / 'typo' / 'x.db').resolve()} " in result.stderr
+    assert not (cli.workspace / "typo").exists()

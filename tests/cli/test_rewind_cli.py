@@ -70,6 +70,7 @@ def test_a_hand_edited_file_is_listed_and_kept_unless_forced(cli: Cli) -> None:
 
 
 def test_rewind_of_an_unknown_checkpoint_is_one_clear_line(cli: Cli) -> None:
+    cli.make_database()
     result = cli.run("rewind", "nope")
     assert result.returncode == 2
     assert "no checkpoint id starts with 'nope'" in result.stderr

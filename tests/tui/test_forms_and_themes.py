@@ -141,10 +141,11 @@ async def test_the_theme_the_app_starts_in_colours_the_first_screen(
         assert app.theme == "fine"
 
 
-async def test_a_theme_chosen_in_the_palette_is_applied_and_remembered(
+async def test_a_theme_chosen_in_the_palette_is_applied_remembered_and_said_where(
     runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     app = make_app(runtime, workspace, remember_theme=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -156,9 +157,11 @@ async def test_a_theme_chosen_in_the_palette_is_applied_and_remembered(
         await pilot.pause()
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.theme == "agent-moss")
-    saved = tmp_path / "config" / "agent-tui" / "config.toml"
-    await_text = saved.read_text()
-    assert 'theme = "agent-moss"' in await_text
+        said = "Theme: Theme agent-moss saved in ~/.config/agent-tui/config.toml"
+        await wait_until(pilot, lambda: said in notifications(app))
+        assert [text for text in notifications(app) if "saved in" in text] == [said]
+    saved = tmp_path / "home" / ".config" / "agent-tui" / "config.toml"
+    assert 'theme = "agent-moss"' in saved.read_text()
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ path uses too. It refuses exactly what the store refuses (``runtime.store.checks
 database, not ours, damaged, a newer schema), with the same errors.
 
 It declines (returns None, and the caller takes the full path) when the full path would do
-something it does not: create the database (there is none yet, or an empty file), migrate one of
-an older schema, or refuse a ``--limit`` over the runtime's maximum.
+something it does not: set up an empty database file, migrate one of an older schema, or refuse
+a ``--limit`` over the runtime's maximum. (Where there is no file at all, ``tui.cli`` says so
+before either path runs: looking creates nothing.)
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
         return None
     version = check_database_file(db_path)  # raises what the store would raise
     if version != LATEST_VERSION:
-        # No file yet, an empty one, or an older schema: the full path creates or migrates it,
-        # as every command does on first use (``runs`` included, before this fast path).
+        # An empty file or an older schema: the full path sets it up or migrates it, as every
+        # command does (a missing file never gets here: see ``tui.cli``).
         return None
     rows = _read_page(db_path, args)
     if rows is None:

@@ -76,6 +76,12 @@ COMMAND_NAMES = frozenset(
 )
 """The commands ``build_parser`` adds (tests/cli checks they match)."""
 
+CREATE_THE_DATABASE = frozenset({"run", "worker"})
+"""Commands that create the database when there is none yet (as the TUI and ``events
+--consumer`` do). The others need one: ``doctor`` says it is not created yet, a listing
+(``runs``, ``events``) finds nothing there and an id names nothing, so none of them creates it
+(DESIGN: looking never writes)."""
+
 
 class _NotTheTui(Exception):
     """The arguments are not the TUI's options alone."""

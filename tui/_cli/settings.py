@@ -41,6 +41,11 @@ def shown(db: DbLocation) -> str:
     return str(db)
 
 
+def absolute(db: DbLocation) -> DbLocation:
+    """The database as a path that means the same from any folder (a URL as it is)."""
+    return db if isinstance(db, str) else db.resolve()
+
+
 def resolve_db_path(option: str | None) -> DbLocation:
     """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
     ``postgresql://`` URL is kept as it is (a ``str``)."""
