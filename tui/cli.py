@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from typing import Any
 
+    from runtime.config import Config
+
 # Start-up cost (DESIGN §13): ``--version`` alone is answered before argparse is even used (its
 # version action imports shutil and textwrap), and each command imports what it uses when it runs
 # (asyncio, logging, pydantic, the runtime, Textual for the TUI), so the imports below are
@@ -126,14 +128,14 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         opens_read_only,
     )
     from tui._cli.render import TerminalSafeWriter
-    from tui._cli.settings import load_config, model_override
+    from tui._cli.settings import model_override
 
     # Plain text is made terminal-safe on its way out; JSON stays exact.
     exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
     ctx = Context(
         db_path=db_path,
         workspace=workspace,
-        config=None if args.command == "doctor" else load_config(workspace),
+        config=None if args.command == "doctor" else _config_for(args, workspace),
         model=model_override(getattr(args, "model", None)),
         interactive=_stdin_is_terminal(),
         # TerminalSafeWriter is a proxy of a TextIO (write, flush, isatty, fileno; the rest is
@@ -275,6 +277,23 @@ def _check_writable(db_path: Path | str) -> None:
             f"cannot write the log file {log_file} "
             f"({'it is a folder' if log_file.is_dir() else _why_unwritable(folder)})"
         )
+
+
+def _config_for(args: argparse.Namespace, workspace: Path) -> Config:
+    """The workspace's configuration. A command that only looks (``show``, ``export``, …)
+    reads the database without it when it is broken, and says so: the person may be on the way
+    to fixing it, and nothing of it is needed to show what is stored."""
+    from runtime.config import Config
+    from tui._cli.commands import opens_read_only
+    from tui._cli.settings import load_config
+
+    try:
+        return load_config(workspace)
+    except ConfigError as exc:
+        if not opens_read_only(args):
+            raise
+        _say(f"agent-tui: warning: {exc.message} (read without the configuration)")
+        return Config()
 
 
 def _has_a_terminal() -> bool:

@@ -289,3 +289,21 @@ def test_a_broken_configuration_does_not_stop_the_listing_but_still_stops_a_run(
     refused = cli.run("run", "hello", "--model", "demo:instant")
     assert refused.returncode == 2
     assert "agent-tui.toml" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_show_and_export_read_the_database_despite_a_broken_configuration_and_say_so(
+    cli: Cli, seeded: list[Run]
+) -> None:
+    """Found by a new-user trial: a broken agent-tui.toml stopped show and export (exit 2),
+    which need nothing of it, while runs went on."""
+    broken = cli.workspace / "agent-tui.toml"
+    broken.write_text("model = [unclosed\n")
+    for argv in (("show", seeded[0].id), ("export", seeded[0].job_id)):
+        result = cli.run(*argv)
+        assert result.returncode == 0, result.stderr
+        assert seeded[0].id[:8] in result.stdout or seeded[0].input in result.stdout
+        warning = [line for line in result.stderr.splitlines() if "agent-tui.toml" in line]
+        assert len(warning) == 1 and warning[0].startswith("agent-tui: warning: ")
+        assert "read without the configuration" in warning[0]
+    assert broken.read_text() == "model = [unclosed\n"  # nothing modified
+    assert cli.run("follow-up", seeded[0].job_id, "more").returncode == 2  # it does need it
