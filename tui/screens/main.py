@@ -1706,7 +1706,7 @@ class MainScreen(Screen[None]):
         if choice is None:
             self.notify("Nothing was retried.", severity="information")
         elif choice == "fork":
-            self._fork(message.widget.checkpoint_id, message.run.id)
+            self._fork(message.widget.checkpoint_id, message.run.id, None)
         else:
             self._retry_with(message.run.id, choice)
 
@@ -1732,7 +1732,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="start")
     async def _fork(
-        self, checkpoint_id: str | None, run_id: str | None, message: str | None
+        self, checkpoint_id: str | None, run_id: str | None, message: str | None = None
     ) -> None:
         if checkpoint_id is None and run_id is not None:
             checkpoints = await self.runtime.checkpoints(run_id)
