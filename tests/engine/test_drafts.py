@@ -24,7 +24,7 @@ from runtime.engine.model_call import DraftKeeper
 from runtime.engine.stream_fold import Fold
 from runtime.events import MessageDelta
 from runtime.store.sqlite import SqliteStore
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import running_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,13 +134,7 @@ async def _shown_then(
     "close"), with the draft clock stopped: only a save at the end can have kept the text."""
     monkeypatch.setattr(model_call, "DRAFT_INTERVAL", 3600.0)
     provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: provider,
-    )
+    runtime = await open_scripted(provider, db_path, workspace)
     try:
         run = await runtime.start("go")
         async with asyncio.timeout(30):
@@ -218,13 +212,7 @@ async def test_a_second_runtime_sees_the_answer_another_streams_as_it_grows(
     user's prompt until the answer was committed (found by a new-user trial). Its observers
     now get the other process's draft as deltas, within a few draft intervals."""
     provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
-    executing = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: provider,
-    )
+    executing = await open_scripted(provider, db_path, workspace)
     watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
     try:
         run = await executing.start("go")

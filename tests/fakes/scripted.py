@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import ModelError
 from runtime.models import Usage
@@ -24,6 +24,9 @@ from runtime.providers.base import (
     ToolCallStart,
     UsageReport,
 )
+
+if TYPE_CHECKING:
+    from runtime.api import Runtime
 
 
 @dataclass
@@ -113,3 +116,17 @@ class ScriptedProvider:
             yield StopReason(reason=turn.stop or ("tool_use" if turn.tool_calls else "end_turn"))
         finally:
             self.closed_streams += 1
+
+
+async def open_scripted(provider: ScriptedProvider, db_path: Path, workspace: Path) -> Runtime:
+    """A runtime on ``db_path`` whose model, whatever the reference, is ``provider``."""
+    from runtime.api import Runtime
+    from runtime.config import Config
+
+    return await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )

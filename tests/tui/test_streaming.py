@@ -292,17 +292,11 @@ async def test_a_tui_watching_a_run_another_process_streams_shows_its_answer_as_
     run the first one streamed, until the answer was committed (or, cancelled, until the run was
     opened again). The other process's draft now streams into the conversation."""
     from runtime.config import Config
-    from tests.fakes.scripted import ScriptedProvider, Turn
+    from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 
     text = "Streamed by the other agent-tui, shown here as it grows. " * 4
     provider = ScriptedProvider([Turn(text, pause_until=tmp_path / "never")])
-    executing = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: provider,
-    )
+    executing = await open_scripted(provider, db_path, workspace)
     watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
     try:
         run = await executing.start("go")
