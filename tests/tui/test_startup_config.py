@@ -16,7 +16,7 @@ from runtime.api import Runtime
 from runtime.config import Config
 from runtime.locations import peek_default
 from tests.tui.helpers import SIZE, wait_until
-from tui.app import Launch, Settings, create_app, program_app
+from tui.app import AgentTuiApp, Launch, Settings, create_app, program_app
 from tui.widgets.composer import ComposerInput
 
 
@@ -57,6 +57,21 @@ async def test_the_configured_theme_is_on_the_first_frame(
         assert app.runtime.config.defaults.theme == "agent-paper"
 
 
+async def _startup_error(app: AgentTuiApp) -> str:
+    """Run ``app`` until it ends by itself; it must end with status 2, one line of error and no
+    runtime open. The error."""
+    async with app.run_test(size=(100, 30)) as pilot:
+        async with asyncio.timeout(30):
+            while app.is_running:
+                await pilot.pause(0.01)
+    assert app.return_code == 2
+    assert app.startup_error is not None
+    assert app.startup_error.startswith("agent-tui: error: ")
+    assert "\n" not in app.startup_error
+    assert app.runtime is None
+    return app.startup_error
+
+
 async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2(
     tmp_path: Path, config_home: Path
 ) -> None:
@@ -66,16 +81,8 @@ async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2
     broken.write_text("[defaults]\nmodel = = 'x'\n")
     db = tmp_path / "data" / "agent-tui.db"
     app = program_app(db, workspace)
-    async with app.run_test(size=(100, 30)) as pilot:
-        async with asyncio.timeout(30):
-            while app.is_running:
-                await pilot.pause(0.01)
-    assert app.return_code == 2
-    assert app.startup_error is not None
-    assert app.startup_error.startswith("agent-tui: error: ")
-    assert str(broken) in app.startup_error
-    assert "\n" not in app.startup_error
-    assert app.runtime is None
+    error = await _startup_error(app)
+    assert str(broken) in error
     assert not db.exists()  # the database is not even created
     assert broken.read_text() == "[defaults]\nmodel = = 'x'\n"  # nothing modified
 
@@ -98,16 +105,7 @@ async def test_an_unusable_model_or_agent_asked_for_at_launch_ends_the_app_with_
     workspace.mkdir()
     db = tmp_path / "data" / "agent-tui.db"
     app = program_app(db, workspace, launch)
-    async with app.run_test(size=(100, 30)) as pilot:
-        async with asyncio.timeout(30):
-            while app.is_running:
-                await pilot.pause(0.01)
-    assert app.return_code == 2
-    assert app.startup_error is not None
-    assert app.startup_error.startswith("agent-tui: error: ")
-    assert said in app.startup_error
-    assert "\n" not in app.startup_error
-    assert app.runtime is None
+    assert said in await _startup_error(app)
     assert not db.exists()  # the database was not even opened
 
 
