@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from runtime.kinds import RunState
+from runtime.models import Run
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
-from tui.widgets._format import tokens
+from tui.widgets._format import state_text, tokens
 from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
 
 SIZE = (140, 45)
@@ -130,3 +131,28 @@ async def test_streamed_text_repaints_the_status_line_without_laying_out_the_scr
             assert asked == [False]
     finally:
         await runtime.close()
+
+
+def _run(state: RunState, **fields: object) -> Run:
+    return Run.model_validate(
+        {
+            "id": "r1",
+            "job_id": "j1",
+            "agent": "default",
+            "model": "demo",
+            "state": state,
+            "revision": 1,
+            "input": "x",
+            "created_at": 0.0,
+            "updated_at": 0.0,
+            **fields,
+        }
+    )
+
+
+def test_a_run_a_crash_put_back_in_the_queue_reads_as_interrupted_not_queued() -> None:
+    # "queued · interrupted" read as if it were about to start; it waits for a person.
+    assert state_text(_run(RunState.QUEUED, interrupted=True)) == "interrupted · waits for retry"
+    assert state_text(_run(RunState.QUEUED)) == "queued"
+    failed = _run(RunState.FAILED, failure={"code": "tool_indeterminate", "message": "?"})
+    assert state_text(failed) == "failed · tool outcome unknown"

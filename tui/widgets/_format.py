@@ -43,8 +43,10 @@ def needs_resume(run: Run) -> bool:
 
 
 def state_text(run: Run) -> str:
-    """The run's state in words, as the database has it, with the reason a crash left when
-    it decides what a retry does: ``failed · tool outcome unknown``, ``queued · interrupted``."""
+    """The run's state in words, with the reason a crash left when it decides what a retry
+    does: ``failed · tool outcome unknown``. A run a crash put back in the queue is not going to
+    run by itself (it waits for a person, DESIGN §5): ``interrupted · waits for retry``, not
+    ``queued``, which reads as if it were about to start."""
     state = run.state.value.replace("_", " ")
     if run.state is RunState.FAILED and run.failure is not None:
         if run.failure.code == "tool_indeterminate":
@@ -52,7 +54,7 @@ def state_text(run: Run) -> str:
         if run.failure.code == "interrupted":
             return f"{state} · interrupted"
     if run.interrupted and not run.state.is_terminal:
-        return f"{state} · interrupted"
+        return "interrupted · waits for retry"
     return state
 
 
