@@ -70,3 +70,14 @@ def peek_default(workspace: Path, key: str, env: Mapping[str, str] | None = None
         if isinstance(value, str):
             found = value
     return found
+
+
+EXPORTS_DIR = (".agent-tui", "exports")
+"""Where the TUI writes a job's export, inside the workspace: beside the project the person is
+in (as Claude Code's ``/export`` does), but out of the way of the agent's own tools, whose
+``list_dir`` and ``search`` do not walk into it (a transcript found by the next task's search
+is the conversation read back to the model)."""
+
+
+def exports_dir(workspace: Path) -> Path:
+    return workspace.joinpath(*EXPORTS_DIR)

@@ -401,7 +401,7 @@ class AgentTuiApp(App[int]):
             ("Cancel run", "Cancel the selected run", "cancel_run"),
             ("Fork", "Fork a new job from the selected checkpoint", "fork"),
             ("Retry", "Retry the selected failed or interrupted run", "retry"),
-            ("Export job", "Write the job as Markdown into the workspace", "export"),
+            ("Export job", "Write the job as Markdown into .agent-tui/exports/", "export"),
             ("Filter by state", "Cycle the browser's state filter", "cycle_filter"),
             ("Search messages", "Full-text search over every message", "search"),
             ("Browser", "Focus the job browser", "focus_browser"),

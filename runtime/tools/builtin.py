@@ -30,6 +30,7 @@ from runtime.images import (
     image_size,
     sniff_media_type,
 )
+from runtime.locations import exports_dir
 from runtime.providers.base import ToolSpec
 from runtime.tools.arguments import ToolArguments, argument_problems, schema_of
 from runtime.tools.base import ApprovalDefault, Tool, ToolContext, ToolOutput
@@ -279,6 +280,7 @@ class ListDirTool(_BuiltinTool):
             raise ToolError(f"{shown} is a file, not a folder: use read_file")
         entries: list[str] = []
         truncated = False
+        exports = str(exports_dir(Path(os.path.realpath(ctx.workspace))))
 
         def visit(directory: Path, prefix: str) -> None:
             nonlocal truncated
@@ -300,7 +302,7 @@ class ListDirTool(_BuiltinTool):
                     entries.append(f"{relative} -> {target}")
                 elif child.is_dir(follow_symlinks=False):
                     entries.append(f"{relative}/")
-                    if recursive and child.name not in SKIPPED_DIRS:
+                    if recursive and child.name not in SKIPPED_DIRS and child.path != exports:
                         visit(Path(child.path), f"{relative}/")
                         if truncated:
                             return
@@ -411,8 +413,11 @@ def _candidate_files(root: Path, workspace: Path, glob: str | None) -> tuple[lis
     if root.is_file():
         return [root], False
     found: list[Path] = []
+    exports = exports_dir(workspace_real)
     for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIPPED_DIRS and Path(directory, d) != exports
+        )
         for filename in sorted(filenames):
             path = Path(directory, filename)
             if path.is_symlink():

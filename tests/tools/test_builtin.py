@@ -191,6 +191,21 @@ async def test_list_dir_recursive_walks_the_tree_but_not_vcs_folders(workspace: 
     assert not any(line.startswith(".git/HEAD") for line in lines)
 
 
+async def test_walks_skip_the_exports_folder_but_not_another_folder_of_that_name(
+    workspace: Path,
+) -> None:
+    # The TUI's exports are the conversation itself: a search that found them read it back.
+    for folder in (workspace / ".agent-tui" / "exports", workspace / "src" / "exports"):
+        folder.mkdir(parents=True)
+        (folder / "job.md").write_text("the pelican transcript\n")
+    listing = (await call(workspace, "list_dir", recursive=True)).splitlines()
+    assert ".agent-tui/exports/" in listing and "src/exports/job.md" in " ".join(listing)
+    assert not any(line.startswith(".agent-tui/exports/job.md") for line in listing)
+    found = (await call(workspace, "search", pattern="pelican")).splitlines()
+    assert found[0] == "src/exports/job.md:1: the pelican transcript"
+    assert found[-1].startswith("1 matching lines in 1 files")
+
+
 async def test_list_dir_stops_at_max_entries_and_says_so(workspace: Path) -> None:
     for index in range(10):
         (workspace / f"file{index}.txt").write_text("x")

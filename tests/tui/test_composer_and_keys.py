@@ -70,7 +70,7 @@ async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_
     run = await runtime.get_run(request.run_id)
     assert run.state is not RunState.CANCELLED
     assert len((await runtime.list_jobs()).items) == 1  # nothing forked, no new job
-    assert not list(workspace.glob("agent-tui-*.md"))  # nothing exported
+    assert not (workspace / ".agent-tui" / "exports").exists()  # nothing exported
 
 
 async def test_a_digit_picks_an_option_only_while_the_answer_field_is_empty(

@@ -9,6 +9,8 @@ from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, RunState
+from runtime.tools.base import ToolContext
+from runtime.tools.builtin import ListDirTool, SearchTool
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -241,20 +243,34 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         await pilot.press("escape")
 
 
-async def test_export_writes_the_job_as_markdown_into_the_workspace(
+async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     runtime: Runtime, workspace: Path
 ) -> None:
     run = await runtime.start("summarise")
     await finish_run(runtime, run.id)
+    top_level = sorted(workspace.iterdir())
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         main_screen(app)
         await wait_for_browser(pilot, app)
-        await pilot.press("e")
-        await wait_until(pilot, lambda: any("Exported" in text for text in notifications(app)))
-    exports = list(workspace.glob("agent-tui-*.md"))
-    assert len(exports) == 1
-    assert "summarise" in exports[0].read_text()
+        for count in (1, 2):
+            await pilot.press("e")
+            await wait_until(
+                pilot,
+                lambda count=count: sum("Exported" in text for text in notifications(app)) == count,
+            )
+    # Two snapshots, neither replacing the other, in .agent-tui/exports/ (not at the top of
+    # the workspace, where the next task's search read the transcript back to the model).
+    exports = sorted((workspace / ".agent-tui" / "exports").glob("*.md"))
+    assert len(exports) == 2
+    assert all("summarise" in path.read_text() for path in exports)
+    assert sorted(workspace.iterdir()) == sorted([*top_level, workspace / ".agent-tui"])
+    assert run.job_id in exports[0].read_text()
+    search = await SearchTool().run({"pattern": run.job_id}, ToolContext(workspace=workspace))
+    listing = await ListDirTool().run({"recursive": True}, ToolContext(workspace=workspace))
+    assert "exports/" in listing.content  # the folder is listed, not walked into
+    assert exports[0].name not in listing.content
+    assert search.content.startswith("no matches")
 
 
 async def _question_on_screen_then_deaf(pilot: Pilot[int], app: AgentTuiApp) -> Run:

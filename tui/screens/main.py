@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -29,7 +29,9 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
+from runtime.fileio import write_text_atomically
 from runtime.kinds import InputKind, RunState
+from runtime.locations import exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui import attention, browser_filters
 from tui.messages import (
@@ -1769,10 +1771,9 @@ class MainScreen(Screen[None]):
     async def _export(self, job_id: str) -> None:
         text = await self.runtime.export_job(job_id, format="md")
         job = await self.runtime.get_job(job_id)
-        slug = re.sub(r"[^a-z0-9]+", "-", job.title.lower()).strip("-")[:40] or "job"
-        path = self.agent_app.settings.workspace / f"agent-tui-{slug}-{job_id[:8]}.md"
-        write_atomically(path, text)
-        self.notify(f"Exported to {path}", title="Export")
+        path = export_path(self.agent_app.settings.workspace, job.title, job_id, time.time())
+        write_text_atomically(path, text)
+        self.notify(f"Exported to {path}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
         node = self.job_tree.cursor_node
@@ -1895,19 +1896,18 @@ def open_with_viewer(paths: list[Path]) -> bool:
     return True
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write a file so a reader never sees half of it: a temp file beside it, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+def export_path(workspace: Path, title: str, job_id: str, now: float) -> Path:
+    """A new file for an export of the job: ``WORKSPACE/.agent-tui/exports/<title>-<id>-<when>
+    .md``. Each export is a snapshot of the job at that moment; one never replaces another."""
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "job"
+    stem = f"{slug}-{job_id[:8]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
+    folder = exports_dir(workspace)
+    path = folder / f"{stem}.md"
+    number = 1
+    while path.exists():  # two exports within a second
+        number += 1
+        path = folder / f"{stem}-{number}.md"
+    return path
 
 
 def _rank_files(query: str, files: list[str]) -> list[str]:

@@ -52,7 +52,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("agent", "NAME", "the agent of the next run in this job"),
     SlashCommand("retry", "", "retry the run on screen from its last checkpoint"),
     SlashCommand("fork", "[MESSAGE]", "fork a new job from the checkpoint on screen, with MESSAGE"),
-    SlashCommand("export", "", "write this job as Markdown into the workspace"),
+    SlashCommand("export", "", "write this job as Markdown into .agent-tui/exports/"),
     SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
     SlashCommand("permissions", "", "what tools may do here"),
     SlashCommand("compact", "", "summarise this job's history so far (originals are kept)"),
