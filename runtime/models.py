@@ -281,4 +281,7 @@ class SearchHit(_Model):
     job_id: str
     job_title: str
     snippet: str
+    """The words around the match, the matched terms between ``«`` and ``»``."""
     created_at: float
+    position: int | None = None
+    """The message's position in its run (None from a store that did not say)."""

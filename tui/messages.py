@@ -15,7 +15,7 @@ from runtime.errors import AgentTuiError
 if TYPE_CHECKING:
     from runtime.events import RunNoted
     from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
-    from runtime.transcript_pages import Keyed, TranscriptPager
+    from runtime.transcript_pages import ItemKey, Keyed, TranscriptPager
 
 __all__ = [
     "AnswerFailed",
@@ -78,12 +78,18 @@ class RunLoaded(TextualMessage):
         has_older: bool,
         pager: TranscriptPager,
         asker: Run | None = None,
+        has_newer: bool = False,
+        found: ItemKey | None = None,
     ) -> None:
         super().__init__()
         self.run = run
         self.job = job
         self.items = items
-        """The tail of what the pane shows (``pager`` gives the rest as one scrolls)."""
+        """The tail of what the pane shows, or the items around ``found`` (``pager`` gives the
+        rest as one scrolls)."""
+        self.has_newer = has_newer
+        self.found = found
+        """The item to show and mark (a search hit); None: the tail, followed."""
         self.pager = pager
         self.tool_calls = tool_calls
         self.request = request

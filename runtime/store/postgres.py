@@ -1365,7 +1365,7 @@ class PostgresStore:
                 "   ORDER BY m.n DESC LIMIT $2),"
                 " ranked AS (SELECT m.*, ts_rank(m.search, q.q) AS rank FROM hits"
                 "   JOIN messages AS m ON m.n = hits.n, q ORDER BY rank DESC, m.n DESC LIMIT $3)"
-                " SELECT r.id, r.run_id, r.job_id, j.title, r.created_at,"
+                " SELECT r.id, r.run_id, r.job_id, j.title, r.created_at, r.position,"
                 "   ts_headline('simple', r.search_text, q.q, $4) AS snippet"
                 " FROM ranked AS r JOIN jobs AS j ON j.id = r.job_id, q"
                 " ORDER BY r.rank DESC, r.n DESC",
@@ -1382,6 +1382,7 @@ class PostgresStore:
                     job_title=r["title"],
                     snippet=r["snippet"] or "",
                     created_at=r["created_at"],
+                    position=r["position"],
                 )
                 for r in rows
             ]

@@ -1532,7 +1532,8 @@ class SqliteStore:
                 "   snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet"
                 "   FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ?"
                 "   ORDER BY rank LIMIT ?)"
-                " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, hits.snippet"
+                " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, m.position,"
+                "   hits.snippet"
                 " FROM hits JOIN messages AS m ON m.n = hits.rowid"
                 " JOIN jobs AS j ON j.id = m.job_id ORDER BY hits.rank",
                 (SNIPPET_OPEN, SNIPPET_CLOSE, match, oldest, limit),
@@ -1545,6 +1546,7 @@ class SqliteStore:
                     job_title=r["title"],
                     snippet=r["snippet"] or "",
                     created_at=r["created_at"],
+                    position=r["position"],
                 )
                 for r in rows
             ]

@@ -652,6 +652,8 @@ async def test_search_finds_text_and_tool_results_best_first(store: Store) -> No
     assert len(hits) == 2
     assert "«parser»" in hits[0].snippet and hits[0].snippet.count("«") >= 2
     assert hits[0].job_title == "Where is the parser configured?"
+    positions = {m.id: m.position for m in await store.list_messages(run.id)}
+    assert [hit.position for hit in hits] == [positions[hit.message_id] for hit in hits]
     assert await store.search_messages("pars") != []  # the last word matches as a prefix
     assert await store.search_messages("nothing-like-this") == []
 

@@ -11,7 +11,7 @@ from runtime.kinds import RunState
 from runtime.models import Run
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
-from tui.widgets._format import state_text, tokens
+from tui.widgets._format import plain_markdown, search_snippet, state_text, tokens
 from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
 
 SIZE = (140, 45)
@@ -156,3 +156,12 @@ def test_a_run_a_crash_put_back_in_the_queue_reads_as_interrupted_not_queued() -
     assert state_text(_run(RunState.QUEUED)) == "queued"
     failed = _run(RunState.FAILED, failure={"code": "tool_indeterminate", "message": "?"})
     assert state_text(failed) == "failed · tool outcome unknown"
+
+
+def test_a_search_snippet_reads_as_shown_with_the_match_in_bold() -> None:
+    snippet = "## Plan\n1. The **«pelican»** reads `conf_file` via [docs](http://x) *now*"
+    assert plain_markdown(snippet) == "Plan The «pelican» reads conf_file via docs now"
+    shown = search_snippet(snippet, 80)
+    assert shown.plain == "Plan The pelican reads conf_file via docs now"
+    [span] = [span for span in shown.spans if "bold" in str(span.style)]
+    assert shown.plain[span.start : span.end] == "pelican"

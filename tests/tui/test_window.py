@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 from textual.actions import SkipAction
-from textual.widgets import Markdown
+from textual.widgets import Markdown, OptionList
 
 from runtime.events import RunNoted
 from runtime.models import Role
 from runtime.store.migrations import migrate
+from runtime.store.stored_content import register_functions
 from runtime.transcript_pages import ItemKey, Keyed
-from tests.tui.helpers import make_app, open_runtime, screen_text
+from tests.tui.helpers import make_app, open_runtime, screen_text, wait_for_browser
 from tui.screens.main import MainScreen
 from tui.widgets.conversation import Conversation, Pager
 from tui.widgets.frozen_markdown import FrozenMarkdown
@@ -451,5 +452,56 @@ async def test_end_pressed_at_the_bottom_of_the_window_loads_the_newer_messages(
                 lambda: conversation.last_key != last and not conversation.page_loading, timeout=30
             )
             assert (conversation.last_position or 0) > 139
+    finally:
+        await runtime.close()
+
+
+async def test_a_search_hit_opens_its_run_at_the_message_found_not_at_the_tail(
+    db_path: Path, workspace: Path
+) -> None:
+    (run,) = fill_job(db_path, workspace, [400])
+    text = "Run 1 message 37. The **pelican** nests here, `far` above the tail."
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    register_functions(conn)  # the search index's triggers call them
+    conn.execute(
+        "UPDATE messages SET content = ? WHERE id = ?",
+        (json.dumps([{"type": "text", "text": text}]), f"{run}-m37"),
+    )
+    conn.close()
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=WINDOW)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            screen.conversation.page = PAGE
+            await pilot.press("slash", *"pelican", "enter")
+            results = screen.query_one("#search-results", OptionList)
+            await wait_until(lambda: results.display and app.focused is results)
+            shown = str(results.get_option_at_index(0).prompt)
+            # What a reader sees: no Markdown stars or backticks around the words.
+            assert "message 37. The pelican" in shown and "*" not in shown
+            await pilot.press("enter")
+            conversation = screen.conversation
+
+            def found() -> MessageView | None:
+                views = [v for v in conversation.message_views if v.position == 37]
+                return views[0] if views else None
+
+            await wait_until(lambda: found() is not None and not conversation.page_loading, 30)
+            view = found()
+            assert view is not None and view.has_class("-found")
+
+            def on_screen() -> bool:
+                top = view.virtual_region.y - conversation.scroll_y
+                return 0 <= top < conversation.size.height
+
+            await wait_until(on_screen, timeout=30)
+            # A window around the hit, not the tail: the newer messages load as one scrolls.
+            assert conversation.has_newer and (conversation.last_position or 0) < 200
+            assert conversation.first_position is not None and conversation.first_position < 37
+            await newer_page(conversation)
+            assert (conversation.last_position or 0) > 37 + PAGE // 2
     finally:
         await runtime.close()

@@ -50,7 +50,7 @@ from tui.messages import (
     RunStarted,
     SearchFinished,
 )
-from tui.widgets._format import needs_resume, short
+from tui.widgets._format import needs_resume, search_snippet, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
     from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run, SearchHit
+    from runtime.transcript_pages import ItemKey, Keyed, TranscriptPager
     from tui import bridge
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
@@ -558,29 +559,31 @@ class MainScreen(Screen[None]):
             latest = max(roots, key=lambda run: run.created_at)
             self.open_run(latest.id)
 
-    def open_run(self, run_id: str) -> None:
+    def open_run(self, run_id: str, *, at_position: int | None = None) -> None:
+        """Show the run, at its tail (followed as it grows) or, with ``at_position``, around
+        its message there (a search hit)."""
         self._loading_run_id = run_id
         self._replay = []
-        self._load_run(run_id)
+        self._load_run(run_id, at_position)
 
     @work(exit_on_error=False, group="open-run", exclusive=True)
-    async def _load_run(self, run_id: str) -> None:
+    async def _load_run(self, run_id: str, at_position: int | None = None) -> None:
         runtime = self.runtime
-        page = self.conversation.page  # the tail; the conversation pages through the rest
+        page = self.conversation.page  # a page; the conversation pages through the rest
         run, job = await self._run_and_job(run_id)
         from runtime.transcript_pages import TranscriptPager
 
         pager = await TranscriptPager.open(runtime.store, run)
-        items = await pager.tail(page)
+        items, has_older, has_newer, found = await _first_window(pager, page, at_position)
         tool_calls = await runtime.tool_calls(run_id)
         request = None
         asker: Run | None = None
         if run.state is RunState.INPUT_REQUIRED:
             request = await runtime.open_request(run_id)
         elif not run.state.is_terminal:
-            found = await self._descendant_request(run)
-            if found is not None:
-                request, asker = found
+            waiting = await self._descendant_request(run)
+            if waiting is not None:
+                request, asker = waiting
         self.post_message(
             RunLoaded(
                 run,
@@ -588,9 +591,11 @@ class MainScreen(Screen[None]):
                 items,
                 tool_calls,
                 request,
-                has_older=len(items) >= page,
+                has_older=has_older,
                 pager=pager,
                 asker=asker,
+                has_newer=has_newer,
+                found=found,
             )
         )
         # After the run is on screen (a note is a line among the messages, never worth a wait).
@@ -649,6 +654,8 @@ class MainScreen(Screen[None]):
             message.tool_calls,
             has_older=message.has_older,
             pager=message.pager,
+            has_newer=message.has_newer,
+            found=message.found,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []
@@ -1845,7 +1852,8 @@ class MainScreen(Screen[None]):
                     Text.assemble(
                         (short(hit.job_title, width), "bold"),
                         "\n",
-                        ("  " + short(hit.snippet, width - 2), "dim"),
+                        "  ",
+                        search_snippet(hit.snippet, width - 2),
                     ),
                     id=str(index),
                 )
@@ -1861,7 +1869,8 @@ class MainScreen(Screen[None]):
     @on(OptionList.OptionSelected, "#search-results")
     def _hit_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id is not None:
-            self.open_run(self._search_hits[int(event.option.id)].run_id)
+            hit = self._search_hits[int(event.option.id)]
+            self.open_run(hit.run_id, at_position=hit.position)
 
     def _close_search(self) -> None:
         self.query_one("#search", Input).value = ""
@@ -1894,6 +1903,22 @@ def open_with_viewer(paths: list[Path]) -> bool:
             start_new_session=True,
         )
     return True
+
+
+async def _first_window(
+    pager: TranscriptPager, page: int, at_position: int | None
+) -> tuple[list[Keyed], bool, bool, ItemKey | None]:
+    """The items a run opens with: its tail, or (``at_position``) the half page before its
+    message there, that message and the half page after; whether there is more before and
+    after them; and the key of the message to show."""
+    if at_position is None:
+        items = await pager.tail(page)
+        return items, len(items) >= page, False, None
+    found = pager.key_of(at_position)
+    half = page // 2
+    before = await pager.before(pager.key_of(at_position + 1), half + 1)  # with the message
+    after = await pager.after(found, page - half)
+    return before + after, len(before) > half, len(after) >= page - half, found
 
 
 def export_path(workspace: Path, title: str, job_id: str, now: float) -> Path:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
+
+from rich.text import Text
 
 from runtime.kinds import RunState
 from tui.formatting import format_age, format_tokens
@@ -81,3 +84,37 @@ def cost(usd: float) -> str:
 def short(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_MARKDOWN_LINE_START = re.compile(r"^\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
+_MARKDOWN_FENCE = re.compile(r"^\s*(```|~~~)\S*\s*$")
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_MARKDOWN_EMPHASIS = re.compile(r"(?<![*\w])\*(?=\S)([^*]+?)(?<=\S)\*(?![*\w])")
+HIT_OPEN, HIT_CLOSE = "«", "»"
+"""How the store marks the matched terms in a snippet."""
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` without the Markdown marks a reader does not see on screen (heading hashes,
+    list bullets, quote bars, fences, emphasis stars, backticks, link targets), one line."""
+    lines = []
+    for line in text.splitlines():
+        if _MARKDOWN_FENCE.match(line):
+            continue
+        line = _MARKDOWN_LINE_START.sub("", line)
+        line = _MARKDOWN_LINK.sub(r"\1", line)
+        line = _MARKDOWN_STRONG.sub(r"\2", line)
+        line = _MARKDOWN_EMPHASIS.sub(r"\1", line)
+        lines.append(line.replace("`", ""))
+    return " ".join(" ".join(lines).split())
+
+
+def search_snippet(snippet: str, width: int) -> Text:
+    """A search hit's words as a reader sees them, cut to ``width`` cells, the matched terms
+    (between the store's marks) in bold."""
+    plain = short(plain_markdown(snippet), width)
+    text = Text(style="dim")
+    for index, part in enumerate(re.split(f"[{HIT_OPEN}{HIT_CLOSE}]", plain)):
+        text.append(part, style="bold not dim" if index % 2 else "")
+    return text

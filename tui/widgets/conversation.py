@@ -113,6 +113,7 @@ class Conversation(SizedByLayout, VerticalScroll):
     Conversation > .inherited { opacity: 70%; }
     Conversation > .partial-label { color: $warning; text-style: italic; }
     Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
+    Conversation > .-found { border-left: thick $warning; }
     """
 
     def __init__(
@@ -160,22 +161,46 @@ class Conversation(SizedByLayout, VerticalScroll):
         *,
         has_older: bool,
         pager: Pager | None = None,
+        has_newer: bool = False,
+        found: ItemKey | None = None,
     ) -> None:
-        """Show ``items`` (the tail of what the pane shows for the run, from ``pager``) and
-        follow the tail; older items load from ``pager`` as the view nears the top."""
+        """Show ``items`` (what the pane shows for the run, from ``pager``): the tail, followed
+        as it grows; or, with ``found``, a window around that item (a search hit), scrolled to
+        it and marked. Older (and newer) items load from ``pager`` as the view nears an end."""
         self.run_id = run_id
         await self._clear()
         self.pager = pager
         self._tool_calls = {call.id: call for call in tool_calls}
         self.has_older = has_older
+        self.has_newer = has_newer
         widgets: list[Widget] = []
         for key, item in items:
             widgets.extend(self._add_group(key, item, at_end=True))
         self._show_markers()
         await self.mount_all(widgets, before=self._newer_marker)
-        self.scroll_end(animate=False, immediate=True)
-        self.anchor()
-        self.call_after_refresh(self._want_more)
+        target = self._found_widget(found) if found is not None else None
+        if target is None:
+            self.scroll_end(animate=False, immediate=True)
+            self.anchor()
+            self.call_after_refresh(self._want_more)
+            return
+        target.add_class("-found")
+        self.anchor(False)
+
+        def show_found() -> None:
+            self.scroll_to_widget(target, animate=False, top=True, immediate=True)
+            self._want_more()
+
+        self.call_after_refresh(show_found)
+
+    def _found_widget(self, key: ItemKey) -> Widget | None:
+        """What shows the item at ``key``: its first widget; for a tool message (its results
+        are shown in the calls of the message before it), that message's."""
+        groups = [group for group in self._groups if group.key is not None and group.key <= key]
+        for group in reversed(groups):
+            if group.widgets:
+                return group.widgets[0]
+        return None
 
     async def _clear(self) -> None:
         self._generation += 1
