@@ -17,8 +17,11 @@ import pytest
 from textual.actions import SkipAction
 from textual.widgets import Markdown, OptionList
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.events import RunNoted
 from runtime.models import Role
+from runtime.providers.demo import DemoProvider
 from runtime.store.migrations import migrate
 from runtime.store.stored_content import register_functions
 from runtime.transcript_pages import ItemKey, Keyed
@@ -503,5 +506,78 @@ async def test_a_search_hit_opens_its_run_at_the_message_found_not_at_the_tail(
             assert conversation.first_position is not None and conversation.first_position < 37
             await newer_page(conversation)
             assert (conversation.last_position or 0) > 37 + PAGE // 2
+    finally:
+        await runtime.close()
+
+
+async def test_ctrl_home_and_ctrl_end_go_to_the_first_and_last_message_in_one_press(
+    db_path: Path, workspace: Path
+) -> None:
+    # Home loads a page at a time: seven presses to the top of a long job in a trial.
+    (run,) = fill_job(db_path, workspace, [400])
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=40)
+        async with app.run_test(size=SIZE) as pilot:
+            conversation = await _open_at_tail(app, run, page=20, last=399)
+            conversation.focus()
+            await pilot.press("ctrl+home")
+            await wait_until(
+                lambda: conversation.first_position == 0 and not conversation.page_loading,
+                timeout=30,
+            )
+            assert conversation.has_newer and not conversation.has_older
+            assert (conversation.last_position or 0) < 100
+            await wait_until(lambda: conversation.scroll_y == 0, timeout=30)
+            assert not conversation.following
+            await pilot.press("ctrl+end")
+            await wait_until(
+                lambda: conversation.last_position == 399 and not conversation.page_loading,
+                timeout=30,
+            )
+            assert conversation.has_older and not conversation.has_newer
+            await wait_until(lambda: conversation.following, timeout=30)
+    finally:
+        await runtime.close()
+
+
+async def test_a_jump_away_and_back_keeps_what_a_streaming_answer_showed(
+    db_path: Path, workspace: Path
+) -> None:
+    (earlier,) = fill_job(db_path, workspace, [300])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo",
+        providers=lambda reference: DemoProvider(chunk_delay=0.02),
+    )
+    try:
+        app = make_app(runtime, workspace, window=40)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            screen.conversation.page = 20
+            run = await runtime.follow_up("job1", "/stream 40")
+            screen.open_run(run.id)
+            conversation = screen.conversation
+
+            def streamed() -> str:
+                live = [v for v in conversation.message_views if not v.committed]
+                return live[0].text if live else ""
+
+            await wait_until(lambda: len(streamed()) > 200, timeout=30)
+            assert conversation.has_older  # the earlier run's 300 messages are above
+            conversation.focus()
+            await pilot.press("ctrl+home")
+            await wait_until(lambda: not conversation.has_older, timeout=30)
+            assert conversation.first_key == ItemKey(1, -1)  # the earlier run's header
+            assert not streamed()  # the answer streaming at the tail is not mounted
+            await pilot.press("ctrl+end")
+            await wait_until(lambda: not conversation.has_newer, timeout=30)
+            await wait_until(lambda: len(streamed()) > 400, timeout=30)
+            # The answer is shown from its first word, not from where the jump left it.
+            assert streamed().startswith("1. The durable runtime")
+            assert (await runtime.get_run(earlier)).state.value == "completed"
     finally:
         await runtime.close()

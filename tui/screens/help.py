@@ -44,6 +44,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.screens.main import MainScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
     from tui.widgets.composer import SLASH_COMMANDS, Composer
+    from tui.widgets.conversation import Conversation
     from tui.widgets.elicitation_form import ElicitationForm
     from tui.widgets.tool_call_view import ToolCallView
 
@@ -77,6 +78,13 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ),
         ("Form", [*_rows(ElicitationForm.BINDINGS), ("tab", "Next field")]),
         ("Tool call", _rows(ToolCallView.BINDINGS)),
+        (
+            "Conversation",
+            [
+                ("home / end", "Top / bottom of what is loaded; there, the next page"),
+                *_rows(Conversation.BINDINGS),
+            ],
+        ),
         ("Browser", [("enter", "Open"), ("space", "Expand / collapse"), ("↑ ↓", "Move")]),
     ]
 

@@ -624,6 +624,12 @@ class MainScreen(Screen[None]):
                 return request, asker
         return None
 
+    @on(Conversation.Jumped)
+    async def _conversation_jumped(self, message: Conversation.Jumped) -> None:
+        message.stop()
+        if self.is_attached:
+            await self.conversation.show_jump(message)
+
     async def on_run_loaded(self, message: RunLoaded) -> None:
         if message.run.id != self._loading_run_id or not self.is_attached:
             # Not attached: the app is closing and the screen's queue still holds what came

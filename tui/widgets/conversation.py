@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Unpack
+from typing import TYPE_CHECKING, ClassVar, Protocol, Unpack
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
@@ -116,6 +117,23 @@ class Conversation(SizedByLayout, VerticalScroll):
     Conversation > .-found { border-left: thick $warning; }
     """
 
+    class Jumped(TextualMessage):
+        """The first (or last) page of what the pane shows, for a jump to the start (the end).
+        The screen hands it back (``show_jump``) from its own queue, where the run's live
+        events are applied: the window is replaced between two of them, never during one."""
+
+        def __init__(self, generation: int, *, start: bool, items: list[Keyed], limit: int) -> None:
+            super().__init__()
+            self.generation = generation
+            self.start = start
+            self.items = items
+            self.limit = limit
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+home", "jump(True)", "First message of the run", show=False),
+        Binding("ctrl+end", "jump(False)", "Last message (then follow the run)", show=False),
+    ]
+
     def __init__(
         self, *, window: int = WINDOW, page: int = PAGE, **kwargs: Unpack[WidgetOptions]
     ) -> None:
@@ -163,10 +181,12 @@ class Conversation(SizedByLayout, VerticalScroll):
         pager: Pager | None = None,
         has_newer: bool = False,
         found: ItemKey | None = None,
+        at_top: bool = False,
     ) -> None:
         """Show ``items`` (what the pane shows for the run, from ``pager``): the tail, followed
-        as it grows; or, with ``found``, a window around that item (a search hit), scrolled to
-        it and marked. Older (and newer) items load from ``pager`` as the view nears an end."""
+        as it grows; with ``found``, a window around that item (a search hit), scrolled to it
+        and marked; with ``at_top``, from the top. Older (and newer) items load from ``pager``
+        as the view nears an end."""
         self.run_id = run_id
         await self._clear()
         self.pager = pager
@@ -179,6 +199,11 @@ class Conversation(SizedByLayout, VerticalScroll):
         self._show_markers()
         await self.mount_all(widgets, before=self._newer_marker)
         target = self._found_widget(found) if found is not None else None
+        if at_top:
+            self.anchor(False)
+            self.scroll_home(animate=False, immediate=True)
+            self.call_after_refresh(self._want_more)
+            return
         if target is None:
             self.scroll_end(animate=False, immediate=True)
             self.anchor()
@@ -368,9 +393,13 @@ class Conversation(SizedByLayout, VerticalScroll):
                     parts.append(text)
             return
         if view is None:
-            # Built with its first piece: a big one is sealed at once instead of being streamed
-            # into a Markdown widget and then replaced.
-            first = text if not thinking and offset == 0 else ""
+            # Built with what streamed while the tail was not mounted, else with its first
+            # piece: a big one is sealed at once instead of being streamed into a Markdown
+            # widget and then replaced.
+            stashed = "".join(self._stash.pop(message_id, []))
+            if not (stashed or text):
+                return  # a look for a stash another piece has taken already
+            first = stashed or (text if not thinking and offset == 0 else "")
             view = _message_view()(
                 message_id=message_id, role=Role.ASSISTANT, position=None, text=first
             )
@@ -378,7 +407,7 @@ class Conversation(SizedByLayout, VerticalScroll):
             self._groups.append(_Group(None, message_id, None, [view]))
             await self.mount(view, before=self._newer_marker)
             self._trim_soon()
-            if first:
+            if first and not stashed:
                 return
         if view.committed:
             return
@@ -503,6 +532,57 @@ class Conversation(SizedByLayout, VerticalScroll):
         finally:
             self._want_more()
 
+    def action_jump(self, start: bool) -> None:
+        """To the first (or last) message of the run, however far: Home and End move a page of
+        the window at a time (as its pages load), ctrl+Home and ctrl+End go all the way."""
+        more = self.has_older if start else self.has_newer
+        if self.pager is None or self.run_id is None or not more:
+            if start:
+                self.scroll_home(animate=False)
+            else:
+                self.scroll_end(animate=False)
+                self.anchor()
+            return
+        from runtime.transcript_pages import HEADER, ItemKey  # not for the first frame
+
+        pager, generation, limit = self.pager, self._generation, self.page
+        self._loading = True
+
+        async def fetch() -> None:
+            if start:
+                items = await pager.after(ItemKey(0, HEADER - 1), limit)
+            else:
+                items = await pager.before(None, limit)
+            self.post_message(self.Jumped(generation, start=start, items=items, limit=limit))
+
+        self.run_worker(fetch(), group="conversation-page", exit_on_error=False)
+
+    async def show_jump(self, message: Jumped) -> None:
+        if message.generation != self._generation or self.run_id is None:
+            self._loading = False
+            return
+        # What streams meanwhile is kept (as when the tail is trimmed) and shown again at the
+        # tail; the committed messages come from the store.
+        stash = dict(self._stash)
+        for group in self._groups:
+            view = self._messages.get(group.message_id or "") if group.live else None
+            if view is not None and not view.committed and view.text:
+                stash[view.message_id] = [view.text]
+        full = len(message.items) >= message.limit
+        items = sorted(message.items, key=lambda pair: pair[0])
+        await self.load(
+            self.run_id,
+            items,
+            list(self._tool_calls.values()),
+            has_older=full and not message.start,
+            has_newer=full and message.start,
+            pager=self.pager,
+            at_top=message.start,
+        )
+        self._stash = stash
+        if not message.start:
+            self._reached_tail()
+
     def _want_more(self) -> None:
         """Near the top (or bottom) of what is mounted, with more in the database: load it."""
         if self._loading or self.pager is None or self.run_id is None or not self.is_mounted:
@@ -589,9 +669,10 @@ class Conversation(SizedByLayout, VerticalScroll):
 
     def _reached_tail(self) -> None:
         """The tail is mounted again: show what streamed meanwhile and follow it."""
-        stash, self._stash = self._stash, {}
-        for message_id, parts in stash.items():
-            self.call_later(self.delta, message_id, 0, "".join(parts), thinking=False)
+        # Each is shown from its stash by the first of this look and the message's next
+        # piece, whichever comes first (a piece first used to start it where it was).
+        for message_id in list(self._stash):
+            self.call_later(self.delta, message_id, 0, "", thinking=False)
         if self.scroll_y >= self.max_scroll_y - 1:
             self.anchor()
 
