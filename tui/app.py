@@ -592,11 +592,17 @@ def _import_mcp() -> None:
 
 
 def _import_engine() -> None:
+    # With what the first task used to import on the event loop between
+    # its Enter and its run on screen (a few milliseconds).
     import runtime.api
     import runtime.config
+    import runtime.engine.hook_files
+    import runtime.mcp.workspaces
     import runtime.rewind
     import runtime.store.sqlite
-    import runtime.tools.builtin  # noqa: F401
+    import runtime.tools.builtin
+    import runtime.transcript
+    import runtime.transcript_pages  # noqa: F401
 
     # The composer's @-mentions and attachments (pathspec, for .gitignore rules): the first
     # Enter reads them.
