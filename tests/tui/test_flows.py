@@ -92,6 +92,41 @@ async def test_a_question_is_answered_with_free_text(runtime: Runtime, workspace
     assert answered[0].answer == "only the TODOs"
 
 
+async def test_notifications_never_cover_the_answer_field_or_the_composer(
+    runtime: Runtime, workspace: Path
+) -> None:
+    from textual.widgets._toast import Toast
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        for number in range(3):  # a stack of them, as a busy moment makes
+            app.notify(f"A rather long notification number {number} about something else")
+        await wait_until(pilot, lambda: len(screen.query(Toast)) == 3)
+        await pilot.pause()
+        prompt = screen.query_one(QuestionPrompt).region  # its options, field and keys
+        for toast in screen.query(Toast):
+            assert not toast.region.overlaps(prompt), (toast.region, prompt)
+
+
+async def test_notifications_never_cover_the_composer(runtime: Runtime, workspace: Path) -> None:
+    from textual.widgets._toast import Toast
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        for number in range(4):
+            app.notify(f"A rather long notification number {number} about something else")
+        await wait_until(pilot, lambda: len(screen.query(Toast)) == 4)
+        await pilot.pause()
+        composer = screen.composer.region
+        for toast in screen.query(Toast):
+            assert not toast.region.overlaps(composer), (toast.region, composer)
+
+
 async def test_denying_with_a_reason_sends_the_reason(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
