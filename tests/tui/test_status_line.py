@@ -165,3 +165,12 @@ def test_a_search_snippet_reads_as_shown_with_the_match_in_bold() -> None:
     assert shown.plain == "Plan The pelican reads conf_file via docs now"
     [span] = [span for span in shown.spans if "bold" in str(span.style)]
     assert shown.plain[span.start : span.end] == "pelican"
+
+
+def test_a_search_snippet_whose_match_is_late_starts_near_it() -> None:
+    snippet = (
+        "…Deltas stream to every observer; the committed message replaces them. ## «Section» 1"
+    )
+    shown = search_snippet(snippet, 30)
+    assert "Section" in shown.plain and shown.plain.startswith("…")
+    assert len(shown.plain) <= 30

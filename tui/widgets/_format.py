@@ -113,7 +113,13 @@ def plain_markdown(text: str) -> str:
 def search_snippet(snippet: str, width: int) -> Text:
     """A search hit's words as a reader sees them, cut to ``width`` cells, the matched terms
     (between the store's marks) in bold."""
-    plain = short(plain_markdown(snippet), width)
+    plain = plain_markdown(snippet)
+    first = plain.find(HIT_OPEN)
+    lead = max(8, width // 3)
+    if first > lead and len(plain) > width:  # the match would be cut off: start nearer to it
+        start = plain.rfind(" ", 0, first - lead // 2) + 1
+        plain = "…" + plain[start:].lstrip("…")
+    plain = short(plain, width)
     text = Text(style="dim")
     for index, part in enumerate(re.split(f"[{HIT_OPEN}{HIT_CLOSE}]", plain)):
         text.append(part, style="bold not dim" if index % 2 else "")
