@@ -1784,9 +1784,11 @@ class MainScreen(Screen[None]):
     async def _export(self, job_id: str) -> None:
         text = await self.runtime.export_job(job_id, format="md")
         job = await self.runtime.get_job(job_id)
-        path = export_path(self.agent_app.settings.workspace, job.title, job_id, time.time())
+        workspace = self.agent_app.settings.workspace
+        path = export_path(workspace, job.title, job_id, time.time())
         write_text_atomically(path, text)
-        self.notify(f"Exported to {path}", title="Export", markup=False)
+        shown = path.relative_to(workspace)  # the folder the person is in: short enough to read
+        self.notify(f"Exported to {shown}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
         node = self.job_tree.cursor_node
