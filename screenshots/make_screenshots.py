@@ -226,7 +226,7 @@ async def scene_queue(pilot: Any, runtime: Runtime) -> None:
     screen = _main(pilot)
     await _until(pilot, lambda: any(len(v.text) > 600 for v in screen.query(MessageView)))
     await pilot.press(*"then summarise it in three lines", "enter")
-    await _until(pilot, lambda: screen.composer.has_class("-queued"))
+    await _until(pilot, lambda: screen.composer.queued(screen.composer.follow_up_job_id))
     await pilot.press(*"and list the open TODOs")
     await pilot.pause(0.3)
 
