@@ -569,6 +569,15 @@ class Store(Protocol):
         """Keep ``text`` as the draft of ``job_id``; blank text deletes the draft."""
         ...
 
+    async def get_answer_draft(self, request_id: str) -> str:
+        """The unsent free-text answer to the question ``request_id``; '' if none."""
+        ...
+
+    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
+        """Keep ``text`` as the answer being typed to ``request_id`` (of ``job_id``, deleted
+        with it); blank text deletes the draft."""
+        ...
+
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
         """Ids of ``kind`` ("job", "run", "checkpoint") that start with ``prefix``, sorted."""
         ...

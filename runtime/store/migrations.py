@@ -682,6 +682,20 @@ _V12_DRAFT_PARTS = (
 """A draft is kept as the parts saved one after the other (each save writes only the text
 streamed since the last one), not rewritten whole: an 8 MB answer wrote 172 MB in 41 saves."""
 
+_V13_ANSWER_DRAFTS = (
+    # The unsent free-text answer to a question, one row per input request: typed, then the
+    # app quit (or crashed), it is back in the field when the question is shown again. Deleted
+    # once the question is answered, and with its job. Self-contained, like composer drafts.
+    """
+    CREATE TABLE answer_drafts (
+        request_id TEXT PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -719,6 +733,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "a draft is the parts saved one after the other, not one row rewritten whole",
         _V12_DRAFT_PARTS,
     ),
+    Migration(13, "the unsent answer to a question, per input request", _V13_ANSWER_DRAFTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -292,6 +292,18 @@ _V2_DRAFT_PARTS = (
 """A draft is the parts saved one after the other, not one row rewritten whole (SQLite
 migration 12)."""
 
+_V3_ANSWER_DRAFTS = (
+    """
+    CREATE TABLE answer_drafts (
+        request_id TEXT PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )
+    """,
+)
+"""The unsent free-text answer to a question, per input request (SQLite migration 13)."""
+
 MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(1, "the whole schema", _V1_CORE),
     PgMigration(
@@ -299,6 +311,7 @@ MIGRATIONS: Sequence[PgMigration] = (
         "a draft is the parts saved one after the other, not one row rewritten whole",
         _V2_DRAFT_PARTS,
     ),
+    PgMigration(3, "the unsent answer to a question, per input request", _V3_ANSWER_DRAFTS),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

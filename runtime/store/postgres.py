@@ -1470,6 +1470,8 @@ class PostgresStore:
             )
             await conn.execute(f"DELETE FROM draft_parts WHERE {of_job}", job_id)
             for table, where in (
+                ("composer_drafts", "job_id = $1"),
+                ("answer_drafts", "job_id = $1"),
                 ("file_snapshots", "job_id = $1"),
                 ("events", "job_id = $1"),
                 ("input_requests", "job_id = $1"),
@@ -1662,6 +1664,34 @@ class PostgresStore:
                 )
             else:
                 await t.conn.execute("DELETE FROM composer_drafts WHERE job_id = $1", job_id or "")
+
+        await self._write(tx)
+
+    async def get_answer_draft(self, request_id: str) -> str:
+        async def read(conn: Conn) -> str:
+            text = await conn.fetchval(
+                "SELECT text FROM answer_drafts WHERE request_id = $1", request_id
+            )
+            return str(text) if text is not None else ""
+
+        return await self._read(read)
+
+    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
+        now = self._now()
+
+        async def tx(t: _Tx) -> None:
+            if text.strip():
+                await t.conn.execute(
+                    "INSERT INTO answer_drafts (request_id, job_id, text, updated_at)"
+                    " VALUES ($1, $2, $3, $4) ON CONFLICT (request_id) DO UPDATE SET"
+                    " text = excluded.text, updated_at = excluded.updated_at",
+                    request_id,
+                    job_id,
+                    text,
+                    now,
+                )
+            else:
+                await t.conn.execute("DELETE FROM answer_drafts WHERE request_id = $1", request_id)
 
         await self._write(tx)
 

@@ -1598,9 +1598,10 @@ class SqliteStore:
 
     async def delete_job(self, job_id: str) -> dict[str, int]:
         """Delete an ARCHIVED job and every row of it (runs, messages and their search index,
-        tool calls, requests, checkpoints, drafts, events, file snapshots and the blobs only
-        they used) in one transaction. Returns the number of rows removed per kind. Refused
-        for a job that is not archived, or whose runs another job's fork reads as history."""
+        tool calls, requests, checkpoints, drafts (the runs', the composer's and the answers'),
+        events, file snapshots and the blobs only they used) in one transaction. Returns the
+        number of rows removed per kind. Refused for a job that is not archived, or whose runs
+        another job's fork reads as history."""
 
         def tx(conn: Conn) -> dict[str, int]:
             row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -1639,6 +1640,8 @@ class SqliteStore:
             ).fetchone()[0]
             conn.execute(f"DELETE FROM draft_parts WHERE run_id IN ({run_ids})", (job_id,))
             for table, where in (
+                ("composer_drafts", "job_id = ?"),
+                ("answer_drafts", "job_id = ?"),
                 ("file_snapshots", "job_id = ?"),
                 ("events", "run_n IN (SELECT n FROM runs WHERE job_id = ?)"),
                 ("input_requests", "job_id = ?"),
@@ -1903,6 +1906,31 @@ class SqliteStore:
                 )
             else:
                 conn.execute("DELETE FROM composer_drafts WHERE job_id = ?", (job_id or "",))
+
+        await self._write(write)
+
+    async def get_answer_draft(self, request_id: str) -> str:
+        def read(conn: Conn) -> str:
+            row = conn.execute(
+                "SELECT text FROM answer_drafts WHERE request_id = ?", (request_id,)
+            ).fetchone()
+            return str(row["text"]) if row is not None else ""
+
+        return await self._read(read)
+
+    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
+        now = self._now()
+
+        def write(conn: Conn) -> None:
+            if text.strip():
+                conn.execute(
+                    "INSERT INTO answer_drafts (request_id, job_id, text, updated_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (request_id) DO UPDATE SET"
+                    " text = excluded.text, updated_at = excluded.updated_at",
+                    (request_id, job_id, text, now),
+                )
+            else:
+                conn.execute("DELETE FROM answer_drafts WHERE request_id = ?", (request_id,))
 
         await self._write(write)
 

@@ -1039,3 +1039,39 @@ async def test_a_note_with_usage_on_a_run_the_caller_does_not_own_changes_nothin
     # The owner still notes, and counts, after the refused attempts.
     await store.record_note(run.id, token=token, note=note, usage=summary, cost_usd=0.25)
     assert (await store.get_job(run.job_id)).usage == before_job.usage + summary
+
+
+# --- drafts of what a person types ---------------------------------------------------------------
+
+
+async def test_an_answer_being_typed_is_kept_per_question_until_blanked(store: Store) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    assert await store.get_answer_draft(request.id) == ""
+    await store.save_answer_draft(request.id, "only the", job_id=run.job_id)
+    await store.save_answer_draft(request.id, "only the tests\nand docs", job_id=run.job_id)
+    assert await store.get_answer_draft(request.id) == "only the tests\nand docs"
+    assert await store.get_answer_draft("another-request") == ""
+    await store.save_answer_draft(request.id, "  ", job_id=run.job_id)
+    assert await store.get_answer_draft(request.id) == ""
+
+
+async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(store: Store) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    other, other_token = await running_run(store)
+    _, other_request = await store.open_input_request(
+        other.id, token=other_token, request=QUESTION
+    )
+    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id)
+    await store.save_composer_draft(run.job_id, "half a follow-up")
+    await store.save_answer_draft(other_request.id, "kept", job_id=other.job_id)
+    await store.save_composer_draft(other.job_id, "kept too")
+    await store.cancel_run(run.id, reason="done")
+    await store.set_job_archived(run.job_id, True)
+    removed = await store.delete_job(run.job_id)
+    assert removed["answer_drafts"] == 1 and removed["composer_drafts"] == 1
+    assert await store.get_answer_draft(request.id) == ""
+    assert await store.get_composer_draft(run.job_id) == ""
+    assert await store.get_answer_draft(other_request.id) == "kept"
+    assert await store.get_composer_draft(other.job_id) == "kept too"

@@ -46,6 +46,8 @@ EXPECTED_TABLES = {
     "events",
     "owners",
     "draft_parts",
+    "composer_drafts",
+    "answer_drafts",
     "receipts",
     "messages_fts",
 }
@@ -100,6 +102,11 @@ def _old_database(path: Path, version: int) -> None:
             conn.execute(
                 "INSERT INTO drafts (run_id, message_id, text, updated_at)"
                 " VALUES ('run1', 'm-streaming', 'Looking for the zeb', 2.5)"
+            )
+        elif version >= 12:  # a draft in parts
+            conn.execute(
+                "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
+                " VALUES ('run1', 'm-streaming', 0, 'Looking for the zeb', 2.5)"
             )
         if version < 5:
             conn.execute(
@@ -603,9 +610,10 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
     unchanged = {
         t: rows
         for t, rows in after.items()
-        # draft_parts: migration 12 made the drafts table its parts (the draft is read above)
+        # draft_parts: migration 12 made the drafts table its parts (the draft is read above);
+        # answer_drafts: new in 13, empty
         if t not in ("runs", "tool_calls", "events", "jobs", "owners", "input_requests")
-        and t != "draft_parts"
+        and t not in ("draft_parts", "answer_drafts")
     }
     before.pop("drafts")
     assert unchanged == {t: before[t] for t in unchanged}
