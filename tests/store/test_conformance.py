@@ -1060,9 +1060,7 @@ async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(stor
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
     other, other_token = await running_run(store)
-    _, other_request = await store.open_input_request(
-        other.id, token=other_token, request=QUESTION
-    )
+    _, other_request = await store.open_input_request(other.id, token=other_token, request=QUESTION)
     await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id)
     await store.save_composer_draft(run.job_id, "half a follow-up")
     await store.save_answer_draft(other_request.id, "kept", job_id=other.job_id)

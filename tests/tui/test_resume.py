@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from runtime.api import Runtime
@@ -19,7 +20,7 @@ from tests.tui.helpers import (
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.message_view import MessageView
-from tui.widgets.question_prompt import QuestionPrompt
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
 
 async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
@@ -111,5 +112,54 @@ async def test_a_waiting_prompt_survives_a_restart_and_answering_continues_the_r
         assert answered.state is InputRequestState.ANSWERED
         assert (await second.get_run(run.id)).state is RunState.INPUT_REQUIRED
         assert (await second.inbox())[0].kind.value == "approval"
+    finally:
+        await second.close()
+
+
+async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
+    db_path: Path, workspace: Path
+) -> None:
+    first = await open_runtime(db_path, workspace)
+    try:
+        run = await first.start("summarise")
+        boundary = await first.wait(run.id, timeout=10)
+        assert boundary.request is not None
+        request_id = boundary.request.id
+        app = make_app(first, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            await pilot.press(*"only the TODOs")
+            # Kept while typing (a crash now loses at most the last half second of it) ...
+            async with asyncio.timeout(10):
+                while await first.store.get_answer_draft(request_id) != "only the TODOs":
+                    await pilot.pause(0.05)
+            # ... and what was typed just before quitting too.
+            await pilot.press(*", and the tests")
+            await pilot.press("ctrl+q")
+        assert await first.store.get_answer_draft(request_id) == "only the TODOs, and the tests"
+    finally:
+        await first.close()
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            field = screen.query_one(AnswerInput)
+            assert field.value == "only the TODOs, and the tests"
+            assert any("back in the field" in n.message for n in app._notifications)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        answered = await second.store.get_input_request(request_id)
+        assert answered.answer == "only the TODOs, and the tests"
+        assert await second.store.get_answer_draft(request_id) == ""  # answered: gone
     finally:
         await second.close()

@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from tui.app import AgentTuiApp
     from tui.extension_commands import ExtensionCommands
     from tui.widgets.confirm_bar import ConfirmBar
+    from tui.widgets.question_prompt import QuestionPrompt
     from tui.widgets.retry_choice import RetryChoice
     from tui.widgets.tool_call_view import ToolCallView
 
@@ -350,12 +351,21 @@ class MainScreen(Screen[None]):
         await self.runtime.store.save_composer_draft(job_id, text)
 
     async def save_drafts_now(self) -> None:
-        """Before quitting: the draft being typed is saved, whatever the debounce."""
+        """Before quitting: the drafts being typed are saved, whatever the debounce."""
         composer = self.composer
         if composer.is_mounted:
             composer.flush_draft()
             await self.runtime.store.save_composer_draft(
                 composer.follow_up_job_id, composer.input.text
+            )
+        question_prompt = sys.modules.get("tui.widgets.question_prompt")
+        if question_prompt is None:
+            return  # no question was ever shown
+        for prompt in self.query(question_prompt.QuestionPrompt):
+            prompt.stop_saving()  # saved here, now
+            request = prompt.request
+            await self.runtime.store.save_answer_draft(
+                request.id, prompt.answer_text, job_id=request.job_id
             )
 
     def _file_list(self) -> list[str] | None:
@@ -1296,7 +1306,10 @@ class MainScreen(Screen[None]):
         if request.kind is InputKind.APPROVAL:
             widget = ApprovalPrompt(request)
         elif request.kind is InputKind.QUESTION:
-            widget = QuestionPrompt(request)
+            draft = await self._answer_draft(request)
+            widget = QuestionPrompt(request, draft=draft)
+            if draft:
+                self.notify("The answer you had not sent is back in the field.", title="Draft")
         else:
             widget = ElicitationForm(request)
         composer = self.composer
@@ -1333,6 +1346,27 @@ class MainScreen(Screen[None]):
             await self.runtime.respond(request.run_id, request.id, value)
         except AgentTuiError as error:
             self.post_message(AnswerFailed(request, error))
+            return
+        if request.kind is InputKind.QUESTION:
+            await self.runtime.store.save_answer_draft(request.id, "", job_id=request.job_id)
+
+    async def _answer_draft(self, request: InputRequest) -> str:
+        """The answer typed to ``request`` before a quit or a crash ('' if none or unreadable:
+        a draft is a convenience, never a reason not to show the question)."""
+        try:
+            return await self.runtime.store.get_answer_draft(request.id)
+        except AgentTuiError:
+            return ""
+
+    def on_question_prompt_answer_draft_changed(
+        self, message: QuestionPrompt.AnswerDraftChanged
+    ) -> None:
+        message.stop()
+        self._save_answer_draft(message.request, message.text)
+
+    @work(exit_on_error=False, group="answer-draft-save")
+    async def _save_answer_draft(self, request: InputRequest, text: str) -> None:
+        await self.runtime.store.save_answer_draft(request.id, text, job_id=request.job_id)
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:
         self.notify(

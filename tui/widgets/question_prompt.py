@@ -3,6 +3,9 @@
 Typing goes straight into the field and Enter sends it. A digit picks an option only while the
 field is empty (so "2 files" is still typed as text once something is in the field). A question
 whose answer must be one of its options has no field: digits (or ↑ ↓ and Enter) choose.
+
+What is typed is said to the screen (``AnswerDraftChanged``) half a second after the last key,
+as the composer's text is, so an answer half typed survives a quit or a crash.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message as TextualMessage
+from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from runtime.textsafe import terminal_safe, terminal_safe_line
@@ -20,6 +25,9 @@ from tui.widgets._prompt_base import PromptAnswered
 
 if TYPE_CHECKING:
     from runtime.models import InputRequest
+
+DRAFT_SAVE_DELAY = 0.5
+"""Seconds after the last key before the answer being typed is said to the screen."""
 
 
 def allows_free_text(request: InputRequest) -> bool:
@@ -39,8 +47,8 @@ def option_for_digit(request: InputRequest, character: str | None) -> str | None
 class AnswerInput(Input):
     """The free-text answer; while it is empty a digit key picks that option instead."""
 
-    def __init__(self, request: InputRequest) -> None:
-        super().__init__(placeholder="Type your answer, Enter to send", id="free-text")
+    def __init__(self, request: InputRequest, value: str = "") -> None:
+        super().__init__(value=value, placeholder="Type your answer, Enter to send", id="free-text")
         self.request = request
 
     async def _on_key(self, event: events.Key) -> None:
@@ -53,6 +61,14 @@ class AnswerInput(Input):
 
 
 class QuestionPrompt(Vertical, can_focus=True):
+    class AnswerDraftChanged(TextualMessage):
+        """The answer being typed changed (blank: nothing to keep)."""
+
+        def __init__(self, request: InputRequest, text: str) -> None:
+            super().__init__()
+            self.request = request
+            self.text = text
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "move(-1)", "Previous option", show=False),
         Binding("down", "move(1)", "Next option", show=False),
@@ -70,10 +86,13 @@ class QuestionPrompt(Vertical, can_focus=True):
                      padding: 0 1; background: $boost; margin: 1 0 0 0; }
     """
 
-    def __init__(self, request: InputRequest) -> None:
+    def __init__(self, request: InputRequest, *, draft: str = "") -> None:
         super().__init__(id="question-prompt")
         self.request = request
         self.highlighted = 0
+        self._draft = draft
+        """The answer typed before (kept by the store), back in the field."""
+        self._save_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -83,7 +102,7 @@ class QuestionPrompt(Vertical, can_focus=True):
             yield Static(f"{number}. {terminal_safe_line(option)}", classes="option", markup=False)
         keys = []
         if allows_free_text(self.request):
-            yield AnswerInput(self.request)
+            yield AnswerInput(self.request, value=self._draft)
             if self.request.options:
                 keys.append(f"1–{min(len(self.request.options), 9)} choose (while empty)")
             keys.append("type an answer · Enter sends")
@@ -126,6 +145,34 @@ class QuestionPrompt(Vertical, can_focus=True):
         if self.request.options and not allows_free_text(self.request):
             self.post_message(PromptAnswered(self.request, self.request.options[self.highlighted]))
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if event.value == self._draft and self._save_timer is None:
+            return  # the field filled with the kept draft: nothing new to keep
+        if self._save_timer is not None:
+            self._save_timer.stop()
+        self._save_timer = self.set_timer(DRAFT_SAVE_DELAY, self.flush_draft)
+
+    def flush_draft(self) -> None:
+        """Say the answer being typed now, if a save of it is due."""
+        if self._save_timer is None:
+            return
+        self._save_timer.stop()
+        self._save_timer = None
+        self._draft = self.answer_text
+        self.post_message(self.AnswerDraftChanged(self.request, self._draft))
+
+    @property
+    def answer_text(self) -> str:
+        fields = self.query(AnswerInput)
+        return fields.first().value if fields else ""
+
+    def stop_saving(self) -> None:
+        """The answer is sent: no save of it may come after."""
+        if self._save_timer is not None:
+            self._save_timer.stop()
+            self._save_timer = None
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()
@@ -135,4 +182,5 @@ class QuestionPrompt(Vertical, can_focus=True):
             number = int(text)
             if 1 <= number <= len(self.request.options):
                 text = self.request.options[number - 1]
+        self.stop_saving()
         self.post_message(PromptAnswered(self.request, text))
