@@ -163,3 +163,27 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
         assert await second.store.get_answer_draft(request_id) == ""  # answered: gone
     finally:
         await second.close()
+
+
+async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_prompt(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        for task in ("summarise", "summarise again"):
+            run = await runtime.start(task)
+            assert (await runtime.wait(run.id, timeout=10)).request is not None
+        app = make_app(runtime, workspace, continue_last=True)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            assert screen.query_one(QuestionPrompt).request.run_id == run.id
+            # The other job's question is counted; the one on screen is not.
+            await wait_until(
+                pilot, lambda: any("wait for your input" in n.message for n in app._notifications)
+            )
+            [notice] = [n.message for n in app._notifications if "wait for your" in n.message]
+            assert notice.startswith("1 run(s) wait")
+    finally:
+        await runtime.close()

@@ -476,7 +476,10 @@ class MainScreen(Screen[None]):
         if suspects:
             self._check_interrupted(suspects)
         if message.first and message.jobs:
-            self._count_waiting()
+            settings = self.agent_app.settings
+            # The job opened at launch shows its own prompt: not counted as waiting elsewhere.
+            shown = settings.open_job or (message.jobs[0].id if settings.continue_last else None)
+            self._count_waiting(shown)
             # The focus stays where it is (the composer, at start): a person who relaunches
             # types a task at once, as in a fresh app, and letters typed into the browser are
             # its actions (`e` exported the job into the workspace). The cursor waits on the
@@ -497,8 +500,8 @@ class MainScreen(Screen[None]):
             self.post_message(RunsLoaded(job_id, runs))
 
     @work(exit_on_error=False, group="inbox-count")
-    async def _count_waiting(self) -> None:
-        waiting = await self.runtime.inbox(limit=100)
+    async def _count_waiting(self, shown_job_id: str | None) -> None:
+        waiting = [r for r in await self.runtime.inbox(limit=100) if r.job_id != shown_job_id]
         if waiting:
             self.notify(
                 f"{len(waiting)} run(s) wait for your input — the inbox: i in the browser"
