@@ -1310,6 +1310,8 @@ class MainScreen(Screen[None]):
             widget = ApprovalPrompt(request)
         elif request.kind is InputKind.QUESTION:
             draft = await self._answer_draft(request)
+            if self.open_request is not request:
+                return  # another prompt (or none) took its place meanwhile
             widget = QuestionPrompt(request, draft=draft)
             if draft:
                 self.notify("The answer you had not sent is back in the field.", title="Draft")
