@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from runtime.api import Runtime
@@ -73,10 +74,13 @@ async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
             node = screen.job_tree.run_node(run_id)
             assert node is not None and screen.job_tree.row_text(node).startswith("⚠")
             assert "Interrupted" in screen_text(app) or "Failed" in screen_text(app)
+            pressed = time.time()
             await pilot.press("R")
             await wait_until(pilot, lambda: screen.query(QuestionPrompt), timeout=30)
             retried = screen.selected_run
             assert retried is not None
+            # Its elapsed time counts from the retry, not from the run's creation.
+            assert screen.status.working_since(retried) >= pressed > retried.created_at
         stored = await second.get_run(retried.id)
         assert stored.state is RunState.INPUT_REQUIRED
         assert retried.id == run_id or stored.retry_of_run_id == run_id

@@ -44,7 +44,7 @@ async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_st
             assert "~" in text  # an estimate while the provider has not counted yet
             estimate = run.usage.total_tokens + status.streamed_chars // 4
             assert f"~{estimate} tok" in text or estimate >= 1000
-            status.now = run.created_at + 65
+            status.now = status.working_since(run) + 65
             status.update(status.text)
             assert "running 1m 05s" in status.text
             first_frame = status._frame
@@ -174,3 +174,29 @@ def test_a_search_snippet_whose_match_is_late_starts_near_it() -> None:
     shown = search_snippet(snippet, 30)
     assert "Section" in shown.plain and shown.plain.startswith("…")
     assert len(shown.plain) <= 30
+
+
+async def test_a_retried_run_counts_its_time_from_the_retry_not_from_its_creation(
+    db_path: Path, workspace: Path
+) -> None:
+    # A run a crash interrupted yesterday and retried now read "running 24h 00m".
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            status, finished = await _status_and_a_finished_run(app, runtime)
+            day_old = finished.model_copy(
+                update={
+                    "id": "run-from-yesterday",
+                    "state": RunState.RUNNING,
+                    "created_at": finished.created_at - 86400,
+                }
+            )
+            status.show(run=day_old)
+            status.now = finished.created_at + 5
+            assert "running 24h" in status.text  # never seen starting: its age, at worst
+            status.started_running(day_old.id, finished.created_at)
+            await pilot.pause()
+            assert "running 5s" in status.text
+    finally:
+        await runtime.close()

@@ -909,6 +909,8 @@ class MainScreen(Screen[None]):
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
+        if event.to_state is RunState.RUNNING and event.created_at:
+            self.status.started_running(event.run_id, event.created_at)
         ended_on_screen = event.to_state.is_terminal and self._on_screen(event.run_id)
         if not (ended_on_screen and await self._refresh_run_now(event.run_id)):
             self.refresh_run(event.run_id)

@@ -73,6 +73,8 @@ class StatusLine(Static):
         """Characters streamed since the run's usage was last counted by the provider."""
         self.now: float | None = None
         """The clock for the elapsed time (None: the wall clock)."""
+        self._running_since: dict[str, float] = {}
+        """When each run was last seen to start running (its events say when)."""
         self._frame = 0
         self._spinner: Timer | None = None
         self._shown: str | None = ""
@@ -119,6 +121,18 @@ class StatusLine(Static):
             self._spinner = None
         self.redraw()
 
+    def started_running(self, run_id: str, at: float) -> None:
+        """The run started (or went back to) running at ``at``: its elapsed time counts from
+        there, not from its creation (a run retried a day after a crash read "running 24h")."""
+        self._running_since[run_id] = at
+        if self.run is not None and self.run.id == run_id:
+            self.redraw()
+
+    def working_since(self, run: Run) -> float:
+        """Where the elapsed time of ``run`` counts from: when it was seen to start running,
+        else (opened while it ran) its creation."""
+        return self._running_since.get(run.id, run.created_at)
+
     def streamed(self, run_id: str, chars: int) -> None:
         """Text (or thinking) of the run on screen arrived: count it until usage comes."""
         run = self.run
@@ -164,9 +178,9 @@ class StatusLine(Static):
             if needs_resume(run):
                 state += " (R retry · f fork)"
             if self.working:
-                started = run.created_at  # the run's age: its waits for input included
                 now = self.now if self.now is not None else time.time()
-                state = f"{SPINNER[self._frame]} {state} {format_elapsed(now - started)}"
+                elapsed = format_elapsed(now - self.working_since(run))
+                state = f"{SPINNER[self._frame]} {state} {elapsed}"
             count = tokens(run.usage.total_tokens + self.streamed_chars // CHARS_PER_TOKEN)
             parts += [
                 state,
