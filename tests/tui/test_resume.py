@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -22,6 +23,30 @@ from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from runtime.models import InputRequest
+    from tui.app import AgentTuiApp
+
+
+async def _waiting_question(runtime: Runtime) -> InputRequest:
+    """A new job of the demo model, its run waiting on its question: the request."""
+    run = await runtime.start("summarise")
+    boundary = await runtime.wait(run.id, timeout=10)
+    assert boundary.request is not None
+    return boundary.request
+
+
+async def _open_the_question(pilot: Pilot[object], app: AgentTuiApp) -> MainScreen:
+    """From a fresh app: Enter on the first job in the browser, until its question shows."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    await wait_for_browser(pilot, app)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+    return screen
 
 
 async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
@@ -93,10 +118,7 @@ async def test_a_waiting_prompt_survives_a_restart_and_answering_continues_the_r
 ) -> None:
     first = await open_runtime(db_path, workspace)
     try:
-        run = await first.start("summarise")
-        boundary = await first.wait(run.id, timeout=10)
-        assert boundary.request is not None
-        request_id = boundary.request.id
+        request = await _waiting_question(first)
     finally:
         await first.close()
 
@@ -104,17 +126,13 @@ async def test_a_waiting_prompt_survives_a_restart_and_answering_continues_the_r
     try:
         app = make_app(second, workspace)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-            assert screen.query_one(QuestionPrompt).request.id == request_id
+            screen = await _open_the_question(pilot, app)
+            assert screen.query_one(QuestionPrompt).request.id == request.id
             await pilot.press("1")
             await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
-        answered = await second.store.get_input_request(request_id)
+        answered = await second.store.get_input_request(request.id)
         assert answered.state is InputRequestState.ANSWERED
-        assert (await second.get_run(run.id)).state is RunState.INPUT_REQUIRED
+        assert (await second.get_run(request.run_id)).state is RunState.INPUT_REQUIRED
         assert (await second.inbox())[0].kind.value == "approval"
     finally:
         await second.close()
@@ -125,17 +143,10 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
 ) -> None:
     first = await open_runtime(db_path, workspace)
     try:
-        run = await first.start("summarise")
-        boundary = await first.wait(run.id, timeout=10)
-        assert boundary.request is not None
-        request_id = boundary.request.id
+        request_id = (await _waiting_question(first)).id
         app = make_app(first, workspace)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            await _open_the_question(pilot, app)
             await pilot.press(*"only the TODOs")
             # Kept while typing (a crash now loses at most the last half second of it) ...
             async with asyncio.timeout(10):
@@ -152,11 +163,7 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
     try:
         app = make_app(second, workspace)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            screen = await _open_the_question(pilot, app)
             field = screen.query_one(AnswerInput)
             assert field.value == "only the TODOs, and the tests"
             assert any("back in the field" in n.message for n in app._notifications)
@@ -174,9 +181,9 @@ async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_pro
 ) -> None:
     runtime = await open_runtime(db_path, workspace)
     try:
-        for task in ("summarise", "summarise again"):
-            run = await runtime.start(task)
-            assert (await runtime.wait(run.id, timeout=10)).request is not None
+        await _waiting_question(runtime)
+        run = await runtime.start("summarise again")
+        assert (await runtime.wait(run.id, timeout=10)).request is not None
         app = make_app(runtime, workspace, continue_last=True)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             screen = app.screen
