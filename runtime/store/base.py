@@ -575,7 +575,8 @@ class Store(Protocol):
 
     async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
         """Keep ``text`` as the answer being typed to ``request_id`` (of ``job_id``, deleted
-        with it); blank text deletes the draft."""
+        with it, and deleted when the request is answered, from anywhere); blank text deletes
+        the draft."""
         ...
 
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:

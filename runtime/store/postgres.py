@@ -944,6 +944,8 @@ class PostgresStore:
                 now=now,
             )
             await _apply(t, plan)
+            # What was being typed to it is sent now: the draft goes with the answer.
+            await t.conn.execute("DELETE FROM answer_drafts WHERE request_id = $1", request_id)
             return after, answered
 
         return await self._write(tx)

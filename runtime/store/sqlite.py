@@ -1105,6 +1105,8 @@ class SqliteStore:
                 now=now,
             )
             _apply(conn, plan)
+            # What was being typed to it is sent now: the draft goes with the answer.
+            conn.execute("DELETE FROM answer_drafts WHERE request_id = ?", (request_id,))
             return after, answered
 
         return await self._write(tx)

@@ -1073,3 +1073,12 @@ async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(stor
     assert await store.get_composer_draft(run.job_id) == ""
     assert await store.get_answer_draft(other_request.id) == "kept"
     assert await store.get_composer_draft(other.job_id) == "kept too"
+
+
+async def test_answering_a_question_deletes_what_was_being_typed_to_it(store: Store) -> None:
+    # Answered elsewhere (the CLI, another TUI), the draft stayed until its job was deleted.
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id)
+    await store.answer_input_request(request.id, answer="a")
+    assert await store.get_answer_draft(request.id) == ""

@@ -538,6 +538,8 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
     # (its drafts table gets its row below): one to write into, dropped before the upgrade.
     with sqlite3.connect(db_path) as conn:
         conn.execute(next(m for m in MIGRATIONS if m.version == 12).statements[0])
+        # Nor answer drafts, which an answer clears (migration 13): also dropped before it.
+        conn.execute(next(m for m in MIGRATIONS if m.version == 13).statements[0])
     await store.register_owner("owner-1", lease_seconds=30)
     run, token = await running_run(store, idempotency_key="key-1")
     calls = await step_with_tools(store, run, token, "read_file", "write_file")
@@ -573,6 +575,7 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
     sqlite_module._plain_tool_payload.cache_clear()
     with sqlite3.connect(db_path) as conn:  # a draft as version 9 kept it: one row, whole
         conn.execute("DROP TABLE draft_parts")
+        conn.execute("DROP TABLE answer_drafts")
         conn.execute(
             "INSERT INTO drafts (run_id, message_id, text, updated_at) VALUES (?, ?, ?, ?)",
             (run.id, "m-draft", "Thinking", clock.now()),

@@ -1353,9 +1353,6 @@ class MainScreen(Screen[None]):
             await self.runtime.respond(request.run_id, request.id, value)
         except AgentTuiError as error:
             self.post_message(AnswerFailed(request, error))
-            return
-        if request.kind is InputKind.QUESTION:
-            await self.runtime.store.save_answer_draft(request.id, "", job_id=request.job_id)
 
     async def _answer_draft(self, request: InputRequest) -> str:
         """The answer typed to ``request`` before a quit or a crash ('' if none or unreadable:
