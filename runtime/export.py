@@ -49,9 +49,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                         n.model_dump(mode="json", by_alias=True)
                         for n in await store.list_notes(run_ids=[run.id])
                     ],
-                    "partial_answer": None
-                    if partial is None
-                    else {"text": partial.text, "label": partial.label(), "partial": True},
+                    "partial_answer": None if partial is None else partial.as_json(),
                 }
             )
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -117,7 +115,15 @@ def _note_lines(note: RunNoted) -> list[str]:
 
 
 def _partial_lines(partial: PartialAnswer) -> list[str]:
-    return ["### Assistant (partial)", "", f"> _{partial.label()}_", "", partial.text, ""]
+    lines = ["### Assistant (partial)", "", f"> _{partial.label()}_", ""]
+    if partial.thinking:
+        lines += _thinking_lines(partial.thinking)
+    return [*lines, partial.text, ""]
+
+
+def _thinking_lines(thinking: str) -> list[str]:
+    quoted = "\n".join(f"> {line}" for line in thinking.splitlines())
+    return ["<details><summary>Thinking</summary>", "", quoted, "", "</details>", ""]
 
 
 def _message_lines(message: Message, *, suffix: str = "") -> list[str]:
@@ -128,8 +134,7 @@ def _message_lines(message: Message, *, suffix: str = "") -> list[str]:
             lines += [block.text, ""]
         elif isinstance(block, ThinkingBlock):
             if not block.redacted:
-                quoted = "\n".join(f"> {line}" for line in block.thinking.splitlines())
-                lines += ["<details><summary>Thinking</summary>", "", quoted, "", "</details>", ""]
+                lines += _thinking_lines(block.thinking)
         elif isinstance(block, ToolUseBlock):
             arguments = json.dumps(block.input, ensure_ascii=False, indent=2)
             lines += [f"**Tool call** `{block.name}`", "", "```json", arguments, "```", ""]

@@ -54,3 +54,10 @@ class Role(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
+
+
+class DraftKind(StrEnum):
+    """What a part of a streaming message's draft holds (DESIGN §5: every character shown)."""
+
+    TEXT = "text"
+    THINKING = "thinking"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Re-exported: the domain's enums live in the pydantic-free ``runtime.kinds``.
 from runtime.kinds import TERMINAL_RUN_STATES as TERMINAL_RUN_STATES
+from runtime.kinds import DraftKind as DraftKind
 from runtime.kinds import InputKind as InputKind
 from runtime.kinds import InputRequestState as InputRequestState
 from runtime.kinds import Role as Role
@@ -267,12 +268,14 @@ class Checkpoint(_Model):
 
 
 class Draft(_Model):
-    """Streamed text of a message not yet committed, flushed at most every 250 ms."""
+    """What streamed of a message not yet committed (its text and its thinking), saved within
+    250 ms of being shown."""
 
     run_id: str
     message_id: str
     text: str
     updated_at: float
+    thinking: str = ""
 
 
 class SearchHit(_Model):

@@ -84,12 +84,14 @@ class TranscriptMessage:
 
 @dataclass(frozen=True)
 class PartialAnswer:
-    """Text that streamed but was never committed: the run stopped first."""
+    """What streamed but was never committed (the answer's text, its thinking): the run
+    stopped first."""
 
     run: Run
     message_id: str
     text: str
     updated_at: float
+    thinking: str = ""
 
     def label(self) -> str:
         why = {
@@ -97,6 +99,15 @@ class PartialAnswer:
             RunState.FAILED: "failed",
         }.get(self.run.state, "interrupted")
         return f"partial answer — the run was {why} before it finished"
+
+    def as_json(self) -> dict[str, object]:
+        """As ``show --json`` and a JSON export give it."""
+        return {
+            "label": self.label(),
+            "text": self.text,
+            "thinking": self.thinking,
+            "partial": True,
+        }
 
 
 TranscriptItem = ForkOrigin | RunHeader | TranscriptMessage | PartialAnswer
@@ -109,12 +120,16 @@ async def partial_answer(store: Store, run: Run) -> PartialAnswer | None:
     run's draft is live text, not a partial answer)."""
     if run.state in _STREAMING_STATES and not run.interrupted:
         return None
-    drafts = [d for d in await store.get_drafts(run.id) if d.text.strip()]
+    drafts = [d for d in await store.get_drafts(run.id) if d.text.strip() or d.thinking.strip()]
     if not drafts:
         return None
     last = drafts[-1]
     return PartialAnswer(
-        run=run, message_id=last.message_id, text=last.text, updated_at=last.updated_at
+        run=run,
+        message_id=last.message_id,
+        text=last.text,
+        updated_at=last.updated_at,
+        thinking=last.thinking,
     )
 
 

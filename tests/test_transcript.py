@@ -9,7 +9,7 @@ from pathlib import Path
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.export import export_job
-from runtime.models import Role, RunState, TextBlock
+from runtime.models import DraftKind, Role, RunState, TextBlock
 from runtime.store.base import NewRun
 from runtime.store.sqlite import SqliteStore
 from runtime.transcript import (
@@ -35,6 +35,9 @@ async def _cancelled_mid_stream(store: SqliteStore, workspace: Path) -> tuple[st
     await store.register_owner("owner-1", lease_seconds=30)
     claimed = await store.claim_run(run.id, owner_id="owner-1")
     token = claimed.execution_token or ""
+    await store.save_draft(
+        run.id, token=token, message_id="m-2", text="Reading them.", kind=DraftKind.THINKING
+    )
     await store.save_draft(run.id, token=token, message_id="m-2", text="The notes say the ans")
     await store.cancel_run(run.id, reason="stopped by the person")
     return run.job_id, run.id
@@ -51,15 +54,18 @@ async def test_a_cancelled_runs_streamed_text_is_kept_and_marked_partial(
         assert isinstance(items[1], TranscriptMessage) and items[1].message.role is Role.USER
         partial = items[2]
         assert isinstance(partial, PartialAnswer)
-        assert partial.text == "The notes say the ans"
+        assert (partial.thinking, partial.text) == ("Reading them.", "The notes say the ans")
         assert "cancelled before it finished" in partial.label()
 
         markdown = await export_job(store, job_id, format="md")
         assert "### Assistant (partial)" in markdown
         assert "The notes say the ans" in markdown
         assert markdown.index("### User") < markdown.index("### Assistant (partial)")
+        assert markdown.index("<summary>Thinking</summary>") < markdown.index("The notes say")
+        assert "> Reading them." in markdown
         data = json.loads(await export_job(store, job_id, format="json"))
         assert data["runs"][0]["partial_answer"]["text"] == "The notes say the ans"
+        assert data["runs"][0]["partial_answer"]["thinking"] == "Reading them."
         assert data["runs"][0]["partial_answer"]["partial"] is True
 
 

@@ -28,7 +28,7 @@ from runtime.engine.tool_decision import argument_problem
 from runtime.errors import AgentTuiError, ModelError
 from runtime.events import Notice
 from runtime.ids import new_id
-from runtime.models import Message, Role, Run, ToolCallState, text_of
+from runtime.models import DraftKind, Message, Role, Run, ToolCallState, text_of
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.rewind import FILE_WRITING_TOOLS
 from runtime.store.base import NewMessage, NewToolCall, Store
@@ -174,8 +174,7 @@ class ModelCall:
                     continue
                 if bus.waiting:
                     bus.wake()
-                if not shown.thinking:
-                    draft.shown()
+                draft.shown()
             finished = True
         finally:
             bus.close_stream(shown_to)
@@ -196,11 +195,11 @@ SAVE_ON_STOP_SECONDS = 2.0
 
 
 class DraftKeeper:
-    """Keeps the draft of a streaming message on a clock (DESIGN §5): text shown is saved
-    within ``DRAFT_INTERVAL`` whether or not more text follows. The first piece not yet saved
-    starts a timer; when it fires, everything shown since the last save is saved in one write,
-    as the next part of the draft (the store keeps the parts: a save costs what it adds, not
-    the length of the whole draft)."""
+    """Keeps the draft of a streaming message on a clock (DESIGN §5): text and thinking shown
+    are saved within ``DRAFT_INTERVAL`` whether or not more follows. The first piece not yet
+    saved starts a timer; when it fires, everything shown since the last save is saved, one
+    write per kind that grew, as the next part of the draft (the store keeps the parts: a save
+    costs what it adds, not the length of the whole draft)."""
 
     def __init__(
         self, store: Store, run_id: str, token: str, message_id: str, folded: Fold
@@ -213,8 +212,9 @@ class DraftKeeper:
         self._timer: asyncio.TimerHandle | None = None
         """Due to start the save (a timer, not a task: most messages end before it fires)."""
         self._saving: asyncio.Task[None] | None = None
-        self._saved = 0
-        """How much of the text the draft holds (what the last save ended at)."""
+        self._saved = {DraftKind.TEXT: 0, DraftKind.THINKING: 0}
+        """How much of the text and of the thinking the draft holds (where the last saves
+        ended)."""
         self._closed = False
         """Set by the last save (``save_shown``) or the message's end (``stop``)."""
 
@@ -239,21 +239,38 @@ class DraftKeeper:
         if timer is not None:
             timer.cancel()
 
+    def _unsaved(self, kind: DraftKind) -> str:
+        """What of ``kind`` was shown since the last save of it."""
+        folded, start = self._folded, self._saved[kind]
+        if kind is DraftKind.TEXT:
+            return folded.text_since(start) if folded.text_length > start else ""
+        return folded.thinking_since(start) if folded.thinking_length > start else ""
+
     async def _save(self) -> None:
-        start = self._saved
-        text = self._folded.text_since(start)
-        if not text:
-            return
-        try:
-            await self._store.save_draft(
-                self._run_id, token=self._token, message_id=self._message_id, text=text, start=start
-            )
-        except AgentTuiError as exc:  # the run moved on (cancelled, recovered): the commit says
-            log.info("draft of run %s not saved: %s", self._run_id, exc)
-            return
-        self._saved = start + len(text)
-        if self._folded.text_length > self._saved and self._timer is None and not self._closed:
-            self._due()  # text shown while this save was written: saved within the interval too
+        for kind in (DraftKind.THINKING, DraftKind.TEXT):  # the order they are shown in
+            start, text = self._saved[kind], self._unsaved(kind)
+            if not text:
+                continue
+            try:
+                await self._store.save_draft(
+                    self._run_id,
+                    token=self._token,
+                    message_id=self._message_id,
+                    text=text,
+                    start=start,
+                    kind=kind,
+                )
+            except AgentTuiError as exc:  # the run moved on (cancelled, recovered): its commit says
+                log.info("draft of run %s not saved: %s", self._run_id, exc)
+                return
+            self._saved[kind] = start + len(text)
+        folded = self._folded
+        behind = (
+            folded.text_length > self._saved[DraftKind.TEXT]
+            or folded.thinking_length > self._saved[DraftKind.THINKING]
+        )
+        if behind and self._timer is None and not self._closed:
+            self._due()  # shown while this save was written: saved within the interval too
 
     async def save_shown(self) -> None:
         """The last save: all that was shown and is not in the draft yet, because the message

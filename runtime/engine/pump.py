@@ -50,8 +50,9 @@ class Pump:
         self._run_changed = asyncio.Event()
         """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
         committed here, events read from other processes, or ``notify``."""
-        self._mirrored: dict[str, int] = {}
-        """Message id → how much of its draft, streamed by another process, was handed out."""
+        self._mirrored: dict[tuple[str, bool], int] = {}
+        """(message id, thinking or not) → how much of that part of its draft, streamed by another
+        process, was handed out."""
         store.on_commit(self._committed)
         # A store that hears other processes commit (PostgreSQL LISTEN/NOTIFY) wakes the loop at
         # once; polling every POLL_INTERVAL stays the fallback.
@@ -154,7 +155,7 @@ class Pump:
         the store within DRAFT_INTERVAL of being shown, DESIGN §5) handed out as deltas of the
         runs a subscriber wants the live detail of, so a second TUI shows an answer as it grows
         (in steps of a quarter second), not only once it is committed. Reading only."""
-        mirrored: dict[str, int] = {}
+        mirrored: dict[tuple[str, bool], int] = {}
         if self._bus.has_subscribers:
             page = await self._store.list_runs(
                 state=RunState.RUNNING, limit=MIRRORED_RUNS, archived=None
@@ -163,17 +164,20 @@ class Pump:
                 if run.id in self._executions or not self._bus.wants_live(run.job_id, run.id):
                     continue  # streamed here (its deltas are published as they come), or unwatched
                 for draft in await self._store.get_drafts(run.id):
-                    handed = self._mirrored.get(draft.message_id, 0)
-                    if len(draft.text) > handed:
-                        self._bus.publish_delta(
-                            run.job_id,
-                            run.id,
-                            run.execution_token or "",
-                            draft.message_id,
-                            handed,
-                            draft.text[handed:],
-                        )
-                    mirrored[draft.message_id] = max(handed, len(draft.text))
+                    for thinking, text in ((True, draft.thinking), (False, draft.text)):
+                        key = (draft.message_id, thinking)
+                        handed = self._mirrored.get(key, 0)
+                        if len(text) > handed:
+                            self._bus.publish_delta(
+                                run.job_id,
+                                run.id,
+                                run.execution_token or "",
+                                draft.message_id,
+                                handed,
+                                text[handed:],
+                                thinking=thinking,
+                            )
+                        mirrored[key] = max(handed, len(text))
         # Only what is still streaming and watched: a run watched again starts from its start.
         self._mirrored = mirrored
 

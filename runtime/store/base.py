@@ -28,6 +28,7 @@ from runtime.models import (
     Checkpoint,
     ContentBlock,
     Draft,
+    DraftKind,
     Failure,
     InputKind,
     InputRequest,
@@ -259,12 +260,20 @@ class Store(Protocol):
         ...
 
     async def save_draft(
-        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message_id: str,
+        text: str,
+        start: int = 0,
+        kind: DraftKind = DraftKind.TEXT,
     ) -> None:
-        """Save the streamed text of a message not yet committed (no event): ``text`` is the
-        draft from character ``start`` on, what was saved before ``start`` stays. A draft
-        saved as it streams sends only what came since the last save; each save is one part,
-        written once (``start=0`` replaces the whole draft)."""
+        """Save what streamed of a message not yet committed (no event): ``text`` is its
+        ``kind`` (the answer's text, or its thinking) from character ``start`` on; what was
+        saved before ``start`` stays. A draft saved as it streams sends only what came since
+        the last save; each save is one part, written once (``start=0`` replaces the whole of
+        that kind)."""
         ...
 
     async def get_drafts(self, run_id: str) -> list[Draft]: ...

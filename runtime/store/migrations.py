@@ -696,6 +696,27 @@ _V13_ANSWER_DRAFTS = (
     """,
 )
 
+_V14_THINKING_DRAFTS = (
+    """
+    CREATE TABLE draft_parts_v14 (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        message_id TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'text' CHECK (kind IN ('text', 'thinking')),
+        start INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (run_id, message_id, kind, start)
+    )
+    """,
+    "INSERT INTO draft_parts_v14 (run_id, message_id, kind, start, text, updated_at)"
+    " SELECT run_id, message_id, 'text', start, text, updated_at FROM draft_parts",
+    "DROP TABLE draft_parts",
+    "ALTER TABLE draft_parts_v14 RENAME TO draft_parts",
+)
+"""A draft keeps the thinking that streamed as well as the text (DESIGN §5: every character
+shown), each kind its own parts: SQLite cannot change a table's primary key, so the table is
+made again with ``kind`` in it and its rows copied."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -734,6 +755,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         _V12_DRAFT_PARTS,
     ),
     Migration(13, "the unsent answer to a question, per input request", _V13_ANSWER_DRAFTS),
+    Migration(
+        14, "a draft keeps the thinking that streamed, not only the text", _V14_THINKING_DRAFTS
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -304,6 +304,14 @@ _V3_ANSWER_DRAFTS = (
 )
 """The unsent free-text answer to a question, per input request (SQLite migration 13)."""
 
+_V4_THINKING_DRAFTS = (
+    "ALTER TABLE draft_parts ADD COLUMN kind TEXT NOT NULL DEFAULT 'text'"
+    " CHECK (kind IN ('text', 'thinking'))",
+    "ALTER TABLE draft_parts DROP CONSTRAINT draft_parts_pkey",
+    "ALTER TABLE draft_parts ADD PRIMARY KEY (run_id, message_id, kind, start)",
+)
+"""A draft keeps the thinking that streamed as well as the text (SQLite migration 14)."""
+
 MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(1, "the whole schema", _V1_CORE),
     PgMigration(
@@ -312,6 +320,9 @@ MIGRATIONS: Sequence[PgMigration] = (
         _V2_DRAFT_PARTS,
     ),
     PgMigration(3, "the unsent answer to a question, per input request", _V3_ANSWER_DRAFTS),
+    PgMigration(
+        4, "a draft keeps the thinking that streamed, not only the text", _V4_THINKING_DRAFTS
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

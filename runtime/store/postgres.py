@@ -63,6 +63,7 @@ from runtime.events import (
 from runtime.models import (
     Checkpoint,
     Draft,
+    DraftKind,
     Failure,
     InputRequest,
     Job,
@@ -686,23 +687,34 @@ class PostgresStore:
         return await self._write(tx)
 
     async def save_draft(
-        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message_id: str,
+        text: str,
+        start: int = 0,
+        kind: DraftKind = DraftKind.TEXT,
     ) -> None:
         now = self._now()
+        kind = DraftKind(kind)
 
         async def tx(t: _Tx) -> None:
             rules.check_token(await _fetch_run(t.conn, run_id), token)
             await t.conn.execute(
-                "DELETE FROM draft_parts WHERE run_id = $1 AND message_id = $2 AND start >= $3",
+                "DELETE FROM draft_parts"
+                " WHERE run_id = $1 AND message_id = $2 AND kind = $3 AND start >= $4",
                 run_id,
                 message_id,
+                kind.value,
                 start,
             )
             await t.conn.execute(
-                "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
-                " VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO draft_parts (run_id, message_id, kind, start, text, updated_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6)",
                 run_id,
                 message_id,
+                kind.value,
                 start,
                 text,
                 now,

@@ -38,6 +38,7 @@ from runtime.ids import new_id
 from runtime.models import (
     Checkpoint,
     Draft,
+    DraftKind,
     Failure,
     InputRequest,
     InputRequestState,
@@ -242,29 +243,35 @@ def _transition(
 
 
 def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
-    """The drafts of a run from its saved parts (``run_id``, ``message_id``, ``start``, ``text``,
-    ``updated_at``), each message's in the order of ``start``: a part replaces whatever the
-    draft held from its ``start`` on. Ordered by when each draft was last saved, then by id."""
-    texts: dict[str, list[str]] = {}
-    lengths: dict[str, int] = {}
+    """The drafts of a run from its saved parts (``run_id``, ``message_id``, ``kind``,
+    ``start``, ``text``, ``updated_at``): each message's text and thinking, each from its parts
+    in the order of ``start`` (a part replaces whatever that kind held from its ``start`` on).
+    Ordered by when each draft was last saved, then by id."""
+    texts: dict[tuple[str, str], list[str]] = {}
+    lengths: dict[tuple[str, str], int] = {}
     latest: dict[str, tuple[str, float]] = {}
-    for part in sorted(parts, key=lambda p: (p["message_id"], p["start"])):
+    for part in sorted(parts, key=lambda p: (p["message_id"], p["kind"], p["start"])):
         message_id, start = part["message_id"], part["start"]
-        pieces = texts.setdefault(message_id, [])
-        if start != lengths.get(message_id, 0):  # not where the last part ended: cut there
+        key = (message_id, part["kind"])
+        pieces = texts.setdefault(key, [])
+        if start != lengths.get(key, 0):  # not where the last part ended: cut there
             held = "".join(pieces)[:start]
             pieces[:] = [held]
-            lengths[message_id] = len(held)
+            lengths[key] = len(held)
         pieces.append(part["text"])
-        lengths[message_id] = lengths.get(message_id, 0) + len(part["text"])
+        lengths[key] = lengths.get(key, 0) + len(part["text"])
         updated = latest.get(message_id)
         if updated is None or part["updated_at"] > updated[1]:
             latest[message_id] = (part["run_id"], part["updated_at"])
     drafts = [
         Draft.model_construct(
-            run_id=latest[m][0], message_id=m, text="".join(texts[m]), updated_at=latest[m][1]
+            run_id=run_id,
+            message_id=message_id,
+            text="".join(texts.get((message_id, DraftKind.TEXT), ())),
+            thinking="".join(texts.get((message_id, DraftKind.THINKING), ())),
+            updated_at=updated_at,
         )
-        for m in texts
+        for message_id, (run_id, updated_at) in latest.items()
     ]
     drafts.sort(key=lambda d: (d.updated_at, d.message_id))
     return drafts

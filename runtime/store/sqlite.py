@@ -60,6 +60,7 @@ from runtime.models import (
     Checkpoint,
     ContentBlock,
     Draft,
+    DraftKind,
     Failure,
     InputKind,
     InputRequest,
@@ -862,20 +863,29 @@ class SqliteStore:
         return await self._write(tx)
 
     async def save_draft(
-        self, run_id: str, *, token: str, message_id: str, text: str, start: int = 0
+        self,
+        run_id: str,
+        *,
+        token: str,
+        message_id: str,
+        text: str,
+        start: int = 0,
+        kind: DraftKind = DraftKind.TEXT,
     ) -> None:
         now = self._now()
+        kind = DraftKind(kind)
 
         def tx(conn: Conn) -> None:
             rules.check_token(_fetch_run(conn, run_id), token)
             conn.execute(
-                "DELETE FROM draft_parts WHERE run_id = ? AND message_id = ? AND start >= ?",
-                (run_id, message_id, start),
+                "DELETE FROM draft_parts"
+                " WHERE run_id = ? AND message_id = ? AND kind = ? AND start >= ?",
+                (run_id, message_id, kind.value, start),
             )
             conn.execute(
-                "INSERT INTO draft_parts (run_id, message_id, start, text, updated_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (run_id, message_id, start, text, now),
+                "INSERT INTO draft_parts (run_id, message_id, kind, start, text, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, message_id, kind.value, start, text, now),
             )
 
         await self._write(tx)

@@ -1,11 +1,16 @@
-"""`agent-tui show` and `export` of a fork include its inherited history, labelled."""
+"""`agent-tui show` and `export` of a fork include its inherited history, labelled; `show` of a
+stopped run gives what it streamed and never committed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
+from runtime.models import DraftKind
+from runtime.store.base import NewRun
+from runtime.store.sqlite import SqliteStore
 from tests.cli.harness import Cli, boundary_of, json_lines
 
 pytestmark = pytest.mark.slow
@@ -40,3 +45,30 @@ def test_show_and_export_of_a_fork_label_the_history_it_inherited(cli: Cli) -> N
     assert exported.returncode == 0, exported.stderr
     assert "## Inherited history — " + label in exported.stdout
     assert "### User (inherited)" in exported.stdout and PROMPT in exported.stdout
+
+
+def test_show_of_a_cancelled_run_gives_what_it_streamed_thinking_included(cli: Cli) -> None:
+    async def cancelled_mid_stream() -> str:
+        cli.db.parent.mkdir(parents=True, exist_ok=True)
+        async with SqliteStore(cli.db) as store:
+            run = await store.create_run(
+                NewRun(agent="default", model="demo", input="why?", workspace=str(cli.workspace))
+            )
+            await store.register_owner("elsewhere", lease_seconds=30)
+            token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+            await store.save_draft(
+                run.id, token=token, message_id="m", text="Weighing it.", kind=DraftKind.THINKING
+            )
+            await store.save_draft(run.id, token=token, message_id="m", text="Because the")
+            await store.cancel_run(run.id, reason="stopped")
+            return run.id
+
+    run_id = asyncio.run(cancelled_mid_stream())
+    shown = cli.run("show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("[partial] assistant"))
+    assert lines[start + 1 : start + 3] == ["    [thinking] Weighing it.", "    Because the"]
+    data = json.loads(cli.run("show", run_id, "--json").stdout)
+    assert data["partial_answer"]["thinking"] == "Weighing it."
+    assert data["partial_answer"]["text"] == "Because the"

@@ -1,6 +1,6 @@
-"""Drafts on a clock (issue 12 point 2, DESIGN §5): every character shown is in the draft within
-250 ms, whether or not more text follows — checked across a real `kill -9`; and each save
-writes only what streamed since the last one."""
+"""Drafts on a clock (issue 12 point 2, DESIGN §5): every character shown — of the answer and of
+its thinking — is in the draft within 250 ms, whether or not more follows — checked across a
+real `kill -9`; and each save writes only what streamed since the last one."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from tests.store.helpers import running_run
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "The answer streams in small pieces, then the model pauses to think." * 2
+THOUGHT = "First, what does the person want? The file names, then a summary of each."
 
 CHILD = """
 import asyncio, sys
@@ -37,8 +38,8 @@ from runtime.api import Runtime
 from runtime.config import Config
 from tests.fakes.scripted import ScriptedProvider, Turn
 
-async def main(db, workspace, flag, text):
-    provider = ScriptedProvider([Turn(text, pause_until=Path(flag))])
+async def main(db, workspace, flag, text, thinking):
+    provider = ScriptedProvider([Turn(text, thinking=thinking, pause_until=Path(flag))])
     runtime = await Runtime.open(
         db_path=db, workspace=workspace, config=Config(), model="scripted:test",
         providers=lambda reference: provider,
@@ -59,12 +60,14 @@ def _line(proc: subprocess.Popen[str], timeout: float) -> str:
     return proc.stdout.readline().strip()
 
 
-def test_text_shown_before_a_pause_is_in_the_draft_when_the_process_is_killed(
-    db_path: Path, workspace: Path, tmp_path: Path
-) -> None:
+def _killed_in_a_pause(
+    db_path: Path, workspace: Path, tmp_path: Path, text: str, thinking: str
+) -> list[tuple[str, str]]:
+    """The drafts (thinking, text) of a run whose model showed ``thinking`` then ``text`` and
+    paused, after its process was killed with SIGKILL half a second into the pause."""
     flag = tmp_path / "never"  # the pause lasts until this file exists: it never does
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db_path), str(workspace), str(flag), TEXT],
+        [sys.executable, "-c", CHILD, str(db_path), str(workspace), str(flag), text, thinking],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -84,15 +87,29 @@ def test_text_shown_before_a_pause_is_in_the_draft_when_the_process_is_killed(
             proc.kill()
             proc.wait(timeout=30)
 
-    async def drafts() -> list[str]:
+    async def drafts() -> list[tuple[str, str]]:
         store = SqliteStore(db_path)
         await store.open()
         try:
-            return [d.text for d in await store.get_drafts(run_id)]
+            return [(d.thinking, d.text) for d in await store.get_drafts(run_id)]
         finally:
             await store.close()
 
-    assert asyncio.run(drafts()) == [TEXT]
+    return asyncio.run(drafts())
+
+
+def test_text_shown_before_a_pause_is_in_the_draft_when_the_process_is_killed(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    assert _killed_in_a_pause(db_path, workspace, tmp_path, TEXT, "") == [("", TEXT)]
+
+
+def test_thinking_shown_before_a_pause_is_in_the_draft_when_the_process_is_killed(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """The thinking shown live (in the TUI's thinking block) is kept as the text is: a model
+    that thought for a while and then stalled, killed, loses none of it."""
+    assert _killed_in_a_pause(db_path, workspace, tmp_path, "", THOUGHT) == [(THOUGHT, "")]
 
 
 async def _draft_of(store: SqliteStore, run_id: str, text: str) -> None:
@@ -127,13 +144,58 @@ async def test_each_save_writes_only_what_streamed_since_the_last_one(db_path: P
     assert parts == [(0, "The answer "), (11, "streams "), (19, "in "), (22, "pieces.")]
 
 
+async def test_thinking_and_text_are_saved_each_as_its_own_parts(db_path: Path) -> None:
+    """Thinking is saved on the same clock as text, in parts of its own: each kind holds what
+    was shown of it, and neither's offsets count the other's characters."""
+    store = SqliteStore(db_path)
+    await store.open()
+    try:
+        run, token = await running_run(store)
+        folded = Fold()
+        keeper = DraftKeeper(store, run.id, token, "m1", folded)
+
+        async def shown(thinking: str, text: str) -> None:
+            keeper.shown()
+            async with asyncio.timeout(30):
+                while [(d.thinking, d.text) for d in await store.get_drafts(run.id)] != [
+                    (thinking, text)
+                ]:
+                    await asyncio.sleep(0.02)
+
+        folded.add_thinking("Let me look ", None)
+        await shown("Let me look ", "")
+        folded.add_thinking("at the files.", "sig")
+        await shown("Let me look at the files.", "")
+        folded.add_text("Three files.")
+        await shown("Let me look at the files.", "Three files.")
+        await keeper.stop()
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as conn:
+        parts = conn.execute(
+            "SELECT kind, start, text FROM draft_parts WHERE run_id = ? ORDER BY kind, start",
+            (run.id,),
+        ).fetchall()
+    assert parts == [
+        ("text", 0, "Three files."),
+        ("thinking", 0, "Let me look "),
+        ("thinking", 12, "at the files."),
+    ]
+
+
 async def _shown_then(
-    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str
-) -> list[str]:
-    """The drafts of a run whose model showed ``TEXT`` and paused, after ``end`` ("cancel" or
-    "close"), with the draft clock stopped: only a save at the end can have kept the text."""
+    db_path: Path,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    end: str,
+    thinking: str = "",
+) -> list[tuple[str, str]]:
+    """The drafts (thinking, text) of a run whose model showed ``thinking`` and ``TEXT`` and
+    paused, after ``end`` ("cancel" or "close"), with the draft clock stopped: only a save at
+    the end can have kept them."""
     monkeypatch.setattr(model_call, "DRAFT_INTERVAL", 3600.0)
-    provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
+    provider = ScriptedProvider([Turn(TEXT, thinking=thinking, pause_until=tmp_path / "never")])
     runtime = await open_scripted(provider, db_path, workspace)
     try:
         run = await runtime.start("go")
@@ -146,7 +208,7 @@ async def _shown_then(
     store = SqliteStore(db_path)
     await store.open()
     try:
-        return [d.text for d in await store.get_drafts(run.id)]
+        return [(d.thinking, d.text) for d in await store.get_drafts(run.id)]
     finally:
         await store.close()
 
@@ -155,8 +217,12 @@ async def test_text_shown_before_a_run_is_cancelled_is_kept_in_its_draft(
     db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Esc in the TUI: the partial answer shown after the cancel ends where the stream did,
-    not where the draft clock last saved it (up to 250 ms of text earlier)."""
-    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "cancel") == [TEXT]
+    not where the draft clock last saved it (up to 250 ms of text earlier); its thinking is
+    kept whole too."""
+    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "cancel") == [("", TEXT)]
+    assert await _shown_then(
+        db_path, workspace, tmp_path, monkeypatch, "cancel", thinking=THOUGHT
+    ) == [(THOUGHT, TEXT)]
 
 
 async def test_text_shown_before_the_app_closes_is_kept_in_its_draft(
@@ -164,7 +230,9 @@ async def test_text_shown_before_the_app_closes_is_kept_in_its_draft(
 ) -> None:
     """Quitting with a run streaming: the run is recoverable and its draft holds all it
     showed (a kill -9 may lose up to 250 ms of it; a quit loses none)."""
-    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "close") == [TEXT]
+    assert await _shown_then(
+        db_path, workspace, tmp_path, monkeypatch, "close", thinking=THOUGHT
+    ) == [(THOUGHT, TEXT)]
 
 
 class _GatedDrafts:

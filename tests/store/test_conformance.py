@@ -17,6 +17,7 @@ from runtime.events import (
     dump_event,
 )
 from runtime.models import (
+    DraftKind,
     Failure,
     InputKind,
     InputRequestState,
@@ -369,6 +370,38 @@ async def test_a_draft_is_saved_in_parts_each_from_where_the_last_ended(
     with pytest.raises(errors.OwnershipLost):
         await store.save_draft(run.id, token="stale", message_id="m1", text="x", start=4)
     assert {d.message_id: d.text for d in await store.get_drafts(run.id)}["m1"] == "Anew"
+
+
+async def test_a_drafts_thinking_is_kept_in_parts_of_its_own_beside_its_text(
+    store: Store, clock: ManualClock
+) -> None:
+    run, token = await running_run(store)
+    thinking = DraftKind.THINKING
+    await store.save_draft(run.id, token=token, message_id="m1", text="Let me", kind=thinking)
+    await store.save_draft(
+        run.id, token=token, message_id="m1", text=" see.", start=6, kind=thinking
+    )
+    await store.save_draft(run.id, token=token, message_id="m1", text="Two")
+    await store.save_draft(run.id, token=token, message_id="m1", text=" files.", start=3)
+    await store.save_draft(run.id, token=token, message_id="m2", text="Hmm", kind=thinking)
+    assert [(d.message_id, d.thinking, d.text) for d in await store.get_drafts(run.id)] == [
+        ("m1", "Let me see.", "Two files."),
+        ("m2", "Hmm", ""),
+    ]
+    # A part replaces only its own kind from its start on.
+    clock.advance(1)
+    await store.save_draft(run.id, token=token, message_id="m1", text="!", start=3, kind=thinking)
+    [m2, m1] = await store.get_drafts(run.id)
+    assert (m1.thinking, m1.text, m2.thinking) == ("Let!", "Two files.", "Hmm")
+    with pytest.raises(errors.OwnershipLost):
+        await store.save_draft(run.id, token="stale", message_id="m2", text="x", kind=thinking)
+    # The commit of the message deletes the draft, thinking and all.
+    await store.commit_message(
+        run.id,
+        token=token,
+        message=NewMessage(id="m1", role=Role.ASSISTANT, content=[TextBlock(text="Two files.")]),
+    )
+    assert await store.get_drafts(run.id) == []
 
 
 async def test_a_committed_message_replaces_its_draft(store: Store) -> None:

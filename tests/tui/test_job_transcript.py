@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import Collapsible
+
 from runtime.api import Runtime
+from runtime.models import DraftKind
 from runtime.store.base import NewRun
 from tests.tui.helpers import SIZE, finish_run, make_app, wait_until
 from tui.screens.main import MainScreen
@@ -80,9 +83,11 @@ async def test_a_cancelled_runs_streamed_text_shows_after_relaunch_marked_partia
     )
     await store.register_owner("other-owner", lease_seconds=30)
     claimed = await store.claim_run(run.id, owner_id="other-owner")
+    token = claimed.execution_token or ""
     await store.save_draft(
-        run.id, token=claimed.execution_token or "", message_id="m", text="The notes say the"
+        run.id, token=token, message_id="m", text="Which notes?", kind=DraftKind.THINKING
     )
+    await store.save_draft(run.id, token=token, message_id="m", text="The notes say the")
     await store.cancel_run(run.id, reason="test")
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -94,3 +99,6 @@ async def test_a_cancelled_runs_streamed_text_shows_after_relaunch_marked_partia
         assert any("cancelled before it finished" in t for t in texts)
         views = list(screen.conversation.query(MessageView))
         assert views[-1].text == "The notes say the"
+        # What it was thinking is there too, folded as a committed message's thinking is.
+        assert views[-1].thinking_text == "Which notes?"
+        assert views[-1].query_one(Collapsible).collapsed

@@ -290,12 +290,14 @@ async def test_a_tui_watching_a_run_another_process_streams_shows_its_answer_as_
 ) -> None:
     """Found by a new-user trial: a second TUI on the same database showed only the prompt of a
     run the first one streamed, until the answer was committed (or, cancelled, until the run was
-    opened again). The other process's draft now streams into the conversation."""
+    opened again). The other process's draft now streams into the conversation, its thinking
+    too."""
     from runtime.config import Config
     from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 
     text = "Streamed by the other agent-tui, shown here as it grows. " * 4
-    provider = ScriptedProvider([Turn(text, pause_until=tmp_path / "never")])
+    thought = "The other process thinks first; its thinking is in its draft as well."
+    provider = ScriptedProvider([Turn(text, thinking=thought, pause_until=tmp_path / "never")])
     executing = await open_scripted(provider, db_path, workspace)
     watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
     try:
@@ -313,6 +315,8 @@ async def test_a_tui_watching_a_run_another_process_streams_shows_its_answer_as_
                 )
 
             await wait_until(pilot, lambda: streamed() == text)
+            [answer] = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+            await wait_until(pilot, lambda: answer.thinking_text == thought)
             assert (await watching.get_run(run.id)).state is RunState.RUNNING  # not committed
             await executing.cancel(run.id, reason="interrupted")
             await wait_until(

@@ -331,9 +331,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
                 "messages": [item.message.model_dump(mode="json") for item in inherited],
             },
             "messages": [m.model_dump(mode="json") for m in messages],
-            "partial_answer": None
-            if partial is None
-            else {"label": partial.label(), "text": partial.text, "partial": True},
+            "partial_answer": None if partial is None else partial.as_json(),
             "tool_calls": [c.model_dump(mode="json") for c in tool_calls],
             "request": request.model_dump(mode="json", by_alias=True) if request else None,
             "checkpoints": [c.model_dump(mode="json") for c in checkpoints],
@@ -354,7 +352,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         window,
         inherited=[item.message for item in inherited],
         inherited_label=origin.label() if origin else None,
-        partial=(partial.label(), partial.text) if partial else None,
+        partial=partial,
     ):
         ctx.print(line)
     return EXIT_OK

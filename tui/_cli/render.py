@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from runtime.models import (
     Checkpoint,
@@ -26,6 +26,9 @@ from tui._cli.listing import format_cost as format_cost
 from tui._cli.listing import one_line as one_line
 from tui._cli.listing import table as table
 from tui.formatting import format_tokens
+
+if TYPE_CHECKING:
+    from runtime.transcript import PartialAnswer
 
 MAX_VALUE_LINES = 40
 
@@ -223,10 +226,10 @@ def show_text(
     *,
     inherited: Sequence[Message] = (),
     inherited_label: str | None = None,
-    partial: tuple[str, str] | None = None,
+    partial: PartialAnswer | None = None,
 ) -> list[str]:
     """``inherited``: messages a fork inherited from another job, shown first under
-    ``inherited_label``; ``partial``: (label, text) of a stopped run's uncommitted answer."""
+    ``inherited_label``; ``partial``: what a stopped run streamed and never committed."""
     calls = {call.id: call for call in tool_calls}
     return [
         *_run_summary_lines(run, job, context_window),
@@ -287,7 +290,7 @@ def _inherited_lines(inherited: Sequence[Message], inherited_label: str | None) 
 
 
 def _message_lines(
-    messages: Sequence[Message], calls: dict[str, ToolCall], partial: tuple[str, str] | None
+    messages: Sequence[Message], calls: dict[str, ToolCall], partial: PartialAnswer | None
 ) -> list[str]:
     lines = ["", "Messages:"]
     for message in messages:
@@ -298,9 +301,10 @@ def _message_lines(
         for block in message.content:
             lines.extend(("    " + line).rstrip() for line in _block_lines(block, calls))
     if partial is not None:
-        label, text = partial
-        lines.append(f"[partial] assistant ({label}):")
-        lines.extend(("    " + line).rstrip() for line in text.splitlines())
+        lines.append(f"[partial] assistant ({partial.label()}):")
+        if partial.thinking:
+            lines.append("    [thinking] " + one_line(partial.thinking, 100))
+        lines.extend(("    " + line).rstrip() for line in partial.text.splitlines())
     return lines
 
 

@@ -790,6 +790,7 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
         role=Role.ASSISTANT,
         position=-1,
         text=partial.text,
+        thinking=partial.thinking,
     )
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
 

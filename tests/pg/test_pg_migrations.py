@@ -1,0 +1,59 @@
+"""A PostgreSQL database of an earlier schema version, with rows in it, is brought up to date
+and keeps them."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from runtime.models import DraftKind
+from runtime.store.base import NewRun
+from runtime.store.pg_schema import LATEST_VERSION
+from runtime.store.postgres import PostgresStore
+
+
+async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
+    pg_database: str,
+) -> None:
+    store = PostgresStore(pg_database)
+    await store.open()
+    try:
+        run = await store.create_run(
+            NewRun(agent="default", model="demo", input="find the zebra", workspace="/w")
+        )
+        await store.register_owner("owner-1", lease_seconds=30)
+        token = (await store.claim_run(run.id, owner_id="owner-1")).execution_token or ""
+        await store.save_draft(run.id, token=token, message_id="m", text="Looking for the zeb")
+    finally:
+        await store.close()
+    # The database as version 3 left it: draft parts with no kind.
+    conn = await asyncpg.connect(pg_database)
+    try:
+        await conn.execute("SET search_path TO agent_tui")
+        await conn.execute("ALTER TABLE draft_parts DROP CONSTRAINT draft_parts_pkey")
+        await conn.execute("ALTER TABLE draft_parts DROP COLUMN kind")
+        await conn.execute("ALTER TABLE draft_parts ADD PRIMARY KEY (run_id, message_id, start)")
+        await conn.execute("DELETE FROM agent_tui_migrations WHERE version = 4")
+    finally:
+        await conn.close()
+
+    store = PostgresStore(pg_database)
+    await store.open()
+    try:
+        [draft] = await store.get_drafts(run.id)
+        assert (draft.message_id, draft.text, draft.thinking) == ("m", "Looking for the zeb", "")
+        # It goes on growing, and thinking can be kept beside it.
+        await store.save_draft(run.id, token=token, message_id="m", text="ra", start=19)
+        await store.save_draft(
+            run.id, token=token, message_id="m", text="Where?", kind=DraftKind.THINKING
+        )
+        [draft] = await store.get_drafts(run.id)
+        assert (draft.text, draft.thinking) == ("Looking for the zebra", "Where?")
+    finally:
+        await store.close()
+    conn = await asyncpg.connect(pg_database)
+    try:
+        versions = await conn.fetch("SELECT version FROM agent_tui.agent_tui_migrations")
+    finally:
+        await conn.close()
+    applied = {row["version"] for row in versions}
+    assert 4 in applied and max(applied) == LATEST_VERSION
