@@ -398,7 +398,7 @@ class AgentTuiApp(App[int]):
         commands = [
             ("New job / follow-up", "Focus the composer", "compose"),
             ("Inbox", "Runs waiting for your input", "inbox"),
-            ("Cancel run", "Cancel the selected run", "cancel_run"),
+            ("Cancel run", "Cancel the run on screen", "cancel_run"),
             ("Fork", "Fork a new job from the selected checkpoint", "fork"),
             ("Retry", "Retry the selected failed or interrupted run", "retry"),
             ("Export job", "Write the job as Markdown into .agent-tui/exports/", "export"),

@@ -244,6 +244,36 @@ async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(
         assert screen.composer.input.text == "draft"
 
 
+async def test_up_goes_on_past_a_command_and_typing_adds_to_the_end_of_what_it_recalled(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a recalled command opened the command menu, which then took
+    ↑ and ↓ (history stopped there, and the next message went out with "/context" in it); and
+    the cursor sat before the recalled text, so typing went in front of it."""
+    first = await runtime.start("an older prompt")
+    await finish_run(runtime, first.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        composer = screen.composer
+        composer.focus_input()
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: composer.history[-1:] == ["/context"])
+        await pilot.press("up")
+        await pilot.pause()
+        assert composer.input.text == "/context" and composer.completing is None
+        await pilot.press("up")
+        await pilot.pause()
+        assert composer.input.text == "an older prompt"
+        await pilot.press(*", again")
+        assert composer.input.text == "an older prompt, again"
+        # Typing a command again opens the menu as ever.
+        composer.clear_text()
+        await pilot.press(*"/con")
+        await wait_until(pilot, lambda: composer.completing == "slash")
+
+
 # --- 3. interrupt and quit -----------------------------------------------------------------------
 async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_job(
     db_path: Path, workspace: Path
@@ -286,6 +316,39 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             "/stream 400",
             "go on, shorter",
         ]
+    finally:
+        await runtime.close()
+
+
+async def test_a_run_interrupted_with_escape_is_retried_with_r_once_out_of_the_composer(
+    db_path: Path, workspace: Path
+) -> None:
+    """The interrupt's notice says "press Esc, then R to retry" (Esc, then R): found by a
+    new-user trial, R did nothing on a cancelled run and the footer did not offer it."""
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            run = screen.selected_run
+            assert run is not None
+            await wait_until(pilot, lambda: screen._working_run() is not None)
+            await pilot.press("escape")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            await pilot.press("escape")  # out of the composer: letters are keys again
+            await wait_until(pilot, lambda: not screen.typing())
+            assert screen.check_action("retry", ()) is True
+            await pilot.press("R")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id
+            )
+            retried = screen.selected_run
+        assert retried is not None and retried.retry_of_run_id == run.id
     finally:
         await runtime.close()
 
@@ -549,7 +612,22 @@ async def test_slash_new_and_n_start_a_new_job_only_when_asked(
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
         await pilot.press("ctrl+t", *"/new a separate task", "enter")
         await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
-    jobs = (await runtime.list_jobs()).items
+        jobs = (await runtime.list_jobs()).items
+        [new_job] = [job for job in jobs if job.id != run.job_id]
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run is not None
+                and screen.selected_run.job_id == new_job.id
+                and screen.conversation.run_id == screen.selected_run.id
+                and screen.open_request is not None  # the demo model asks its question
+            ),
+        )
+        await pilot.pause()
+        # The new job is the one on screen and the composer follows it up (a trial: the empty
+        # new-job screen came in after the run, and the composer went back to "New job").
+        assert screen.composer.follow_up_job_id == new_job.id
+        assert not screen.conversation.query(".empty")
     assert len(jobs) == 2
     assert sorted(await user_inputs(runtime)) == ["a separate task", "summarise"]
 

@@ -167,13 +167,39 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
             field = screen.query_one(AnswerInput)
             assert field.value == "only the TODOs, and the tests"
             assert any("back in the field" in n.message for n in app._notifications)
+            # Typing goes on after it (a trial: the restored text was selected, so the first
+            # key replaced all of it).
+            await pilot.press(*" first")
             await pilot.press("enter")
             await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         answered = await second.store.get_input_request(request_id)
-        assert answered.answer == "only the TODOs, and the tests"
+        assert answered.answer == "only the TODOs, and the tests first"
         assert await second.store.get_answer_draft(request_id) == ""  # answered: gone
     finally:
         await second.close()
+
+
+async def test_escape_leaves_a_question_for_the_browser_and_escape_there_comes_back_to_it(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: Esc from the browser did not go back to the open question,
+    so the answer typed next fired the browser's single-letter keys instead."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            field = screen.query_one(AnswerInput)
+            await wait_until(pilot, lambda: app.focused is field)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: screen.job_tree.has_focus)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.focused is field)
+            await pilot.press(*"tests")
+            assert field.value == "tests"
+    finally:
+        await runtime.close()
 
 
 async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_prompt(

@@ -118,7 +118,7 @@ class MainScreen(Screen[None]):
         ),
         Binding("n", "new_job", "New job", tooltip="A new job: the composer, empty"),
         Binding("i", "inbox", "Inbox"),
-        Binding("c", "cancel_run", "Cancel", tooltip="Cancel the selected run (asks first)"),
+        Binding("c", "cancel_run", "Cancel", tooltip="Cancel the run on screen (asks first)"),
         Binding("R", "retry", "Retry"),
         Binding("f", "fork", "Fork", show=False),
         Binding("e", "export", "Export", show=False),
@@ -1189,9 +1189,13 @@ class MainScreen(Screen[None]):
             self.agent_app.action_help()
         elif name == "new":
             composer.command_done()
-            self.action_new_job()
             if argument:
+                # Straight to a new job: its run on screen addresses the composer to it. (Through
+                # the empty new-job screen first, that screen's worker could finish after the
+                # run was shown, and put "New job" back in the conversation and the composer.)
                 self._submit(argument, None)
+            else:
+                self.action_new_job()
             return
         elif name in ("model", "agent"):
             keep = not self._choose_next(name, argument)
@@ -1630,7 +1634,11 @@ class MainScreen(Screen[None]):
         if action == "cancel_run":
             return run is not None and not run.state.is_terminal
         if action == "retry":
-            return run is not None and (needs_resume(run) or run.state is RunState.FAILED)
+            # Failed, cancelled (Esc's interrupt says "Esc, then R") or interrupted: the runtime
+            # retries each from its last checkpoint.
+            return run is not None and (
+                needs_resume(run) or run.state in (RunState.FAILED, RunState.CANCELLED)
+            )
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
         if action == "thinking":
@@ -1639,7 +1647,11 @@ class MainScreen(Screen[None]):
         if action == "interrupt":
             return self._working_run() is not None and not searching
         if action == "leave":
-            return searching or (self._working_run() is None and self._pane_of(self.focused) != 0)
+            if searching:
+                return True
+            if self._pane_of(self.focused) == 0:  # the browser: back to an open prompt
+                return self.open_request is not None
+            return self._working_run() is None
         return True
 
     def action_inbox(self) -> None:

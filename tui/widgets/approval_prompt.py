@@ -59,7 +59,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # The reason too: below a long diff it was cut off, and what was typed showed nowhere.
         with Horizontal(id="reason-row"):
             yield Static("Deny because: ", classes="prompt-reason-label", markup=False)
-            yield Input(placeholder="why? Enter sends, Esc goes back", id="reason")
+            yield Input(
+                placeholder="why? Enter sends, Esc goes back", id="reason", select_on_focus=False
+            )
         with VerticalScroll(id="details"):
             yield from self._details(detail)
 

@@ -210,6 +210,8 @@ class Composer(Vertical):
         """Earlier prompts, oldest first."""
         self._history_index: int | None = None
         self._history_stash = ""
+        self._recalled: str | None = None
+        """The text ↑ or ↓ put in the box, while it is there unchanged."""
         self.next_run: dict[str | None, dict[str, str]] = {}
         """``/model`` and ``/agent`` choices for the next run of a job (None: a new job)."""
         self.command_sources: list[CommandSource] = []
@@ -403,9 +405,12 @@ class Composer(Vertical):
             self.input.value = self._history_stash
             return True
         self._history_index = index
-        self.input.value = self.history[index]
+        self._recalled = self.history[index]
+        self.input.value = self._recalled
         if step < 0:
-            self.input.move_cursor((0, 0))
+            # At the end of its first line: typing adds to it, and ↑ goes on to older ones.
+            box = self.input
+            box.move_cursor((0, len(box.document.get_line(0))))
         return True
 
     def _send(self) -> None:
@@ -508,6 +513,12 @@ class Composer(Vertical):
     def _update_completion(self) -> None:
         box = self.input
         text = box.text
+        if self._recalled is not None:
+            if text == self._recalled:
+                # A recalled command opens no menu: ↑ and ↓ go on through the history.
+                self._close_completion()
+                return
+            self._recalled = None
         if (
             text.startswith("/")
             and not text.startswith("//")

@@ -97,6 +97,7 @@ class ElicitationForm(Vertical):
             placeholder=kind,
             type="number" if kind == "number" else ("integer" if kind == "integer" else "text"),
             id=widget_id,
+            select_on_focus=False,  # back to a field: what it holds is kept, not replaced
         )
 
     def on_mount(self) -> None:

@@ -48,7 +48,14 @@ class AnswerInput(Input):
     """The free-text answer; while it is empty a digit key picks that option instead."""
 
     def __init__(self, request: InputRequest, value: str = "") -> None:
-        super().__init__(value=value, placeholder="Type your answer, Enter to send", id="free-text")
+        # Focus leaves the text as it is, the cursor after it: an answer typed before (kept
+        # across a quit) selected on focus was replaced whole by the next key.
+        super().__init__(
+            value=value,
+            placeholder="Type your answer, Enter to send",
+            id="free-text",
+            select_on_focus=False,
+        )
         self.request = request
 
     async def _on_key(self, event: events.Key) -> None:
