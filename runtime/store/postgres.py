@@ -1232,9 +1232,12 @@ class PostgresStore:
         limit = max(1, limit)
         where: list[str] = []
         params: list[Any] = []
-        if archived is not None:
-            params.append(archived)
-            where.append(f"job_id IN (SELECT id FROM jobs WHERE archived = ${len(params)})")
+        # As SQLite's (``runs_page_query``): the runs of jobs not archived are those with no
+        # archived job, looked up run by run along the index in the page's order.
+        if archived is True:
+            where.append("job_id IN (SELECT id FROM jobs WHERE archived)")
+        elif archived is False:
+            where.append("NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id AND archived)")
         if state is not None:
             params.append(RunState(state).value)
             where.append(f"state = ${len(params)}")
