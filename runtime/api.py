@@ -209,6 +209,11 @@ class RuntimeApi(Protocol):
 
     def context_window(self, model: str) -> int: ...
 
+    def check_model(self, model: str) -> None:
+        """``ConfigError`` when runs cannot use ``model`` (an unknown provider, a missing key):
+        the error a run started with it would get, before anything is stored."""
+        ...
+
     def holds_session(self, request: InputRequest) -> bool: ...
 
 

@@ -234,6 +234,11 @@ class Runtime:
         Raises ``ConfigError`` for a model no provider knows."""
         return self._catalog.provider(model).context_window
 
+    def check_model(self, model: str) -> None:
+        """``ConfigError`` when runs cannot use ``model`` (an unknown provider, a missing key):
+        what ``start`` would refuse, asked before (``/model`` in the TUI)."""
+        self._catalog.check_model(model)
+
     # --- starting runs -------------------------------------------------------------------------
     async def start(
         self,

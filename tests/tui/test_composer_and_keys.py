@@ -574,6 +574,23 @@ async def test_the_slash_menu_completes_a_command_with_tab(
         assert screen.composer.input.text == "/model "
 
 
+async def test_slash_model_refuses_a_model_no_run_could_use_at_once_and_keeps_the_text(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "/model gpt-nonsense" was taken ("the next run … uses model
+    gpt-nonsense"), and only the message sent next was refused."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press(*"/model gpt-nonsense", "enter")
+        await wait_until(pilot, lambda: any(n.title == "/model" for n in app._notifications))
+        [said] = [n for n in app._notifications if n.title == "/model"]
+        assert said.severity == "error" and "gpt-nonsense" in said.message
+        assert screen.composer.input.text == "/model gpt-nonsense"  # kept, to be corrected
+        assert "model" not in screen.composer.next_run.get(None, {})
+
+
 async def test_slash_model_changes_the_next_run_of_this_job_and_the_status_line_shows_it(
     runtime: Runtime, workspace: Path
 ) -> None:

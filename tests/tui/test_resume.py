@@ -13,6 +13,7 @@ from runtime.models import InputRequestState, RunState
 from runtime.providers.demo import DemoProvider
 from tests.tui.helpers import (
     SIZE,
+    finish_run,
     make_app,
     open_runtime,
     screen_text,
@@ -21,6 +22,7 @@ from tests.tui.helpers import (
 )
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
@@ -198,6 +200,73 @@ async def test_escape_leaves_a_question_for_the_browser_and_escape_there_comes_b
             await wait_until(pilot, lambda: app.focused is field)
             await pilot.press(*"tests")
             assert field.value == "tests"
+    finally:
+        await runtime.close()
+
+
+async def test_opening_a_job_from_the_browser_leaves_the_focus_there_whatever_was_shown_before(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: Enter on a finished job put the focus in the composer when
+    the run shown before had a question open, and left it in the browser otherwise, so the
+    next letter was text for one job and a key for another."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        finished = await runtime.start("/stream 2")
+        await finish_run(runtime, finished.id)
+        await _waiting_question(runtime)  # the newest job: first in the browser
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            await pilot.press("escape")  # from the question to the browser
+            await wait_until(pilot, lambda: screen.job_tree.has_focus)
+            await pilot.press("down", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.id == finished.id
+                    and not screen.query(QuestionPrompt)
+                ),
+            )
+            await pilot.pause()
+            assert screen.job_tree.has_focus
+    finally:
+        await runtime.close()
+
+
+async def test_a_cancel_question_left_unanswered_goes_when_another_run_is_shown(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: "Cancel the run …?" stayed docked over other jobs (and a
+    new one), out of Tab's reach, until its run was opened again and it was answered."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        finished = await runtime.start("/stream 2")
+        await finish_run(runtime, finished.id)
+        request = await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            screen.action_cancel_run()
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            screen.open_run(finished.id)
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == finished.id,
+            )
+            await pilot.pause()
+            assert not screen.query(ConfirmBar)
+            screen.open_run(request.run_id)
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            screen.action_cancel_run()
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            screen.action_new_job()
+            await wait_until(pilot, lambda: screen.selected_run is None)
+            await pilot.pause()
+            assert not screen.query(ConfirmBar)
+        # Nothing was cancelled.
+        assert (await runtime.get_run(request.run_id)).state is RunState.INPUT_REQUIRED
     finally:
         await runtime.close()
 

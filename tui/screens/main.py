@@ -658,6 +658,8 @@ class MainScreen(Screen[None]):
 
     async def _show_loaded_run(self, message: RunLoaded) -> None:
         await self._close_retry_choice()
+        if self.selected_run is None or self.selected_run.id != message.run.id:
+            await self._close_confirm_bar()
         self.selected_run = message.run
         self.selected_job = message.job
         self._target_composer(message.job)
@@ -1255,6 +1257,14 @@ class MainScreen(Screen[None]):
             usage = "/model MODEL (e.g. demo, anthropic:NAME)" if key == "model" else "/agent NAME"
             self.notify(f"Usage: {usage}. Now: {shown or 'the default'}.", title=f"/{key}")
             return False
+        if key == "model":
+            try:
+                self.runtime.check_model(value)
+            except AgentTuiError as error:
+                # Said now, not at the next send: found by a new-user trial, "/model
+                # gpt-nonsense" was taken, and the message sent next was refused.
+                self.notify(str(error), title="/model", severity="error")
+                return False
         if key == "agent":
             agents = {"default", *self.runtime.config.agents}
             if value not in agents:
@@ -1338,12 +1348,23 @@ class MainScreen(Screen[None]):
             await widget.remove()
 
     async def hide_prompt(self) -> None:
-        had_prompt = self.open_request is not None
+        """The composer takes the prompt's place, and its focus if the prompt had it (an answer
+        sent: type the next message). Focus elsewhere (a job opened from the browser, whose
+        run waits for nobody) stays: whether a letter typed next is text or a key must not
+        depend on whether the run shown before had a question open."""
+        focused = self.focused
+        bottom = self.query_one("#bottom", Vertical)
+        prompt_had_focus = (
+            self.open_request is not None
+            and focused is not None
+            and (bottom in focused.ancestors or focused is bottom)
+            and self.composer not in focused.ancestors_with_self
+        )
         self.open_request = None
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True
-        if had_prompt:
+        if prompt_had_focus or self.focused is None:
             self.composer.focus_input()
 
     @on(PromptAnswered)
@@ -1398,6 +1419,7 @@ class MainScreen(Screen[None]):
         self.run_worker(self._new_job(), exit_on_error=False, group="new-job", exclusive=True)
 
     async def _new_job(self) -> None:
+        await self._close_confirm_bar()
         await self.hide_prompt()
         self.selected_run = None
         self.selected_job = None
@@ -1690,6 +1712,12 @@ class MainScreen(Screen[None]):
         )
         await self.query_one("#bottom", Vertical).mount(bar, before=0)
         bar.focus()
+
+    async def _close_confirm_bar(self) -> None:
+        """A question about the run shown before (cancel it?) goes with it, unanswered: found by
+        a new-user trial, it stayed docked over other jobs, out of Tab's reach."""
+        for bar in self.query("#bottom > ConfirmBar"):
+            await bar.remove()
 
     async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
         back = message.bar.returning_to
