@@ -81,3 +81,8 @@ is the conversation read back to the model)."""
 
 def exports_dir(workspace: Path) -> Path:
     return workspace.joinpath(*EXPORTS_DIR)
+
+
+EXPORTS_IGNORED = "# agent-tui's exports: snapshots of conversations, not the project's files\n*\n"
+"""The exports folder's own ``.gitignore``: git (``git status``, the @-picker's listing) leaves
+the exports alone, while ``.agent-tui/`` beside them (skills, commands) stays tracked."""

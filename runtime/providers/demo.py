@@ -358,9 +358,15 @@ def _tour_turn(prompt: str, tools: list[ToolSpec], done: _ResultsByTool, workspa
     return _final_summary_turn(findings, done.get("write_file", []))
 
 
+def _quoted(prompt: str) -> str:
+    """The task as a Markdown quote, every line of it: in ``*…*`` a task of several
+    paragraphs (a paste, an attached file) showed its stars as typed."""
+    return "\n".join(f"> {line}".rstrip() for line in prompt.strip().splitlines())
+
+
 def _plan_and_list_turn(prompt: str, list_dir: ToolSpec) -> _Turn:
     return _Turn(
-        f"## Plan\n\nYou asked: *{prompt}*\n\n"
+        f"## Plan\n\nYou asked:\n\n{_quoted(prompt)}\n\n"
         "1. **List** the files of this workspace.\n"
         "2. **Read** the most telling ones and **search** them for open work.\n"
         "3. **Ask you** what the notes should focus on.\n"
@@ -498,7 +504,7 @@ def _follow_up_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) ->
     for _, result in done.get("search", []):
         hits = 0 if result.is_error else len(_matching_lines(result))
     return _Turn(
-        f"## Follow-up\n\nYou asked: *{prompt}*\n\n"
+        f"## Follow-up\n\nYou asked:\n\n{_quoted(prompt)}\n\n"
         f"The search for `{keyword}` gave **{hits}** matching line(s). "
         "Everything from the earlier runs of this job is still in my context."
     )

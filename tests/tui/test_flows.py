@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -306,6 +307,17 @@ async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     assert "exports/" in listing.content  # the folder is listed, not walked into
     assert exports[0].name not in listing.content
     assert search.content.startswith("no matches")
+    # Nor are they the project's files to git (a trial: `git status` listed them, and the
+    # @-picker offered them).
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)  # noqa: ASYNC221
+    status = subprocess.run(  # noqa: ASYNC221
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".agent-tui" not in status and "README.md" in status
 
 
 async def _question_on_screen_then_deaf(pilot: Pilot[int], app: AgentTuiApp) -> Run:

@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
 from runtime.fileio import write_text_atomically
 from runtime.kinds import InputKind, RunState
-from runtime.locations import exports_dir
+from runtime.locations import EXPORTS_IGNORED, exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui import attention, browser_filters
 from tui.messages import (
@@ -1865,6 +1865,9 @@ class MainScreen(Screen[None]):
         workspace = self.agent_app.settings.workspace
         path = export_path(workspace, job.title, job_id, time.time())
         write_text_atomically(path, text)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            write_text_atomically(ignore, EXPORTS_IGNORED)
         shown = path.relative_to(workspace)  # the folder the person is in: short enough to read
         self.notify(f"Exported to {shown}", title="Export", markup=False)
 
