@@ -32,6 +32,7 @@ __all__ = [
     "inherited_history",
     "job_transcript",
     "partial_answer",
+    "partial_label",
     "run_context",
     "run_transcript",
 ]
@@ -82,6 +83,12 @@ class TranscriptMessage:
     inherited: bool = False
 
 
+def partial_label(state: RunState) -> str:
+    """What marks an answer a run (in ``state``) stopped before committing."""
+    why = {RunState.CANCELLED: "cancelled", RunState.FAILED: "failed"}.get(state, "interrupted")
+    return f"partial answer — the run was {why} before it finished"
+
+
 @dataclass(frozen=True)
 class PartialAnswer:
     """What streamed but was never committed (the answer's text, its thinking): the run
@@ -94,11 +101,7 @@ class PartialAnswer:
     thinking: str = ""
 
     def label(self) -> str:
-        why = {
-            RunState.CANCELLED: "cancelled",
-            RunState.FAILED: "failed",
-        }.get(self.run.state, "interrupted")
-        return f"partial answer — the run was {why} before it finished"
+        return partial_label(self.run.state)
 
     def as_json(self) -> dict[str, object]:
         """As ``show --json`` and a JSON export give it."""

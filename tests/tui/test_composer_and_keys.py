@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from textual import events
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -302,6 +302,10 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             assert stopped.state is RunState.CANCELLED
             assert stopped.cancel_reason == "interrupted"
             assert streamed() > 200  # what streamed stays on screen
+            # ... marked as the partial answer it is, as it is when the run is opened again.
+            await wait_until(pilot, lambda: screen.conversation.query(".partial-label"))
+            [mark] = screen.conversation.query(".partial-label").results(Static)
+            assert "cancelled before it finished" in str(mark.render())
             assert app.focused is screen.composer.input
             assert screen.composer.follow_up_job_id == run.job_id
             # The notice names what works where the keys go: R would be a letter of the text.

@@ -914,6 +914,10 @@ class MainScreen(Screen[None]):
         if event.to_state is RunState.RUNNING and event.created_at:
             self.status.started_running(event.run_id, event.created_at)
         ended_on_screen = event.to_state.is_terminal and self._on_screen(event.run_id)
+        if ended_on_screen and event.to_state is not RunState.COMPLETED:
+            from runtime.transcript import partial_label
+
+            await self.conversation.run_stopped(partial_label(event.to_state))
         if not (ended_on_screen and await self._refresh_run_now(event.run_id)):
             self.refresh_run(event.run_id)
         if event.to_state.is_terminal:

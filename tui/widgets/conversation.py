@@ -450,6 +450,20 @@ class Conversation(SizedByLayout, VerticalScroll):
             await self.mount_all(widgets, before=self._newer_marker)
             self._trim_soon()
 
+    async def run_stopped(self, label: str) -> None:
+        """The run on screen stopped (cancelled, failed) with an answer streamed and never
+        committed: it is marked as reopening the run marks it (found by a new-user trial: after
+        Esc, the text stood there like a finished answer until the run was opened again)."""
+        for view in list(self._messages.values()):
+            if view.committed or not (view.text.strip() or view.thinking_text.strip()):
+                continue
+            group = self._group_of(view.message_id)
+            if group is None or any(w.has_class("partial-label") for w in group.widgets):
+                continue
+            mark = Static(f"⚠ {label}", classes="partial-label", markup=False)
+            group.widgets.append(mark)
+            await self.mount(mark, after=view)
+
     async def tool_state(
         self,
         tool_call_id: str,
