@@ -230,13 +230,11 @@ class Runtime:
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
     def context_window(self, model: str) -> int:
-        """The context window, in tokens, of the model ``model`` refers to (e.g. a run's model).
-        Raises ``ConfigError`` for a model no provider knows."""
+        """The context window, in tokens, of ``model``; ``ConfigError`` if no provider knows it."""
         return self._catalog.provider(model).context_window
 
     def check_model(self, model: str) -> None:
-        """``ConfigError`` when runs cannot use ``model`` (an unknown provider, a missing key):
-        what ``start`` would refuse, asked before (``/model`` in the TUI)."""
+        """``ConfigError`` when ``start`` would refuse ``model`` (no such provider, no key)."""
         self._catalog.check_model(model)
 
     # --- starting runs -------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+import pytest
 from textual import events
 from textual.widgets import OptionList, Static
 
@@ -224,6 +225,23 @@ async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Pa
         await pilot.press("ctrl+q")
     assert await runtime.store.get_composer_draft(run.job_id) == "next: the tests"
     assert await runtime.store.get_composer_draft(None) == ""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_the_empty_boxs_hint_fits_the_box_whole(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: the hint was cut at "shift+Enter" at 80 columns and at "· @"
+    at 120. The longest one that fits is shown; at 200 columns, all of it."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size) as pilot:
+        box = main_screen(app).composer.input
+        await wait_until(pilot, lambda: box.content_size.width > 0)
+        await pilot.pause()
+        assert len(box.placeholder) <= box.content_size.width
+        assert box.placeholder.startswith("Describe a task")
+        if size[0] == 200:
+            assert "shift+Enter newline" in box.placeholder
 
 
 async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(

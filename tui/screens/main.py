@@ -1342,8 +1342,13 @@ class MainScreen(Screen[None]):
         await self.query_one("#bottom", Vertical).mount(widget)
         if not isinstance(widget, ElicitationForm):
             widget.focus()
-            # Again once laid out: the hidden composer must not keep the focus.
-            self.call_after_refresh(widget.focus)
+            # Again once laid out: the hidden composer must not keep the focus. (Unless the
+            # prompt went meanwhile, answered elsewhere: a removed widget would keep it.)
+            self.call_after_refresh(self._focus_prompt, widget, request)
+
+    def _focus_prompt(self, widget: Widget, request: InputRequest) -> None:
+        if widget.is_attached and self.open_request is request:
+            widget.focus()
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -1358,17 +1363,17 @@ class MainScreen(Screen[None]):
         depend on whether the run shown before had a question open."""
         focused = self.focused
         bottom = self.query_one("#bottom", Vertical)
-        prompt_had_focus = (
-            self.open_request is not None
-            and focused is not None
-            and (bottom in focused.ancestors or focused is bottom)
-            and self.composer not in focused.ancestors_with_self
+        prompt_had_focus = self.open_request is not None and (
+            focused is None
+            or not focused.is_attached  # a prompt replaced by the next one keeps it a moment
+            or (bottom in focused.ancestors and self.composer not in focused.ancestors)
         )
         self.open_request = None
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True
-        if prompt_had_focus or self.focused is None:
+        now = self.focused
+        if prompt_had_focus or now is None or not now.is_attached:
             self.composer.focus_input()
 
     @on(PromptAnswered)

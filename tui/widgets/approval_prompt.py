@@ -60,7 +60,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         with Horizontal(id="reason-row"):
             yield Static("Deny because: ", classes="prompt-reason-label", markup=False)
             yield Input(
-                placeholder="why? Enter sends, Esc goes back", id="reason", select_on_focus=False
+                placeholder="Enter sends, Esc goes back", id="reason", select_on_focus=False
             )
         with VerticalScroll(id="details"):
             yield from self._details(detail)

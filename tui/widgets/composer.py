@@ -88,6 +88,20 @@ def command_matches(
     return [command for command in commands if command.name.lower().startswith(prefix)]
 
 
+PLACEHOLDERS = (
+    "Describe a task · Enter send · shift+Enter newline · / commands · @ files",
+    "Describe a task · Enter send · / commands · @ files",
+    "Describe a task · / commands · @ files",
+    "Describe a task",
+)
+"""The empty box's hint, longest first: the longest that fits the box is shown (a trial found
+the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120)."""
+
+
+def placeholder_for(width: int) -> str:
+    return next((text for text in PLACEHOLDERS if len(text) <= width), PLACEHOLDERS[-1])
+
+
 class ComposerInput(TextArea):
     """The text box. Keys that would insert or move are the TextArea's own, except these."""
 
@@ -105,9 +119,14 @@ class ComposerInput(TextArea):
             show_line_numbers=False,
             highlight_cursor_line=False,
             compact=True,
-            placeholder="Describe a task · Enter send · shift+Enter newline · / commands · @ files",
+            placeholder=PLACEHOLDERS[0],
             **kwargs,
         )
+
+    def on_resize(self) -> None:
+        placeholder = placeholder_for(self.content_size.width)
+        if placeholder != self.placeholder:
+            self.placeholder = placeholder
 
     @property
     def value(self) -> str:
