@@ -235,6 +235,28 @@ async def test_opening_a_job_from_the_browser_leaves_the_focus_there_whatever_wa
         await runtime.close()
 
 
+async def test_ctrl_t_on_a_job_waiting_for_an_answer_goes_to_its_prompt(
+    db_path: Path, workspace: Path
+) -> None:
+    """ctrl+t ("follow up") on a job whose run waits for an answer says to answer first, and
+    puts the keys there: left in the browser, the message typed next fired its letter keys."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: screen.job_tree.has_focus)
+            await pilot.press("ctrl+t")
+            field = screen.query_one(AnswerInput)
+            await wait_until(pilot, lambda: app.focused is field)
+            await pilot.press(*"tests")
+            assert field.value == "tests"
+    finally:
+        await runtime.close()
+
+
 async def test_a_cancel_question_left_unanswered_goes_when_another_run_is_shown(
     db_path: Path, workspace: Path
 ) -> None:

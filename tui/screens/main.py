@@ -1507,7 +1507,10 @@ class MainScreen(Screen[None]):
     def action_follow_up(self) -> None:
         """Follow up the selected job: the composer in follow-up mode, focused."""
         if self.open_request is not None:
+            # To the prompt, where typing goes now: left in the browser, the message typed
+            # next fired its single-letter keys (new job, export, archive, cancel…).
             self.notify("Answer the prompt first.", severity="warning")
+            self._focus_pane(2)
             return
         job_id = self.selected_job.id if self.selected_job else None
         node = self.job_tree.cursor_node
