@@ -51,6 +51,15 @@ async def _open_the_question(pilot: Pilot[object], app: AgentTuiApp) -> MainScre
     return screen
 
 
+async def _typing_reaches_the_answer(pilot: Pilot[object], app: AgentTuiApp) -> None:
+    """The answer field has the focus, and what is typed next goes into it (added at its end)."""
+    field = app.screen.query_one(AnswerInput)
+    await wait_until(pilot, lambda: app.focused is field)
+    before = field.value
+    await pilot.press(*" tests")
+    assert field.value == before + " tests"
+
+
 async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
     db_path: Path, workspace: Path
 ) -> None:
@@ -192,14 +201,11 @@ async def test_escape_leaves_a_question_for_the_browser_and_escape_there_comes_b
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = await _open_the_question(pilot, app)
-            field = screen.query_one(AnswerInput)
-            await wait_until(pilot, lambda: app.focused is field)
+            await _typing_reaches_the_answer(pilot, app)
             await pilot.press("escape")
             await wait_until(pilot, lambda: screen.job_tree.has_focus)
             await pilot.press("escape")
-            await wait_until(pilot, lambda: app.focused is field)
-            await pilot.press(*"tests")
-            assert field.value == "tests"
+            await _typing_reaches_the_answer(pilot, app)
     finally:
         await runtime.close()
 
@@ -249,10 +255,7 @@ async def test_ctrl_t_on_a_job_waiting_for_an_answer_goes_to_its_prompt(
             await pilot.press("escape")
             await wait_until(pilot, lambda: screen.job_tree.has_focus)
             await pilot.press("ctrl+t")
-            field = screen.query_one(AnswerInput)
-            await wait_until(pilot, lambda: app.focused is field)
-            await pilot.press(*"tests")
-            assert field.value == "tests"
+            await _typing_reaches_the_answer(pilot, app)
     finally:
         await runtime.close()
 
