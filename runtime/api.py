@@ -84,9 +84,16 @@ class RuntimeApi(Protocol):
         ...
 
     async def respond(
-        self, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        request_id: str,
+        value: Any,
+        *,
+        idempotency_key: str | None = None,
+        detach: bool = False,
     ) -> Run:
-        """Answer the open request (validated against its schema) and continue the run."""
+        """Answer the open request (validated against its schema) and continue the run here;
+        with ``detach``, in the live process that owns it (or the workers)."""
         ...
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> Run: ...

@@ -22,7 +22,7 @@ from runtime.clock import Clock
 from runtime.config import Config
 from runtime.consumers import Consumer
 from runtime.engine.assembly import build_engine
-from runtime.engine.delegation import held_elsewhere, next_boundary
+from runtime.engine.delegation import next_boundary
 from runtime.engine.execution import (
     LEASE_SECONDS,
     Execution,
@@ -369,9 +369,17 @@ class Runtime:
         )
 
     async def respond(
-        self, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        request_id: str,
+        value: Any,
+        *,
+        idempotency_key: str | None = None,
+        detach: bool = False,
     ) -> Run:
-        """Answer the open request (validated) and continue the run in this process."""
+        """Answer the open request (validated) and continue the run in this process; with
+        ``detach``, leave it to the process that owns it (``RunStateConflict`` if none is
+        alive) or, for a run queued for workers, to them."""
         request = await self.store.get_input_request(request_id)
         if request.run_id != run_id:
             raise InvalidInput(f"request {request_id} does not belong to run {run_id}")
@@ -392,13 +400,14 @@ class Runtime:
                     "the tool call's arguments changed since the request was made; "
                     "the answer was refused"
                 )
-        if not run.detached:
-            await self._leases.ensure()
+        elicitation = request.kind is InputKind.ELICITATION
+        here = await self.dispatch.goes_on_here(run, elicitation=elicitation, detach=detach)
         run, request = await self.store.answer_input_request(
             request_id,
             answer=answer,
             idempotency_key=idempotency_key,
             expected_revision=None if idempotency_key else run.revision,
+            owner_id=self.owner_id if here else None,
         )
         if (
             request.kind is InputKind.APPROVAL
@@ -419,16 +428,10 @@ class Runtime:
             if not future.done():
                 future.set_result(answer)
             return claimed
-        if request.kind is InputKind.ELICITATION and await self._held_elsewhere(run):
-            # Another live process holds the MCP session and will pick the answer up.
-            return run
-        if run.state is RunState.QUEUED and not run.detached:
+        if here and run.state is RunState.QUEUED:
             self._launch(run_id)
-            await self._resume_ancestors(run)
+            await self.dispatch.resume_ancestors(run)
         return run
-
-    async def _held_elsewhere(self, run: Run) -> bool:
-        return await held_elsewhere(self.store, run, self.owner_id)
 
     def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
         for execution in self._executions.values():
@@ -436,15 +439,6 @@ class Runtime:
             if future is not None:
                 return future
         return None
-
-    async def _resume_ancestors(self, run: Run) -> None:
-        """A child answered after a restart: its waiting parents must run again too."""
-        parent_id = run.parent_run_id
-        while parent_id is not None:
-            parent = await self.store.get_run(parent_id)
-            if parent.state is RunState.QUEUED and parent.id not in self._executions:
-                self._launch(parent.id)
-            parent_id = parent.parent_run_id
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> Run:
         if self._leases.read_only:
@@ -539,7 +533,7 @@ class Runtime:
 
     async def _boundary(self, run_id: str) -> Boundary | None:
         found = await next_boundary(
-            self.store, run_id, executing=self._executions, held_elsewhere=self._held_elsewhere
+            self.store, run_id, executing=self._executions, owner_id=self.owner_id
         )
         return None if found is None else Boundary(run=found[0], request=found[1])
 

@@ -99,6 +99,11 @@ def build_engine(
         executions=executions,
     )
     dispatch = Dispatch(
-        store=store, executions=executions, leases=leases, pump=pump, launch=launcher.launch
+        store=store,
+        owner_id=owner_id,
+        executions=executions,
+        leases=leases,
+        pump=pump,
+        launch=launcher.launch,
     )
     return Engine(catalog, pump, delegation, leases, executor, bus, executions, dispatch)

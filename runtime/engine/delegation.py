@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -103,10 +103,11 @@ async def next_boundary(
     run_id: str,
     *,
     executing: Mapping[str, Execution],
-    held_elsewhere: Callable[[Run], Awaitable[bool]],
+    owner_id: str,
 ) -> tuple[Run, InputRequest | None] | None:
-    """Where ``wait`` stops: the run terminal, waiting (with its request), queued with nobody
-    to execute it; or a descendant waiting for a person. None: keep waiting."""
+    """Where ``wait`` (in the process ``owner_id``) stops: the run terminal, waiting (with its
+    request), queued with nobody to execute it; or a descendant waiting for a person. None:
+    keep waiting."""
     run = await store.get_run(run_id)
     if run.state.is_terminal:
         return run, None
@@ -118,7 +119,8 @@ async def next_boundary(
         run.state is RunState.QUEUED
         and not run.detached  # a worker will take it
         and run_id not in executing
-        and not await held_elsewhere(run)
+        and run.owner_id != owner_id  # answered elsewhere and left to us: we go on with it
+        and not await held_elsewhere(store, run, owner_id)
     ):
         return run, None  # nobody will execute it (interrupted, or its process is gone)
     return await waiting_descendant(store, run)

@@ -4,18 +4,26 @@
 queued for workers (``NewRun.detached``), only stores it: this process holds no lease for it.
 A worker takes a detached run with ``take``: the owner lease, then the usual execution (claim,
 steps). ``give_back_at_step_end`` is a worker's SIGTERM: no new executions start here, and each
-one finishes the step it is in, then gives its run back to the queue (``Executor``)."""
+one finishes the step it is in, then gives its run back to the queue (``Executor``).
+
+A run answered by another process with ``--detach`` stays with its owner: the pump tells
+``answered_elsewhere``, and the owner, if it is this process, goes on with it."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
+from runtime.engine.delegation import held_elsewhere
 from runtime.engine.execution import Executions
 from runtime.engine.leases import Leases
 from runtime.engine.pump import Pump
-from runtime.models import Run
+from runtime.errors import AgentTuiError, RunStateConflict
+from runtime.models import Run, RunState
 from runtime.store.base import NewRun, Store
+
+log = logging.getLogger("runtime.engine")
 
 
 class Dispatch:
@@ -23,18 +31,22 @@ class Dispatch:
         self,
         *,
         store: Store,
+        owner_id: str,
         executions: Executions,
         leases: Leases,
         pump: Pump,
         launch: Callable[[str], None],
     ) -> None:
         self._store = store
+        self._owner_id = owner_id
         self._executions = executions
         self._leases = leases
         self._pump = pump
         self._launch = launch
         self.giving_back = False
         """Set by ``give_back_at_step_end``: nothing starts executing here any more."""
+        self._going_on: set[asyncio.Task[None]] = set()
+        pump.on_answered = self.answered_elsewhere
 
     async def create(self, new_run: NewRun) -> Run:
         """Store the run; execute it here unless it is for workers."""
@@ -56,6 +68,56 @@ class Dispatch:
         self._launch(run_id)
         execution = self._executions.get(run_id)
         return execution.task if execution is not None else None
+
+    async def goes_on_here(self, run: Run, *, elicitation: bool, detach: bool) -> bool:
+        """Whether the process that answers ``run`` goes on with it (then it holds the lease
+        from now on). Not for a run queued for workers, nor when another live process holds
+        the MCP session that asked (``elicitation``), nor with ``detach``: then the run's owner
+        goes on, and it must be alive (``RunStateConflict`` otherwise, nothing changed)."""
+        owned_elsewhere = await held_elsewhere(self._store, run, self._owner_id)
+        if not (detach or run.detached or (elicitation and owned_elsewhere)):
+            await self._leases.ensure()
+            return True
+        if detach and not (run.detached or owned_elsewhere or run.owner_id == self._owner_id):
+            raise RunStateConflict(
+                f"no process would go on with run {run.id}: the one that ran it has ended; "
+                "answer it without detaching to go on here"
+            )
+        return False
+
+    async def resume_ancestors(self, run: Run) -> None:
+        """A child answered after a restart: its waiting parents must run again too."""
+        parent_id = run.parent_run_id
+        while parent_id is not None:
+            parent = await self._store.get_run(parent_id)
+            if parent.state is RunState.QUEUED and parent.id not in self._executions:
+                self._launch(parent.id)
+            parent_id = parent.parent_run_id
+
+    def answered_elsewhere(self, run_id: str) -> None:
+        """An answer requeued ``run_id``, which does not execute here: if this process owns
+        it (another process answered it and left it to its owner), go on with it."""
+        if self._leases.read_only:
+            return
+        task = asyncio.get_running_loop().create_task(self._go_on_if_ours(run_id))
+        self._going_on.add(task)
+        task.add_done_callback(self._going_on.discard)
+
+    async def _go_on_if_ours(self, run_id: str) -> None:
+        try:
+            run = await self._store.get_run(run_id)
+            if (
+                run.state is not RunState.QUEUED
+                or run.detached
+                or run.owner_id != self._owner_id
+                or run_id in self._executions
+            ):
+                return
+            await self._leases.ensure()
+            self._launch(run_id)
+            await self.resume_ancestors(run)
+        except AgentTuiError:
+            log.exception("going on with run %s, answered elsewhere, failed", run_id)
 
     def give_back_at_step_end(self) -> None:
         """Start nothing more; each execution finishes its step, then gives its run back

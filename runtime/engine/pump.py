@@ -50,6 +50,9 @@ class Pump:
         self._run_changed = asyncio.Event()
         """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
         committed here, events read from other processes, or ``notify``."""
+        self.on_answered: Callable[[str], None] | None = None
+        """Told the id of each run that an answer requeued and that does not execute here:
+        if it is this process's run (answered with ``--detach`` elsewhere), it goes on here."""
         self._mirrored: dict[tuple[str, bool], int] = {}
         """(message id, thinking or not) → how much of that part of its draft, streamed by another
         process, was handed out."""
@@ -90,6 +93,14 @@ class Pump:
     def _publish_durable(self, event: DurableEvent) -> None:
         self._pumped = event.seq
         self.publish(event)
+        if (
+            isinstance(event, RunStateChanged)
+            and event.from_state is RunState.INPUT_REQUIRED
+            and event.to_state is RunState.QUEUED
+            and event.run_id not in self._executions
+            and self.on_answered is not None
+        ):
+            self.on_answered(event.run_id)
         if (
             isinstance(event, RunStateChanged)
             and event.to_state is RunState.CANCELLED

@@ -379,6 +379,7 @@ class Store(Protocol):
         answer: Any,
         idempotency_key: str | None = None,
         expected_revision: int | None = None,
+        owner_id: str | None = None,
     ) -> tuple[Run, InputRequest]:
         """pending → answered and the run input_required → queued (compare-and-set).
 
@@ -386,7 +387,9 @@ class Store(Protocol):
         If the run changed since, ``RevisionConflict`` and nothing changes.
 
         A second answer raises ``AlreadyAnswered``. With ``idempotency_key`` a retried call
-        with the same answer returns the first result (a receipt)."""
+        with the same answer returns the first result (a receipt). ``owner_id`` names the
+        process that goes on with the run; None leaves it with its owner
+        (``rules.answer_input_request``)."""
         ...
 
     async def cancel_input_request(

@@ -916,6 +916,7 @@ class PostgresStore:
         answer: Any,
         idempotency_key: str | None = None,
         expected_revision: int | None = None,
+        owner_id: str | None = None,
     ) -> tuple[Run, InputRequest]:
         now = self._now()
         input_hash = canonical_hash({"request_id": request_id, "answer": answer})
@@ -954,6 +955,7 @@ class PostgresStore:
                 idempotency_key=idempotency_key,
                 input_hash=input_hash,
                 now=now,
+                owner_id=owner_id,
             )
             await _apply(t, plan)
             # What was being typed to it is sent now: the draft goes with the answer.

@@ -838,8 +838,12 @@ def answer_input_request(
     idempotency_key: str | None,
     input_hash: str,
     now: float,
+    owner_id: str | None = None,
 ) -> tuple[Plan, Run, InputRequest]:
-    """pending → answered and the run input_required → queued (no token: a person answered)."""
+    """pending → answered and the run input_required → queued (no token: a person answered).
+    ``owner_id``: the process that goes on with the run, named in the same write (so the owner
+    it had does not take it up too); None leaves the run with the owner it has, which goes on
+    with it (an answer sent with ``--detach``)."""
     if request.state is InputRequestState.ANSWERED:
         raise errors.AlreadyAnswered(f"input request {request.id} is already answered")
     if request.state is InputRequestState.CANCELLED:
@@ -856,7 +860,9 @@ def answer_input_request(
     answered = request.model_copy(
         update={"state": InputRequestState.ANSWERED, "answer": answer, "answered_at": now}
     )
-    plan = _transition(run, RunState.QUEUED, now, execution_token=None)
+    plan = _transition(
+        run, RunState.QUEUED, now, execution_token=None, owner_id=owner_id or run.owner_id
+    )
     plan.requests.append(answered)
     after = plan.runs[0][0]
     if idempotency_key is not None:

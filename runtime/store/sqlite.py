@@ -1072,6 +1072,7 @@ class SqliteStore:
         answer: Any,
         idempotency_key: str | None = None,
         expected_revision: int | None = None,
+        owner_id: str | None = None,
     ) -> tuple[Run, InputRequest]:
         now = self._now()
         input_hash = canonical_hash({"request_id": request_id, "answer": answer})
@@ -1113,6 +1114,7 @@ class SqliteStore:
                 idempotency_key=idempotency_key,
                 input_hash=input_hash,
                 now=now,
+                owner_id=owner_id,
             )
             _apply(conn, plan)
             # What was being typed to it is sent now: the draft goes with the answer.

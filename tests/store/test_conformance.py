@@ -435,6 +435,20 @@ async def test_an_input_request_moves_the_run_and_its_event_carries_it(store: St
     assert (await store.get_job(run.job_id)).latest_run_state is RunState.INPUT_REQUIRED
 
 
+async def test_an_answer_names_who_goes_on_with_the_run_or_leaves_it_with_its_owner(
+    store: Store,
+) -> None:
+    first, token = await running_run(store, owner_id="owner-1")
+    _, request = await store.open_input_request(first.id, token=token, request=QUESTION)
+    kept, _ = await store.answer_input_request(request.id, answer="a")
+    assert kept.owner_id == "owner-1"
+    second, token = await running_run(store, owner_id="owner-1")
+    _, request = await store.open_input_request(second.id, token=token, request=QUESTION)
+    taken, _ = await store.answer_input_request(request.id, answer="a", owner_id="owner-2")
+    assert taken.owner_id == "owner-2"
+    assert (await store.get_run(second.id)).owner_id == "owner-2"
+
+
 async def test_answering_queues_the_run_and_a_second_answer_is_refused(store: Store) -> None:
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)

@@ -254,14 +254,18 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     ctx.watching = run.detached
     cursor = await event_cursor(runtime)
     if args.detach:
-        answered = await runtime.respond(request.run_id, request.id, value)
+        answered = await runtime.respond(request.run_id, request.id, value, detach=True)
         if args.json:
             ctx.print(
                 json.dumps(
                     {"kind": "answered", "run_id": answered.id, "state": answered.state.value}
                 )
             )
-        goes_on = "a worker goes on with it" if answered.detached else "its process goes on"
+        goes_on = (
+            "a worker goes on with it"
+            if answered.detached
+            else "the agent-tui that runs it goes on with it"
+        )
         ctx.say(f"Answered run {answered.id} ({answered.state.value}); {goes_on}.")
         return EXIT_OK
     printer = EventPrinter(ctx.out, ctx.err, json_mode=args.json, main_run_id=root.id)
