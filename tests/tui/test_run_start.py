@@ -92,3 +92,34 @@ def _mode(composer: Composer) -> object:
     from textual.widgets import Static
 
     return composer.query_one("#mode", Static).render()
+
+
+async def test_a_refresh_read_before_the_runs_last_change_does_not_bring_back_its_old_state(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A run's rows are read again by a worker at each checkpoint; one that read them before
+    the run's next change and arrived after it used to put the old state back on screen (a
+    finished run shown running, with nothing to correct it)."""
+    from tui.messages import RunRefreshed
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.pause()
+        await pilot.press(*"hello there", "enter")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run is not None
+                and screen.selected_run.state is RunState.INPUT_REQUIRED
+            ),
+        )
+        assert screen.selected_run is not None
+        now = await runtime.get_run(screen.selected_run.id)
+        job = await runtime.get_job(now.job_id)
+        stale = now.model_copy(update={"state": RunState.RUNNING, "revision": now.revision - 1})
+        screen.post_message(RunRefreshed(stale, job))
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.selected_run.state is RunState.INPUT_REQUIRED
+        assert screen.job_tree.shown_rows(now)[0] == now

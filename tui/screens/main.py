@@ -996,6 +996,13 @@ class MainScreen(Screen[None]):
 
     def on_run_refreshed(self, message: RunRefreshed) -> None:
         run = message.run
+        shown_run, shown_job = self.job_tree.shown_rows(run)
+        if shown_run is not None and shown_run.revision > run.revision:
+            return  # read before a change that is shown already (a refresh that came late)
+        if (shown_run, shown_job) == (run, message.job) and (
+            self.selected_run is None or self.selected_run.id != run.id or self.selected_run == run
+        ):
+            return  # nothing new: not even a frame (a checkpoint's refresh after the run ended)
         if run.id == self._loading_run_id and self.job_tree.job_node(run.job_id) is None:
             return  # a new job's rows come with its run on screen, in that frame
         if self.job_tree.job_node(run.job_id) is not None or self.state_filter is None:

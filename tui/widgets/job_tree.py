@@ -511,6 +511,12 @@ class JobTree(Tree[NodeData]):
     def job_node(self, job_id: str) -> TreeNode[NodeData] | None:
         return self._jobs.get(job_id)
 
+    def shown_rows(self, run: Run) -> tuple[Run | None, Job | None]:
+        """The rows of ``run`` (as last given) and of its job that the browser shows."""
+        node = self._jobs.get(run.job_id)
+        job = node.data.job if node is not None and isinstance(node.data, JobEntry) else None
+        return self._job_runs.get(run.job_id, {}).get(run.id), job
+
     def run_node(self, run_id: str) -> TreeNode[NodeData] | None:
         return self._runs.get(run_id)
 
