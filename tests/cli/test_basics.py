@@ -34,6 +34,16 @@ def test_an_invalid_state_filter_is_a_usage_error(cli: Cli) -> None:
     assert "sleeping" in result.stderr
 
 
+def test_an_unknown_option_of_a_command_is_told_with_that_commands_usage(cli: Cli) -> None:
+    result = cli.run("runs", "--bogus")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0].startswith("usage: agent-tui runs ")
+    assert result.stderr.splitlines()[-1] == (
+        "agent-tui runs: error: unrecognized arguments: --bogus"
+    )
+    assert not cli.db.exists()
+
+
 def test_global_options_are_accepted_after_the_subcommand(cli: Cli) -> None:
     result = cli.run(
         "runs", "--db", str(cli.db), "--workspace", str(cli.workspace), global_options=False

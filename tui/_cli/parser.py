@@ -111,7 +111,18 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
             if not rest:
                 args.command = None
                 return args
-    return build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the command's own parser (its usage, not the top level's), as argparse
+        # does for a wrong value of one of its options.
+        command = COMMAND_PARSERS.get(getattr(args, "command", None) or "", parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+COMMAND_PARSERS: dict[str, argparse.ArgumentParser] = {}
+"""Each command's parser, by name (filled by ``build_parser``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_continuing_commands(commands)
     _add_job_commands(commands)
     _add_service_commands(commands)
+    COMMAND_PARSERS.update(commands.choices)
     return parser
 
 
