@@ -227,6 +227,50 @@ async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Pa
     assert await runtime.store.get_composer_draft(None) == ""
 
 
+async def test_a_new_job_starts_with_an_empty_box_and_the_follow_up_stays_with_its_job(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a follow-up typed for a job, then ``n``, stayed in the box,
+    and went out as the new job's task (while the old job kept a copy as its draft)."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.press("ctrl+t", *"for the old job", "escape")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+        await pilot.pause()
+        assert screen.composer.input.text == ""
+        await pilot.press(*"a new task")
+        await pilot.press("ctrl+q")
+    assert await runtime.store.get_composer_draft(run.job_id) == "for the old job"
+    assert await runtime.store.get_composer_draft(None) == "a new task"
+
+
+async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(
+    runtime: Runtime, workspace: Path
+) -> None:
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.press("ctrl+t", *"better as a job of its own")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+        assert screen.composer.input.text == "better as a job of its own"
+        await pilot.press("ctrl+q")
+    assert await runtime.store.get_composer_draft(run.job_id) == ""
+    assert await runtime.store.get_composer_draft(None) == "better as a job of its own"
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 async def test_the_empty_boxs_hint_fits_the_box_whole(
     runtime: Runtime, workspace: Path, size: tuple[int, int]

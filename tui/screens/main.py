@@ -163,6 +163,8 @@ class MainScreen(Screen[None]):
         self.open_request: InputRequest | None = None
         self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
+        self._started_job_id: str | None = None
+        """The job of the run this screen started last: what is typed meanwhile is for it."""
         self._replay: list[TextualMessage] = []
         self._loading_more = False
         self._search_hits: list[SearchHit] = []
@@ -1033,10 +1035,13 @@ class MainScreen(Screen[None]):
 
     # --- composer, prompts ---------------------------------------------------------------------
     def _target_composer(self, job: Job) -> None:
-        """The composer addresses the job on screen; its saved draft comes back."""
+        """The composer addresses the job on screen; its saved draft comes back. What was typed
+        for another job stays that job's draft, but for a run this screen just started (a new
+        job's task, a fork): what is typed after Enter goes on to it."""
         composer = self.composer
         changed = composer.follow_up_job_id != job.id
-        composer.target(job.id, job.title)
+        started, self._started_job_id = self._started_job_id == job.id, None
+        composer.target(job.id, job.title, carry=started)
         if changed:
             self._load_draft(job.id)
 
@@ -1312,6 +1317,7 @@ class MainScreen(Screen[None]):
         # frame: put in here, they were a layout of the whole screen of their own, a frame
         # before the one that opened the run. (Should the run fail to load, its next state
         # change puts them in: ``on_run_refreshed``.)
+        self._started_job_id = message.job.id
         self.open_run(message.run.id)
 
     async def show_prompt(self, request: InputRequest, *, asker: Run | None = None) -> None:

@@ -296,9 +296,11 @@ class Composer(Vertical):
             self.target(None)
         self._refresh_mode()
 
-    def target(self, job_id: str | None, title: str | None = None) -> None:
+    def target(self, job_id: str | None, title: str | None = None, *, carry: bool = False) -> None:
         """Address the next message to ``job_id`` (None: a new job); the draft of the old target
-        is saved at once and the new one's is asked for."""
+        is saved at once and the box emptied for the new one's, which the screen asks for.
+        ``carry``: the text in the box goes to the new target instead (it is moved, not copied:
+        the old target keeps no draft of it)."""
         if title is not None:
             self.target_title = title
         elif job_id is not None and job_id == self.selected_job_id:
@@ -309,17 +311,32 @@ class Composer(Vertical):
         if job_id == self.follow_up_job_id and self._draft_key == job_id:
             self._refresh_mode()
             return
-        self.flush_draft()
+        text = self.input.text
+        if not carry:
+            self.flush_draft()
+        elif text:
+            if self._save_timer is not None:
+                self._save_timer.stop()
+            self.post_message(self.DraftChanged(self._draft_key, ""))
         self.follow_up_job_id = job_id
         self._draft_key = job_id
         self._history_index = None
+        if text and carry:
+            self._save_timer = self.set_timer(DRAFT_SAVE_DELAY, self.flush_draft)
+        elif text:
+            # Kept as the old target's draft: it must not be sent to the new one (a follow-up
+            # typed for one job went out as another job's task).
+            self._loading_draft = True
+            self.clear_text()
         self._refresh_mode()
 
     def action_toggle_mode(self) -> None:
+        """What is being typed changes address: a follow-up becomes a new job's task, or the
+        other way round."""
         if self.follow_up_job_id is None and self.selected_job_id is not None:
-            self.target(self.selected_job_id)
+            self.target(self.selected_job_id, carry=True)
         else:
-            self.target(None)
+            self.target(None, carry=True)
 
     def choose_next(self, key: str, value: str) -> None:
         """``/model`` or ``/agent``: what the next run of the current target uses."""
