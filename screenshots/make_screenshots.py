@@ -107,7 +107,7 @@ async def scene_question(pilot: Any, runtime: Runtime) -> None:
 
 async def scene_approval(pilot: Any, runtime: Runtime) -> None:
     await scene_question(pilot, runtime)
-    await pilot.press("1")
+    await pilot.press("1", "enter")
     await _until(pilot, lambda: _main(pilot).query(ApprovalPrompt))
     await pilot.pause(0.3)
 

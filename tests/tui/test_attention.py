@@ -93,7 +93,7 @@ async def _run_in_a_pty(workspace: Path, home: Path, db_path: Path, notify: str)
         os.write(main, b"summarise this project\r")
         # The prompt itself (the question shows in the call's line earlier); the alert goes out
         # when the run starts waiting, which may be drawn a moment before or after it.
-        await read_until(b"choose (while empty)")
+        await read_until(b"Enter: choose")
         with contextlib.suppress(TimeoutError):
             await read_until(b"\x1b]777;notify;", timeout=10)
         mark = len(seen)

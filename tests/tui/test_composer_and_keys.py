@@ -74,7 +74,27 @@ async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_
     assert not (workspace / ".agent-tui" / "exports").exists()  # nothing exported
 
 
-async def test_a_digit_picks_an_option_only_while_the_answer_field_is_empty(
+async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_an_option(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "2024 roadmap" picked option 2 at its first key and dropped
+    the rest. A digit is text; an option's number alone, then Enter, picks that option."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        request = screen.query_one(QuestionPrompt).request
+        assert len(request.options) >= 2
+        await pilot.press(*"2024 roadmap")
+        assert screen.query_one(AnswerInput).value == "2024 roadmap"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    stored = await runtime.store.get_input_request(request.id)
+    assert stored.answer == "2024 roadmap"
+
+
+async def test_an_options_number_alone_then_enter_picks_that_option(
     runtime: Runtime, workspace: Path
 ) -> None:
     app = make_app(runtime, workspace)
@@ -83,12 +103,13 @@ async def test_a_digit_picks_an_option_only_while_the_answer_field_is_empty(
         screen = main_screen(app)
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
         request = screen.query_one(QuestionPrompt).request
-        await pilot.press(*"top 3 files")  # the 3 is text: the field is not empty
-        assert screen.query_one(AnswerInput).value == "top 3 files"
+        await pilot.press("2")
+        await pilot.pause()
+        assert screen.query(QuestionPrompt)  # not sent by the digit alone
         await pilot.press("enter")
         await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
     stored = await runtime.store.get_input_request(request.id)
-    assert stored.answer == "top 3 files"
+    assert stored.answer == request.options[1]
 
 
 async def test_single_letter_keys_show_in_the_footer_only_where_no_text_is_typed(

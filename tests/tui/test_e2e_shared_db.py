@@ -122,7 +122,7 @@ async def test_a_poller_never_steals_the_tuis_run_and_a_second_tui_can_answer_it
         await _wait_for_text(second, "question    summarise")
         await _open_from_inbox(second)
         assert "What should the notes focus on" in await _screen(second)
-        await _tmux("send-keys", "-t", second, "1")
+        await _tmux("send-keys", "-t", second, "1", "Enter")  # the option's number, then Enter
         # The first TUI follows the run from the database and answers the approval.
         await _wait_for_text(first, "Allow write_file", timeout=60)
         await _tmux("send-keys", "-t", first, "y")

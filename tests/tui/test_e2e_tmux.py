@@ -87,10 +87,8 @@ async def test_a_task_answered_by_keys_survives_quit_and_relaunch(
         await _wait_for_text(session, "New job")
         await _tmux("send-keys", "-t", session, "-l", "summarise this project")
         await _tmux("send-keys", "-t", session, "Enter")
-        await _wait_for_text(
-            session, "choose (while empty)"
-        )  # the prompt itself, not the call line
-        await _tmux("send-keys", "-t", session, "1")
+        await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
+        await _tmux("send-keys", "-t", session, "1", "Enter")  # an option's number, then Enter
         await _wait_for_text(session, "Allow write_file")
         await _tmux("send-keys", "-t", session, "y")
         await _wait_for_text(session, "completed")

@@ -54,7 +54,7 @@ async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
         assert run is not None
         assert (await runtime.get_run(run.id)).state is RunState.INPUT_REQUIRED
 
-        await pilot.press("1")
+        await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         approval = screen.query_one(ApprovalPrompt)
         assert approval.request.detail.get("diff")
@@ -134,7 +134,7 @@ async def test_denying_with_a_reason_sends_the_reason(runtime: Runtime, workspac
         await pilot.press(*"summarise", "enter")
         screen = main_screen(app)
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        await pilot.press("2")
+        await pilot.press("2", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         request = screen.query_one(ApprovalPrompt).request
         await pilot.press("r", *"not now", "enter")

@@ -59,7 +59,7 @@ async def answer_by_keys_until_completed(pilot: Any, screen: MainScreen) -> None
         await wait_until(pilot, settled)
         if screen.query(QuestionPrompt):
             screen.query_one(QuestionPrompt).focus()
-            await pilot.press("1")
+            await pilot.press("1", "enter")  # an option's number, then Enter
         elif screen.query(ApprovalPrompt):
             screen.query_one(ApprovalPrompt).focus()
             await pilot.press("y")
@@ -286,7 +286,7 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
             # The sub-run's question is back under the parent; answer it by digit.
             await wait_until(pilot, lambda: screen.query(QuestionPrompt))
             screen.query_one(QuestionPrompt).focus()
-            await pilot.press("1")
+            await pilot.press("1", "enter")  # an option's number, then Enter
             await wait_until(
                 pilot,
                 lambda: (

@@ -73,7 +73,7 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
         assert isinstance(screen, MainScreen)
         await pilot.press(*"summarise", "enter")
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        await pilot.press("1")
+        await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         await pilot.press("A")
         await wait_until(pilot, lambda: (workspace / "agent-notes.md").exists())
@@ -95,6 +95,6 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
         screen.query_one("#composer-input").focus()
         await pilot.press(*"/new summarise again", "enter")
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        await pilot.press("1")
+        await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         assert screen.query_one(ApprovalPrompt).request.detail["tool"] == "write_file"

@@ -47,10 +47,8 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
         await _wait_for_text(session, "New job")
         await _keys(session, "summarise this project", literal=True)
         await _keys(session, "Enter")
-        await _wait_for_text(
-            session, "choose (while empty)"
-        )  # the prompt itself, not the call line
-        await _keys(session, "1")
+        await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
+        await _keys(session, "1", "Enter")  # an option's number, then Enter
         await _wait_for_text(session, "Allow write_file")
         await _keys(session, "A")
         await _wait_for_text(session, "completed")
@@ -73,10 +71,8 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
 
         await _keys(session, "/new summarise it again", literal=True)
         await _keys(session, "Enter")
-        await _wait_for_text(
-            session, "choose (while empty)"
-        )  # the prompt itself, not the call line
-        await _keys(session, "1")
+        await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
+        await _keys(session, "1", "Enter")  # an option's number, then Enter
         await _wait_for_text(session, "Allow write_file")
         await _keys(session, "C-q")
         await _wait_for_exit(session)

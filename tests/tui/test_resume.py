@@ -139,7 +139,7 @@ async def test_a_waiting_prompt_survives_a_restart_and_answering_continues_the_r
         async with app.run_test(size=SIZE) as pilot:
             screen = await _open_the_question(pilot, app)
             assert screen.query_one(QuestionPrompt).request.id == request.id
-            await pilot.press("1")
+            await pilot.press("1", "enter")  # an option's number, then Enter
             await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         answered = await second.store.get_input_request(request.id)
         assert answered.state is InputRequestState.ANSWERED

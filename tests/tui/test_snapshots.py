@@ -119,7 +119,7 @@ def test_a_question_from_the_agent_inline(snap_compare: Any, snapshot_app: Any) 
 def test_an_approval_with_its_diff_inline(snap_compare: Any, snapshot_app: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _start_task(pilot, QuestionPrompt)
-        await pilot.press("1")
+        await pilot.press("1", "enter")  # an option's number, then Enter
         await _settled(pilot, ApprovalPrompt)
 
     assert snap_compare(snapshot_app(), terminal_size=SIZE, run_before=run_before)

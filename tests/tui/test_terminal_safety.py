@@ -37,7 +37,7 @@ async def test_escapes_in_the_prompt_files_and_results_are_shown_visibly_never_s
         composer.value = f"summarise {TITLE}[b]this[/b]"  # type: ignore[attr-defined]
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        await pilot.press("1")
+        await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         approval_text = app.export_screenshot()
         await pilot.press("y")

@@ -56,7 +56,7 @@ async def test_the_attached_tui_queues_a_job_for_a_worker_and_answers_it_while_i
                     lambda: screen.query(QuestionPrompt) and isinstance(app.focused, AnswerInput),
                     timeout=TIMEOUT,
                 )
-                await pilot.press("1")
+                await pilot.press("1", "enter")  # an option's number, then Enter
                 await wait_until(pilot, lambda: screen.query(ApprovalPrompt), timeout=TIMEOUT)
                 await wait_until(
                     pilot, lambda: isinstance(app.focused, ApprovalPrompt), timeout=TIMEOUT

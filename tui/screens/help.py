@@ -72,7 +72,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
             "Question prompt",
             [
                 ("type, enter", "The answer field has focus: type and send"),
-                ("1–9", "Choose an option (while the field is empty)"),
+                ("1–9, enter", "Choose an option (its number alone; at once if no field)"),
                 ("esc", "Leave the prompt (the run keeps waiting)"),
             ],
         ),

@@ -1,8 +1,9 @@
 """A question from the agent: the answer field has focus from the start.
 
-Typing goes straight into the field and Enter sends it. A digit picks an option only while the
-field is empty (so "2 files" is still typed as text once something is in the field). A question
-whose answer must be one of its options has no field: digits (or ↑ ↓ and Enter) choose.
+Typing goes straight into the field and Enter sends it; an option's number alone, then Enter,
+picks that option. (A digit picked its option at once while the field was empty: "2024 roadmap"
+sent option 2 and dropped the rest.) A question whose answer must be one of its options has no
+field: digits (or ↑ ↓ and Enter) choose at once.
 
 What is typed is said to the screen (``AnswerDraftChanged``) half a second after the last key,
 as the composer's text is, so an answer half typed survives a quit or a crash.
@@ -45,7 +46,7 @@ def option_for_digit(request: InputRequest, character: str | None) -> str | None
 
 
 class AnswerInput(Input):
-    """The free-text answer; while it is empty a digit key picks that option instead."""
+    """The free-text answer (an option's number alone picks that option)."""
 
     def __init__(self, request: InputRequest, value: str = "") -> None:
         # Focus leaves the text as it is, the cursor after it: an answer typed before (kept
@@ -57,14 +58,6 @@ class AnswerInput(Input):
             select_on_focus=False,
         )
         self.request = request
-
-    async def _on_key(self, event: events.Key) -> None:
-        if not self.value:
-            option = option_for_digit(self.request, event.character)
-            if option is not None:
-                event.stop()
-                event.prevent_default()
-                self.post_message(PromptAnswered(self.request, option))
 
 
 class QuestionPrompt(Vertical, can_focus=True):
@@ -111,8 +104,10 @@ class QuestionPrompt(Vertical, can_focus=True):
         if allows_free_text(self.request):
             yield AnswerInput(self.request, value=self._draft)
             if self.request.options:
-                keys.append(f"1–{min(len(self.request.options), 9)} choose (while empty)")
-            keys.append("type an answer · Enter sends")
+                keys.append(f"1–{min(len(self.request.options), 9)} then Enter: choose")
+                keys.append("or type your own answer")
+            else:
+                keys.append("type an answer · Enter sends")
         else:
             keys.append(f"1–{min(len(self.request.options), 9)} or ↑ ↓ Enter: choose")
         yield Static(" · ".join(keys), classes="prompt-keys", markup=False)
@@ -187,7 +182,7 @@ class QuestionPrompt(Vertical, can_focus=True):
             return
         if text.isdigit() and self.request.options:
             number = int(text)
-            if 1 <= number <= len(self.request.options):
+            if 1 <= number <= min(len(self.request.options), 9):
                 text = self.request.options[number - 1]
         self.stop_saving()
         self.post_message(PromptAnswered(self.request, text))
