@@ -581,6 +581,14 @@ class Store(Protocol):
         """Keep ``text`` as the draft of ``job_id``; blank text deletes the draft."""
         ...
 
+    async def get_queued_messages(self, job_id: str) -> list[str]:
+        """The messages queued for ``job_id`` (to send when its run finishes), oldest first."""
+        ...
+
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
+        """Keep ``texts`` as the messages queued for ``job_id`` (none: the queue is empty)."""
+        ...
+
     async def get_answer_draft(self, request_id: str) -> str:
         """The unsent free-text answer to the question ``request_id``; '' if none."""
         ...

@@ -717,6 +717,12 @@ _V14_THINKING_DRAFTS = (
 shown), each kind its own parts: SQLite cannot change a table's primary key, so the table is
 made again with ``kind`` in it and its rows copied."""
 
+_V15_QUEUED_FOLLOW_UPS = (
+    "ALTER TABLE composer_drafts ADD COLUMN queued TEXT NOT NULL DEFAULT '[]'",
+)
+"""The messages a person queued for a job while its run worked (a JSON list, sent when the run
+finishes) are kept with the job's composer draft, so a quit or a crash loses none of them."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -757,6 +763,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "the unsent answer to a question, per input request", _V13_ANSWER_DRAFTS),
     Migration(
         14, "a draft keeps the thinking that streamed, not only the text", _V14_THINKING_DRAFTS
+    ),
+    Migration(
+        15, "the follow-ups queued for a job are kept with its draft", _V15_QUEUED_FOLLOW_UPS
     ),
 )
 

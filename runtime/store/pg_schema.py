@@ -312,6 +312,11 @@ _V4_THINKING_DRAFTS = (
 )
 """A draft keeps the thinking that streamed as well as the text (SQLite migration 14)."""
 
+_V5_QUEUED_FOLLOW_UPS = (
+    "ALTER TABLE composer_drafts ADD COLUMN queued TEXT NOT NULL DEFAULT '[]'",
+)
+"""The follow-ups queued for a job are kept with its draft (SQLite migration 15)."""
+
 MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(1, "the whole schema", _V1_CORE),
     PgMigration(
@@ -322,6 +327,9 @@ MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(3, "the unsent answer to a question, per input request", _V3_ANSWER_DRAFTS),
     PgMigration(
         4, "a draft keeps the thinking that streamed, not only the text", _V4_THINKING_DRAFTS
+    ),
+    PgMigration(
+        5, "the follow-ups queued for a job are kept with its draft", _V5_QUEUED_FOLLOW_UPS
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

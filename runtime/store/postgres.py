@@ -107,6 +107,7 @@ from runtime.store.sqlite import (
     _iso_now,
     _job,
     _message,
+    _queued_texts,
     _run,
 )
 
@@ -210,6 +211,12 @@ def ts_query(text: str) -> str | None:
 
 
 # --- one transaction ------------------------------------------------------------------------------
+
+
+_DELETE_EMPTY_DRAFT = (
+    "DELETE FROM composer_drafts WHERE job_id = $1 AND text = '' AND queued = '[]'"
+)
+"""A job's composer row goes once it holds neither a draft nor a queued message."""
 
 
 @dataclass
@@ -1672,17 +1679,40 @@ class PostgresStore:
         now = self._now()
 
         async def tx(t: _Tx) -> None:
-            if text.strip():
-                await t.conn.execute(
-                    "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES ($1, $2, $3)"
-                    " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
-                    " updated_at = excluded.updated_at",
-                    job_id or "",
-                    text,
-                    now,
-                )
-            else:
-                await t.conn.execute("DELETE FROM composer_drafts WHERE job_id = $1", job_id or "")
+            await t.conn.execute(
+                "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES ($1, $2, $3)"
+                " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
+                " updated_at = excluded.updated_at",
+                job_id or "",
+                text if text.strip() else "",
+                now,
+            )
+            await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id or "")
+
+        await self._write(tx)
+
+    async def get_queued_messages(self, job_id: str) -> list[str]:
+        async def read(conn: Conn) -> list[str]:
+            stored = await conn.fetchval(
+                "SELECT queued FROM composer_drafts WHERE job_id = $1", job_id
+            )
+            return _queued_texts(stored)
+
+        return await self._read(read)
+
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
+        now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
+
+        async def tx(t: _Tx) -> None:
+            await t.conn.execute(
+                "INSERT INTO composer_drafts (job_id, text, queued, updated_at)"
+                " VALUES ($1, '', $2, $3) ON CONFLICT (job_id) DO UPDATE"
+                " SET queued = excluded.queued, updated_at = excluded.updated_at",
+                job_id,
+                queued,
+                now,
+            )
+            await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id)
 
         await self._write(tx)
 

@@ -119,6 +119,16 @@ CHECKPOINT_EVERY = 100
 HOLD_WAIT = 0.02
 """Seconds an operation on the caller's thread waits, blocking, for the worker to hand back
 the connection before it goes to the worker (``SqliteStore._hold``)."""
+_DELETE_EMPTY_DRAFT = "DELETE FROM composer_drafts WHERE job_id = ? AND text = '' AND queued = '[]'"
+"""A job's composer row goes once it holds neither a draft nor a queued message."""
+
+
+def _queued_texts(stored: str | None) -> list[str]:
+    """The queued messages of a composer row (a JSON list of strings)."""
+    texts = json.loads(stored) if stored else []
+    return [str(text) for text in texts] if isinstance(texts, list) else []
+
+
 PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
@@ -1895,15 +1905,36 @@ class SqliteStore:
         now = self._now()
 
         def write(conn: Conn) -> None:
-            if text.strip():
-                conn.execute(
-                    "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES (?, ?, ?)"
-                    " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
-                    " updated_at = excluded.updated_at",
-                    (job_id or "", text, now),
-                )
-            else:
-                conn.execute("DELETE FROM composer_drafts WHERE job_id = ?", (job_id or "",))
+            conn.execute(
+                "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
+                " updated_at = excluded.updated_at",
+                (job_id or "", text if text.strip() else "", now),
+            )
+            conn.execute(_DELETE_EMPTY_DRAFT, (job_id or "",))
+
+        await self._write(write)
+
+    async def get_queued_messages(self, job_id: str) -> list[str]:
+        def read(conn: Conn) -> list[str]:
+            row = conn.execute(
+                "SELECT queued FROM composer_drafts WHERE job_id = ?", (job_id,)
+            ).fetchone()
+            return _queued_texts(row["queued"] if row is not None else None)
+
+        return await self._read(read)
+
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
+        now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
+
+        def write(conn: Conn) -> None:
+            conn.execute(
+                "INSERT INTO composer_drafts (job_id, text, queued, updated_at)"
+                " VALUES (?, '', ?, ?) ON CONFLICT (job_id) DO UPDATE"
+                " SET queued = excluded.queued, updated_at = excluded.updated_at",
+                (job_id, queued, now),
+            )
+            conn.execute(_DELETE_EMPTY_DRAFT, (job_id,))
 
         await self._write(write)
 

@@ -23,16 +23,19 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
         await store.register_owner("owner-1", lease_seconds=30)
         token = (await store.claim_run(run.id, owner_id="owner-1")).execution_token or ""
         await store.save_draft(run.id, token=token, message_id="m", text="Looking for the zeb")
+        await store.save_composer_draft(run.job_id, "and then the giraffe")
     finally:
         await store.close()
-    # The database as version 3 left it: draft parts with no kind.
+    # The database as version 3 left it: draft parts with no kind (and, from version 5 on,
+    # composer drafts with a queue).
     conn = await asyncpg.connect(pg_database)
     try:
         await conn.execute("SET search_path TO agent_tui")
         await conn.execute("ALTER TABLE draft_parts DROP CONSTRAINT draft_parts_pkey")
         await conn.execute("ALTER TABLE draft_parts DROP COLUMN kind")
         await conn.execute("ALTER TABLE draft_parts ADD PRIMARY KEY (run_id, message_id, start)")
-        await conn.execute("DELETE FROM agent_tui_migrations WHERE version = 4")
+        await conn.execute("ALTER TABLE composer_drafts DROP COLUMN queued")
+        await conn.execute("DELETE FROM agent_tui_migrations WHERE version >= 4")
     finally:
         await conn.close()
 
@@ -48,6 +51,11 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
         )
         [draft] = await store.get_drafts(run.id)
         assert (draft.text, draft.thinking) == ("Looking for the zebra", "Where?")
+        # Version 5: the composer draft is kept, with an empty queue that can fill.
+        assert await store.get_composer_draft(run.job_id) == "and then the giraffe"
+        assert await store.get_queued_messages(run.job_id) == []
+        await store.save_queued_messages(run.job_id, ["the zebra first"])
+        assert await store.get_queued_messages(run.job_id) == ["the zebra first"]
     finally:
         await store.close()
     conn = await asyncpg.connect(pg_database)
@@ -56,4 +64,4 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
     finally:
         await conn.close()
     applied = {row["version"] for row in versions}
-    assert 4 in applied and max(applied) == LATEST_VERSION
+    assert {4, 5} <= applied and max(applied) == LATEST_VERSION

@@ -1103,6 +1103,27 @@ async def test_an_answer_being_typed_is_kept_per_question_until_blanked(store: S
     assert await store.get_answer_draft(request.id) == ""
 
 
+async def test_the_messages_queued_for_a_job_are_kept_beside_its_draft_and_go_with_it(
+    store: Store,
+) -> None:
+    run, _ = await running_run(store)
+    assert await store.get_queued_messages(run.job_id) == []
+    await store.save_queued_messages(run.job_id, ["then the tests", "and the docs ✓"])
+    assert await store.get_queued_messages(run.job_id) == ["then the tests", "and the docs ✓"]
+    assert await store.get_composer_draft(run.job_id) == ""
+    await store.save_composer_draft(run.job_id, "half typed")
+    await store.save_queued_messages(run.job_id, [])  # sent: the draft stays
+    assert await store.get_composer_draft(run.job_id) == "half typed"
+    await store.save_queued_messages(run.job_id, ["one more"])
+    await store.save_composer_draft(run.job_id, "  ")  # the draft goes: the queue stays
+    assert await store.get_queued_messages(run.job_id) == ["one more"]
+    await store.cancel_run(run.id, reason="done")
+    await store.set_job_archived(run.job_id, True)
+    removed = await store.delete_job(run.job_id)
+    assert removed["composer_drafts"] == 1
+    assert await store.get_queued_messages(run.job_id) == []
+
+
 async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(store: Store) -> None:
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)

@@ -567,7 +567,6 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
     await store.answer_input_request(request.id, answer="README", idempotency_key="answer-1")
     await store.record_file_snapshot(later[0].id, "notes.txt", b"before")
     await store.put_blob(b"image bytes", "image/png")
-    await store.save_composer_draft(None, "half a prompt")
     await store.acquire_consumer("exporter", holder="h1", lease_seconds=30)
     before_calls = await store.list_tool_calls(run.id)
     before_events = [dump_event(e) for e in await store.read_events(limit=1000)]
@@ -579,6 +578,10 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
         conn.execute(
             "INSERT INTO drafts (run_id, message_id, text, updated_at) VALUES (?, ?, ?, ?)",
             (run.id, "m-draft", "Thinking", clock.now()),
+        )
+        conn.execute(  # a composer draft as version 9 kept it (no queue)
+            "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES ('', ?, ?)",
+            ("half a prompt", clock.now()),
         )
     assert _version(db_path) == 9
     before = _every_row(db_path)
@@ -614,10 +617,12 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
         t: rows
         for t, rows in after.items()
         # draft_parts: migration 12 made the drafts table its parts (the draft is read above);
-        # answer_drafts: new in 13, empty
+        # answer_drafts: new in 13, empty; composer_drafts: a column more in 15 (checked below)
         if t not in ("runs", "tool_calls", "events", "jobs", "owners", "input_requests")
-        and t not in ("draft_parts", "answer_drafts")
+        and t not in ("draft_parts", "answer_drafts", "composer_drafts")
     }
+    # Migration 15: each composer draft keeps its text and gets an empty queue.
+    assert [(*row, "[]") for row in before["composer_drafts"]] == after["composer_drafts"]
     before.pop("drafts")
     assert unchanged == {t: before[t] for t in unchanged}
     for table in before:

@@ -838,3 +838,59 @@ async def test_help_descriptions_wrap_within_their_column_at_80_columns(
         assert any("twice within 2 s" in line for line in lines)
         assert len(lines) > 40
         assert [line for line in lines if line.strip() and not line.startswith("  ")] == []
+
+
+async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a follow-up queued while the run worked was gone after a
+    quit or a crash (not in the box, not in the history). It is kept in the store as it is
+    queued; after a restart it comes back in the box, to send or edit (not sent by itself)."""
+    gate = asyncio.Event()  # never set: the run works until the process goes
+    model = ScriptedProvider([Turn("working on it " * 20, gate=gate)])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"first task", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.RUNNING
+                ),
+            )
+            job_id = screen.selected_run.job_id  # type: ignore[union-attr]
+            await pilot.press(*"then the tests", "enter")
+            await wait_until(pilot, lambda: screen.composer.queued(job_id))
+            stored: list[list[str]] = [[]]
+            async with asyncio.timeout(30):
+                while stored[-1] != ["then the tests"]:
+                    stored.append(await runtime.store.get_queued_messages(job_id))
+                    await pilot.pause(0.02)
+    finally:
+        await runtime.close()  # the process goes: its run is left interrupted
+
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.composer.input.text == "then the tests")
+            assert any("queued are back in the box" in text for text in notifications(app))
+            assert screen.composer.queued(job_id) == []
+            await pilot.pause()
+        assert await runtime.store.get_queued_messages(job_id) == []
+        assert await runtime.store.get_composer_draft(job_id) == "then the tests"
+        assert len(await runtime.job_runs(job_id)) == 1  # nothing was sent by itself
+    finally:
+        await runtime.close()

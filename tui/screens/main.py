@@ -337,11 +337,51 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="draft-load")
     async def _load_draft(self, job_id: str | None) -> None:
-        text = await self.runtime.store.get_composer_draft(job_id)
-        if text and self.composer.restore_draft(job_id, text):
+        store = self.runtime.store
+        text = await store.get_composer_draft(job_id)
+        queued = await self._stranded_queue(job_id) if job_id is not None else []
+        if queued and job_id is not None:
+            # Queued while a run worked, then the app quit or crashed: back in the box with
+            # the draft, for the person to send (not sent by itself after a restart); kept as
+            # the draft before the queue is emptied, so no moment holds it nowhere.
+            text = "\n\n".join([*queued, text] if text else queued)
+            if self.composer.restore_draft(job_id, text):
+                await store.save_composer_draft(job_id, text)
+                await store.save_queued_messages(job_id, [])
+                self.notify(
+                    "The messages you had queued are back in the box: Enter sends them.",
+                    title="Queued messages",
+                )
+        elif text and self.composer.restore_draft(job_id, text):
             # Said, not only shown: typed on without a look, a new task was sent with it in
             # front (a draft left by another agent-tui on the same database, in a trial).
             self.notify("Text you had not sent is back in the box.", title="Draft")
+
+    async def _stranded_queue(self, job_id: str) -> list[str]:
+        """The messages a quit or a crash left queued for ``job_id``: none while this screen
+        holds its queue, or while a run of the job works (another agent-tui's queue waits
+        for it)."""
+        if self.composer.queued(job_id):
+            return []
+        queued = await self.runtime.store.get_queued_messages(job_id)
+        if not queued:
+            return []
+        for run in await self.runtime.job_runs(job_id):
+            if run.parent_run_id is None and (
+                run.state is RunState.RUNNING
+                or (run.state is RunState.QUEUED and not run.interrupted)
+            ):
+                return []
+        return queued
+
+    @on(Composer.QueueChanged)
+    def _queue_changed(self, message: Composer.QueueChanged) -> None:
+        message.stop()
+        self._save_queue(message.job_id, self.composer.queued(message.job_id))
+
+    @work(exit_on_error=False, group="queue-save")
+    async def _save_queue(self, job_id: str, texts: list[str]) -> None:
+        await self.runtime.store.save_queued_messages(job_id, texts)
 
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
@@ -353,13 +393,16 @@ class MainScreen(Screen[None]):
         await self.runtime.store.save_composer_draft(job_id, text)
 
     async def save_drafts_now(self) -> None:
-        """Before quitting: the drafts being typed are saved, whatever the debounce."""
+        """Before quitting: the drafts being typed are saved, whatever the debounce, and the
+        messages queued (as they were when queued: again, in case a save was still due)."""
         composer = self.composer
         if composer.is_mounted:
             composer.flush_draft()
             await self.runtime.store.save_composer_draft(
                 composer.follow_up_job_id, composer.input.text
             )
+            for job_id, texts in list(composer.queues.items()):
+                await self.runtime.store.save_queued_messages(job_id, texts)
         question_prompt = sys.modules.get("tui.widgets.question_prompt")
         if question_prompt is None:
             return  # no question was ever shown

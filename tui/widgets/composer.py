@@ -214,6 +214,8 @@ class Composer(Vertical):
             self.files = files
 
     class QueueChanged(TextualMessage):
+        """The messages queued for ``job_id`` changed (the screen keeps them in the store)."""
+
         def __init__(self, job_id: str) -> None:
             super().__init__()
             self.job_id = job_id
@@ -495,6 +497,8 @@ class Composer(Vertical):
     def take_queue(self, job_id: str) -> list[str]:
         taken = self.queues.pop(job_id, [])
         self._refresh_queue()
+        if taken:
+            self.post_message(self.QueueChanged(job_id))
         return taken
 
     def queued(self, job_id: str | None) -> list[str]:
