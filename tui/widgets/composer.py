@@ -267,7 +267,7 @@ class Composer(Vertical):
         if self.follow_up_job_id is None:
             return "✚ New job" + extra + "  (/ commands · @ files)"
         title = short(terminal_safe_line(self.target_title), 44)
-        return f"↪ Follow-up in: {title}{extra}  (n or /new: new job)"
+        return f"↪ Follow-up in: {title}{extra}  (ctrl+t or /new: new job)"
 
     def _mode_class(self) -> str:
         # States are classes of the line they style, not of the composer: a class of the
