@@ -263,7 +263,12 @@ def _run_summary_lines(run: Run, job: Job | None, context_window: int | None) ->
     if run.parent_run_id:
         lines.append(f"  parent:  {run.parent_run_id} (tool call {run.parent_tool_call_id})")
     if run.history_run_id:
-        upto = "" if run.history_position is None else f" up to message {run.history_position}"
+        if run.history_position is None:
+            upto = ""
+        elif run.history_position < 0:  # it had no message yet: nothing of it comes first
+            upto = ", none of its messages,"
+        else:
+            upto = f" up to message [{run.history_position}]"
         lines.append(f"  history: run {run.history_run_id}{upto} comes first")
     if run.retry_of_run_id:
         lines.append(f"  retries: {run.retry_of_run_id}")
