@@ -81,7 +81,13 @@ def build_engine(
         read_only=read_only,
     )
     model_call = ModelCall(
-        store=store, catalog=catalog, pump=pump, bus=bus, clock=clock, sleep=sleep
+        store=store,
+        catalog=catalog,
+        pump=pump,
+        bus=bus,
+        clock=clock,
+        sleep=sleep,
+        owner_id=owner_id,
     )
     tool_calls = ToolCalls(
         store=store, catalog=catalog, pump=pump, delegation=delegation, owner_id=owner_id

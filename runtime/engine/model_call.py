@@ -47,7 +47,9 @@ class ModelCall:
         bus: EventBus,
         clock: Clock,
         sleep: SleepFn,
+        owner_id: str = "",
     ) -> None:
+        self._owner_id = owner_id
         self._store = store
         self._catalog = catalog
         self._pump = pump
@@ -163,7 +165,9 @@ class ModelCall:
         # Observers read what streams from ``folded`` itself (see runtime.bus): a delta costs
         # nothing here unless one of them is waiting for the next.
         shown_to = bus.open_stream(run.job_id, run.id, execution.token, message_id, folded)
-        draft = DraftKeeper(self._store, run.id, execution.token, message_id, folded)
+        draft = DraftKeeper(
+            self._store, run.id, execution.token, message_id, folded, owner_id=self._owner_id
+        )
         execution.save_shown = draft.save_shown
         stream = provider.stream(request)
         finished = False
@@ -202,8 +206,18 @@ class DraftKeeper:
     costs what it adds, not the length of the whole draft)."""
 
     def __init__(
-        self, store: Store, run_id: str, token: str, message_id: str, folded: Fold
+        self,
+        store: Store,
+        run_id: str,
+        token: str,
+        message_id: str,
+        folded: Fold,
+        *,
+        owner_id: str | None = None,
     ) -> None:
+        self._owner_id = owner_id or None
+        """The process executing the run: its last save still counts once another process
+        cancelled the run (``rules.check_draft_writer``)."""
         self._store = store
         self._run_id = run_id
         self._token = token
@@ -259,6 +273,7 @@ class DraftKeeper:
                     text=text,
                     start=start,
                     kind=kind,
+                    owner_id=self._owner_id if self._closed else None,
                 )
             except AgentTuiError as exc:  # the run moved on (cancelled, recovered): its commit says
                 log.info("draft of run %s not saved: %s", self._run_id, exc)

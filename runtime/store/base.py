@@ -268,12 +268,14 @@ class Store(Protocol):
         text: str,
         start: int = 0,
         kind: DraftKind = DraftKind.TEXT,
+        owner_id: str | None = None,
     ) -> None:
         """Save what streamed of a message not yet committed (no event): ``text`` is its
         ``kind`` (the answer's text, or its thinking) from character ``start`` on; what was
         saved before ``start`` stays. A draft saved as it streams sends only what came since
         the last save; each save is one part, written once (``start=0`` replaces the whole of
-        that kind)."""
+        that kind). With ``owner_id``, a run another process cancelled still takes the save of
+        the process that was executing it (``rules.check_draft_writer``)."""
         ...
 
     async def get_drafts(self, run_id: str) -> list[Draft]: ...

@@ -702,12 +702,13 @@ class PostgresStore:
         text: str,
         start: int = 0,
         kind: DraftKind = DraftKind.TEXT,
+        owner_id: str | None = None,
     ) -> None:
         now = self._now()
         kind = DraftKind(kind)
 
         async def tx(t: _Tx) -> None:
-            rules.check_token(await _fetch_run(t.conn, run_id), token)
+            rules.check_draft_writer(await _fetch_run(t.conn, run_id), token, owner_id)
             await t.conn.execute(
                 "DELETE FROM draft_parts"
                 " WHERE run_id = $1 AND message_id = $2 AND kind = $3 AND start >= $4",

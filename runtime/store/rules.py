@@ -175,6 +175,18 @@ def check_token(run: Run, token: str) -> None:
         raise errors.OwnershipLost(f"run {run.id}: this execution no longer owns it")
 
 
+def check_draft_writer(run: Run, token: str, owner_id: str | None) -> None:
+    """A draft is saved by the execution that streams it (its token), or, once its run was
+    cancelled by another process, by the process that was executing it (the run's owner then),
+    for the last words it showed before it heard of the cancel (DESIGN §5: every character
+    shown is in the draft)."""
+    if run.execution_token is not None and run.execution_token == token:
+        return
+    if owner_id is not None and run.state is RunState.CANCELLED and run.owner_id == owner_id:
+        return
+    raise errors.OwnershipLost(f"run {run.id}: this execution no longer owns it")
+
+
 def check_revision(run: Run, expected: int | None) -> None:
     """Compare-and-set: a writer that states the revision it read loses to any change since."""
     if expected is not None and run.revision != expected:

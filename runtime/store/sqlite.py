@@ -881,12 +881,13 @@ class SqliteStore:
         text: str,
         start: int = 0,
         kind: DraftKind = DraftKind.TEXT,
+        owner_id: str | None = None,
     ) -> None:
         now = self._now()
         kind = DraftKind(kind)
 
         def tx(conn: Conn) -> None:
-            rules.check_token(_fetch_run(conn, run_id), token)
+            rules.check_draft_writer(_fetch_run(conn, run_id), token, owner_id)
             conn.execute(
                 "DELETE FROM draft_parts"
                 " WHERE run_id = ? AND message_id = ? AND kind = ? AND start >= ?",

@@ -23,6 +23,7 @@ from runtime.engine import model_call
 from runtime.engine.model_call import DraftKeeper
 from runtime.engine.stream_fold import Fold
 from runtime.events import MessageDelta
+from runtime.models import RunState
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import running_run
@@ -203,6 +204,14 @@ async def _shown_then(
             await provider.paused.wait()
         if end == "cancel":
             await runtime.cancel(run.id, reason="interrupted")
+        elif end == "cancel elsewhere":
+            other = await open_scripted(ScriptedProvider([]), db_path, workspace)
+            try:
+                await other.cancel(run.id, reason="interrupted")
+            finally:
+                await other.close()
+            boundary = await runtime.wait(run.id, timeout=30)  # heard here, from the store
+            assert boundary.run.state is RunState.CANCELLED
     finally:
         await runtime.close()
     store = SqliteStore(db_path)
@@ -223,6 +232,17 @@ async def test_text_shown_before_a_run_is_cancelled_is_kept_in_its_draft(
     assert await _shown_then(
         db_path, workspace, tmp_path, monkeypatch, "cancel", thinking=THOUGHT
     ) == [(THOUGHT, TEXT)]
+
+
+async def test_text_shown_before_another_process_cancels_the_run_is_kept_in_its_draft(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: a run cancelled from a second agent-tui (or `agent-tui
+    cancel`) lost the last words the first one showed: its last save came after the cancel
+    had taken its token. The process that was executing the run still saves them."""
+    assert await _shown_then(db_path, workspace, tmp_path, monkeypatch, "cancel elsewhere") == [
+        ("", TEXT)
+    ]
 
 
 async def test_text_shown_before_the_app_closes_is_kept_in_its_draft(

@@ -404,6 +404,25 @@ async def test_a_drafts_thinking_is_kept_in_parts_of_its_own_beside_its_text(
     assert await store.get_drafts(run.id) == []
 
 
+async def test_a_run_cancelled_elsewhere_takes_the_last_draft_of_its_executing_owner_only(
+    store: Store,
+) -> None:
+    run, token = await running_run(store, owner_id="owner-1")
+    await store.save_draft(run.id, token=token, message_id="m", text="shown bef")
+    await store.cancel_run(run.id, reason="from another process")
+    with pytest.raises(errors.OwnershipLost):  # the token alone no longer writes
+        await store.save_draft(run.id, token=token, message_id="m", text="ore", start=9)
+    with pytest.raises(errors.OwnershipLost):  # nor another process
+        await store.save_draft(
+            run.id, token=token, message_id="m", text="ore", start=9, owner_id="owner-2"
+        )
+    await store.save_draft(
+        run.id, token=token, message_id="m", text="ore the cancel", start=9, owner_id="owner-1"
+    )
+    [draft] = await store.get_drafts(run.id)
+    assert draft.text == "shown before the cancel"
+
+
 async def test_a_committed_message_replaces_its_draft(store: Store) -> None:
     run, token = await running_run(store)
     await store.save_draft(run.id, token=token, message_id="m1", text="Hel")
