@@ -97,7 +97,7 @@ def _message(message_id: str, text: str, role: Role = Role.ASSISTANT) -> Message
 
 async def test_a_commit_that_differs_from_the_stream_replaces_what_streamed() -> None:
     paragraph = "Some words that wrap across the width of the view, again and again.\n\n"
-    final = "# Title\n\n" + paragraph * 400  # far beyond the Markdown part
+    final = "# Title\n\n" + paragraph * 1000  # far beyond the Markdown part, even settled
     streamed = final[:20_000] + "GARBLED" + final[30_000:50_000]  # a gap and a wrong piece
     async with _Host().run_test(size=(80, 24)) as pilot:
         conversation = pilot.app.query_one(Conversation)
@@ -113,6 +113,35 @@ async def test_a_commit_that_differs_from_the_stream_replaces_what_streamed() ->
         assert view.text == final
         assert _shown_text(view) == final
         assert "GARBLED" not in "".join(view.query_one(".plain", StreamText).rows)
+
+
+async def test_a_long_answer_streams_with_a_plain_tail_and_reads_as_markdown_once_committed() -> (
+    None
+):
+    """Found by a new-user trial: past 8,000 characters a finished answer showed its
+    Markdown raw (``**bold**``, ``## Section``): the plain tail that keeps streaming cheap
+    stayed after the commit. A committed answer up to 64 KiB is Markdown whole."""
+    section = "## Section {n}\n\nSome **bold** words that wrap across the view, again.\n\n"
+    final = "".join(section.format(n=n) for n in range(300))  # ~22 KB
+    assert 8_000 < len(final) < 64 * 1024
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, final, thinking=False)
+        await pilot.pause()
+        view = conversation.message_views[0]
+        assert view.query(".plain")  # while it streams: a plain tail after 8,000 characters
+        await conversation.committed(_message("m1", final))
+        await pilot.pause()
+        assert not view.query(".plain")
+        assert view.query_one(FrozenMarkdown).source == final
+        assert _shown_text(view) == final
+    async with _Host().run_test(size=(80, 24)) as pilot:  # read back from the store
+        conversation = pilot.app.query_one(Conversation)
+        view = MessageView.from_message(_message("m2", final))
+        await conversation.mount(view)
+        await pilot.pause()
+        assert not view.query(".plain") and view.query_one(FrozenMarkdown).source == final
 
 
 async def test_a_short_answer_stays_markdown_and_a_changed_commit_is_shown() -> None:

@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     from runtime.models import Message
 
 MARKDOWN_CHARS = 8000
-"""The Markdown part ends at the first paragraph break (outside code fences) after this."""
+"""While a message streams, its Markdown part ends at the first paragraph break (outside code
+fences) after this."""
+SETTLED_MARKDOWN_CHARS = 64 * 1024
+"""A committed message is Markdown up to this (then plain text after a paragraph break): a long
+answer (a review, a plan) reads as Markdown whole once it is complete, rendered block by block
+after the frame; only a huge one keeps a plain tail."""
 MARKDOWN_EVERY = 0.1
 """Seconds between writes of streamed text to the Markdown part: each write renders its open
 block again, and lays the screen out again when that block grows by a row."""
@@ -46,11 +51,12 @@ def _fences_balanced(text: str) -> bool:
     return sum(1 for line in text.splitlines() if line.lstrip().startswith("```")) % 2 == 0
 
 
-def markdown_cut(text: str) -> int | None:
-    """Where the Markdown part of ``text`` ends, or None when all of it is Markdown."""
-    if len(text) <= MARKDOWN_CHARS:
+def markdown_cut(text: str, limit: int = MARKDOWN_CHARS) -> int | None:
+    """Where the Markdown part of ``text`` ends (after ``limit`` characters), or None when all
+    of it is Markdown."""
+    if len(text) <= limit:
         return None
-    cut = text.find("\n\n", MARKDOWN_CHARS)
+    cut = text.find("\n\n", limit)
     while cut != -1 and not _fences_balanced(text[:cut]):
         cut = text.find("\n\n", cut + 2)
     return None if cut == -1 else cut + 2
@@ -139,7 +145,9 @@ class MessageView(SizedByLayout, Vertical):
     def _cut(self, text: str) -> int | None:
         """Where the Markdown part ends. What the person typed or pasted is shown as they wrote
         it (its line breaks kept, `*` and `#` not read as Markdown), so all of it is plain."""
-        return 0 if self.role is Role.USER else markdown_cut(text)
+        if self.role is Role.USER:
+            return 0
+        return markdown_cut(text, SETTLED_MARKDOWN_CHARS if self.committed else MARKDOWN_CHARS)
 
     @classmethod
     def from_message(cls, message: Message) -> MessageView:
@@ -248,6 +256,8 @@ class MessageView(SizedByLayout, Vertical):
         self._stop_writes()
         if self._gap or final != self.text:
             await self._replace_text(final)
+        elif self._tail is not None and self._cut(final) is None:
+            await self._settle_as_markdown(final)
         if thinking and thinking != self._thinking.text:
             if not self.query("#thinking"):
                 await self.mount(
@@ -256,6 +266,17 @@ class MessageView(SizedByLayout, Vertical):
                 )
             await self._thinking.set_text(thinking)
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
+
+    async def _settle_as_markdown(self, final: str) -> None:
+        """The committed message is short enough to be Markdown whole: its plain tail (kept
+        plain while it streamed) joins the Markdown part."""
+        self._markdown_text = final
+        self._markdown.set_source(final)
+        self._markdown.display = True
+        self._markdown.remove_class("-head")
+        if self._tail is not None:
+            tail, self._tail = self._tail, None
+            await tail.remove()
 
     async def _replace_text(self, final: str) -> None:
         """Show ``final`` instead of what streamed, redrawing only from where they differ."""
