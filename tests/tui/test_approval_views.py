@@ -131,6 +131,41 @@ async def test_an_edit_approval_shows_the_diff_only(
         assert prompt.query_one(".prompt-keys").region.height >= 1
 
 
+LONG_FILE = "".join(f"line {n}\n" for n in range(60))
+LONG_EDIT = [
+    Turn(
+        "Rewriting the notes.",
+        [("write_file", {"path": "notes.txt", "content": LONG_FILE.replace("line", "row")})],
+    )
+]
+
+
+async def test_a_diff_taller_than_the_prompt_scrolls_by_keys_and_says_so(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Found by a new-user trial: at 80x24 the change itself was below the fold of the
+    diff, and ↓ and PageDown did nothing (only Tab into the diff, then ↓, moved it)."""
+    build = _app_factory(request.node.name, LONG_EDIT)
+    app = build()
+    workspace = app.settings.workspace
+    (workspace / "notes.txt").write_text(LONG_FILE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until_approval(pilot)
+        prompt = app.screen.query_one(ApprovalPrompt)
+        details = prompt.query_one("#details")
+        assert details.max_scroll_y > 0
+        await wait_until(
+            pilot, lambda: "PgDn scroll" in str(prompt.query_one(".prompt-keys").render())
+        )
+        await pilot.press("down")
+        await wait_until(pilot, lambda: details.scroll_y == 1)
+        await pilot.press("pagedown")
+        await wait_until(pilot, lambda: details.scroll_y > 2)
+        await pilot.press("pageup", "up")
+        await wait_until(pilot, lambda: details.scroll_y == 0)
+        assert app.screen.query(ApprovalPrompt)  # still asking: scrolling decides nothing
+
+
 @pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_a_shell_approval(

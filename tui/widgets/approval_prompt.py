@@ -26,6 +26,12 @@ class ApprovalPrompt(Vertical, can_focus=True):
         Binding("A", "decide('allow_always')", "Always here"),
         Binding("n", "decide('deny')", "Deny"),
         Binding("r", "reason", "Deny with reason"),
+        # A diff taller than the prompt: it scrolls from here (the change itself was below the
+        # fold at 80x24, and only Tab into it, then ↓, moved it).
+        Binding("down", "scroll_details(1)", "Scroll the details down", show=False),
+        Binding("up", "scroll_details(-1)", "Scroll the details up", show=False),
+        Binding("pagedown", "scroll_details(1, True)", "Page the details down", show=False),
+        Binding("pageup", "scroll_details(-1, True)", "Page the details up", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -45,6 +51,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
     """
 
     KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"
+    MORE = " · ↑ ↓ PgUp PgDn scroll"
+    """Added to the keys while the details do not fit."""
 
     def __init__(self, request: InputRequest) -> None:
         super().__init__(id="approval-prompt")
@@ -106,6 +114,24 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def _title(self, tool: str) -> str:
         prompt = self.request.prompt
         return f"⚠ {prompt}" if tool in prompt else f"⚠ Approve {tool}?  {prompt}"
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._show_scroll_keys)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_scroll_keys)
+
+    def _show_scroll_keys(self) -> None:
+        """The keys say how to scroll the details while they do not fit."""
+        if not self.is_attached:
+            return
+        overflows = self.query_one("#details", VerticalScroll).max_scroll_y > 0
+        self.query_one(".prompt-keys", Static).update(self.KEYS + (self.MORE if overflows else ""))
+
+    def action_scroll_details(self, step: int, page: bool = False) -> None:
+        details = self.query_one("#details", VerticalScroll)
+        lines = step * max(1, details.scrollable_content_region.height - 1) if page else step
+        details.scroll_relative(y=lines, animate=False)
 
     def action_decide(self, decision: str) -> None:
         self.post_message(PromptAnswered(self.request, {"decision": decision, "reason": None}))
