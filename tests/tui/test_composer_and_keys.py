@@ -33,6 +33,7 @@ from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import MAX_LINES
 from tui.widgets.confirm_bar import ConfirmBar
+from tui.widgets.key_footer import FooterKey, KeyFooter
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
@@ -145,6 +146,10 @@ async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
         await pilot.press("escape", "c")
         bar = screen.query_one(ConfirmBar)
         assert "Cancel the run" in str(bar.render())
+        # Found by a new-user trial: the footer said "esc Interrupt, n New job" meanwhile.
+        await pilot.pause()
+        footer = {key.key: key.description for key in screen.query(FooterKey)}
+        assert footer.get("y") == "Yes" and footer.get("n") == "No", footer
         await pilot.press("n")
         await wait_until(pilot, lambda: not screen.query(ConfirmBar))
         assert (await runtime.get_run(run_id)).state is RunState.INPUT_REQUIRED
@@ -630,6 +635,14 @@ async def test_slash_help_opens_help_and_creates_no_job(runtime: Runtime, worksp
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(*"/help", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+        # Found by a new-user trial: the main screen's footer showed through with its keys
+        # (esc Interrupt, n New job); the help's own footer shows what works there.
+        def shown_keys() -> list[str]:
+            return [key.key for key in app.screen.query(FooterKey)]
+
+        await wait_until(pilot, lambda: "escape" in shown_keys())
+        assert "n" not in shown_keys() and len(app.screen.query(KeyFooter)) == 1
     assert (await runtime.list_jobs()).items == []
 
 

@@ -114,6 +114,11 @@ class HelpScreen(ModalScreen[None]):
                     yield Static(title, classes="help-section")
                     yield Static(_grid(rows), classes="help-rows")
             yield Static("Esc to close", id="help-keys")
+        # Its own keys at the bottom: the main screen's footer showed through the overlay with
+        # keys that do not work here (esc Interrupt, n New job while Esc closes the help).
+        from tui.widgets.key_footer import KeyFooter
+
+        yield KeyFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -4,14 +4,24 @@ else (n, Esc, any other key) keeps things as they are."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
 
 
 class ConfirmBar(Static, can_focus=True):
+    # For the footer, which showed the screen's keys instead (esc Interrupt, n New job) while
+    # the bar asked; the bar itself answers every key (``on_key``).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n", "answer(False)", "No"),
+        Binding("escape", "answer(False)", "No", show=False),
+    ]
+
     DEFAULT_CSS = """
     ConfirmBar { height: auto; border: round $error; padding: 0 1; background: $surface;
                  color: $text; text-style: bold; }
@@ -35,10 +45,17 @@ class ConfirmBar(Static, can_focus=True):
         self.returning_to = returning_to
         """The widget focused before the question, focused again once it is answered."""
 
+    _answered = False
+
     def on_key(self, event: events.Key) -> None:
         event.stop()
         event.prevent_default()
-        confirmed = event.key == "y"
+        self.action_answer(event.key == "y")
+
+    def action_answer(self, confirmed: bool) -> None:
+        if self._answered:
+            return  # once: a key may reach both its binding and ``on_key``
+        self._answered = True
         if confirmed:
             self.on_confirm()
         self.post_message(self.Closed(self, confirmed=confirmed))
