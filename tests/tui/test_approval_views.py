@@ -155,7 +155,7 @@ async def test_a_diff_taller_than_the_prompt_scrolls_by_keys_and_says_so(
         details = prompt.query_one("#details")
         assert details.max_scroll_y > 0
         await wait_until(
-            pilot, lambda: "PgDn scroll" in str(prompt.query_one(".prompt-keys").render())
+            pilot, lambda: "↑↓ scroll" in str(prompt.query_one(".prompt-keys").render())
         )
         await pilot.press("down")
         await wait_until(pilot, lambda: details.scroll_y == 1)

@@ -51,7 +51,10 @@ class ApprovalPrompt(Vertical, can_focus=True):
     """
 
     KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"
-    MORE = " · ↑ ↓ PgUp PgDn scroll"
+    SHORT_KEYS = "y once · a run · A always · n deny · r why"
+    """The keys where the long line would wrap (r: deny, saying why; help and the footer name
+    them in full)."""
+    MORE = " · ↑↓ scroll"
     """Added to the keys while the details do not fit."""
 
     def __init__(self, request: InputRequest) -> None:
@@ -125,8 +128,13 @@ class ApprovalPrompt(Vertical, can_focus=True):
         """The keys say how to scroll the details while they do not fit."""
         if not self.is_attached:
             return
-        overflows = self.query_one("#details", VerticalScroll).max_scroll_y > 0
-        self.query_one(".prompt-keys", Static).update(self.KEYS + (self.MORE if overflows else ""))
+        more = self.MORE if self.query_one("#details", VerticalScroll).max_scroll_y > 0 else ""
+        keys = self.query_one(".prompt-keys", Static)
+        width = keys.content_region.width
+        text = self.KEYS + more
+        if width and len(text) > width:
+            text = self.SHORT_KEYS + more
+        keys.update(text)
 
     def action_scroll_details(self, step: int, page: bool = False) -> None:
         details = self.query_one("#details", VerticalScroll)
