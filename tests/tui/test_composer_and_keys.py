@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from textual import events
+from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.models import InputRequestState, Role, RunState
+from runtime.models import InputRequestState, Role, Run, RunState
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import (
     SIZE,
@@ -550,34 +551,41 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
 
 
 # --- 4. the queue --------------------------------------------------------------------------------
-async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_next_run_of_the_job(
-    db_path: Path, workspace: Path
-) -> None:
-    # The first answer is held mid-stream until the message is queued, so the run is working
-    # when it is typed however slow the machine is.
-    gate = asyncio.Event()
-    model = ScriptedProvider([Turn("working on it " * 20, gate=gate), Turn("you are welcome")])
-    runtime = await Runtime.open(
+async def _scripted_runtime(db_path: Path, workspace: Path, script: list[Turn]) -> Runtime:
+    model = ScriptedProvider(script)
+    return await Runtime.open(
         db_path=db_path,
         workspace=workspace,
         config=Config(),
         model="scripted:test",
         providers=lambda reference: model,
     )
+
+
+async def _first_task_running(pilot: Pilot[object], screen: MainScreen) -> Run:
+    """Send a first task and wait until its run works (its model held by a gate)."""
+    await pilot.press(*"first task", "enter")
+    await wait_until(
+        pilot,
+        lambda: screen.selected_run is not None and screen.selected_run.state is RunState.RUNNING,
+    )
+    assert screen.selected_run is not None
+    return screen.selected_run
+
+
+async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_next_run_of_the_job(
+    db_path: Path, workspace: Path
+) -> None:
+    # The first answer is held mid-stream until the message is queued, so the run is working
+    # when it is typed however slow the machine is.
+    gate = asyncio.Event()
+    script = [Turn("working on it " * 20, gate=gate), Turn("you are welcome")]
+    runtime = await _scripted_runtime(db_path, workspace, script)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            await pilot.press(*"first task", "enter")
-            await wait_until(
-                pilot,
-                lambda: (
-                    screen.selected_run is not None
-                    and screen.selected_run.state is RunState.RUNNING
-                ),
-            )
-            first = screen.selected_run
-            assert first is not None
+            first = await _first_task_running(pilot, screen)
             await pilot.press(*"then say thanks", "enter")
             await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
             assert "queued: then say thanks" in screen_text(app)
@@ -860,27 +868,12 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
     quit or a crash (not in the box, not in the history). It is kept in the store as it is
     queued; after a restart it comes back in the box, to send or edit (not sent by itself)."""
     gate = asyncio.Event()  # never set: the run works until the process goes
-    model = ScriptedProvider([Turn("working on it " * 20, gate=gate)])
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
+    runtime = await _scripted_runtime(db_path, workspace, [Turn("working on it " * 20, gate=gate)])
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            await pilot.press(*"first task", "enter")
-            await wait_until(
-                pilot,
-                lambda: (
-                    screen.selected_run is not None
-                    and screen.selected_run.state is RunState.RUNNING
-                ),
-            )
-            job_id = screen.selected_run.job_id  # type: ignore[union-attr]
+            job_id = (await _first_task_running(pilot, screen)).job_id
             await pilot.press(*"then the tests", "enter")
             await wait_until(pilot, lambda: screen.composer.queued(job_id))
             stored: list[list[str]] = [[]]
