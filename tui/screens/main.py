@@ -359,19 +359,23 @@ class MainScreen(Screen[None]):
 
     async def _stranded_queue(self, job_id: str) -> list[str]:
         """The messages a quit or a crash left queued for ``job_id``: none while this screen
-        holds its queue, or while a run of the job works (another agent-tui's queue waits
-        for it)."""
+        holds its queue, or while a run of the job works or waits in a live process (another
+        agent-tui's queue, which it sends when the run finishes)."""
         if self.composer.queued(job_id):
             return []
-        queued = await self.runtime.store.get_queued_messages(job_id)
+        store = self.runtime.store
+        queued = await store.get_queued_messages(job_id)
         if not queued:
             return []
-        for run in await self.runtime.job_runs(job_id):
-            if run.parent_run_id is None and (
-                run.state is RunState.RUNNING
-                or (run.state is RunState.QUEUED and not run.interrupted)
-            ):
-                return []
+        roots = [run for run in await self.runtime.job_runs(job_id) if run.parent_run_id is None]
+        if any(
+            run.state is RunState.RUNNING or (run.state is RunState.QUEUED and not run.interrupted)
+            for run in roots
+        ):
+            return []
+        waiting = [run for run in roots if run.state is RunState.INPUT_REQUIRED]
+        if waiting and {run.owner_id for run in waiting} & set(await store.live_owners()):
+            return []
         return queued
 
     @on(Composer.QueueChanged)
