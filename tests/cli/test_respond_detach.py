@@ -9,10 +9,9 @@ import asyncio
 import pytest
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.models import InputRequestState, RunState
 from tests.cli.harness import Cli, json_lines
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 
 pytestmark = pytest.mark.slow
 
@@ -22,13 +21,7 @@ async def _owner(cli: Cli) -> Runtime:
     provider = ScriptedProvider(
         [Turn("", [("ask_user", {"question": "Which colour?"})]), Turn("Blue it is.")]
     )
-    return await Runtime.open(
-        db_path=cli.db,
-        workspace=cli.workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda ref: provider,
-    )
+    return await open_scripted(provider, cli.db, cli.workspace)
 
 
 async def test_respond_detach_leaves_the_run_to_the_live_process_that_runs_it(cli: Cli) -> None:

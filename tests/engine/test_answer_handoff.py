@@ -10,24 +10,16 @@ from pathlib import Path
 import pytest
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.errors import RunStateConflict
 from runtime.events import RunStateChanged
 from runtime.models import InputRequestState, RunState, ToolResultBlock
-from tests.fakes.scripted import ScriptedProvider, ScriptItem, Turn
+from tests.fakes.scripted import ScriptedProvider, ScriptItem, Turn, open_scripted
 
 ASK = Turn("", [("ask_user", {"question": "Which colour?"})])
 
 
 async def _open(db: Path, workspace: Path, script: list[ScriptItem]) -> Runtime:
-    provider = ScriptedProvider(script)
-    return await Runtime.open(
-        db_path=db,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda ref: provider,
-    )
+    return await open_scripted(ScriptedProvider(script), db, workspace)
 
 
 async def _waiting_run(runtime: Runtime) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from textual.widgets import OptionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -28,6 +28,7 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
+from tui.app import AgentTuiApp
 from tui.messages import JobsLoaded
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -41,6 +42,13 @@ from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
 def footer_keys(screen: MainScreen) -> set[str]:
     return {key for key, active in screen.active_bindings.items() if active.binding.show}
+
+
+async def _open_first_job(pilot: Pilot[object], app: AgentTuiApp, job_id: str) -> None:
+    """From the browser, open the first job: the composer then addresses it (a follow-up)."""
+    await wait_for_browser(pilot, app)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: main_screen(app).composer.follow_up_job_id == job_id)
 
 
 async def user_inputs(runtime: Runtime) -> list[str]:
@@ -244,10 +252,7 @@ async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Pa
     await finish_run(runtime, run.id)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"next: the tests")
         await pilot.press("ctrl+q")
     assert await runtime.store.get_composer_draft(run.job_id) == "next: the tests"
@@ -264,9 +269,7 @@ async def test_a_new_job_starts_with_an_empty_box_and_the_follow_up_stays_with_i
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"for the old job", "escape")
         await pilot.press("n")
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
@@ -286,9 +289,7 @@ async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"better as a job of its own")
         await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
@@ -551,17 +552,6 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
 
 
 # --- 4. the queue --------------------------------------------------------------------------------
-async def _scripted_runtime(db_path: Path, workspace: Path, script: list[Turn]) -> Runtime:
-    model = ScriptedProvider(script)
-    return await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
-
-
 async def _first_task_running(pilot: Pilot[object], screen: MainScreen) -> Run:
     """Send a first task and wait until its run works (its model held by a gate)."""
     await pilot.press(*"first task", "enter")
@@ -580,7 +570,7 @@ async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_ne
     # when it is typed however slow the machine is.
     gate = asyncio.Event()
     script = [Turn("working on it " * 20, gate=gate), Turn("you are welcome")]
-    runtime = await _scripted_runtime(db_path, workspace, script)
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
@@ -707,9 +697,7 @@ async def test_slash_model_changes_the_next_run_of_this_job_and_the_status_line_
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"/model demo", "enter")
         await wait_until(pilot, lambda: "next run: model demo" in screen.status.text)
         assert (await runtime.list_jobs()).items[0].id == run.job_id
@@ -732,9 +720,7 @@ async def test_slash_new_and_n_start_a_new_job_only_when_asked(
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"/new a separate task", "enter")
         await wait_until(pilot, lambda: len(screen.job_tree.job_ids) == 2)
         jobs = (await runtime.list_jobs()).items
@@ -814,7 +800,7 @@ async def test_resume_opens_the_given_job_and_continue_the_latest_one(
 
 
 async def test_agent_flag_is_the_agent_of_new_jobs(db_path: Path, workspace: Path) -> None:
-    from runtime.config import AgentConfig, Config
+    from runtime.config import AgentConfig
 
     runtime = await Runtime.open(
         db_path=db_path,
@@ -868,7 +854,9 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
     quit or a crash (not in the box, not in the history). It is kept in the store as it is
     queued; after a restart it comes back in the box, to send or edit (not sent by itself)."""
     gate = asyncio.Event()  # never set: the run works until the process goes
-    runtime = await _scripted_runtime(db_path, workspace, [Turn("working on it " * 20, gate=gate)])
+    runtime = await open_scripted(
+        ScriptedProvider([Turn("working on it " * 20, gate=gate)]), db_path, workspace
+    )
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
