@@ -100,6 +100,14 @@ class RunNoted(_DurableEvent):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class JobArchived(_DurableEvent):
+    """A person archived (``archived``) or brought back a job: every browser on the database
+    hides or shows it. ``run_id`` is the job's latest root run (every event names a run)."""
+
+    kind: Literal["job_archived"] = "job_archived"
+    archived: bool
+
+
 class MessageDelta(_Event):
     kind: Literal["message_delta"] = "message_delta"
     execution_id: str
@@ -133,7 +141,8 @@ DurableEvent = Annotated[
     | ToolStateChanged
     | CheckpointCreated
     | HistoryRepaired
-    | RunNoted,
+    | RunNoted
+    | JobArchived,
     Field(discriminator="kind"),
 ]
 TransientEvent = Annotated[MessageDelta | ToolProgress | Notice, Field(discriminator="kind")]
@@ -144,6 +153,7 @@ Event = Annotated[
     | CheckpointCreated
     | HistoryRepaired
     | RunNoted
+    | JobArchived
     | MessageDelta
     | ToolProgress
     | Notice,
@@ -161,6 +171,7 @@ DURABLE_KINDS = frozenset(
         "checkpoint_created",
         "history_repaired",
         "run_noted",
+        "job_archived",
     }
 )
 

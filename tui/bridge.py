@@ -101,6 +101,14 @@ class CheckpointCreated(TextualMessage):
         self.event = event
 
 
+class JobArchived(TextualMessage):
+    """A job was archived or brought back, here or in another process."""
+
+    def __init__(self, event: rt.JobArchived) -> None:
+        super().__init__()
+        self.event = event
+
+
 class NoticeReceived(TextualMessage):
     def __init__(self, event: rt.Notice) -> None:
         super().__init__()
@@ -247,6 +255,8 @@ def _to_message(event: rt.Event) -> TextualMessage | None:
         return RunNotedReceived(event)
     if isinstance(event, rt.Notice):
         return NoticeReceived(event)
+    if isinstance(event, rt.JobArchived):
+        return JobArchived(event)
     if isinstance(event, rt.HistoryRepaired):
         notice = rt.Notice(job_id=event.job_id, run_id=event.run_id, text=rt.repair_text(event))
         return NoticeReceived(notice)

@@ -542,7 +542,9 @@ class Store(Protocol):
 
     async def set_job_archived(self, job_id: str, archived: bool) -> Job:
         """Archive or unarchive a job; archived jobs are hidden from ``list_jobs`` and
-        ``list_runs`` unless asked. A job with an open run cannot be archived."""
+        ``list_runs`` unless asked. A job with an open run cannot be archived. A change commits
+        a ``job_archived`` event (naming the job's latest root run), so every browser on the
+        database hears of it."""
         ...
 
     async def delete_job(self, job_id: str) -> dict[str, int]:

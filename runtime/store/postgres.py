@@ -1435,26 +1435,35 @@ class PostgresStore:
     # --- archive and delete -----------------------------------------------------------------------
 
     async def set_job_archived(self, job_id: str, archived: bool) -> Job:
+        now = self._now()
+
         async def tx(t: _Tx) -> Job:
             row = await t.conn.fetchrow("SELECT * FROM jobs WHERE id = $1 FOR UPDATE", job_id)
             if row is None:
                 raise errors.JobNotFound(f"job {job_id} not found")
-            if archived:
-                busy = await t.conn.fetchrow(
-                    "SELECT id, state FROM runs WHERE job_id = $1"
-                    " AND state = ANY($2::text[]) ORDER BY n LIMIT 1",
-                    job_id,
-                    list(_OPEN_RUN_STATES),
-                )
-                if busy is not None:
-                    raise errors.ConflictError(
-                        f"job {job_id} has a run that is {busy['state']} ({busy['id']}); "
-                        "cancel it or let it finish before archiving"
-                    )
+            open_run = await t.conn.fetchrow(
+                "SELECT id, state FROM runs WHERE job_id = $1"
+                " AND state = ANY($2::text[]) ORDER BY n LIMIT 1",
+                job_id,
+                list(_OPEN_RUN_STATES),
+            )
+            latest = await t.conn.fetchval(
+                "SELECT id FROM runs WHERE job_id = $1 AND parent_run_id IS NULL"
+                " ORDER BY n DESC LIMIT 1",
+                job_id,
+            )
+            events = rules.archive_job(
+                _job(row),
+                archived=archived,
+                open_run=(open_run["id"], open_run["state"]) if open_run is not None else None,
+                latest_root_run_id=latest,
+                now=now,
+            )
             if bool(row["archived"]) != archived:
                 await t.conn.execute(
                     "UPDATE jobs SET archived = $1 WHERE id = $2", archived, job_id
                 )
+            await _emit(t, events)
             return _job(await t.conn.fetchrow("SELECT * FROM jobs WHERE id = $1", job_id))
 
         return await self._write(tx)

@@ -29,6 +29,7 @@ from runtime.events import (
     CheckpointCreated,
     DurableEvent,
     HistoryRepaired,
+    JobArchived,
     MessageCommitted,
     RepairNote,
     RunStateChanged,
@@ -797,6 +798,33 @@ def history_repaired(run: Run, *, token: str, repairs: Sequence[RepairNote], now
     check_token(run, token)
     event = HistoryRepaired(job_id=run.job_id, run_id=run.id, created_at=now, repairs=list(repairs))
     return Plan(events=[event])
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+
+def archive_job(
+    job: Job,
+    *,
+    archived: bool,
+    open_run: tuple[str, str] | None,
+    latest_root_run_id: str | None,
+    now: float,
+) -> list[DurableEvent]:
+    """Archive (hide) or bring back ``job``: the event every browser on the database hears,
+    none when nothing changes. ``open_run``: (id, state) of a run of the job still queued,
+    running or waiting for input, which a job cannot be archived with (cancel it first)."""
+    if archived and open_run is not None:
+        run_id, state = open_run
+        raise errors.ConflictError(
+            f"job {job.id} has a run that is {state} ({run_id}); "
+            "cancel it or let it finish before archiving"
+        )
+    if job.archived == archived or latest_root_run_id is None:
+        return []
+    return [
+        JobArchived(job_id=job.id, run_id=latest_root_run_id, created_at=now, archived=archived)
+    ]
 
 
 # --- input requests -----------------------------------------------------------------------------

@@ -1584,23 +1584,32 @@ class SqliteStore:
         """Archive (hide) or unarchive a job. A job with a run still queued, running or
         waiting for input cannot be archived (cancel it first)."""
 
+        now = self._now()
+
         def tx(conn: Conn) -> Job:
             row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 raise errors.JobNotFound(f"job {job_id} not found")
-            if archived:
-                busy = conn.execute(
-                    "SELECT id, state FROM runs WHERE job_id = ? AND state IN (?, ?, ?)"
-                    " ORDER BY n LIMIT 1",
-                    (job_id, *(state.value for state in _OPEN_RUN_STATES)),
-                ).fetchone()
-                if busy is not None:
-                    raise errors.ConflictError(
-                        f"job {job_id} has a run that is {busy['state']} ({busy['id']}); "
-                        "cancel it or let it finish before archiving"
-                    )
+            open_run = conn.execute(
+                "SELECT id, state FROM runs WHERE job_id = ? AND state IN (?, ?, ?)"
+                " ORDER BY n LIMIT 1",
+                (job_id, *(state.value for state in _OPEN_RUN_STATES)),
+            ).fetchone()
+            latest = conn.execute(
+                "SELECT id FROM runs WHERE job_id = ? AND parent_run_id IS NULL"
+                " ORDER BY n DESC LIMIT 1",
+                (job_id,),
+            ).fetchone()
+            events = rules.archive_job(
+                _job(row),
+                archived=archived,
+                open_run=(open_run["id"], open_run["state"]) if open_run is not None else None,
+                latest_root_run_id=latest["id"] if latest is not None else None,
+                now=now,
+            )
             if bool(row["archived"]) != archived:
                 conn.execute("UPDATE jobs SET archived = ? WHERE id = ?", (int(archived), job_id))
+            _emit(conn, events)
             return _job(conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
 
         return await self._write(tx)

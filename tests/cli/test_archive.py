@@ -142,3 +142,23 @@ def test_archive_of_an_unknown_job_is_one_clear_line(cli: Cli) -> None:
     result = cli.run("archive", "job_nope")
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "job_nope" in result.stderr
+
+
+def test_archiving_and_bringing_back_a_job_are_in_the_event_log(cli: Cli) -> None:
+    job_id, run_id = _finished_job(cli)
+    assert cli.run("archive", job_id).returncode == 0
+    assert cli.run("unarchive", job_id).returncode == 0
+    plain = cli.run("events")
+    assert plain.returncode == 0, plain.stderr
+    lines = [line for line in plain.stdout.splitlines() if "job_archived" in line]
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        f"job_archived job {job_id} archived",
+        f"job_archived job {job_id} brought back (unarchived)",
+    ]
+    as_json = [
+        e for e in json_lines(cli.run("events", "--json").stdout) if e["kind"] == "job_archived"
+    ]
+    assert [(e["job_id"], e["run_id"], e["archived"]) for e in as_json] == [
+        (job_id, run_id, True),
+        (job_id, run_id, False),
+    ]

@@ -9,6 +9,7 @@ from runtime.clock import ManualClock
 from runtime.events import (
     CheckpointCreated,
     HistoryRepaired,
+    JobArchived,
     MessageCommitted,
     RepairNote,
     RunNoted,
@@ -1141,6 +1142,32 @@ async def test_the_messages_queued_for_a_job_are_kept_beside_its_draft_and_go_wi
     removed = await store.delete_job(run.job_id)
     assert removed["composer_drafts"] == 1
     assert await store.get_queued_messages(run.job_id) == []
+
+
+async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hears(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    after = await store.last_seq()
+    with pytest.raises(errors.ConflictError, match="cancel it or let it finish"):
+        await store.set_job_archived(run.job_id, True)
+    assert await store.read_events(after=after) == []  # refused: nothing written
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    follow_up = await store.create_run(new_run(job_id=run.job_id, history_run_id=run.id))
+    await store.cancel_run(follow_up.id, reason="not now")
+    after = await store.last_seq()
+    assert (await store.set_job_archived(run.job_id, True)).archived
+    await store.set_job_archived(run.job_id, True)  # already archived: no second event
+    assert not (await store.set_job_archived(run.job_id, False)).archived
+    events = await store.read_events(after=after)
+    assert [(type(e), e.job_id, e.run_id) for e in events] == [
+        (JobArchived, run.job_id, follow_up.id),  # the job's latest root run
+        (JobArchived, run.job_id, follow_up.id),
+    ]
+    assert [e.archived for e in events if isinstance(e, JobArchived)] == [True, False]
+    assert [e.seq for e in await store.read_events(after=after, job_id=run.job_id)] == [
+        e.seq for e in events
+    ]
 
 
 async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(store: Store) -> None:

@@ -56,3 +56,37 @@ async def test_x_on_a_job_waiting_for_input_says_why_it_is_not_archived(
         await wait_until(pilot, lambda: any("Not archived" in t for t in notifications(app)))
         assert waiting.job_id in screen.job_tree.job_ids
     assert not (await runtime.get_job(waiting.job_id)).archived
+
+
+async def test_a_job_archived_in_another_process_leaves_this_browser_and_comes_back_with_it(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: `agent-tui archive JOB` (or `x` in a second agent-tui) hid
+    the job there, while this browser kept showing it until restarted."""
+    from runtime.config import Config
+
+    elsewhere = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        kept = await elsewhere.start("keep this one")
+        await finish_run(elsewhere, kept.id)
+        gone = await elsewhere.start("archive this one")
+        await finish_run(elsewhere, gone.id)
+        app = make_app(watching, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await wait_until(
+                pilot, lambda: {kept.job_id, gone.job_id} <= set(screen.job_tree.job_ids)
+            )
+            await elsewhere.store.set_job_archived(gone.job_id, True)
+            await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+            assert kept.job_id in screen.job_tree.job_ids
+            await elsewhere.store.set_job_archived(gone.job_id, False)
+            await wait_until(pilot, lambda: gone.job_id in screen.job_tree.job_ids)
+    finally:
+        await watching.close()
+        await elsewhere.close()

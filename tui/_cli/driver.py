@@ -19,6 +19,7 @@ from runtime.events import (
     CheckpointCreated,
     Event,
     HistoryRepaired,
+    JobArchived,
     MessageCommitted,
     MessageDelta,
     Notice,
@@ -113,10 +114,10 @@ class EventPrinter:
             case RunNoted():
                 if not child:
                     self.note(f"  {event.text}")
-            case CheckpointCreated():
-                pass
             case HistoryRepaired():
                 self.note(f"agent-tui: info: {repair_text(event)}")
+            case CheckpointCreated() | JobArchived():
+                pass
 
     def _delta(self, event: MessageDelta) -> None:
         written = self._written.get(event.message_id, 0)

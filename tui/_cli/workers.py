@@ -17,6 +17,7 @@ from runtime.errors import InvalidInput
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
+    JobArchived,
     MessageCommitted,
     RunStateChanged,
     ToolStateChanged,
@@ -114,6 +115,9 @@ def event_line(event: DurableEvent) -> str:
             return f"{head} {event.name} {before} -> {event.to_state.value}"
         case CheckpointCreated():
             return f"{head} step {event.step}"
+        case JobArchived():
+            done = "archived" if event.archived else "brought back (unarchived)"
+            return f"{event.seq} {event.kind} job {event.job_id} {done}"
         case _:
             return head
 

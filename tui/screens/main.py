@@ -953,6 +953,15 @@ class MainScreen(Screen[None]):
     def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
         self.refresh_run(message.event.run_id)
 
+    def on_job_archived(self, message: bridge.JobArchived) -> None:
+        """Archived here, with `agent-tui archive`, or in another agent-tui: the browser hides
+        the job (what is on screen stays); brought back, it shows it again."""
+        event = message.event
+        if event.archived:
+            self.job_tree.remove_job(event.job_id)
+        else:
+            self.refresh_run(event.run_id)
+
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
         severity = NOTICE_SEVERITIES[event.level]
@@ -1054,9 +1063,12 @@ class MainScreen(Screen[None]):
             return  # nothing new: not even a frame (a checkpoint's refresh after the run ended)
         if run.id == self._loading_run_id and self.job_tree.job_node(run.job_id) is None:
             return  # a new job's rows come with its run on screen, in that frame
-        if self.job_tree.job_node(run.job_id) is not None or self.state_filter is None:
-            self.job_tree.upsert_job(message.job)
-        self.job_tree.upsert_run(run)
+        if message.job.archived:
+            self.job_tree.remove_job(run.job_id)  # read after it was archived elsewhere
+        else:
+            if self.job_tree.job_node(run.job_id) is not None or self.state_filter is None:
+                self.job_tree.upsert_job(message.job)
+            self.job_tree.upsert_run(run)
         if self.selected_run is not None and self.selected_run.id == run.id:
             self.selected_run = run
             self.selected_job = message.job
@@ -1964,7 +1976,7 @@ class MainScreen(Screen[None]):
             f"`agent-tui unarchive {job.id}` brings it back.",
             title="Archived",
         )
-        self.load_jobs(None, first=True)
+        self.job_tree.remove_job(job.id)
 
     def action_cycle_filter(self) -> None:
         index = STATE_FILTERS.index(self.state_filter)

@@ -432,6 +432,19 @@ class JobTree(Tree[NodeData]):
         self._sync_labels()
         return node
 
+    def remove_job(self, job_id: str) -> None:
+        """The job's rows go (it was archived, maybe in another process)."""
+        node = self._jobs.pop(job_id, None)
+        if node is None:
+            return
+        for run_id in self._job_runs.pop(job_id, {}):
+            self._runs.pop(run_id, None)
+        self.loaded_runs.discard(job_id)
+        node.remove()
+        if not self._jobs and self.empty_text:
+            self.root.add_leaf(self.empty_text, EmptyEntry(self.empty_text))
+        self._sync_labels()
+
     def _mark_interrupted(self, job_id: str) -> None:
         node = self._jobs.get(job_id)
         if node is None or not isinstance(node.data, JobEntry):
