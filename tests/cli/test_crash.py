@@ -100,6 +100,13 @@ async def _open_and_close(cli: Cli) -> None:
     await runtime.close()
 
 
+def _interrupted_run_ids(cli: Cli) -> list[str]:
+    """`agent-tui runs --state interrupted`: the runs a crash stopped that nobody retried."""
+    listed = cli.run("runs", "--state", "interrupted", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [row["id"] for row in json_lines(listed.stdout)]
+
+
 def retry_to_completion(cli: Cli, run_id: str, *flags: str) -> str:
     retried = cli.run("retry", run_id, *flags, "--json")
     assert retried.returncode in (0, 3), retried.stderr
@@ -141,9 +148,14 @@ def test_kill_mid_stream_keeps_committed_messages_and_the_draft_then_retry_finis
     assert recovered["run"]["state"] == "queued"
     assert recovered["run"]["interrupted"] is True
     assert [m["id"] for m in recovered["messages"]] == stored_ids
+    assert _interrupted_run_ids(cli) == [run_id]
 
     final_run_id = retry_to_completion(cli, run_id)
     assert final_run_id == run_id
+    assert _interrupted_run_ids(cli) == []
+    nothing = cli.run("runs", "--state", "interrupted")
+    assert (nothing.returncode, nothing.stdout) == (0, "")
+    assert "No interrupted runs" in nothing.stderr
     assert_transcript_is_paired(cli.db, run_id)
     assert (cli.workspace / NOTES_FILE).exists()
 

@@ -285,26 +285,33 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
-    state = RunState(args.state) if args.state else None
-    if getattr(args, "archived", False):
-        page = await runtime.store.list_runs(limit=args.limit, state=state, archived=None)
+    archived = getattr(args, "archived", False)
+    state = RunState(args.state) if args.state and args.state != "interrupted" else None
+    if args.state == "interrupted":
+        if archived:
+            raise InvalidInput("--state interrupted lists the runs of jobs not archived only")
+        from runtime.interrupted import interrupted_runs
+
+        runs = await interrupted_runs(runtime, limit=args.limit)
+    elif archived:
+        runs = (await runtime.store.list_runs(limit=args.limit, state=state, archived=None)).items
     else:
-        page = await runtime.list_runs(limit=args.limit, state=state)
+        runs = (await runtime.list_runs(limit=args.limit, state=state)).items
     titles: dict[str, str] = {}
-    for run in page.items:
+    for run in runs:
         if run.job_id not in titles:
             titles[run.job_id] = (await runtime.get_job(run.job_id)).title
     if args.json:
-        for run in page.items:
+        for run in runs:
             data = run.model_dump(mode="json")
             data["job_title"] = titles[run.job_id]
             ctx.print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
-    if not page.items:
-        ctx.say(no_runs(state.value if state else None))
+    if not runs:
+        ctx.say(no_runs(args.state))
         return EXIT_OK
     now = _now()
-    for line in runs_table(page.items, titles, now=now):
+    for line in runs_table(runs, titles, now=now):
         ctx.print(line)
     return EXIT_OK
 

@@ -82,8 +82,8 @@ def _read_page(db_path: Path, args: argparse.Namespace) -> list[tuple[object, ..
 
 def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
     """Print the page of runs ``args`` asks for; None: take the full path instead."""
-    if not args.archived and args.limit > MAX_LIMIT:
-        return None
+    if (not args.archived and args.limit > MAX_LIMIT) or args.state == "interrupted":
+        return None  # "interrupted" is not a column: the runtime finds those runs
     version = check_database_file(db_path)  # raises what the store would raise
     if version != LATEST_VERSION:
         # An empty file or an older schema: the full path sets it up or migrates it, as every

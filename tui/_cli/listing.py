@@ -172,6 +172,8 @@ def runs_table(runs: Iterable[RunLine], *, now: float) -> list[str]:
 
 def no_runs(state: str | None) -> str:
     """What ``runs`` says (on stderr) when the page is empty."""
+    if state == "interrupted":
+        return "No interrupted runs: nothing a crash stopped waits for a retry."
     return "No runs" + (f" in state {state}." if state else " yet.")
 
 

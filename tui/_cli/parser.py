@@ -177,7 +177,12 @@ def _add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     _where_it_runs(run)
 
     runs = _command(commands, "runs", "list runs, newest first")
-    runs.add_argument("--state", metavar="S", choices=RUN_STATES, help=", ".join(RUN_STATES))
+    runs.add_argument(
+        "--state",
+        metavar="S",
+        choices=[*RUN_STATES, "interrupted"],
+        help=", ".join(RUN_STATES) + ", or interrupted (a crash stopped it; nobody retried it)",
+    )
     runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
     _json_option(runs, "one JSON object per run")
     runs.add_argument("--archived", action="store_true", help="include the runs of archived jobs")

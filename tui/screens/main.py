@@ -30,6 +30,7 @@ from textual.worker import Worker, WorkerState
 
 from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
 from runtime.fileio import write_text_atomically
+from runtime.interrupted import needs_resume
 from runtime.kinds import InputKind, RunState
 from runtime.locations import EXPORTS_IGNORED, exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
@@ -50,7 +51,7 @@ from tui.messages import (
     RunStarted,
     SearchFinished,
 )
-from tui.widgets._format import needs_resume, search_snippet, short
+from tui.widgets._format import search_snippet, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation

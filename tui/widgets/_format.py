@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from runtime.interrupted import needs_resume
 from runtime.kinds import RunState
 from tui.formatting import format_age, format_tokens
 
@@ -32,17 +33,6 @@ def context_fill(context_tokens: int, window: int | None) -> str:
     percent = context_tokens * 100 / window
     shown = f"{percent:.0f}" if percent >= 1 or context_tokens == 0 else "<1"
     return f"ctx {shown}%"
-
-
-def needs_resume(run: Run) -> bool:
-    """A run a crash interrupted: resumable by a person (retry) or forkable."""
-    if run.interrupted and not run.state.is_terminal:
-        return True
-    return (
-        run.state is RunState.FAILED
-        and run.failure is not None
-        and run.failure.code in ("tool_indeterminate", "interrupted")
-    )
 
 
 def state_text(run: Run) -> str:

@@ -19,12 +19,12 @@ from rich.text import Text
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
+from runtime.interrupted import not_retried
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import (
     STATE_ICONS,
     age,
     cost,
-    needs_resume,
     run_icon,
     short,
     state_text,
@@ -103,13 +103,6 @@ class EmptyEntry:
 
 
 NodeData = JobEntry | RunEntry | CheckpointEntry | MoreEntry | EmptyEntry
-
-
-def interrupted_runs(runs: list[Run]) -> list[Run]:
-    """The runs of a job that a crash interrupted and nobody has retried yet."""
-
-    retried = {run.retry_of_run_id for run in runs if run.retry_of_run_id}
-    return [run for run in runs if needs_resume(run) and run.id not in retried]
 
 
 class JobTree(Tree[NodeData]):
@@ -449,7 +442,7 @@ class JobTree(Tree[NodeData]):
         node = self._jobs.get(job_id)
         if node is None or not isinstance(node.data, JobEntry):
             return
-        interrupted = bool(interrupted_runs(list(self._job_runs.get(job_id, {}).values())))
+        interrupted = bool(not_retried(list(self._job_runs.get(job_id, {}).values())))
         if node.data.interrupted != interrupted:
             node.data = JobEntry(node.data.job, interrupted=interrupted)
             self._redraw_node(node)

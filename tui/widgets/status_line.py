@@ -14,8 +14,9 @@ from textual.timer import Timer
 from textual.visual import VisualType
 from textual.widgets import Static
 
+from runtime.interrupted import needs_resume
 from runtime.kinds import RunState
-from tui.widgets._format import context_fill, cost, needs_resume, state_text, tokens
+from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
 
 if TYPE_CHECKING:
