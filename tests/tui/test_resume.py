@@ -15,6 +15,7 @@ from tests.tui.helpers import (
     SIZE,
     finish_run,
     make_app,
+    notifications,
     open_runtime,
     screen_text,
     wait_for_browser,
@@ -316,5 +317,29 @@ async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_pro
             )
             [notice] = [n.message for n in app._notifications if "wait for your" in n.message]
             assert notice.startswith("1 run(s) wait")
+    finally:
+        await runtime.close()
+
+
+async def test_an_answer_being_typed_when_the_question_is_answered_elsewhere_is_shown_not_lost(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: `agent-tui respond RUN … --detach` from another shell while
+    an answer was half typed here: the prompt went, and the words with it, without a word."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        request = await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            await _typing_reaches_the_answer(pilot, app)
+            await pilot.press(*" and the docs")
+            typed = app.screen.query_one(AnswerInput).value
+            assert typed.endswith("tests and the docs")
+            await runtime.store.answer_input_request(request.id, answer=request.options[0])
+            await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+            await wait_until(pilot, lambda: any("not sent" in t for t in notifications(app)))
+            notice = next(t for t in notifications(app) if "not sent" in t)
+            assert "answered elsewhere" in notice and typed.strip() in notice
     finally:
         await runtime.close()

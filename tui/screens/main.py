@@ -179,6 +179,8 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        self._answered_here: set[str] = set()
+        """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._opened_checkpoint: Checkpoint | None = None
         """The checkpoint Enter opened in the browser: ``f`` forks from it while its run is on
         screen, wherever the focus went (the conversation)."""
@@ -997,7 +999,34 @@ class MainScreen(Screen[None]):
             else:
                 self._tell_waiting(event.request, None)
         elif self.open_request is not None and self.open_request.run_id == event.run_id:
+            self._tell_unsent_answer(self.open_request, event.to_state)
             await self.hide_prompt()
+
+    def _tell_unsent_answer(self, request: InputRequest, now: RunState) -> None:
+        """The question on screen went (answered with `agent-tui respond`, in another
+        agent-tui, or its run cancelled) while an answer was being typed to it here: say so,
+        with the words, which would otherwise vanish with the prompt unsaid."""
+        from tui.widgets.question_prompt import QuestionPrompt
+
+        if request.id in self._answered_here:
+            return
+        typed = " ".join(
+            prompt.answer_text for prompt in self.query(QuestionPrompt) if prompt.is_attached
+        ).strip()
+        if not typed:
+            return
+        went = (
+            "The question was answered elsewhere"
+            if now is RunState.QUEUED
+            else f"The run was {now.value.replace('_', ' ')} before you answered"
+        )
+        self.notify(
+            terminal_safe_line(f"{went}; your answer was not sent: {short(typed, 120)}"),
+            title="Not sent",
+            severity="warning",
+            timeout=20,
+            markup=False,
+        )
 
     def _tell_waiting(self, request: InputRequest, asker: Run | None) -> None:
         """Ring the bell and say a run waits, with the key that reaches it from here."""
@@ -1452,6 +1481,7 @@ class MainScreen(Screen[None]):
     @on(PromptAnswered)
     def _prompt_answered(self, message: PromptAnswered) -> None:
         message.stop()
+        self._answered_here.add(message.request.id)
         self._respond(message.request, message.value)
 
     @work(exit_on_error=False, group="respond")
