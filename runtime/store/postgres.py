@@ -545,10 +545,12 @@ class PostgresStore:
                     if replay is not None:
                         return replay
             await _check_references(t.conn, new_run)
-            active = None
+            active, archived = None, False
             if new_run.job_id is not None and new_run.parent_run_id is None:
                 # The job row lock makes "one active root run per job" hold across processes.
-                await t.conn.execute("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", new_run.job_id)
+                archived = await t.conn.fetchval(
+                    "SELECT archived FROM jobs WHERE id = $1 FOR UPDATE", new_run.job_id
+                )
                 found = await t.conn.fetchrow(
                     "SELECT * FROM runs WHERE job_id = $1 AND parent_run_id IS NULL"
                     " AND state IN ('queued', 'running', 'input_required') LIMIT 1",
@@ -556,7 +558,11 @@ class PostgresStore:
                 )
                 active = _run(found) if found is not None else None
             plan, run = rules.create_run(
-                new_run, input_hash=input_hash, active_root=active, now=now
+                new_run,
+                input_hash=input_hash,
+                active_root=active,
+                job_archived=bool(archived),
+                now=now,
             )
             await _apply(t, plan)
             return run

@@ -326,12 +326,15 @@ def create_run(
     *,
     input_hash: str,
     active_root: Run | None,
+    job_archived: bool = False,
     now: float,
     ids: IdFactory = new_id,
 ) -> tuple[Plan, Run]:
     """A queued run (and its job when ``job_id`` is None) with its input message. ``active_root``
     is the job's queued, running or waiting root run, if any: a second root run while one is
-    active (a double submit, two processes) would interleave two histories."""
+    active (a double submit, two processes) would interleave two histories. A new root run of
+    an archived job (``job_archived``) is refused: its work would be hidden from the browser
+    and from ``agent-tui runs``."""
     is_root = new_run.parent_run_id is None
     run_id = ids()
     job_id = new_run.job_id
@@ -340,6 +343,10 @@ def create_run(
         job_id = ids()
         plan.new_jobs.append(NewJobRow(_new_job(new_run, job_id, now), run_id))
     elif is_root:
+        if job_archived:
+            raise errors.ConflictError(
+                f"job {job_id} is archived; `agent-tui unarchive {job_id}` brings it back first"
+            )
         if active_root is not None:
             raise errors.RunStateConflict(
                 f"run {active_root.id} of job {job_id} is {active_root.state}; wait for it,"

@@ -741,7 +741,7 @@ class SqliteStore:
                     if replay is not None:
                         return replay
             _check_references(conn, new_run)
-            active = None
+            active, archived = None, False
             if new_run.job_id is not None and new_run.parent_run_id is None:
                 found = conn.execute(
                     "SELECT * FROM runs WHERE job_id = ? AND parent_run_id IS NULL"
@@ -749,8 +749,13 @@ class SqliteStore:
                     (new_run.job_id,),
                 ).fetchone()
                 active = _run(found) if found is not None else None
+                archived = bool(
+                    conn.execute(
+                        "SELECT archived FROM jobs WHERE id = ?", (new_run.job_id,)
+                    ).fetchone()[0]
+                )
             plan, run = rules.create_run(
-                new_run, input_hash=input_hash, active_root=active, now=now
+                new_run, input_hash=input_hash, active_root=active, job_archived=archived, now=now
             )
             _apply(conn, plan)
             return run

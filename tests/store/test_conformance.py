@@ -1170,6 +1170,22 @@ async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hea
     ]
 
 
+async def test_an_archived_job_takes_no_new_run_until_it_is_brought_back(store: Store) -> None:
+    run, token = await running_run(store)
+    await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
+    await store.set_job_archived(run.job_id, True)
+    after = await store.last_seq()
+    with pytest.raises(errors.ConflictError, match="is archived; `agent-tui unarchive"):
+        await store.create_run(new_run("and the docs", job_id=run.job_id, history_run_id=run.id))
+    assert [r.id for r in await store.job_runs(run.job_id)] == [run.id]
+    assert await store.read_events(after=after) == []
+    await store.set_job_archived(run.job_id, False)
+    follow_up = await store.create_run(
+        new_run("and the docs", job_id=run.job_id, history_run_id=run.id)
+    )
+    assert follow_up.job_id == run.job_id
+
+
 async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(store: Store) -> None:
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)

@@ -90,3 +90,37 @@ async def test_a_job_archived_in_another_process_leaves_this_browser_and_comes_b
     finally:
         await watching.close()
         await elsewhere.close()
+
+
+async def test_archiving_the_job_on_screen_leaves_a_new_job_to_type_into(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: after `x` on the job on screen, the composer still said
+    "Follow-up in" it, and Enter sent the message into the archived job (hidden from then on)
+    or into the job on the row below."""
+    kept = await runtime.start("keep this one")
+    await finish_run(runtime, kept.id)
+    gone = await runtime.start("archive this one")
+    await finish_run(runtime, gone.id)
+    app = make_app(runtime, workspace, open_job=gone.job_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == gone.job_id)
+        tree = screen.job_tree
+        tree.focus()
+        node = tree.job_node(gone.job_id)
+        assert node is not None
+        tree.move_cursor(node)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: gone.job_id not in tree.job_ids)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+        assert screen.selected_job is None
+        await wait_until(pilot, lambda: screen.composer.input.has_focus)
+        await pilot.press(*"a new task", "enter")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_job is not None and screen.selected_job.title == "a new task",
+        )
+    assert [r.id for r in await runtime.job_runs(gone.job_id)] == [gone.id]
+    assert [r.id for r in await runtime.job_runs(kept.job_id)] == [kept.id]

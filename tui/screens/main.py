@@ -961,9 +961,17 @@ class MainScreen(Screen[None]):
         the job (what is on screen stays); brought back, it shows it again."""
         event = message.event
         if event.archived:
-            self.job_tree.remove_job(event.job_id)
+            self._leave_archived(event.job_id)
         else:
             self.refresh_run(event.run_id)
+
+    def _leave_archived(self, job_id: str) -> None:
+        """The job's rows go; if it was on screen, a new job takes its place: a message typed
+        next must not go into a job nobody sees any more (nor into the row below it)."""
+        self.job_tree.remove_job(job_id)
+        shown = self.selected_job.id if self.selected_job is not None else None
+        if job_id in (shown, self.composer.follow_up_job_id):
+            self.action_new_job()
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
@@ -2006,8 +2014,7 @@ class MainScreen(Screen[None]):
             f"Archived {job.title!r}: hidden here and from `agent-tui runs`; "
             f"`agent-tui unarchive {job.id}` brings it back.",
             title="Archived",
-        )
-        self.job_tree.remove_job(job.id)
+        )  # its job_archived event takes the rows away (``on_job_archived``)
 
     def action_cycle_filter(self) -> None:
         index = STATE_FILTERS.index(self.state_filter)
