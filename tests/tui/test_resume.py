@@ -343,3 +343,44 @@ async def test_an_answer_being_typed_when_the_question_is_answered_elsewhere_is_
             assert "answered elsewhere" in notice and typed.strip() in notice
     finally:
         await runtime.close()
+
+
+async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_forever(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: after a quit, a message sent in the job said "queued … sent
+    when the run finishes", but the interrupted run waits for the person: it never finished,
+    and nothing said to press R."""
+    first = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo",
+        providers=lambda reference: DemoProvider(chunk_delay=0.5),
+    )
+    try:
+        run = await first.start("summarise this project")
+        async with asyncio.timeout(10):
+            async for event in first.observe(run.id):
+                if event.kind == "message_delta":
+                    break
+    finally:
+        await first.close()
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        assert (await second.get_run(run.id)).interrupted
+        app = make_app(second, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+            screen.composer.focus_input()
+            await pilot.press(*"my queued line", "enter")
+            await wait_until(pilot, lambda: any("Esc, then R" in t for t in notifications(app)))
+            await wait_until(pilot, lambda: screen.composer.input.text == "my queued line")
+            assert not screen.composer.queued(run.job_id)
+        assert [r.id for r in await second.job_runs(run.job_id)] == [run.id]
+        assert await second.store.get_queued_messages(run.job_id) == []
+    finally:
+        await second.close()

@@ -1190,7 +1190,17 @@ class MainScreen(Screen[None]):
                     detached=settings.attach,  # --attach: a worker executes it
                 )
             else:
-                if await self._job_is_working(follow_up_job_id):
+                working = await self._working_root_run(follow_up_job_id)
+                if working is not None and needs_resume(working):
+                    # Queued, it would wait for a run that waits for the person: forever.
+                    refusal = RunStateConflict(
+                        "This job's run was interrupted (a quit or a crash) and waits to be "
+                        "resumed: Esc, then R resumes it (c cancels it). Your message is back "
+                        "in the box."
+                    )
+                    self.post_message(MessageRefused(follow_up_job_id, text, refusal))
+                    return
+                if working is not None:
                     self.post_message(MessageQueued(follow_up_job_id, text))
                     return
                 choices = composer.next_run.get(follow_up_job_id, {})
@@ -1213,9 +1223,13 @@ class MainScreen(Screen[None]):
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
 
-    async def _job_is_working(self, job_id: str) -> bool:
+    async def _working_root_run(self, job_id: str) -> Run | None:
+        """The job's root run that has not ended (one at most), if any."""
         runs = await self.runtime.job_runs(job_id)
-        return any(run.parent_run_id is None and not run.state.is_terminal for run in runs)
+        return next((r for r in runs if r.parent_run_id is None and not r.state.is_terminal), None)
+
+    async def _job_is_working(self, job_id: str) -> bool:
+        return await self._working_root_run(job_id) is not None
 
     def on_message_queued(self, message: MessageQueued) -> None:
         self.composer.enqueue(message.job_id, message.text)
