@@ -16,6 +16,7 @@ import json
 import os
 import re
 import stat
+import threading
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -54,7 +55,10 @@ __all__ = [
 MAX_TEXT_FILE_BYTES = 10 * 1024 * 1024
 """Larger files are refused by read_file / edit_file (use search or shell to look inside)."""
 MAX_SEARCH_FILE_BYTES = 2 * 1024 * 1024
-"""Search skips larger files (they are usually data, logs or build output)."""
+"""Larger files are searched line by line on a thread (a log read_file refuses), not read
+whole on the event loop."""
+MAX_SEARCH_LARGE_BYTES = 1024 * 1024 * 1024
+"""Search skips larger files, and names them."""
 MAX_SEARCH_FILES = 20_000
 MAX_OUTPUT_CHARS = 100_000
 """What one tool result may carry back to the model."""
@@ -462,8 +466,9 @@ class SearchTool(_BuiltinTool):
     name = "search"
     description = (
         "Search the text files of the workspace for a string (or a Python regular expression "
-        "with regex=true). Returns 'path:line: text' for each matching line. Binary files, files "
-        "over 2 MB and version-control, cache and virtual-environment folders are skipped."
+        "with regex=true). Returns 'path:line: text' for each matching line. Large text files "
+        "(logs) are searched too, up to 1 GB; binary files and version-control, cache and "
+        "virtual-environment folders are skipped."
     )
     ARGUMENTS = SearchArguments
     read_only = True
@@ -491,10 +496,23 @@ class SearchTool(_BuiltinTool):
         results: list[str] = []
         matched_files = 0
         scanned = 0
+        too_large: list[str] = []
         truncated = False
         for index, path in enumerate(files, start=1):
             shown = display_path(ctx.workspace, path)
-            hits = self._scan(path, shown, pattern, max_results - len(results))
+            budget = max_results - len(results)
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if size > MAX_SEARCH_LARGE_BYTES:
+                too_large.append(shown)
+                continue
+            if size > MAX_SEARCH_FILE_BYTES:
+                ctx.progress(index - 1, total, f"{shown} ({size / 1024 / 1024:,.0f} MB)")
+                hits = await _scan_large(path, shown, pattern, budget)
+            else:
+                hits = self._scan(path, shown, pattern, budget)
             if hits is not None:
                 scanned += 1
                 if hits:
@@ -508,11 +526,13 @@ class SearchTool(_BuiltinTool):
             await asyncio.sleep(0)
         what = repr(pattern_text) + (" (regex)" if _bool(arguments, "regex", False) else "")
         if not results:
-            summary = f"no matches for {what} in {scanned} files"
+            summary = f"no matches for {what} in {_files(scanned)}"
         else:
-            summary = (
-                f"{len(results)} matching lines in {matched_files} files (searched {scanned} files)"
-            )
+            lines = f"{len(results)} matching line{'s' if len(results) != 1 else ''}"
+            summary = f"{lines} in {_files(matched_files)} (searched {_files(scanned)})"
+        if too_large:
+            summary += f"; skipped (over 1 GB): {', '.join(too_large[:5])}"
+            summary += f" and {len(too_large) - 5} more" if len(too_large) > 5 else ""
         if truncated:
             summary += f"; stopped at max_results={max_results}"
         if files_cut:
@@ -532,10 +552,8 @@ class SearchTool(_BuiltinTool):
 
     @staticmethod
     def _scan(path: Path, shown: str, pattern: re.Pattern[str], budget: int) -> list[str] | None:
-        """Matching lines of one file, or None when the file is skipped (binary, huge)."""
+        """Matching lines of one file, or None when it is skipped (binary, unreadable)."""
         try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                return None
             data = path.read_bytes()
         except OSError:
             return None
@@ -549,6 +567,42 @@ class SearchTool(_BuiltinTool):
                 if len(hits) >= budget:
                     break
         return hits
+
+
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
+async def _scan_large(
+    path: Path, shown: str, pattern: re.Pattern[str], budget: int
+) -> list[str] | None:
+    """``SearchTool._scan`` for a file too large to read whole: line by line on a thread, which
+    stops soon after the call is cancelled."""
+    stop = threading.Event()
+
+    def scan() -> list[str] | None:
+        hits: list[str] = []
+        try:
+            with open(path, "rb") as handle:
+                if _looks_binary(handle.read(BINARY_SNIFF_BYTES)):
+                    return None
+                handle.seek(0)
+                for number, raw in enumerate(handle, start=1):
+                    if number % 10_000 == 0 and stop.is_set():
+                        break
+                    line = raw.decode("utf-8", errors="replace")
+                    if pattern.search(line):
+                        hits.append(f"{shown}:{number}: {_clip_line(line.strip(), 300)}")
+                        if len(hits) >= budget:
+                            break
+        except OSError:
+            return None
+        return hits
+
+    try:
+        return await asyncio.to_thread(scan)
+    finally:
+        stop.set()
 
 
 # --- write_file / edit_file -----------------------------------------------------------------

@@ -203,7 +203,7 @@ async def test_walks_skip_the_exports_folder_but_not_another_folder_of_that_name
     assert not any(line.startswith(".agent-tui/exports/job.md") for line in listing)
     found = (await call(workspace, "search", pattern="pelican")).splitlines()
     assert found[0] == "src/exports/job.md:1: the pelican transcript"
-    assert found[-1].startswith("1 matching lines in 1 files")
+    assert found[-1].startswith("1 matching line in 1 file")
 
 
 async def test_list_dir_stops_at_max_entries_and_says_so(workspace: Path) -> None:
@@ -310,7 +310,21 @@ async def test_read_file_through_an_escaping_symlink_is_refused(
 async def test_search_finds_lines_with_path_and_line_number(workspace: Path) -> None:
     content = await call(workspace, "search", pattern="hello")
     assert 'src/main.py:2: print("hello")' in content.splitlines()
-    assert content.splitlines()[-1] == "1 matching lines in 1 files (searched 3 files)"
+    assert content.splitlines()[-1] == "1 matching line in 1 file (searched 3 files)"
+
+
+async def test_search_finds_lines_in_a_log_too_large_to_read_whole(workspace: Path) -> None:
+    """Found by a new-user trial: read_file refused a big log and sent the model to search,
+    which skipped files over 2 MB without a word and reported no matches."""
+    filler = "2026-12-05 12:00:00 INFO nothing to see here, the service is healthy\n"
+    lines = [filler] * 60_000  # about 4 MB
+    lines[41_234] = "2026-12-05 12:00:01 WARN TODO: rotate this log\n"
+    (workspace / "big.log").write_text("".join(lines))
+    content = await call(workspace, "search", pattern="TODO", path="big.log")
+    assert content.splitlines() == [
+        "big.log:41235: 2026-12-05 12:00:01 WARN TODO: rotate this log",
+        "1 matching line in 1 file (searched 1 file)",
+    ]
 
 
 async def test_search_reports_progress_for_every_file_scanned(workspace: Path) -> None:
@@ -349,7 +363,7 @@ async def test_search_skips_binary_files_and_vcs_folders(workspace: Path) -> Non
     content = await call(workspace, "search", pattern="needle")
     assert content.splitlines() == [
         "real.txt:1: a needle here",
-        "1 matching lines in 1 files (searched 4 files)",
+        "1 matching line in 1 file (searched 4 files)",
     ]
 
 
