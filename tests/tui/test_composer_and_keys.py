@@ -143,6 +143,26 @@ async def test_single_letter_keys_show_in_the_footer_only_where_no_text_is_typed
         assert app.screen is screen
 
 
+async def test_a_question_mark_in_an_empty_message_box_lists_the_keys_and_is_text_after_words(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: the first screen says "? or F1 lists every key", but the
+    message box has the focus there and "?" was typed into it."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert screen.composer.input.text == ""
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        screen.composer.focus_input()
+        await pilot.press(*"why", "question_mark")
+        assert screen.composer.input.text == "why?"
+        assert app.screen is screen
+
+
 async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -313,10 +313,10 @@ async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_pro
             assert screen.query_one(QuestionPrompt).request.run_id == run.id
             # The other job's question is counted; the one on screen is not.
             await wait_until(
-                pilot, lambda: any("wait for your input" in n.message for n in app._notifications)
+                pilot, lambda: any("for your input" in n.message for n in app._notifications)
             )
-            [notice] = [n.message for n in app._notifications if "wait for your" in n.message]
-            assert notice.startswith("1 run(s) wait")
+            [notice] = [n.message for n in app._notifications if "for your input" in n.message]
+            assert notice.startswith("1 run waits for your input")
     finally:
         await runtime.close()
 

@@ -95,6 +95,13 @@ NOTICE_SEVERITIES: dict[str, SeverityLevel] = {
 """A runtime notice's level as a notification's severity."""
 
 
+def _runs(count: int, one: str = "", many: str = "") -> str:
+    """``1 run waits`` / ``3 runs wait``: a count of runs, and its verb."""
+    words = f"{count} run" + ("" if count == 1 else "s")
+    verb = one if count == 1 else many
+    return f"{words} {verb}" if verb else words
+
+
 class MainScreen(Screen[None]):
     # Its stylesheet, main.tcss, is the app's (``AgentTuiApp.CSS_PATH``): read with the app's,
     # not parsed again with every other stylesheet when the screen is first shown.
@@ -491,7 +498,7 @@ class MainScreen(Screen[None]):
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
-                f"{interrupted} run(s) stopped before finishing last time: select one (its "
+                f"{_runs(interrupted)} stopped before finishing last time: select one (its "
                 "banner says why) and press R to retry or f to fork.",
                 title="Interrupted runs",
                 severity="warning",
@@ -556,8 +563,8 @@ class MainScreen(Screen[None]):
         waiting = [r for r in await self.runtime.inbox(limit=100) if r.job_id != shown_job_id]
         if waiting:
             self.notify(
-                f"{len(waiting)} run(s) wait for your input — the inbox: i in the browser"
-                " (Esc from the composer).",
+                f"{_runs(len(waiting), 'waits', 'wait')} for your input — the inbox: i in the"
+                " browser (Esc from the composer).",
                 title="Inbox",
             )
 

@@ -149,6 +149,12 @@ class ComposerInput(TextArea):
         composer = self.composer
         if composer is None:
             return
+        if event.character == "?" and not self.text:
+            # As in Claude Code: "?" in an empty box lists the keys (the first screen says so).
+            event.stop()
+            event.prevent_default()
+            await self.app.run_action("help")
+            return
         handled = composer.box_key(event.key)
         if handled:
             event.stop()
