@@ -14,7 +14,9 @@ from tests.tui.helpers import (
     finish_run,
     main_screen,
     make_app,
+    notifications,
     open_runtime,
+    screen_text,
     wait_for_browser,
     wait_until,
 )
@@ -356,6 +358,9 @@ async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
         if screen.focused is not None and screen.typing():
             await pilot.press("escape")  # letters are keys again
         await pilot.press("f")
+        await wait_until(pilot, lambda: "Fork step 1 of run" in screen_text(app))
+        assert len((await runtime.list_jobs()).items) == 1  # asked first: nothing forked yet
+        await pilot.press("y")
         await wait_until(
             pilot,
             lambda: screen.selected_run is not None and screen.selected_run.job_id != run.job_id,
@@ -364,3 +369,30 @@ async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
     assert forked is not None
     stored = await runtime.get_run(forked.id)
     assert stored.forked_from_checkpoint_id == checkpoints[0].id
+
+
+async def test_f_asks_before_forking_and_no_forks_nothing(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: words typed into the browser by mistake forked a job with
+    their f, and its run called the model at once."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    first = (await runtime.checkpoints(run.id))[0]
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        tree.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.conversation.run_id == run.id)
+        screen._opened_checkpoint = first  # as Enter on its row does
+        if screen.focused is not None and screen.typing():
+            await pilot.press("escape")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: f"Fork step {first.step} of run" in screen_text(app))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: any("Nothing was forked." in t for t in notifications(app)))
+        assert f"Fork step {first.step}" not in screen_text(app)
+    assert len((await runtime.list_jobs()).items) == 1

@@ -1869,7 +1869,7 @@ class MainScreen(Screen[None]):
         if back is not None and back.is_mounted:
             back.focus()
         if not message.confirmed:
-            self.notify("Nothing was cancelled.", severity="information")
+            self.notify(message.bar.declined, severity="information")
 
     @work(exit_on_error=False, group="cancel")
     async def _cancel(self, run_id: str) -> None:
@@ -1953,19 +1953,65 @@ class MainScreen(Screen[None]):
 
     def action_fork(self, message: str | None = None) -> None:
         """``f``, or ``/fork [MESSAGE]``: a new job from the checkpoint under the browser's
-        cursor, else the one Enter opened, else the run's last."""
+        cursor, else the one Enter opened, else the run's last. ``f`` asks first: the fork's
+        run calls the model at once (a new-user trial forked by typing into the browser)."""
         node = self.job_tree.cursor_node
+        checkpoint: Checkpoint | None = None
+        run_id: str | None = None
         if node is not None and isinstance(node.data, CheckpointEntry):
-            self._fork(node.data.checkpoint.id, None, message)
-            return
-        run = self._selected_run_or_warn()
-        if run is None:
-            return
-        opened = self._opened_checkpoint
-        if opened is not None and opened.run_id == run.id:
-            self._fork(opened.id, None, message)  # the step the person opened, not the last
+            checkpoint = node.data.checkpoint
         else:
-            self._fork(None, run.id, message)
+            run = self._selected_run_or_warn()
+            if run is None:
+                return
+            opened = self._opened_checkpoint
+            if opened is not None and opened.run_id == run.id:
+                checkpoint = opened  # the step the person opened, not the last
+            else:
+                run_id = run.id
+        if message is not None:
+            self._fork(checkpoint.id if checkpoint else None, run_id, message)
+        else:
+            self.run_worker(
+                self._ask_to_fork(checkpoint, run_id), exit_on_error=False, group="confirm"
+            )
+
+    async def _ask_to_fork(self, checkpoint: Checkpoint | None, run_id: str | None) -> None:
+        from tui.widgets.confirm_bar import ConfirmBar
+
+        if checkpoint is None and run_id is not None:
+            checkpoints = await self.runtime.checkpoints(run_id)
+            if not checkpoints:
+                self.notify("This run has no checkpoint to fork from yet.", severity="warning")
+                return
+            checkpoint = checkpoints[-1]
+        assert checkpoint is not None
+        source = await self.runtime.get_run(checkpoint.run_id)
+        if (
+            source.state is RunState.COMPLETED
+            and (await self.runtime.checkpoints(source.id))[-1].id == checkpoint.id
+        ):
+            # Nothing to ask: the runtime would refuse it (the model would only repeat its
+            # answer, at the cost of a call); the fork needs the person's next words.
+            self.notify(
+                f"run {source.id[:8]} ended at step {checkpoint.step} with its answer: give the "
+                "fork a first message to go on with: send /fork and your message.",
+                title="Fork",
+                markup=False,
+            )
+            return
+        for old in self.query(ConfirmBar):
+            await old.remove()
+        fork_id = checkpoint.id
+        bar = ConfirmBar(
+            f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job? Its run "
+            "goes on from there at once (/fork MESSAGE adds words first).",
+            lambda: self._fork(fork_id, None, None),
+            returning_to=self.focused,
+            declined="Nothing was forked.",
+        )
+        await self.query_one("#bottom", Vertical).mount(bar, before=0)
+        bar.focus()
 
     @work(exit_on_error=False, group="start")
     async def _fork(

@@ -39,11 +39,14 @@ class ConfirmBar(Static, can_focus=True):
         on_confirm: Callable[[], object],
         *,
         returning_to: Widget | None = None,
+        declined: str = "Nothing was cancelled.",
     ) -> None:
         super().__init__(f"{question}   y yes · n / Esc no", markup=False, id="confirm")
         self.on_confirm = on_confirm
         self.returning_to = returning_to
         """The widget focused before the question, focused again once it is answered."""
+        self.declined = declined
+        """What the screen says when the answer is no."""
 
     _answered = False
 
