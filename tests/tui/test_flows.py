@@ -279,6 +279,26 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         await pilot.press("escape")
 
 
+async def test_a_search_with_no_match_keeps_its_words_to_be_changed_and_letters_are_text(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: after "No message matches", the focus left the field and
+    the next e (a word typed on) exported the job."""
+    run = await runtime.start("find the pelicans")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"zzz", "enter")
+        results = screen.query_one("#search-results")
+        field = screen.query_one("#search")
+        await wait_until(pilot, lambda: results.display and app.focused is field)
+        await pilot.press(*"e pelicans")
+        assert field.value == "zzze pelicans"  # type: ignore[attr-defined]
+        assert not any("Export" in text for text in notifications(app))
+
+
 async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     runtime: Runtime, workspace: Path
 ) -> None:

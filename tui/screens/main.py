@@ -2142,7 +2142,12 @@ class MainScreen(Screen[None]):
         results.display = True
         results.highlighted = 0
         self.query_one("#tree-pane").display = False
-        results.focus()
+        if message.hits:
+            results.focus()
+        else:
+            # Nothing to pick: the words stay in the field to be changed (a new-user trial went
+            # on typing after "no match", and its letters ran the browser's keys: e exported).
+            self.query_one("#search", Input).focus()
 
     @on(OptionList.OptionSelected, "#search-results")
     def _hit_selected(self, event: OptionList.OptionSelected) -> None:
