@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runtime.answers import APPROVAL_SCHEMA, question_schema
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.models import InputKind, InputRequest
+from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.prompt import GaveUp, Prompter, coerce_field
 
 
@@ -115,3 +120,54 @@ def test_field_coercion_follows_the_schema_type() -> None:
     assert coerce_field({"type": "array", "items": {"type": "string"}}, "x, y") == ["x", "y"]
     with pytest.raises(ValueError):
         coerce_field({"type": "boolean"}, "perhaps")
+
+
+class SilentLines:
+    """A terminal where nobody types: each read waits until cancelled."""
+
+    async def readline(self) -> str | None:
+        await asyncio.Event().wait()
+        return None
+
+
+async def test_a_prompt_answered_elsewhere_is_left_and_the_run_followed_to_its_end(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: `respond` in a terminal reached the run's next question,
+    which the TUI answered; the CLI kept waiting at its `>` and refused what was typed then."""
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("summarise")
+        first = await runtime.wait(run.id, timeout=10)
+        assert first.request is not None
+        out, err = io.StringIO(), io.StringIO()
+        printer = EventPrinter(out, err, json_mode=False, main_run_id=run.id)
+        observer = Observer(
+            runtime, run.job_id, after=await runtime.store.last_seq(), printer=printer
+        )
+        observer.start()
+        driving = asyncio.create_task(
+            drive(runtime, run.id, observer, Prompter(SilentLines(), err))
+        )
+        answered = 0
+        async with asyncio.timeout(30):
+            while not driving.done():
+                boundary = await runtime.wait(run.id)
+                request = boundary.request
+                if request is None:
+                    break
+                # Elsewhere: as `agent-tui respond` in another shell, or the TUI, would.
+                value: Any = request.options[0]
+                if request.kind is InputKind.APPROVAL:
+                    value = {"decision": "allow_once", "reason": None}
+                await runtime.respond(run.id, request.id, value)
+                answered += 1
+            code = await driving
+        await observer.stop()
+    finally:
+        await runtime.close()
+    assert answered >= 2  # the question, then the approval: each left at its prompt here
+    assert code == 0
+    assert err.getvalue().count("was answered elsewhere; going on with the run.") == answered

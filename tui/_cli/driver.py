@@ -233,6 +233,32 @@ def boundary_line(boundary: Boundary) -> dict[str, Any]:
     return data
 
 
+class _Gone(Exception):
+    """The request being asked here was answered or cancelled elsewhere."""
+
+
+async def _answer_unless_gone(runtime: Runtime, prompter: Prompter, request: InputRequest) -> Any:
+    """The person's answer, unless the request is answered (another shell, an agent-tui) or
+    cancelled first: then ``_Gone``, the question left unanswered here. A new-user trial's
+    ``respond`` kept waiting at its next prompt after the TUI answered it, and refused the
+    answer typed then."""
+    asking = asyncio.ensure_future(prompter.answer(request))
+    watching = asyncio.ensure_future(runtime.wait_answered(request.id))
+    try:
+        await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (asking, watching):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    if asking.done() and not asking.cancelled():
+        return asking.result()
+    prompter.say()  # the prompt's line, left half written
+    went = watching.result()
+    raise _Gone(f"that request was {went.state.value} elsewhere")
+
+
 EXIT_BY_STATE = {
     RunState.COMPLETED: EXIT_OK,
     RunState.FAILED: EXIT_FAILED,
@@ -263,10 +289,15 @@ async def drive(
                 if on_prompt is not None:
                     on_prompt(request)
                 try:
-                    value = await prompter.answer(request)
+                    value = await _answer_unless_gone(runtime, prompter, request)
                 except GaveUp:
                     prompter = None
                     described = True
+                except _Gone as gone:
+                    if on_prompt is not None:
+                        on_prompt(None)
+                    printer.note(f"agent-tui: {gone}; going on with the run.")
+                    continue
                 else:
                     if on_prompt is not None:
                         on_prompt(None)
