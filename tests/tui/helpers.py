@@ -136,3 +136,18 @@ def main_screen(app: App[Any]) -> MainScreen:
     screen = app.screen
     assert isinstance(screen, MainScreen)
     return screen
+
+
+def send_burst(app: AgentTuiApp, text_and_keys: list[str]) -> None:
+    """Keys arriving all at once, as from a terminal while the app is busy (or tmux): each
+    queued before any is handled (``Pilot.press`` waits for each to be handled). Single
+    characters are typed; longer names are keys (``enter``, ``backspace``, ``left``)."""
+    from textual import events
+
+    names = {" ": "space", "@": "at", "/": "slash", "?": "question_mark", ".": "full_stop"}
+    controls = {"enter": "\r", "backspace": "\x7f", "tab": "\t", "escape": "\x1b"}
+    for item in text_and_keys:
+        if len(item) == 1:
+            app.post_message(events.Key(names.get(item, item), item))
+        else:
+            app.post_message(events.Key(item, controls.get(item)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual import events
 from textual.pilot import Pilot
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     notifications,
     open_runtime,
     screen_text,
+    send_burst,
     wait_for_browser,
     wait_until,
 )
@@ -161,6 +162,37 @@ async def test_a_question_mark_in_an_empty_message_box_lists_the_keys_and_is_tex
         await pilot.press(*"why", "question_mark")
         assert screen.composer.input.text == "why?"
         assert app.screen is screen
+
+
+async def test_keys_typed_in_a_burst_edit_the_message_box_in_the_order_typed(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial (tmux, keys sent at once): "/foo bar", Enter, eight
+    Backspaces and "explain @calc" left "/foo barexpla": the characters landed first, the
+    Backspaces (bindings, run once the key reached the app) after them."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press(*"/foo bar")
+        send_burst(app, ["enter", *["backspace"] * 8, *"explain @calc"])
+        await wait_until(pilot, lambda: screen.composer.input.text == "explain @calc")
+        send_burst(app, [*["left"] * 6, "backspace", *"ning", "home", *"now "])
+        await wait_until(pilot, lambda: screen.composer.input.text == "now explaining @calc")
+
+
+async def test_keys_typed_in_a_burst_edit_the_search_field_in_the_order_typed(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press("escape")
+        await pilot.press("slash")
+        field = screen.query_one("#search", Input)
+        await wait_until(pilot, lambda: app.focused is field)
+        send_burst(app, [*"pelicna", "backspace", "backspace", *"an"])
+        await wait_until(pilot, lambda: field.value == "pelican")
 
 
 async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(

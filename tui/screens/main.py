@@ -65,6 +65,7 @@ from tui.widgets.job_tree import (
     RunEntry,
 )
 from tui.widgets.key_footer import KeyFooter
+from tui.widgets.ordered_keys import OrderedInput
 from tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class MainScreen(Screen[None]):
         settings = self.agent_app.settings
         with Horizontal(id="body"):
             with Vertical(id="browser"):
-                yield Input(placeholder="/ search messages", id="search")
+                yield OrderedInput(placeholder="/ search messages", id="search")
                 yield Static(self._filter_text(), id="filter", markup=False)
                 with Vertical(id="tree-pane"):
                     yield BrowserHeader(id="tree-header")

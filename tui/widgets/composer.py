@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import short
 from tui.widgets._options import WidgetOptions
+from tui.widgets.ordered_keys import run_own_binding
 
 MAX_LINES = 10
 """The box grows up to this many lines of text, then scrolls."""
@@ -159,6 +160,8 @@ class ComposerInput(TextArea):
         if handled:
             event.stop()
             event.prevent_default()
+        else:
+            await run_own_binding(self, event)
 
     def action_newline(self) -> None:
         start, end = self.selection

@@ -12,6 +12,7 @@ from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from runtime.answers import field_errors
 from tui.widgets._prompt_base import PromptAnswered
+from tui.widgets.ordered_keys import OrderedInput
 
 if TYPE_CHECKING:
     from runtime.models import InputRequest
@@ -92,7 +93,7 @@ class ElicitationForm(Vertical):
                 id=widget_id,
                 allow_blank=True,
             )
-        return Input(
+        return OrderedInput(
             value="" if default is None else str(default),
             placeholder=kind,
             type="number" if kind == "number" else ("integer" if kind == "integer" else "text"),

@@ -23,6 +23,7 @@ from textual.widgets import Input, Static
 
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._prompt_base import PromptAnswered
+from tui.widgets.ordered_keys import OrderedInput
 
 if TYPE_CHECKING:
     from runtime.models import InputRequest
@@ -45,7 +46,7 @@ def option_for_digit(request: InputRequest, character: str | None) -> str | None
     return None
 
 
-class AnswerInput(Input):
+class AnswerInput(OrderedInput):
     """The free-text answer (an option's number alone picks that option)."""
 
     def __init__(self, request: InputRequest, value: str = "") -> None:
