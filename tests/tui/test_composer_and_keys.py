@@ -218,7 +218,27 @@ async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
         await wait_until(
             pilot, lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal
         )
+        assert not any("elsewhere" in text for text in notifications(app))
     assert (await runtime.get_run(run_id)).state is RunState.CANCELLED
+
+
+async def test_a_run_on_screen_cancelled_elsewhere_says_so_and_why(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: `agent-tui cancel RUN` from another shell stopped the run on
+    screen without a word."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"summarise", "enter")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        run_id = screen.query_one(QuestionPrompt).request.run_id
+        await runtime.cancel(run_id, reason="cancelled from the command line")
+        await wait_until(
+            pilot, lambda: any("cancelled elsewhere" in text for text in notifications(app))
+        )
+        [notice] = [text for text in notifications(app) if "cancelled elsewhere" in text]
+        assert "(cancelled from the command line)" in notice
 
 
 # --- 2. the composer -----------------------------------------------------------------------------

@@ -188,6 +188,8 @@ class MainScreen(Screen[None]):
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
         self._answered_here: set[str] = set()
+        self._cancelled_here: set[str] = set()
+        """Runs this screen cancelled (c, then y): no "cancelled elsewhere" for them."""
         """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._opened_checkpoint: Checkpoint | None = None
         """The checkpoint Enter opened in the browser: ``f`` forks from it while its run is on
@@ -991,6 +993,8 @@ class MainScreen(Screen[None]):
         if event.to_state is RunState.RUNNING and event.created_at:
             self.status.started_running(event.run_id, event.created_at)
         ended_on_screen = event.to_state.is_terminal and self._on_screen(event.run_id)
+        if ended_on_screen and event.to_state is RunState.CANCELLED:
+            self._tell_cancelled_elsewhere(event.run_id, event.reason)
         if ended_on_screen and event.to_state is not RunState.COMPLETED:
             from runtime.transcript import partial_label
 
@@ -1017,6 +1021,22 @@ class MainScreen(Screen[None]):
         elif self.open_request is not None and self.open_request.run_id == event.run_id:
             self._tell_unsent_answer(self.open_request, event.to_state)
             await self.hide_prompt()
+
+    def _tell_cancelled_elsewhere(self, run_id: str, reason: str | None) -> None:
+        """The run on screen was cancelled by someone else (`agent-tui cancel`, another
+        agent-tui): say so, and why; a new-user trial saw it stop without a word."""
+        shown = self.selected_run
+        if run_id in self._interrupted_runs or run_id in self._cancelled_here:
+            return
+        if shown is None or shown.id != run_id or shown.parent_run_id is not None:
+            return  # a sub-run goes with its parent: its parent's screen says why
+        why = f" ({reason})" if reason else ""
+        self.notify(
+            terminal_safe_line(f"The run was cancelled elsewhere{why}."),
+            title="Cancelled",
+            severity="warning",
+            markup=False,
+        )
 
     def _tell_unsent_answer(self, request: InputRequest, now: RunState) -> None:
         """The question on screen went (answered with `agent-tui respond`, in another
@@ -1874,6 +1894,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="cancel")
     async def _cancel(self, run_id: str) -> None:
+        self._cancelled_here.add(run_id)
         await self.runtime.cancel(run_id, reason="cancelled in agent-tui")
         self.notify("Run cancelled.")
 
