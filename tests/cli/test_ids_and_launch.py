@@ -54,6 +54,26 @@ def test_a_prefix_that_matches_nothing_names_the_database_it_looked_in(cli: Cli)
     assert str(cli.db) in result.stderr
 
 
+def test_a_run_id_where_a_job_or_checkpoint_id_is_asked_says_which_id_was_meant(
+    cli: Cli,
+) -> None:
+    """Found by a new-user trial: `runs` lists run ids, and `archive <run id>` said only "no
+    job id starts with …" (`fork <run id>` likewise)."""
+    boundary = _start(cli)
+    run_id = str(boundary["run_id"])
+    shown = json.loads(cli.run("show", run_id, "--json").stdout)
+    job_id, checkpoints = shown["run"]["job_id"], shown["checkpoints"]
+    archive = cli.run("archive", run_id[:8])
+    assert archive.returncode == 2 and archive.stdout == ""
+    assert f"{run_id[:8]} is run {run_id}, of job {job_id}" in archive.stderr
+    assert len(archive.stderr.strip().splitlines()) == 1
+    fork = cli.run("fork", run_id[:8])
+    assert fork.returncode == 2
+    last = checkpoints[-1]
+    assert f"its last checkpoint is {last['id']} (step {last['step']})" in fork.stderr
+    assert json.loads(cli.run("show", run_id, "--json").stdout)["job"]["archived"] is False
+
+
 def test_the_answer_hint_carries_db_when_the_database_is_not_the_default(cli: Cli) -> None:
     result = cli.run("run", "summarise", "--model", "demo:instant")
     assert result.returncode == 3

@@ -29,13 +29,41 @@ async def resolve_id(store: Store, kind: str, text: str, *, db_path: Path | str 
 
     where = f" in {shown(db_path)}" if db_path is not None else ""
     if not found:
-        raise NotFoundError(f"no {kind} id starts with {prefix!r}{where}")
+        hint = await _other_kind(store, kind, prefix)
+        raise NotFoundError(f"no {kind} id starts with {prefix!r}{where}{hint}")
     if len(found) > 1:
         listed = ", ".join(found[:SHOWN]) + (", …" if len(found) > SHOWN else "")
         raise InvalidInput(
             f"{kind} id prefix {prefix!r} is ambiguous: it starts {listed}; type more of it"
         )
     return found[0]
+
+
+async def _other_kind(store: Store, kind: str, prefix: str) -> str:
+    """When ``prefix`` names one id of another kind (a run's id given where a job's is asked,
+    found by a new-user trial): what it is, and the id that was meant, if one follows."""
+    for other in ("run", "job", "checkpoint"):
+        if other == kind:
+            continue
+        found = await store.ids_with_prefix(other, prefix, limit=2)
+        if len(found) != 1:
+            continue
+        if other == "run" and kind == "job":
+            run = await store.get_run(found[0])
+            return f"; {prefix} is run {run.id}, of job {run.job_id}"
+        if other == "run" and kind == "checkpoint":
+            checkpoints = await store.list_checkpoints(found[0])
+            if not checkpoints:
+                return f"; {prefix} is run {found[0]}, which has no checkpoint yet"
+            last = checkpoints[-1]
+            return (
+                f"; {prefix} is run {found[0]}: its last checkpoint is {last.id} (step {last.step})"
+            )
+        if other == "checkpoint":
+            checkpoint = await store.get_checkpoint(found[0])
+            return f"; {prefix} is checkpoint {checkpoint.id}, of run {checkpoint.run_id}"
+        return f"; {prefix} is a {other} id ({found[0]})"
+    return ""
 
 
 ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
