@@ -406,7 +406,10 @@ class AgentTuiApp(App[int]):
             ("Search messages", "Full-text search over every message", "search"),
             ("Browser", "Focus the job browser", "focus_browser"),
         ]
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         for title, help_text, action in commands:
+            if main is not None and not main.offers(action):
+                continue  # a new-user trial was offered "Cancel run" on a completed run
             yield SystemCommand(title, help_text, lambda a=action: self._main_action(a))
         yield SystemCommand(
             "Permissions", "Every allow / ask / deny rule, revocable", self.action_permissions

@@ -396,3 +396,34 @@ async def test_f_asks_before_forking_and_no_forks_nothing(
         await wait_until(pilot, lambda: any("Nothing was forked." in t for t in notifications(app)))
         assert f"Fork step {first.step}" not in screen_text(app)
     assert len((await runtime.list_jobs()).items) == 1
+
+
+async def test_the_palette_offers_run_actions_only_where_they_make_sense_and_a_fork_is_labelled(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: the palette offered "Cancel run" on a completed run, and a
+    fork's run row read only "run"."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    first = (await runtime.checkpoints(run.id))[0]
+    fork = await runtime.fork(first.id)
+    await finish_run(runtime, fork.id)
+    app = make_app(runtime, workspace, open_job=fork.job_id)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.id == fork.id
+        )
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert "Cancel run" not in titles and {"Fork", "Export job"} <= titles
+        await wait_until(pilot, lambda: screen.job_tree.run_node(fork.id) is not None)
+        node = screen.job_tree.run_node(fork.id)
+        assert node is not None and "fork" in screen.job_tree.row_text(node)
+        waiting = await runtime.start("summarise again")
+        await runtime.wait(waiting.id, timeout=10)
+        screen.open_run(waiting.id)
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.id == waiting.id
+        )
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert "Cancel run" in titles

@@ -1808,13 +1808,12 @@ class MainScreen(Screen[None]):
         """Whether a text field has focus: then printable keys are text, never actions."""
         return isinstance(self.focused, Input | TextArea)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that make no sense right now are hidden from the footer (and do nothing);
-        single-letter actions are off while a text field has focus."""
-        if action in self.LETTER_ACTIONS and self.typing():
-            return False
-        if action in self.LETTER_ACTIONS and _is_retry_choice(self.focused):
-            return False  # its own keys only, until the person chose
+    RUN_ACTIONS = frozenset({"parent_run", "cancel_run", "retry", "fork"})
+    """Actions on the run on screen, offered only when they make sense for it."""
+
+    def offers(self, action: str) -> bool:
+        """Whether ``action`` makes sense for the run on screen, whatever has the focus (the
+        command palette asks this; ``check_action`` too)."""
         run = self.selected_run
         if action == "parent_run":
             return run is not None and run.parent_run_id is not None
@@ -1826,6 +1825,20 @@ class MainScreen(Screen[None]):
             return run is not None and (
                 needs_resume(run) or run.state in (RunState.FAILED, RunState.CANCELLED)
             )
+        if action == "fork":
+            node = self.job_tree.cursor_node
+            return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that make no sense right now are hidden from the footer (and do nothing);
+        single-letter actions are off while a text field has focus."""
+        if action in self.LETTER_ACTIONS and self.typing():
+            return False
+        if action in self.LETTER_ACTIONS and _is_retry_choice(self.focused):
+            return False  # its own keys only, until the person chose
+        if action in self.RUN_ACTIONS:
+            return self.offers(action)
         if action in ("next_tool", "previous_tool"):
             return self._pane_of(self.focused) == 1
         if action == "thinking":

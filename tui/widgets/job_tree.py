@@ -160,7 +160,15 @@ class JobTree(Tree[NodeData]):
             return icon, job.title, self._figures(job.agent, job.updated_at, job)
         if isinstance(data, RunEntry):
             run = data.run
-            kind = "sub-run" if run.parent_run_id else ("retry" if run.retry_of_run_id else "run")
+            kind = (
+                "sub-run"
+                if run.parent_run_id
+                else "retry"
+                if run.retry_of_run_id
+                else "fork"
+                if run.forked_from_checkpoint_id
+                else "run"
+            )
             return run_icon(run), run.input or kind, self._figures(run.agent, run.updated_at, run)
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
