@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,6 +108,7 @@ async def test_a_shell_approval_shows_the_command_as_text_and_the_keys(
         prompt = app.screen.query_one(ApprovalPrompt)
         shown = "\n".join(_shown(prompt))
         assert "$ " + COMMAND in shown
+        assert "this job's folder" not in shown  # the folder agent-tui was opened in
         assert '\\"' not in shown and "{" not in shown  # no JSON dump, no escapes
         assert "timeout=30" in shown
         keys = prompt.query_one(".prompt-keys")
@@ -272,3 +274,33 @@ async def test_the_reason_field_of_a_denial_is_on_screen_however_long_the_diff(
         assert isinstance(screen, MainScreen) and screen.selected_run is not None
         run = await screen.runtime.get_run(screen.selected_run.id)
         assert run.state.value == "input_required"  # still waiting for the answer
+
+
+async def test_an_approval_of_a_job_in_another_folder_names_that_folder(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: a job started in another folder asked to write
+    agent-notes.md, and nothing said the file was not in the folder agent-tui was opened in."""
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "README.md").write_text("# Other\n")
+    elsewhere = await Runtime.open(
+        db_path=db_path, workspace=other, config=Config(), model="demo:instant"
+    )
+    here = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        run = await elsewhere.start("summarise")
+        boundary = await elsewhere.wait(run.id, timeout=10)
+        assert boundary.request is not None
+        await elsewhere.respond(run.id, boundary.request.id, boundary.request.options[0])
+        boundary = await elsewhere.wait(run.id, timeout=10)
+        assert boundary.request is not None and boundary.request.kind.value == "approval"
+        settings = Settings(workspace=workspace, open_job=run.job_id, remember_theme=False)
+        app = create_app(here, settings)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.screen.query(ApprovalPrompt))
+            shown = "\n".join(_shown(app.screen.query_one(ApprovalPrompt)))
+            assert f"in {other.resolve()} — this job's folder, not this one" in shown
+    finally:
+        await here.close()
+        await elsewhere.close()

@@ -1479,7 +1479,16 @@ class MainScreen(Screen[None]):
 
         widget: Widget
         if request.kind is InputKind.APPROVAL:
-            widget = ApprovalPrompt(request)
+            job = self.selected_job
+            here = Path(self.agent_app.settings.workspace).resolve()
+            elsewhere = (
+                job.workspace
+                if job is not None
+                and job.id == request.job_id
+                and Path(job.workspace).resolve() != here
+                else None
+            )
+            widget = ApprovalPrompt(request, elsewhere=elsewhere)
         elif request.kind is InputKind.QUESTION:
             draft = await self._answer_draft(request)
             if self.open_request is not request:

@@ -57,14 +57,25 @@ class ApprovalPrompt(Vertical, can_focus=True):
     MORE = " · ↑↓ scroll"
     """Added to the keys while the details do not fit."""
 
-    def __init__(self, request: InputRequest) -> None:
+    def __init__(self, request: InputRequest, *, elsewhere: str | None = None) -> None:
+        """``elsewhere``: the job's workspace, when it is not the folder agent-tui was opened
+        in (its paths are relative to it)."""
         super().__init__(id="approval-prompt")
         self.request = request
+        self.elsewhere = elsewhere
 
     def compose(self) -> ComposeResult:
         detail = self.request.detail
         tool = detail.get("tool") or detail.get("tool_name") or "tool"
         yield Static(self._title(str(tool)), classes="prompt-title", markup=False)
+        if self.elsewhere is not None:
+            # Found by a new-user trial: a job of another folder asked to write "notes.md",
+            # and nothing said the file was not in the folder agent-tui was opened in.
+            yield Static(
+                terminal_safe(f"in {self.elsewhere} — this job's folder, not this one"),
+                classes="prompt-where",
+                markup=False,
+            )
         # The keys come before the details: however long those are, the keys stay visible.
         yield Static(self.KEYS, classes="prompt-keys", markup=False)
         # The reason too: below a long diff it was cut off, and what was typed showed nowhere.
