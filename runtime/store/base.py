@@ -531,7 +531,8 @@ class Store(Protocol):
     async def count_runs_by_state(self) -> dict[RunState, int]: ...
 
     async def search_messages(self, query: str, *, limit: int = 50) -> list[SearchHit]:
-        """Full-text search over message text (FTS5), best match first."""
+        """Full-text search over message text (FTS5), best match first; archived jobs'
+        messages are left out, as the browser leaves the jobs out."""
         ...
 
     async def child_run_for_tool_call(self, tool_call_id: str) -> Run | None:

@@ -1541,6 +1541,8 @@ class SqliteStore:
                 " WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?)",
                 (match, SEARCH_WINDOW),
             ).fetchone()[0]
+            # Archived jobs are hidden from search as from the browser: the best 2 x limit
+            # hits are ranked, those of archived jobs dropped.
             rows = conn.execute(
                 "WITH hits AS (SELECT rowid, rank,"
                 "   snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet"
@@ -1549,8 +1551,9 @@ class SqliteStore:
                 " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, m.position,"
                 "   hits.snippet"
                 " FROM hits JOIN messages AS m ON m.n = hits.rowid"
-                " JOIN jobs AS j ON j.id = m.job_id ORDER BY hits.rank",
-                (SNIPPET_OPEN, SNIPPET_CLOSE, match, oldest, limit),
+                " JOIN jobs AS j ON j.id = m.job_id WHERE j.archived = 0"
+                " ORDER BY hits.rank LIMIT ?",
+                (SNIPPET_OPEN, SNIPPET_CLOSE, match, oldest, 2 * limit, limit),
             ).fetchall()
             return [
                 SearchHit(

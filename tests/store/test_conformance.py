@@ -1170,6 +1170,21 @@ async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hea
     ]
 
 
+async def test_search_leaves_out_the_messages_of_archived_jobs(store: Store) -> None:
+    kept = await store.create_run(new_run("where do the pelicans nest"))
+    gone = await store.create_run(new_run("the pelicans left in spring"))
+    for run in (kept, gone):
+        await store.cancel_run(run.id, reason="done")
+    assert {hit.job_id for hit in await store.search_messages("pelicans")} == {
+        kept.job_id,
+        gone.job_id,
+    }
+    await store.set_job_archived(gone.job_id, True)
+    assert [hit.job_id for hit in await store.search_messages("pelicans")] == [kept.job_id]
+    await store.set_job_archived(gone.job_id, False)
+    assert len(await store.search_messages("pelicans")) == 2
+
+
 async def test_an_archived_job_takes_no_new_run_until_it_is_brought_back(store: Store) -> None:
     run, token = await running_run(store)
     await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
