@@ -85,6 +85,20 @@ def test_respond_without_json_streams_the_answer_and_explains_the_next_request(c
     assert "{" not in result.stdout.splitlines()[0]
 
 
+def test_a_refused_retry_prints_its_error_alone(cli: Cli) -> None:
+    """Found by a new-user trial: `retry` of a completed run printed the demo model's notice
+    before its error, as if it were going to run."""
+    _, first = _start(cli)
+    run_id = first["run_id"]
+    assert cli.run("respond", run_id, "1").returncode in (0, 3)
+    assert cli.run("respond", run_id, "allow").returncode == 0
+    refused = cli.run("retry", run_id)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        f"agent-tui: error: run {run_id} completed; use follow-up to continue its job"
+    ]
+
+
 def test_an_answer_that_does_not_fit_changes_nothing(cli: Cli) -> None:
     _, first = _start(cli)
     run_id = first["run_id"]

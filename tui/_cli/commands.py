@@ -110,9 +110,11 @@ async def event_cursor(runtime: Runtime) -> int:
     return await runtime.last_seq()
 
 
-def _show_model_notice(ctx: Context, runtime: Runtime) -> None:
+def _show_model_notice(ctx: Context, runtime: Runtime, run: Run) -> None:
+    """The demo model's notice, once the run it concerns exists (a command refused before
+    prints its one-line error alone) and only when that run uses the demo model."""
     notice = runtime.model_notice
-    if notice:
+    if notice and run.model.startswith("demo"):
         ctx.say(notice)
 
 
@@ -149,12 +151,12 @@ async def _follow(
 async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
     from runtime.commands import expand_slash_prompt
 
-    _show_model_notice(ctx, runtime)
     prompt = expand_slash_prompt(args.prompt, ctx.workspace)
     detached = args.detach or args.attach
     run = await runtime.start(
         prompt, agent=args.agent, model=args.model or ctx.model, detached=detached
     )
+    _show_model_notice(ctx, runtime, run)
     if detached:
         return await _queued_for_a_worker(ctx, runtime, run, args, after=0)
     # A new job: every event of it belongs to this command.
@@ -164,11 +166,11 @@ async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
 async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
     from runtime.commands import expand_slash_prompt
 
-    _show_model_notice(ctx, runtime)
     job = await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
     prompt = expand_slash_prompt(args.prompt, Path(job.workspace))
     run = await runtime.follow_up(args.job_id, prompt, model=ctx.model)
+    _show_model_notice(ctx, runtime, run)
     if run.detached:  # a job of the workers stays theirs: watch it
         ctx.watching = True
         ctx.say(f"Queued run {run.id} for a worker; watching it here.")
@@ -203,8 +205,8 @@ async def _queued_for_a_worker(
 
 
 async def cmd_fork(ctx: Context, runtime: Runtime, args: Any) -> int:
-    _show_model_notice(ctx, runtime)
     run = await runtime.fork(args.checkpoint_id, args.prompt)
+    _show_model_notice(ctx, runtime, run)
     return await _follow(ctx, runtime, run, json_mode=args.json, after=0)
 
 
@@ -223,10 +225,10 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
             "have acted): retry with --rerun to run it again or --skip-unknown to continue "
             "without it"
         )
-    _show_model_notice(ctx, runtime)
     ctx.current_run_id = old.id
     cursor = await event_cursor(runtime)
     run = await runtime.retry(args.run_id, unknown=unknown)
+    _show_model_notice(ctx, runtime, run)
     return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
 
 
