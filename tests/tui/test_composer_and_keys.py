@@ -15,6 +15,7 @@ from textual.widgets import Input, OptionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
+from runtime.providers.demo import DemoProvider
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
@@ -482,6 +483,39 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
             "/stream 400",
             "go on, shorter",
         ]
+    finally:
+        await runtime.close()
+
+
+async def test_a_long_answer_cut_by_escape_reads_as_markdown_as_when_opened_again(
+    db_path: Path, workspace: Path
+) -> None:
+    """While it streams, an answer past its first 8,000 characters goes on as plain text;
+    cut by Esc, that plain tail stayed (`**` shown as typed) although opening the run again
+    shows the partial answer as Markdown."""
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo",
+        providers=lambda reference: DemoProvider(chunk_delay=0.001),
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+
+            def answer() -> MessageView | None:
+                views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+                return views[0] if views else None
+
+            await wait_until(pilot, lambda: (view := answer()) is not None and view.query(".plain"))
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: screen.conversation.query(".partial-label"))
+            view = answer()
+            assert view is not None and len(view.text) > 8000
+            await wait_until(pilot, lambda: not view.query(".plain"))
     finally:
         await runtime.close()
 

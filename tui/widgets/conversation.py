@@ -462,6 +462,7 @@ class Conversation(SizedByLayout, VerticalScroll):
                 continue
             mark = Static(f"⚠ {label}", classes="partial-label", markup=False)
             group.widgets.append(mark)
+            await view.settle_partial()
             await self.mount(mark, after=view)
 
     async def tool_state(

@@ -267,6 +267,17 @@ class MessageView(SizedByLayout, Vertical):
             await self._thinking.set_text(thinking)
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
 
+    async def settle_partial(self) -> None:
+        """The stream stopped short of a message (cancelled, failed): what streamed reads as
+        Markdown as a committed answer does (a new-user trial saw a raw ``_This is`` after Esc),
+        while it is short enough; nothing more will come."""
+        self._flush_markdown()
+        self._stop_writes()
+        if self._gap or self._tail is None or self.role is Role.USER:
+            return
+        if markdown_cut(self.text, SETTLED_MARKDOWN_CHARS) is None:
+            await self._settle_as_markdown(self.text)
+
     async def _settle_as_markdown(self, final: str) -> None:
         """The committed message is short enough to be Markdown whole: its plain tail (kept
         plain while it streamed) joins the Markdown part."""
