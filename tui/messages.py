@@ -6,7 +6,7 @@ of these; the screen's ``on_<name>`` handler updates the widgets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message as TextualMessage
 
@@ -133,10 +133,12 @@ class RequestRouted(TextualMessage):
 
 
 class AnswerFailed(TextualMessage):
-    def __init__(self, request: InputRequest, error: AgentTuiError) -> None:
+    def __init__(self, request: InputRequest, error: AgentTuiError, value: Any = None) -> None:
         super().__init__()
         self.request = request
         self.error = error
+        self.value = value
+        """The answer refused."""
 
 
 class MessageQueued(TextualMessage):

@@ -384,3 +384,26 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
         assert await second.store.get_queued_messages(run.job_id) == []
     finally:
         await second.close()
+
+
+async def test_an_answer_refused_because_another_came_first_is_quoted_not_lost(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: two agent-tuis answered at once; the slower one said the
+    request was already answered, and the words typed there went without a trace."""
+    from tui.widgets._prompt_base import PromptAnswered
+
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        request = await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_the_question(pilot, app)
+            prompt = screen.query_one(QuestionPrompt)
+            await runtime.store.answer_input_request(request.id, answer=request.options[0])
+            prompt.post_message(PromptAnswered(request, "the tests, then the docs"))
+            await wait_until(pilot, lambda: any("Answer refused" in t for t in notifications(app)))
+            [notice] = [t for t in notifications(app) if "Answer refused" in t]
+            assert "yours was not sent: the tests, then the docs" in notice
+    finally:
+        await runtime.close()

@@ -28,7 +28,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from runtime.errors import AgentTuiError, InvalidInput, RunStateConflict
+from runtime.errors import AgentTuiError, AlreadyAnswered, InvalidInput, RunStateConflict
 from runtime.fileio import write_text_atomically
 from runtime.interrupted import needs_resume
 from runtime.kinds import InputKind, RunState
@@ -1548,7 +1548,7 @@ class MainScreen(Screen[None]):
         try:
             await self.runtime.respond(request.run_id, request.id, value)
         except AgentTuiError as error:
-            self.post_message(AnswerFailed(request, error))
+            self.post_message(AnswerFailed(request, error, value))
 
     async def _answer_draft(self, request: InputRequest) -> str:
         """The answer typed to ``request`` before a quit or a crash ('' if none or unreadable:
@@ -1569,8 +1569,14 @@ class MainScreen(Screen[None]):
         await self.runtime.store.save_answer_draft(request.id, text, job_id=request.job_id)
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:
+        text = str(message.error)
+        typed = message.value if isinstance(message.value, str) else None
+        if isinstance(message.error, AlreadyAnswered) and typed and typed.strip():
+            # Found by a new-user trial: answered in two places at once, the words typed in
+            # the slower one went without a trace.
+            text += f"; yours was not sent: {short(typed.strip(), 120)}"
         self.notify(
-            terminal_safe(str(message.error)),
+            terminal_safe(text),
             title="Answer refused",
             severity="error",
             markup=False,
