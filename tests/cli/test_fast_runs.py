@@ -133,6 +133,10 @@ def test_fast_runs_prints_exactly_what_the_runtime_path_prints(
     assert f"↳ child of {seeded[0].id}" in table.stdout
     assert "running (interrupted)" in table.stdout and "failed" in table.stdout
     assert "$0.0042" in table.stdout and "1.6k" in table.stdout and "3d" in table.stdout
+    # The archived job's runs say so (a new-user trial could not tell them apart).
+    archived_lines = [line for line in table.stdout.splitlines() if seeded[2].id in line]
+    assert archived_lines and all("[archived] " in line for line in archived_lines)
+    assert "[archived]" not in _fast(cli)[0].stdout
     listed = [json.loads(line) for line in _fast(cli, "--json")[0].stdout.splitlines()]
     assert [item["id"] for item in listed] == [seeded[1].id, seeded[0].id]  # not the archived
     assert listed[1]["failure"] == {"code": "provider_error", "message": "the model said no"}

@@ -17,7 +17,7 @@ from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind
 from runtime.transcript import inherited_history, partial_answer
 from tui._cli import render
-from tui._cli.listing import no_runs
+from tui._cli.listing import no_runs, shown_title
 from tui._cli.parser import EXIT_OK
 from tui._cli.render import runs_table, show_text
 
@@ -300,9 +300,13 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
     else:
         runs = (await runtime.list_runs(limit=args.limit, state=state)).items
     titles: dict[str, str] = {}
+    archived_jobs: set[str] = set()
     for run in runs:
         if run.job_id not in titles:
-            titles[run.job_id] = (await runtime.get_job(run.job_id)).title
+            job = await runtime.get_job(run.job_id)
+            titles[run.job_id] = job.title
+            if job.archived:
+                archived_jobs.add(job.id)
     if args.json:
         for run in runs:
             data = run.model_dump(mode="json")
@@ -313,7 +317,10 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
         ctx.say(no_runs(args.state))
         return EXIT_OK
     now = _now()
-    for line in runs_table(runs, titles, now=now):
+    shown = {
+        job_id: shown_title(title, job_id in archived_jobs) for job_id, title in titles.items()
+    }
+    for line in runs_table(runs, shown, now=now):
         ctx.print(line)
     return EXIT_OK
 

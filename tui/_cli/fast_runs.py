@@ -40,7 +40,7 @@ BUSY_SECONDS = 10.0
 
 def _page_query(args: argparse.Namespace) -> tuple[str, list[object]]:
     columns = ", ".join(f"r.{name}" for name in listing.RUN_COLUMNS)
-    sql = f"SELECT {columns}, j.title FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
+    sql = f"SELECT {columns}, j.title, j.archived FROM runs AS r JOIN jobs AS j ON j.id = r.job_id"
     where: list[str] = []
     params: list[object] = []
     if not args.archived:
@@ -97,7 +97,7 @@ def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
         import json
 
         for row in rows:
-            data = listing.run_json(row[:-1], str(row[-1]))
+            data = listing.run_json(row[:-2], str(row[-2]))
             out.write(json.dumps(data, ensure_ascii=False) + "\n")
             out.flush()
         return EXIT_OK
@@ -108,7 +108,13 @@ def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
     import time
 
     now = time.time()
-    lines = listing.runs_table((listing.run_line(row[:-1], str(row[-1])) for row in rows), now=now)
+    lines = listing.runs_table(
+        (
+            listing.run_line(row[:-2], listing.shown_title(str(row[-2]), bool(row[-1])))
+            for row in rows
+        ),
+        now=now,
+    )
     for line in lines:
         out.write(terminal_safe(line + "\n"))
         out.flush()

@@ -145,6 +145,11 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return lines
 
 
+def shown_title(title: str, archived: bool) -> str:
+    """A job's title in the table: marked when the job is archived (``runs --archived``)."""
+    return f"[archived] {title}" if archived else title
+
+
 def state_label(state: str, interrupted: bool) -> str:
     return state + " (interrupted)" if interrupted else state
 
