@@ -188,9 +188,9 @@ class MainScreen(Screen[None]):
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
         self._answered_here: set[str] = set()
+        """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._cancelled_here: set[str] = set()
         """Runs this screen cancelled (c, then y): no "cancelled elsewhere" for them."""
-        """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._opened_checkpoint: Checkpoint | None = None
         """The checkpoint Enter opened in the browser: ``f`` forks from it while its run is on
         screen, wherever the focus went (the conversation)."""
