@@ -2054,8 +2054,8 @@ class MainScreen(Screen[None]):
             await old.remove()
         fork_id = checkpoint.id
         bar = ConfirmBar(
-            f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job? Its run "
-            "goes on from there at once (/fork MESSAGE adds words first).",
+            f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job (its run"
+            " starts at once)?",
             lambda: self._fork(fork_id, None, None),
             returning_to=self.focused,
             declined="Nothing was forked.",
