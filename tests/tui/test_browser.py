@@ -427,3 +427,38 @@ async def test_the_palette_offers_run_actions_only_where_they_make_sense_and_a_f
         )
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert "Cancel run" in titles
+
+
+async def test_a_job_of_another_folder_says_which_under_the_browser(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: the browser lists the jobs of every folder, and nothing said
+    which folder a job worked in."""
+    from runtime.config import Config
+
+    other = tmp_path / "other-project"
+    other.mkdir()
+    elsewhere = await Runtime.open(
+        db_path=db_path, workspace=other, config=Config(), model="demo:instant"
+    )
+    here = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        theirs = await elsewhere.start("summarise that project")
+        await finish_run(elsewhere, theirs.id)
+        ours = await here.start("summarise this project")
+        await finish_run(here, ours.id)
+        app = make_app(here, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: {ours.job_id, theirs.job_id} <= set(tree.job_ids))
+            tree.move_cursor(tree.job_node(theirs.job_id))
+            assert f"in {other}" in tree.detail_text()
+            tree.move_cursor(tree.job_node(ours.job_id))
+            assert " in " not in tree.detail_text()
+    finally:
+        await here.close()
+        await elsewhere.close()

@@ -224,7 +224,9 @@ class MainScreen(Screen[None]):
                 yield Static(self._filter_text(), id="filter", markup=False)
                 with Vertical(id="tree-pane"):
                     yield BrowserHeader(id="tree-header")
-                    yield JobTree(hide_ages=settings.hide_ages, id="tree")
+                    yield JobTree(
+                        hide_ages=settings.hide_ages, here=str(settings.workspace), id="tree"
+                    )
                     yield BrowserDetail(id="tree-detail")
                 results = OptionList(id="search-results")
                 results.display = False

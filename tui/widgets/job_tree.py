@@ -12,6 +12,7 @@ A detail line under the tree says what the row under the cursor is, its age in w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from rich.style import Style
@@ -113,11 +114,20 @@ class JobTree(Tree[NodeData]):
     JobTree > .tree--guides { color: $panel-lighten-2; }
     """
 
-    def __init__(self, *, hide_ages: bool = False, **kwargs: Unpack[WidgetOptions]) -> None:
+    def __init__(
+        self,
+        *,
+        hide_ages: bool = False,
+        here: str | None = None,
+        **kwargs: Unpack[WidgetOptions],
+    ) -> None:
+        """``here``: the folder agent-tui was opened in; a job of another folder says which."""
         super().__init__("jobs", **kwargs)
         self.show_root = False
         self.guide_depth = 2
         self.hide_ages = hide_ages
+        self.here = here
+        self._elsewhere: dict[str, bool] = {}
         self._jobs: dict[str, TreeNode[NodeData]] = {}
         self._runs: dict[str, TreeNode[NodeData]] = {}
         self._job_runs: dict[str, dict[str, Run]] = {}
@@ -275,6 +285,9 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, JobEntry):
             job = data.job
             words = [f"job · {job.agent}", self._ago("updated", job.updated_at)]
+            if self._is_elsewhere(job.workspace):
+                # A new-user trial could not tell which folder a job worked in.
+                words.insert(1, f"in {job.workspace}")
             usage, money = job.usage.total_tokens, job.cost_usd
         elif isinstance(data, RunEntry):
             run = data.run
@@ -294,6 +307,16 @@ class JobTree(Tree[NodeData]):
         if money >= 0:
             words.append(cost(money))
         return " · ".join(word for word in words if word)
+
+    def _is_elsewhere(self, workspace: str) -> bool:
+        if self.here is None or workspace == self.here:
+            return False
+        found = self._elsewhere.get(workspace)
+        if found is None:
+            found = self._elsewhere[workspace] = (
+                Path(workspace).resolve() != Path(self.here).resolve()
+            )
+        return found
 
     def _ago(self, verb: str, timestamp: float) -> str:
         return "" if self.hide_ages else f"{verb} {age(timestamp, now=self.now)} ago"
