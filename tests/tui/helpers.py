@@ -16,14 +16,35 @@ from textual.widget import Widget
 
 from runtime.api import Runtime
 from runtime.config import Config
+from runtime.models import InputRequest
 from tui.app import AgentTuiApp, Settings, create_app
 from tui.screens.main import MainScreen
 
 SIZE = (140, 44)
 
 
-async def open_runtime(db_path: Path, workspace: Path, *, model: str = "demo:instant") -> Runtime:
-    return await Runtime.open(db_path=db_path, workspace=workspace, config=Config(), model=model)
+async def open_runtime(
+    db_path: Path,
+    workspace: Path,
+    *,
+    model: str = "demo:instant",
+    chunk_delay: float | None = None,
+) -> Runtime:
+    """``chunk_delay``: the demo model streaming a piece every so many seconds (``model`` is
+    then ``demo``)."""
+    if chunk_delay is None:
+        return await Runtime.open(
+            db_path=db_path, workspace=workspace, config=Config(), model=model
+        )
+    from runtime.providers.demo import DemoProvider
+
+    return await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo",
+        providers=lambda reference: DemoProvider(chunk_delay=chunk_delay),
+    )
 
 
 def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTuiApp:
@@ -151,3 +172,16 @@ def send_burst(app: AgentTuiApp, text_and_keys: list[str]) -> None:
             app.post_message(events.Key(names.get(item, item), item))
         else:
             app.post_message(events.Key(item, controls.get(item)))
+
+
+async def asked_in_the_tui(
+    pilot: Pilot[object], app: AgentTuiApp, task: str = "summarise"
+) -> tuple[MainScreen, InputRequest]:
+    """``task`` typed and sent in the app, until the demo model's question is docked: the
+    screen and the request."""
+    from tui.widgets.question_prompt import QuestionPrompt
+
+    await pilot.press(*task, "enter")
+    screen = main_screen(app)
+    await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+    return screen, screen.query_one(QuestionPrompt).request

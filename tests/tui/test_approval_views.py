@@ -16,7 +16,7 @@ from textual.widgets import Input, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from tests.fakes.scripted import ScriptedProvider, Turn
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import open_runtime, wait_until
 from tests.tui.test_snapshots import ROOT
 from tui.app import Settings, create_app
 from tui.screens.main import MainScreen
@@ -284,10 +284,8 @@ async def test_an_approval_of_a_job_in_another_folder_names_that_folder(
     other = tmp_path / "other-project"
     other.mkdir()
     (other / "README.md").write_text("# Other\n")
-    elsewhere = await Runtime.open(
-        db_path=db_path, workspace=other, config=Config(), model="demo:instant"
-    )
-    here = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    elsewhere = await open_runtime(db_path, other)
+    here = await open_runtime(db_path, workspace)
     try:
         run = await elsewhere.start("summarise")
         boundary = await elsewhere.wait(run.id, timeout=10)

@@ -5,24 +5,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from runtime.api import Runtime
+from runtime.models import Run
 from tests.tui.helpers import (
     SIZE,
     finish_run,
     make_app,
     notifications,
+    open_runtime,
     wait_for_browser,
     wait_until,
 )
 from tui.screens.main import MainScreen
 
 
-async def test_x_archives_the_job_under_the_cursor_and_hides_it_from_the_browser(
-    runtime: Runtime, workspace: Path
-) -> None:
+async def _kept_and_gone(runtime: Runtime) -> tuple[Run, Run]:
+    """Two finished jobs' runs: one to keep, one to archive."""
     kept = await runtime.start("keep this one")
     await finish_run(runtime, kept.id)
     gone = await runtime.start("archive this one")
     await finish_run(runtime, gone.id)
+    return kept, gone
+
+
+async def test_x_archives_the_job_under_the_cursor_and_hides_it_from_the_browser(
+    runtime: Runtime, workspace: Path
+) -> None:
+    kept, gone = await _kept_and_gone(runtime)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
@@ -63,17 +71,10 @@ async def test_a_job_archived_in_another_process_leaves_this_browser_and_comes_b
 ) -> None:
     """Found by a new-user trial: `agent-tui archive JOB` (or `x` in a second agent-tui) hid
     the job there, while this browser kept showing it until restarted."""
-    from runtime.config import Config
-
-    elsewhere = await Runtime.open(
-        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
-    )
-    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    elsewhere = await open_runtime(db_path, workspace)
+    watching = await open_runtime(db_path, workspace)
     try:
-        kept = await elsewhere.start("keep this one")
-        await finish_run(elsewhere, kept.id)
-        gone = await elsewhere.start("archive this one")
-        await finish_run(elsewhere, gone.id)
+        kept, gone = await _kept_and_gone(elsewhere)
         app = make_app(watching, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = app.screen
@@ -98,10 +99,7 @@ async def test_archiving_the_job_on_screen_leaves_a_new_job_to_type_into(
     """Found by a new-user trial: after `x` on the job on screen, the composer still said
     "Follow-up in" it, and Enter sent the message into the archived job (hidden from then on)
     or into the job on the row below."""
-    kept = await runtime.start("keep this one")
-    await finish_run(runtime, kept.id)
-    gone = await runtime.start("archive this one")
-    await finish_run(runtime, gone.id)
+    kept, gone = await _kept_and_gone(runtime)
     app = make_app(runtime, workspace, open_job=gone.job_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen

@@ -434,16 +434,10 @@ async def test_a_job_of_another_folder_says_which_under_the_browser(
 ) -> None:
     """Found by a new-user trial: the browser lists the jobs of every folder, and nothing said
     which folder a job worked in."""
-    from runtime.config import Config
-
     other = tmp_path / "other-project"
     other.mkdir()
-    elsewhere = await Runtime.open(
-        db_path=db_path, workspace=other, config=Config(), model="demo:instant"
-    )
-    here = await Runtime.open(
-        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
-    )
+    elsewhere = await open_runtime(db_path, other)
+    here = await open_runtime(db_path, workspace)
     try:
         theirs = await elsewhere.start("summarise that project")
         await finish_run(elsewhere, theirs.id)

@@ -15,10 +15,10 @@ from textual.widgets import Input, OptionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
-from runtime.providers.demo import DemoProvider
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
+    asked_in_the_tui,
     finish_run,
     finished_earlier,
     main_screen,
@@ -69,10 +69,7 @@ async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_
 ) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        request = screen.query_one(QuestionPrompt).request
+        screen, request = await asked_in_the_tui(pilot, app)
         assert isinstance(app.focused, AnswerInput)
         # c (cancel), f (fork), R (retry), n (new), e (export), i (inbox): all text here.
         await pilot.press(*"cool follow-up while running: Rename in files", "enter")
@@ -93,10 +90,7 @@ async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_a
     the rest. A digit is text; an option's number alone, then Enter, picks that option."""
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        request = screen.query_one(QuestionPrompt).request
+        screen, request = await asked_in_the_tui(pilot, app)
         assert len(request.options) >= 2
         await pilot.press(*"2024 roadmap")
         assert screen.query_one(AnswerInput).value == "2024 roadmap"
@@ -111,10 +105,7 @@ async def test_an_options_number_alone_then_enter_picks_that_option(
 ) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        request = screen.query_one(QuestionPrompt).request
+        screen, request = await asked_in_the_tui(pilot, app)
         await pilot.press("2")
         await pilot.pause()
         assert screen.query(QuestionPrompt)  # not sent by the digit alone
@@ -201,10 +192,8 @@ async def test_cancelling_a_run_asks_in_the_docked_area_and_no_keeps_it(
 ) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        run_id = screen.query_one(QuestionPrompt).request.run_id
+        screen, asked = await asked_in_the_tui(pilot, app)
+        run_id = asked.run_id
         await pilot.press("escape", "c")
         bar = screen.query_one(ConfirmBar)
         assert "Cancel the run" in str(bar.render())
@@ -230,11 +219,8 @@ async def test_a_run_on_screen_cancelled_elsewhere_says_so_and_why(
     screen without a word."""
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        run_id = screen.query_one(QuestionPrompt).request.run_id
-        await runtime.cancel(run_id, reason="cancelled from the command line")
+        _, request = await asked_in_the_tui(pilot, app)
+        await runtime.cancel(request.run_id, reason="cancelled from the command line")
         await wait_until(
             pilot, lambda: any("cancelled elsewhere" in text for text in notifications(app))
         )
@@ -493,13 +479,7 @@ async def test_a_long_answer_cut_by_escape_reads_as_markdown_as_when_opened_agai
     """While it streams, an answer past its first 8,000 characters goes on as plain text;
     cut by Esc, that plain tail stayed (`**` shown as typed) although opening the run again
     shows the partial answer as Markdown."""
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="demo",
-        providers=lambda reference: DemoProvider(chunk_delay=0.001),
-    )
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.001)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:

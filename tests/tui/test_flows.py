@@ -14,6 +14,7 @@ from runtime.tools.base import ToolContext
 from runtime.tools.builtin import ListDirTool, SearchTool
 from tests.tui.helpers import (
     SIZE,
+    asked_in_the_tui,
     finish_run,
     main_screen,
     make_app,
@@ -80,10 +81,7 @@ async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
 async def test_a_question_is_answered_with_free_text(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        request = screen.query_one(QuestionPrompt).request
+        screen, request = await asked_in_the_tui(pilot, app)
         await pilot.press(*"only the TODOs", "enter")
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
     answered = [
@@ -100,9 +98,7 @@ async def test_notifications_never_cover_the_answer_field_or_the_composer(
 
     app = make_app(runtime, workspace)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        screen, _ = await asked_in_the_tui(pilot, app)
         for number in range(3):  # a stack of them, as a busy moment makes
             app.notify(f"A rather long notification number {number} about something else")
         await wait_until(pilot, lambda: len(screen.query(Toast)) == 3)
@@ -131,9 +127,7 @@ async def test_notifications_never_cover_the_composer(runtime: Runtime, workspac
 async def test_denying_with_a_reason_sends_the_reason(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        screen, _ = await asked_in_the_tui(pilot, app)
         await pilot.press("2", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         request = screen.query_one(ApprovalPrompt).request
@@ -173,10 +167,8 @@ async def test_a_follow_up_continues_the_selected_job(runtime: Runtime, workspac
 async def test_cancel_stops_the_selected_run(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"summarise", "enter")
-        screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        run_id = screen.query_one(QuestionPrompt).request.run_id
+        screen, asked = await asked_in_the_tui(pilot, app)
+        run_id = asked.run_id
         await pilot.press("escape")  # out of the answer field: letters are keys again
         await pilot.press("c")
         assert screen.query(ConfirmBar)  # a destructive action asks first

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.models import InputRequestState, RunState
-from runtime.providers.demo import DemoProvider
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -67,13 +65,7 @@ async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
     # The demo model at a crawl: the run is still streaming its plan when the app quits and
     # the runtime closes, however fast the machine (at reading speed it sometimes reached its
     # question during the teardown). The second runtime retries it at the usual speed.
-    first = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="demo",
-        providers=lambda reference: DemoProvider(chunk_delay=0.5),
-    )
+    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
     try:
         app = make_app(first, workspace)
         async with app.run_test(size=SIZE) as pilot:
@@ -351,13 +343,7 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
     """Found by a new-user trial: after a quit, a message sent in the job said "queued … sent
     when the run finishes", but the interrupted run waits for the person: it never finished,
     and nothing said to press R."""
-    first = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="demo",
-        providers=lambda reference: DemoProvider(chunk_delay=0.5),
-    )
+    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
     try:
         run = await first.start("summarise this project")
         async with asyncio.timeout(10):

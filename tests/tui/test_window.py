@@ -17,11 +17,8 @@ import pytest
 from textual.actions import SkipAction
 from textual.widgets import Markdown, OptionList
 
-from runtime.api import Runtime
-from runtime.config import Config
 from runtime.events import RunNoted
 from runtime.models import Role
-from runtime.providers.demo import DemoProvider
 from runtime.store.migrations import migrate
 from runtime.store.stored_content import register_functions
 from runtime.transcript_pages import ItemKey, Keyed
@@ -545,13 +542,7 @@ async def test_a_jump_away_and_back_keeps_what_a_streaming_answer_showed(
     db_path: Path, workspace: Path
 ) -> None:
     (earlier,) = fill_job(db_path, workspace, [300])
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="demo",
-        providers=lambda reference: DemoProvider(chunk_delay=0.02),
-    )
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.02)
     try:
         app = make_app(runtime, workspace, window=40)
         async with app.run_test(size=SIZE) as pilot:

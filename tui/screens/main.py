@@ -1258,9 +1258,6 @@ class MainScreen(Screen[None]):
         runs = await self.runtime.job_runs(job_id)
         return next((r for r in runs if r.parent_run_id is None and not r.state.is_terminal), None)
 
-    async def _job_is_working(self, job_id: str) -> bool:
-        return await self._working_root_run(job_id) is not None
-
     def on_message_queued(self, message: MessageQueued) -> None:
         self.composer.enqueue(message.job_id, message.text)
 
@@ -1279,7 +1276,7 @@ class MainScreen(Screen[None]):
     @work(exit_on_error=False, group="queue")
     async def _send_queue(self, job_id: str) -> None:
         try:
-            if await self._job_is_working(job_id):
+            if await self._working_root_run(job_id) is not None:
                 return
             texts = self.composer.take_queue(job_id)
             if not texts:
@@ -1482,12 +1479,11 @@ class MainScreen(Screen[None]):
         widget: Widget
         if request.kind is InputKind.APPROVAL:
             job = self.selected_job
-            here = Path(self.agent_app.settings.workspace).resolve()
             elsewhere = (
                 job.workspace
                 if job is not None
                 and job.id == request.job_id
-                and Path(job.workspace).resolve() != here
+                and self.job_tree.is_elsewhere(job.workspace)
                 else None
             )
             widget = ApprovalPrompt(request, elsewhere=elsewhere)
@@ -2056,8 +2052,8 @@ class MainScreen(Screen[None]):
             await old.remove()
         fork_id = checkpoint.id
         bar = ConfirmBar(
-            f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job (its run"
-            " starts at once)?",
+            f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job? It runs"
+            " at once.",
             lambda: self._fork(fork_id, None, None),
             returning_to=self.focused,
             declined="Nothing was forked.",

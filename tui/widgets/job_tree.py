@@ -285,7 +285,7 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, JobEntry):
             job = data.job
             words = [f"job · {job.agent}", self._ago("updated", job.updated_at)]
-            if self._is_elsewhere(job.workspace):
+            if self.is_elsewhere(job.workspace):
                 # A new-user trial could not tell which folder a job worked in.
                 words.insert(1, f"in {job.workspace}")
             usage, money = job.usage.total_tokens, job.cost_usd
@@ -308,7 +308,8 @@ class JobTree(Tree[NodeData]):
             words.append(cost(money))
         return " · ".join(word for word in words if word)
 
-    def _is_elsewhere(self, workspace: str) -> bool:
+    def is_elsewhere(self, workspace: str) -> bool:
+        """Whether ``workspace`` is not the folder agent-tui was opened in (``here``)."""
         if self.here is None or workspace == self.here:
             return False
         found = self._elsewhere.get(workspace)
