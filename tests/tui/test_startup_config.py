@@ -251,3 +251,29 @@ async def test_a_task_typed_and_entered_while_the_app_starts_is_sent(
     async with asyncio.timeout(60):
         await app.run_async(headless=True, size=SIZE, auto_pilot=type_at_once)
     assert sent == ["two\nlines"]  # sent, its line break kept where it was typed
+
+
+async def test_ctrl_q_while_the_database_opens_quits_cleanly(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # ctrl+q is the one key not held while the app starts; quitting then saved the drafts
+    # through a runtime not open yet and ended in a traceback instead of quitting.
+    never = asyncio.Event()
+
+    async def opener(_app: object) -> Runtime:
+        await never.wait()
+        raise AssertionError("the runtime was never to open")
+
+    from tui.app import _AfterFirstFrame
+
+    settings = Settings(workspace=workspace, remember_theme=False)
+    app = create_app(_AfterFirstFrame(opener), settings)  # type: ignore[arg-type]
+
+    async def quit_at_once(pilot: Pilot[int]) -> None:
+        await pilot.press(*"draft", "ctrl+q")
+
+    async with asyncio.timeout(60):
+        await app.run_async(headless=True, size=SIZE, auto_pilot=quit_at_once)
+    assert app.runtime is None
+    assert app.return_code == 0
+    assert app._exception is None

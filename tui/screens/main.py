@@ -413,7 +413,10 @@ class MainScreen(Screen[None]):
 
     async def save_drafts_now(self) -> None:
         """Before quitting: the drafts being typed are saved, whatever the debounce, and the
-        messages queued (as they were when queued: again, in case a save was still due)."""
+        messages queued (as they were when queued: again, in case a save was still due).
+        Nothing before the runtime is open: what was typed by then is still held, unapplied."""
+        if self.agent_app.runtime is None:
+            return
         composer = self.composer
         if composer.is_mounted:
             composer.flush_draft()
