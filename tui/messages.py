@@ -13,6 +13,8 @@ from textual.message import Message as TextualMessage
 from runtime.errors import AgentTuiError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runtime.events import RunNoted
     from runtime.models import Checkpoint, InputRequest, Job, Run, SearchHit, ToolCall
     from runtime.transcript_pages import ItemKey, Keyed, TranscriptPager
@@ -80,6 +82,7 @@ class RunLoaded(TextualMessage):
         asker: Run | None = None,
         has_newer: bool = False,
         found: ItemKey | None = None,
+        found_words: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.run = run
@@ -90,6 +93,8 @@ class RunLoaded(TextualMessage):
         self.has_newer = has_newer
         self.found = found
         """The item to show and mark (a search hit); None: the tail, followed."""
+        self.found_words = found_words
+        """The words the search found there."""
         self.pager = pager
         self.tool_calls = tool_calls
         self.request = request

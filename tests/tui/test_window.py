@@ -18,7 +18,14 @@ from textual.actions import SkipAction
 from textual.widgets import Markdown, OptionList
 
 from runtime.events import RunNoted
-from runtime.models import Role
+from runtime.models import (
+    Role,
+    TextBlock,
+    ToolCallState,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
 from runtime.store.migrations import migrate
 from runtime.store.stored_content import register_functions
 from runtime.transcript_pages import ItemKey, Keyed
@@ -28,6 +35,7 @@ from tui.widgets.conversation import Conversation, Pager
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.message_view import MessageView
 from tui.widgets.stream_text import StreamText
+from tui.widgets.tool_call_view import ToolCallView
 
 MESSAGES = 3000
 WINDOW = 100
@@ -503,6 +511,106 @@ async def test_a_search_hit_opens_its_run_at_the_message_found_not_at_the_tail(
             assert conversation.first_position is not None and conversation.first_position < 37
             await newer_page(conversation)
             assert (conversation.last_position or 0) > 37 + PAGE // 2
+    finally:
+        await runtime.close()
+
+
+async def test_a_search_hit_in_a_tool_result_unfolds_the_result_that_has_the_words(
+    db_path: Path, workspace: Path
+) -> None:
+    # Tool results are shown folded; a hit inside one opened the run at the call with its
+    # result still folded: nothing of what was searched for was on screen.
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        store = runtime.store
+        run = await store.create_run(
+            NewRun(
+                agent="default",
+                model="demo",
+                input="birds",
+                workspace=str(workspace),
+                owner_id="t",
+            )
+        )
+        run = await store.claim_run(run.id, owner_id="t")
+        token = run.execution_token
+        assert token is not None
+        calls = [
+            NewToolCall(
+                id=f"call-{index}",
+                provider_id=f"toolu_{index}",
+                name="read_file",
+                arguments={"path": name},
+                idempotent=True,
+                start=True,
+            )
+            for index, name in enumerate(["gulls.txt", "seabirds.txt"])
+        ]
+        first = await store.commit_assistant_message_with_calls(
+            run.id,
+            token=token,
+            message=NewMessage(
+                role=Role.ASSISTANT,
+                content=[TextBlock(text="Reading both files.")]
+                + [
+                    ToolUseBlock(
+                        id=call.provider_id,
+                        tool_call_id=call.id or "",
+                        name=call.name,
+                        input=call.arguments,
+                    )
+                    for call in calls
+                ],
+            ),
+            tool_calls=calls,
+            step=1,
+        )
+        results = ["Gulls nest on cliffs.", "The albatross glides for days."]
+        await store.commit_step_results(
+            run.id,
+            token=token,
+            tool_changes=[
+                ToolStateChange(tool_call_id=call.id, to=ToolCallState.COMPLETED, result=text)
+                for call, text in zip(first.tool_calls, results, strict=True)
+            ],
+            message=NewMessage(
+                role=Role.TOOL,
+                content=[
+                    ToolResultBlock(
+                        tool_use_id=call.provider_id, tool_call_id=call.id, content=text
+                    )
+                    for call, text in zip(first.tool_calls, results, strict=True)
+                ],
+            ),
+            checkpoint_step=1,
+        )
+        await store.commit_final_message(
+            run.id,
+            token=token,
+            message=NewMessage(role=Role.ASSISTANT, content=[TextBlock(text="Two birds.")]),
+            step=2,
+            outcome=None,
+        )
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_for_browser(pilot, app)
+            await pilot.press("slash", *"albatross", "enter")
+            hits = screen.query_one("#search-results", OptionList)
+            await wait_until(lambda: hits.display and app.focused is hits)
+            await pilot.press("enter")
+            conversation = screen.conversation
+
+            def views() -> dict[str, ToolCallView]:
+                return {view.tool_call_id: view for view in conversation.query(ToolCallView)}
+
+            await wait_until(lambda: len(views()) == 2 and not conversation.page_loading, 30)
+            gulls, albatross = (views()[call.id] for call in first.tool_calls)
+            await wait_until(lambda: albatross.has_class("-found"))
+            assert albatross.result_expanded
+            assert not gulls.result_expanded  # only the result with the words
+            await wait_until(lambda: "The albatross glides for days." in screen_text(app))
     finally:
         await runtime.close()
 

@@ -51,7 +51,7 @@ from tui.messages import (
     RunStarted,
     SearchFinished,
 )
-from tui.widgets._format import search_snippet, short
+from tui.widgets._format import found_words, search_snippet, short
 from tui.widgets._prompt_base import PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation
@@ -69,6 +69,8 @@ from tui.widgets.ordered_keys import OrderedInput
 from tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
     from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run, SearchHit
@@ -639,15 +641,19 @@ class MainScreen(Screen[None]):
             latest = max(roots, key=lambda run: run.created_at)
             self.open_run(latest.id)
 
-    def open_run(self, run_id: str, *, at_position: int | None = None) -> None:
+    def open_run(
+        self, run_id: str, *, at_position: int | None = None, words: Sequence[str] = ()
+    ) -> None:
         """Show the run, at its tail (followed as it grows) or, with ``at_position``, around
-        its message there (a search hit)."""
+        its message there (a search hit, of ``words``)."""
         self._loading_run_id = run_id
         self._replay = []
-        self._load_run(run_id, at_position)
+        self._load_run(run_id, at_position, words)
 
     @work(exit_on_error=False, group="open-run", exclusive=True)
-    async def _load_run(self, run_id: str, at_position: int | None = None) -> None:
+    async def _load_run(
+        self, run_id: str, at_position: int | None = None, words: Sequence[str] = ()
+    ) -> None:
         runtime = self.runtime
         page = self.conversation.page  # a page; the conversation pages through the rest
         run, job = await self._run_and_job(run_id)
@@ -676,6 +682,7 @@ class MainScreen(Screen[None]):
                 asker=asker,
                 has_newer=has_newer,
                 found=found,
+                found_words=words,
             )
         )
         # After the run is on screen (a note is a line among the messages, never worth a wait).
@@ -744,6 +751,7 @@ class MainScreen(Screen[None]):
             pager=message.pager,
             has_newer=message.has_newer,
             found=message.found,
+            found_words=message.found_words,
         )
         self._loading_run_id = None
         replay, self._replay = self._replay, []
@@ -2204,7 +2212,7 @@ class MainScreen(Screen[None]):
     def _hit_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id is not None:
             hit = self._search_hits[int(event.option.id)]
-            self.open_run(hit.run_id, at_position=hit.position)
+            self.open_run(hit.run_id, at_position=hit.position, words=found_words(hit.snippet))
 
     def _close_search(self) -> None:
         self.query_one("#search", Input).value = ""

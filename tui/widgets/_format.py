@@ -100,6 +100,12 @@ def plain_markdown(text: str) -> str:
     return " ".join(" ".join(lines).split())
 
 
+def found_words(snippet: str) -> list[str]:
+    """The words a search hit matched (between the store's marks), each once, in order."""
+    words = re.findall(f"{HIT_OPEN}([^{HIT_CLOSE}]+){HIT_CLOSE}", snippet)
+    return list(dict.fromkeys(word for word in words if word.strip()))
+
+
 def search_snippet(snippet: str, width: int) -> Text:
     """A search hit's words as a reader sees them, cut to ``width`` cells, the matched terms
     (between the store's marks) in bold."""

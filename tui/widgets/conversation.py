@@ -181,12 +181,14 @@ class Conversation(SizedByLayout, VerticalScroll):
         pager: Pager | None = None,
         has_newer: bool = False,
         found: ItemKey | None = None,
+        found_words: Sequence[str] = (),
         at_top: bool = False,
     ) -> None:
         """Show ``items`` (what the pane shows for the run, from ``pager``): the tail, followed
         as it grows; with ``found``, a window around that item (a search hit), scrolled to it
-        and marked; with ``at_top``, from the top. Older (and newer) items load from ``pager``
-        as the view nears an end."""
+        and marked (a hit in tool results: the call whose result has ``found_words``, its
+        result unfolded); with ``at_top``, from the top. Older (and newer) items load from
+        ``pager`` as the view nears an end."""
         self.run_id = run_id
         await self._clear()
         self.pager = pager
@@ -198,7 +200,9 @@ class Conversation(SizedByLayout, VerticalScroll):
             widgets.extend(self._add_group(key, item, at_end=True))
         self._show_markers()
         await self.mount_all(widgets, before=self._newer_marker)
-        target = self._found_widget(found) if found is not None else None
+        target = None
+        if found is not None:
+            target = self._found_result(items, found, found_words) or self._found_widget(found)
         if at_top:
             self.anchor(False)
             self.scroll_home(animate=False, immediate=True)
@@ -217,6 +221,39 @@ class Conversation(SizedByLayout, VerticalScroll):
             self._want_more()
 
         self.call_after_refresh(show_found)
+
+    def _found_result(
+        self, items: Sequence[Keyed], key: ItemKey, words: Sequence[str]
+    ) -> Widget | None:
+        """For a hit in a tool message: the call (shown with the message before) whose result
+        has the words found, its result unfolded (a hit in a folded result showed nothing of
+        what was searched for)."""
+        from runtime.transcript import TranscriptMessage
+
+        message = next(
+            (
+                item.message
+                for item_key, item in items
+                if item_key == key
+                and isinstance(item, TranscriptMessage)
+                and item.run.id == self.run_id
+            ),
+            None,
+        )
+        if message is None or message.role is not Role.TOOL:
+            return None
+        views = [
+            self._tools[block.tool_call_id]
+            for block in message.tool_results
+            if block.tool_call_id in self._tools
+        ]
+        lowered = [word.casefold() for word in words if word]
+        for view in views:
+            text = (view.error if view.error is not None else view.result or "").casefold()
+            if not lowered or any(word in text for word in lowered):
+                view.unfold_result()
+                return view
+        return None
 
     def _found_widget(self, key: ItemKey) -> Widget | None:
         """What shows the item at ``key``: its first widget; for a tool message (its results

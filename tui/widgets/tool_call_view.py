@@ -298,6 +298,9 @@ class ToolCallView(Vertical, can_focus=True):
         folded = self.query_one("#sub-run", Collapsible)
         folded.collapsed = not folded.collapsed
 
+    def unfold_result(self) -> None:
+        self.query_one("#result", Collapsible).collapsed = False
+
     def action_toggle_result(self) -> None:
         folded = self.query_one("#result", Collapsible)
         folded.collapsed = not folded.collapsed
