@@ -680,6 +680,90 @@ async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_ne
         await runtime.close()
 
 
+async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_sent(
+    db_path: Path, workspace: Path
+) -> None:
+    # A trial typed a follow-up while the run worked; the approval docked after "pl" and took
+    # the keys: the "a" of "please" allowed the write for the whole run.
+    gate = asyncio.Event()
+    script = [
+        Turn(
+            "I will write it.",
+            tool_calls=[("write_file", {"path": "n.md", "content": "x"})],
+            gate=gate,
+        ),
+        Turn("written"),
+        Turn("and thanks"),
+    ]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            first = await _first_task_running(pilot, screen)
+            await pilot.press(*"ple")
+            gate.set()
+            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+            prompt = screen.query_one(ApprovalPrompt)
+            composer = screen.composer
+            await pilot.press(*"ase also say thanks")  # y, a, n, r among them: all text
+            assert app.focused is composer.input and composer.display
+            assert composer.input.text == "please also say thanks"
+            assert "The agent waits for your answer" in screen_text(app)
+            request = await runtime.open_request(first.id)
+            assert request is not None and request.state is InputRequestState.PENDING
+
+            await pilot.press("enter")  # the message is queued; the prompt takes the keys
+            await wait_until(pilot, lambda: app.focused is prompt)
+            assert not composer.display
+            assert composer.queued(first.job_id) == ["please also say thanks"]
+            assert "The agent waits for your answer" not in screen_text(app)
+            await pilot.press("y")
+            await wait_until(pilot, lambda: (workspace / "n.md").exists(), timeout=60)
+        answered = await runtime.store.get_input_request(request.id)
+        assert answered.answer == {"decision": "allow_once", "reason": None}
+    finally:
+        await runtime.close()
+
+
+async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
+    db_path: Path, workspace: Path
+) -> None:
+    gate = asyncio.Event()
+    script = [
+        Turn(
+            "I will write it.",
+            tool_calls=[("write_file", {"path": "n.md", "content": "x"})],
+            gate=gate,
+        ),
+        Turn("not written"),
+    ]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            first = await _first_task_running(pilot, screen)
+            await pilot.press(*"half a thought")
+            gate.set()
+            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+            prompt = screen.query_one(ApprovalPrompt)
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: app.focused is prompt)
+            assert not screen.composer.display
+            await pilot.press("n")
+            await wait_until(
+                pilot, lambda: screen.composer.display and app.focused is screen.composer.input
+            )
+            # What was typed is still there, to finish and send.
+            assert screen.composer.input.text == "half a thought"
+        run = await runtime.get_run(first.id)
+        assert run.state is not RunState.INPUT_REQUIRED
+        assert not (workspace / "n.md").exists()
+    finally:
+        await runtime.close()
+
+
 async def test_up_on_an_empty_box_takes_a_queued_message_back_for_editing(
     db_path: Path, workspace: Path
 ) -> None:

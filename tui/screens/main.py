@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -85,6 +85,12 @@ if TYPE_CHECKING:
 
 STATE_FILTERS = browser_filters.FILTERS
 
+
+PROMPT_WAITS_TEXT = (
+    "↑ The agent waits for your answer. Finish your message below (Enter sends it), then answer"
+    " — or Tab to answer now."
+)
+"""Between a docked prompt and the message being typed when it came (``show_prompt``)."""
 
 APPLIED_DIFF_LINES = 80
 """How much of an applied diff a tool block shows (the rest is counted)."""
@@ -172,6 +178,9 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
+        self.prompt_waits = False
+        """The open request's prompt is docked above a message being typed, and takes the
+        keys only once that is sent (or on Tab): ``show_prompt``."""
         self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
         self._started_job_id: str | None = None
@@ -242,6 +251,9 @@ class MainScreen(Screen[None]):
                     origin = Static("", id="prompt-origin", markup=False)
                     origin.display = False
                     yield origin
+                    waits = Static(PROMPT_WAITS_TEXT, id="prompt-waits", markup=False)
+                    waits.display = False
+                    yield waits
                     yield Composer(id="composer")
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
@@ -1186,6 +1198,7 @@ class MainScreen(Screen[None]):
     @on(Composer.Submitted)
     def _composer_submitted(self, message: Composer.Submitted) -> None:
         message.stop()
+        self.call_after_refresh(self._take_prompt)
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
@@ -1314,6 +1327,7 @@ class MainScreen(Screen[None]):
     @on(Composer.CommandSubmitted)
     def _command_submitted(self, message: Composer.CommandSubmitted) -> None:
         message.stop()
+        self.call_after_refresh(self._take_prompt)
         self.run_command(message.name, message.argument)
 
     @property
@@ -1508,8 +1522,18 @@ class MainScreen(Screen[None]):
         else:
             widget = ElicitationForm(request)
         composer = self.composer
+        bottom = self.query_one("#bottom", Vertical)
+        if self.focused is composer.input and composer.input.text.strip():
+            # A message is being typed: the prompt docks above it and takes no key yet (it
+            # took the keys at once, and the letters typed next answered it: a trial's "please
+            # also…" allowed a write for the whole run with its "a").
+            self.prompt_waits = True
+            waits = self.query_one("#prompt-waits", Static)
+            waits.display = True
+            await bottom.mount(widget, before=waits)
+            return
         composer.display = False
-        await self.query_one("#bottom", Vertical).mount(widget)
+        await bottom.mount(widget)
         if not isinstance(widget, ElicitationForm):
             widget.focus()
             # Again once laid out: the hidden composer must not keep the focus. (Unless the
@@ -1519,6 +1543,28 @@ class MainScreen(Screen[None]):
     def _focus_prompt(self, widget: Widget, request: InputRequest) -> None:
         if widget.is_attached and self.open_request is request:
             widget.focus()
+
+    def _stop_waiting(self) -> None:
+        """The prompt that waited for the message being typed is the bottom area again."""
+        if not self.prompt_waits:
+            return
+        self.prompt_waits = False
+        self.query_one("#prompt-waits", Static).display = False
+        if self.open_request is not None:
+            self.composer.display = False
+
+    def _take_prompt(self) -> None:
+        """The message typed is sent (or set aside): the waiting prompt takes the keys."""
+        if self.prompt_waits:
+            self._stop_waiting()
+            self._focus_pane(2)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if self.prompt_waits and self.open_request is not None:
+            bottom = self.query_one("#bottom", Vertical)
+            widget = event.widget
+            if bottom in widget.ancestors and self.composer not in widget.ancestors:
+                self._stop_waiting()  # focused by a click, or shift+Tab
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -1539,6 +1585,8 @@ class MainScreen(Screen[None]):
             or (bottom in focused.ancestors and self.composer not in focused.ancestors)
         )
         self.open_request = None
+        self.prompt_waits = False
+        self.query_one("#prompt-waits", Static).display = False
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True
@@ -1745,6 +1793,9 @@ class MainScreen(Screen[None]):
 
     def _cycle(self, step: int) -> None:
         focused = self.focused
+        if self.prompt_waits and step > 0 and focused is self.composer.input:
+            self._take_prompt()  # the message stays in the box, hidden until it is answered
+            return
         pane = self._pane_of(focused)
         if pane is None:
             self._focus_pane(0 if step > 0 else 2)
