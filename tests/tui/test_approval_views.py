@@ -133,6 +133,32 @@ async def test_an_edit_approval_shows_the_diff_only(
         assert prompt.query_one(".prompt-keys").region.height >= 1
 
 
+SAME_WRITE = [
+    Turn(
+        "Saving it again.",
+        [
+            (
+                "write_file",
+                {"path": "src/main.py", "content": 'def main() -> None:\n    print("hello")\n'},
+            )
+        ],
+    )
+]
+
+
+async def test_a_write_that_changes_nothing_says_so_instead_of_showing_its_arguments(
+    request: pytest.FixtureRequest,
+) -> None:
+    app = _app_factory(request.node.name, SAME_WRITE)()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await _until_approval(pilot)
+        prompt = app.screen.query_one(ApprovalPrompt)
+        shown = "\n".join(_shown(prompt))
+        assert "src/main.py — no change" in shown
+        assert "{" not in shown and "\\n" not in shown  # no JSON dump, no escapes
+        assert not prompt.query(".prompt-arguments")
+
+
 LONG_FILE = "".join(f"line {n}\n" for n in range(60))
 LONG_EDIT = [
     Turn(

@@ -115,6 +115,15 @@ class ApprovalPrompt(Vertical, can_focus=True):
 
             yield Static(Syntax(terminal_safe(diff), "diff", word_wrap=True), classes="prompt-diff")
             return
+        path = detail.get("path")
+        if diff == "" and path and not detail.get("error"):
+            # A write that changes nothing had no diff to show, and showed its arguments as JSON.
+            yield Static(
+                terminal_safe(f"{path} — no change: the file has exactly this content already"),
+                classes="prompt-where",
+                markup=False,
+            )
+            return
         if detail.get("error"):
             yield Static(
                 terminal_safe(f"⚠ {detail['error']}"), classes="prompt-where", markup=False
