@@ -473,6 +473,46 @@ async def test_escape_interrupts_a_streaming_answer_and_keeps_its_text_and_the_j
         await runtime.close()
 
 
+async def test_escape_leaves_a_run_another_process_works_running(
+    db_path: Path, workspace: Path
+) -> None:
+    # A trial pressed Esc to go to the browser just after a shell's `agent-tui retry` had
+    # started the run on screen again: Esc interrupted it, and the shell's command ended "was
+    # cancelled". Esc stops what this agent-tui runs; c cancels the others, asking first.
+    gate = asyncio.Event()
+    elsewhere = await open_scripted(
+        ScriptedProvider([Turn("working on it " * 20, gate=gate), Turn("done")]),
+        db_path,
+        workspace,
+    )
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        run = await elsewhere.start("a long task")
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.id == run.id
+                    and screen.selected_run.state is RunState.RUNNING
+                ),
+            )
+            screen.composer.focus_input()
+            await pilot.pause()
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            assert (await runtime.get_run(run.id)).state is RunState.RUNNING
+            gate.set()
+        assert (await elsewhere.wait(run.id, timeout=30)).state is RunState.COMPLETED
+    finally:
+        await runtime.close()
+        await elsewhere.close()
+
+
 async def test_a_long_answer_cut_by_escape_reads_as_markdown_as_when_opened_again(
     db_path: Path, workspace: Path
 ) -> None:

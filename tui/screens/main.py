@@ -1677,6 +1677,16 @@ class MainScreen(Screen[None]):
             return None  # it waits for the person (a sub-run's question): Esc leaves the prompt
         if needs_resume(run):
             return None
+        owner = run.owner_id
+        if (
+            owner is not None
+            and owner != self.runtime.owner_id
+            and not self.agent_app.settings.attach
+        ):
+            # Another process works it (a CLI retry, another agent-tui): Esc keeps meaning
+            # "leave" here, and c cancels it, asking first. (A trial pressed Esc to go to the
+            # browser and cancelled the retry a shell had just started.)
+            return None
         return run
 
     def action_interrupt(self) -> None:
