@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.api import Runtime
+from runtime.store.base import NewRun
 from tests.tui.helpers import (
     LayoutCount,
     finish_run,
@@ -47,12 +48,36 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
         await wait_for_browser(pilot, app)
         tree = screen.job_tree
         header = rendered(screen.query_one(BrowserHeader))
-        assert header.split() == ["job", "agent", "upd", "tok", "cost"]
+        # One agent everywhere: no column repeating "default", the titles get its room.
+        assert header.split() == ["job", "upd", "tok", "cost"]
+        rows = [tree.row_text(node) for node in tree._visible_nodes()]
+        assert any("summarise this project and th" in row for row in rows)  # 11 cells before
+        # A second agent: every row gets the column, under its name.
+        elsewhere = await runtime.store.create_run(
+            NewRun(
+                agent="reviewer",
+                model="demo",
+                input="review it",
+                workspace=str(workspace),
+                owner_id="t",
+            )
+        )
+        job = await runtime.get_job(elsewhere.job_id)
+        screen.job_tree.upsert_job(job)
+        await wait_until(
+            pilot,
+            lambda: (
+                rendered(screen.query_one(BrowserHeader)).split()
+                == ["job", "agent", "upd", "tok", "cost"]
+            ),
+        )
+        header = rendered(screen.query_one(BrowserHeader))
         for job_id in tree.job_ids:
             node = tree.job_node(job_id)
             assert node is not None
             row = "▶ " + tree.row_text(node)
-            assert row.index("default") == header.index("agent")
+            agent = "reviewer" if job_id == job.id else "default"
+            assert row.index(agent) == header.index("agent")
             assert len(row.rstrip()) == len(header.rstrip())  # the cost ends under "cost"
             assert row.rstrip().endswith("$0.00")
 

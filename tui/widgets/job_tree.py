@@ -3,14 +3,17 @@ tree paged lazily.
 
 Each row is laid out in columns for the width the tree has: the state icon, the title
 (ellipsised), then fixed-width columns of agent, age ("updated … ago"), tokens and cost, named
-by a header row over the tree. When the pane is narrow the age column goes first, then the
-agent, then the tokens: the cost is never dropped. Every row shows the same columns, so they
+by a header row over the tree. The agent column shows only once the rows name two agents or
+more (with one, it repeated "default" on every row and left the titles 11 cells at 120 columns).
+When the pane is narrow the age column goes first, then the agent, then the tokens: the cost is
+never dropped. Every row shows the same columns, so they
 line up and a wide cost never shifts the agent. The ages tick while the screen is open: a
 timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
 A detail line under the tree says what the row under the cursor is, its age in words."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
@@ -142,6 +145,8 @@ class JobTree(Tree[NodeData]):
         self.now: float | None = None
         """The clock the ages are computed against (None: the wall clock)."""
         self._shown_ages: dict[int, str] = {}
+        self._agents: set[str] = set()
+        """The agents the rows name (the agent column shows once there are two)."""
         self.empty_text = ""
         """Shown as the only row when a first page has no job ("" shows nothing)."""
 
@@ -153,7 +158,12 @@ class JobTree(Tree[NodeData]):
         the cost always stays."""
         if room is None:
             room = self._width_room(depth=0, expandable=True)
-        wanted = [name for name in COLUMNS if not (name == "age" and self.hide_ages)]
+        wanted = [
+            name
+            for name in COLUMNS
+            if not (name == "age" and self.hide_ages)
+            and not (name == "agent" and len(self._agents) < 2)
+        ]
         for drop in ("age", "agent", "tokens"):
             used = 2 + TITLE_MIN + sum(COLUMN_WIDTHS[name] + 1 for name in wanted)
             if used <= room:
@@ -404,6 +414,14 @@ class JobTree(Tree[NodeData]):
         super().move_cursor(node, animate=animate)
 
     # --- feeding -------------------------------------------------------------------------------
+    def _saw_agents(self, agents: Iterable[str]) -> None:
+        """The rows name ``agents``: with a second agent, every row gets the agent column."""
+        before = len(self._agents)
+        self._agents.update(agents)
+        if before < 2 <= len(self._agents):
+            for node in self._visible_nodes():
+                self._redraw_node(node)
+
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
         node.refresh()  # bumps the node's version: its line is drawn again
 
@@ -419,6 +437,7 @@ class JobTree(Tree[NodeData]):
         if self._more is not None:
             self._more.remove()
             self._more = None
+        self._saw_agents(job.agent for job in jobs)
         for job in jobs:
             if job.id in self._jobs:
                 continue
@@ -439,6 +458,7 @@ class JobTree(Tree[NodeData]):
         self.loaded_runs.clear()
 
     def upsert_job(self, job: Job) -> TreeNode[NodeData]:
+        self._saw_agents((job.agent,))
         node = self._jobs.get(job.id)
         if node is None:
             for child in list(self.root.children):
@@ -486,6 +506,7 @@ class JobTree(Tree[NodeData]):
             # once for the expanded row): rebuilding the rows would only redraw the whole tree.
             return
         self._job_runs[job_id] = by_id
+        self._saw_agents(run.agent for run in runs)
         job_node = self._jobs.get(job_id)
         if job_node is None:
             return
@@ -523,6 +544,7 @@ class JobTree(Tree[NodeData]):
         return node
 
     def upsert_run(self, run: Run) -> None:
+        self._saw_agents((run.agent,))
         self._job_runs.setdefault(run.job_id, {})[run.id] = run
         node = self._runs.get(run.id)
         if node is not None:
