@@ -156,11 +156,20 @@ class MessageQueued(TextualMessage):
 
 
 class MessageRefused(TextualMessage):
-    def __init__(self, job_id: str | None, text: str, error: AgentTuiError) -> None:
+    def __init__(
+        self,
+        job_id: str | None,
+        text: str,
+        error: AgentTuiError,
+        *,
+        interrupted_run: Run | None = None,
+    ) -> None:
         super().__init__()
         self.job_id = job_id
         self.text = text
         self.error = error
+        self.interrupted_run = interrupted_run
+        """The job's run a quit or a crash interrupted, which the message would wait for."""
 
 
 class RetryChoiceWanted(TextualMessage):

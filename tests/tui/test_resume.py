@@ -363,11 +363,56 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
             await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
             screen.composer.focus_input()
             await pilot.press(*"my queued line", "enter")
+            # It asks whether to cancel the interrupted run and send this instead; no keeps it.
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            assert "was interrupted" in str(screen.query_one(ConfirmBar).render())
+            await pilot.press("n")
             await wait_until(pilot, lambda: any("Esc, then R" in t for t in notifications(app)))
             await wait_until(pilot, lambda: screen.composer.input.text == "my queued line")
+            assert app.focused is screen.composer.input
             assert not screen.composer.queued(run.job_id)
         assert [r.id for r in await second.job_runs(run.job_id)] == [run.id]
         assert await second.store.get_queued_messages(run.job_id) == []
+        assert (await second.get_run(run.id)).interrupted
+    finally:
+        await second.close()
+
+
+async def test_a_message_to_a_job_whose_run_was_interrupted_can_go_on_as_the_next_turn(
+    db_path: Path, workspace: Path
+) -> None:
+    """As in other agents' terminals, one types on after an interrupted turn: asked, y cancels
+    the interrupted run and sends the message as the job's next run."""
+    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        run = await first.start("summarise this project")
+        async with asyncio.timeout(10):
+            async for event in first.observe(run.id):
+                if event.kind == "message_delta":
+                    break
+    finally:
+        await first.close()
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(second, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+            screen.composer.focus_input()
+            await pilot.press(*"never mind, list the files", "enter")
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            await pilot.press("y")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id
+            )
+            assert screen.composer.input.text == ""
+        stopped = await second.get_run(run.id)
+        assert stopped.state is RunState.CANCELLED
+        assert stopped.cancel_reason == "superseded by a new message"
+        roots = [r for r in await second.job_runs(run.job_id) if r.parent_run_id is None]
+        assert [r.input for r in roots] == ["summarise this project", "never mind, list the files"]
     finally:
         await second.close()
 

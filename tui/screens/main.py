@@ -1246,13 +1246,16 @@ class MainScreen(Screen[None]):
             else:
                 working = await self._working_root_run(follow_up_job_id)
                 if working is not None and needs_resume(working):
-                    # Queued, it would wait for a run that waits for the person: forever.
+                    # Queued, it would wait for a run that waits for the person: forever. The
+                    # screen asks whether to cancel that run and send this as the next turn.
                     refusal = RunStateConflict(
                         "This job's run was interrupted (a quit or a crash) and waits to be "
-                        "resumed: Esc, then R resumes it (c cancels it). Your message is back "
-                        "in the box."
+                        "resumed: Esc, then R resumes it (c cancels it). Your message is in "
+                        "the box."
                     )
-                    self.post_message(MessageRefused(follow_up_job_id, text, refusal))
+                    self.post_message(
+                        MessageRefused(follow_up_job_id, text, refusal, interrupted_run=working)
+                    )
                     return
                 if working is not None:
                     self.post_message(MessageQueued(follow_up_job_id, text))
@@ -1285,12 +1288,53 @@ class MainScreen(Screen[None]):
     def on_message_queued(self, message: MessageQueued) -> None:
         self.composer.enqueue(message.job_id, message.text)
 
-    def on_message_refused(self, message: MessageRefused) -> None:
-        """The runtime refused the message (a bad model, say): it comes back to the box."""
-        self.notify(str(message.error), title="Not sent", severity="error")
+    async def on_message_refused(self, message: MessageRefused) -> None:
+        """The runtime refused the message (a bad model, say): it comes back to the box. To a
+        job whose run a quit or a crash interrupted, the screen asks whether to cancel that run
+        and send the message as the next turn (as one types on after an interrupted turn in
+        other agents' terminals; a trial found only a refusal)."""
         composer = self.composer
         if composer.follow_up_job_id == message.job_id and not composer.input.text:
             composer.input.value = message.text
+        run = message.interrupted_run
+        if run is None or message.job_id is None or composer.follow_up_job_id != message.job_id:
+            self.notify(str(message.error), title="Not sent", severity="error")
+            return
+        from tui.widgets.confirm_bar import ConfirmBar
+
+        for old in self.query(ConfirmBar):
+            await old.remove()
+        job_id = message.job_id
+        bar = ConfirmBar(
+            f"This job's run {run.id[:8]} was interrupted (a quit or a crash). Cancel it and send"
+            " your message as the next turn? (R in the browser resumes it instead)",
+            lambda: self._send_over_interrupted(job_id, run.id),
+            returning_to=composer.input,
+            declined="Not sent: your message is in the box. Esc, then R resumes the run.",
+        )
+        await self.query_one("#bottom", Vertical).mount(bar, before=0)
+        bar.focus()
+
+    def _send_over_interrupted(self, job_id: str, run_id: str) -> None:
+        composer = self.composer
+        text = composer.input.text
+        if composer.follow_up_job_id != job_id or not text.strip():
+            return
+        composer.clear_text()
+        composer.message_taken()
+        self._supersede(job_id, run_id, text)
+
+    @work(exit_on_error=False, group="start")
+    async def _supersede(self, job_id: str, run_id: str, text: str) -> None:
+        self._cancelled_here.add(run_id)
+        try:
+            await self.runtime.cancel(run_id, reason="superseded by a new message")
+        except RunStateConflict:
+            pass  # it ended, or was resumed elsewhere meanwhile: the message follows it
+        except AgentTuiError as error:
+            self.post_message(MessageRefused(job_id, text, error))
+            return
+        self._submit(text, job_id)
 
     def _flush_queue(self, job_id: str) -> None:
         if self.composer.queued(job_id) and job_id not in self._sending_queue:
