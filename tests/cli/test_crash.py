@@ -149,6 +149,9 @@ def test_kill_mid_stream_keeps_committed_messages_and_the_draft_then_retry_finis
     assert recovered["run"]["interrupted"] is True
     assert [m["id"] for m in recovered["messages"]] == stored_ids
     assert _interrupted_run_ids(cli) == [run_id]
+    # The table says what the TUI says: it waits for a person, it does not start by itself.
+    table = cli.run("runs", "--state", "interrupted")
+    assert "interrupted (waits for retry)" in table.stdout and "queued" not in table.stdout
 
     final_run_id = retry_to_completion(cli, run_id)
     assert final_run_id == run_id

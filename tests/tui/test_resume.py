@@ -438,3 +438,31 @@ async def test_an_answer_refused_because_another_came_first_is_quoted_not_lost(
             assert "yours was not sent: the tests, then the docs" in notice
     finally:
         await runtime.close()
+
+
+async def test_a_run_a_quit_interrupted_is_named_when_agent_tui_opens_again(
+    db_path: Path, workspace: Path
+) -> None:
+    """A trial quit with a run working (ctrl+q said it was resumable), came back, and nothing
+    but the row's ⚠ said so; after a crash a notice did."""
+    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        run = await first.start("summarise this project")
+        async with asyncio.timeout(10):
+            async for event in first.observe(run.id):
+                if event.kind == "message_delta":
+                    break
+    finally:
+        await first.close()  # as ctrl+q does: the run is left resumable
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        report = second.recovery
+        assert not (report.requeued or report.failed or report.interrupted_queued)
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(
+                pilot, lambda: any("1 run waits to be resumed" in t for t in notifications(app))
+            )
+    finally:
+        await second.close()

@@ -122,7 +122,7 @@ class RunLine:
 
 def format_cost(usd: float) -> str:
     if usd <= 0:
-        return "-"
+        return "$0.00"  # as the TUI shows it
     if usd < 0.01:
         return f"${usd:.4f}"
     return f"${usd:.2f}"
@@ -151,6 +151,11 @@ def shown_title(title: str, archived: bool) -> str:
 
 
 def state_label(state: str, interrupted: bool) -> str:
+    """A run's state for the tables: one a quit or a crash put back in the queue is not going
+    to run by itself (it waits for a person, DESIGN §5) — said so, as the TUI says it, instead
+    of "queued", which reads as about to start."""
+    if interrupted and state == "queued":
+        return "interrupted (waits for retry)"
     return state + " (interrupted)" if interrupted else state
 
 

@@ -515,13 +515,35 @@ class MainScreen(Screen[None]):
             timeout=10,
         )
 
-    def _report_recovery(self) -> None:
+    @work(exit_on_error=False, group="recovery")
+    async def _report_recovery(self) -> None:
+        """Runs a crash interrupted (recovered as the runtime opened), or else runs of this
+        folder's jobs a quit interrupted that wait to be resumed (a trial quit with a run
+        working, came back, and nothing but the row's ⚠ said so)."""
         report = self.runtime.recovery
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
             self.notify(
                 f"{_runs(interrupted)} stopped before finishing last time: select one (its "
                 "banner says why) and press R to retry or f to fork.",
+                title="Interrupted runs",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        from runtime.interrupted import interrupted_runs
+
+        here = str(self.agent_app.settings.workspace)
+        waiting = 0
+        workspaces: dict[str, str] = {}
+        for run in await interrupted_runs(self.runtime, limit=50, scan=200):
+            if run.job_id not in workspaces:
+                workspaces[run.job_id] = (await self.runtime.get_job(run.job_id)).workspace
+            waiting += workspaces[run.job_id] == here
+        if waiting:
+            self.notify(
+                f"{_runs(waiting, 'waits', 'wait')} to be resumed here (interrupted by a quit or a"
+                " crash, marked ⚠): select one and press R, or send its job a message.",
                 title="Interrupted runs",
                 severity="warning",
                 timeout=10,
