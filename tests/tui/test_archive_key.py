@@ -49,6 +49,28 @@ async def test_x_archives_the_job_under_the_cursor_and_hides_it_from_the_browser
     assert first not in [j.id for j in page.items]
 
 
+async def test_u_brings_back_the_job_archived_last(runtime: Runtime, workspace: Path) -> None:
+    # A trial archived a job with x by mistake; only `agent-tui unarchive` brought it back.
+    kept, gone = await _kept_and_gone(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_for_browser(pilot, app)
+        screen.job_tree.focus()
+        assert not screen.check_action("unarchive_last", ())  # nothing archived yet
+        screen.job_tree.move_cursor(screen.job_tree.job_node(gone.job_id))
+        await pilot.press("x")
+        await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+        assert any("u brings it back" in text for text in notifications(app))
+        await pilot.press("u")
+        await wait_until(pilot, lambda: gone.job_id in screen.job_tree.job_ids)
+        assert any("is back" in text for text in notifications(app))
+        assert not screen.check_action("unarchive_last", ())
+    assert not (await runtime.get_job(gone.job_id)).archived
+    assert {j.id for j in (await runtime.list_jobs()).items} == {kept.job_id, gone.job_id}
+
+
 async def test_x_on_a_job_waiting_for_input_says_why_it_is_not_archived(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -140,6 +140,7 @@ class MainScreen(Screen[None]):
         Binding("f", "fork", "Fork", show=False),
         Binding("e", "export", "Export", show=False),
         Binding("x", "archive_job", "Archive job", show=False),
+        Binding("u", "unarchive_last", "Undo archive", tooltip="Bring back the job archived last"),
         Binding("s", "cycle_filter", "Filter", show=False),
         Binding("slash", "search", "Search", key_display="/", show=False),
         Binding("p", "parent_run", "Parent run"),
@@ -161,6 +162,7 @@ class MainScreen(Screen[None]):
             "fork",
             "export",
             "archive_job",
+            "unarchive_last",
             "cycle_filter",
             "search",
             "parent_run",
@@ -178,6 +180,8 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
+        self._archived_here: list[str] = []
+        """Jobs archived in this session, the last one first to come back with u."""
         self.prompt_waits = False
         """The open request's prompt is docked above a message being typed, and takes the
         keys only once that is sent (or on Tab): ``show_prompt``."""
@@ -1994,6 +1998,8 @@ class MainScreen(Screen[None]):
             return self._pane_of(self.focused) == 1
         if action == "thinking":
             return self._pane_of(self.focused) == 1 and bool(self._thinking_blocks())
+        if action == "unarchive_last":
+            return bool(self._archived_here)
         searching = self.focused is not None and self.focused.id in ("search", "search-results")
         if action == "interrupt":
             return self._working_run() is not None and not searching
@@ -2263,11 +2269,28 @@ class MainScreen(Screen[None]):
         except AgentTuiError as exc:
             self.notify(str(exc), title="Not archived", severity="warning")
             return
+        self._archived_here.append(job.id)
+        self.refresh_bindings()
         self.notify(
-            f"Archived {job.title!r}: hidden here and from `agent-tui runs`; "
-            f"`agent-tui unarchive {job.id}` brings it back.",
+            f"Archived {job.title!r}: hidden here and from `agent-tui runs`. u brings it back"
+            f" (or `agent-tui unarchive {job.id[:8]}`).",
             title="Archived",
         )  # its job_archived event takes the rows away (``on_job_archived``)
+
+    def action_unarchive_last(self) -> None:
+        if self._archived_here:
+            self._unarchive(self._archived_here.pop())
+            self.refresh_bindings()
+
+    @work(exit_on_error=False, group="archive")
+    async def _unarchive(self, job_id: str) -> None:
+        try:
+            job = await self.runtime.store.set_job_archived(job_id, False)
+        except AgentTuiError as exc:
+            self.notify(str(exc), title="Not brought back", severity="warning")
+            return
+        self.notify(f"{job.title!r} is back.", title="Archive undone")
+        # Its job_archived event (archived: false) puts the rows back (``on_job_archived``).
 
     def action_cycle_filter(self) -> None:
         index = STATE_FILTERS.index(self.state_filter)
