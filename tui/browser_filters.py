@@ -42,7 +42,7 @@ def empty_text(state: BrowserFilter) -> str:
     """The browser's only row when nothing matches."""
     if state is None:
         return ""  # a new database: the conversation pane says what to do
-    return f"no job matches filter: {filter_name(state)} (s to change)"
+    return f"no {filter_name(state)} job (s: next filter)"  # fits a narrow browser
 
 
 async def interrupted_jobs(runtime: RuntimeApi, *, limit: int) -> list[Job]:

@@ -163,6 +163,17 @@ def test_doctor_reports_keys_as_set_without_their_values(cli: Cli) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_doctor_says_when_the_log_file_is_not_written_yet(cli: Cli) -> None:
+    # A trial looked for the log file doctor named, and it was not there.
+    log = cli.db.parent / "agent-tui.log"
+    log.unlink(missing_ok=True)
+    result = cli.run("doctor")
+    assert f"Log file: {log} (none yet" in result.stdout
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("a line\n")
+    assert f"Log file: {log}\n" in cli.run("doctor").stdout
+
+
 def test_doctor_names_a_broken_config_file(cli: Cli) -> None:
     (cli.workspace / "agent-tui.toml").write_text("[defaults]\nmodel = = 'x'\n")
     result = cli.run("doctor")

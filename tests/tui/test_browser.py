@@ -197,7 +197,7 @@ async def test_a_state_filter_with_no_match_says_so(runtime: Runtime, workspace:
                 return tree.row_text(rows[0])
             return ""
 
-        await wait_until(pilot, lambda: "no job matches filter: running" in only_row())
+        await wait_until(pilot, lambda: "no running job (s: next filter)" in only_row())
         assert not tree.job_ids
 
 

@@ -67,7 +67,9 @@ async def cmd_doctor(ctx: Context) -> int:
     out("")
     db_exists = not isinstance(ctx.db_path, str) and ctx.db_path.exists()
     healthy = _check_database(ctx, db_exists=db_exists)
-    out(f"Log file: {log_path(ctx.db_path)}")
+    log = log_path(ctx.db_path)
+    note = "" if log.exists() else " (none yet: written when there is something to log)"
+    out(f"Log file: {log}{note}")
 
     out("")
     out("Configuration:")
