@@ -99,8 +99,12 @@ class PartialAnswer:
     text: str
     updated_at: float
     thinking: str = ""
+    live: bool = False
+    """The run is streaming it now: the answer so far (``show`` of a running run)."""
 
     def label(self) -> str:
+        if self.live:
+            return "the answer so far — the run is streaming it now"
         return partial_label(self.run.state)
 
     def as_json(self) -> dict[str, object]:
@@ -110,6 +114,7 @@ class PartialAnswer:
             "text": self.text,
             "thinking": self.thinking,
             "partial": True,
+            "streaming": self.live,
         }
 
 
@@ -118,10 +123,12 @@ TranscriptItem = ForkOrigin | RunHeader | TranscriptMessage | PartialAnswer
 _STREAMING_STATES = (RunState.RUNNING,)
 
 
-async def partial_answer(store: Store, run: Run) -> PartialAnswer | None:
+async def partial_answer(store: Store, run: Run, *, live: bool = False) -> PartialAnswer | None:
     """The run's uncommitted streamed text, if the run is not streaming it right now (a running
-    run's draft is live text, not a partial answer)."""
-    if run.state in _STREAMING_STATES and not run.interrupted:
+    run's draft is live text, not a partial answer); with ``live``, that live text too, marked
+    as such (its last flush: at most a quarter of a second old)."""
+    streaming = run.state in _STREAMING_STATES and not run.interrupted
+    if streaming and not live:
         return None
     drafts = [d for d in await store.get_drafts(run.id) if d.text.strip() or d.thinking.strip()]
     if not drafts:
@@ -133,6 +140,7 @@ async def partial_answer(store: Store, run: Run) -> PartialAnswer | None:
         text=last.text,
         updated_at=last.updated_at,
         thinking=last.thinking,
+        live=streaming,
     )
 
 

@@ -72,3 +72,34 @@ def test_show_of_a_cancelled_run_gives_what_it_streamed_thinking_included(cli: C
     data = json.loads(cli.run("show", run_id, "--json").stdout)
     assert data["partial_answer"]["thinking"] == "Weighing it."
     assert data["partial_answer"]["text"] == "Because the"
+    assert data["partial_answer"]["streaming"] is False
+
+
+def test_show_of_a_running_run_gives_the_answer_streamed_so_far(cli: Cli) -> None:
+    # A trial ran `show` on a run that was streaming: no text at all until it ended.
+    async def streaming_elsewhere() -> str:
+        cli.db.parent.mkdir(parents=True, exist_ok=True)
+        async with SqliteStore(cli.db) as store:
+            run = await store.create_run(
+                NewRun(agent="default", model="demo", input="why?", workspace=str(cli.workspace))
+            )
+            await store.register_owner("elsewhere", lease_seconds=300)
+            token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+            await store.save_draft(run.id, token=token, message_id="m", text="So far, the")
+            return run.id
+
+    run_id = asyncio.run(streaming_elsewhere())
+    shown = cli.run("show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("[streaming] assistant"))
+    assert "the run is streaming it now" in lines[start]
+    assert lines[start + 1] == "    So far, the"
+    data = json.loads(cli.run("show", run_id, "--json").stdout)
+    assert data["partial_answer"] == {
+        "label": "the answer so far — the run is streaming it now",
+        "text": "So far, the",
+        "thinking": "",
+        "partial": True,
+        "streaming": True,
+    }

@@ -339,7 +339,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     request = await runtime.open_request(run.id)
     checkpoints = await runtime.checkpoints(run.id)
     origin, inherited = await inherited_history(runtime.store, run)
-    partial = await partial_answer(runtime.store, run)
+    partial = await partial_answer(runtime.store, run, live=True)
     if args.json:
         data = {
             "run": run.model_dump(mode="json"),

@@ -306,7 +306,8 @@ def _message_lines(
         for block in message.content:
             lines.extend(("    " + line).rstrip() for line in _block_lines(block, calls))
     if partial is not None:
-        lines.append(f"[partial] assistant ({partial.label()}):")
+        mark = "[streaming]" if partial.live else "[partial]"
+        lines.append(f"{mark} assistant ({partial.label()}):")
         if partial.thinking:
             lines.append("    [thinking] " + one_line(partial.thinking, 100))
         lines.extend(("    " + line).rstrip() for line in partial.text.splitlines())
