@@ -51,6 +51,22 @@ def _fences_balanced(text: str) -> bool:
     return sum(1 for line in text.splitlines() if line.lstrip().startswith("```")) % 2 == 0
 
 
+def closed_markdown(text: str) -> str:
+    """An answer cut mid-way (cancelled, failed), as Markdown that reads as what it was: an
+    open code block, bold or code span at the cut is closed (a trial read a raw
+    ``**nothing committed is`` after Esc). Only the last paragraph is looked at: markers
+    before it were closed there or are literal."""
+    if not _fences_balanced(text):
+        return text + ("" if text.endswith("\n") else "\n") + "```"
+    last = text.rsplit("\n\n", 1)[-1]
+    closing = ""
+    if last.count("`") % 2:
+        closing += "`"
+    elif last.count("**") % 2:
+        closing += "**"
+    return text.rstrip() + closing if closing else text
+
+
 def markdown_cut(text: str, limit: int = MARKDOWN_CHARS) -> int | None:
     """Where the Markdown part of ``text`` ends (after ``limit`` characters), or None when all
     of it is Markdown."""
@@ -276,7 +292,7 @@ class MessageView(SizedByLayout, Vertical):
         if self._gap or self._tail is None or self.role is Role.USER:
             return
         if markdown_cut(self.text, SETTLED_MARKDOWN_CHARS) is None:
-            await self._settle_as_markdown(self.text)
+            await self._settle_as_markdown(closed_markdown(self.text))
 
     async def _settle_as_markdown(self, final: str) -> None:
         """The committed message is short enough to be Markdown whole: its plain tail (kept

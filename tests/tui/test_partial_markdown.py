@@ -1,0 +1,71 @@
+"""A partial answer (the run stopped mid-stream) reads as Markdown: what the cut left open is
+closed, so no raw ``**`` or unterminated code block shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.models import Role
+from runtime.store.base import NewRun
+from tests.tui.helpers import SIZE, main_screen, make_app, open_runtime, wait_until
+from tui.widgets.frozen_markdown import FrozenMarkdown
+from tui.widgets.message_view import MessageView, closed_markdown
+
+
+def test_bold_open_at_the_cut_is_closed() -> None:
+    assert closed_markdown("Nothing is lost: **nothing committed is") == (
+        "Nothing is lost: **nothing committed is**"
+    )
+
+
+def test_a_code_span_open_at_the_cut_is_closed() -> None:
+    assert closed_markdown("Run `agent-tui ret") == "Run `agent-tui ret`"
+
+
+def test_a_code_block_open_at_the_cut_is_closed() -> None:
+    text = "Here:\n\n```python\nprint('hi')\n"
+    assert closed_markdown(text) == text + "```"
+    assert closed_markdown("```sh\nls") == "```sh\nls\n```"
+
+
+def test_markers_closed_in_earlier_paragraphs_and_closed_ones_are_left_alone() -> None:
+    for text in (
+        "**bold** and `code`",
+        "an **open\n\nparagraph then a plain one",
+        "```\ncode\n```\n\nafter",
+        "",
+    ):
+        assert closed_markdown(text) == text
+
+
+async def test_a_partial_answer_cut_inside_bold_shows_no_raw_stars(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        store = runtime.store
+        run = await store.create_run(
+            NewRun(agent="default", model="demo", input="why?", workspace=str(workspace))
+        )
+        await store.register_owner("elsewhere", lease_seconds=30)
+        token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+        await store.save_draft(
+            run.id, token=token, message_id="m", text="It keeps **nothing committed is"
+        )
+        await store.cancel_run(run.id, reason="stopped")
+        app = make_app(runtime, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+
+            def partial() -> MessageView | None:
+                views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+                return views[0] if views else None
+
+            await wait_until(pilot, lambda: partial() is not None)
+            view = partial()
+            assert view is not None
+            markdown = view.query_one(FrozenMarkdown)
+            assert markdown.source == "It keeps **nothing committed is**"
+            assert view.text == "It keeps **nothing committed is**"
+    finally:
+        await runtime.close()
