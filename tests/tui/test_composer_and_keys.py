@@ -758,8 +758,12 @@ async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_s
             assert not composer.display
             assert composer.queued(first.job_id) == ["please also say thanks"]
             assert "The agent waits for your answer" not in screen_text(app)
+            # The box is hidden under the prompt; what it queued still shows.
+            assert "1 message queued for this job" in screen_text(app)
+            assert "please also say thanks" in screen_text(app)
             await pilot.press("y")
             await wait_until(pilot, lambda: (workspace / "n.md").exists(), timeout=60)
+            await wait_until(pilot, lambda: "queued for this job" not in screen_text(app))
         answered = await runtime.store.get_input_request(request.id)
         assert answered.answer == {"decision": "allow_once", "reason": None}
     finally:

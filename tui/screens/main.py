@@ -258,6 +258,9 @@ class MainScreen(Screen[None]):
                     waits = Static(PROMPT_WAITS_TEXT, id="prompt-waits", markup=False)
                     waits.display = False
                     yield waits
+                    queued = Static("", id="prompt-queued", markup=False)
+                    queued.display = False
+                    yield queued
                     yield Composer(id="composer")
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
@@ -415,6 +418,21 @@ class MainScreen(Screen[None]):
     def _queue_changed(self, message: Composer.QueueChanged) -> None:
         message.stop()
         self._save_queue(message.job_id, self.composer.queued(message.job_id))
+        self._sync_prompt_queue()
+
+    def _sync_prompt_queue(self) -> None:
+        """While a prompt hides the composer, the messages queued for the job still show, on
+        a line over the prompt (they were hidden with the box)."""
+        composer = self.composer
+        job_id = composer.follow_up_job_id
+        queue = composer.queued(job_id) if job_id is not None else []
+        line = self.query_one("#prompt-queued", Static)
+        shown = self.open_request is not None and not composer.display and bool(queue)
+        if shown:
+            many = f"{len(queue)} messages" if len(queue) > 1 else "1 message"
+            first = short(terminal_safe_line(" ".join(queue[0].split())), 60)
+            line.update(f"↳ {many} queued for this job, sent when the run finishes: {first}")
+        line.display = shown
 
     @work(exit_on_error=False, group="queue-save")
     async def _save_queue(self, job_id: str, texts: list[str]) -> None:
@@ -1603,6 +1621,7 @@ class MainScreen(Screen[None]):
             await bottom.mount(widget, before=waits)
             return
         composer.display = False
+        self._sync_prompt_queue()
         await bottom.mount(widget)
         if not isinstance(widget, ElicitationForm):
             widget.focus()
@@ -1622,6 +1641,7 @@ class MainScreen(Screen[None]):
         self.query_one("#prompt-waits", Static).display = False
         if self.open_request is not None:
             self.composer.display = False
+        self._sync_prompt_queue()
 
     def _take_prompt(self) -> None:
         """The message typed is sent (or set aside): the waiting prompt takes the keys."""
@@ -1660,6 +1680,7 @@ class MainScreen(Screen[None]):
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True
+        self._sync_prompt_queue()
         now = self.focused
         if prompt_had_focus or now is None or not now.is_attached:
             self.composer.focus_input()
