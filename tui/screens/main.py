@@ -182,6 +182,7 @@ class MainScreen(Screen[None]):
         self.open_request: InputRequest | None = None
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u."""
+        self._prompt_lines_mounted = False
         self.prompt_waits = False
         """The open request's prompt is docked above a message being typed, and takes the
         keys only once that is sent (or on Tab): ``show_prompt``."""
@@ -255,12 +256,6 @@ class MainScreen(Screen[None]):
                     origin = Static("", id="prompt-origin", markup=False)
                     origin.display = False
                     yield origin
-                    waits = Static(PROMPT_WAITS_TEXT, id="prompt-waits", markup=False)
-                    waits.display = False
-                    yield waits
-                    queued = Static("", id="prompt-queued", markup=False)
-                    queued.display = False
-                    yield queued
                     yield Composer(id="composer")
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
@@ -426,7 +421,9 @@ class MainScreen(Screen[None]):
         composer = self.composer
         job_id = composer.follow_up_job_id
         queue = composer.queued(job_id) if job_id is not None else []
-        line = self.query_one("#prompt-queued", Static)
+        line = self._prompt_line("prompt-queued")
+        if line is None:
+            return  # no prompt was ever shown: nothing hides the box
         shown = self.open_request is not None and not composer.display and bool(queue)
         if shown:
             many = f"{len(queue)} messages" if len(queue) > 1 else "1 message"
@@ -1611,12 +1608,23 @@ class MainScreen(Screen[None]):
             widget = ElicitationForm(request)
         composer = self.composer
         bottom = self.query_one("#bottom", Vertical)
+        if not self._prompt_lines_mounted:
+            # The lines around a prompt, mounted with the first one (not for the first frame).
+            self._prompt_lines_mounted = True
+            lines = [
+                Static("", id=name, markup=False) for name in ("prompt-waits", "prompt-queued")
+            ]
+            lines[0].update(PROMPT_WAITS_TEXT)
+            for line in lines:
+                line.display = False
+            await bottom.mount(*lines, before=composer)
         if self.focused is composer.input and composer.input.text.strip():
             # A message is being typed: the prompt docks above it and takes no key yet (it
             # took the keys at once, and the letters typed next answered it: a trial's "please
             # also…" allowed a write for the whole run with its "a").
             self.prompt_waits = True
-            waits = self.query_one("#prompt-waits", Static)
+            waits = self._prompt_line("prompt-waits")
+            assert waits is not None
             waits.display = True
             await bottom.mount(widget, before=waits)
             return
@@ -1633,12 +1641,21 @@ class MainScreen(Screen[None]):
         if widget.is_attached and self.open_request is request:
             widget.focus()
 
+    def _prompt_line(self, name: str) -> Static | None:
+        found = self.query(f"#bottom > #{name}")
+        return found.first(Static) if found else None
+
+    def _hide_prompt_line(self, name: str) -> None:
+        line = self._prompt_line(name)
+        if line is not None:
+            line.display = False
+
     def _stop_waiting(self) -> None:
         """The prompt that waited for the message being typed is the bottom area again."""
         if not self.prompt_waits:
             return
         self.prompt_waits = False
-        self.query_one("#prompt-waits", Static).display = False
+        self._hide_prompt_line("prompt-waits")
         if self.open_request is not None:
             self.composer.display = False
         self._sync_prompt_queue()
@@ -1676,7 +1693,7 @@ class MainScreen(Screen[None]):
         )
         self.open_request = None
         self.prompt_waits = False
-        self.query_one("#prompt-waits", Static).display = False
+        self._hide_prompt_line("prompt-waits")
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
         self.composer.display = True

@@ -849,7 +849,6 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
 
 
-
 _NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲"}
 
 
