@@ -552,13 +552,13 @@ class MainScreen(Screen[None]):
             return
         from runtime.interrupted import interrupted_runs
 
-        here = str(self.agent_app.settings.workspace)
         waiting = 0
-        workspaces: dict[str, str] = {}
+        here: dict[str, bool] = {}
         for run in await interrupted_runs(self.runtime, limit=50, scan=200):
-            if run.job_id not in workspaces:
-                workspaces[run.job_id] = (await self.runtime.get_job(run.job_id)).workspace
-            waiting += workspaces[run.job_id] == here
+            if run.job_id not in here:
+                job = await self.runtime.get_job(run.job_id)
+                here[run.job_id] = not self.job_tree.is_elsewhere(job.workspace)
+            waiting += here[run.job_id]
         if waiting:
             self.notify(
                 f"{_runs(waiting, 'waits', 'wait')} to be resumed here (interrupted by a quit or a"
@@ -1628,6 +1628,8 @@ class MainScreen(Screen[None]):
             waits.display = True
             await bottom.mount(widget, before=waits)
             return
+        self.prompt_waits = False  # a prompt that waited was replaced (focus had left the box)
+        self._hide_prompt_line("prompt-waits")
         composer.display = False
         self._sync_prompt_queue()
         await bottom.mount(widget)
