@@ -6,8 +6,8 @@ Each row is laid out in columns for the width the tree has: the state icon, the 
 by a header row over the tree. The agent column shows only once the rows name two agents or
 more (with one, it repeated "default" on every row and left the titles 11 cells at 120 columns).
 When the pane is narrow the age column goes first, then the agent, then the tokens: the cost is
-never dropped. Every row shows the same columns, so they
-line up and a wide cost never shifts the agent. The ages tick while the screen is open: a
+never dropped. Every row shows the same columns, so they line up and a wide cost never shifts
+the agent. The ages tick while the screen is open: a
 timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
 A detail line under the tree says what the row under the cursor is, its age in words."""
 
