@@ -423,7 +423,12 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
             with _app(tree, db, workspace, env, probe=probe) as app:
                 app.wait_for_text(FIRST_TEXT)
                 app.settle(1.0)
+                typed = len(app.data)
                 app.send(f"//stream {size_kib}")  # "//": a message, not a slash command
+                # The task on screen before Enter: the echo is smaller than a frame, so a
+                # settle alone returned at once, and the window timed from Enter included the
+                # app taking in the 13 keys typed just before it (and the slash menu they open).
+                app.wait_for_text(f"stream {size_kib}", since=typed, timeout=30)
                 app.settle(0.3)
                 mark = len(app.data)
                 pressed = app.send("\r")
