@@ -743,21 +743,23 @@ async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_s
             first = await _first_task_running(pilot, screen)
             await pilot.press(*"ple")
             gate.set()
-            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
-            prompt = screen.query_one(ApprovalPrompt)
+            await wait_until(pilot, lambda: screen.prompt_waits)
+            # One line says what waits (the prompt itself pushed the box off a short screen).
+            assert "? The agent asks: " in screen_text(app)
+            assert not screen.query(ApprovalPrompt)
             composer = screen.composer
             await pilot.press(*"ase also say thanks")  # y, a, n, r among them: all text
             assert app.focused is composer.input and composer.display
             assert composer.input.text == "please also say thanks"
-            assert "The agent waits for your answer" in screen_text(app)
             request = await runtime.open_request(first.id)
             assert request is not None and request.state is InputRequestState.PENDING
+            assert request.prompt in screen_text(app)
 
             await pilot.press("enter")  # the message is queued; the prompt takes the keys
-            await wait_until(pilot, lambda: app.focused is prompt)
+            await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
             assert not composer.display
             assert composer.queued(first.job_id) == ["please also say thanks"]
-            assert "The agent waits for your answer" not in screen_text(app)
+            assert "The agent asks" not in screen_text(app)
             # The box is hidden under the prompt; what it queued still shows.
             assert "1 message queued for this job" in screen_text(app)
             assert "please also say thanks" in screen_text(app)
@@ -768,6 +770,34 @@ async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_s
         assert answered.answer == {"decision": "allow_once", "reason": None}
     finally:
         await runtime.close()
+
+
+async def test_keys_typed_right_after_an_answer_go_to_the_message_box_every_one(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # A trial answered "2", Enter, and typed on at once: "hello there" reached the box as
+    # "ello there" (the h went into the answer field on its way out).
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        send_burst(app, ["2", "enter", *"hello"])
+        composer = screen.composer
+        # The demo asks its approval next: it waits for the message being typed.
+        await wait_until(pilot, lambda: composer.input.text == "hello")
+        assert app.focused is composer.input
+        stored = await runtime.store.get_input_request(request.id)
+        assert stored.state is InputRequestState.ANSWERED
+        assert stored.answer == request.options[1]
+        # The same after an approval's single key.
+        await wait_until(pilot, lambda: screen.prompt_waits)
+        await pilot.press("enter")  # "hello" queued; the approval takes the keys
+        await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        approval = screen.open_request
+        assert approval is not None
+        send_burst(app, ["y", *"bye"])
+        await wait_until(pilot, lambda: composer.input.text == "bye")
+        allowed = await runtime.store.get_input_request(approval.id)
+        assert allowed.answer == {"decision": "allow_once", "reason": None}
 
 
 async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
@@ -785,15 +815,19 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
     runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
     try:
         app = make_app(runtime, workspace)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=(80, 24)) as pilot:
             screen = main_screen(app)
             first = await _first_task_running(pilot, screen)
             await pilot.press(*"half a thought")
             gate.set()
-            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
-            prompt = screen.query_one(ApprovalPrompt)
+            await wait_until(pilot, lambda: screen.prompt_waits)
+            await pilot.pause()
+            # On a short terminal too, the message being typed stays on screen (a trial saw the
+            # docked prompt push the box off the bottom at 80x24).
+            box = screen.composer.input.region
+            assert box.height >= 1 and box.bottom <= app.size.height - 2
             await pilot.press("tab")
-            await wait_until(pilot, lambda: app.focused is prompt)
+            await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
             assert not screen.composer.display
             await pilot.press("n")
             await wait_until(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -52,7 +52,7 @@ from tui.messages import (
     SearchFinished,
 )
 from tui.widgets._format import found_words, search_snippet, short
-from tui.widgets._prompt_base import PromptAnswered
+from tui.widgets._prompt_base import KeyAfterAnswer, PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation
 from tui.widgets.job_tree import (
@@ -87,8 +87,7 @@ STATE_FILTERS = browser_filters.FILTERS
 
 
 PROMPT_WAITS_TEXT = (
-    "↑ The agent waits for your answer. Finish your message below (Enter sends it), then answer"
-    " — or Tab to answer now."
+    "? The agent asks: {asks} — finish your message (Enter sends it), then answer; Tab answers now."
 )
 """Between a docked prompt and the message being typed when it came (``show_prompt``)."""
 
@@ -183,9 +182,9 @@ class MainScreen(Screen[None]):
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u."""
         self._prompt_lines_mounted = False
-        self.prompt_waits = False
-        """The open request's prompt is docked above a message being typed, and takes the
-        keys only once that is sent (or on Tab): ``show_prompt``."""
+        self._waiting_prompt: Widget | None = None
+        """The open request's prompt while it waits for the message being typed: docked once
+        that is sent (or on Tab), ``show_prompt``."""
         self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
         self._started_job_id: str | None = None
@@ -1614,30 +1613,40 @@ class MainScreen(Screen[None]):
             lines = [
                 Static("", id=name, markup=False) for name in ("prompt-waits", "prompt-queued")
             ]
-            lines[0].update(PROMPT_WAITS_TEXT)
             for line in lines:
                 line.display = False
             await bottom.mount(*lines, before=composer)
         if self.focused is composer.input and composer.input.text.strip():
-            # A message is being typed: the prompt docks above it and takes no key yet (it
-            # took the keys at once, and the letters typed next answered it: a trial's "please
-            # also…" allowed a write for the whole run with its "a").
-            self.prompt_waits = True
+            # A message is being typed: the prompt waits, said in one line over the box, and
+            # takes no key yet (it took the keys at once, and the letters typed next answered
+            # it: a trial's "please also…" allowed a write for the whole run with its "a").
+            # One line, not the prompt itself: on a short terminal the prompt pushed the box
+            # off the screen.
+            self._waiting_prompt = widget
             waits = self._prompt_line("prompt-waits")
             assert waits is not None
+            waits.update(
+                PROMPT_WAITS_TEXT.format(asks=short(terminal_safe_line(request.prompt), 70))
+            )
             waits.display = True
-            await bottom.mount(widget, before=waits)
             return
-        self.prompt_waits = False  # a prompt that waited was replaced (focus had left the box)
+        self._waiting_prompt = None  # a prompt that waited was replaced (focus had left the box)
         self._hide_prompt_line("prompt-waits")
-        composer.display = False
+        await self._dock(widget, request)
+
+    async def _dock(self, widget: Widget, request: InputRequest) -> None:
+        """The prompt in the bottom area instead of the composer, with the keys."""
+        from tui.widgets.elicitation_form import ElicitationForm
+
+        self.composer.display = False
         self._sync_prompt_queue()
-        await bottom.mount(widget)
-        if not isinstance(widget, ElicitationForm):
-            widget.focus()
-            # Again once laid out: the hidden composer must not keep the focus. (Unless the
-            # prompt went meanwhile, answered elsewhere: a removed widget would keep it.)
-            self.call_after_refresh(self._focus_prompt, widget, request)
+        await self.query_one("#bottom", Vertical).mount(widget)
+        if isinstance(widget, ElicitationForm):
+            return
+        widget.focus()
+        # Again once laid out: the hidden composer must not keep the focus. (Unless the
+        # prompt went meanwhile, answered elsewhere: a removed widget would keep it.)
+        self.call_after_refresh(self._focus_prompt, widget, request)
 
     def _focus_prompt(self, widget: Widget, request: InputRequest) -> None:
         if widget.is_attached and self.open_request is request:
@@ -1652,28 +1661,21 @@ class MainScreen(Screen[None]):
         if line is not None:
             line.display = False
 
-    def _stop_waiting(self) -> None:
-        """The prompt that waited for the message being typed is the bottom area again."""
-        if not self.prompt_waits:
+    @property
+    def prompt_waits(self) -> bool:
+        """The open request's prompt waits for the message being typed (``show_prompt``)."""
+        return self._waiting_prompt is not None
+
+    async def _take_prompt(self) -> None:
+        """The message typed is sent (or set aside with Tab): the prompt that waited docks and
+        takes the keys."""
+        widget, self._waiting_prompt = self._waiting_prompt, None
+        if widget is None:
             return
-        self.prompt_waits = False
         self._hide_prompt_line("prompt-waits")
-        if self.open_request is not None:
-            self.composer.display = False
-        self._sync_prompt_queue()
-
-    def _take_prompt(self) -> None:
-        """The message typed is sent (or set aside): the waiting prompt takes the keys."""
-        if self.prompt_waits:
-            self._stop_waiting()
-            self._focus_pane(2)
-
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        if self.prompt_waits and self.open_request is not None:
-            bottom = self.query_one("#bottom", Vertical)
-            widget = event.widget
-            if bottom in widget.ancestors and self.composer not in widget.ancestors:
-                self._stop_waiting()  # focused by a click, or shift+Tab
+        request = self.open_request
+        if request is not None:
+            await self._dock(widget, request)
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -1694,7 +1696,7 @@ class MainScreen(Screen[None]):
             or (bottom in focused.ancestors and self.composer not in focused.ancestors)
         )
         self.open_request = None
-        self.prompt_waits = False
+        self._waiting_prompt = None
         self._hide_prompt_line("prompt-waits")
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
@@ -1709,6 +1711,27 @@ class MainScreen(Screen[None]):
         message.stop()
         self._answered_here.add(message.request.id)
         self._respond(message.request, message.value)
+        # The box takes the keys at once, not when the run's next state arrives: a key typed
+        # right after the answer landed in the answer field on its way out, and was lost (a
+        # trial's "hello there" queued as "ello there").
+        answered = self.query("#bottom > ApprovalPrompt, #bottom > QuestionPrompt")
+        if (
+            answered
+            and self.open_request is not None
+            and self.open_request.id == message.request.id
+        ):
+            for widget in answered:
+                widget.display = False
+            self.composer.display = True
+            self.composer.focus_input()
+
+    @on(KeyAfterAnswer)
+    def _key_after_answer(self, message: KeyAfterAnswer) -> None:
+        """Typed on right after an answer: the keys go to the message box, in order."""
+        message.stop()
+        from textual import events
+
+        self.composer.input.post_message(events.Key(message.key, message.character))
 
     @work(exit_on_error=False, group="respond")
     async def _respond(self, request: InputRequest, value: Any) -> None:
@@ -1752,6 +1775,19 @@ class MainScreen(Screen[None]):
 
         for form in self.query(ElicitationForm):
             form.show_errors({"": str(message.error)})
+        from tui.widgets.approval_prompt import ApprovalPrompt
+        from tui.widgets.question_prompt import QuestionPrompt
+
+        request = self.open_request
+        hidden = self.query("#bottom > ApprovalPrompt, #bottom > QuestionPrompt")
+        if request is not None and request.id == message.request.id and hidden:
+            # Still open (the answer was refused, not taken): the prompt comes back, with the keys.
+            self.composer.display = False
+            for widget in hidden:
+                widget.display = True
+                if isinstance(widget, ApprovalPrompt | QuestionPrompt):
+                    widget.reopen()
+            hidden.first().focus()
 
     # --- actions -------------------------------------------------------------------------------
     def action_compose(self) -> None:
@@ -1896,7 +1932,7 @@ class MainScreen(Screen[None]):
             self.conversation.focus()
         elif choices := self.query("RetryChoice"):
             choices.first().focus()
-        elif self.open_request is not None:
+        elif self.open_request is not None and not self.prompt_waits:
             prompt = self.query(
                 "#bottom > ApprovalPrompt, #bottom > QuestionPrompt, #bottom > ElicitationForm"
             )
@@ -1914,7 +1950,8 @@ class MainScreen(Screen[None]):
     def _cycle(self, step: int) -> None:
         focused = self.focused
         if self.prompt_waits and step > 0 and focused is self.composer.input:
-            self._take_prompt()  # the message stays in the box, hidden until it is answered
+            # The message stays in the box, hidden until the prompt is answered.
+            self.run_worker(self._take_prompt(), exit_on_error=False, group="prompt")
             return
         pane = self._pane_of(focused)
         if pane is None:

@@ -13,7 +13,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from runtime.textsafe import terminal_safe
-from tui.widgets._prompt_base import PromptAnswered
+from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets.ordered_keys import run_own_binding
 
 if TYPE_CHECKING:
     from runtime.models import InputRequest
@@ -161,7 +162,24 @@ class ApprovalPrompt(Vertical, can_focus=True):
         lines = step * max(1, details.scrollable_content_region.height - 1) if page else step
         details.scroll_relative(y=lines, animate=False)
 
+    answered = False
+    """Answered here: the keys that still come are passed on (``KeyAfterAnswer``)."""
+
+    async def on_key(self, event: events.Key) -> None:
+        if self.app.focused is not self or forward_once_answered(self, self.answered, event):
+            return
+        # The answer keys act here, at once: run at the app once the key has gone round, a
+        # key typed right after them was taken first (and lost).
+        await run_own_binding(self, event)
+
+    def reopen(self) -> None:
+        """The answer was refused: the prompt takes answers again."""
+        self.answered = False
+
     def action_decide(self, decision: str) -> None:
+        if self.answered:
+            return
+        self.answered = True
         self.post_message(PromptAnswered(self.request, {"decision": decision, "reason": None}))
 
     def action_reason(self) -> None:
@@ -171,6 +189,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         reason = event.value.strip() or None
+        self.answered = True
         self.post_message(PromptAnswered(self.request, {"decision": "deny", "reason": reason}))
 
     def key_escape(self, event: events.Key) -> None:

@@ -22,8 +22,8 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from tui.widgets._prompt_base import PromptAnswered
-from tui.widgets.ordered_keys import OrderedInput
+from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets.ordered_keys import OrderedInput, run_own_binding
 
 if TYPE_CHECKING:
     from runtime.models import InputRequest
@@ -60,6 +60,17 @@ class AnswerInput(OrderedInput):
         )
         self.request = request
 
+    async def _on_key(self, event: events.Key) -> None:
+        prompt = self.parent
+        if not isinstance(prompt, QuestionPrompt):
+            return
+        if forward_once_answered(self, prompt.answered, event):
+            return
+        if event.key == "enter" and self.value.strip():
+            # Answered from this key on: the keys typed after it are for what comes next,
+            # even those handled before the screen hears of the answer.
+            prompt.answered = True
+
 
 class QuestionPrompt(Vertical, can_focus=True):
     class AnswerDraftChanged(TextualMessage):
@@ -94,6 +105,12 @@ class QuestionPrompt(Vertical, can_focus=True):
         self._draft = draft
         """The answer typed before (kept by the store), back in the field."""
         self._save_timer: Timer | None = None
+        self.answered = False
+        """Answered here: the keys that still come are passed on (``KeyAfterAnswer``)."""
+
+    def _answer(self, value: object) -> None:
+        self.answered = True
+        self.post_message(PromptAnswered(self.request, value))
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -125,13 +142,19 @@ class QuestionPrompt(Vertical, can_focus=True):
             super().focus(scroll_visible)
         return self
 
-    def on_key(self, event: events.Key) -> None:
-        if self.app.focused is not self:
+    async def on_key(self, event: events.Key) -> None:
+        if self.app.focused is not self or forward_once_answered(self, self.answered, event):
             return
         option = option_for_digit(self.request, event.character)
         if option is not None:
             event.stop()
-            self.post_message(PromptAnswered(self.request, option))
+            self._answer(option)
+            return
+        await run_own_binding(self, event)  # Enter answers now, before the next key is taken
+
+    def reopen(self) -> None:
+        """The answer was refused: the prompt takes answers again."""
+        self.answered = False
 
     def _show_highlight(self) -> None:
         if allows_free_text(self.request):
@@ -146,7 +169,7 @@ class QuestionPrompt(Vertical, can_focus=True):
 
     def action_choose(self) -> None:
         if self.request.options and not allows_free_text(self.request):
-            self.post_message(PromptAnswered(self.request, self.request.options[self.highlighted]))
+            self._answer(self.request.options[self.highlighted])
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -186,4 +209,4 @@ class QuestionPrompt(Vertical, can_focus=True):
             if 1 <= number <= min(len(self.request.options), 9):
                 text = self.request.options[number - 1]
         self.stop_saving()
-        self.post_message(PromptAnswered(self.request, text))
+        self._answer(text)
