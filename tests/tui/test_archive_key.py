@@ -59,15 +59,18 @@ async def test_u_brings_back_the_job_archived_last(runtime: Runtime, workspace: 
         await wait_for_browser(pilot, app)
         screen.job_tree.focus()
         assert not screen.check_action("unarchive_last", ())  # nothing archived yet
-        screen.job_tree.move_cursor(screen.job_tree.job_node(gone.job_id))
+        assert screen.job_tree.job_ids == [gone.job_id, kept.job_id]  # newest first
+        screen.job_tree.move_cursor(screen.job_tree.job_node(kept.job_id))
         await pilot.press("x")
-        await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+        await wait_until(pilot, lambda: kept.job_id not in screen.job_tree.job_ids)
         assert any("u brings it back" in text for text in notifications(app))
         await pilot.press("u")
-        await wait_until(pilot, lambda: gone.job_id in screen.job_tree.job_ids)
+        await wait_until(pilot, lambda: kept.job_id in screen.job_tree.job_ids)
         assert any("is back" in text for text in notifications(app))
+        # Back in its place by activity (a trial saw it come back at the top).
+        assert screen.job_tree.job_ids == [gone.job_id, kept.job_id]
         assert not screen.check_action("unarchive_last", ())
-    assert not (await runtime.get_job(gone.job_id)).archived
+    assert not (await runtime.get_job(kept.job_id)).archived
     assert {j.id for j in (await runtime.list_jobs()).items} == {kept.job_id, gone.job_id}
 
 

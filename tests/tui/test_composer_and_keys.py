@@ -503,6 +503,9 @@ async def test_escape_leaves_a_run_another_process_works_running(
             )
             screen.composer.focus_input()
             await pilot.pause()
+            status = screen.status.text
+            assert "worked by another process · c cancels" in status
+            assert "esc to interrupt" not in status
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.focused is screen.job_tree)
             assert (await runtime.get_run(run.id)).state is RunState.RUNNING
@@ -829,6 +832,10 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
             await pilot.press("tab")
             await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
             assert not screen.composer.display
+            # Hidden under the prompt, the message typed is kept, and the screen says so.
+            assert "Your unsent message comes back once you answer: half a thought" in (
+                screen_text(app)
+            )
             await pilot.press("n")
             await wait_until(
                 pilot, lambda: screen.composer.display and app.focused is screen.composer.input

@@ -423,12 +423,20 @@ class MainScreen(Screen[None]):
         line = self._prompt_line("prompt-queued")
         if line is None:
             return  # no prompt was ever shown: nothing hides the box
-        shown = self.open_request is not None and not composer.display and bool(queue)
-        if shown:
+        hidden = self.open_request is not None and not composer.display
+        typed = composer.input.text.strip()
+        said = []
+        if hidden and queue:
             many = f"{len(queue)} messages" if len(queue) > 1 else "1 message"
             first = short(terminal_safe_line(" ".join(queue[0].split())), 60)
-            line.update(f"↳ {many} queued for this job, sent when the run finishes: {first}")
-        line.display = shown
+            said.append(f"↳ {many} queued for this job, sent when the run finishes: {first}")
+        if hidden and typed:
+            # Tab took the keys to the prompt: what was being typed is kept, and says so.
+            kept = short(terminal_safe_line(" ".join(typed.split())), 60)
+            said.append(f"↳ Your unsent message comes back once you answer: {kept}")
+        if said:
+            line.update("\n".join(said))
+        line.display = bool(said)
 
     @work(exit_on_error=False, group="queue-save")
     async def _save_queue(self, job_id: str, texts: list[str]) -> None:
@@ -543,7 +551,7 @@ class MainScreen(Screen[None]):
         if interrupted:
             self.notify(
                 f"{_runs(interrupted)} stopped before finishing last time: select one (its "
-                "banner says why) and press R to retry or f to fork.",
+                "banner says why) and press R to retry or f to fork, or send its job a message.",
                 title="Interrupted runs",
                 severity="warning",
                 timeout=10,
@@ -843,6 +851,7 @@ class MainScreen(Screen[None]):
     def _show_run_state(self, run: Run) -> None:
         composer = self.composer
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
+        self.status.elsewhere = self._worked_elsewhere(run)
         self.status.show(run=run, context_window=self._context_window(run.model))
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)
@@ -1675,7 +1684,7 @@ class MainScreen(Screen[None]):
         self._hide_prompt_line("prompt-waits")
         request = self.open_request
         if request is not None:
-            await self._dock(widget, request)
+            await self._dock(widget, request)  # says what stays in the box, hidden under it
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -1823,17 +1832,22 @@ class MainScreen(Screen[None]):
             return None  # it waits for the person (a sub-run's question): Esc leaves the prompt
         if needs_resume(run):
             return None
-        owner = run.owner_id
-        if (
-            owner is not None
-            and owner != self.runtime.owner_id
-            and not self.agent_app.settings.attach
-        ):
+        if self._worked_elsewhere(run):
             # Another process works it (a CLI retry, another agent-tui): Esc keeps meaning
             # "leave" here, and c cancels it, asking first. (A trial pressed Esc to go to the
             # browser and cancelled the retry a shell had just started.)
             return None
         return run
+
+    def _worked_elsewhere(self, run: Run) -> bool:
+        """Whether another process executes ``run`` (with ``--attach``, workers execute what
+        this agent-tui starts: those count as its own)."""
+        owner = run.owner_id
+        return (
+            owner is not None
+            and owner != self.runtime.owner_id
+            and not self.agent_app.settings.attach
+        )
 
     def action_interrupt(self) -> None:
         self.interrupt()

@@ -464,9 +464,19 @@ class JobTree(Tree[NodeData]):
             for child in list(self.root.children):
                 if isinstance(child.data, EmptyEntry):
                     child.remove()
-            first = self.root.children[0] if self.root.children else None
-            if first is not None:
-                node = self.root.add(job.title, JobEntry(job), before=first)
+            # In its place by activity, as the pages come: a new job at the top, a job brought
+            # back from the archive among its peers (it went to the top, out of order).
+            after = next(
+                (
+                    child
+                    for child in self.root.children
+                    if not isinstance(child.data, JobEntry)
+                    or child.data.job.updated_at <= job.updated_at
+                ),
+                None,
+            )
+            if after is not None:
+                node = self.root.add(job.title, JobEntry(job), before=after)
             else:
                 node = self.root.add(job.title, JobEntry(job))
             self._jobs[job.id] = node

@@ -38,6 +38,7 @@ SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 ATTACHED_HINT = "attached: new jobs go to workers"
 """Shown in attach mode (``agent-tui --attach``)."""
 STOP_HINT = "esc to interrupt"
+ELSEWHERE_HINT = "worked by another process · c cancels"
 """The key that stops the run on screen (the screen's binding)."""
 
 
@@ -64,8 +65,10 @@ class StatusLine(Static):
         self.model = ""
         self.model_notice: str | None = None
         self.sandbox_notice: str | None = None
-        self.attached = False
         """Why shell commands run unconfined here (None: they are sandboxed)."""
+        self.attached = False
+        self.elsewhere = False
+        """The run shown is executed by another process: Esc does not stop it here."""
         self.run: Run | None = None
         self.context_window: int | None = None
         self.next_run: dict[str, str] = {}
@@ -191,7 +194,7 @@ class StatusLine(Static):
                 context_fill(run.context_tokens, self.context_window),
             ]
             if self.working:
-                parts.append(STOP_HINT)
+                parts.append(ELSEWHERE_HINT if self.elsewhere else STOP_HINT)
         if self.sandbox_notice:
             parts.append(SANDBOX_HINT)
         if self.attached:
