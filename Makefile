@@ -62,7 +62,9 @@ $(WHEELHOUSE_STAMP): pyproject.toml | $(BIN)/python
 wheelhouse: $(WHEELHOUSE_STAMP)
 
 run: $(RUN_STAMP)
-	@mkdir -p "$(WORKSPACE)"
+	@# Only the scratch folder is made: a WORKSPACE that does not exist (a typo) is refused by
+	@# agent-tui with one line, not created.
+	@if [ "$(WORKSPACE)" = "$(PLAYGROUND)" ]; then mkdir -p "$(WORKSPACE)"; fi
 	@echo "agent-tui on $(WORKSPACE)   (another folder: make run WORKSPACE=~/proj)"
 	$(BIN)/agent-tui --workspace "$(WORKSPACE)" $(ARGS)
 
