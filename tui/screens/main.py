@@ -179,6 +179,7 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
+        self._recovery_reported = False
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u."""
         self._prompt_lines_mounted = False
@@ -298,7 +299,6 @@ class MainScreen(Screen[None]):
             composer.command_sources.append(self.extension_commands.slash_commands)
             self.load_jobs(None, first=True)
             self.agent_app.start_bridge(self)
-            self._report_recovery()
             self._check_sandbox()
             self._load_history()
             self._load_draft(None)
@@ -592,6 +592,11 @@ class MainScreen(Screen[None]):
         tree = self.job_tree
         if message.first:
             tree.clear_jobs()
+            if not self._recovery_reported:
+                # After the browser's first page: its scan of interrupted runs (15-30 ms at
+                # 100,000 jobs) must not hold that page back.
+                self._recovery_reported = True
+                self.call_after_refresh(self._report_recovery)
         tree.empty_text = browser_filters.empty_text(self.state_filter)
         tree.add_jobs(message.jobs, message.next_cursor)
         # A crash leaves runs queued, running or failed: look at those jobs' runs (a page at
