@@ -781,6 +781,14 @@ async def test_keys_typed_right_after_an_answer_go_to_the_message_box_every_one(
     # A trial answered "2", Enter, and typed on at once: "hello there" reached the box as
     # "ello there" (the h went into the answer field on its way out).
     app = make_app(runtime, workspace)
+
+    async def answer_of(request_id: str) -> object:
+        """The request's answer once the screen's worker has written it."""
+        async with asyncio.timeout(30):
+            while (stored := await runtime.store.get_input_request(request_id)).answer is None:
+                await pilot.pause(0.05)
+        return stored.answer
+
     async with app.run_test(size=SIZE) as pilot:
         screen, request = await asked_in_the_tui(pilot, app)
         send_burst(app, ["2", "enter", *"hello"])
@@ -788,9 +796,7 @@ async def test_keys_typed_right_after_an_answer_go_to_the_message_box_every_one(
         # The demo asks its approval next: it waits for the message being typed.
         await wait_until(pilot, lambda: composer.input.text == "hello")
         assert app.focused is composer.input
-        stored = await runtime.store.get_input_request(request.id)
-        assert stored.state is InputRequestState.ANSWERED
-        assert stored.answer == request.options[1]
+        assert await answer_of(request.id) == request.options[1]
         # The same after an approval's single key.
         await wait_until(pilot, lambda: screen.prompt_waits)
         await pilot.press("enter")  # "hello" queued; the approval takes the keys
@@ -799,8 +805,7 @@ async def test_keys_typed_right_after_an_answer_go_to_the_message_box_every_one(
         assert approval is not None
         send_burst(app, ["y", *"bye"])
         await wait_until(pilot, lambda: composer.input.text == "bye")
-        allowed = await runtime.store.get_input_request(approval.id)
-        assert allowed.answer == {"decision": "allow_once", "reason": None}
+        assert await answer_of(approval.id) == {"decision": "allow_once", "reason": None}
 
 
 async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
