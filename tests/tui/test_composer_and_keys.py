@@ -723,21 +723,23 @@ async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_ne
         await runtime.close()
 
 
+def _write_held_by(gate: asyncio.Event) -> Turn:
+    """A turn that asks to write n.md (an approval) once ``gate`` is set: the run works, and
+    the test types meanwhile, however slow the machine."""
+    return Turn(
+        "I will write it.",
+        tool_calls=[("write_file", {"path": "n.md", "content": "x"})],
+        gate=gate,
+    )
+
+
 async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_sent(
     db_path: Path, workspace: Path
 ) -> None:
     # A trial typed a follow-up while the run worked; the approval docked after "pl" and took
     # the keys: the "a" of "please" allowed the write for the whole run.
     gate = asyncio.Event()
-    script = [
-        Turn(
-            "I will write it.",
-            tool_calls=[("write_file", {"path": "n.md", "content": "x"})],
-            gate=gate,
-        ),
-        Turn("written"),
-        Turn("and thanks"),
-    ]
+    script = [_write_held_by(gate), Turn("written"), Turn("and thanks")]
     runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
     try:
         app = make_app(runtime, workspace)
@@ -812,14 +814,7 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
     db_path: Path, workspace: Path
 ) -> None:
     gate = asyncio.Event()
-    script = [
-        Turn(
-            "I will write it.",
-            tool_calls=[("write_file", {"path": "n.md", "content": "x"})],
-            gate=gate,
-        ),
-        Turn("not written"),
-    ]
+    script = [_write_held_by(gate), Turn("not written")]
     runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
     try:
         app = make_app(runtime, workspace)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
-from runtime.models import InputRequestState, RunState
+from runtime.models import InputRequestState, Run, RunState
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -337,12 +337,9 @@ async def test_an_answer_being_typed_when_the_question_is_answered_elsewhere_is_
         await runtime.close()
 
 
-async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_forever(
-    db_path: Path, workspace: Path
-) -> None:
-    """Found by a new-user trial: after a quit, a message sent in the job said "queued … sent
-    when the run finishes", but the interrupted run waits for the person: it never finished,
-    and nothing said to press R."""
+async def _interrupted_by_a_quit(db_path: Path, workspace: Path) -> Run:
+    """A run a first agent-tui left while it streamed (closed as ctrl+q closes it: the run is
+    left resumable, marked interrupted)."""
     first = await open_runtime(db_path, workspace, chunk_delay=0.5)
     try:
         run = await first.start("summarise this project")
@@ -352,6 +349,16 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
                     break
     finally:
         await first.close()
+    return run
+
+
+async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_forever(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: after a quit, a message sent in the job said "queued … sent
+    when the run finishes", but the interrupted run waits for the person: it never finished,
+    and nothing said to press R."""
+    run = await _interrupted_by_a_quit(db_path, workspace)
 
     second = await open_runtime(db_path, workspace)
     try:
@@ -383,15 +390,7 @@ async def test_a_message_to_a_job_whose_run_was_interrupted_can_go_on_as_the_nex
 ) -> None:
     """As in other agents' terminals, one types on after an interrupted turn: asked, y cancels
     the interrupted run and sends the message as the job's next run."""
-    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
-    try:
-        run = await first.start("summarise this project")
-        async with asyncio.timeout(10):
-            async for event in first.observe(run.id):
-                if event.kind == "message_delta":
-                    break
-    finally:
-        await first.close()
+    run = await _interrupted_by_a_quit(db_path, workspace)
 
     second = await open_runtime(db_path, workspace)
     try:
@@ -445,15 +444,7 @@ async def test_a_run_a_quit_interrupted_is_named_when_agent_tui_opens_again(
 ) -> None:
     """A trial quit with a run working (ctrl+q said it was resumable), came back, and nothing
     but the row's ⚠ said so; after a crash a notice did."""
-    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
-    try:
-        run = await first.start("summarise this project")
-        async with asyncio.timeout(10):
-            async for event in first.observe(run.id):
-                if event.kind == "message_delta":
-                    break
-    finally:
-        await first.close()  # as ctrl+q does: the run is left resumable
+    await _interrupted_by_a_quit(db_path, workspace)
 
     second = await open_runtime(db_path, workspace)
     try:
