@@ -9,9 +9,9 @@ import json
 import pytest
 
 from runtime.models import DraftKind
-from runtime.store.base import NewRun
 from runtime.store.sqlite import SqliteStore
 from tests.cli.harness import Cli, boundary_of, json_lines
+from tests.store.helpers import running_run
 
 pytestmark = pytest.mark.slow
 
@@ -51,11 +51,10 @@ def test_show_of_a_cancelled_run_gives_what_it_streamed_thinking_included(cli: C
     async def cancelled_mid_stream() -> str:
         cli.db.parent.mkdir(parents=True, exist_ok=True)
         async with SqliteStore(cli.db) as store:
-            run = await store.create_run(
-                NewRun(agent="default", model="demo", input="why?", workspace=str(cli.workspace))
-            )
             await store.register_owner("elsewhere", lease_seconds=30)
-            token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+            run, token = await running_run(
+                store, owner_id="elsewhere", input="why?", workspace=str(cli.workspace)
+            )
             await store.save_draft(
                 run.id, token=token, message_id="m", text="Weighing it.", kind=DraftKind.THINKING
             )
@@ -80,11 +79,10 @@ def test_show_of_a_running_run_gives_the_answer_streamed_so_far(cli: Cli) -> Non
     async def streaming_elsewhere() -> str:
         cli.db.parent.mkdir(parents=True, exist_ok=True)
         async with SqliteStore(cli.db) as store:
-            run = await store.create_run(
-                NewRun(agent="default", model="demo", input="why?", workspace=str(cli.workspace))
-            )
             await store.register_owner("elsewhere", lease_seconds=300)
-            token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+            run, token = await running_run(
+                store, owner_id="elsewhere", input="why?", workspace=str(cli.workspace)
+            )
             await store.save_draft(run.id, token=token, message_id="m", text="So far, the")
             return run.id
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runtime.models import Role
-from runtime.store.base import NewRun
+from tests.store.helpers import running_run
 from tests.tui.helpers import SIZE, main_screen, make_app, open_runtime, wait_until
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.message_view import MessageView, closed_markdown
@@ -44,11 +44,10 @@ async def test_a_partial_answer_cut_inside_bold_shows_no_raw_stars(
     runtime = await open_runtime(db_path, workspace)
     try:
         store = runtime.store
-        run = await store.create_run(
-            NewRun(agent="default", model="demo", input="why?", workspace=str(workspace))
-        )
         await store.register_owner("elsewhere", lease_seconds=30)
-        token = (await store.claim_run(run.id, owner_id="elsewhere")).execution_token or ""
+        run, token = await running_run(
+            store, owner_id="elsewhere", input="why?", workspace=str(workspace)
+        )
         await store.save_draft(
             run.id, token=token, message_id="m", text="It keeps **nothing committed is"
         )

@@ -25,10 +25,11 @@ from runtime.models import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
+from runtime.store.base import NewMessage, NewToolCall, ToolStateChange
 from runtime.store.migrations import migrate
 from runtime.store.stored_content import register_functions
 from runtime.transcript_pages import ItemKey, Keyed
+from tests.store.helpers import running_run
 from tests.tui.helpers import make_app, open_runtime, screen_text, wait_for_browser
 from tui.screens.main import MainScreen
 from tui.widgets.conversation import Conversation, Pager
@@ -523,18 +524,7 @@ async def test_a_search_hit_in_a_tool_result_unfolds_the_result_that_has_the_wor
     runtime = await open_runtime(db_path, workspace)
     try:
         store = runtime.store
-        run = await store.create_run(
-            NewRun(
-                agent="default",
-                model="demo",
-                input="birds",
-                workspace=str(workspace),
-                owner_id="t",
-            )
-        )
-        run = await store.claim_run(run.id, owner_id="t")
-        token = run.execution_token
-        assert token is not None
+        run, token = await running_run(store, owner_id="t", input="birds", workspace=str(workspace))
         calls = [
             NewToolCall(
                 id=f"call-{index}",

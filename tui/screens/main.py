@@ -1356,8 +1356,6 @@ class MainScreen(Screen[None]):
             return
         from tui.widgets.confirm_bar import ConfirmBar
 
-        for old in self.query(ConfirmBar):
-            await old.remove()
         job_id = message.job_id
         bar = ConfirmBar(
             f"This job's run {run.id[:8]} was interrupted (a quit or a crash). Cancel it and send"
@@ -1366,8 +1364,7 @@ class MainScreen(Screen[None]):
             returning_to=composer.input,
             declined="Not sent: your message is in the box. Esc, then R resumes the run.",
         )
-        await self.query_one("#bottom", Vertical).mount(bar, before=0)
-        bar.focus()
+        await self._ask(bar)
 
     def _send_over_interrupted(self, job_id: str, run_id: str) -> None:
         composer = self.composer
@@ -2133,14 +2130,18 @@ class MainScreen(Screen[None]):
     async def _ask_to_cancel(self, run: Run) -> None:
         from tui.widgets.confirm_bar import ConfirmBar
 
-        for old in self.query(ConfirmBar):
-            await old.remove()
-        returning_to = self.focused
         bar = ConfirmBar(
             f"Cancel the run {run.id[:8]} ({run.state.value.replace('_', ' ')})?",
             lambda: self._cancel(run.id),
-            returning_to=returning_to,
+            returning_to=self.focused,
         )
+        await self._ask(bar)
+
+    async def _ask(self, bar: ConfirmBar) -> None:
+        """Dock ``bar`` (a yes/no question) over the bottom area, in place of any other, with
+        the keys."""
+        for old in self.query(type(bar)):
+            await old.remove()
         await self.query_one("#bottom", Vertical).mount(bar, before=0)
         bar.focus()
 
@@ -2288,8 +2289,6 @@ class MainScreen(Screen[None]):
                 markup=False,
             )
             return
-        for old in self.query(ConfirmBar):
-            await old.remove()
         fork_id = checkpoint.id
         bar = ConfirmBar(
             f"Fork step {checkpoint.step} of run {checkpoint.run_id[:8]} into a new job? It runs"
@@ -2298,8 +2297,7 @@ class MainScreen(Screen[None]):
             returning_to=self.focused,
             declined="Nothing was forked.",
         )
-        await self.query_one("#bottom", Vertical).mount(bar, before=0)
-        bar.focus()
+        await self._ask(bar)
 
     @work(exit_on_error=False, group="start")
     async def _fork(
