@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
@@ -36,14 +37,33 @@ RESULT_LIMIT = 4000
 DELEGATION_PREFIX = "delegate_to_"
 
 
-def _arguments_text(arguments: dict[str, Any]) -> str:
+ARGUMENT_CHARS = 40
+"""Each argument's value is shown up to this long at least; a wider block gives the long ones
+more (a shell command, a path), up to what fits in HEADER_LINES lines."""
+HEADER_LINES = 2
+
+
+def _arguments_text(arguments: dict[str, Any], budget: int = 0) -> str:
+    """``key=value, …`` with each value on one line, cut with … past its share of ``budget``
+    characters: values shorter than an even share leave the rest to the longer ones, and no
+    value is cut shorter than ARGUMENT_CHARS (the header then wraps)."""
     import json  # not at import: the first frame shows no tool call
 
-    parts = []
-    for key, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{key}={short(str(shown), 40)}")
-    return ", ".join(parts)
+    values = {
+        key: " ".join(
+            (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)).split()
+        )
+        for key, value in arguments.items()
+    }
+    room = budget - sum(len(key) + 3 for key in values)  # "key=" and ", "
+    limits = dict.fromkeys(values, ARGUMENT_CHARS)
+    waiting = sorted(values, key=lambda key: len(values[key]))
+    while waiting:
+        share = room // len(waiting)
+        key = waiting.pop(0)
+        limits[key] = max(ARGUMENT_CHARS, min(len(values[key]), share))
+        room -= min(len(values[key]), max(share, 0))
+    return ", ".join(f"{key}={short(value, limits[key])}" for key, value in values.items())
 
 
 class ToolCallView(Vertical, can_focus=True):
@@ -122,6 +142,7 @@ class ToolCallView(Vertical, can_focus=True):
         self.child_run_id = child_run_id
         self.images: list[ImageBlock] = []
         self._diff_asked = False
+        self._header_width = 0
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header", markup=False)
@@ -156,8 +177,23 @@ class ToolCallView(Vertical, can_focus=True):
         return self.child_run_id is not None or self.tool_name.startswith(DELEGATION_PREFIX)
 
     def _header(self) -> str:
-        header = f"{self.tool_name}({_arguments_text(self.arguments)})"
-        return f"{TOOL_ICONS[self.state]} {terminal_safe_line(header)}"
+        width = self.content_size.width  # 0 before the first layout: each value at ARGUMENT_CHARS
+        budget = HEADER_LINES * width - len(self.tool_name) - 4  # the icon, the brackets
+        while True:
+            header = f"{self.tool_name}({_arguments_text(self.arguments, budget)})"
+            text = f"{TOOL_ICONS[self.state]} {terminal_safe_line(header)}"
+            if width <= 0:
+                return text
+            # Lines break between words, so a budget of two lines' characters may take three.
+            lines = len(Content(text).wrap(width))
+            if lines <= HEADER_LINES or budget <= 0:
+                return text
+            budget -= width // 2
+
+    def on_resize(self) -> None:
+        if self.content_size.width != self._header_width:
+            self._header_width = self.content_size.width
+            self.query_one(".tool-header", Static).update(self._header())
 
     def _child_text(self) -> str:
         agent = self.tool_name.removeprefix(DELEGATION_PREFIX)
