@@ -194,6 +194,26 @@ async def test_a_diff_taller_than_the_prompt_scrolls_by_keys_and_says_so(
         assert app.screen.query(ApprovalPrompt)  # still asking: scrolling decides nothing
 
 
+async def test_tab_from_an_approval_goes_to_the_next_pane_in_one_press(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Found by a new-user trial: a diff taller than the prompt took a Tab stop of its own (a
+    scrolled area is focusable), so Tab from the approval seemed to do nothing; ↑/↓ on the
+    prompt scroll it."""
+    build = _app_factory(request.node.name, LONG_EDIT)
+    app = build()
+    (app.settings.workspace / "notes.txt").write_text(LONG_FILE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until_approval(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        assert screen.query_one(ApprovalPrompt).query_one("#details").max_scroll_y > 0
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is screen.job_tree)
+        await pilot.press("shift+tab")
+        await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+
+
 @pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_a_shell_approval(

@@ -85,7 +85,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
             yield Input(
                 placeholder="Enter sends, Esc goes back", id="reason", select_on_focus=False
             )
-        with VerticalScroll(id="details"):
+        # Scrolled by the prompt's own ↑/↓/PageUp/PageDown: not a Tab stop of its own (Tab
+        # from the prompt seemed to do nothing when the diff was taller than the prompt).
+        with VerticalScroll(id="details", can_focus=False):
             yield from self._details(detail)
 
     def _details(self, detail: dict[str, Any]) -> ComposeResult:
