@@ -587,6 +587,20 @@ class Runtime:
         requests = await self.store.pending_input_requests(run_id=run_id, limit=1)
         return requests[0] if requests else None
 
+    async def current_request(self, request: InputRequest) -> InputRequest:
+        """``request`` as a client should show it now: an approval of a file write with its
+        diff made against the file as it is, marked when the file changed since the agent asked
+        (``runtime.approval_detail``); any other request as it is."""
+        from runtime.approval_detail import current_detail
+
+        if request.kind is not InputKind.APPROVAL:
+            return request
+        job = await self.store.get_job(request.job_id)
+        detail = await asyncio.to_thread(current_detail, request, Path(job.workspace))
+        if detail is request.detail:
+            return request
+        return request.model_copy(update={"detail": detail})
+
     async def inbox(self, *, limit: int = 100) -> list[InputRequest]:
         """Every open input request across jobs, oldest first."""
         return await self.store.pending_input_requests(limit=_limit(limit))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnswerFailed",
+    "ApprovalOutdated",
     "CheckpointsLoaded",
     "JobsLoaded",
     "MessageQueued",
@@ -144,6 +145,15 @@ class AnswerFailed(TextualMessage):
         self.error = error
         self.value = value
         """The answer refused."""
+
+
+class ApprovalOutdated(TextualMessage):
+    """An approval was allowed, but the file it writes changed while it was on screen: not
+    answered; ``request`` is it as of now, to be shown again."""
+
+    def __init__(self, request: InputRequest) -> None:
+        super().__init__()
+        self.request = request
 
 
 class MessageQueued(TextualMessage):

@@ -261,3 +261,19 @@ def test_a_demo_follow_up_counts_only_the_lines_its_search_matched(cli: Cli) -> 
     assert "gave 2 matching line(s)" in found.stdout.replace("*", "")
     missing = cli.run("follow-up", job_id, "what about zebras", "--model", "demo:instant")
     assert "gave 0 matching line(s)" in missing.stdout.replace("*", "")
+
+
+def test_show_gives_a_waiting_writes_diff_against_the_file_as_it_is_now(cli: Cli) -> None:
+    """Found by a new-user trial: the approval's diff was the one made when the agent asked;
+    the file had been edited by hand since, and allowing overwrote the edit unseen."""
+    _, first = _start(cli)
+    run_id = first["run_id"]
+    assert cli.run("respond", run_id, "1", "--json").returncode == 3
+    notes = cli.workspace / NOTES_FILE
+    notes.write_text("MY HAND EDIT - important\n", encoding="utf-8")
+
+    shown = cli.run("show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "The file changed since the agent asked" in shown.stdout
+    assert "-MY HAND EDIT - important" in shown.stdout
+    assert notes.read_text(encoding="utf-8") == "MY HAND EDIT - important\n"  # show writes nothing

@@ -288,6 +288,38 @@ async def test_a_denial_with_a_reason_reaches_the_model(
     assert not (workspace / "out.txt").exists()
 
 
+async def test_an_approval_shown_later_has_its_diff_made_against_the_file_as_it_is_now(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    """Found by a new-user trial: an approval answered after the file changed showed the diff
+    stored when the agent asked, and allowing it overwrote a hand edit the diff never showed."""
+    (workspace / "notes.md").write_text("first notes\n")
+    runtime, _ = await make_runtime(
+        [Turn("", [("write_file", {"path": "notes.md", "content": "agent notes\n"})])]
+    )
+    run = await runtime.start("write the notes")
+    boundary = await wait_for(runtime, run.id)
+    request = boundary.request
+    assert request is not None and request.kind is InputKind.APPROVAL
+    assert "-first notes" in request.detail["diff"]
+    assert await runtime.current_request(request) is request  # the file is as it was
+
+    (workspace / "notes.md").write_text("MY HAND EDIT\n")
+    now = await runtime.current_request(request)
+    assert now.id == request.id
+    assert now.detail["changed_since_asked"] is True
+    assert "-MY HAND EDIT" in now.detail["diff"] and "+agent notes" in now.detail["diff"]
+    assert "-first notes" not in now.detail["diff"]
+    assert now.detail["tool"] == "write_file" and now.detail["arguments"]["path"] == "notes.md"
+    # What is stored is not changed: a client shows the request as of now.
+    stored = await runtime.open_request(run.id)
+    assert stored is not None and stored.detail == request.detail
+
+    (workspace / "notes.md").write_text("agent notes\n")
+    same = await runtime.current_request(request)
+    assert same.detail["diff"] == "" and same.detail["changed_since_asked"] is True
+
+
 async def test_an_approved_write_runs_only_after_the_approval(
     make_runtime: Factory, workspace: Path
 ) -> None:

@@ -214,6 +214,57 @@ async def test_tab_from_an_approval_goes_to_the_next_pane_in_one_press(
         await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
 
 
+NOTES_WRITE = [
+    Turn("Saving the notes.", [("write_file", {"path": "notes.md", "content": "agent notes\n"})]),
+    Turn("Saved."),
+]
+
+
+async def test_a_file_changed_while_its_approval_is_on_screen_is_not_overwritten_unseen(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Found by a new-user trial: allowing a write showed a diff made when the agent asked;
+    the file had been edited by hand since, and the edit was overwritten without being shown.
+    Allowing now checks the file first: changed, nothing is answered and the approval comes
+    back with the change as of now; allowed again, the write goes ahead."""
+    app = _app_factory(request.node.name, NOTES_WRITE)()
+    notes = app.settings.workspace / "notes.md"
+    notes.write_text("first notes\n")
+    async with app.run_test(size=(100, 36)) as pilot:
+        await _until_approval(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        prompt = screen.query_one(ApprovalPrompt)
+        assert "-first notes" in "\n".join(_diff_lines(prompt))
+        assert not prompt.query(".prompt-changed")
+
+        notes.write_text("MY HAND EDIT\n")
+        await pilot.press("y")
+
+        def shown_again() -> bool:
+            docked = screen.query(ApprovalPrompt)
+            return bool(docked) and bool(docked.first().query(".prompt-changed"))
+
+        await wait_until(pilot, shown_again)
+        again = screen.query_one(ApprovalPrompt)
+        diff = "\n".join(_diff_lines(again))
+        assert "-MY HAND EDIT" in diff and "+agent notes" in diff
+        assert notes.read_text() == "MY HAND EDIT\n"
+        run = screen.selected_run
+        assert run is not None
+        stored = await app.runtime.store.get_run(run.id)
+        assert stored.state.value == "input_required"
+        await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+
+        await pilot.press("y")
+        await wait_until(pilot, lambda: notes.read_text() == "agent notes\n")
+
+
+def _diff_lines(prompt: ApprovalPrompt) -> list[str]:
+    diffs = [w.content for w in prompt.query(".prompt-diff").results(Static)]
+    return [line for diff in diffs if isinstance(diff, Syntax) for line in diff.code.splitlines()]
+
+
 @pytest.mark.sandbox
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=["80x24", "140x45"])
 def test_snapshot_of_a_shell_approval(

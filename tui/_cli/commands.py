@@ -337,6 +337,8 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     messages = await runtime.all_messages(run.id)
     tool_calls = await runtime.tool_calls(run.id)
     request = await runtime.open_request(run.id)
+    if request is not None:
+        request = await runtime.current_request(request)  # a write's diff as of now
     checkpoints = await runtime.checkpoints(run.id)
     origin, inherited = await inherited_history(runtime.store, run)
     partial = await partial_answer(runtime.store, run, live=True)

@@ -283,6 +283,9 @@ async def drive(
         printer = observer.printer
         request = boundary.request
         if boundary.state is RunState.INPUT_REQUIRED and request is not None:
+            # An approval of a file write with its diff as of now (the file may have changed
+            # since the agent asked: ``Runtime.current_request``).
+            request = await runtime.current_request(request)
             printer.end_line()
             described = False
             if prompter is not None:

@@ -144,6 +144,11 @@ def describe_request(request: InputRequest) -> list[str]:
                 lines.append("Arguments:")
                 text = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True)
                 lines.extend("  " + line for line in _clip_lines(text))
+            if detail.get("changed_since_asked"):
+                lines.append(
+                    "The file changed since the agent asked: the changes below are what"
+                    " allowing does to it now."
+                )
             if isinstance(diff, str) and diff:
                 lines.append("Changes:")
                 lines.extend("  " + line for line in _clip_lines(diff, 80))

@@ -37,6 +37,7 @@ from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui import attention, browser_filters
 from tui.messages import (
     AnswerFailed,
+    ApprovalOutdated,
     CheckpointsLoaded,
     JobsLoaded,
     MessageQueued,
@@ -179,6 +180,8 @@ class MainScreen(Screen[None]):
         self.selected_run: Run | None = None
         self.selected_job: Job | None = None
         self.open_request: InputRequest | None = None
+        self._prompt_asker: Run | None = None
+        """The sub-run that asks the open request, when not the run on screen."""
         self._recovery_reported = False
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u."""
@@ -1591,6 +1594,7 @@ class MainScreen(Screen[None]):
             return
         await self._remove_prompt()
         self.open_request = request
+        self._prompt_asker = asker
         # The prompts' modules (and what they bring: json, forms) are not for the first frame.
         from tui.widgets.approval_prompt import ApprovalPrompt
         from tui.widgets.elicitation_form import ElicitationForm
@@ -1598,6 +1602,9 @@ class MainScreen(Screen[None]):
 
         widget: Widget
         if request.kind is InputKind.APPROVAL:
+            shown = await self._as_of_now(request)
+            if self.open_request is not request:
+                return  # another prompt (or none) took its place meanwhile
             job = self.selected_job
             elsewhere = (
                 job.workspace
@@ -1606,7 +1613,7 @@ class MainScreen(Screen[None]):
                 and self.job_tree.is_elsewhere(job.workspace)
                 else None
             )
-            widget = ApprovalPrompt(request, elsewhere=elsewhere)
+            widget = ApprovalPrompt(shown, elsewhere=elsewhere)
         elif request.kind is InputKind.QUESTION:
             draft = await self._answer_draft(request)
             if self.open_request is not request:
@@ -1744,12 +1751,45 @@ class MainScreen(Screen[None]):
 
         self.composer.input.post_message(events.Key(message.key, message.character))
 
+    async def _as_of_now(self, request: InputRequest) -> InputRequest:
+        """An approval as it should be shown now: a file write's diff made against the file
+        as it is (``Runtime.current_request``); as stored if that cannot be read."""
+        try:
+            return await self.runtime.current_request(request)
+        except AgentTuiError:
+            return request
+
     @work(exit_on_error=False, group="respond")
     async def _respond(self, request: InputRequest, value: Any) -> None:
+        if (
+            request.kind is InputKind.APPROVAL
+            and isinstance(value, dict)
+            and value.get("decision") != "deny"
+        ):
+            now = await self._as_of_now(request)
+            if now.detail.get("diff") != request.detail.get("diff"):
+                # The file changed while the prompt was on screen: what was shown is not what
+                # allowing would do. Nothing is answered; the prompt comes back as of now.
+                self.post_message(ApprovalOutdated(now))
+                return
         try:
             await self.runtime.respond(request.run_id, request.id, value)
         except AgentTuiError as error:
             self.post_message(AnswerFailed(request, error, value))
+
+    async def on_approval_outdated(self, message: ApprovalOutdated) -> None:
+        request = message.request
+        if self.open_request is None or self.open_request.id != request.id:
+            return
+        self.notify(
+            "The file changed while you looked: the approval shows the change as of now."
+            " Nothing was answered.",
+            title="Look again",
+            severity="warning",
+        )
+        await self._remove_prompt()
+        self.open_request = None
+        await self.show_prompt(request, asker=self._prompt_asker)
 
     async def _answer_draft(self, request: InputRequest) -> str:
         """The answer typed to ``request`` before a quit or a crash ('' if none or unreadable:

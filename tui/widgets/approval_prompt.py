@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from runtime.approval_detail import CHANGED_SINCE_ASKED
 from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
 from tui.widgets.ordered_keys import run_own_binding
@@ -43,6 +44,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ApprovalPrompt .prompt-keys { color: $text-muted; }
     ApprovalPrompt .prompt-command { background: $boost; padding: 0 1; }
     ApprovalPrompt .prompt-where { color: $text-muted; }
+    ApprovalPrompt .prompt-changed { color: $warning; text-style: bold; }
     ApprovalPrompt #details { height: auto; max-height: 40vh; }
     ApprovalPrompt #reason-row { display: none; height: 1; }
     ApprovalPrompt.-reason #reason-row { display: block; }
@@ -91,6 +93,13 @@ class ApprovalPrompt(Vertical, can_focus=True):
             yield from self._details(detail)
 
     def _details(self, detail: dict[str, Any]) -> ComposeResult:
+        if detail.get(CHANGED_SINCE_ASKED):
+            # A trial's hand edit was overwritten by a write whose stored diff did not show it.
+            yield Static(
+                "⚠ The file changed since the agent asked: below is what allowing does to it now.",
+                classes="prompt-changed",
+                markup=False,
+            )
         arguments = detail.get("arguments")
         diff = detail.get("diff")
         command = detail.get("command")
