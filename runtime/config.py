@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, InvalidInput
 from runtime.fileio import write_text_atomically
 from runtime.hooks import HooksConfig
 from runtime.locations import CONFIG_FILE_NAME as CONFIG_FILE_NAME
@@ -119,6 +119,13 @@ class Config(_Config):
     """The files this config was read from, in order (later ones won)."""
     warnings: list[str] = []
     """Problems that do not stop loading (e.g. an unset ``${VAR}`` in an MCP server entry)."""
+
+    def check_agent(self, name: str) -> None:
+        """InvalidInput naming the agents there are, unless ``name`` is one of them."""
+        known = {"default", *self.agents}
+        if name not in known:
+            agents = ", ".join(sorted(known))
+            raise InvalidInput(f"unknown agent {name!r}; configured agents: {agents}")
 
 
 # === loading ===================================================================================

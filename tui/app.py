@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from runtime.errors import AgentTuiError, InvalidInput
+from runtime.errors import AgentTuiError
 from themes import THEMES_DIR, load_themes
 from tui.bindings import APP_BINDINGS
 from tui.screens.main import MainScreen
@@ -539,11 +539,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         # What the command line asked for is checked before the runtime opens: a typo must not
         # recover (or, with auto_resume, resume) runs only to close again.
         if launch.agent is not None:
-            known = {"default", *config.agents}
-            if launch.agent not in known:
-                raise InvalidInput(
-                    f"unknown agent {launch.agent!r}; configured agents: {', '.join(sorted(known))}"
-                )
+            config.check_agent(launch.agent)
         if launch.model is not None:
             from runtime.providers.registry import check_reference
 

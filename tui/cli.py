@@ -364,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     db_path: Path | str | None = None
     try:
         db_path = resolve_db_path(args.db)
+        if args.command is None:
+            _check_launch(args, db_path)
         missing = isinstance(db_path, Path) and not db_path.exists()
         if not missing or _creates_the_database(args):
             prepare_db_path(db_path)
@@ -372,6 +374,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE
     return _main(args, db_path)
+
+
+def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
+    """The TUI's flags that can be checked before anything is drawn, opened or created: a
+    mistyped ``--model``, ``--agent``, or ``--resume`` on a database that does not exist ends
+    here in one line (they drew the whole screen first, and a ``--db`` typo got its folder and
+    an empty database). An unknown ``--resume`` id in a database that exists is found once the
+    database is open, behind the first frame. The configuration is read only for ``--agent``."""
+    from tui._cli.settings import model_override
+
+    model = model_override(args.model)
+    if model is not None:
+        from runtime.providers.registry import check_reference
+
+        check_reference(model)
+    if args.agent is not None:
+        from tui._cli.settings import load_config, resolve_workspace
+
+        load_config(resolve_workspace(args.workspace)).check_agent(args.agent)
+    if args.resume is not None and isinstance(db_path, Path) and not db_path.exists():
+        raise NotFoundError(
+            f"no job id starts with {args.resume!r}: there is no database at {db_path} yet"
+        )
 
 
 def _name_the_database(db_path: Path | str) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.config import AgentConfig, Config, Permissions
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
-from runtime.errors import ConfigError, InvalidInput, ToolError
+from runtime.errors import ConfigError, ToolError
 from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.providers.base import ModelProvider
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
@@ -136,13 +136,9 @@ class Catalog:
 
     def agent(self, name: str, workspace: str | None = None) -> AgentConfig:
         config = self.config_for(workspace)
+        config.check_agent(name)
         agent = config.agents.get(name)
-        if agent is not None:
-            return agent
-        if name == "default":
-            return default_agent()
-        known = ", ".join(sorted({"default", *config.agents}))
-        raise InvalidInput(f"unknown agent {name!r}; configured agents: {known}")
+        return agent if agent is not None else default_agent()
 
     def save_always_rule(self, tool_name: str, workspace: str) -> None:
         from runtime.approvals import save_always_rule

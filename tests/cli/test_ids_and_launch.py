@@ -137,6 +137,29 @@ def test_resume_with_an_unknown_job_is_one_line_naming_the_database_and_opens_no
 
 
 @pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--model", "nosuch"], "unknown model provider 'nosuch' in 'nosuch'"),
+        (["--model", "demo:nosuch"], "unknown demo model 'demo:nosuch'"),
+        (["--agent", "nosuch"], "unknown agent 'nosuch'; configured agents: default"),
+        (["--resume", "nope"], "no job id starts with 'nope': there is no database at"),
+    ],
+    ids=["model", "demo-model", "agent", "resume"],
+)
+def test_a_mistyped_tui_flag_ends_before_anything_is_drawn_or_created(
+    cli: Cli, flags: list[str], says: str
+) -> None:
+    """Found by a new-user trial: each drew the whole screen, then ended; with a ``--db`` in a
+    new folder, the folder (and, for --resume, an empty database) was left behind."""
+    with terminal(cli, *flags) as term:
+        assert term.finish() == 2, term.text()
+    lines = [line for line in term.text().splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0], term.text()
+    assert "\x1b[?1049h" not in term.text()  # the alternate screen was never entered
+    assert not cli.db.parent.exists()
+
+
+@pytest.mark.parametrize(
     ("stdin", "stdout"), [("pipe", "pipe"), ("terminal", "pipe"), ("pipe", "terminal")]
 )
 def test_the_tui_without_a_terminal_refuses_at_once_and_creates_nothing(
