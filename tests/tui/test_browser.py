@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.api import Runtime
+from runtime.models import ToolResultBlock
 from runtime.store.base import NewRun
 from tests.tui.helpers import (
     LayoutCount,
@@ -394,6 +395,48 @@ async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
     assert forked is not None
     stored = await runtime.get_run(forked.id)
     assert stored.forked_from_checkpoint_id == checkpoints[0].id
+
+
+async def test_enter_on_a_checkpoint_shows_that_step_marked_and_the_cursor_stays_on_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Enter on '◆ step 2' put the cursor back on the run's row,
+    the conversation stayed at the run's end, and nothing named the step (though f forked
+    from it)."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    checkpoints = await runtime.checkpoints(run.id)
+    assert len(checkpoints) >= 2
+    first = checkpoints[0]
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await pilot.press("space")  # the job's runs
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        run_node = tree.run_node(run.id)
+        assert run_node is not None
+        await pilot.press("down", "space")  # the run's checkpoints
+        await wait_until(
+            pilot, lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)]
+        )
+        await pilot.press("down")
+        step_node = tree.cursor_node
+        assert step_node is not None and isinstance(step_node.data, CheckpointEntry)
+        assert step_node.data.checkpoint.id == first.id
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.conversation.run_id == run.id)
+        await wait_until(pilot, lambda: screen.conversation.query(".-found"))
+        await pilot.pause()
+        assert tree.cursor_node is step_node
+        marked = screen.conversation.query(".-found").first()
+        messages = await runtime.all_messages(run.id)
+        at_step = next(m for m in messages if m.position == first.last_position)
+        # The step ended with its tool results: shown (and marked) with their calls.
+        results = [b.tool_call_id for b in at_step.content if isinstance(b, ToolResultBlock)]
+        assert getattr(marked, "tool_call_id", None) in results
+        assert any(f"Step {first.step}:" in text for text in notifications(app))
 
 
 async def test_f_asks_before_forking_and_no_forks_nothing(

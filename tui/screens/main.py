@@ -653,8 +653,26 @@ class MainScreen(Screen[None]):
 
     def on_runs_loaded(self, message: RunsLoaded) -> None:
         self.job_tree.set_runs(message.job_id, message.runs)
-        if self.selected_run is not None and self.selected_run.job_id == message.job_id:
-            self.job_tree.select_run(self.selected_run.id)
+        run = self.selected_run
+        if (
+            run is not None
+            and run.job_id == message.job_id
+            and not self._at_opened_checkpoint(run.id)
+        ):
+            self.job_tree.select_run(run.id)
+
+    def _at_opened_checkpoint(self, run_id: str) -> bool:
+        """Whether the browser's cursor is on the checkpoint of ``run_id`` that Enter opened
+        (it stays there rather than going to the run's row)."""
+        node = self.job_tree.cursor_node
+        opened = self._opened_checkpoint
+        return (
+            opened is not None
+            and opened.run_id == run_id
+            and node is not None
+            and isinstance(node.data, CheckpointEntry)
+            and node.data.checkpoint.id == opened.id
+        )
 
     @work(exit_on_error=False, group="checkpoints")
     async def load_checkpoints(self, run_id: str) -> None:
@@ -694,8 +712,17 @@ class MainScreen(Screen[None]):
         elif isinstance(data, RunEntry):
             self.open_run(data.run.id)
         elif isinstance(data, CheckpointEntry):
-            self.open_run(data.checkpoint.run_id)
-            self._opened_checkpoint = data.checkpoint
+            # The conversation around the step's last message, marked; the cursor stays on
+            # the checkpoint (it went back to the run's row, and nothing said which step was
+            # open, though f then forked from it: a new-user trial).
+            checkpoint = data.checkpoint
+            self.open_run(checkpoint.run_id, at_position=checkpoint.last_position)
+            self._opened_checkpoint = checkpoint
+            self.notify(
+                f"Step {checkpoint.step}: the conversation as it stood then is marked."
+                " f forks a new job from here.",
+                title="Checkpoint",
+            )
         elif isinstance(data, MoreEntry):
             self._load_more(data.cursor)
 
@@ -810,7 +837,8 @@ class MainScreen(Screen[None]):
             self.load_runs(message.job.id)
         else:
             self.job_tree.upsert_run(message.run)
-            self.job_tree.select_run(message.run.id)
+            if not self._at_opened_checkpoint(message.run.id):
+                self.job_tree.select_run(message.run.id)
         await self.conversation.load(
             message.run.id,
             message.items,
