@@ -36,6 +36,7 @@ __all__ = [
     "RuleSource",
     "current_permissions",
     "list_rules",
+    "restore_rule",
     "revoke_rule",
 ]
 
@@ -109,6 +110,17 @@ def revoke_rule(rule: PermissionRule) -> bool:
         return False
     write_text_atomically(rule.path, edited)
     return True
+
+
+def restore_rule(rule: PermissionRule) -> None:
+    """Put a revoked ``rule`` back in its file (at the end of its list): the undo of
+    ``revoke_rule``."""
+    from runtime.config_edit import add_to_toml_array  # tomlkit: only when a file is edited
+
+    text, _ = read_toml_file(rule.path)
+    edited = add_to_toml_array(text, ("permissions",), rule.kind, rule.pattern, path=rule.path)
+    if edited != text:
+        write_text_atomically(rule.path, edited)
 
 
 # --- the permissions in force, re-read on change ----------------------------------------------

@@ -98,3 +98,67 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
         await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         assert screen.query_one(ApprovalPrompt).request.detail["tool"] == "write_file"
+
+
+def _footer(screen: object) -> list[str]:
+    from textual.screen import Screen
+
+    from tui.widgets.key_footer import FooterKey
+
+    assert isinstance(screen, Screen)
+    return [key.description for key in screen.query(FooterKey) if key.display]
+
+
+async def test_a_revoked_rule_comes_back_with_u_and_esc_in_the_filter_only_leaves_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: d revoked a rule (a deny one too) with no way back, and Esc
+    in the filter closed the whole screen; the footer showed the main screen's keys."""
+    (workspace / "agent-tui.toml").write_text('[permissions]\ndeny = ["shell"]\n')
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"/permissions", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        screen = app.screen
+        assert isinstance(screen, PermissionsScreen)
+        await wait_until(pilot, lambda: "Revoke rule" in _footer(screen))
+        assert "New job" not in _footer(screen) and "Undo revoke" not in _footer(screen)
+
+        await pilot.press("d")
+        await wait_until(pilot, lambda: "shell" not in (workspace / "agent-tui.toml").read_text())
+        await wait_until(pilot, lambda: "Undo revoke" in _footer(screen))
+        await pilot.press("u")
+        await wait_until(
+            pilot, lambda: 'deny = ["shell"]' in (workspace / "agent-tui.toml").read_text()
+        )
+        await wait_until(pilot, lambda: any("Rule restored" in n for n in notifications(app)))
+        assert any("shell" in line and "deny" in line for line in _lines(screen))
+
+        await pilot.press("slash", *"she")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen and isinstance(app.focused, OptionList)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+
+async def test_the_inbox_shows_its_own_keys_not_those_of_the_prompt_under_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    from tui.screens.inbox import InboxScreen
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press(*"summarise", "enter")
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        await pilot.press("1", "enter")
+        await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        assert "Allow once" in _footer(screen)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        inbox = app.screen
+        await wait_until(pilot, lambda: "Close inbox" in _footer(inbox))
+        assert "Allow once" not in _footer(inbox)

@@ -44,6 +44,11 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
             yield Static("Inbox — runs waiting for you", id="inbox-title")
             yield OptionList(id="inbox-list")
             yield Static("Enter open · Esc close", id="inbox-keys")
+        # Its own keys at the bottom: the main screen's showed through, with a docked
+        # approval's y/a/n that do nothing here (a new-user trial).
+        from tui.widgets.key_footer import KeyFooter
+
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._load()

@@ -18,7 +18,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from runtime.errors import AgentTuiError
-from runtime.permissions import PermissionRule, list_rules, revoke_rule
+from runtime.permissions import PermissionRule, list_rules, restore_rule, revoke_rule
 from tui.widgets._format import short
 
 KIND_LABELS = {"allow": "allow", "ask": "ask  ", "deny": "deny "}
@@ -36,6 +36,7 @@ class PermissionsScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("d,delete", "revoke", "Revoke rule"),
+        Binding("u", "undo", "Undo revoke"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("ctrl+r", "reload", "Reload files"),
     ]
@@ -46,6 +47,8 @@ class PermissionsScreen(ModalScreen[None]):
         self.rules: list[PermissionRule] = []
         self.shown: list[PermissionRule] = []
         self.problem: str | None = None
+        self.revoked: list[PermissionRule] = []
+        """The rules revoked here, last one last: ``u`` puts them back, one a press."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permissions-box"):
@@ -54,6 +57,11 @@ class PermissionsScreen(ModalScreen[None]):
             yield OptionList(id="permissions-list")
             yield Static("", id="permissions-status")
             yield Static("d revoke · / search · ctrl+r reload · esc close", id="permissions-keys")
+        # Its own keys at the bottom: the main screen's showed through, with keys that do not
+        # work here (a new-user trial).
+        from tui.widgets.key_footer import KeyFooter
+
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.action_reload()
@@ -132,14 +140,43 @@ class PermissionsScreen(ModalScreen[None]):
             self.notify(f"Could not revoke: {exc}", severity="error")
             return
         if removed:
+            self.revoked.append(rule)
             self.notify(
-                f"Revoked {rule.kind} {rule.pattern} from {rule.path}: the next call asks again.",
+                f"Revoked {rule.kind} {rule.pattern} from {rule.path}: the next call asks again."
+                " u puts it back.",
                 title="Rule revoked",
             )
+            self.refresh_bindings()
         else:
             self.notify("That rule was already gone from its file.", severity="warning")
         self.action_reload()
         options.focus()
 
+    def action_undo(self) -> None:
+        if not self.revoked:
+            self.notify("Nothing revoked here to put back.", severity="warning")
+            return
+        rule = self.revoked.pop()
+        try:
+            restore_rule(rule)
+        except (AgentTuiError, OSError) as exc:
+            self.revoked.append(rule)
+            self.notify(f"Could not put it back: {exc}", severity="error")
+            return
+        self.notify(f"Back: {rule.kind} {rule.pattern} in {rule.path}.", title="Rule restored")
+        self.action_reload()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "undo":
+            return bool(self.revoked)  # shown (and working) once something was revoked
+        return True
+
     def action_close(self) -> None:
+        search = self.query_one("#permissions-search", Input)
+        if self.focused is search:
+            # Esc in the filter leaves the filter (kept) for the list; a second Esc closes
+            # (it closed the whole screen at once: a new-user trial).
+            self.query_one(OptionList).focus()
+            return
         self.dismiss(None)
