@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, ClassVar, Unpack
 
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -111,6 +112,17 @@ NodeData = JobEntry | RunEntry | CheckpointEntry | MoreEntry | EmptyEntry
 
 class JobTree(Tree[NodeData]):
     """Attributes down: the screen feeds pages of jobs, runs and checkpoints into it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # The screen's keys for what is under the cursor, in the footer while the browser has
+        # the focus (they work from the conversation too, unshown there): a new-user trial
+        # found e, x, s and / at work in the browser with none of them in its footer.
+        Binding("f", "screen.fork", "Fork"),
+        Binding("e", "screen.export", "Export"),
+        Binding("x", "screen.archive_job", "Archive"),
+        Binding("s", "screen.cycle_filter", "Filter"),
+        Binding("slash", "screen.search", "Search", key_display="/"),
+    ]
 
     DEFAULT_CSS = """
     JobTree { background: $surface; scrollbar-size-vertical: 1; }
