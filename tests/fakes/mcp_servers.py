@@ -10,7 +10,8 @@ Servers:
   ``progress`` (three progress notifications),
   ``slow`` (works a while, with progress),
   ``big`` (a million characters), ``chatty`` (logs),
-  ``ask`` (elicits a name and an age),
+  ``ask`` (elicits a name and an age), ``favourites`` (elicits a form with every choice
+  shape of the spec, ``FAVOURITES_SCHEMA``, and returns what came back as JSON),
   ``picture`` (an image), ``background`` (requires MCP tasks), ``header`` (an HTTP request
   header), ``crash`` / ``crash_readonly``
   (the process dies mid-call) and ``hang`` / ``hang_readonly`` (never answer); one prompt,
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
 import os
 import socket
 import sys
@@ -46,6 +48,60 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
 PNG_BYTES = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
+
+
+FAVOURITES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "opening": {
+            "type": "string",
+            "title": "Opening line",
+            "description": "The first line of your story",
+            "default": "It was a dark and stormy night.",
+        },
+        "instruments": {  # several of a list, untitled, with bounds
+            "type": "array",
+            "title": "Instruments",
+            "description": "One or two instruments",
+            "minItems": 1,
+            "maxItems": 2,
+            "items": {"type": "string", "enum": ["Guitar", "Piano", "Violin", "Drums", "Bass"]},
+            "default": ["Guitar"],
+        },
+        "hero": {  # one of a list, titled
+            "type": "string",
+            "title": "Hero",
+            "oneOf": [
+                {"const": "hero-1", "title": "Superman"},
+                {"const": "hero-2", "title": "Green Lantern"},
+                {"const": "hero-3", "title": "Wonder Woman"},
+            ],
+            "default": "hero-1",
+        },
+        "fish": {  # several of a list, titled
+            "type": "array",
+            "title": "Fish",
+            "items": {
+                "anyOf": [
+                    {"const": "fish-1", "title": "Tuna"},
+                    {"const": "fish-2", "title": "Salmon"},
+                    {"const": "fish-3", "title": "Trout"},
+                ]
+            },
+            "default": ["fish-1"],
+        },
+        "pet": {  # one of a list, titled the legacy way
+            "type": "string",
+            "title": "Pet",
+            "enum": ["pet-1", "pet-2", "pet-3"],
+            "enumNames": ["Cats", "Dogs", "Birds"],
+            "default": "pet-1",
+        },
+    },
+    "required": ["opening"],
+}
+"""The choice shapes of MCP's elicitation schema (2025-11-25 ``EnumSchema``), as
+server-everything's ``trigger-elicitation-request`` sends them."""
 
 
 class Person(BaseModel):
@@ -122,6 +178,16 @@ def build_basic() -> MCPServer:
         answer = await ctx.elicit("Who are you?", Person)
         if answer.action == "accept":
             return f"hello {answer.data.name}, aged {answer.data.age}"
+        return f"no answer: {answer.action}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def favourites(ctx: Context) -> str:
+        """Ask for favourites, every kind of choice; return the answer as JSON."""
+        answer = await ctx.session.elicit_form(
+            "Your favourites", FAVOURITES_SCHEMA, related_request_id=ctx.request_id
+        )
+        if answer.action == "accept":
+            return json.dumps(answer.content, sort_keys=True)
         return f"no answer: {answer.action}"
 
     @server.tool(annotations=READ_ONLY)

@@ -76,7 +76,15 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 ("esc", "Leave the prompt (the run keeps waiting)"),
             ],
         ),
-        ("Form", [*_rows(ElicitationForm.BINDINGS), ("tab", "Next field")]),
+        (
+            "Form",
+            [
+                *_rows(ElicitationForm.BINDINGS),
+                ("tab", "Next field"),
+                ("enter", "Submit (in a text field); open a drop-down, take its choice"),
+                ("↑ ↓ / space", "Move in a list of choices / tick or untick one"),
+            ],
+        ),
         ("Tool call", _rows(ToolCallView.BINDINGS)),
         (
             "Conversation",

@@ -2153,6 +2153,8 @@ class MainScreen(Screen[None]):
             return False
         if action in self.LETTER_ACTIONS and _is_retry_choice(self.focused):
             return False  # its own keys only, until the person chose
+        if action in self.LETTER_ACTIONS and _in_form(self.focused):
+            return False  # on a form's choice list or tick box too: c must not cancel the run
         if action in self.RUN_ACTIONS:
             return self.offers(action)
         if action in ("next_tool", "previous_tool"):
@@ -2593,6 +2595,17 @@ def _rank_files(query: str, files: list[str]) -> list[str]:
     from tui.file_index import fuzzy_rank
 
     return [match.path for match in fuzzy_rank(query, files, limit=12)]
+
+
+def _in_form(widget: Widget | None) -> bool:
+    """Whether ``widget`` is a field of an elicitation form (its module is imported once one is
+    shown)."""
+    form = sys.modules.get("tui.widgets.elicitation_form")
+    return (
+        form is not None
+        and widget is not None
+        and any(isinstance(node, form.ElicitationForm) for node in widget.ancestors)
+    )
 
 
 def _is_retry_choice(widget: Widget | None) -> bool:
