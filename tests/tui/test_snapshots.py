@@ -128,3 +128,26 @@ def test_an_approval_with_its_diff_inline(snap_compare: Any, snapshot_app: Any) 
 @pytest.mark.sandbox
 def test_the_help_screen_lists_the_keys(snap_compare: Any, snapshot_app: Any) -> None:
     assert snap_compare(snapshot_app(), terminal_size=SIZE, press=["f1"])
+
+
+@pytest.mark.sandbox
+def test_the_command_menu_at_80x24_leaves_the_box_on_screen(
+    snap_compare: Any, snapshot_app: Any
+) -> None:
+    """The menu takes the rows left over the box and scrolls: the box, its border, the status
+    line and the footer stay (a trial found the box under the status line)."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.press("/")
+        screen = pilot.app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.composer.completing == "slash"
+                and screen.composer.query_one("#completions").region.height > 0
+            ),
+        )
+        await pilot.pause()
+
+    assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=run_before)

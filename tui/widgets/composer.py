@@ -3,7 +3,8 @@
 Enter sends; shift+Enter, ctrl+J and alt+Enter insert a newline; a paste keeps every line. The
 box grows with its text up to a bounded height, then scrolls. Up at the first line and Down at
 the last one walk through earlier prompts. ``/`` at the start opens the command menu and ``@``
-the file picker; Tab or Enter takes the highlighted entry.
+the file picker; Tab or Enter takes the highlighted entry. The menu shows over the box in the
+rows the screen leaves it, and scrolls: the line being typed stays in view.
 
 The composer addresses one target: the job on screen (a follow-up) or a new job. Messages sent
 while that job's run still works wait in its queue, shown above the box; Up on an empty box takes
@@ -24,6 +25,7 @@ from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
@@ -34,6 +36,12 @@ from tui.widgets.ordered_keys import run_own_binding
 
 MAX_LINES = 10
 """The box grows up to this many lines of text, then scrolls."""
+
+MENU_ROWS = 12
+"""The / and @ menu shows up to this many rows, fewer when the screen has less room."""
+
+MENU_MIN_ROWS = 3
+"""Rows the open menu keeps even over a tall message: the box gives them up and scrolls."""
 
 DRAFT_SAVE_DELAY = 0.5
 """Seconds of quiet after the last edit before the draft is saved."""
@@ -180,7 +188,7 @@ class Composer(Vertical):
     Composer #mode.-follow-up {{ color: $accent; text-style: bold; }}
     Composer #queue {{ height: auto; color: $text-muted; display: none; }}
     Composer #queue.-queued {{ display: block; }}
-    Composer #completions {{ height: auto; max-height: 12; border: none; padding: 0;
+    Composer #completions {{ height: auto; max-height: {MENU_ROWS}; border: none; padding: 0;
                              background: $panel; display: none; }}
     Composer #completions.-completing {{ display: block; }}
     Composer ComposerInput, Composer ComposerInput:focus {{
@@ -268,6 +276,74 @@ class Composer(Vertical):
         completions.can_focus = False
         yield completions
         yield ComposerInput(id="composer-input")
+
+    def on_mount(self) -> None:
+        # The room changes with what is around the composer too (the terminal's size, a line
+        # docked over the box), which resizes no part of it: every layout of the screen asks.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._screen_laid_out)
+
+    # --- fitting the room -----------------------------------------------------------------------
+    def _screen_laid_out(self, _screen: object) -> None:
+        self._fit_to_room()
+
+    def _room(self) -> int | None:
+        """Rows for what the composer holds (inside its border): as many as its container may
+        take (the main screen caps its bottom pane at a share of the pane above it), less the
+        container's other lines (a prompt that waits, a question docked over the box). None
+        while that is not known."""
+        container = self.parent
+        if not isinstance(container, Widget) or not isinstance(container.parent, Widget):
+            return None
+        above = container.parent.content_size
+        if not above.height:
+            return None
+        limit = above.height
+        if container.styles.max_height is not None:
+            limit = min(limit, int(container.styles.max_height.resolve(above, self.screen.size)))
+        others = sum(
+            child.outer_size.height for child in container.displayed_children if child is not self
+        )
+        return limit - container.styles.gutter.height - others - self.styles.gutter.height
+
+    def _fit_to_room(self) -> None:
+        """Keep the line being typed on screen: the open menu takes the rows the box and the
+        lines over it leave (at least ``MENU_MIN_ROWS``: the box gives them up and scrolls),
+        and scrolls itself. A trial at 80x24 found the menu's 12 rows pushing the box under
+        the status line."""
+        if not self.is_mounted or not self.display:
+            return
+        room = self._room()
+        if room is None:
+            return
+        menu = self.query_one("#completions", OptionList)
+        box = self.input
+        lines = sum(
+            child.outer_size.height
+            for child in self.displayed_children
+            if child is not menu and child is not box
+        )
+        free = room - lines
+        typed = min(max(box.wrapped_document.height, 1), MAX_LINES)
+        menu_rows = 0
+        if self._completion is not None:
+            menu_max = max(0, min(MENU_ROWS, max(free - typed, MENU_MIN_ROWS), free - 1))
+            self._set_max_height(menu, menu_max)
+            width = self.content_size.width
+            wanted = menu.get_content_height(self.content_size, self.screen.size, width)
+            menu_rows = min(menu_max, wanted)
+        box_max = max(1, min(MAX_LINES, free - menu_rows))
+        if self._set_max_height(box, box_max):
+            # Fewer rows: the line with the cursor stays in view.
+            box.call_after_refresh(box.scroll_cursor_visible)
+
+    @staticmethod
+    def _set_max_height(widget: Widget, rows: int) -> bool:
+        """Whether it changed (an unchanged value lays nothing out again)."""
+        current = widget.styles.max_height
+        if current is not None and current.is_cells and current.value == rows:
+            return False
+        widget.styles.max_height = rows
+        return True
 
     # --- target and mode ------------------------------------------------------------------------
     def _mode_text(self) -> str:
@@ -629,6 +705,7 @@ class Composer(Vertical):
         menu.highlighted = 0 if matches else None
         self._completion = "slash"
         menu.add_class("-completing")
+        self._fit_to_room()
 
     def _show_files(self, query: str, start: tuple[int, int]) -> None:
         menu = self.query_one("#completions", OptionList)
@@ -637,6 +714,7 @@ class Composer(Vertical):
         was_open = self._completion == "mention"
         self._completion = "mention"
         menu.add_class("-completing")
+        self._fit_to_room()
         if files is None:
             menu.clear_options()
             menu.add_option(Option("listing the workspace's files…", disabled=True))
@@ -660,6 +738,7 @@ class Composer(Vertical):
         for path in ranked:
             menu.add_option(Option(Text.assemble(("@", "dim"), path), id=path))
         menu.highlighted = 0
+        self._fit_to_room()
 
     def refresh_files(self) -> None:
         """The file list arrived: redraw an open picker."""
@@ -671,6 +750,7 @@ class Composer(Vertical):
         self._mention_start = None
         if self.is_mounted:
             self.query_one("#completions", OptionList).remove_class("-completing")
+            self._fit_to_room()
 
     def _accept_completion(self, *, send_if_complete: bool = False) -> bool:
         menu = self.query_one("#completions", OptionList)
