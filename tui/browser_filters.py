@@ -35,7 +35,8 @@ FILTERS: list[BrowserFilter] = [
 def filter_name(state: BrowserFilter) -> str:
     if state is None:
         return "all"
-    return state if isinstance(state, str) else state.value.replace("_", " ")
+    # RunState is a StrEnum: asked first, or "input_required" showed as it is spelt in code.
+    return state.value.replace("_", " ") if isinstance(state, RunState) else state
 
 
 def empty_text(state: BrowserFilter) -> str:
