@@ -4,8 +4,9 @@ secret's value, only whether it is set.
 It fails (exit 1, "Some checks failed") on what would stop agent-tui later: a damaged database,
 a broken configuration, a model reference `run` would refuse (the default one, or an agent's),
 a theme the TUI does not have, a hook whose program is a path that cannot run, an MCP server
-that does not start. Each problem is one line starting with ``error:``. It opens the database
-read-only: no lease, no recovery."""
+that does not start, and a run left queued or running by a process that is gone (which the
+next agent-tui to execute something recovers). Each problem is one line starting with
+``error:``. It opens the database read-only: no lease, no recovery."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import re
 import shlex
 import sqlite3
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,12 +26,14 @@ from runtime.store.schema import expected_shape, schema_problems, shape_of
 from runtime.store.stored_content import register_functions
 from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
+from tui._cli.listing import OWNER_GONE
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
 from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
 
 if TYPE_CHECKING:
     from runtime.config import Config
     from runtime.hooks import ClaudeHookReport, HookEntry, HooksConfig
+    from runtime.models import Run
 
 MCP_CHECK_SECONDS = 30.0
 
@@ -53,9 +57,19 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
         connection.close()
 
 
+@dataclass
+class _Opened:
+    """What the runtime, opened read-only, said."""
+
+    default_model: str
+    model_notice: str | None
+    runs_left: list[Run] = field(default_factory=list)
+    """Queued or running runs whose process is gone (``runtime.interrupted.owner_gone``)."""
+
+
 async def _open_and_close(
-    ctx: Context, db_path: Path | str, config: Config | None
-) -> tuple[str, str | None]:
+    ctx: Context, db_path: Path | str, config: Config | None, *, look_at_runs: bool
+) -> _Opened:
     import asyncio
     import contextlib
 
@@ -63,11 +77,31 @@ async def _open_and_close(
         db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model, read_only=True
     )
     try:
-        return runtime.default_model, runtime.model_notice
+        opened = _Opened(runtime.default_model, runtime.model_notice)
+        if look_at_runs:
+            opened.runs_left = await _runs_left(runtime)
+        return opened
     finally:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CLOSE_SECONDS):
                 await runtime.close()
+
+
+async def _runs_left(runtime: Runtime) -> list[Run]:
+    """The queued and running runs of processes that are provably gone (killed, crashed): the
+    store still says they run, and nothing does until an agent-tui that executes runs opens the
+    database and recovers them. Read only, as recovery decides it (``runtime.owners``)."""
+    from runtime.interrupted import interrupted_runs, owner_gone
+    from runtime.owners import gone_owners
+
+    gone = frozenset(await gone_owners(runtime.store))
+    if not gone:
+        return []
+    return [
+        run
+        for run in await interrupted_runs(runtime, limit=None, gone=gone)
+        if owner_gone(run, gone)
+    ]
 
 
 async def cmd_doctor(ctx: Context) -> int:
@@ -260,10 +294,12 @@ def hook_program_problem(command: str, workspace: Path) -> str | None:
 
 
 async def _check_runtime(ctx: Context, config: Config | None, *, open_database: bool) -> bool:
-    """Opens the runtime read-only and prints the default model and whether ``run`` could use
-    it; False when either fails. Without ``open_database`` (no file yet, or a broken one) a
-    scratch database stands in, so the configuration and model are still checked."""
+    """Opens the runtime read-only, prints the default model and whether ``run`` could use it,
+    and the runs a process that is gone left; False when something of it is wrong. Without
+    ``open_database`` (no file yet, or a broken one) a scratch database stands in, so the
+    configuration and model are still checked."""
     from runtime.providers.registry import check_reference
+    from tui._cli import render
 
     out = ctx.print
     if config is None:
@@ -271,23 +307,35 @@ async def _check_runtime(ctx: Context, config: Config | None, *, open_database: 
         return True
     try:
         if open_database:
-            model, notice = await _open_and_close(ctx, ctx.db_path, config)
+            opened = await _open_and_close(ctx, ctx.db_path, config, look_at_runs=True)
             out("Database opens: yes")
         else:
             with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
-                model, notice = await _open_and_close(ctx, Path(scratch) / "probe.db", config)
+                opened = await _open_and_close(
+                    ctx, Path(scratch) / "probe.db", config, look_at_runs=False
+                )
     except AgentTuiError as exc:
         out(f"Runtime: error: {exc.message}")
         return False
-    out(f"Default model: {model}")
+    healthy = True
+    out(f"Default model: {opened.default_model}")
     try:
-        check_reference(model)  # what `run` checks before it stores a run
+        check_reference(opened.default_model)  # what `run` checks before it stores a run
     except ConfigError as exc:
         out(f"  error: {exc.message}")
-        return False
-    if notice:
-        out(f"  {notice}")
-    return True
+        healthy = False
+    else:
+        if opened.model_notice:
+            out(f"  {opened.model_notice}")
+    if opened.runs_left:
+        out("Runs left by a process that is gone:")
+    for run in opened.runs_left:
+        out(
+            f"  error: run {run.id} ({run.state.value}): {OWNER_GONE}; "
+            f"resume it with: {render.COMMAND} retry {run.id}"
+        )
+        healthy = False
+    return healthy
 
 
 async def _check_mcp(ctx: Context, config: Config | None) -> bool:
