@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Required, TypedDict, TypeVar
 from runtime.clock import Clock, SystemClock
 from runtime.config import Config
 from runtime.engine.execution import LEASE_SECONDS, ProviderFactory, SleepFn
-from runtime.engine.leases import new_owner_id
 from runtime.errors import InvalidInput
+from runtime.owners import new_owner_id
 from runtime.providers.base import ModelProvider
 from runtime.store.base import Store
 from runtime.tools.base import Tool

@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-from runtime.engine.leases import new_owner_id, provably_gone
 from runtime.errors import AgentTuiError, ConsumerAlreadyActive, CursorOutOfRange, InvalidInput
 from runtime.events import DurableEvent
+from runtime.owners import new_owner_id, provably_gone
 from runtime.store.base import Store
 
 log = logging.getLogger("runtime.consumers")

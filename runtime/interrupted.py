@@ -5,20 +5,42 @@ here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from runtime.kinds import RunState
+from runtime.owners import ACTIVE_STATES, gone_owners
 
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi
     from runtime.models import Run
+    from runtime.store.base import Store
 
 CRASH_STATES = (RunState.RUNNING, RunState.QUEUED, RunState.INPUT_REQUIRED, RunState.FAILED)
 """The states a crash leaves a run in."""
 SCAN = 1000
 """Runs looked at per state, newest first: an interrupted run older than these is not found."""
 CRASH_FAILURES = ("tool_indeterminate", "interrupted")
+
+
+def _recoverable(run: Run) -> bool:
+    """Recovery would act on the run if its owner were gone."""
+    return run.owner_id is not None and run.state.value in ACTIVE_STATES
+
+
+def owner_gone(run: Run, gone: Collection[str]) -> bool:
+    """A queued or running run whose owner is one of the ``gone`` (``gone_owners_of``): the
+    store still says queued or running, but nothing runs it; recovery interrupts it when a
+    process that may execute runs next opens the database (one that only reads never does)."""
+    return _recoverable(run) and run.owner_id in gone
+
+
+async def gone_owners_of(store: Store, runs: Iterable[Run]) -> frozenset[str]:
+    """The owners that are provably gone (``runtime.owners``), for ``owner_gone`` over
+    ``runs``; nothing is read unless one of them is queued or running with an owner."""
+    if not any(_recoverable(run) for run in runs):
+        return frozenset()
+    return frozenset(await gone_owners(store))
 
 
 def needs_resume(run: Run) -> bool:
@@ -32,17 +54,24 @@ def needs_resume(run: Run) -> bool:
     )
 
 
-def not_retried(runs: Sequence[Run]) -> list[Run]:
-    """The runs of one job that a crash interrupted and nobody has retried yet."""
+def not_retried(runs: Sequence[Run], *, gone: Collection[str] = ()) -> list[Run]:
+    """The runs of one job that a crash interrupted and nobody has retried yet; with ``gone``,
+    also those a killed process left that nothing has recovered yet (``owner_gone``)."""
     retried = {run.retry_of_run_id for run in runs if run.retry_of_run_id}
-    return [run for run in runs if needs_resume(run) and run.id not in retried]
+    return [
+        run
+        for run in runs
+        if (needs_resume(run) or owner_gone(run, gone)) and run.id not in retried
+    ]
 
 
 async def interrupted_runs(
-    runtime: RuntimeApi, *, limit: int | None, scan: int = SCAN
+    runtime: RuntimeApi, *, limit: int | None, scan: int = SCAN, gone: Collection[str] = ()
 ) -> list[Run]:
     """The (unarchived) runs a crash interrupted that nobody retried, newest first, at most
-    ``limit`` (None: all found): up to ``scan`` runs of each state a crash leaves are looked at."""
+    ``limit`` (None: all found): up to ``scan`` runs of each state a crash leaves are looked at.
+    With ``gone`` (the owners ``gone_owners_of`` found), also the queued and running runs of
+    those owners: a process that only reads sees them before anything recovers them."""
     found: dict[str, Run] = {}
     for state in CRASH_STATES:
         cursor: str | None = None
@@ -50,7 +79,9 @@ async def interrupted_runs(
         while seen < scan:
             page = await runtime.list_runs(cursor=cursor, limit=min(200, scan - seen), state=state)
             seen += len(page.items)
-            found.update((run.id, run) for run in page.items if needs_resume(run))
+            found.update(
+                (run.id, run) for run in page.items if needs_resume(run) or owner_gone(run, gone)
+            )
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -59,6 +90,6 @@ async def interrupted_runs(
         jobs.setdefault(run.job_id, []).append(run)
     waiting: list[Run] = []
     for job_id in jobs:
-        waiting.extend(not_retried(await runtime.job_runs(job_id)))
+        waiting.extend(not_retried(await runtime.job_runs(job_id), gone=gone))
     waiting.sort(key=lambda run: run.created_at, reverse=True)
     return waiting if limit is None else waiting[:limit]

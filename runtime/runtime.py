@@ -58,6 +58,7 @@ from runtime.models import (
     ToolCall,
 )
 from runtime.store.base import NewRun, Page, RecoveryReport, Store
+from runtime.store.rules import active_root_conflict
 from runtime.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -279,10 +280,7 @@ class Runtime:
         roots = [r for r in await self.store.job_runs(job_id) if r.parent_run_id is None]
         active = [r for r in roots if not r.state.is_terminal]
         if active:
-            raise RunStateConflict(
-                f"run {active[-1].id} of this job is {active[-1].state.value}; "
-                "wait for it, answer it or cancel it before following up"
-            )
+            raise active_root_conflict(active[-1])
         previous = roots[-1] if roots else None
         agent_name = agent or (previous.agent if previous else job.agent)
         agent_config = self._catalog.agent(agent_name, job.workspace)

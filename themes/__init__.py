@@ -14,7 +14,7 @@ from pathlib import Path
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-__all__ = ["THEMES_DIR", "load_theme_file", "load_themes"]
+__all__ = ["THEMES_DIR", "load_theme_file", "load_themes", "theme_names"]
 
 THEMES_DIR = Path(__file__).parent
 
@@ -111,3 +111,12 @@ def load_themes(directories: Iterable[Path] = (THEMES_DIR,)) -> tuple[list[Theme
             except ValueError as error:
                 problems.append(str(error))
     return themes, problems
+
+
+def theme_names(directories: Iterable[Path] = (THEMES_DIR,)) -> set[str]:
+    """The names of the themes the app can start in: Textual's own and those of
+    ``directories`` that load (what ``tui.app`` registers)."""
+    from textual.theme import BUILTIN_THEMES
+
+    themes, _ = load_themes(directories)
+    return {*BUILTIN_THEMES, *(theme.name for theme in themes)}

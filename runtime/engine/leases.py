@@ -6,73 +6,29 @@ connection of its own (``Store.lease_renewer``), so neither other processes' tra
 this process's event loop can starve it; a busy database is retried, not taken as a loss.
 
 Recovery requeues a run only when its owner is provably gone: it released its lease, or its
-lease ran out and, on this host, its process is dead or is another process with the same pid.
-Deciding that only reads; a process that finds nobody gone writes nothing."""
+lease ran out and, on this host, its process is dead or is another process with the same pid
+(``runtime.owners``, which the read-only commands ask too). Deciding that only reads; a process
+that finds nobody gone writes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import threading
-import uuid
-from pathlib import Path
 
 from runtime.engine.delegation import Delegation
 from runtime.engine.execution import Executions
 from runtime.engine.pump import Pump
 from runtime.errors import AgentTuiError, InvalidInput
 from runtime.models import InputKind
+from runtime.owners import gone_owners
 from runtime.store.base import LeaseRenewer, RecoveryReport, Store
 
 log = logging.getLogger("runtime.engine")
 
 BUSY_RETRY = 0.2
 """Seconds between renewal attempts while the database is busy."""
-
-
-def process_start(pid: int) -> str | None:
-    """When the process started (clock ticks since boot, Linux), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def new_owner_id() -> str:
-    """``host:pid:start-nonce``: recovery reads the host, pid and process start back."""
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{process_start(pid) or 'x'}-{uuid.uuid4().hex[:8]}"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def provably_gone(owner_id: str, *, lease_live: bool) -> bool:
-    """Whether the owner cannot be running any more. Another host's owner: when its lease ran
-    out. An owner on this host: when its process is dead or its pid now names another process
-    (whatever its lease says)."""
-    host, _, rest = owner_id.partition(":")
-    pid_text, _, nonce = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return not lease_live
-    pid = int(pid_text)
-    if not pid_alive(pid):
-        return True
-    started = nonce.partition("-")[0]
-    actual = process_start(pid)
-    return started not in ("", "x") and actual is not None and started != actual
 
 
 class Leases:
@@ -178,21 +134,7 @@ class Leases:
     # --- recovery ------------------------------------------------------------------------------
     async def gone_owners(self) -> list[str]:
         """Owners (other than this one) that are provably gone. Reads only."""
-        gone = [
-            stale.owner_id
-            for stale in await self._store.stale_owners()
-            if stale.owner_id != self.owner_id
-            and (stale.released or provably_gone(stale.owner_id, lease_live=False))
-        ]
-        host = socket.gethostname() + ":"
-        gone += [
-            owner
-            for owner in await self._store.live_owners()
-            if owner != self.owner_id
-            and owner.startswith(host)
-            and provably_gone(owner, lease_live=True)
-        ]
-        return sorted(set(gone))
+        return await gone_owners(self._store, other_than=self.owner_id)
 
     async def recover(self) -> RecoveryReport:
         """Recover the runs of owners that are provably gone; writes only if there are some."""

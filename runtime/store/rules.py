@@ -321,6 +321,21 @@ def idempotent_replay(
     return existing
 
 
+def active_root_conflict(active_root: Run) -> errors.RunStateConflict:
+    """The refusal of a second root run in a job while ``active_root`` is not finished, naming
+    its state as a person sees it: one a crash or a quit interrupted waits for a retry (DESIGN
+    §5), so waiting for it would be waiting forever."""
+    where = f"run {active_root.id} of job {active_root.job_id}"
+    if active_root.interrupted and active_root.state is RunState.QUEUED:
+        return errors.RunStateConflict(
+            f"{where} was interrupted and waits for a retry; retry that one "
+            f"(agent-tui retry {active_root.id}) or cancel it first"
+        )
+    return errors.RunStateConflict(
+        f"{where} is {active_root.state.value}; wait for it, answer it or cancel it first"
+    )
+
+
 def create_run(
     new_run: NewRun,
     *,
@@ -348,10 +363,7 @@ def create_run(
                 f"job {job_id} is archived; `agent-tui unarchive {job_id}` brings it back first"
             )
         if active_root is not None:
-            raise errors.RunStateConflict(
-                f"run {active_root.id} of job {job_id} is {active_root.state}; wait for it,"
-                " answer it or cancel it first"
-            )
+            raise active_root_conflict(active_root)
         plan.jobs.append(
             JobChange(job_id, now, run_id=run_id, run_state=RUN_INITIAL, becomes_latest=True)
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from runtime.api import Runtime
 from runtime.clock import ManualClock
 from runtime.config import Config
 from runtime.models import Failure, Run
+from runtime.owners import new_owner_id
 from runtime.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from tests.cli.harness import Cli
 from tui import cli as cli_module
@@ -88,8 +90,10 @@ def seeded(cli: Cli) -> list[Run]:
     cli.db.parent.mkdir(parents=True, exist_ok=True)
     runs = asyncio.run(_seed(cli.db, cli.workspace))
     # What three demo runs cannot show on their own: a failure, an interrupted run, a child, usage
-    # and cost, an archived job (columns written as the store writes them).
+    # and cost, an archived job (columns written as the store writes them). The interrupted run
+    # runs again, in a process that is alive (this one) and holds its lease.
     failure = Failure(code="provider_error", message="the model said no").model_dump_json()
+    owner, now = new_owner_id(), time.time()
     with sqlite3.connect(cli.db) as conn:
         conn.execute(
             "UPDATE runs SET state = 'failed', failure = ?, input_tokens = 1200,"
@@ -97,9 +101,14 @@ def seeded(cli: Cli) -> list[Run]:
             (failure, runs[0].id),
         )
         conn.execute(
+            "INSERT INTO owners (owner_id, pid, lease_seconds, lease_expires_at, heartbeat_at)"
+            " VALUES (?, ?, 3600, ?, ?)",
+            (owner, os.getpid(), now + 3600, now),
+        )
+        conn.execute(
             "UPDATE runs SET interrupted = 1, state = 'running', cost_usd = 1.5,"
-            " parent_run_id = ? WHERE id = ?",
-            (runs[0].id, runs[1].id),
+            " parent_run_id = ?, owner_id = ? WHERE id = ?",
+            (runs[0].id, owner, runs[1].id),
         )
         conn.execute("UPDATE jobs SET archived = 1 WHERE id = ?", (runs[2].job_id,))
     return runs

@@ -5,21 +5,23 @@ the lease renews even while the event loop is blocked."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 
 from runtime.api import Runtime
 from runtime.clock import ManualClock
 from runtime.config import Config
-from runtime.engine.leases import process_start
 from runtime.errors import InvalidInput
 from runtime.models import RunState
+from runtime.owners import pid_alive, process_start, provably_gone
 from runtime.store.base import NewRun
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn
@@ -99,6 +101,38 @@ async def test_a_run_is_requeued_only_when_its_owner_is_provably_gone(
     else:
         assert run.state is RunState.RUNNING and run.owner_id == owner
         assert runtime.recovery.requeued == []
+
+
+def test_a_killed_owner_its_parent_has_not_collected_yet_is_gone(
+    db_path: Path, workspace: Path
+) -> None:
+    # `kill -9` of an agent-tui whose parent does not reap it at once leaves a zombie: its pid
+    # still answers signals, but it runs nothing. Recovery and the read-only commands took it
+    # for alive.
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+
+    async def recovered(owner: str) -> list[str]:
+        run_id = await _seed_running_run(db_path, workspace, owner)
+        runtime = await _open(db_path, workspace, at=START + 60)
+        try:
+            assert runtime.recovery.requeued == [run_id]
+            return runtime.recovery.requeued
+        finally:
+            await runtime.close()
+
+    try:
+        owner = f"{HOST}:{child.pid}:{process_start(child.pid) or 'x'}-0wner000"
+        assert not provably_gone(owner, lease_live=True)
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not collected
+        assert not pid_alive(child.pid)
+        assert provably_gone(owner, lease_live=True)
+        assert len(asyncio.run(recovered(owner))) == 1
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        assert child.stdin is not None
+        child.stdin.close()
 
 
 async def test_another_hosts_owner_is_recovered_once_its_lease_ran_out_not_before(

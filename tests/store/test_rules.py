@@ -62,6 +62,25 @@ def test_a_second_root_run_of_a_job_with_an_active_one_is_refused() -> None:
         )
 
 
+def test_a_second_root_run_while_one_waits_for_a_retry_is_refused_naming_it_interrupted() -> None:
+    # A new-user trial: "run B… is queued; wait for it" — it waits for a person, not in a queue.
+    waiting = rules.interrupt_queued(_queued(owner_id="gone"), NOW).runs[0][0]
+    assert waiting.state is RunState.QUEUED and waiting.interrupted
+    with pytest.raises(errors.RunStateConflict) as refused:
+        rules.create_run(
+            new_run("again", job_id=waiting.job_id), input_hash="h", active_root=waiting, now=NOW
+        )
+    assert refused.value.message == (
+        f"run {waiting.id} of job {waiting.job_id} was interrupted and waits for a retry; "
+        f"retry that one (agent-tui retry {waiting.id}) or cancel it first"
+    )
+    queued = _queued()
+    with pytest.raises(errors.RunStateConflict, match="is queued; wait for it"):
+        rules.create_run(
+            new_run("again", job_id=queued.job_id), input_hash="h", active_root=queued, now=NOW
+        )
+
+
 def test_a_replayed_idempotency_key_returns_the_run_and_another_input_conflicts() -> None:
     existing = _queued(idempotency_key="k")
     assert rules.idempotent_replay(existing, "same", "same") is existing

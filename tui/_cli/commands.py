@@ -287,18 +287,26 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.interrupted import gone_owners_of, owner_gone
+
     archived = getattr(args, "archived", False)
     state = RunState(args.state) if args.state and args.state != "interrupted" else None
     if args.state == "interrupted":
         if archived:
             raise InvalidInput("--state interrupted lists the runs of jobs not archived only")
         from runtime.interrupted import interrupted_runs
+        from runtime.owners import gone_owners
 
-        runs = await interrupted_runs(runtime, limit=args.limit)
+        # Runs a killed process left count: nothing runs them, and only a process that may
+        # execute (not this one) recovers them.
+        gone = frozenset(await gone_owners(runtime.store))
+        runs = await interrupted_runs(runtime, limit=args.limit, gone=gone)
     elif archived:
         runs = (await runtime.store.list_runs(limit=args.limit, state=state, archived=None)).items
+        gone = await gone_owners_of(runtime.store, runs)
     else:
         runs = (await runtime.list_runs(limit=args.limit, state=state)).items
+        gone = await gone_owners_of(runtime.store, runs)
     titles: dict[str, str] = {}
     archived_jobs: set[str] = set()
     for run in runs:
@@ -311,6 +319,7 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
         for run in runs:
             data = run.model_dump(mode="json")
             data["job_title"] = titles[run.job_id]
+            data["owner_gone"] = owner_gone(run, gone)
             ctx.print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
     if not runs:
@@ -320,7 +329,7 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
     shown = {
         job_id: shown_title(title, job_id in archived_jobs) for job_id, title in titles.items()
     }
-    for line in runs_table(runs, shown, now=now):
+    for line in runs_table(runs, shown, now=now, gone=gone):
         ctx.print(line)
     return EXIT_OK
 
@@ -332,6 +341,8 @@ def _now() -> float:
 
 
 async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
+    from runtime.interrupted import gone_owners_of, owner_gone
+
     run = await runtime.get_run(args.run_id)
     job = await runtime.get_job(run.job_id)
     messages = await runtime.all_messages(run.id)
@@ -342,9 +353,11 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     checkpoints = await runtime.checkpoints(run.id)
     origin, inherited = await inherited_history(runtime.store, run)
     partial = await partial_answer(runtime.store, run, live=True)
+    gone = owner_gone(run, await gone_owners_of(runtime.store, [run]))
     if args.json:
         data = {
             "run": run.model_dump(mode="json"),
+            "owner_gone": gone,
             "job": job.model_dump(mode="json"),
             "inherited": None
             if origin is None
@@ -375,6 +388,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         inherited=[item.message for item in inherited],
         inherited_label=origin.label() if origin else None,
         partial=partial,
+        owner_gone=gone,
     ):
         ctx.print(line)
     return EXIT_OK

@@ -1,25 +1,39 @@
 """`agent-tui doctor`: what the CLI would use, and whether each piece works. Never prints a
-secret's value, only whether it is set."""
+secret's value, only whether it is set.
+
+It fails (exit 1, "Some checks failed") on what would stop agent-tui later: a damaged database,
+a broken configuration, a model reference `run` would refuse (the default one, or an agent's),
+a theme the TUI does not have, a hook whose program is a path that cannot run, an MCP server
+that does not start, and a run left queued or running by a process that is gone (which the
+next agent-tui to execute something recovers). Each problem is one line starting with
+``error:``. It opens the database read-only: no lease, no recovery."""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import sqlite3
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
-from runtime.errors import AgentTuiError
+from runtime.errors import AgentTuiError, ConfigError
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.schema import expected_shape, schema_problems, shape_of
 from runtime.store.stored_content import register_functions
 from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
+from tui._cli.listing import OWNER_GONE
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
 from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
 
 if TYPE_CHECKING:
     from runtime.config import Config
+    from runtime.hooks import ClaudeHookReport, HookEntry, HooksConfig
+    from runtime.models import Run
 
 MCP_CHECK_SECONDS = 30.0
 
@@ -43,9 +57,19 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
         connection.close()
 
 
+@dataclass
+class _Opened:
+    """What the runtime, opened read-only, said."""
+
+    default_model: str
+    model_notice: str | None
+    runs_left: list[Run] = field(default_factory=list)
+    """Queued or running runs whose process is gone (``runtime.interrupted.owner_gone``)."""
+
+
 async def _open_and_close(
-    ctx: Context, db_path: Path | str, config: Config | None
-) -> tuple[str, str | None]:
+    ctx: Context, db_path: Path | str, config: Config | None, *, look_at_runs: bool
+) -> _Opened:
     import asyncio
     import contextlib
 
@@ -53,11 +77,31 @@ async def _open_and_close(
         db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model, read_only=True
     )
     try:
-        return runtime.default_model, runtime.model_notice
+        opened = _Opened(runtime.default_model, runtime.model_notice)
+        if look_at_runs:
+            opened.runs_left = await _runs_left(runtime)
+        return opened
     finally:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CLOSE_SECONDS):
                 await runtime.close()
+
+
+async def _runs_left(runtime: Runtime) -> list[Run]:
+    """The queued and running runs of processes that are provably gone (killed, crashed): the
+    store still says they run, and nothing does until an agent-tui that executes runs opens the
+    database and recovers them. Read only, as recovery decides it (``runtime.owners``)."""
+    from runtime.interrupted import interrupted_runs, owner_gone
+    from runtime.owners import gone_owners
+
+    gone = frozenset(await gone_owners(runtime.store))
+    if not gone:
+        return []
+    return [
+        run
+        for run in await interrupted_runs(runtime, limit=None, gone=gone)
+        if owner_gone(run, gone)
+    ]
 
 
 async def cmd_doctor(ctx: Context) -> int:
@@ -66,15 +110,16 @@ async def cmd_doctor(ctx: Context) -> int:
     out(f"agent-tui doctor — workspace {ctx.workspace}")
     out("")
     db_exists = not isinstance(ctx.db_path, str) and ctx.db_path.exists()
-    healthy = _check_database(ctx, db_exists=db_exists)
+    database_ok = _check_database(ctx, db_exists=db_exists)
+    healthy = database_ok
     log = log_path(ctx.db_path)
     note = "" if log.exists() else " (none yet: written when there is something to log)"
     out(f"Log file: {log}{note}")
 
     out("")
     out("Configuration:")
-    config = _check_config(ctx)
-    healthy = config is not None and healthy
+    config, config_ok = _check_config(ctx)
+    healthy = config_ok and healthy
 
     out("")
     out("Environment:")
@@ -88,7 +133,7 @@ async def cmd_doctor(ctx: Context) -> int:
     out(f"  {describe_sandbox()}")
 
     out("")
-    open_database = (db_exists or isinstance(ctx.db_path, str)) and healthy
+    open_database = (db_exists or isinstance(ctx.db_path, str)) and database_ok
     healthy = await _check_runtime(ctx, config, open_database=open_database) and healthy
 
     out("")
@@ -137,15 +182,15 @@ def _check_database(ctx: Context, *, db_exists: bool) -> bool:
     return healthy
 
 
-def _check_config(ctx: Context) -> Config | None:
-    """Prints the config files read and their warnings; None when the configuration is broken
-    (the error is printed)."""
+def _check_config(ctx: Context) -> tuple[Config | None, bool]:
+    """Prints the config files read, their warnings and the problems of what they say; the
+    configuration (None when it is broken: the error is printed) and whether it is fine."""
     out = ctx.print
     try:
         config = load_config(ctx.workspace)
     except AgentTuiError as exc:
         out(f"  error: {exc.message}")
-        return None
+        return None, False
     sources = list(config.sources)
     if sources:
         for source in sources:
@@ -154,31 +199,143 @@ def _check_config(ctx: Context) -> Config | None:
         out("  no config files found (using defaults)")
     for warning in config.warnings:
         out(f"  warning: {warning}")
-    return config
+    problems = [
+        *_agent_model_problems(config),
+        *_theme_problems(config),
+        *_hook_problems(_hooks_in_effect(ctx, config)[0], ctx.workspace),
+    ]
+    for problem in problems:
+        out(f"  error: {problem}")
+    return config, not problems
+
+
+def _agent_model_problems(config: Config) -> list[str]:
+    """The agents whose model ``run`` would refuse (the check it makes before storing a run).
+    The default model is checked with the runtime, which decides it (``_check_runtime``)."""
+    from runtime.providers.registry import check_reference
+
+    problems = []
+    for name, agent in sorted(config.agents.items()):
+        if agent.model is None:
+            continue  # the default model
+        try:
+            check_reference(agent.model)
+        except ConfigError as exc:
+            problems.append(f"[agents.{name}] model: {exc.message}")
+    return problems
+
+
+def _theme_problems(config: Config) -> list[str]:
+    """A ``[defaults] theme`` the TUI does not have (it would start in its default theme)."""
+    wanted = config.defaults.theme
+    if not wanted:
+        return []
+    from themes import theme_names
+
+    known = theme_names()
+    if wanted in known:
+        return []
+    return [f"[defaults] theme: no theme named {wanted!r} (themes: {', '.join(sorted(known))})"]
+
+
+def _hooks_in_effect(ctx: Context, config: Config) -> tuple[HooksConfig, ClaudeHookReport]:
+    """The configured hooks with the Claude Code entries agent-tui uses (DESIGN §16), and the
+    report of which Claude Code entries were used or skipped."""
+    from runtime.hooks import load_claude_hooks
+
+    claude, report = load_claude_hooks(ctx.workspace)
+    hooks = config.hooks
+    for event in ("before_tool", "after_tool"):
+        hooks = hooks.with_entries(event, getattr(claude, event))
+    return hooks, report
+
+
+HOOK_EVENTS = ("before_tool", "after_tool", "on_input_required", "on_run_finished")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _hook_problems(hooks: HooksConfig, workspace: Path) -> list[str]:
+    problems = []
+    for event in HOOK_EVENTS:
+        entry: HookEntry
+        for entry in getattr(hooks, event):
+            why = hook_program_problem(entry.command, workspace)
+            if why is not None:
+                where = f" ({entry.source})" if entry.source else ""
+                problems.append(f"hook {event} {entry.matcher}{where}: {why}")
+    return problems
+
+
+def hook_program_problem(command: str, workspace: Path) -> str | None:
+    """Why the program of a hook's command cannot run, when that program is a path
+    (``./hooks/check.sh``, ``/opt/bin/check``, ``~/bin/check``; relative to the workspace, where
+    hooks run): it does not exist, is a folder, or is not executable. A bare name is the shell's
+    to find on PATH, and a program spelled with shell syntax (``$VAR``, a backquote) is not
+    checked: only the shell knows what it becomes."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: the shell will say
+        return None
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]  # NAME=value before the program
+    if not words or "/" not in words[0] or any(char in words[0] for char in "$`"):
+        return None
+    program = words[0]
+    path = Path(program).expanduser()
+    if not path.is_absolute():
+        path = workspace / path
+    if not path.exists():
+        return f"{program} does not exist ({path})"
+    if path.is_dir():
+        return f"{program} is a folder, not a program ({path})"
+    if not os.access(path, os.X_OK):
+        return f"{program} is not executable (chmod +x {path})"
+    return None
 
 
 async def _check_runtime(ctx: Context, config: Config | None, *, open_database: bool) -> bool:
-    """Opens the runtime read-only and prints the default model; False when it cannot be opened.
-    Without ``open_database`` (no file yet, or a broken one) a scratch database stands in, so the
+    """Opens the runtime read-only, prints the default model and whether ``run`` could use it,
+    and the runs a process that is gone left; False when something of it is wrong. Without
+    ``open_database`` (no file yet, or a broken one) a scratch database stands in, so the
     configuration and model are still checked."""
+    from runtime.providers.registry import check_reference
+    from tui._cli import render
+
     out = ctx.print
     if config is None:
         out("Default model: not checked: fix the configuration first")
         return True
     try:
         if open_database:
-            model, notice = await _open_and_close(ctx, ctx.db_path, config)
+            opened = await _open_and_close(ctx, ctx.db_path, config, look_at_runs=True)
             out("Database opens: yes")
         else:
             with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
-                model, notice = await _open_and_close(ctx, Path(scratch) / "probe.db", config)
+                opened = await _open_and_close(
+                    ctx, Path(scratch) / "probe.db", config, look_at_runs=False
+                )
     except AgentTuiError as exc:
         out(f"Runtime: error: {exc.message}")
         return False
-    out(f"Default model: {model}")
-    if notice:
-        out(f"  {notice}")
-    return True
+    healthy = True
+    out(f"Default model: {opened.default_model}")
+    try:
+        check_reference(opened.default_model)  # what `run` checks before it stores a run
+    except ConfigError as exc:
+        out(f"  error: {exc.message}")
+        healthy = False
+    else:
+        if opened.model_notice:
+            out(f"  {opened.model_notice}")
+    if opened.runs_left:
+        out("Runs left by a process that is gone:")
+    for run in opened.runs_left:
+        out(
+            f"  error: run {run.id} ({run.state.value}): {OWNER_GONE}; "
+            f"resume it with: {render.COMMAND} retry {run.id}"
+        )
+        healthy = False
+    return healthy
 
 
 async def _check_mcp(ctx: Context, config: Config | None) -> bool:
@@ -216,12 +373,8 @@ def _print_extensions(ctx: Context, config: Config) -> None:
     """Instructions, skills, commands, hooks (and which Claude Code entries were used or
     skipped) and phases in effect here (DESIGN §16)."""
     from runtime.engine.extensions import describe_extensions, report_lines
-    from runtime.hooks import load_claude_hooks
 
-    claude, report = load_claude_hooks(ctx.workspace)
-    hooks = config.hooks
-    for event in ("before_tool", "after_tool"):
-        hooks = hooks.with_entries(event, getattr(claude, event))
+    hooks, report = _hooks_in_effect(ctx, config)
     described = describe_extensions(
         ctx.workspace, agent=config.defaults.agent, hooks=hooks, claude_hooks=report
     )

@@ -3,9 +3,11 @@
 The full path opens the runtime (the store, the engine, pydantic models) to read one page; this
 one opens the file read-only with the standard library (``file:…?mode=ro``: it can take no lease,
 recover nothing and write nothing, so a TUI or worker on the same database is unaffected), reads
-the page with one keyset query and prints it with ``tui._cli.listing``, the formatting the full
-path uses too. It refuses exactly what the store refuses (``runtime.store.checks``: not a
-database, not ours, damaged, a newer schema), with the same errors.
+the page with one keyset query (and the owners of its queued and running runs, by key, to say
+which of those runs a killed process left: ``runtime.owners``) and prints it with
+``tui._cli.listing``, the formatting the full path uses too. It refuses exactly what the store
+refuses (``runtime.store.checks``: not a database, not ours, damaged, a newer schema), with the
+same errors.
 
 It declines (returns None, and the caller takes the full path) when the full path would do
 something it does not: set up an empty database file, migrate one of an older schema, or refuse
@@ -56,8 +58,47 @@ def _page_query(args: argparse.Namespace) -> tuple[str, list[object]]:
     return sql, params
 
 
-def _read_page(db_path: Path, args: argparse.Namespace) -> list[tuple[object, ...]] | None:
-    """The page's rows, or None when the schema is not the latest (it needs a migration)."""
+OWNER_QUERY = (
+    "SELECT owner_id, released = 1 OR recovered_at IS NOT NULL, lease_expires_at FROM owners"
+    " WHERE owner_id IN ({marks})"
+)
+"""The rows of the owners of the page's queued and running runs: a few (one per process that
+ran them), looked up by primary key."""
+
+Owners = dict[str, tuple[bool, float]]
+"""Owner id → (it said it is gone, when its lease expires); an owner with no row said so."""
+
+
+def _owners(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> Owners:
+    named = {owner for row in rows if (owner := listing.owner_to_check(row[:-2])) is not None}
+    if not named:
+        return {}
+    owners: Owners = dict.fromkeys(named, (True, 0.0))
+    query = OWNER_QUERY.format(marks=",".join("?" * len(named)))
+    for owner_id, said_gone, expires_at in conn.execute(query, sorted(named)):
+        owners[owner_id] = (bool(said_gone), float(expires_at))
+    return owners
+
+
+def _gone(owners: Owners, now: float) -> set[str]:
+    """The owners that are provably gone: recovery's decision (``runtime.owners``), made here
+    without acting on it (this process only reads)."""
+    if not owners:
+        return set()
+    from runtime.owners import owner_gone
+
+    return {
+        owner_id
+        for owner_id, (said_gone, expires_at) in owners.items()
+        if owner_gone(owner_id, said_gone=said_gone, lease_live=expires_at >= now)
+    }
+
+
+def _read_page(
+    db_path: Path, args: argparse.Namespace
+) -> tuple[list[tuple[object, ...]], Owners] | None:
+    """The page's rows and the owners of its queued and running runs, or None when the schema
+    is not the latest (it needs a migration)."""
     sql, params = _page_query(args)
     try:
         conn = sqlite3.connect(
@@ -67,17 +108,18 @@ def _read_page(db_path: Path, args: argparse.Namespace) -> list[tuple[object, ..
             isolation_level=None,
         )
         try:
-            conn.execute("BEGIN")  # the version and the page from one snapshot
+            conn.execute("BEGIN")  # the version, the page and its owners from one snapshot
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version != LATEST_VERSION:
                 return None  # migrated (or being migrated) since the check: the full path
             rows: list[tuple[object, ...]] = conn.execute(sql, params).fetchall()
+            owners = _owners(conn, rows)
             conn.execute("COMMIT")
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise errors.DatabaseError(f"{db_path}: {exc}") from exc
-    return rows
+    return rows, owners
 
 
 def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
@@ -89,15 +131,22 @@ def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
         # An empty file or an older schema: the full path sets it up or migrates it, as every
         # command does (a missing file never gets here: see ``tui.cli``).
         return None
-    rows = _read_page(db_path, args)
-    if rows is None:
+    page = _read_page(db_path, args)
+    if page is None:
         return None
+    import time
+
+    rows, owners = page
+    now = time.time()
+    gone = _gone(owners, now)
     out = sys.stdout
     if args.json:
         import json
 
         for row in rows:
-            data = listing.run_json(row[:-2], str(row[-2]))
+            data = listing.run_json(
+                row[:-2], str(row[-2]), owner_gone=listing.owner_to_check(row[:-2]) in gone
+            )
             out.write(json.dumps(data, ensure_ascii=False) + "\n")
             out.flush()
         return EXIT_OK
@@ -105,12 +154,13 @@ def fast_runs(args: argparse.Namespace, db_path: Path) -> int | None:
         sys.stderr.write(listing.no_runs(args.state) + "\n")
         sys.stderr.flush()
         return EXIT_OK
-    import time
-
-    now = time.time()
     lines = listing.runs_table(
         (
-            listing.run_line(row[:-2], listing.shown_title(str(row[-2]), bool(row[-1])))
+            listing.run_line(
+                row[:-2],
+                listing.shown_title(str(row[-2]), bool(row[-1])),
+                owner_gone=listing.owner_to_check(row[:-2]) in gone,
+            )
             for row in rows
         ),
         now=now,

@@ -8,6 +8,7 @@ Standard library only (no pydantic, no runtime models): ``runs`` starts in milli
 
 from __future__ import annotations
 
+from runtime.owners import ACTIVE_STATES
 from tui.formatting import format_age, format_tokens
 
 TYPE_CHECKING = False  # not typing's: light
@@ -61,7 +62,7 @@ RUN_JSON_FIELDS = (
 checks them against ``runtime.models.Run``)."""
 
 _USAGE = RUN_COLUMNS.index("input_tokens")
-_ID, _AGENT, _MODEL, _STATE, _PARENT, _INTERRUPTED, _COST, _CREATED = (
+_ID, _AGENT, _MODEL, _STATE, _PARENT, _OWNER, _INTERRUPTED, _COST, _CREATED = (
     RUN_COLUMNS.index(name)
     for name in (
         "id",
@@ -69,11 +70,15 @@ _ID, _AGENT, _MODEL, _STATE, _PARENT, _INTERRUPTED, _COST, _CREATED = (
         "model",
         "state",
         "parent_run_id",
+        "owner_id",
         "interrupted",
         "cost_usd",
         "created_at",
     )
 )
+OWNER_GONE = "its process is gone: interrupted when agent-tui next opens this database"
+"""What a queued or running run whose owner is provably gone (``runtime.owners``) is, until a
+process that may execute opens the database and recovers it (the read-only commands never do)."""
 _FLOATS = frozenset({"cost_usd", "created_at", "updated_at"})
 _BOOLS = frozenset({"interrupted", "detached"})
 
@@ -88,6 +93,7 @@ class RunLine:
         "interrupted",
         "job_title",
         "model",
+        "owner_gone",
         "parent_run_id",
         "run_id",
         "state",
@@ -107,6 +113,7 @@ class RunLine:
         cost_usd: float,
         parent_run_id: str | None,
         job_title: str,
+        owner_gone: bool = False,
     ) -> None:
         self.run_id = run_id
         self.state = state
@@ -118,6 +125,7 @@ class RunLine:
         self.cost_usd = cost_usd
         self.parent_run_id = parent_run_id
         self.job_title = job_title
+        self.owner_gone = owner_gone
 
 
 def format_cost(usd: float) -> str:
@@ -150,10 +158,13 @@ def shown_title(title: str, archived: bool) -> str:
     return f"[archived] {title}" if archived else title
 
 
-def state_label(state: str, interrupted: bool) -> str:
+def state_label(state: str, interrupted: bool, *, owner_gone: bool = False) -> str:
     """A run's state for the tables: one a quit or a crash put back in the queue is not going
     to run by itself (it waits for a person, DESIGN §5) — said so, as the TUI says it, instead
-    of "queued", which reads as about to start."""
+    of "queued", which reads as about to start. One whose process was killed is said to be gone
+    (``OWNER_GONE``): the store still says running, but nothing runs it."""
+    if owner_gone:
+        return f"{state} ({OWNER_GONE})"
     if interrupted and state == "queued":
         return "interrupted (waits for retry)"
     return state + " (interrupted)" if interrupted else state
@@ -168,7 +179,7 @@ def runs_table(runs: Iterable[RunLine], *, now: float) -> list[str]:
         rows.append(
             [
                 run.run_id,
-                state_label(run.state, run.interrupted),
+                state_label(run.state, run.interrupted, owner_gone=run.owner_gone),
                 run.agent,
                 run.model,
                 format_age(now - run.created_at),
@@ -187,7 +198,14 @@ def no_runs(state: str | None) -> str:
     return "No runs" + (f" in state {state}." if state else " yet.")
 
 
-def run_line(row: Sequence[Any], job_title: str) -> RunLine:
+def owner_to_check(row: Sequence[Any]) -> str | None:
+    """The owner of a ``RUN_COLUMNS`` tuple's run when recovery would act on the run if that
+    owner were gone (a queued or running run with an owner), else None."""
+    owner: str | None = row[_OWNER]
+    return owner if owner is not None and row[_STATE] in ACTIVE_STATES else None
+
+
+def run_line(row: Sequence[Any], job_title: str, *, owner_gone: bool = False) -> RunLine:
     """The table row of a ``RUN_COLUMNS`` tuple."""
     return RunLine(
         run_id=row[_ID],
@@ -200,12 +218,14 @@ def run_line(row: Sequence[Any], job_title: str) -> RunLine:
         cost_usd=float(row[_COST]),
         parent_run_id=row[_PARENT],
         job_title=job_title,
+        owner_gone=owner_gone,
     )
 
 
-def run_json(row: Sequence[Any], job_title: str) -> dict[str, Any]:
+def run_json(row: Sequence[Any], job_title: str, *, owner_gone: bool = False) -> dict[str, Any]:
     """A ``RUN_COLUMNS`` tuple as ``Run.model_dump(mode="json")`` gives it, with the job's
-    title: the object ``runs --json`` prints."""
+    title and whether its process is gone (``OWNER_GONE``): the object ``runs --json``
+    prints."""
     import json
 
     data: dict[str, Any] = {}
@@ -228,4 +248,5 @@ def run_json(row: Sequence[Any], job_title: str) -> dict[str, Any]:
     for name, value in zip(RUN_COLUMNS[_USAGE + 4 :], row[_USAGE + 4 :], strict=True):
         data[name] = float(value) if name in _FLOATS else value
     data["job_title"] = job_title
+    data["owner_gone"] = owner_gone
     return data

@@ -4,9 +4,10 @@ and the terminal-safe writer every plain-text stream of the CLI goes through."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from runtime.interrupted import owner_gone
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -72,11 +73,14 @@ def _clip_lines(text: str, limit: int = MAX_VALUE_LINES) -> list[str]:
     return lines
 
 
-def run_state_label(run: Run) -> str:
-    return listing.state_label(run.state.value, run.interrupted)
+def run_state_label(run: Run, *, owner_gone: bool = False) -> str:
+    return listing.state_label(run.state.value, run.interrupted, owner_gone=owner_gone)
 
 
-def runs_table(runs: Sequence[Run], titles: dict[str, str], *, now: float) -> list[str]:
+def runs_table(
+    runs: Sequence[Run], titles: dict[str, str], *, now: float, gone: Collection[str] = ()
+) -> list[str]:
+    """``gone``: the owners that are provably gone (``runtime.interrupted.owner_gone``)."""
     return listing.runs_table(
         (
             listing.RunLine(
@@ -90,6 +94,7 @@ def runs_table(runs: Sequence[Run], titles: dict[str, str], *, now: float) -> li
                 cost_usd=run.cost_usd,
                 parent_run_id=run.parent_run_id,
                 job_title=titles.get(run.job_id, ""),
+                owner_gone=owner_gone(run, gone),
             )
             for run in runs
         ),
@@ -232,12 +237,14 @@ def show_text(
     inherited: Sequence[Message] = (),
     inherited_label: str | None = None,
     partial: PartialAnswer | None = None,
+    owner_gone: bool = False,
 ) -> list[str]:
     """``inherited``: messages a fork inherited from another job, shown first under
-    ``inherited_label``; ``partial``: what a stopped run streamed and never committed."""
+    ``inherited_label``; ``partial``: what a stopped run streamed and never committed;
+    ``owner_gone``: the process that ran it is gone (``runtime.interrupted.owner_gone``)."""
     calls = {call.id: call for call in tool_calls}
     return [
-        *_run_summary_lines(run, job, context_window),
+        *_run_summary_lines(run, job, context_window, owner_gone=owner_gone),
         *_inherited_lines(inherited, inherited_label),
         *_message_lines(messages, calls, partial),
         *_tool_call_lines(tool_calls),
@@ -246,7 +253,9 @@ def show_text(
     ]
 
 
-def _run_summary_lines(run: Run, job: Job | None, context_window: int | None) -> list[str]:
+def _run_summary_lines(
+    run: Run, job: Job | None, context_window: int | None, *, owner_gone: bool = False
+) -> list[str]:
     usage = run.usage
     if context_window:
         fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
@@ -256,7 +265,7 @@ def _run_summary_lines(run: Run, job: Job | None, context_window: int | None) ->
     lines = [
         f"Run {run.id}",
         f"  job:     {run.job_id}" + (f" — {one_line(job.title, 60)}" if job else ""),
-        f"  state:   {run_state_label(run)}",
+        f"  state:   {run_state_label(run, owner_gone=owner_gone)}",
         f"  agent:   {run.agent}",
         f"  model:   {run.model}",
         f"  steps:   {run.step} of at most {run.max_steps}",

@@ -1,0 +1,122 @@
+"""`agent-tui doctor` fails on what would stop agent-tui later (new-user trials: it said "All
+fine." where `run` then refused): a model `run` refuses, the default one or an agent's (the same
+check, ``check_reference``); a theme the TUI does not have; a hook whose program is a path that
+cannot run. Each problem is one `error:` line, and doctor exits 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.harness import Cli, json_lines
+
+pytestmark = pytest.mark.slow
+
+
+def _config(cli: Cli, text: str) -> None:
+    (cli.workspace / "agent-tui.toml").write_text(text)
+
+
+def _errors(stdout: str) -> list[str]:
+    return [line.strip() for line in stdout.splitlines() if line.strip().startswith("error:")]
+
+
+def test_doctor_fails_on_a_default_model_that_run_refuses_with_the_same_words(cli: Cli) -> None:
+    _config(cli, '[defaults]\nmodel = "nosuch:x"\n')
+    refused = cli.run("run", "hi")
+    assert refused.returncode == 2
+    [message] = refused.stderr.splitlines()
+    assert message.startswith("agent-tui: error: unknown model provider 'nosuch' in 'nosuch:x'")
+
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert "Default model: nosuch:x\n" in doctor.stdout
+    assert _errors(doctor.stdout) == [message.removeprefix("agent-tui: ")]
+    assert doctor.stdout.rstrip().endswith("Some checks failed (see above).")
+
+
+def test_doctor_names_each_agent_whose_model_run_would_refuse(cli: Cli) -> None:
+    _config(
+        cli,
+        '[agents.x]\nmodel = "demo:bad"\n\n'
+        '[agents.fine]\nmodel = "demo:instant"\n\n'
+        '[agents.inherits]\ninstructions = "Uses the default model."\n',
+    )
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert _errors(doctor.stdout) == [
+        "error: [agents.x] model: unknown demo model 'demo:bad': use `demo` or `demo:instant`"
+    ]
+    # `run` with that agent refuses up front, in one line, before anything is stored.
+    refused = cli.run("run", "hi", "--agent", "x", "--json")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "agent-tui: error: unknown demo model 'demo:bad': use `demo` or `demo:instant`\n"
+    )
+    assert json_lines(cli.run("runs", "--json").stdout) == []
+    assert cli.run("run", "hi", "--agent", "fine", "--json").returncode == 3  # the demo asks
+
+
+def test_doctor_fails_on_a_theme_agent_tui_does_not_have(cli: Cli) -> None:
+    _config(cli, '[defaults]\ntheme = "no-theme"\n')
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    [error] = _errors(doctor.stdout)
+    assert error.startswith("error: [defaults] theme: no theme named 'no-theme' (themes: ")
+    assert "agent-dusk" in error and "textual-dark" in error  # ours and Textual's
+
+    _config(cli, '[defaults]\ntheme = "agent-moss"\n')
+    fine = cli.run("doctor")
+    assert (fine.returncode, _errors(fine.stdout)) == (0, []), fine.stdout
+    assert "All fine." in fine.stdout
+
+
+def _hook(event: str, command: str) -> str:
+    return f'[[hooks.{event}]]\nmatcher = "*"\ncommand = {json.dumps(command)}\n\n'
+
+
+def test_doctor_fails_on_a_hook_whose_program_is_a_path_that_cannot_run(cli: Cli) -> None:
+    hooks = cli.workspace / "hooks"
+    hooks.mkdir()
+    (hooks / "ok.sh").write_text("#!/bin/sh\nexit 0\n")
+    (hooks / "ok.sh").chmod(0o755)
+    (hooks / "plain.sh").write_text("#!/bin/sh\nexit 0\n")
+    (hooks / "plain.sh").chmod(0o644)
+    _config(
+        cli,
+        _hook("before_tool", "./hooks/nonexistent.sh")
+        + _hook("after_tool", "./hooks/plain.sh --quiet")
+        + _hook("on_input_required", "./hooks")
+        + _hook("on_run_finished", "FOO=1 ./hooks/ok.sh")  # runs: fine
+        + _hook("before_tool", "true")  # found on PATH by the shell: fine
+        + _hook("after_tool", '"$HOME"/bin/hook.sh'),  # the shell's to expand: not checked
+    )
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    workspace = Path(cli.workspace)
+    assert _errors(doctor.stdout) == [
+        "error: hook before_tool *: ./hooks/nonexistent.sh does not exist "
+        f"({workspace / 'hooks' / 'nonexistent.sh'})",
+        "error: hook after_tool *: ./hooks/plain.sh is not executable "
+        f"(chmod +x {workspace / 'hooks' / 'plain.sh'})",
+        f"error: hook on_input_required *: ./hooks is a folder, not a program ({hooks})",
+    ]
+
+
+def test_doctor_checks_the_claude_code_hooks_agent_tui_runs_too(cli: Cli) -> None:
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "./gone.sh"}]}
+            ]
+        }
+    }
+    (cli.workspace / ".claude").mkdir()
+    (cli.workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    [error] = _errors(doctor.stdout)
+    assert error.startswith("error: hook before_tool Bash (")
+    assert error.endswith(f": ./gone.sh does not exist ({cli.workspace / 'gone.sh'})")

@@ -1,0 +1,229 @@
+"""Runs a kill or a crash left, from the command line (new-user trials).
+
+Before anything recovers them, the commands that only read (`runs`, `show`, `doctor`) cannot
+change them, but they can tell: the run's owner is provably gone (its pid is dead on this host,
+or its lease ran out on another), as recovery decides it. Once recovered, such a run waits for
+a retry, and `retry` / `follow-up` of its job say so instead of "is queued; wait for it".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.api import Runtime
+from runtime.clock import ManualClock
+from runtime.config import Config
+from runtime.models import Run, RunState
+from runtime.store.sqlite import SqliteStore
+from tests.cli.harness import Cli, LineStream, json_lines, kill_hard
+from tests.store.helpers import new_run, running_run
+from tui import cli as cli_module
+from tui._cli.listing import OWNER_GONE
+from tui._cli.parser import build_parser
+
+pytestmark = pytest.mark.slow
+
+GONE_LABEL = f"running ({OWNER_GONE})"
+
+
+def _contents(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (the owners' leases too), read without writing. Not compared:
+    the file's bytes and the search index (``messages_fts*``), which the runtime's store brings
+    up to date and checkpoints when it closes, even opened read-only (derived data; no row of
+    a run, job, message, owner or event changes)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT LIKE 'messages_fts%' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        return {
+            table: conn.execute(f'SELECT * FROM "{table}" ORDER BY 1').fetchall()
+            for table in tables
+        }
+    finally:
+        conn.close()
+
+
+def _killed_while_running(cli: Cli) -> str:
+    """``agent-tui run`` killed with SIGKILL while the demo model streams (its process reaped,
+    so its pid is dead); the run's id."""
+    proc = cli.spawn("run", "summarise this folder", "--model", "demo", "--json")
+    stream = LineStream(proc)
+    try:
+        seen = stream.json_until(lambda item, lines: item["kind"] == "message_delta")
+    finally:
+        kill_hard(proc)
+    run_id: str = seen[0]["run_id"]
+    return run_id
+
+
+def _full_path(cli: Cli, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``agent-tui ARGS`` through the runtime, opened read-only (not the fast ``runs``)."""
+    parsed = build_parser().parse_args(["--db", str(cli.db), *args])
+    code = asyncio.run(cli_module._run_command(parsed, cli.db, cli.workspace))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _line_of(table: str, run_id: str) -> str:
+    [line] = [line for line in table.splitlines() if line.startswith(run_id)]
+    return line
+
+
+async def _open_and_close(cli: Cli) -> None:
+    """What an agent-tui that may execute runs does on open: recover the runs of gone owners."""
+    runtime = await Runtime.open(
+        db_path=cli.db, workspace=cli.workspace, config=Config(), model="demo", env={}
+    )
+    await runtime.close()
+
+
+def test_after_a_kill_the_read_only_commands_say_the_process_is_gone_and_write_nothing(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _killed_while_running(cli)
+    before = _contents(cli.db)
+
+    table = cli.run("runs")
+    assert table.returncode == 0, table.stderr
+    assert GONE_LABEL in _line_of(table.stdout, run_id)
+    [listed] = json_lines(cli.run("runs", "--json").stdout)
+    assert (listed["id"], listed["state"], listed["owner_gone"]) == (run_id, "running", True)
+    # The fast path (no runtime) and the runtime's path say the same.
+    assert _full_path(cli, capsys, "runs") == (0, table.stdout, "")
+    assert _full_path(cli, capsys, "runs", "--json")[1] == cli.run("runs", "--json").stdout
+
+    interrupted = cli.run("runs", "--state", "interrupted", "--json")
+    assert [(r["id"], r["owner_gone"]) for r in json_lines(interrupted.stdout)] == [(run_id, True)]
+    assert GONE_LABEL in cli.run("runs", "--state", "interrupted").stdout
+
+    shown = cli.run("show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert f"  state:   {GONE_LABEL}\n" in shown.stdout
+    data = json.loads(cli.run("show", run_id, "--json").stdout)
+    assert (data["run"]["state"], data["owner_gone"]) == ("running", True)
+
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert f"  error: run {run_id} (running): {OWNER_GONE}; resume it with: " in doctor.stdout
+    assert f" retry {run_id}\n" in doctor.stdout
+    assert "All fine." not in doctor.stdout
+
+    assert _contents(cli.db) == before  # nothing was recovered, nothing was written
+
+    # An agent-tui that may execute runs recovers it on open: from then on it is interrupted,
+    # and its process is no longer said to be gone (nothing names it any more).
+    asyncio.run(_open_and_close(cli))
+    [listed] = json_lines(cli.run("runs", "--json").stdout)
+    assert (listed["state"], listed["interrupted"], listed["owner_gone"]) == ("queued", True, False)
+    assert "interrupted (waits for retry)" in _line_of(cli.run("runs").stdout, run_id)
+    assert json.loads(cli.run("show", run_id, "--json").stdout)["owner_gone"] is False
+    assert cli.run("doctor").returncode == 0
+
+
+async def _claimed_by_other_hosts(cli: Cli) -> tuple[Run, Run]:
+    """Two runs running on another host: one whose owner's lease ran out an hour ago, one whose
+    owner renews its lease (its pid cannot be checked from here)."""
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for owner, lease_from in (
+        ("elsewhere:4242:x-expired", time.time() - 3600),
+        ("elsewhere:4343:x-live", time.time()),
+    ):
+        store = SqliteStore(cli.db, clock=ManualClock(start=lease_from))
+        await store.open()
+        try:
+            await store.register_owner(owner, lease_seconds=600)
+            run, _ = await running_run(store, owner_id=owner, workspace=str(cli.workspace))
+            runs.append(run)
+        finally:
+            await store.close()
+    return runs[0], runs[1]
+
+
+def test_a_run_whose_owner_on_another_host_let_its_lease_expire_is_shown_as_gone(
+    cli: Cli,
+) -> None:
+    expired, live = asyncio.run(_claimed_by_other_hosts(cli))
+    before = _contents(cli.db)
+
+    listed = {row["id"]: row["owner_gone"] for row in json_lines(cli.run("runs", "--json").stdout)}
+    assert listed == {expired.id: True, live.id: False}
+    table = cli.run("runs").stdout
+    assert GONE_LABEL in _line_of(table, expired.id)
+    assert _line_of(table, live.id).split()[1] == "running"
+    interrupted = cli.run("runs", "--state", "interrupted", "--json").stdout
+    assert [row["id"] for row in json_lines(interrupted)] == [expired.id]
+    assert json.loads(cli.run("show", expired.id, "--json").stdout)["owner_gone"] is True
+    assert json.loads(cli.run("show", live.id, "--json").stdout)["owner_gone"] is False
+    doctor = cli.run("doctor").stdout
+    assert f"error: run {expired.id} (running)" in doctor and live.id not in doctor
+    assert _contents(cli.db) == before
+
+
+async def _cancelled_then_interrupted(cli: Cli) -> tuple[Run, Run]:
+    """A job whose first run was cancelled and whose newer run a crash interrupted (queued by a
+    process that died before running it, then recovered when agent-tui opened)."""
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    runtime = await Runtime.open(
+        db_path=cli.db, workspace=cli.workspace, config=Config(), model="demo:instant", env={}
+    )
+    try:
+        first = await runtime.start("hello")
+        await runtime.wait(first.id, timeout=60)  # the demo asks a question
+        first = await runtime.cancel(first.id, reason="not now")
+    finally:
+        await runtime.close()
+    store = SqliteStore(cli.db)
+    await store.open()
+    try:
+        newer = await store.create_run(
+            new_run(
+                "and now?",
+                job_id=first.job_id,
+                workspace=str(cli.workspace),
+                owner_id="elsewhere:1:x-crashed",
+            )
+        )
+    finally:
+        await store.close()
+    await _open_and_close(cli)
+    return first, newer
+
+
+def _rows(db: Path) -> dict[str, Any]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("jobs", "runs", "messages", "events")
+        }
+
+
+def test_retrying_an_old_run_of_a_job_whose_newer_run_waits_for_retry_names_it_interrupted(
+    cli: Cli,
+) -> None:
+    first, newer = asyncio.run(_cancelled_then_interrupted(cli))
+    assert first.state is RunState.CANCELLED
+    assert "interrupted (waits for retry)" in _line_of(cli.run("runs").stdout, newer.id)
+    counts = _rows(cli.db)
+
+    refusal = (
+        f"agent-tui: error: run {newer.id} of job {first.job_id} was interrupted and waits for a"
+        f" retry; retry that one (agent-tui retry {newer.id}) or cancel it first\n"
+    )
+    retried = cli.run("retry", first.id)
+    assert (retried.returncode, retried.stdout, retried.stderr) == (2, "", refusal)
+    followed = cli.run("follow-up", first.job_id, "and then?")
+    assert (followed.returncode, followed.stdout, followed.stderr) == (2, "", refusal)
+    assert _rows(cli.db) == counts  # nothing was created
