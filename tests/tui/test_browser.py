@@ -524,3 +524,15 @@ async def test_a_job_of_another_folder_says_which_under_the_browser(
     finally:
         await here.close()
         await elsewhere.close()
+
+
+def test_the_filter_names_read_as_words() -> None:
+    """Found by a new-user trial: 'filter: input_required', 'no input_required job'."""
+    from runtime.kinds import RunState
+
+    assert browser_filters.filter_name(RunState.INPUT_REQUIRED) == "input required"
+    assert browser_filters.empty_text(RunState.INPUT_REQUIRED) == (
+        "no input required job (s: next filter)"
+    )
+    assert browser_filters.filter_name(browser_filters.INTERRUPTED) == "interrupted"
+    assert browser_filters.filter_name(None) == "all"
