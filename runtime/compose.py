@@ -48,16 +48,20 @@ def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
     return check
 
 
-def open_store(db_path: str | Path, *, clock: Clock | None = None) -> Store:
+def open_store(
+    db_path: str | Path, *, clock: Clock | None = None, read_only: bool = False
+) -> Store:
     """The store for a database: a ``postgresql://`` URL opens PostgreSQL (the ``postgres``
-    extra), anything else is an SQLite file path."""
+    extra), anything else is an SQLite file path. ``read_only``: for a process that only looks
+    (``runs``, ``show``, ``export``, DESIGN §4.4), whose SQLite store then does no upkeep of
+    its own (search indexing) when it searches or closes."""
     if isinstance(db_path, str) and db_path.startswith(("postgresql://", "postgres://")):
         from runtime.store.postgres import PostgresStore
 
         return PostgresStore(db_path, clock=clock)
     from runtime.store.sqlite import SqliteStore
 
-    return SqliteStore(Path(db_path), clock=clock)
+    return SqliteStore(Path(db_path), clock=clock, read_only=read_only)
 
 
 class OpenOptions(TypedDict, total=False):
@@ -123,7 +127,7 @@ async def open_runtime(
         mcp = McpManager(dict(config.mcp_servers), workspace=workspace_path)
     clock = clock or SystemClock()
     if store is None:
-        store = open_store(db_path, clock=clock)
+        store = open_store(db_path, clock=clock, read_only=read_only)
     await store.open()
     runtime = cls(
         store,

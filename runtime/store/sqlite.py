@@ -378,8 +378,14 @@ def fts_query(text: str) -> str | None:
 class SqliteStore:
     """A ``Store`` on one SQLite file. ``await open()`` before use, ``await close()`` after."""
 
-    def __init__(self, path: str | Path, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, clock: Clock | None = None, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        """Opened by a process that only looks (DESIGN §4.4): it never indexes messages for
+        search (a search then finds what the writers indexed) nor copies the WAL back on close,
+        so it takes no write lock a process working runs would wait for."""
         self._clock: Clock = clock or SystemClock()
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -620,7 +626,10 @@ class SqliteStore:
             self._checkpointer.close()
             self._checkpointer = None
         with self._lock:
-            _close_connection(conn)
+            if self.read_only:
+                conn.close()
+            else:
+                _close_connection(conn)
 
     async def close(self) -> None:
         conn, worker = self._conn, self._worker
@@ -1531,7 +1540,8 @@ class SqliteStore:
         if match is None:
             return []
 
-        await self._write(lambda conn: conn.execute(INDEX_PENDING_MESSAGES))
+        if not self.read_only:
+            await self._write(lambda conn: conn.execute(INDEX_PENDING_MESSAGES))
 
         def read(conn: Conn) -> list[SearchHit]:
             # Rank (bm25) only the most recent SEARCH_WINDOW matches: FTS5 walks rowids newest

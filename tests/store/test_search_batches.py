@@ -110,3 +110,29 @@ async def test_a_version_7_database_keeps_its_index_and_indexes_new_messages(
     assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     conn.close()
     _integrity_ok(path)
+
+
+async def test_a_store_opened_read_only_writes_nothing_when_it_searches_or_closes(
+    tmp_path: Path,
+) -> None:
+    """DESIGN §4.4: a process that only looks (``show``, ``export``, ``runs``) never writes. A
+    review found such a store indexing the writer's new messages on its close and at a search,
+    taking the write lock the process working the runs may be waiting for."""
+    path = tmp_path / "agent.db"
+    async with SqliteStore(path) as writer:
+        run, token = await running_run(writer)
+        await writer.commit_message(run.id, token=token, message=assistant("the quokka smiles"))
+        watcher = sqlite3.connect(path, isolation_level=None)
+        try:
+            version = watcher.execute("PRAGMA data_version").fetchone()[0]
+            async with SqliteStore(path, read_only=True) as reader:
+                assert (await reader.get_run(run.id)).id == run.id
+                assert await reader.search_messages("quokka") == []  # not indexed by anyone yet
+            # No other connection committed anything meanwhile.
+            assert watcher.execute("PRAGMA data_version").fetchone()[0] == version
+            assert _indexed(path) == 0
+        finally:
+            watcher.close()
+        [hit] = await writer.search_messages("quokka")  # the writer indexes, as before
+        assert hit.run_id == run.id
+    _integrity_ok(path)

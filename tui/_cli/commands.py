@@ -85,7 +85,7 @@ class Context:
 async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
     from runtime.compose import open_store
 
-    store = open_store(ctx.db_path)
+    store = open_store(ctx.db_path, read_only=read_only)
     runtime = await Runtime.open(
         db_path=ctx.db_path,
         workspace=ctx.workspace,
