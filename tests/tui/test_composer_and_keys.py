@@ -911,6 +911,24 @@ async def test_an_unknown_command_says_so_and_creates_nothing(
     assert (await runtime.list_jobs()).items == []
 
 
+async def test_a_message_that_starts_with_a_path_is_sent_as_a_message(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: pasted text starting with a path ("/etc/hosts is odd…") was
+    refused as an unknown command /etc/hosts (no command's name has a slash in it)."""
+    pasted = "/etc/hosts is odd\nwhy does it list localhost twice?"
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        app.post_message(events.Paste(pasted))
+        await wait_until(pilot, lambda: screen.composer.input.text == pasted)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert not any("Unknown command" in n for n in notifications(app))
+    assert await user_inputs(runtime) == [pasted]
+
+
 async def test_the_slash_menu_completes_a_command_with_tab(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -73,7 +73,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
 
 def parse_command(text: str) -> tuple[str, str] | None:
     """``/name argument`` → (name, argument); None when ``text`` is a message (``//x`` sends
-    ``/x`` as a message)."""
+    ``/x`` as a message, and so does text starting with a path such as ``/etc/hosts``)."""
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//"):
         return None
@@ -81,6 +81,11 @@ def parse_command(text: str) -> tuple[str, str] | None:
     if "\n" in head:
         head, _, more = head.partition("\n")
         rest = (more + " " + rest).strip()
+    if "/" in head:
+        # A path (``/etc/hosts is odd…``, pasted): no command's name has a slash in it
+        # (custom commands in folders are ``folder:name``). It was refused as an unknown
+        # command (a new-user trial).
+        return None
     # ``/server:prompt`` keeps its case (MCP names are case-sensitive); built-ins do not care.
     return (head if ":" in head else head.lower()), rest.strip()
 
