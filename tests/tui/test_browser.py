@@ -25,6 +25,7 @@ from tests.tui.helpers import (
 from tui import browser_filters
 from tui.widgets import job_tree
 from tui.widgets.job_tree import BrowserDetail, BrowserHeader, CheckpointEntry, EmptyEntry
+from tui.widgets.question_prompt import QuestionPrompt
 
 WIDE = (140, 45)
 
@@ -536,3 +537,29 @@ def test_the_filter_names_read_as_words() -> None:
     )
     assert browser_filters.filter_name(browser_filters.INTERRUPTED) == "interrupted"
     assert browser_filters.filter_name(None) == "all"
+
+
+async def test_answering_a_run_opened_at_a_search_hit_follows_it_to_its_tail(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a run opened from a search result stayed scrolled at the hit
+    after its prompt was answered; what the run did next landed out of view, unannounced."""
+    run = await runtime.start("summarise this project")
+    boundary = await runtime.wait(run.id, timeout=10)
+    assert boundary.request is not None  # the demo's question
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        conversation = screen.conversation
+        conversation.page = 4  # the hit's window ends well before the run's tail
+        screen.open_run(run.id, at_position=1)
+        await wait_until(pilot, lambda: conversation.run_id == run.id and screen.open_request)
+        await wait_until(pilot, lambda: conversation.query(".-found"))
+        assert conversation.has_newer and not conversation.following
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        screen.query_one(QuestionPrompt).focus()
+        await pilot.press("1", "enter")
+        await wait_until(pilot, lambda: conversation.following)
+        stored = await runtime.get_run(run.id)
+        assert stored.state.value in ("queued", "running", "input_required")

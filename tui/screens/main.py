@@ -1757,6 +1757,10 @@ class MainScreen(Screen[None]):
         message.stop()
         self._answered_here.add(message.request.id)
         self._respond(message.request, message.value)
+        if self.conversation.run_id is not None and not self.conversation.following:
+            # The run goes on from here: its tail, followed (a run opened at a search hit
+            # stayed there, and what it did next landed out of view: a new-user trial).
+            self.conversation.action_jump(False)
         # The box takes the keys at once, not when the run's next state arrives: a key typed
         # right after the answer landed in the answer field on its way out, and was lost (a
         # trial's "hello there" queued as "ello there").
