@@ -400,7 +400,7 @@ async def test_the_state_filter_shows_only_jobs_in_that_state(
         assert len(screen.job_tree.job_ids) == 2
         await pilot.press("s", "s")  # all → running → input_required
         await wait_until(pilot, lambda: screen.job_tree.job_ids == [waiting.job_id])
-        assert "filter: input_required" in screen_text(app)
+        assert "filter: input required" in screen_text(app)
 
 
 async def test_a_run_that_ends_on_screen_shows_its_end_as_the_end_is_handled(
