@@ -146,6 +146,23 @@ def _last_tool_results(provider: ScriptedProvider) -> list[tuple[str, bool]]:
     ]
 
 
+async def test_the_notice_of_runs_waiting_here_names_a_tool_in_doubt_as_such(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a run that failed because its MCP server died mid-call was
+    counted as "interrupted by a quit or a crash"."""
+    runtime, _, _, _, _ = await _failed_runtime(db_path, workspace, "write_file")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: any("to be resumed" in n for n in notifications(app)))
+            [notice] = [n for n in notifications(app) if "to be resumed" in n]
+            assert "1 run waits to be resumed here (1 with a tool's outcome unknown;" in notice
+            assert "quit or a crash" not in notice
+    finally:
+        await runtime.close()
+
+
 @pytest.mark.parametrize(
     "name", [pytest.param("shell", marks=pytest.mark.sandbox), *(n for n in CALLS if n != "shell")]
 )

@@ -562,17 +562,25 @@ class MainScreen(Screen[None]):
             return
         from runtime.interrupted import interrupted_runs
 
-        waiting = 0
+        stopped = in_doubt = 0
         here: dict[str, bool] = {}
         for run in await interrupted_runs(self.runtime, limit=50, scan=200):
             if run.job_id not in here:
                 job = await self.runtime.get_job(run.job_id)
                 here[run.job_id] = not self.job_tree.is_elsewhere(job.workspace)
-            waiting += here[run.job_id]
-        if waiting:
+            if not here[run.job_id]:
+                continue
+            if run.failure is not None and run.failure.code == "tool_indeterminate":
+                in_doubt += 1  # not a quit's or a crash's: a trial read it so
+            else:
+                stopped += 1
+        if stopped or in_doubt:
+            why = [f"{stopped} interrupted by a quit or a crash"] if stopped else []
+            why += [f"{in_doubt} with a tool's outcome unknown"] if in_doubt else []
             self.notify(
-                f"{_runs(waiting, 'waits', 'wait')} to be resumed here (interrupted by a quit or a"
-                " crash, marked ⚠): select one and press R, or send its job a message.",
+                f"{_runs(stopped + in_doubt, 'waits', 'wait')} to be resumed here"
+                f" ({', '.join(why)}; marked ⚠): select one and press R, or send its job a"
+                " message.",
                 title="Interrupted runs",
                 severity="warning",
                 timeout=10,
