@@ -61,15 +61,22 @@ def peek_default(workspace: Path, key: str, env: Mapping[str, str] | None = None
     check names its problem."""
     found: str | None = None
     for path in (user_config_path(env), Path(workspace) / CONFIG_FILE_NAME):
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            continue
-        defaults = data.get("defaults")
-        value = defaults.get(key) if isinstance(defaults, dict) else None
-        if isinstance(value, str):
+        value = peek_file_default(path, key)
+        if value is not None:
             found = value
     return found
+
+
+def peek_file_default(path: Path, key: str) -> str | None:
+    """``[defaults] key`` as the one file ``path`` sets it (None if it does not, or cannot be
+    read)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    defaults = data.get("defaults")
+    value = defaults.get(key) if isinstance(defaults, dict) else None
+    return value if isinstance(value, str) else None
 
 
 EXPORTS_DIR = (".agent-tui", "exports")

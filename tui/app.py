@@ -308,6 +308,19 @@ class AgentTuiApp(App[int]):
             self.notify(f"Could not remember the theme: {error}", severity="warning")
             return
         # Writing a file the person owns is said, with the file, so it is no surprise later.
+        from runtime.locations import CONFIG_FILE_NAME, peek_file_default
+
+        workspace_file = self.settings.workspace / CONFIG_FILE_NAME
+        here = peek_file_default(workspace_file, "theme")
+        if here is not None and here != theme.name:
+            # A trial chose a theme, read "saved", and came back to the folder's own.
+            self.notify(
+                f"Theme {theme.name} saved in {_home_relative(saved_in)}, but this folder's"
+                f" {CONFIG_FILE_NAME} sets theme = {here!r}, which wins here next time.",
+                title="Theme",
+                severity="warning",
+            )
+            return
         self.notify(f"Theme {theme.name} saved in {_home_relative(saved_in)}", title="Theme")
 
     # --- quitting ------------------------------------------------------------------------------

@@ -164,6 +164,30 @@ async def test_a_theme_chosen_in_the_palette_is_applied_remembered_and_said_wher
     assert 'theme = "agent-moss"' in saved.read_text()
 
 
+async def test_a_theme_chosen_where_the_folder_sets_another_says_which_wins(
+    runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: "Theme agent-paper saved in …/config.toml", and the next
+    launch was agent-moss again: the folder's agent-tui.toml sets its own theme, and wins."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    (workspace / "agent-tui.toml").write_text('[defaults]\ntheme = "agent-dusk"\n')
+    app = make_app(runtime, workspace, remember_theme=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+p", *"theme")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"agent-moss")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.theme == "agent-moss")
+        await wait_until(pilot, lambda: any("saved in" in text for text in notifications(app)))
+        [said] = [text for text in notifications(app) if "saved in" in text]
+        assert "this folder's agent-tui.toml sets theme = 'agent-dusk', which wins" in said
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
