@@ -808,7 +808,9 @@ class McpManager:
                     self._add_notice(
                         McpNotice(
                             server=name,
-                            level="error",
+                            # A warning: the run goes on without these tools (as an error,
+                            # `agent-tui run` printed "error:" over a run that then completed).
+                            level="warning",
                             text=f"MCP server '{name}' could not start: {exc.reason}; its tools "
                             "are not available",
                         )

@@ -30,7 +30,7 @@ async def test_a_server_that_cannot_start_gives_a_notice_with_its_reason_and_std
     by_server = {notice.server: notice for notice in notices}
     assert set(by_server) == {"broken", "missing"}
     broken = by_server["broken"]
-    assert broken.level == "error"
+    assert broken.level == "warning"
     assert broken.text.startswith("MCP server 'broken' could not start: exited with code 3")
     assert "fatal: the broken server refuses to start" in broken.text
     assert by_server["missing"].text == (

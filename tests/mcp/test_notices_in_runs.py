@@ -81,7 +81,7 @@ async def test_servers_that_cannot_start_during_a_run_give_notices_with_reason_a
 
     assert state is RunState.COMPLETED
     texts = sorted(notice.text for notice in notices)
-    assert [notice.level for notice in notices] == ["error", "error"]
+    assert [notice.level for notice in notices] == ["warning", "warning"]
     assert texts[0].startswith("MCP server 'broken' could not start: exited with code 3")
     assert "fatal: the broken server refuses to start" in texts[0]
     assert texts[1] == (
@@ -125,7 +125,7 @@ def test_run_prints_a_server_that_cannot_start_on_stderr(tmp_path: Path, workspa
 
     assert result.returncode == 3, result.stderr  # the demo stops at its question
     assert (
-        "agent-tui: error: MCP server 'missing' could not start: command not found: "
+        "agent-tui: warning: MCP server 'missing' could not start: command not found: "
         "'agent-tui-no-such-command-xyz'; its tools are not available"
     ) in result.stderr
     assert "could not start" not in result.stdout
