@@ -9,11 +9,15 @@ shows the change the answer will really make (and says that the file changed).""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.kinds import InputKind
 from runtime.models import InputRequest
+
+if TYPE_CHECKING:
+    from runtime.store.base import Store
 
 CHANGED_SINCE_ASKED = "changed_since_asked"
 """Set in a detail whose diff was made again because the file changed after the request."""
@@ -48,3 +52,16 @@ def current_detail(request: InputRequest, workspace: Path) -> dict[str, Any]:
     fresh.update(now)
     fresh[CHANGED_SINCE_ASKED] = True
     return fresh
+
+
+async def as_of_now(store: Store, request: InputRequest) -> InputRequest:
+    """``request`` as a client should show it now: an approval of a file write with its diff
+    made against the file as it is, marked when the file changed since the agent asked; any
+    other request as it is."""
+    if request.kind is not InputKind.APPROVAL:
+        return request
+    job = await store.get_job(request.job_id)
+    detail = await asyncio.to_thread(current_detail, request, Path(job.workspace))
+    if detail is request.detail:
+        return request
+    return request.model_copy(update={"detail": detail})

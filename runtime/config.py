@@ -141,6 +141,15 @@ def workspace_config_path(workspace: Path) -> Path:
     return Path(workspace) / CONFIG_FILE_NAME
 
 
+def config_files(workspace: Path, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The files ``load_config`` reads for ``workspace``, in its order."""
+    return (
+        user_config_path(os.environ if env is None else env),
+        Path(workspace) / MCP_JSON_NAME,
+        workspace_config_path(Path(workspace)),
+    )
+
+
 def load_config(
     workspace: Path,
     *,

@@ -42,3 +42,16 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+FileStamp = tuple[int, int, int] | None
+"""A file's modification time, size and inode (None: not there): what changes when it is
+written, whichever way."""
+
+
+def file_stamp(path: Path) -> FileStamp:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)

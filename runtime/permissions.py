@@ -11,7 +11,6 @@ tool call without a restart, and an unchanged file costs two ``stat`` calls.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from runtime.config import (
     workspace_config_path,
 )
 from runtime.errors import ConfigError
-from runtime.fileio import write_text_atomically
+from runtime.fileio import FileStamp, file_stamp, write_text_atomically
 
 __all__ = [
     "PermissionRule",
@@ -125,20 +124,10 @@ def restore_rule(rule: PermissionRule) -> None:
 
 # --- the permissions in force, re-read on change ----------------------------------------------
 
-_Stamp = tuple[int, int, int] | None
-
-
-def _stamp(path: Path) -> _Stamp:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
-
 
 @dataclass
 class _Cached:
-    stamps: tuple[_Stamp, ...]
+    stamps: tuple[FileStamp, ...]
     permissions: Permissions
 
 
@@ -171,7 +160,7 @@ def current_permissions(
     good rules, minus every ``allow``: a mistake can make the agent ask more, never less.
     """
     files = _files(workspace, user_config, env)
-    stamps = tuple(_stamp(path) for _, path in files)
+    stamps = tuple(file_stamp(path) for _, path in files)
     if not config.sources and all(stamp is None for stamp in stamps):
         return config.permissions
     key = (str(Path(workspace)), str(files[0][1]))

@@ -586,18 +586,10 @@ class Runtime:
         return requests[0] if requests else None
 
     async def current_request(self, request: InputRequest) -> InputRequest:
-        """``request`` as a client should show it now: an approval of a file write with its
-        diff made against the file as it is, marked when the file changed since the agent asked
-        (``runtime.approval_detail``); any other request as it is."""
-        from runtime.approval_detail import current_detail
+        """``request`` as a client should show it now (``runtime.approval_detail.as_of_now``)."""
+        from runtime.approval_detail import as_of_now
 
-        if request.kind is not InputKind.APPROVAL:
-            return request
-        job = await self.store.get_job(request.job_id)
-        detail = await asyncio.to_thread(current_detail, request, Path(job.workspace))
-        if detail is request.detail:
-            return request
-        return request.model_copy(update={"detail": detail})
+        return await as_of_now(self.store, request)
 
     async def inbox(self, *, limit: int = 100) -> list[InputRequest]:
         """Every open input request across jobs, oldest first."""

@@ -7,12 +7,14 @@ import contextlib
 import fnmatch
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.config import AgentConfig, Config, Permissions
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, ToolError
+from runtime.fileio import FileStamp, file_stamp
 from runtime.hooks import ClaudeHookReport, HooksConfig
 from runtime.providers.base import ModelProvider
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
@@ -71,6 +73,14 @@ class DelegateTool:
         return {}
 
 
+@dataclass
+class _McpFiles:
+    step: int
+    stamps: tuple[FileStamp, ...]
+    servers: dict[str, Any]
+    """The MCP servers the files named then."""
+
+
 class Catalog:
     """Agents, providers (created on first use), per-workspace configuration and tool sets."""
 
@@ -100,6 +110,8 @@ class Catalog:
         self._step = 0
         """Counts the steps begun (``new_step``): the hooks' files are stat'd once per step."""
         self._hooks_checked: dict[str, int] = {}
+        self._mcp_files: dict[str, _McpFiles] = {}
+        """workspace → its configuration files as last looked at (``_follow_mcp_files``)."""
         """workspace → the step at which its hooks' files were last stat'd."""
 
     def provider(self, reference: str) -> ModelProvider:
@@ -160,6 +172,7 @@ class Catalog:
         for name, tool in self._builtin_tools.items():
             if tool_allowed(agent, name):
                 tools[name] = tool
+        self._follow_mcp_files(workspace)
         mcp = self.mcp_for(workspace)
         if mcp is not None:
             for tool in await mcp.tools():
@@ -186,6 +199,35 @@ class Catalog:
                 load=lambda path: self.config_for(str(path)).mcp_servers, preset=preset
             )
         return self._mcp_managers.for_workspace(workspace)
+
+    def _follow_mcp_files(self, workspace: str) -> None:
+        """Once per step: when the workspace's configuration files changed, its MCP servers
+        follow what they say now (a server fixed, added or removed in ``.mcp.json`` is used at
+        the next step; a new-user trial's fixed command was ignored until a restart, and the
+        error named the old one). Only the servers the files name are compared: a change of
+        anything else in them (an "always" rule saved) restarts nothing."""
+        from runtime.config import config_files, load_config
+
+        seen = self._mcp_files.get(workspace)
+        if seen is not None and seen.step == self._step:
+            return
+        stamps = tuple(file_stamp(path) for path in config_files(Path(workspace)))
+        if seen is not None and seen.stamps == stamps:
+            seen.step = self._step
+            return
+        servers: dict[str, Any] = {}
+        if any(stamp is not None for stamp in stamps):
+            try:
+                servers = dict(load_config(Path(workspace)).mcp_servers)
+            except (ConfigError, OSError) as exc:
+                log.warning("MCP servers of %s not re-read: %s", workspace, exc)
+                servers = seen.servers if seen is not None else {}
+        self._mcp_files[workspace] = _McpFiles(self._step, stamps, servers)
+        if seen is None or seen.servers == servers:
+            return
+        self.mcp_for(workspace)  # the managers exist
+        assert self._mcp_managers is not None
+        self._mcp_managers.reconfigure(workspace, servers)
 
     def take_mcp_notices(self, workspace: str) -> list[tuple[NoticeLevel, str]]:
         """``(level, text)`` of what a person should see about the workspace's MCP setup since

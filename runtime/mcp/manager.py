@@ -727,6 +727,29 @@ class McpManager:
 
         return list(await asyncio.gather(*(one(name) for name in self.servers)))
 
+    def reconfigure(self, servers: Mapping[str, ServerConfig]) -> list[str]:
+        """Take ``servers`` as the configuration from now on (its files changed): a server
+        removed or changed is stopped (a changed one starts again, as configured now, at its
+        next use); one added starts at its first use; a server that could not start is tried
+        again at once. The names of the servers that changed, were added or removed."""
+        wanted = dict(servers)
+        changed = sorted(
+            name for name in {*self.servers, *wanted} if self.servers.get(name) != wanted.get(name)
+        )
+        for name in changed:
+            connection = self._connections.get(name)
+            if connection is not None:
+                self._retire(connection, "was stopped: its configuration changed")
+            self.errors.pop(name, None)
+            self._failed_at.pop(name, None)
+            self._locks.setdefault(name, asyncio.Lock())
+            what = "its new configuration is used" if name in wanted else "removed"
+            self._add_notice(
+                McpNotice(server=name, level="info", text=f"MCP server '{name}': {what}")
+            )
+        self.servers = wanted
+        return changed
+
     def take_notices(self) -> list[McpNotice]:
         """The notices since the last call (start-up failures, server warnings), oldest first.
 

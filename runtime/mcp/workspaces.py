@@ -57,6 +57,20 @@ class WorkspaceManagers:
             self._managers[key] = manager
         return self._managers[key]
 
+    def reconfigure(self, workspace: str | Path, servers: Mapping[str, ServerConfig]) -> list[str]:
+        """The workspace's servers are ``servers`` from now on (its configuration files
+        changed); the names of those that changed (``McpManager.reconfigure``)."""
+        key = Path(workspace).resolve()
+        manager = self.for_workspace(workspace)
+        if manager is not None:
+            return manager.reconfigure(servers)
+        if not servers:
+            return []
+        from runtime.mcp.manager import McpManager
+
+        self._managers[key] = McpManager(dict(servers), workspace=key)
+        return sorted(servers)
+
     async def aclose(self) -> None:
         managers = [manager for manager in self._managers.values() if manager is not None]
         self._managers.clear()

@@ -129,3 +129,54 @@ def test_run_prints_a_server_that_cannot_start_on_stderr(tmp_path: Path, workspa
         "'agent-tui-no-such-command-xyz'; its tools are not available"
     ) in result.stderr
     assert "could not start" not in result.stdout
+
+
+@pytest.mark.slow  # a server subprocess
+async def test_a_server_fixed_in_mcp_json_is_used_by_the_next_run_without_a_restart(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: with agent-tui open, a typo'd command in .mcp.json was
+    fixed; the next run still tried the old command, and said so, until a restart."""
+    (workspace / "agent-tui.toml").write_text('[permissions]\nallow = ["basic__*"]\n')
+    mcp_json = workspace / ".mcp.json"
+    mcp_json.write_text(
+        json.dumps({"mcpServers": {"basic": {"command": "agent-tui-no-such-command-xyz"}}})
+    )
+    provider = ScriptedProvider([Turn("first"), Turn("second")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    notices: list[str] = []
+
+    async def collect(events: AsyncIterator[object]) -> None:
+        async for event in events:
+            if isinstance(event, Notice):
+                notices.append(event.text)
+
+    watcher = asyncio.create_task(collect(runtime.observe()))
+    try:
+        await asyncio.sleep(0)  # subscribed before the runs start
+
+        async def run_once(task: str) -> None:
+            run = await runtime.start(task)
+            boundary = await runtime.wait(run.id, timeout=WAIT)
+            assert boundary.state is RunState.COMPLETED
+
+        await run_once("one")
+        assert any("could not start: command not found" in text for text in notices)
+        assert not any(t.name.startswith("basic__") for t in provider.requests[0].tools)
+
+        fixed = stdio_config("basic")
+        server = {"command": fixed.command, "args": fixed.args, "env": fixed.env}
+        mcp_json.write_text(json.dumps({"mcpServers": {"basic": server}}))
+        notices.clear()
+        await run_once("two")
+        assert "basic__echo" in {t.name for t in provider.requests[1].tools}
+        assert "MCP server 'basic': its new configuration is used" in notices
+        assert not any("could not start" in text for text in notices)
+    finally:
+        watcher.cancel()
+        await runtime.close()
