@@ -58,7 +58,7 @@ from runtime.models import (
     ToolCall,
 )
 from runtime.store.base import NewRun, Page, RecoveryReport, Store
-from runtime.store.rules import active_root_conflict
+from runtime.store.rules import active_root_conflict, fork_title
 from runtime.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ class Runtime:
                 model=source.model,
                 input=text,
                 workspace=job.workspace,
-                title=f"Fork of {job.title}"[:80],
+                title=fork_title(job.title, checkpoint.step, text),
                 history_run_id=source.id,
                 history_position=checkpoint.last_position,
                 forked_from_checkpoint_id=checkpoint.id,

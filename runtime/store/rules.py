@@ -80,6 +80,14 @@ TITLE_LENGTH = 80
 IdFactory = Callable[[], str]
 
 
+def fork_title(title: str, step: int, text: str | None) -> str:
+    """A fork's job title, telling forks of one job apart in the browser (a trial saw two rows
+    read "Fork of …"): its first message, or else the step it went on from."""
+    if text is not None:
+        return f"{title_from(text)[:50]} (fork of {title})"[:TITLE_LENGTH]
+    return f"Fork of {title} at step {step}"[:TITLE_LENGTH]
+
+
 def title_from(input_text: str | None) -> str:
     for line in (input_text or "").splitlines():
         line = line.strip()

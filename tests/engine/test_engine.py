@@ -625,6 +625,8 @@ async def test_fork_from_a_checkpoint_starts_a_new_job_with_that_history(
     first_checkpoint = (await runtime.checkpoints(run.id))[0]
     forked = await runtime.fork(first_checkpoint.id, "now do it differently")
     assert forked.job_id != run.job_id
+    # Forks of one job read apart in the browser (a trial saw two "Fork of read" rows).
+    assert (await runtime.get_job(forked.job_id)).title == "now do it differently (fork of read)"
     assert (await wait_for(runtime, forked.id)).state is RunState.COMPLETED
     seen = [(m.role, m.text) for m in model.requests[2].messages]
     assert seen[-1] == (Role.USER, "now do it differently")
@@ -653,6 +655,7 @@ async def test_a_fork_with_no_message_goes_on_from_a_step_but_not_from_the_final
     assert len((await runtime.list_jobs()).items) == jobs_before  # nothing created
     assert len(model.requests) == 2  # and no model call
     forked = await runtime.fork(first.id)
+    assert (await runtime.get_job(forked.job_id)).title == f"Fork of read at step {first.step}"
     assert (await wait_for(runtime, forked.id)).state is RunState.COMPLETED
     assert [m.role for m in model.requests[2].messages] == [Role.USER, Role.ASSISTANT, Role.TOOL]
 
