@@ -311,6 +311,11 @@ async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     # the workspace, where the next task's search read the transcript back to the model).
     exports = sorted((workspace / ".agent-tui" / "exports").glob("*.md"))
     assert len(exports) == 2
+    # The folder, then the file on its own line (on one, the name broke mid-word: a trial).
+    said = [text for text in notifications(app) if "Exported" in text]
+    assert sorted(said) == sorted(
+        f"Export: Exported to .agent-tui/exports/\n{path.name}" for path in exports
+    )
     assert all("summarise" in path.read_text() for path in exports)
     assert sorted(workspace.iterdir()) == sorted([*top_level, workspace / ".agent-tui"])
     assert run.job_id in exports[0].read_text()
@@ -434,3 +439,13 @@ async def test_a_run_that_ends_on_screen_shows_its_end_as_the_end_is_handled(
         row = screen.job_tree.job_node(run.job_id)
         assert row is not None
         assert screen.job_tree.row_text(row).startswith(STATE_ICONS[RunState.CANCELLED])
+
+
+def test_an_export_file_name_fits_a_notice_line_however_long_the_title() -> None:
+    from tui.screens.main import export_path
+
+    title = "Summarise every module of this enormous project, one by one, with examples"
+    path = export_path(Path("/w"), title, "9a63b5d5c0ffee", 1_796_500_000.0)
+    assert path.parent == Path("/w/.agent-tui/exports")
+    assert path.name.startswith("summarise-every-module-o-9a63b5d5-")
+    assert len(path.name) <= 52

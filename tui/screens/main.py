@@ -2426,8 +2426,10 @@ class MainScreen(Screen[None]):
         ignore = path.parent / ".gitignore"
         if not ignore.exists():
             write_text_atomically(ignore, EXPORTS_IGNORED)
-        shown = path.relative_to(workspace)  # the folder the person is in: short enough to read
-        self.notify(f"Exported to {shown}", title="Export", markup=False)
+        # The folder the person is in, then the file on a line of its own: on one line, the
+        # notice broke the file's name mid-word (a new-user trial).
+        folder = path.parent.relative_to(workspace)
+        self.notify(f"Exported to {folder}/\n{path.name}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
         node = self.job_tree.cursor_node
@@ -2589,10 +2591,14 @@ async def _first_window(
     return before + after, len(before) > half, len(after) >= page - half, found
 
 
+EXPORT_SLUG = 24
+"""Characters of the job's title in an export's file name: the name fits a notice's line."""
+
+
 def export_path(workspace: Path, title: str, job_id: str, now: float) -> Path:
     """A new file for an export of the job: ``WORKSPACE/.agent-tui/exports/<title>-<id>-<when>
     .md``. Each export is a snapshot of the job at that moment; one never replaces another."""
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "job"
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower())[:EXPORT_SLUG].strip("-") or "job"
     stem = f"{slug}-{job_id[:8]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
     folder = exports_dir(workspace)
     path = folder / f"{stem}.md"
