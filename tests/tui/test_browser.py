@@ -24,7 +24,13 @@ from tests.tui.helpers import (
 )
 from tui import browser_filters
 from tui.widgets import job_tree
-from tui.widgets.job_tree import BrowserDetail, BrowserHeader, CheckpointEntry, EmptyEntry
+from tui.widgets.job_tree import (
+    BrowserDetail,
+    BrowserHeader,
+    CheckpointEntry,
+    EmptyEntry,
+    JobEntry,
+)
 from tui.widgets.question_prompt import QuestionPrompt
 
 WIDE = (140, 45)
@@ -563,3 +569,28 @@ async def test_answering_a_run_opened_at_a_search_hit_follows_it_to_its_tail(
         await wait_until(pilot, lambda: conversation.following)
         stored = await runtime.get_run(run.id)
         assert stored.state.value in ("queued", "running", "input_required")
+
+
+async def test_a_job_with_new_activity_goes_up_to_its_place_and_the_cursor_stays_put(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: in an agent-tui left open, a job worked from elsewhere kept
+    its row under jobs idle for minutes (a new launch sorted it by activity)."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+
+        def order() -> list[str]:
+            return [c.data.job.id for c in tree.root.children if isinstance(c.data, JobEntry)]
+
+        await wait_until(pilot, lambda: len(order()) == 2)
+        newer, older = order()
+        newer_node = tree.job_node(newer)
+        assert tree.cursor_node is newer_node
+        run = await runtime.follow_up(older, "and list the files")  # as another process would
+        await finish_run(runtime, run.id)
+        await wait_until(pilot, lambda: order() == [older, newer])
+        assert tree.cursor_node is tree.job_node(newer)  # still on the row it was on

@@ -476,28 +476,58 @@ class JobTree(Tree[NodeData]):
             for child in list(self.root.children):
                 if isinstance(child.data, EmptyEntry):
                     child.remove()
-            # In its place by activity, as the pages come: a new job at the top, a job brought
-            # back from the archive among its peers (it went to the top, out of order).
-            after = next(
-                (
-                    child
-                    for child in self.root.children
-                    if not isinstance(child.data, JobEntry)
-                    or child.data.job.updated_at <= job.updated_at
-                ),
-                None,
-            )
-            if after is not None:
-                node = self.root.add(job.title, JobEntry(job), before=after)
-            else:
-                node = self.root.add(job.title, JobEntry(job))
-            self._jobs[job.id] = node
+            node = self._insert_job(job)
             self._mark_interrupted(job.id)
         else:
             interrupted = isinstance(node.data, JobEntry) and node.data.interrupted
-            self._replace_data(node, JobEntry(job, interrupted=interrupted))
+            if self._moves_up(node, job):
+                node = self._move_up(node, JobEntry(job, interrupted=interrupted))
+            else:
+                self._replace_data(node, JobEntry(job, interrupted=interrupted))
         self._sync_labels()
         return node
+
+    def _insert_job(self, job: Job, data: JobEntry | None = None) -> TreeNode[NodeData]:
+        """A job's row in its place by activity, as the pages come: a new job at the top, a
+        job brought back from the archive among its peers (it went to the top, out of order)."""
+        after = next(
+            (
+                child
+                for child in self.root.children
+                if not isinstance(child.data, JobEntry)
+                or child.data.job.updated_at <= job.updated_at
+            ),
+            None,
+        )
+        entry = data or JobEntry(job)
+        if after is not None:
+            node = self.root.add(job.title, entry, before=after)
+        else:
+            node = self.root.add(job.title, entry)
+        self._jobs[job.id] = node
+        return node
+
+    def _moves_up(self, node: TreeNode[NodeData], job: Job) -> bool:
+        """Whether the job's row, with new activity, goes up to its place by activity (a
+        long-lived agent-tui kept a job worked elsewhere under rows idle for minutes): only a
+        folded row the cursor is not on, so no row moves under the person's hands."""
+        if node.is_expanded or self.cursor_node is node or node.parent is not self.root:
+            return False
+        siblings = self.root.children
+        index = siblings.index(node)
+        above = siblings[index - 1].data if index > 0 else None
+        return isinstance(above, JobEntry) and above.job.updated_at < job.updated_at
+
+    def _move_up(self, node: TreeNode[NodeData], data: JobEntry) -> TreeNode[NodeData]:
+        cursor = self.cursor_node
+        for run_id in self._job_runs.get(data.job.id, {}):
+            self._runs.pop(run_id, None)  # its run rows go with it, read again when unfolded
+        self.loaded_runs.discard(data.job.id)
+        node.remove()
+        moved = self._insert_job(data.job, data)
+        if cursor is not None:
+            self.move_cursor(cursor)  # the same row, wherever it is now
+        return moved
 
     def remove_job(self, job_id: str) -> None:
         """The job's rows go (it was archived, maybe in another process)."""
