@@ -190,10 +190,18 @@ class KeyFooter(Footer):
         palette_key = self.app.COMMAND_PALETTE_BINDING
         show_palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
         shown: dict[str, Binding] = {}
+        extras: dict[str, Binding] = {}
         for key, (_, binding, enabled, _tooltip) in active_bindings.items():
             if key == palette_key or not binding.show or not enabled:
                 continue
-            shown.setdefault(binding.action, binding)
+            # A widget's key for one of the screen's actions (``screen.…``: the browser's f, e,
+            # x) comes after the screen's and the app's own, as room allows: with them first,
+            # an 80-column footer had no room left for "i Inbox" while a run waited.
+            (extras if binding.action.startswith("screen.") else shown).setdefault(
+                binding.action, binding
+            )
+        for action, binding in extras.items():
+            shown.setdefault(action, binding)
         width = self.size.width or self.app.size.width
         palette = active_bindings.get(palette_key) if show_palette else None
         if palette is not None:
