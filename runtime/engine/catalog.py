@@ -76,6 +76,7 @@ class DelegateTool:
 @dataclass
 class _McpFiles:
     step: int
+    paths: tuple[Path, ...]
     stamps: tuple[FileStamp, ...]
     servers: dict[str, Any]
     """The MCP servers the files named then."""
@@ -211,7 +212,8 @@ class Catalog:
         seen = self._mcp_files.get(workspace)
         if seen is not None and seen.step == self._step:
             return
-        stamps = tuple(file_stamp(path) for path in config_files(Path(workspace)))
+        paths = seen.paths if seen is not None else config_files(Path(workspace))
+        stamps = tuple(file_stamp(path) for path in paths)
         if seen is not None and seen.stamps == stamps:
             seen.step = self._step
             return
@@ -222,7 +224,7 @@ class Catalog:
             except (ConfigError, OSError) as exc:
                 log.warning("MCP servers of %s not re-read: %s", workspace, exc)
                 servers = seen.servers if seen is not None else {}
-        self._mcp_files[workspace] = _McpFiles(self._step, stamps, servers)
+        self._mcp_files[workspace] = _McpFiles(self._step, paths, stamps, servers)
         if seen is None or seen.servers == servers:
             return
         self.mcp_for(workspace)  # the managers exist
