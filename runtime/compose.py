@@ -41,7 +41,7 @@ def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
     """Checks a model reference (and its key) without importing any provider's SDK."""
 
     def check(reference: str) -> None:
-        from runtime.providers.registry import check_reference
+        from runtime.model_refs import check_reference
 
         check_reference(reference, env=env)
 

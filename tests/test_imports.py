@@ -66,6 +66,30 @@ def test_version_imports_neither_textual_nor_the_sdks_nor_pydantic(
     assert not loaded & {*HEAVY, "pydantic", "asyncio"}, sorted(loaded & {*HEAVY, "pydantic"})
 
 
+def test_checking_the_tuis_model_before_its_first_frame_imports_no_pydantic(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--model`` / ``AGENT_TUI_MODEL`` are checked before the TUI draws (a typo ends it
+    there); the check brought ``runtime.providers`` and pydantic with it, 75 ms of every first
+    frame with AGENT_TUI_MODEL set (``bench/pty_bench.py first-frame`` caught it)."""
+    script = (
+        "import sys, argparse\n"
+        "from tui.cli import _check_launch\n"
+        "args = argparse.Namespace(model=None, agent=None, resume=None, workspace=None)\n"
+        "_check_launch(args, sys.argv[1])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'textual')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "agent-tui.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "AGENT_TUI_MODEL": "demo:instant"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
+
+
 def test_version_imports_nothing_beyond_argparse_but_its_own_small_modules(
     env: dict[str, str],
 ) -> None:

@@ -554,7 +554,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         if launch.agent is not None:
             config.check_agent(launch.agent)
         if launch.model is not None:
-            from runtime.providers.registry import check_reference
+            from runtime.model_refs import check_reference
 
             check_reference(launch.model)  # as an unknown agent: refused now, not at the first send
         if config.mcp_servers:

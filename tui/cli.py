@@ -386,7 +386,7 @@ def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
 
     model = model_override(args.model)
     if model is not None:
-        from runtime.providers.registry import check_reference
+        from runtime.model_refs import check_reference
 
         check_reference(model)
     if args.agent is not None:

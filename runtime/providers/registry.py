@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from runtime.errors import ConfigError
+from runtime.model_refs import check_reference
 from runtime.providers.base import ModelProvider
 
 __all__ = [
@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-5"
 """The Claude model used when a key is set and no model is configured."""
 
-_PROVIDERS = ("anthropic", "openai", "demo")
-
 
 def default_model_reference(env: Mapping[str, str] | None = None) -> str:
     """Claude when ANTHROPIC_API_KEY is set, else the offline ``demo`` model."""
@@ -44,33 +42,6 @@ def default_model_reference(env: Mapping[str, str] | None = None) -> str:
     if env.get("ANTHROPIC_API_KEY", "").strip():
         return f"anthropic:{DEFAULT_CLAUDE_MODEL}"
     return "demo"
-
-
-def check_reference(reference: str, *, env: Mapping[str, str] | None = None) -> None:
-    """ConfigError when ``reference`` cannot be used (unknown provider, no model, no key),
-    without importing any provider's SDK: cheap enough to run before a task is stored."""
-    env = os.environ if env is None else env
-    provider_name, _, model = reference.strip().partition(":")
-    provider_name = provider_name.strip().lower()
-    model = model.strip()
-    if provider_name == "demo":
-        if model not in ("", "instant"):
-            raise ConfigError(f"unknown demo model {reference!r}: use `demo` or `demo:instant`")
-        return
-    if provider_name not in _PROVIDERS:
-        raise ConfigError(
-            f"unknown model provider {provider_name!r} in {reference!r}: "
-            "use anthropic:MODEL, openai:MODEL or demo"
-        )
-    if not model:
-        raise ConfigError(
-            f"model reference {reference!r} names no model: write {provider_name}:MODEL"
-        )
-    if provider_name == "anthropic" and not env.get("ANTHROPIC_API_KEY", "").strip():
-        raise ConfigError(
-            f"ANTHROPIC_API_KEY is not set, so {reference!r} cannot be used: "
-            "set ANTHROPIC_API_KEY, or use the offline model `demo`"
-        )
 
 
 def preload_provider(reference: str) -> None:

@@ -212,7 +212,7 @@ def _check_config(ctx: Context) -> tuple[Config | None, bool]:
 def _agent_model_problems(config: Config) -> list[str]:
     """The agents whose model ``run`` would refuse (the check it makes before storing a run).
     The default model is checked with the runtime, which decides it (``_check_runtime``)."""
-    from runtime.providers.registry import check_reference
+    from runtime.model_refs import check_reference
 
     problems = []
     for name, agent in sorted(config.agents.items()):
@@ -298,7 +298,7 @@ async def _check_runtime(ctx: Context, config: Config | None, *, open_database: 
     and the runs a process that is gone left; False when something of it is wrong. Without
     ``open_database`` (no file yet, or a broken one) a scratch database stands in, so the
     configuration and model are still checked."""
-    from runtime.providers.registry import check_reference
+    from runtime.model_refs import check_reference
     from tui._cli import render
 
     out = ctx.print
