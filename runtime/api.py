@@ -63,9 +63,11 @@ class RuntimeApi(Protocol):
         job_id: str | None = None,
         idempotency_key: str | None = None,
         detached: bool = False,
+        title: str | None = None,
     ) -> Run:
         """A run in a new job (or ``job_id``), executed in this process; ``detached``: queued
-        for a worker (``agent-tui worker``) instead."""
+        for a worker (``agent-tui worker``) instead; ``title``: the new job's (else its input's
+        first line)."""
         ...
 
     async def follow_up(

@@ -248,8 +248,9 @@ class Runtime:
         job_id: str | None = None,
         idempotency_key: str | None = None,
         detached: bool = False,
+        title: str | None = None,
     ) -> Run:
-        """Create a run in a new job (or ``job_id``) and execute it in this process."""
+        """Create a run in a new job (or ``job_id``; ``title``: the job's) and execute it."""
         if not isinstance(input, str) or not input.strip():
             raise InvalidInput("the prompt is empty: say what the agent should do")
         if job_id is not None:
@@ -268,6 +269,7 @@ class Runtime:
                 owner_id=None if detached else self.owner_id,
                 max_steps=agent_config.max_steps or self.config.defaults.max_steps,
                 detached=detached,
+                title=title,
             )
         )
 

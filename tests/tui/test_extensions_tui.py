@@ -94,6 +94,10 @@ async def test_custom_commands_and_skills_complete_after_slash_and_expand_into_t
     assert "Review src/main.py carefully." in inputs
     skill_input = next(i for i in inputs if "EXPLAIN-BODY" in i)
     assert "Arguments: the parser" in skill_input
+    # The jobs are titled as typed, not by what the commands expand to (a new-user trial's
+    # browser read "# Skill: explain␊␊S…").
+    titles = sorted(job.title for job in (await runtime.list_jobs()).items)
+    assert titles == ["/explain the parser", "/review src/main.py"]
 
 
 async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in_effect(

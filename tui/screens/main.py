@@ -350,7 +350,7 @@ class MainScreen(Screen[None]):
             self.notify(str(error), title=f"/{name}", severity="error")
             return  # the command stays in the box, to be corrected
         self.composer.command_done()
-        self._submit(text, follow_up_job_id)
+        self._submit(text, follow_up_job_id, title=f"/{name} {argument}".strip())
 
     @work(exit_on_error=False, group="launch")
     async def _open_latest(self) -> None:
@@ -1324,7 +1324,11 @@ class MainScreen(Screen[None]):
         self._submit(text, follow_up_job_id)
 
     @work(exit_on_error=False, group="start")
-    async def _submit(self, text: str, follow_up_job_id: str | None) -> None:
+    async def _submit(
+        self, text: str, follow_up_job_id: str | None, *, title: str | None = None
+    ) -> None:
+        """``title``: a new job's, when not the text's first line (a command's: what the
+        person typed, not what it expands to)."""
         composer = self.composer
         settings = self.agent_app.settings
         try:
@@ -1335,6 +1339,7 @@ class MainScreen(Screen[None]):
                     model=choices.get("model"),
                     agent=choices.get("agent") or settings.agent,
                     detached=settings.attach,  # --attach: a worker executes it
+                    title=title,
                 )
             else:
                 working = await self._working_root_run(follow_up_job_id)
@@ -1489,7 +1494,10 @@ class MainScreen(Screen[None]):
                 # A skill or a custom command: what it expands to is the message.
                 composer.command_done()
                 composer.message_taken()
-                self._submit(expanded, composer.follow_up_job_id)
+                # The job is titled as typed ("/explain main.py"), not by the expansion's
+                # first line ("# Skill: explain␊…": a new-user trial).
+                typed = f"/{name} {argument}".strip()
+                self._submit(expanded, composer.follow_up_job_id, title=typed)
                 return
         if name not in known:
             self.notify(
