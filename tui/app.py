@@ -407,17 +407,28 @@ class AgentTuiApp(App[int]):
                 return
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            # Textual's "Keys" panel lists the text box's own keys: F1's help lists ours.
+            if command.title != "Keys":
+                yield command
         commands = [
             ("New job / follow-up", "Focus the composer", "compose"),
             ("Inbox", "Runs waiting for your input", "inbox"),
             ("Cancel run", "Cancel the run on screen", "cancel_run"),
             ("Fork", "Fork a new job from the selected checkpoint", "fork"),
             ("Retry", "Retry the selected failed or interrupted run", "retry"),
+            ("Parent run", "Open the run that delegated this one", "parent_run"),
             ("Export job", "Write the job as Markdown into .agent-tui/exports/", "export"),
+            ("Archive job", "Hide the selected job (u brings it back)", "archive_job"),
+            ("Undo archive", "Bring back the job archived last", "unarchive_last"),
             ("Filter by state", "Cycle the browser's state filter", "cycle_filter"),
             ("Search messages", "Full-text search over every message", "search"),
             ("Browser", "Focus the job browser", "focus_browser"),
+            ("Browser width", "Normal, wide, narrow or hidden", "cycle_browser"),
+            ("Conversation", "Focus the conversation", "focus_conversation"),
+            ("Next tool call", "Focus the next tool block in the conversation", "next_tool"),
+            ("Previous tool call", "Focus the previous tool block", "previous_tool"),
+            ("Thinking", "Open / close the thinking in view", "thinking"),
         ]
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         for title, help_text, action in commands:

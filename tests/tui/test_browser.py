@@ -491,6 +491,17 @@ async def test_the_palette_offers_run_actions_only_where_they_make_sense_and_a_f
         )
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert "Cancel run" not in titles and {"Fork", "Export job"} <= titles
+        # Every action of the screen is in the palette (a trial missed these), not Textual's
+        # "Keys" panel of the text box's keys.
+        assert {
+            "Archive job",
+            "Browser width",
+            "Conversation",
+            "Next tool call",
+            "Previous tool call",
+            "Thinking",
+        } <= titles
+        assert "Keys" not in titles and "Undo archive" not in titles  # nothing archived yet
         await wait_until(pilot, lambda: screen.job_tree.run_node(fork.id) is not None)
         node = screen.job_tree.run_node(fork.id)
         assert node is not None and "fork" in screen.job_tree.row_text(node)

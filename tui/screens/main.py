@@ -2164,6 +2164,8 @@ class MainScreen(Screen[None]):
         if action == "fork":
             node = self.job_tree.cursor_node
             return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
+        if action == "unarchive_last":
+            return bool(self._archived_here)
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
