@@ -398,7 +398,8 @@ class AgentTuiApp(App[int]):
         from tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            main = self._main_screen()
+            self.push_screen(HelpScreen(main.workspace_commands() if main is not None else ()))
 
     def _main_action(self, name: str) -> None:
         for screen in self.screen_stack:

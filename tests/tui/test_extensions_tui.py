@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
 from runtime.models import RunState
@@ -20,6 +20,7 @@ from tests.tui.helpers import (
     screen_text,
     wait_until,
 )
+from tui.screens.help import HelpScreen
 from tui.widgets.composer import ComposerInput
 from tui.widgets.status_line import StatusLine
 
@@ -165,3 +166,32 @@ async def test_slash_compact_records_a_visible_compaction_and_keeps_every_messag
     assert note.data["summary"].startswith("- The person asked: summarise this folder")
     assert len(await runtime.all_messages(run_id)) == before
     assert (await runtime.get_run(run_id)).state is RunState.COMPLETED
+
+
+async def test_the_help_lists_this_workspaces_skills_and_commands(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: F1 listed the built-in commands only."""
+    write(
+        workspace / ".claude" / "commands" / "review.md",
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $ARGUMENTS carefully.",
+    )
+    write(
+        workspace / ".agent-tui" / "skills" / "explain" / "SKILL.md",
+        "---\ndescription: Explain code to a newcomer\n---\nEXPLAIN-BODY: use small words.",
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        main_screen(app)
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        assert ("/review FILE", "Review a file") in help_screen.workspace_commands
+        assert ("/explain [ARGS]", "skill: Explain code to a newcomer") in (
+            help_screen.workspace_commands
+        )
+        shown = " ".join(
+            str(w.render()) for w in help_screen.query(".help-section").results(Static)
+        )
+        assert "This workspace's commands" in shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -46,6 +47,9 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.conversation import Conversation
     from tui.widgets.elicitation_form import ElicitationForm
+    from tui.screens.inbox import InboxScreen
+    from tui.screens.permissions import PermissionsScreen
+    from tui.widgets.job_tree import JobTree
     from tui.widgets.tool_call_view import ToolCallView
 
     return [
@@ -93,7 +97,17 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 *_rows(Conversation.BINDINGS),
             ],
         ),
-        ("Browser", [("enter", "Open"), ("space", "Expand / collapse"), ("↑ ↓", "Move")]),
+        (
+            "Browser",
+            [
+                ("enter", "Open (on a checkpoint: that step, marked)"),
+                ("space", "Expand / collapse"),
+                ("↑ ↓", "Move"),
+                *_rows(JobTree.BINDINGS),
+            ],
+        ),
+        ("Inbox (i)", [("enter", "Open the run that waits"), *_rows(InboxScreen.BINDINGS)]),
+        ("Permissions (/permissions)", _rows(PermissionsScreen.BINDINGS)),
     ]
 
 
@@ -114,11 +128,20 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,f1,question_mark", "close", "Close help")
     ]
 
+    def __init__(self, workspace_commands: Sequence[tuple[str, str]] = ()) -> None:
+        """``workspace_commands``: this workspace's skills, custom commands and MCP prompts
+        (``/name ARGS``, what it does), listed after the keys."""
+        super().__init__()
+        self.workspace_commands = list(workspace_commands)
+
     def compose(self) -> ComposeResult:
+        sections = help_sections()
+        if self.workspace_commands:
+            sections.append(("This workspace's commands", self.workspace_commands))
         with Vertical(id="help-box"):
             yield Static("Keys", id="help-title")
             with VerticalScroll(id="help-body"):
-                for title, rows in help_sections():
+                for title, rows in sections:
                     yield Static(title, classes="help-section")
                     yield Static(_grid(rows), classes="help-rows")
             yield Static("Esc to close", id="help-keys")

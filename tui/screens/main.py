@@ -313,6 +313,12 @@ class MainScreen(Screen[None]):
         finally:
             self.agent_app.input_ready()  # what was typed meanwhile, whatever happened here
 
+    def workspace_commands(self) -> list[tuple[str, str]]:
+        """This workspace's skills, custom commands and MCP prompts as the help lists them:
+        (``/name ARGS``, what it does)."""
+        commands = [*self.extension_commands.slash_commands(), *self._prompt_commands]
+        return [(f"/{c.name} {c.argument}".strip(), c.help) for c in commands]
+
     def _mcp_prompt_commands(self) -> list[SlashCommand]:
         """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
         Asked of the servers the first time the menu opens (none start before someone types
