@@ -727,6 +727,24 @@ class McpManager:
 
         return list(await asyncio.gather(*(one(name) for name in self.servers)))
 
+    def status(self) -> dict[str, str]:
+        """Each server's state in words, for a person (``/context``): running with how many
+        tools, starting, could not start (why), or not started yet (servers start at their
+        first use)."""
+        states: dict[str, str] = {}
+        for name in self.servers:
+            connection = self._connections.get(name)
+            if name in self.errors:
+                states[name] = f"could not start: {self.errors[name]}"
+            elif connection is not None and connection.usable:
+                count = len(connection.tools)
+                states[name] = f"running, {count} tool{'' if count == 1 else 's'}"
+            elif connection is not None and connection.starting:
+                states[name] = "starting"
+            else:
+                states[name] = "not started yet (starts when a run first lists tools)"
+        return states
+
     def reconfigure(self, servers: Mapping[str, ServerConfig]) -> list[str]:
         """Take ``servers`` as the configuration from now on (its files changed): a server
         removed or changed is stopped (a changed one starts again, as configured now, at its

@@ -92,6 +92,16 @@ async def test_a_server_that_cannot_start_during_a_run_is_a_notification_in_the_
         async with app.run_test(size=(140, 44)) as pilot:
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: any("could not start" in n for n in notifications(app)))
+            # /context names the servers and how they are (a trial found only a passing
+            # notice said a server was down).
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(pilot, lambda: screen.open_request is None and screen.typing())
+            await pilot.press(*"/context", "enter")
+            await wait_until(pilot, lambda: any("In effect here" in n for n in notifications(app)))
+            [context] = [n for n in notifications(app) if "In effect here" in n]
+            assert "MCP servers:\n  missing: could not start: command not found" in context
+            assert "Agents:\n  default (built in)" in context
     finally:
         await runtime.close()
 

@@ -42,13 +42,13 @@ def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
 
 def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.bindings import APP_BINDINGS
+    from tui.screens.inbox import InboxScreen
     from tui.screens.main import MainScreen
+    from tui.screens.permissions import PermissionsScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
     from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.conversation import Conversation
     from tui.widgets.elicitation_form import ElicitationForm
-    from tui.screens.inbox import InboxScreen
-    from tui.screens.permissions import PermissionsScreen
     from tui.widgets.job_tree import JobTree
     from tui.widgets.tool_call_view import ToolCallView
 

@@ -1571,7 +1571,19 @@ class MainScreen(Screen[None]):
         from runtime.engine.extensions import report_lines
 
         report = self.runtime.extensions.report(self.agent_app.settings.workspace)
-        text = "\n".join(terminal_safe(line) for line in report_lines(report))
+        lines = report_lines(report)
+        # And what a trial looked for here in vain: the MCP servers and the agents.
+        manager = self.runtime.mcp
+        states = manager.status() if manager is not None else {}
+        lines.append("MCP servers:")
+        lines += [f"  {name}: {state}" for name, state in states.items()] or ["  none"]
+        agents = self.runtime.config.agents
+        lines.append("Agents:")
+        lines.append("  default (built in)")
+        lines += [
+            f"  {name}: {agent.model or 'the default model'}" for name, agent in agents.items()
+        ]
+        text = "\n".join(terminal_safe(line) for line in lines)
         self.notify(text, title="In effect here", timeout=30, markup=False)
 
     def _choose_next(self, key: str, value: str) -> bool:
