@@ -7,6 +7,7 @@ run that stopped while text streamed ends with that text, marked as a partial an
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from runtime.events import RunNoted
@@ -126,12 +127,37 @@ def _thinking_lines(thinking: str) -> list[str]:
     return ["<details><summary>Thinking</summary>", "", quoted, "", "</details>", ""]
 
 
+_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _nested_headings(text: str) -> str:
+    """``text`` with its Markdown headings three levels down (at most six), under the export's
+    own (``# job``, ``## Run``, ``### Assistant``): a model's ``## Summary`` sat beside the runs'
+    sections and flattened the outline (a new-user trial). Lines in code fences stay."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)[0] * len(opened.group(1))
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
+        elif fence is None:
+            heading = _HEADING.match(line)
+            if heading:
+                level = min(6, len(heading.group(2)) + 3)
+                line = heading.group(1) + "#" * level + line[heading.end() :]
+        out.append(line)
+    return "\n".join(out)
+
+
 def _message_lines(message: Message, *, suffix: str = "") -> list[str]:
     heading = {Role.USER: "User", Role.ASSISTANT: "Assistant", Role.TOOL: "Tool results"}
     lines = [f"### {heading[message.role]}{suffix}", ""]
     for block in message.content:
         if isinstance(block, TextBlock):
-            lines += [block.text, ""]
+            lines += [_nested_headings(block.text), ""]
         elif isinstance(block, ThinkingBlock):
             if not block.redacted:
                 lines += _thinking_lines(block.thinking)

@@ -134,3 +134,20 @@ async def test_a_fork_shows_and_exports_its_inherited_history_labelled(
         assert (await runtime.get_run(first.id)).state is RunState.COMPLETED
     finally:
         await runtime.close()
+
+
+async def test_an_exports_outline_keeps_the_models_headings_under_its_own(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the model's "## Summary" sat at the level of the export's
+    "## Run …" sections. Its headings go three levels down; a "#" in a code block stays."""
+    from tests.store.helpers import assistant, running_run
+
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
+        run, token = await running_run(store, workspace=str(workspace))
+        text = "## Plan\nRead it.\n```sh\n# a comment\n```\n# Done"
+        await store.commit_message(run.id, token=token, message=assistant(text))
+        markdown = await export_job(store, run.job_id)
+    assert "\n##### Plan\n" in markdown and "\n#### Done\n" in markdown
+    assert "\n# a comment\n" in markdown
+    assert "\n## Plan" not in markdown
