@@ -457,3 +457,34 @@ async def test_a_run_a_quit_interrupted_is_named_when_agent_tui_opens_again(
             )
     finally:
         await second.close()
+
+
+async def test_the_question_to_cancel_an_interrupted_run_goes_once_it_is_resumed_elsewhere(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: asked "cancel it and send your message?", the person let it
+    be while another agent-tui resumed the run; the question stayed, and its y then cancelled
+    the resumed run. It goes when the run moves on; a y that comes late cancels nothing."""
+    run = await _interrupted_by_a_quit(db_path, workspace)
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(second, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+            screen.composer.focus_input()
+            await pilot.press(*"next turn", "enter")
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            retried = await second.retry(run.id)  # as another agent-tui's R does
+            await wait_until(pilot, lambda: not screen.query(ConfirmBar))
+            await wait_until(pilot, lambda: any("withdrawn" in t for t in notifications(app)))
+            assert screen.composer.input.text == "next turn"
+            # A y that reached the screen before the question went: nothing is cancelled.
+            screen._supersede(run.job_id, run.id, "late yes")
+            await wait_until(pilot, lambda: any("Not cancelled" in t for t in notifications(app)))
+            resumed = await second.get_run(retried.id)
+            assert resumed.state is not RunState.CANCELLED
+    finally:
+        await second.close()

@@ -1114,6 +1114,7 @@ class MainScreen(Screen[None]):
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
+        await self._drop_question_about(event.run_id)
         if event.to_state is RunState.RUNNING and event.created_at:
             self.status.started_running(event.run_id, event.created_at)
         ended_on_screen = event.to_state.is_terminal and self._on_screen(event.run_id)
@@ -1413,6 +1414,7 @@ class MainScreen(Screen[None]):
             lambda: self._send_over_interrupted(job_id, run.id),
             returning_to=composer.input,
             declined="Not sent: your message is in the box. Esc, then R resumes the run.",
+            about_run=run.id,
         )
         await self._ask(bar)
 
@@ -1427,6 +1429,17 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="start")
     async def _supersede(self, job_id: str, run_id: str, text: str) -> None:
+        run = await self.runtime.get_run(run_id)
+        if not needs_resume(run):
+            # Resumed (or ended) elsewhere since the question was asked: a trial's "y" here
+            # cancelled the retry another agent-tui had just started. The message follows it.
+            self.notify(
+                f"The run {run_id[:8]} was {run.state.value.replace('_', ' ')} elsewhere"
+                " meanwhile: nothing cancelled, your message goes after it.",
+                title="Not cancelled",
+            )
+            self._submit(text, job_id)
+            return
         self._cancelled_here.add(run_id)
         try:
             await self.runtime.cancel(run_id, reason="superseded by a new message")
@@ -2254,6 +2267,24 @@ class MainScreen(Screen[None]):
             await old.remove()
         await self.query_one("#bottom", Vertical).mount(bar, before=0)
         bar.focus()
+
+    async def _drop_question_about(self, run_id: str) -> None:
+        """A yes/no question about ``run_id`` (cancel the interrupted run?) goes once the run's
+        state changed: resumed elsewhere, the question no longer stands (a trial's stayed
+        docked through the whole resumed run, its y going into the box)."""
+        from tui.widgets.confirm_bar import ConfirmBar
+
+        for bar in self.query("#bottom > ConfirmBar").results(ConfirmBar):
+            if bar.about_run == run_id:
+                back = bar.returning_to
+                await bar.remove()
+                if back is not None and back.is_mounted:
+                    back.focus()
+                self.notify(
+                    f"The run {run_id[:8]} changed meanwhile (resumed elsewhere?): the question"
+                    " is withdrawn, your message is in the box.",
+                    title="Question withdrawn",
+                )
 
     async def _close_confirm_bar(self) -> None:
         """A question about the run shown before (cancel it?) goes with it, unanswered: found by

@@ -40,9 +40,13 @@ class ConfirmBar(Static, can_focus=True):
         *,
         returning_to: Widget | None = None,
         declined: str = "Nothing was cancelled.",
+        about_run: str | None = None,
     ) -> None:
+        """``about_run``: the run the question is about, when the question no longer stands
+        once that run's state changes (the screen then takes the question away)."""
         super().__init__(f"{question}   y yes · n / Esc no", markup=False, id="confirm")
         self.on_confirm = on_confirm
+        self.about_run = about_run
         self.returning_to = returning_to
         """The widget focused before the question, focused again once it is answered."""
         self.declined = declined
