@@ -140,6 +140,9 @@ async def test_archiving_the_job_on_screen_leaves_a_new_job_to_type_into(
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
         assert screen.selected_job is None
         await wait_until(pilot, lambda: screen.composer.input.has_focus)
+        # The box has the keys, so the undo is said as it works from there (a trial's u went
+        # into the box).
+        assert any("Esc, then u brings it back" in t for t in notifications(app))
         await pilot.press(*"a new task", "enter")
         await wait_until(
             pilot,

@@ -2508,8 +2508,12 @@ class MainScreen(Screen[None]):
             return
         self._archived_here.append(job.id)
         self.refresh_bindings()
+        # The job on screen leaves a new job with the focus in its box (what is typed next is
+        # text, not the browser's keys), where u is a letter: a trial's u went into the box.
+        shown = self.selected_job is not None and self.selected_job.id == job.id
+        undo = "Esc, then u brings it back" if shown else "u brings it back"
         self.notify(
-            f"Archived {job.title!r}: hidden here and from `agent-tui runs`. u brings it back"
+            f"Archived {job.title!r}: hidden here and from `agent-tui runs`. {undo}"
             f" (or `agent-tui unarchive {job.id[:8]}`).",
             title="Archived",
         )  # its job_archived event takes the rows away (``on_job_archived``)
