@@ -240,6 +240,36 @@ async def test_the_inbox_lists_every_waiting_run_and_opens_its_prompt(
         assert main_screen(app).selected_run.id in {run.id for run in waiting}
 
 
+async def test_the_inbox_stays_current_while_it_is_open(runtime: Runtime, workspace: Path) -> None:
+    """Found by a new-user trial: a run answered elsewhere (`agent-tui respond`, another
+    agent-tui) stayed listed, with its old question, while the inbox was open."""
+    waiting = []
+    for task in ("first task", "second task"):
+        run = await runtime.start(task)
+        await runtime.wait(run.id, timeout=10)
+        waiting.append(run)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        inbox = app.screen.query_one("#inbox-list", OptionList)
+        await wait_until(pilot, lambda: inbox.option_count == 2)
+        first = await runtime.open_request(waiting[0].id)
+        assert first is not None
+        await runtime.respond(waiting[0].id, first.id, first.options[0])  # as from elsewhere
+
+        def listed() -> str:
+            return " ".join(
+                str(inbox.get_option_at_index(i).prompt) for i in range(inbox.option_count)
+            )
+
+        # Its question leaves; its approval (the demo's next request) comes in its place.
+        await wait_until(pilot, lambda: "approval" in listed() and "first task" in listed())
+        assert "second task" in listed()
+
+
 async def test_a_run_that_starts_waiting_off_screen_rings_and_notifies(
     runtime: Runtime, workspace: Path
 ) -> None:

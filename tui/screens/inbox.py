@@ -29,6 +29,10 @@ class InboxLoaded(TextualMessage):
         self.titles = titles
 
 
+INBOX_REFRESH = 2.0
+"""Seconds between reads of the open requests while the inbox is open."""
+
+
 class InboxScreen(ModalScreen["InputRequest | None"]):
     CSS_PATH = "inbox.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,6 +56,10 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
 
     def on_mount(self) -> None:
         self._load()
+        # Kept current while open: requests answered elsewhere (another agent-tui, `agent-tui
+        # respond`) leave the list, new ones come (a trial's list still showed a question the
+        # run had long moved past). A page of the open requests: a small read.
+        self.set_interval(INBOX_REFRESH, self._load)
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -65,7 +73,7 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
     def runtime(self) -> RuntimeApi:
         return self.agent_app.open_runtime
 
-    @work(exit_on_error=False, group="inbox")
+    @work(exit_on_error=False, group="inbox", exclusive=True)
     async def _load(self) -> None:
         requests = await self.runtime.inbox(limit=100)
         titles: dict[str, str] = {}
@@ -76,6 +84,9 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
         self.post_message(InboxLoaded(requests, titles))
 
     def on_inbox_loaded(self, message: InboxLoaded) -> None:
+        if [r.id for r in message.requests] == [r.id for r in self.requests] and self.requests:
+            return  # the same requests: the cursor stays where it is
+        chosen = self._chosen_id()
         self.requests = message.requests
         options = self.query_one("#inbox-list", OptionList)
         options.clear_options()
@@ -90,8 +101,16 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
                     id=str(index),
                 )
             )
-        options.highlighted = 0
+        ids = [request.id for request in message.requests]
+        options.highlighted = ids.index(chosen) if chosen in ids else 0
         options.focus()
+
+    def _chosen_id(self) -> str | None:
+        """The request under the list's cursor (kept there when the list is read again)."""
+        if not self.is_mounted:
+            return None
+        index = self.query_one("#inbox-list", OptionList).highlighted
+        return self.requests[index].id if index is not None and index < len(self.requests) else None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id is not None:
