@@ -479,3 +479,20 @@ def test_an_export_file_name_fits_a_notice_line_however_long_the_title() -> None
     assert path.parent == Path("/w/.agent-tui/exports")
     assert path.name.startswith("summarise-every-module-o-9a63b5d5-")
     assert len(path.name) <= 52
+
+
+async def test_a_run_waiting_elsewhere_names_the_key_that_works_from_the_box(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "press i for the inbox" while the message box had the keys
+    (there i is a letter)."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.pause()
+        screen.composer.focus_input()
+        run = await runtime.start("summarise this project")  # not this screen's
+        await runtime.wait(run.id, timeout=10)
+        await wait_until(pilot, lambda: any("for the inbox" in t for t in notifications(app)))
+        [said] = [t for t in notifications(app) if "for the inbox" in t]
+        assert "press Esc, then i for the inbox" in said

@@ -1191,8 +1191,9 @@ class MainScreen(Screen[None]):
 
     def _tell_waiting(self, request: InputRequest, asker: Run | None) -> None:
         """Ring the bell and say a run waits, with the key that reaches it from here."""
-        typing = isinstance(self.focused, Input)
-        key = "Esc, then i" if typing else "i"
+        # Any text field, the composer's box among them (a TextArea, not an Input: a trial
+        # read "press i" while i was a letter in the box).
+        key = "Esc, then i" if self.typing() else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
         mode = self.runtime.config.defaults.notify
         attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
