@@ -3,6 +3,8 @@ under an expanded run, the interrupted filter, an empty filter result, a browser
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -605,3 +607,31 @@ async def test_a_job_with_new_activity_goes_up_to_its_place_and_the_cursor_stays
         await finish_run(runtime, run.id)
         await wait_until(pilot, lambda: order() == [older, newer])
         assert tree.cursor_node is tree.job_node(newer)  # still on the row it was on
+
+
+async def test_a_sent_slash_fork_leaves_no_draft_behind_to_fork_again(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "/fork focus on TODOs instead", sent, came back in the
+    job's box after a relaunch (its saved draft was never cleared), and Enter forked again."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace, open_job=run.job_id)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        screen.composer.focus_input()
+        await pilot.press(*"/fork focus on TODOs instead")
+
+        async def draft_until(holds: Callable[[str], bool]) -> None:
+            async with asyncio.timeout(10):
+                while not holds(await runtime.store.get_composer_draft(run.job_id)):
+                    await pilot.pause(0.05)
+
+        await draft_until(lambda text: "/fork" in text)  # saved as one types: a quit keeps it
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_job is not None and screen.selected_job.id != run.job_id,
+        )
+        await draft_until(lambda text: text == "")

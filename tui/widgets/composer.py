@@ -404,9 +404,12 @@ class Composer(Vertical):
             self._refresh_mode()
             return
         text = self.input.text
-        if not carry:
+        if not carry or not text:
+            # A save still due goes to the old target now: due later, it went to the new one,
+            # and the old kept what the box held before (a sent /fork came back after a
+            # relaunch, and forked again: a new-user trial).
             self.flush_draft()
-        elif text:
+        else:
             if self._save_timer is not None:
                 self._save_timer.stop()
             self.post_message(self.DraftChanged(self._draft_key, ""))
@@ -569,6 +572,7 @@ class Composer(Vertical):
             text = self.input.text.strip()
             self.remember(text)
             self.clear_text()
+            self.message_taken()  # the draft it was is gone now, not at the next save
 
     def message_taken(self) -> None:
         """The screen took the message: the draft it was is gone."""
