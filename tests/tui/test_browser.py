@@ -635,3 +635,29 @@ async def test_a_sent_slash_fork_leaves_no_draft_behind_to_fork_again(
             lambda: screen.selected_job is not None and screen.selected_job.id != run.job_id,
         )
         await draft_until(lambda text: text == "")
+
+
+async def test_a_checkpoints_marked_step_stays_in_view_as_the_diffs_above_it_load(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Enter on the last step scrolled to its answer, then the
+    write's applied diff above it loaded and pushed the marked answer below the screen."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    last = (await runtime.checkpoints(run.id))[-1]
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        screen.open_run(run.id, at_position=last.last_position)
+        conversation = screen.conversation
+        await wait_until(pilot, lambda: conversation.query(".-found"))
+        diff = conversation.query("#applied-diff")
+        await wait_until(pilot, lambda: any(d.display for d in diff))  # the diff came in
+        await pilot.pause()
+
+        def marked_in_view() -> bool:
+            marked = conversation.query(".-found").first()
+            return conversation.region.overlaps(marked.region) and marked.region.height > 0
+
+        await wait_until(pilot, marked_in_view)

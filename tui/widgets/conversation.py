@@ -30,6 +30,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Static
@@ -104,6 +105,10 @@ class _PageLoaded(TextualMessage, bubble=False):
         self.limit = limit
 
 
+PIN_SECONDS = 1.5
+"""How long an item opened at stays at the view's top while the content above it grows."""
+
+
 class Conversation(SizedByLayout, VerticalScroll):
     DEFAULT_CSS = """
     Conversation { background: $background; padding: 0 1; }
@@ -115,6 +120,7 @@ class Conversation(SizedByLayout, VerticalScroll):
     Conversation > .partial-label { color: $warning; text-style: italic; }
     Conversation > .run-note { color: $text-muted; text-style: italic; margin: 0 0 1 0; }
     Conversation > .-found { border-left: thick $warning; }
+    Conversation > ToolCallView.-found { border-left: wide $warning; }
     """
 
     class Jumped(TextualMessage):
@@ -146,6 +152,9 @@ class Conversation(SizedByLayout, VerticalScroll):
         self.has_newer = False
         self._generation = 0
         self._loading = False
+        self._pinned: Widget | None = None
+        """An item opened at (a search hit, a checkpoint's step) kept at the view's top while
+        what loads just after grows the content above it (``PIN_SECONDS``)."""
         self._groups: list[_Group] = []
         self._messages: dict[str, MessageView] = {}
         self._tools: dict[str, ToolCallView] = {}
@@ -221,6 +230,21 @@ class Conversation(SizedByLayout, VerticalScroll):
             self._want_more()
 
         self.call_after_refresh(show_found)
+        # What comes in just after (a write's applied diff, read from the store, above the
+        # item) pushed it below the view (a trial's marked step was off screen): for a moment
+        # the view keeps the item at its top as the content above it grows.
+        self._pinned = target
+        self.set_timer(PIN_SECONDS, self._unpin)
+
+    def _unpin(self) -> None:
+        self._pinned = None
+
+    def watch_virtual_size(self, size: Size) -> None:
+        pinned = self._pinned
+        if pinned is not None and pinned.is_attached:
+            self.call_after_refresh(
+                self.scroll_to_widget, pinned, animate=False, top=True, immediate=True
+            )
 
     def _found_result(
         self, items: Sequence[Keyed], key: ItemKey, words: Sequence[str]
@@ -266,6 +290,7 @@ class Conversation(SizedByLayout, VerticalScroll):
 
     async def _clear(self) -> None:
         self._generation += 1
+        self._pinned = None
         self._groups.clear()
         self._messages.clear()
         self._tools.clear()
@@ -573,12 +598,14 @@ class Conversation(SizedByLayout, VerticalScroll):
         self._want_more()
 
     def action_scroll_home(self) -> None:
+        self._pinned = None  # the person scrolls: the view is theirs
         try:
             super().action_scroll_home()
         finally:
             self._want_more()  # already at the top (no scroll, so no watch): Home loads more
 
     def action_scroll_end(self) -> None:
+        self._pinned = None
         try:
             super().action_scroll_end()
         finally:
@@ -587,6 +614,7 @@ class Conversation(SizedByLayout, VerticalScroll):
     def action_jump(self, start: bool) -> None:
         """To the first (or last) message of the run, however far: Home and End move a page of
         the window at a time (as its pages load), ctrl+Home and ctrl+End go all the way."""
+        self._pinned = None
         more = self.has_older if start else self.has_newer
         if self.pager is None or self.run_id is None or not more:
             if start:
