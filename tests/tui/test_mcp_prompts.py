@@ -102,3 +102,34 @@ async def test_a_resource_that_cannot_be_read_says_so_sends_nothing_and_keeps_th
         await wait_until(pilot, lambda: any("could not read" in n for n in notifications(app)))
         assert (await mcp_runtime.list_jobs(limit=5)).items == []
         assert screen.composer.input.text == "read @basic:notes://nowhere now"
+
+
+async def test_the_menus_follow_the_servers_when_their_configuration_changes(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a server added to .mcp.json while agent-tui ran worked in
+    runs, but its prompts and resources were not offered until a relaunch."""
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("slash", *"bas")
+        await wait_until(pilot, lambda: any("/basic:review" in o for o in _menu(screen)))
+        await pilot.press("escape")
+        screen.composer.clear_text()
+        manager = mcp_runtime.mcp
+        assert manager is not None
+        # As the runs follow a .mcp.json edit: a second server, named "extra".
+        manager.reconfigure(
+            {
+                "basic": manager.servers["basic"],
+                "extra": InMemoryServer(build_server("basic"), timeout=5.0),
+            }
+        )
+        screen.composer.focus_input()
+        await pilot.press("slash", *"ext")
+        await wait_until(pilot, lambda: any("/extra:review" in o for o in _menu(screen)))
+        await pilot.press("escape")
+        screen.composer.clear_text()
+        await pilot.press("@", *"extra:")
+        await wait_until(pilot, lambda: any("extra:notes://team/style" in o for o in _menu(screen)))

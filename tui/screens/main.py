@@ -202,6 +202,10 @@ class MainScreen(Screen[None]):
         self._files: list[str] | None = None
         self._listing_files = False
         self._resources: list[str] = []
+        self._resources_servers: dict[str, Any] = {}
+        """The MCP servers the resources were read from (read again when they change)."""
+        self._prompts_servers: dict[str, Any] = {}
+        """The MCP servers the prompt commands were read from (likewise)."""
         """The MCP servers' resources as `server:uri`, for the @-picker."""
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
@@ -325,13 +329,17 @@ class MainScreen(Screen[None]):
         ``/``); while none were found (a server that was down), again after a while."""
         import time
 
+        manager = self.runtime.mcp
         stale = time.monotonic() - self._prompts_asked_at > PROMPTS_RETRY_SECONDS
-        if not self._prompt_commands and not self._loading_prompts and stale:
-            manager = self.runtime.mcp
-            if manager is not None:
-                self._loading_prompts = True
-                self._prompts_asked_at = time.monotonic()
-                self._load_prompt_commands(manager)
+        # The servers changed since (a .mcp.json edit, followed by the runs): asked again (a
+        # trial's new server worked in runs, but its prompts were not offered here).
+        moved = manager is not None and manager.servers != self._prompts_servers
+        wanted = moved or (not self._prompt_commands and stale)
+        if manager is not None and wanted and not self._loading_prompts:
+            self._loading_prompts = True
+            self._prompts_asked_at = time.monotonic()
+            self._prompts_servers = dict(manager.servers)
+            self._load_prompt_commands(manager)
         return self._prompt_commands
 
     @work(exit_on_error=False, group="mcp-prompts")
@@ -487,12 +495,16 @@ class MainScreen(Screen[None]):
     def _file_list(self) -> list[str] | None:
         """The @-picker's entries: the workspace's files, then the MCP servers' resources
         (``server:uri``, asked of the servers the first time the picker opens)."""
+        manager = self.runtime.mcp
         if self._files is None and not self._listing_files:
             self._listing_files = True
             self._list_files()
-            manager = self.runtime.mcp
             if manager is not None and manager.servers:
+                self._resources_servers = dict(manager.servers)
                 self._list_resources(manager)
+        elif manager is not None and manager.servers != self._resources_servers:
+            self._resources_servers = dict(manager.servers)  # changed since: asked again
+            self._list_resources(manager)
         if self._files is None:
             return None
         return [*self._files, *self._resources] if self._resources else self._files
