@@ -57,3 +57,29 @@ async def test_the_header_follows_the_terminal_when_it_is_resized() -> None:
         await pilot.resize_terminal(200, 12)
         await pilot.pause()
         assert COMMAND in str(header.content)
+
+
+class _Question(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ToolCallView(
+            tool_call_id="t2",
+            name="ask_user",
+            arguments={
+                "question": "What should the notes focus on?",
+                "options": ["A short overview", "The files, one by one", "The TODO markers"],
+                "allow_free_text": True,
+            },
+            state=ToolCallState.PENDING,
+        )
+
+
+async def test_several_arguments_on_a_narrow_block_still_fit_two_lines() -> None:
+    """Found by a new-user trial: ask_user's question and options took four lines at 80
+    columns (each value kept 40 characters whatever the width)."""
+    app = _Question()
+    async with app.run_test(size=(56, 12)) as pilot:
+        await pilot.pause()
+        header = app.query_one(".tool-header", Static)
+        assert header.size.height <= 2
+        assert "question=What should" in str(header.content)
+        assert "allow_free_text=true" in str(header.content)

@@ -43,10 +43,10 @@ more (a shell command, a path), up to what fits in HEADER_LINES lines."""
 HEADER_LINES = 2
 
 
-def _arguments_text(arguments: dict[str, Any], budget: int = 0) -> str:
+def _arguments_text(arguments: dict[str, Any], budget: int = 0, floor: int = ARGUMENT_CHARS) -> str:
     """``key=value, …`` with each value on one line, cut with … past its share of ``budget``
     characters: values shorter than an even share leave the rest to the longer ones, and no
-    value is cut shorter than ARGUMENT_CHARS (the header then wraps)."""
+    value is cut shorter than ``floor`` (the header then wraps)."""
     import json  # not at import: the first frame shows no tool call
 
     values = {
@@ -56,12 +56,12 @@ def _arguments_text(arguments: dict[str, Any], budget: int = 0) -> str:
         for key, value in arguments.items()
     }
     room = budget - sum(len(key) + 3 for key in values)  # "key=" and ", "
-    limits = dict.fromkeys(values, ARGUMENT_CHARS)
+    limits = dict.fromkeys(values, floor)
     waiting = sorted(values, key=lambda key: len(values[key]))
     while waiting:
         share = room // len(waiting)
         key = waiting.pop(0)
-        limits[key] = max(ARGUMENT_CHARS, min(len(values[key]), share))
+        limits[key] = max(floor, min(len(values[key]), share))
         room -= min(len(values[key]), max(share, 0))
     return ", ".join(f"{key}={short(value, limits[key])}" for key, value in values.items())
 
@@ -179,14 +179,18 @@ class ToolCallView(Vertical, can_focus=True):
     def _header(self) -> str:
         width = self.content_size.width  # 0 before the first layout: each value at ARGUMENT_CHARS
         budget = HEADER_LINES * width - len(self.tool_name) - 4  # the icon, the brackets
+        count = max(1, len(self.arguments))
         while True:
-            header = f"{self.tool_name}({_arguments_text(self.arguments, budget)})"
+            # Each value's least share: ARGUMENT_CHARS, less on a narrow block with several
+            # arguments (a question with its options took four lines at 80 columns).
+            floor = ARGUMENT_CHARS if width <= 0 else max(16, min(ARGUMENT_CHARS, budget // count))
+            header = f"{self.tool_name}({_arguments_text(self.arguments, budget, floor)})"
             text = f"{TOOL_ICONS[self.state]} {terminal_safe_line(header)}"
             if width <= 0:
                 return text
             # Lines break between words, so a budget of two lines' characters may take three.
             lines = len(Content(text).wrap(width))
-            if lines <= HEADER_LINES or budget <= 0:
+            if lines <= HEADER_LINES or budget <= 16 * count:
                 return text
             budget -= width // 2
 
