@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from runtime.api import Runtime
 from runtime.models import ToolResultBlock
@@ -25,6 +26,7 @@ from tests.tui.helpers import (
     wait_until,
 )
 from tui import browser_filters
+from tui.screens.main import MainScreen
 from tui.widgets import job_tree
 from tui.widgets.job_tree import (
     BrowserDetail,
@@ -139,6 +141,20 @@ async def test_ages_tick_without_a_new_row_and_the_detail_says_updated_ago(
         await pilot.pause()
         assert " 2h " in tree.row_text(node)
         assert "updated 2h ago" in rendered(screen.query_one(BrowserDetail))
+
+
+async def _unfold_checkpoints(pilot: Pilot[Any], screen: MainScreen, run_id: str) -> None:
+    """From the browser's cursor on the run's job: space (its runs), ↓ and space (the run's
+    checkpoints), until they are listed."""
+    tree = screen.job_tree
+    await pilot.press("space")
+    await wait_until(pilot, lambda: tree.run_node(run_id) is not None)
+    run_node = tree.run_node(run_id)
+    assert run_node is not None
+    await pilot.press("down", "space")
+    await wait_until(
+        pilot, lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)]
+    )
 
 
 async def test_expanding_a_run_lists_its_checkpoints_at_once(
@@ -379,15 +395,7 @@ async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
     async with app.run_test(size=WIDE) as pilot:
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
-        tree = screen.job_tree
-        await pilot.press("space")  # the job's runs
-        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
-        run_node = tree.run_node(run.id)
-        assert run_node is not None
-        await pilot.press("down", "space")  # the run's checkpoints
-        await wait_until(
-            pilot, lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)]
-        )
+        await _unfold_checkpoints(pilot, screen, run.id)
         await pilot.press("down", "enter")  # Enter on the first checkpoint opens its run
         await wait_until(pilot, lambda: screen.conversation.run_id == run.id)
         if screen.focused is not None and screen.typing():
@@ -422,14 +430,7 @@ async def test_enter_on_a_checkpoint_shows_that_step_marked_and_the_cursor_stays
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
         tree = screen.job_tree
-        await pilot.press("space")  # the job's runs
-        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
-        run_node = tree.run_node(run.id)
-        assert run_node is not None
-        await pilot.press("down", "space")  # the run's checkpoints
-        await wait_until(
-            pilot, lambda: [c for c in run_node.children if isinstance(c.data, CheckpointEntry)]
-        )
+        await _unfold_checkpoints(pilot, screen, run.id)
         await pilot.press("down")
         step_node = tree.cursor_node
         assert step_node is not None and isinstance(step_node.data, CheckpointEntry)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.color import Color
+from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, Static
 
 from runtime.api import Runtime
@@ -141,6 +143,19 @@ async def test_the_theme_the_app_starts_in_colours_the_first_screen(
         assert app.theme == "fine"
 
 
+async def _choose_theme(pilot: Pilot[Any], name: str) -> None:
+    """ctrl+p, "theme", Enter, the theme's name, Enter: as a person picks one."""
+    await pilot.pause()
+    await pilot.press("ctrl+p", *"theme")
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+    await pilot.press(*name)
+    await pilot.pause()
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: pilot.app.theme == name)
+
+
 async def test_a_theme_chosen_in_the_palette_is_applied_remembered_and_said_where(
     runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,15 +163,7 @@ async def test_a_theme_chosen_in_the_palette_is_applied_remembered_and_said_wher
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     app = make_app(runtime, workspace, remember_theme=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+p", *"theme")
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        await pilot.press(*"agent-moss")
-        await pilot.pause()
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.theme == "agent-moss")
+        await _choose_theme(pilot, "agent-moss")
         said = "Theme: Theme agent-moss saved in ~/.config/agent-tui/config.toml"
         await wait_until(pilot, lambda: said in notifications(app))
         assert [text for text in notifications(app) if "saved in" in text] == [said]
@@ -174,15 +181,7 @@ async def test_a_theme_chosen_where_the_folder_sets_another_says_which_wins(
     (workspace / "agent-tui.toml").write_text('[defaults]\ntheme = "agent-dusk"\n')
     app = make_app(runtime, workspace, remember_theme=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+p", *"theme")
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        await pilot.press(*"agent-moss")
-        await pilot.pause()
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.theme == "agent-moss")
+        await _choose_theme(pilot, "agent-moss")
         await wait_until(pilot, lambda: any("saved in" in text for text in notifications(app)))
         [said] = [text for text in notifications(app) if "saved in" in text]
         assert "this folder's agent-tui.toml sets theme = 'agent-dusk', which wins" in said
