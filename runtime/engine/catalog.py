@@ -111,9 +111,9 @@ class Catalog:
         self._step = 0
         """Counts the steps begun (``new_step``): the hooks' files are stat'd once per step."""
         self._hooks_checked: dict[str, int] = {}
+        """workspace → the step at which its hooks' files were last stat'd."""
         self._mcp_files: dict[str, _McpFiles] = {}
         """workspace → its configuration files as last looked at (``_follow_mcp_files``)."""
-        """workspace → the step at which its hooks' files were last stat'd."""
 
     def provider(self, reference: str) -> ModelProvider:
         provider = self._providers.get(reference)
