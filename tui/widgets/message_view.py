@@ -247,14 +247,23 @@ class MessageView(SizedByLayout, Vertical):
         self._pending_markdown.clear()
 
     def append_thinking(self, text: str) -> None:
+        self._thinking.append(terminal_safe(text))
         if not self.query("#thinking"):
             # Mounted when the first thinking arrives, not with every streaming message: most
-            # have none, and the block is four widgets to style and lay out.
+            # have none, and the block is four widgets to style and lay out. Into a view still
+            # being mounted (its first piece and this one came together, a run resumed as it
+            # was opened), once it is: mounting into it raised MountError.
+            if self.is_mounted:
+                self._mount_thinking()
+            else:
+                self.call_after_refresh(self._mount_thinking)
+
+    def _mount_thinking(self) -> None:
+        if self.is_mounted and not self.query("#thinking"):
             self.mount(
                 Collapsible(self._thinking, title="Thinking", collapsed=True, id="thinking"),
                 before=0,
             )
-        self._thinking.append(terminal_safe(text))
 
     def on_unmount(self) -> None:
         # Whatever was still pending has nowhere to go once the widget is gone.
