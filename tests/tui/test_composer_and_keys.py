@@ -1161,3 +1161,18 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
         assert len(await runtime.job_runs(job_id)) == 1  # nothing was sent by itself
     finally:
         await runtime.close()
+
+
+async def test_slash_agent_refuses_an_unknown_agent_naming_the_configured_ones(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press(*"/agent nosuch", "enter")
+        await wait_until(pilot, lambda: any("unknown agent" in n for n in notifications(app)))
+        assert any(
+            "unknown agent 'nosuch'; configured agents: default" in n for n in notifications(app)
+        )
+        assert screen.composer.input.text == "/agent nosuch"  # kept, to fix

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, Run, RunState
@@ -352,6 +352,18 @@ async def _interrupted_by_a_quit(db_path: Path, workspace: Path) -> Run:
     return run
 
 
+async def _asked_to_cancel(pilot: Pilot[Any], app: AgentTuiApp, run: Run, text: str) -> MainScreen:
+    """With ``run``'s job open, ``text`` typed and Enter: the screen asks whether to cancel
+    the interrupted run and send it (the question docked)."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+    screen.composer.focus_input()
+    await pilot.press(*text, "enter")
+    await wait_until(pilot, lambda: screen.query(ConfirmBar))
+    return screen
+
+
 async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_forever(
     db_path: Path, workspace: Path
 ) -> None:
@@ -365,13 +377,8 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
         assert (await second.get_run(run.id)).interrupted
         app = make_app(second, workspace, open_job=run.job_id)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
-            screen.composer.focus_input()
-            await pilot.press(*"my queued line", "enter")
             # It asks whether to cancel the interrupted run and send this instead; no keeps it.
-            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            screen = await _asked_to_cancel(pilot, app, run, "my queued line")
             assert "was interrupted" in str(screen.query_one(ConfirmBar).render())
             await pilot.press("n")
             await wait_until(pilot, lambda: any("Esc, then R" in t for t in notifications(app)))
@@ -396,12 +403,7 @@ async def test_a_message_to_a_job_whose_run_was_interrupted_can_go_on_as_the_nex
     try:
         app = make_app(second, workspace, open_job=run.job_id)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
-            screen.composer.focus_input()
-            await pilot.press(*"never mind, list the files", "enter")
-            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            screen = await _asked_to_cancel(pilot, app, run, "never mind, list the files")
             await pilot.press("y")
             await wait_until(
                 pilot, lambda: screen.selected_run is not None and screen.selected_run.id != run.id
@@ -471,12 +473,7 @@ async def test_the_question_to_cancel_an_interrupted_run_goes_once_it_is_resumed
     try:
         app = make_app(second, workspace, open_job=run.job_id)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
-            screen.composer.focus_input()
-            await pilot.press(*"next turn", "enter")
-            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            screen = await _asked_to_cancel(pilot, app, run, "next turn")
             retried = await second.retry(run.id)  # as another agent-tui's R does
             await wait_until(pilot, lambda: not screen.query(ConfirmBar))
             await wait_until(pilot, lambda: any("withdrawn" in t for t in notifications(app)))

@@ -1631,12 +1631,10 @@ class MainScreen(Screen[None]):
                 self.notify(str(error), title="/model", severity="error")
                 return False
         if key == "agent":
-            agents = {"default", *self.runtime.config.agents}
-            if value not in agents:
-                self.notify(
-                    f"Unknown agent {value!r}; configured agents: {', '.join(sorted(agents))}",
-                    severity="error",
-                )
+            try:
+                self.runtime.config.check_agent(value)  # the one unknown-agent check
+            except InvalidInput as error:
+                self.notify(str(error), severity="error")
                 return False
         composer.choose_next(key, value)
         if key == "model":
