@@ -127,7 +127,9 @@ class Leases:
             renewer.close()
         if self._lost is not None:
             self._lost.cancel()
-        if self.held:
+        if self.held or not self.read_only:
+            # Also when it never held the lease: if it left drafts, the owner row then says
+            # it quit, so they are restorable at once (``runtime.drafts``).
             self.held = False
             await self._store.release_owner(self.owner_id)
 

@@ -197,7 +197,11 @@ class Store(Protocol):
         """Extend the lease. Raises ``OwnershipLost`` if it expired and was recovered."""
         ...
 
-    async def release_owner(self, owner_id: str) -> None: ...
+    async def release_owner(self, owner_id: str) -> None:
+        """Say the owner is gone (a quit): one that held a lease, or that never did but left
+        drafts, which are then another process's to restore (``runtime.drafts``). Nothing is
+        written for an owner that did neither."""
+        ...
 
     async def live_owners(self) -> list[str]:
         """Owner ids whose lease has not expired and that have not been released."""
@@ -578,30 +582,42 @@ class Store(Protocol):
         """The checkpoint's position in the global checkpoint order."""
 
     # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
-    async def get_composer_draft(self, job_id: str | None) -> str:
-        """The unsent composer text of ``job_id`` (None: the new-job composer); '' if none."""
+    # A draft is per writer: the owner id of the process that typed it (``runtime.drafts``
+    # decides which a process may restore: its own, and those of writers that are gone).
+    async def get_composer_drafts(self, job_id: str | None) -> list[WrittenDraft]:
+        """The unsent composer texts (and queued messages) of ``job_id`` (None: the new-job
+        composer), one per writer, oldest first."""
         ...
 
-    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
-        """Keep ``text`` as the draft of ``job_id``; blank text deletes the draft."""
+    async def save_composer_draft(
+        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+    ) -> None:
+        """Keep ``text`` as ``writer``'s draft of ``job_id`` (blank text deletes it; its queued
+        messages stay), and delete the drafts of ``replacing`` (gone writers' drafts just
+        restored into this one), in one transaction."""
         ...
 
-    async def get_queued_messages(self, job_id: str) -> list[str]:
-        """The messages queued for ``job_id`` (to send when its run finishes), oldest first."""
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
+        """Keep ``texts`` as the messages ``writer`` queued for ``job_id`` (none: empty)."""
         ...
 
-    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
-        """Keep ``texts`` as the messages queued for ``job_id`` (none: the queue is empty)."""
+    async def get_answer_drafts(self, request_id: str) -> list[WrittenDraft]:
+        """The unsent free-text answers to the question ``request_id``, one per writer, oldest
+        first."""
         ...
 
-    async def get_answer_draft(self, request_id: str) -> str:
-        """The unsent free-text answer to the question ``request_id``; '' if none."""
-        ...
-
-    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
-        """Keep ``text`` as the answer being typed to ``request_id`` (of ``job_id``, deleted
-        with it, and deleted when the request is answered, from anywhere); blank text deletes
-        the draft."""
+    async def save_answer_draft(
+        self,
+        request_id: str,
+        text: str,
+        *,
+        job_id: str,
+        writer: str,
+        replacing: Sequence[str] = (),
+    ) -> None:
+        """Keep ``text`` as ``writer``'s answer being typed to ``request_id`` (of ``job_id``:
+        deleted with it, and deleted, every writer's, when the request is answered); blank text
+        deletes it. ``replacing``: as ``save_composer_draft``."""
         ...
 
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
@@ -679,6 +695,23 @@ class StaleOwner(BaseModel):
     owner_id: str
     released: bool
     """Released, recovered, or no owner row at all: it said (or shows) it is gone."""
+
+
+class WrittenDraft(BaseModel):
+    """A draft as one writer left it, with what the owners table says of that writer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    writer: str
+    """The owner id of the process that typed it ('' for drafts older than writers)."""
+    text: str
+    queued: tuple[str, ...] = ()
+    """Messages it queued for the job, to send when its run finished (composer drafts)."""
+    updated_at: float
+    writer_released: bool
+    """The writer released its lease (it quit) or was recovered by another process."""
+    writer_lease_live: bool
+    """The writer holds a lease that has not run out (a process that ran something)."""
 
 
 class LeaseRenewer(Protocol):

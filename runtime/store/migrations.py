@@ -723,6 +723,42 @@ _V15_QUEUED_FOLLOW_UPS = (
 """The messages a person queued for a job while its run worked (a JSON list, sent when the run
 finishes) are kept with the job's composer draft, so a quit or a crash loses none of them."""
 
+_V16_DRAFT_WRITERS = (
+    """
+    CREATE TABLE composer_drafts_v16 (
+        job_id TEXT NOT NULL,
+        writer TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        queued TEXT NOT NULL DEFAULT '[]',
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (job_id, writer)
+    )
+    """,
+    "INSERT INTO composer_drafts_v16 (job_id, writer, text, queued, updated_at)"
+    " SELECT job_id, '', text, queued, updated_at FROM composer_drafts",
+    "DROP TABLE composer_drafts",
+    "ALTER TABLE composer_drafts_v16 RENAME TO composer_drafts",
+    """
+    CREATE TABLE answer_drafts_v16 (
+        request_id TEXT NOT NULL,
+        writer TEXT NOT NULL DEFAULT '',
+        job_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (request_id, writer)
+    )
+    """,
+    "INSERT INTO answer_drafts_v16 (request_id, writer, job_id, text, updated_at)"
+    " SELECT request_id, '', job_id, text, updated_at FROM answer_drafts",
+    "DROP TABLE answer_drafts",
+    "ALTER TABLE answer_drafts_v16 RENAME TO answer_drafts",
+)
+"""Each draft carries its writer (the owner id of the process that typed it): a second live
+agent-tui on the database neither shows nor sends the first one's half-typed text, and a draft
+comes back only from a writer that is gone (a quit or a crash). Rows written before have no
+writer (''), which counts as gone. SQLite cannot change a primary key: the tables are made
+again with ``writer`` in theirs."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -767,6 +803,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         15, "the follow-ups queued for a job are kept with its draft", _V15_QUEUED_FOLLOW_UPS
     ),
+    Migration(16, "each draft carries the process that wrote it", _V16_DRAFT_WRITERS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -317,6 +317,16 @@ _V5_QUEUED_FOLLOW_UPS = (
 )
 """The follow-ups queued for a job are kept with its draft (SQLite migration 15)."""
 
+_V6_DRAFT_WRITERS = (
+    "ALTER TABLE composer_drafts ADD COLUMN writer TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE composer_drafts DROP CONSTRAINT composer_drafts_pkey",
+    "ALTER TABLE composer_drafts ADD PRIMARY KEY (job_id, writer)",
+    "ALTER TABLE answer_drafts ADD COLUMN writer TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE answer_drafts DROP CONSTRAINT answer_drafts_pkey",
+    "ALTER TABLE answer_drafts ADD PRIMARY KEY (request_id, writer)",
+)
+"""Each draft carries the process that wrote it (SQLite migration 16)."""
+
 MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(1, "the whole schema", _V1_CORE),
     PgMigration(
@@ -331,6 +341,7 @@ MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(
         5, "the follow-ups queued for a job are kept with its draft", _V5_QUEUED_FOLLOW_UPS
     ),
+    PgMigration(6, "each draft carries the process that wrote it", _V6_DRAFT_WRITERS),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

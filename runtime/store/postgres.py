@@ -92,6 +92,7 @@ from runtime.store.base import (
     StaleOwner,
     StepCommit,
     ToolStateChange,
+    WrittenDraft,
 )
 from runtime.store.rules import Plan
 from runtime.store.sqlite import (
@@ -214,9 +215,9 @@ def ts_query(text: str) -> str | None:
 
 
 _DELETE_EMPTY_DRAFT = (
-    "DELETE FROM composer_drafts WHERE job_id = $1 AND text = '' AND queued = '[]'"
+    "DELETE FROM composer_drafts WHERE job_id = $1 AND writer = $2 AND text = '' AND queued = '[]'"
 )
-"""A job's composer row goes once it holds neither a draft nor a queued message."""
+"""A writer's composer row of a job goes once it holds neither a draft nor a queued message."""
 
 
 @dataclass
@@ -439,10 +440,16 @@ class PostgresStore:
 
         async def tx(t: _Tx) -> None:
             await t.conn.execute(
-                "UPDATE owners SET released = TRUE, lease_expires_at = least(lease_expires_at, $1)"
-                " WHERE owner_id = $2",
-                now,
+                "INSERT INTO owners (owner_id, pid, lease_seconds, lease_expires_at,"
+                " heartbeat_at, released, recovered_at) SELECT $1, $2, 0, $3, $3, TRUE, NULL"
+                " WHERE EXISTS (SELECT 1 FROM owners WHERE owner_id = $1)"
+                " OR EXISTS (SELECT 1 FROM composer_drafts WHERE writer = $1)"
+                " OR EXISTS (SELECT 1 FROM answer_drafts WHERE writer = $1)"
+                " ON CONFLICT (owner_id) DO UPDATE SET released = TRUE,"
+                " lease_expires_at = least(owners.lease_expires_at, excluded.lease_expires_at)",
                 owner_id,
+                os.getpid(),
+                now,
             )
 
         await self._write(tx)
@@ -1684,81 +1691,120 @@ class PostgresStore:
 
     # --- composer drafts, id prefixes and prompt history ------------------------------------------
 
-    async def get_composer_draft(self, job_id: str | None) -> str:
-        async def read(conn: Conn) -> str:
-            text = await conn.fetchval(
-                "SELECT text FROM composer_drafts WHERE job_id = $1", job_id or ""
+    async def _written_drafts(self, table: str, key_column: str, key: str) -> list[WrittenDraft]:
+        now = self._now()
+        queued = "d.queued" if table == "composer_drafts" else "'[]'"
+
+        async def read(conn: Conn) -> list[WrittenDraft]:
+            rows = await conn.fetch(
+                f"SELECT d.writer, d.text, {queued} AS queued, d.updated_at,"
+                " coalesce(o.released OR o.recovered_at IS NOT NULL, FALSE) AS released,"
+                " coalesce(NOT o.released AND o.recovered_at IS NULL"
+                " AND o.lease_expires_at >= $1, FALSE) AS lease_live"
+                f" FROM {table} AS d LEFT JOIN owners AS o ON o.owner_id = d.writer"
+                f" WHERE d.{key_column} = $2 ORDER BY d.updated_at, d.writer",
+                now,
+                key,
             )
-            return str(text) if text is not None else ""
+            return [
+                WrittenDraft(
+                    writer=row["writer"],
+                    text=row["text"],
+                    queued=tuple(_queued_texts(row["queued"])),
+                    updated_at=row["updated_at"],
+                    writer_released=bool(row["released"]),
+                    writer_lease_live=bool(row["lease_live"]),
+                )
+                for row in rows
+            ]
 
         return await self._read(read)
 
-    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
-        now = self._now()
+    async def get_composer_drafts(self, job_id: str | None) -> list[WrittenDraft]:
+        return await self._written_drafts("composer_drafts", "job_id", job_id or "")
+
+    async def save_composer_draft(
+        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+    ) -> None:
+        now, key = self._now(), job_id or ""
 
         async def tx(t: _Tx) -> None:
             await t.conn.execute(
-                "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES ($1, $2, $3)"
-                " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
-                " updated_at = excluded.updated_at",
-                job_id or "",
+                "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, writer) DO UPDATE"
+                " SET text = excluded.text, updated_at = excluded.updated_at",
+                key,
+                writer,
                 text if text.strip() else "",
                 now,
             )
-            await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id or "")
+            await t.conn.execute(_DELETE_EMPTY_DRAFT, key, writer)
+            gone = [other for other in replacing if other != writer]
+            if gone:
+                await t.conn.execute(
+                    "DELETE FROM composer_drafts WHERE job_id = $1 AND writer = ANY($2::text[])",
+                    key,
+                    gone,
+                )
 
         await self._write(tx)
 
-    async def get_queued_messages(self, job_id: str) -> list[str]:
-        async def read(conn: Conn) -> list[str]:
-            stored = await conn.fetchval(
-                "SELECT queued FROM composer_drafts WHERE job_id = $1", job_id
-            )
-            return _queued_texts(stored)
-
-        return await self._read(read)
-
-    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
         now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
 
         async def tx(t: _Tx) -> None:
             await t.conn.execute(
-                "INSERT INTO composer_drafts (job_id, text, queued, updated_at)"
-                " VALUES ($1, '', $2, $3) ON CONFLICT (job_id) DO UPDATE"
+                "INSERT INTO composer_drafts (job_id, writer, text, queued, updated_at)"
+                " VALUES ($1, $2, '', $3, $4) ON CONFLICT (job_id, writer) DO UPDATE"
                 " SET queued = excluded.queued, updated_at = excluded.updated_at",
                 job_id,
+                writer,
                 queued,
                 now,
             )
-            await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id)
+            await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id, writer)
 
         await self._write(tx)
 
-    async def get_answer_draft(self, request_id: str) -> str:
-        async def read(conn: Conn) -> str:
-            text = await conn.fetchval(
-                "SELECT text FROM answer_drafts WHERE request_id = $1", request_id
-            )
-            return str(text) if text is not None else ""
+    async def get_answer_drafts(self, request_id: str) -> list[WrittenDraft]:
+        return await self._written_drafts("answer_drafts", "request_id", request_id)
 
-        return await self._read(read)
-
-    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
+    async def save_answer_draft(
+        self,
+        request_id: str,
+        text: str,
+        *,
+        job_id: str,
+        writer: str,
+        replacing: Sequence[str] = (),
+    ) -> None:
         now = self._now()
 
         async def tx(t: _Tx) -> None:
             if text.strip():
                 await t.conn.execute(
-                    "INSERT INTO answer_drafts (request_id, job_id, text, updated_at)"
-                    " VALUES ($1, $2, $3, $4) ON CONFLICT (request_id) DO UPDATE SET"
-                    " text = excluded.text, updated_at = excluded.updated_at",
+                    "INSERT INTO answer_drafts (request_id, writer, job_id, text, updated_at)"
+                    " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_id, writer) DO UPDATE"
+                    " SET text = excluded.text, updated_at = excluded.updated_at",
                     request_id,
+                    writer,
                     job_id,
                     text,
                     now,
                 )
             else:
-                await t.conn.execute("DELETE FROM answer_drafts WHERE request_id = $1", request_id)
+                await t.conn.execute(
+                    "DELETE FROM answer_drafts WHERE request_id = $1 AND writer = $2",
+                    request_id,
+                    writer,
+                )
+            gone = [other for other in replacing if other != writer]
+            if gone:
+                await t.conn.execute(
+                    "DELETE FROM answer_drafts WHERE request_id = $1 AND writer = ANY($2::text[])",
+                    request_id,
+                    gone,
+                )
 
         await self._write(tx)
 

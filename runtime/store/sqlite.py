@@ -90,6 +90,7 @@ from runtime.store.base import (
     StaleOwner,
     StepCommit,
     ToolStateChange,
+    WrittenDraft,
 )
 from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
 from runtime.store.checks import check_database_file as check_database_file
@@ -119,8 +120,17 @@ CHECKPOINT_EVERY = 100
 HOLD_WAIT = 0.02
 """Seconds an operation on the caller's thread waits, blocking, for the worker to hand back
 the connection before it goes to the worker (``SqliteStore._hold``)."""
-_DELETE_EMPTY_DRAFT = "DELETE FROM composer_drafts WHERE job_id = ? AND text = '' AND queued = '[]'"
-"""A job's composer row goes once it holds neither a draft nor a queued message."""
+_DELETE_EMPTY_DRAFT = (
+    "DELETE FROM composer_drafts WHERE job_id = ? AND writer = ? AND text = '' AND queued = '[]'"
+)
+"""A writer's composer row of a job goes once it holds neither a draft nor a queued message."""
+_OWNER_OR_WRITER = (
+    "EXISTS (SELECT 1 FROM owners WHERE owner_id = ?1)"
+    " OR EXISTS (SELECT 1 FROM composer_drafts WHERE writer = ?1)"
+    " OR EXISTS (SELECT 1 FROM answer_drafts WHERE writer = ?1)"
+)
+"""An owner that ``release_owner`` marks gone: one that held a lease, or left drafts (a process
+that only read, or was refused, writes nothing)."""
 
 
 def _queued_texts(stored: str | None) -> list[str]:
@@ -689,9 +699,12 @@ class SqliteStore:
 
         def tx(conn: Conn) -> None:
             conn.execute(
-                "UPDATE owners SET released = 1, lease_expires_at = min(lease_expires_at, ?)"
-                " WHERE owner_id = ?",
-                (now, owner_id),
+                "INSERT INTO owners (owner_id, pid, lease_seconds, lease_expires_at,"
+                " heartbeat_at, released, recovered_at) SELECT ?1, ?2, 0, ?3, ?3, 1, NULL"
+                f" WHERE {_OWNER_OR_WRITER}"
+                " ON CONFLICT (owner_id) DO UPDATE SET released = 1,"
+                " lease_expires_at = min(lease_expires_at, excluded.lease_expires_at)",
+                (owner_id, os.getpid(), now),
             )
 
         await self._write(tx)
@@ -1920,74 +1933,104 @@ class SqliteStore:
 
     # --- composer drafts, id prefixes and prompt history (clients' conveniences) -------------
 
-    async def get_composer_draft(self, job_id: str | None) -> str:
-        def read(conn: Conn) -> str:
-            row = conn.execute(
-                "SELECT text FROM composer_drafts WHERE job_id = ?", (job_id or "",)
-            ).fetchone()
-            return str(row["text"]) if row is not None else ""
-
-        return await self._read(read)
-
-    async def save_composer_draft(self, job_id: str | None, text: str) -> None:
+    def _written_drafts(
+        self, table: str, key_column: str, key: str
+    ) -> Callable[[Conn], list[WrittenDraft]]:
         now = self._now()
+        queued = "d.queued" if table == "composer_drafts" else "'[]'"
+
+        def read(conn: Conn) -> list[WrittenDraft]:
+            rows = conn.execute(
+                f"SELECT d.writer, d.text, {queued} AS queued, d.updated_at,"
+                " coalesce(o.released = 1 OR o.recovered_at IS NOT NULL, 0) AS released,"
+                " coalesce(o.released = 0 AND o.recovered_at IS NULL"
+                " AND o.lease_expires_at >= ?, 0) AS lease_live"
+                f" FROM {table} AS d LEFT JOIN owners AS o ON o.owner_id = d.writer"
+                f" WHERE d.{key_column} = ? ORDER BY d.updated_at, d.writer",
+                (now, key),
+            )
+            return [
+                WrittenDraft(
+                    writer=row["writer"],
+                    text=row["text"],
+                    queued=tuple(_queued_texts(row["queued"])),
+                    updated_at=row["updated_at"],
+                    writer_released=bool(row["released"]),
+                    writer_lease_live=bool(row["lease_live"]),
+                )
+                for row in rows
+            ]
+
+        return read
+
+    async def get_composer_drafts(self, job_id: str | None) -> list[WrittenDraft]:
+        return await self._read(self._written_drafts("composer_drafts", "job_id", job_id or ""))
+
+    async def save_composer_draft(
+        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+    ) -> None:
+        now, key = self._now(), job_id or ""
 
         def write(conn: Conn) -> None:
             conn.execute(
-                "INSERT INTO composer_drafts (job_id, text, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (job_id) DO UPDATE SET text = excluded.text,"
-                " updated_at = excluded.updated_at",
-                (job_id or "", text if text.strip() else "", now),
+                "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (job_id, writer) DO UPDATE"
+                " SET text = excluded.text, updated_at = excluded.updated_at",
+                (key, writer, text if text.strip() else "", now),
             )
-            conn.execute(_DELETE_EMPTY_DRAFT, (job_id or "",))
+            conn.execute(_DELETE_EMPTY_DRAFT, (key, writer))
+            conn.executemany(
+                "DELETE FROM composer_drafts WHERE job_id = ? AND writer = ?",
+                [(key, gone) for gone in replacing if gone != writer],
+            )
 
         await self._write(write)
 
-    async def get_queued_messages(self, job_id: str) -> list[str]:
-        def read(conn: Conn) -> list[str]:
-            row = conn.execute(
-                "SELECT queued FROM composer_drafts WHERE job_id = ?", (job_id,)
-            ).fetchone()
-            return _queued_texts(row["queued"] if row is not None else None)
-
-        return await self._read(read)
-
-    async def save_queued_messages(self, job_id: str, texts: Sequence[str]) -> None:
+    async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
         now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
 
         def write(conn: Conn) -> None:
             conn.execute(
-                "INSERT INTO composer_drafts (job_id, text, queued, updated_at)"
-                " VALUES (?, '', ?, ?) ON CONFLICT (job_id) DO UPDATE"
+                "INSERT INTO composer_drafts (job_id, writer, text, queued, updated_at)"
+                " VALUES (?, ?, '', ?, ?) ON CONFLICT (job_id, writer) DO UPDATE"
                 " SET queued = excluded.queued, updated_at = excluded.updated_at",
-                (job_id, queued, now),
+                (job_id, writer, queued, now),
             )
-            conn.execute(_DELETE_EMPTY_DRAFT, (job_id,))
+            conn.execute(_DELETE_EMPTY_DRAFT, (job_id, writer))
 
         await self._write(write)
 
-    async def get_answer_draft(self, request_id: str) -> str:
-        def read(conn: Conn) -> str:
-            row = conn.execute(
-                "SELECT text FROM answer_drafts WHERE request_id = ?", (request_id,)
-            ).fetchone()
-            return str(row["text"]) if row is not None else ""
+    async def get_answer_drafts(self, request_id: str) -> list[WrittenDraft]:
+        return await self._read(self._written_drafts("answer_drafts", "request_id", request_id))
 
-        return await self._read(read)
-
-    async def save_answer_draft(self, request_id: str, text: str, *, job_id: str) -> None:
+    async def save_answer_draft(
+        self,
+        request_id: str,
+        text: str,
+        *,
+        job_id: str,
+        writer: str,
+        replacing: Sequence[str] = (),
+    ) -> None:
         now = self._now()
 
         def write(conn: Conn) -> None:
             if text.strip():
                 conn.execute(
-                    "INSERT INTO answer_drafts (request_id, job_id, text, updated_at)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT (request_id) DO UPDATE SET"
+                    "INSERT INTO answer_drafts (request_id, writer, job_id, text, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_id, writer) DO UPDATE SET"
                     " text = excluded.text, updated_at = excluded.updated_at",
-                    (request_id, job_id, text, now),
+                    (request_id, writer, job_id, text, now),
                 )
             else:
-                conn.execute("DELETE FROM answer_drafts WHERE request_id = ?", (request_id,))
+                conn.execute(
+                    "DELETE FROM answer_drafts WHERE request_id = ? AND writer = ?",
+                    (request_id, writer),
+                )
+            conn.executemany(
+                "DELETE FROM answer_drafts WHERE request_id = ? AND writer = ?",
+                [(request_id, gone) for gone in replacing if gone != writer],
+            )
 
         await self._write(write)
 

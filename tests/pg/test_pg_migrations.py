@@ -9,6 +9,7 @@ from runtime.models import DraftKind
 from runtime.store.base import NewRun
 from runtime.store.pg_schema import LATEST_VERSION
 from runtime.store.postgres import PostgresStore
+from tests.store.helpers import WRITER, queued_messages
 
 
 async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
@@ -23,17 +24,21 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
         await store.register_owner("owner-1", lease_seconds=30)
         token = (await store.claim_run(run.id, owner_id="owner-1")).execution_token or ""
         await store.save_draft(run.id, token=token, message_id="m", text="Looking for the zeb")
-        await store.save_composer_draft(run.job_id, "and then the giraffe")
+        await store.save_composer_draft(run.job_id, "and then the giraffe", writer=WRITER)
     finally:
         await store.close()
     # The database as version 3 left it: draft parts with no kind (and, from version 5 on,
-    # composer drafts with a queue).
+    # composer drafts with a queue; from version 6 on, drafts with their writer).
     conn = await asyncpg.connect(pg_database)
     try:
         await conn.execute("SET search_path TO agent_tui")
         await conn.execute("ALTER TABLE draft_parts DROP CONSTRAINT draft_parts_pkey")
         await conn.execute("ALTER TABLE draft_parts DROP COLUMN kind")
         await conn.execute("ALTER TABLE draft_parts ADD PRIMARY KEY (run_id, message_id, start)")
+        for table, key in (("composer_drafts", "job_id"), ("answer_drafts", "request_id")):
+            await conn.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
+            await conn.execute(f"ALTER TABLE {table} DROP COLUMN writer")
+            await conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
         await conn.execute("ALTER TABLE composer_drafts DROP COLUMN queued")
         await conn.execute("DELETE FROM agent_tui_migrations WHERE version >= 4")
     finally:
@@ -52,10 +57,12 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
         [draft] = await store.get_drafts(run.id)
         assert (draft.text, draft.thinking) == ("Looking for the zebra", "Where?")
         # Version 5: the composer draft is kept, with an empty queue that can fill.
-        assert await store.get_composer_draft(run.job_id) == "and then the giraffe"
-        assert await store.get_queued_messages(run.job_id) == []
-        await store.save_queued_messages(run.job_id, ["the zebra first"])
-        assert await store.get_queued_messages(run.job_id) == ["the zebra first"]
+        # Version 6: it has no writer (''), so whichever agent-tui opens the job restores it.
+        [composer_draft] = await store.get_composer_drafts(run.job_id)
+        assert (composer_draft.writer, composer_draft.text) == ("", "and then the giraffe")
+        assert await queued_messages(store, run.job_id) == []
+        await store.save_queued_messages(run.job_id, ["the zebra first"], writer=WRITER)
+        assert await queued_messages(store, run.job_id) == ["the zebra first"]
     finally:
         await store.close()
     conn = await asyncpg.connect(pg_database)
@@ -64,4 +71,4 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
     finally:
         await conn.close()
     applied = {row["version"] for row in versions}
-    assert {4, 5} <= applied and max(applied) == LATEST_VERSION
+    assert {4, 5, 6} <= applied and max(applied) == LATEST_VERSION

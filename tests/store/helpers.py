@@ -74,3 +74,25 @@ def tool_use_message(calls: list[NewToolCall]) -> NewMessage:
             for c in calls
         ],
     )
+
+
+WRITER = "test-host:1:writer"
+"""The writer of the drafts a store test saves (a process's owner id)."""
+
+
+async def composer_text(store: Store, job_id: str | None, *, writer: str | None = None) -> str:
+    """The composer draft ``writer`` keeps for ``job_id`` (None: every writer's, joined)."""
+    drafts = await store.get_composer_drafts(job_id)
+    return "\n\n".join(d.text for d in drafts if writer is None or d.writer == writer)
+
+
+async def queued_messages(store: Store, job_id: str, *, writer: str | None = None) -> list[str]:
+    """The messages ``writer`` queued for ``job_id`` (None: every writer's)."""
+    drafts = await store.get_composer_drafts(job_id)
+    return [text for d in drafts if writer is None or d.writer == writer for text in d.queued]
+
+
+async def answer_text(store: Store, request_id: str, *, writer: str | None = None) -> str:
+    """The answer ``writer`` was typing to ``request_id`` (None: every writer's, joined)."""
+    drafts = await store.get_answer_drafts(request_id)
+    return "\n\n".join(d.text for d in drafts if writer is None or d.writer == writer)

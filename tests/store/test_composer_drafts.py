@@ -7,24 +7,25 @@ from pathlib import Path
 from runtime.store.base import NewRun
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.sqlite import open_sqlite_store
+from tests.store.helpers import WRITER, composer_text
 
 
 async def test_drafts_are_kept_per_job_and_a_blank_one_is_deleted(tmp_path: Path) -> None:
     store = await open_sqlite_store(tmp_path / "s.db")
     try:
-        assert await store.get_composer_draft(None) == ""
-        await store.save_composer_draft(None, "a new task\nsecond line")
-        await store.save_composer_draft("job-1", "a follow-up")
-        await store.save_composer_draft("job-1", "a better follow-up")
-        assert await store.get_composer_draft(None) == "a new task\nsecond line"
-        assert await store.get_composer_draft("job-1") == "a better follow-up"
-        await store.save_composer_draft("job-1", "  ")
-        assert await store.get_composer_draft("job-1") == ""
+        assert await composer_text(store, None) == ""
+        await store.save_composer_draft(None, "a new task\nsecond line", writer=WRITER)
+        await store.save_composer_draft("job-1", "a follow-up", writer=WRITER)
+        await store.save_composer_draft("job-1", "a better follow-up", writer=WRITER)
+        assert await composer_text(store, None) == "a new task\nsecond line"
+        assert await composer_text(store, "job-1") == "a better follow-up"
+        await store.save_composer_draft("job-1", "  ", writer=WRITER)
+        assert await composer_text(store, "job-1") == ""
     finally:
         await store.close()
     reopened = await open_sqlite_store(tmp_path / "s.db")
     try:
-        assert await reopened.get_composer_draft(None) == "a new task\nsecond line"
+        assert await composer_text(reopened, None) == "a new task\nsecond line"
     finally:
         await reopened.close()
 

@@ -31,8 +31,12 @@ from runtime.models import (
 from runtime.store.base import NewInputRequest, NewMessage, Store, ToolStateChange
 from tests.store.conftest import StoreFactory
 from tests.store.helpers import (
+    WRITER,
+    answer_text,
     assistant,
+    composer_text,
     new_run,
+    queued_messages,
     running_run,
     step_with_tools,
     tool_calls,
@@ -1114,34 +1118,96 @@ async def test_a_note_with_usage_on_a_run_the_caller_does_not_own_changes_nothin
 async def test_an_answer_being_typed_is_kept_per_question_until_blanked(store: Store) -> None:
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
-    assert await store.get_answer_draft(request.id) == ""
-    await store.save_answer_draft(request.id, "only the", job_id=run.job_id)
-    await store.save_answer_draft(request.id, "only the tests\nand docs", job_id=run.job_id)
-    assert await store.get_answer_draft(request.id) == "only the tests\nand docs"
-    assert await store.get_answer_draft("another-request") == ""
-    await store.save_answer_draft(request.id, "  ", job_id=run.job_id)
-    assert await store.get_answer_draft(request.id) == ""
+    assert await answer_text(store, request.id) == ""
+    await store.save_answer_draft(request.id, "only the", job_id=run.job_id, writer=WRITER)
+    await store.save_answer_draft(
+        request.id, "only the tests\nand docs", job_id=run.job_id, writer=WRITER
+    )
+    assert await answer_text(store, request.id) == "only the tests\nand docs"
+    assert await answer_text(store, "another-request") == ""
+    await store.save_answer_draft(request.id, "  ", job_id=run.job_id, writer=WRITER)
+    assert await answer_text(store, request.id) == ""
+
+
+async def test_drafts_are_kept_per_writer_and_a_restored_one_replaces_those_it_took_in(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    quit_writer, live_writer, restorer = "host:1:quit", "host:2:live", "host:3:new"
+    await store.register_owner(quit_writer, lease_seconds=30)
+    await store.register_owner(live_writer, lease_seconds=30)
+    await store.save_composer_draft(run.job_id, "typed before a quit", writer=quit_writer)
+    await store.save_queued_messages(run.job_id, ["queued before it"], writer=quit_writer)
+    await store.save_composer_draft(run.job_id, "typed in another window", writer=live_writer)
+    await store.save_answer_draft(
+        request.id, "half an answer", job_id=run.job_id, writer=quit_writer
+    )
+    await store.save_answer_draft(request.id, "its own", job_id=run.job_id, writer=live_writer)
+    await store.release_owner(quit_writer)
+    # Each writer's own row, oldest first, with what the owners table says of its writer.
+    drafts = await store.get_composer_drafts(run.job_id)
+    assert [(d.writer, d.text, d.queued) for d in drafts] == [
+        (quit_writer, "typed before a quit", ("queued before it",)),
+        (live_writer, "typed in another window", ()),
+    ]
+    assert [(d.writer_released, d.writer_lease_live) for d in drafts] == [
+        (True, False),
+        (False, True),
+    ]
+    # A writer with no owner row (it never held a lease) is neither.
+    await store.save_composer_draft(None, "a new task", writer=restorer)
+    [new_task] = await store.get_composer_drafts(None)
+    assert (new_task.writer_released, new_task.writer_lease_live) == (False, False)
+    # Restored by another writer: its draft is saved and the one it took in goes, together;
+    # the live writer's stays.
+    await store.save_composer_draft(
+        run.job_id,
+        "queued before it\n\ntyped before a quit",
+        writer=restorer,
+        replacing=[quit_writer],
+    )
+    assert [(d.writer, d.text) for d in await store.get_composer_drafts(run.job_id)] == [
+        (live_writer, "typed in another window"),
+        (restorer, "queued before it\n\ntyped before a quit"),
+    ]
+    await store.save_answer_draft(
+        request.id, "half an answer", job_id=run.job_id, writer=restorer, replacing=[quit_writer]
+    )
+    assert [(d.writer, d.text) for d in await store.get_answer_drafts(request.id)] == [
+        (live_writer, "its own"),
+        (restorer, "half an answer"),
+    ]
+    # A blank draft deletes its writer's row only.
+    await store.save_composer_draft(run.job_id, " ", writer=restorer)
+    assert await composer_text(store, run.job_id) == "typed in another window"
+    # An answer deletes every writer's answer draft.
+    await store.answer_input_request(request.id, answer="done", idempotency_key="a-1")
+    assert await store.get_answer_drafts(request.id) == []
 
 
 async def test_the_messages_queued_for_a_job_are_kept_beside_its_draft_and_go_with_it(
     store: Store,
 ) -> None:
     run, _ = await running_run(store)
-    assert await store.get_queued_messages(run.job_id) == []
-    await store.save_queued_messages(run.job_id, ["then the tests", "and the docs ✓"])
-    assert await store.get_queued_messages(run.job_id) == ["then the tests", "and the docs ✓"]
-    assert await store.get_composer_draft(run.job_id) == ""
-    await store.save_composer_draft(run.job_id, "half typed")
-    await store.save_queued_messages(run.job_id, [])  # sent: the draft stays
-    assert await store.get_composer_draft(run.job_id) == "half typed"
-    await store.save_queued_messages(run.job_id, ["one more"])
-    await store.save_composer_draft(run.job_id, "  ")  # the draft goes: the queue stays
-    assert await store.get_queued_messages(run.job_id) == ["one more"]
+    assert await queued_messages(store, run.job_id) == []
+    await store.save_queued_messages(
+        run.job_id, ["then the tests", "and the docs ✓"], writer=WRITER
+    )
+    assert await queued_messages(store, run.job_id) == ["then the tests", "and the docs ✓"]
+    assert await composer_text(store, run.job_id) == ""
+    await store.save_composer_draft(run.job_id, "half typed", writer=WRITER)
+    await store.save_queued_messages(run.job_id, [], writer=WRITER)  # sent: the draft stays
+    assert await composer_text(store, run.job_id) == "half typed"
+    await store.save_queued_messages(run.job_id, ["one more"], writer=WRITER)
+    # The draft goes: the queue stays.
+    await store.save_composer_draft(run.job_id, "  ", writer=WRITER)
+    assert await queued_messages(store, run.job_id) == ["one more"]
     await store.cancel_run(run.id, reason="done")
     await store.set_job_archived(run.job_id, True)
     removed = await store.delete_job(run.job_id)
     assert removed["composer_drafts"] == 1
-    assert await store.get_queued_messages(run.job_id) == []
+    assert await queued_messages(store, run.job_id) == []
 
 
 async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hears(
@@ -1206,24 +1272,24 @@ async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(stor
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
     other, other_token = await running_run(store)
     _, other_request = await store.open_input_request(other.id, token=other_token, request=QUESTION)
-    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id)
-    await store.save_composer_draft(run.job_id, "half a follow-up")
-    await store.save_answer_draft(other_request.id, "kept", job_id=other.job_id)
-    await store.save_composer_draft(other.job_id, "kept too")
+    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id, writer=WRITER)
+    await store.save_composer_draft(run.job_id, "half a follow-up", writer=WRITER)
+    await store.save_answer_draft(other_request.id, "kept", job_id=other.job_id, writer=WRITER)
+    await store.save_composer_draft(other.job_id, "kept too", writer=WRITER)
     await store.cancel_run(run.id, reason="done")
     await store.set_job_archived(run.job_id, True)
     removed = await store.delete_job(run.job_id)
     assert removed["answer_drafts"] == 1 and removed["composer_drafts"] == 1
-    assert await store.get_answer_draft(request.id) == ""
-    assert await store.get_composer_draft(run.job_id) == ""
-    assert await store.get_answer_draft(other_request.id) == "kept"
-    assert await store.get_composer_draft(other.job_id) == "kept too"
+    assert await answer_text(store, request.id) == ""
+    assert await composer_text(store, run.job_id) == ""
+    assert await answer_text(store, other_request.id) == "kept"
+    assert await composer_text(store, other.job_id) == "kept too"
 
 
 async def test_answering_a_question_deletes_what_was_being_typed_to_it(store: Store) -> None:
     # Answered elsewhere (the CLI, another TUI), the draft stayed until its job was deleted.
     run, token = await running_run(store)
     _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
-    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id)
+    await store.save_answer_draft(request.id, "half an answer", job_id=run.job_id, writer=WRITER)
     await store.answer_input_request(request.id, answer="a")
-    assert await store.get_answer_draft(request.id) == ""
+    assert await answer_text(store, request.id) == ""

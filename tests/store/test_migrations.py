@@ -617,12 +617,16 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
         t: rows
         for t, rows in after.items()
         # draft_parts: migration 12 made the drafts table its parts (the draft is read above);
-        # answer_drafts: new in 13, empty; composer_drafts: a column more in 15 (checked below)
+        # answer_drafts: new in 13, empty; composer_drafts: columns more in 15, 16 (below)
         if t not in ("runs", "tool_calls", "events", "jobs", "owners", "input_requests")
         and t not in ("draft_parts", "answer_drafts", "composer_drafts")
     }
-    # Migration 15: each composer draft keeps its text and gets an empty queue.
-    assert [(*row, "[]") for row in before["composer_drafts"]] == after["composer_drafts"]
+    # Migrations 15 and 16: each composer draft keeps its text and gets an empty queue and no
+    # writer ('': whichever agent-tui opens the job restores it).
+    assert [
+        (job_id, "", text, "[]", updated_at)
+        for job_id, text, updated_at in before["composer_drafts"]
+    ] == after["composer_drafts"]
     before.pop("drafts")
     assert unchanged == {t: before[t] for t in unchanged}
     for table in before:

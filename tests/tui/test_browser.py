@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from runtime.api import Runtime
 from runtime.models import ToolResultBlock
 from runtime.store.base import NewRun
+from tests.store.helpers import composer_text
 from tests.tui.helpers import (
     LayoutCount,
     finish_run,
@@ -626,7 +627,7 @@ async def test_a_sent_slash_fork_leaves_no_draft_behind_to_fork_again(
 
         async def draft_until(holds: Callable[[str], bool]) -> None:
             async with asyncio.timeout(10):
-                while not holds(await runtime.store.get_composer_draft(run.job_id)):
+                while not holds(await composer_text(runtime.store, run.job_id)):
                     await pilot.pause(0.05)
 
         await draft_until(lambda text: "/fork" in text)  # saved as one types: a quit keeps it

@@ -16,6 +16,7 @@ from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
+from tests.store.helpers import composer_text, queued_messages
 from tests.tui.helpers import (
     SIZE,
     asked_in_the_tui,
@@ -278,7 +279,7 @@ async def test_the_unsent_draft_comes_back_after_quitting_and_after_a_crash(
             saved: list[str] = []
 
             async def read() -> None:
-                saved.append(await store.get_composer_draft(None))
+                saved.append(await composer_text(store, None))
 
             async def draft_is_saved() -> bool:
                 await read()
@@ -306,6 +307,47 @@ async def test_the_unsent_draft_comes_back_after_quitting_and_after_a_crash(
         await runtime.close()
 
 
+async def test_another_live_agent_tuis_half_typed_text_is_not_shown_here_until_it_quits(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a second agent-tui on the same database showed the first
+    one's half-typed follow-up in its own box, and sent it again."""
+    other = await open_runtime(db_path, workspace)  # another agent-tui, alive
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        run = await runtime.start("summarise")
+        await finish_run(runtime, run.id)
+        await other.store.save_composer_draft(run.job_id, "typed over there", writer=other.owner_id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+
+            def draft_loaded() -> bool:
+                return not any(
+                    worker.group == "draft-load" and worker.is_running for worker in screen.workers
+                )
+
+            await _open_first_job(pilot, app, run.job_id)
+            await wait_until(pilot, draft_loaded)
+            await pilot.pause()
+            assert screen.composer.input.text == ""
+            assert not any("back in the box" in text for text in notifications(app))
+
+            await other.close()  # it quits: what it left unsent is this one's to restore
+            await pilot.press("n")
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+            await pilot.press("escape")
+            await _open_first_job(pilot, app, run.job_id)
+            await wait_until(pilot, lambda: screen.composer.input.text == "typed over there")
+            await wait_until(pilot, lambda: any("back in the box" in t for t in notifications(app)))
+        # Taken over, once: the other's row went as this one's was saved.
+        drafts = await runtime.store.get_composer_drafts(run.job_id)
+        assert [(d.writer, d.text) for d in drafts] == [(runtime.owner_id, "typed over there")]
+    finally:
+        await runtime.close()
+        await other.close()
+
+
 async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Path) -> None:
     run = await runtime.start("summarise")
     await finish_run(runtime, run.id)
@@ -314,8 +356,8 @@ async def test_a_follow_up_draft_is_kept_per_job(runtime: Runtime, workspace: Pa
         await _open_first_job(pilot, app, run.job_id)
         await pilot.press("ctrl+t", *"next: the tests")
         await pilot.press("ctrl+q")
-    assert await runtime.store.get_composer_draft(run.job_id) == "next: the tests"
-    assert await runtime.store.get_composer_draft(None) == ""
+    assert await composer_text(runtime.store, run.job_id) == "next: the tests"
+    assert await composer_text(runtime.store, None) == ""
 
 
 async def test_a_new_job_starts_with_an_empty_box_and_the_follow_up_stays_with_its_job(
@@ -336,8 +378,8 @@ async def test_a_new_job_starts_with_an_empty_box_and_the_follow_up_stays_with_i
         assert screen.composer.input.text == ""
         await pilot.press(*"a new task")
         await pilot.press("ctrl+q")
-    assert await runtime.store.get_composer_draft(run.job_id) == "for the old job"
-    assert await runtime.store.get_composer_draft(None) == "a new task"
+    assert await composer_text(runtime.store, run.job_id) == "for the old job"
+    assert await composer_text(runtime.store, None) == "a new task"
 
 
 async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(
@@ -354,8 +396,8 @@ async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
         assert screen.composer.input.text == "better as a job of its own"
         await pilot.press("ctrl+q")
-    assert await runtime.store.get_composer_draft(run.job_id) == ""
-    assert await runtime.store.get_composer_draft(None) == "better as a job of its own"
+    assert await composer_text(runtime.store, run.job_id) == ""
+    assert await composer_text(runtime.store, None) == "better as a job of its own"
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
@@ -1140,7 +1182,7 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
             stored: list[list[str]] = [[]]
             async with asyncio.timeout(30):
                 while stored[-1] != ["then the tests"]:
-                    stored.append(await runtime.store.get_queued_messages(job_id))
+                    stored.append(await queued_messages(runtime.store, job_id))
                     await pilot.pause(0.02)
     finally:
         await runtime.close()  # the process goes: its run is left interrupted
@@ -1156,8 +1198,8 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
             assert any("queued are back in the box" in text for text in notifications(app))
             assert screen.composer.queued(job_id) == []
             await pilot.pause()
-        assert await runtime.store.get_queued_messages(job_id) == []
-        assert await runtime.store.get_composer_draft(job_id) == "then the tests"
+        assert await queued_messages(runtime.store, job_id) == []
+        assert await composer_text(runtime.store, job_id) == "then the tests"
         assert len(await runtime.job_runs(job_id)) == 1  # nothing was sent by itself
     finally:
         await runtime.close()

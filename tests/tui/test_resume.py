@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, Run, RunState
+from tests.store.helpers import answer_text, queued_messages
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -154,12 +155,12 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
             await pilot.press(*"only the TODOs")
             # Kept while typing (a crash now loses at most the last half second of it) ...
             async with asyncio.timeout(10):
-                while await first.store.get_answer_draft(request_id) != "only the TODOs":
+                while await answer_text(first.store, request_id) != "only the TODOs":
                     await pilot.pause(0.05)
             # ... and what was typed just before quitting too.
             await pilot.press(*", and the tests")
             await pilot.press("ctrl+q")
-        assert await first.store.get_answer_draft(request_id) == "only the TODOs, and the tests"
+        assert await answer_text(first.store, request_id) == "only the TODOs, and the tests"
     finally:
         await first.close()
 
@@ -178,7 +179,7 @@ async def test_an_answer_half_typed_comes_back_after_a_crash_or_a_quit(
             await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         answered = await second.store.get_input_request(request_id)
         assert answered.answer == "only the TODOs, and the tests first"
-        assert await second.store.get_answer_draft(request_id) == ""  # answered: gone
+        assert await answer_text(second.store, request_id) == ""  # answered: gone
     finally:
         await second.close()
 
@@ -386,7 +387,7 @@ async def test_a_message_to_a_job_whose_run_a_quit_interrupted_is_not_queued_for
             assert app.focused is screen.composer.input
             assert not screen.composer.queued(run.job_id)
         assert [r.id for r in await second.job_runs(run.job_id)] == [run.id]
-        assert await second.store.get_queued_messages(run.job_id) == []
+        assert await queued_messages(second.store, run.job_id) == []
         assert (await second.get_run(run.id)).interrupted
     finally:
         await second.close()

@@ -28,6 +28,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from runtime.drafts import restorable
 from runtime.errors import AgentTuiError, AlreadyAnswered, InvalidInput, RunStateConflict
 from runtime.fileio import write_text_atomically
 from runtime.interrupted import needs_resume
@@ -384,46 +385,26 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="draft-load")
     async def _load_draft(self, job_id: str | None) -> None:
-        store = self.runtime.store
-        text = await store.get_composer_draft(job_id)
-        queued = await self._stranded_queue(job_id) if job_id is not None else []
-        if queued and job_id is not None:
+        store, writer = self.runtime.store, self.runtime.owner_id
+        drafts = restorable(await store.get_composer_drafts(job_id), writer=writer)
+        text = drafts.text
+        if not text or not self.composer.restore_draft(job_id, text):
+            return
+        if drafts.left:
+            # Left by an agent-tui that quit or crashed: ours now, in one write, so neither a
+            # third one nor the next launch puts it back again.
+            await store.save_composer_draft(job_id, text, writer=writer, replacing=drafts.left_by)
+        if drafts.queued:
             # Queued while a run worked, then the app quit or crashed: back in the box with
-            # the draft, for the person to send (not sent by itself after a restart); kept as
-            # the draft before the queue is emptied, so no moment holds it nowhere.
-            text = "\n\n".join([*queued, text] if text else queued)
-            if self.composer.restore_draft(job_id, text):
-                await store.save_composer_draft(job_id, text)
-                await store.save_queued_messages(job_id, [])
-                self.notify(
-                    "The messages you had queued are back in the box: Enter sends them.",
-                    title="Queued messages",
-                )
-        elif text and self.composer.restore_draft(job_id, text):
+            # the draft, for the person to send (not sent by itself after a restart).
+            self.notify(
+                "The messages you had queued are back in the box: Enter sends them.",
+                title="Queued messages",
+            )
+        else:
             # Said, not only shown: typed on without a look, a new task was sent with it in
-            # front (a draft left by another agent-tui on the same database, in a trial).
+            # front (a draft left by an agent-tui that quit, in a trial).
             self.notify("Text you had not sent is back in the box.", title="Draft")
-
-    async def _stranded_queue(self, job_id: str) -> list[str]:
-        """The messages a quit or a crash left queued for ``job_id``: none while this screen
-        holds its queue, or while a run of the job works or waits in a live process (another
-        agent-tui's queue, which it sends when the run finishes)."""
-        if self.composer.queued(job_id):
-            return []
-        store = self.runtime.store
-        queued = await store.get_queued_messages(job_id)
-        if not queued:
-            return []
-        roots = [run for run in await self.runtime.job_runs(job_id) if run.parent_run_id is None]
-        if any(
-            run.state is RunState.RUNNING or (run.state is RunState.QUEUED and not run.interrupted)
-            for run in roots
-        ):
-            return []
-        waiting = [run for run in roots if run.state is RunState.INPUT_REQUIRED]
-        if waiting and {run.owner_id for run in waiting} & set(await store.live_owners()):
-            return []
-        return queued
 
     @on(Composer.QueueChanged)
     def _queue_changed(self, message: Composer.QueueChanged) -> None:
@@ -457,7 +438,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="queue-save")
     async def _save_queue(self, job_id: str, texts: list[str]) -> None:
-        await self.runtime.store.save_queued_messages(job_id, texts)
+        await self.runtime.store.save_queued_messages(job_id, texts, writer=self.runtime.owner_id)
 
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
@@ -466,7 +447,7 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="draft-save")
     async def _save_draft(self, job_id: str | None, text: str) -> None:
-        await self.runtime.store.save_composer_draft(job_id, text)
+        await self.runtime.store.save_composer_draft(job_id, text, writer=self.runtime.owner_id)
 
     async def save_drafts_now(self) -> None:
         """Before quitting: the drafts being typed are saved, whatever the debounce, and the
@@ -474,22 +455,22 @@ class MainScreen(Screen[None]):
         Nothing before the runtime is open: what was typed by then is still held, unapplied."""
         if self.agent_app.runtime is None:
             return
-        composer = self.composer
+        composer, store, writer = self.composer, self.runtime.store, self.runtime.owner_id
         if composer.is_mounted:
             composer.flush_draft()
-            await self.runtime.store.save_composer_draft(
-                composer.follow_up_job_id, composer.input.text
+            await store.save_composer_draft(
+                composer.follow_up_job_id, composer.input.text, writer=writer
             )
             for job_id, texts in list(composer.queues.items()):
-                await self.runtime.store.save_queued_messages(job_id, texts)
+                await store.save_queued_messages(job_id, texts, writer=writer)
         question_prompt = sys.modules.get("tui.widgets.question_prompt")
         if question_prompt is None:
             return  # no question was ever shown
         for prompt in self.query(question_prompt.QuestionPrompt):
             prompt.stop_saving()  # saved here, now
             request = prompt.request
-            await self.runtime.store.save_answer_draft(
-                request.id, prompt.answer_text, job_id=request.job_id
+            await store.save_answer_draft(
+                request.id, prompt.answer_text, job_id=request.job_id, writer=writer
             )
 
     def _file_list(self) -> list[str] | None:
@@ -1882,12 +1863,24 @@ class MainScreen(Screen[None]):
         await self.show_prompt(request, asker=self._prompt_asker)
 
     async def _answer_draft(self, request: InputRequest) -> str:
-        """The answer typed to ``request`` before a quit or a crash ('' if none or unreadable:
-        a draft is a convenience, never a reason not to show the question)."""
+        """The answer typed to ``request`` here, or by an agent-tui that quit or crashed
+        meanwhile ('' if none or unreadable: a draft is a convenience, never a reason not to
+        show the question). Another live agent-tui's half-typed answer is its own."""
+        store, writer = self.runtime.store, self.runtime.owner_id
         try:
-            return await self.runtime.store.get_answer_draft(request.id)
+            drafts = restorable(await store.get_answer_drafts(request.id), writer=writer)
+            text = drafts.text
+            if drafts.left:
+                await store.save_answer_draft(
+                    request.id,
+                    text,
+                    job_id=request.job_id,
+                    writer=writer,
+                    replacing=drafts.left_by,
+                )
         except AgentTuiError:
             return ""
+        return text
 
     def on_question_prompt_answer_draft_changed(
         self, message: QuestionPrompt.AnswerDraftChanged
@@ -1897,7 +1890,9 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="answer-draft-save")
     async def _save_answer_draft(self, request: InputRequest, text: str) -> None:
-        await self.runtime.store.save_answer_draft(request.id, text, job_id=request.job_id)
+        await self.runtime.store.save_answer_draft(
+            request.id, text, job_id=request.job_id, writer=self.runtime.owner_id
+        )
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:
         text = str(message.error)
