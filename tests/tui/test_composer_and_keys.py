@@ -891,6 +891,61 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
         await runtime.close()
 
 
+async def test_a_run_cancelled_while_a_message_waits_in_its_queue_sends_nothing_and_gives_it_back(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: cancelling the run (Esc, c, y) started the queued message as
+    a run of its own at once. Cancelling stops the work: the message comes back to the box;
+    for a job the box does not address, it is kept as that job's draft."""
+    gate = asyncio.Event()
+    script = [Turn("working on it " * 20, gate=gate), Turn("never asked for")]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            first = await _first_task_running(pilot, screen)
+            await pilot.press(*"then say thanks", "enter")
+            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            await pilot.press(*"half typed")
+            await runtime.cancel(first.id, reason="changed my mind")  # as `agent-tui cancel`
+            await wait_until(pilot, lambda: not screen.composer.queued(first.job_id))
+            await wait_until(
+                pilot, lambda: screen.composer.input.text == "then say thanks\n\nhalf typed"
+            )
+            assert any("back in the box, unsent" in text for text in notifications(app))
+        assert [r.input for r in await runtime.job_runs(first.job_id)] == ["first task"]
+    finally:
+        gate.set()
+        await runtime.close()
+
+
+async def test_a_cancelled_runs_queued_message_is_kept_as_its_jobs_draft_when_the_box_is_elsewhere(
+    db_path: Path, workspace: Path
+) -> None:
+    gate = asyncio.Event()
+    script = [Turn("working on it " * 20, gate=gate), Turn("never asked for")]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            first = await _first_task_running(pilot, screen)
+            await pilot.press(*"then say thanks", "enter")
+            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            await pilot.press("ctrl+t")  # the box now addresses a new job
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+            await runtime.cancel(first.id, reason="changed my mind")
+            await wait_until(pilot, lambda: not screen.composer.queued(first.job_id))
+            await wait_until(pilot, lambda: any("job's draft" in t for t in notifications(app)))
+            assert screen.composer.input.text == ""
+        assert await composer_text(runtime.store, first.job_id) == "then say thanks"
+        assert [r.input for r in await runtime.job_runs(first.job_id)] == ["first task"]
+    finally:
+        gate.set()
+        await runtime.close()
+
+
 async def test_up_on_an_empty_box_takes_a_queued_message_back_for_editing(
     db_path: Path, workspace: Path
 ) -> None:

@@ -1120,10 +1120,9 @@ class MainScreen(Screen[None]):
         if not (ended_on_screen and await self._refresh_run_now(event.run_id)):
             self.refresh_run(event.run_id)
         if event.to_state.is_terminal:
-            if event.run_id in self._interrupted_runs:
-                self._interrupted_runs.discard(event.run_id)
-            elif self.composer.queued(event.job_id):
-                self._flush_queue(event.job_id)
+            self._interrupted_runs.discard(event.run_id)
+            if self.composer.queued(event.job_id):
+                self._after_run_ended(event.job_id, event.run_id, event.to_state)
         on_screen = self._on_screen(event.run_id)
         if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
             if on_screen:
@@ -1443,6 +1442,54 @@ class MainScreen(Screen[None]):
             self.post_message(MessageRefused(job_id, text, error))
             return
         self._submit(text, job_id)
+
+    @work(exit_on_error=False, group="queue")
+    async def _after_run_ended(self, job_id: str, run_id: str, state: RunState) -> None:
+        """What was queued for the job goes as its next run once a run completes; when the
+        job's run is cancelled or fails instead, it comes back to the box, unsent (a trial's
+        Esc, c, y cancelled the run and the queued message started a run of its own at once:
+        cancelling stops the work)."""
+        if state is RunState.COMPLETED:
+            self._flush_queue(job_id)
+            return
+        run = await self.runtime.get_run(run_id)
+        if run.parent_run_id is not None or await self._working_root_run(job_id) is not None:
+            return  # a sub-run ended, or another run of the job works: its end decides
+        await self._queue_back(job_id, f"the run was {state.value}")
+
+    async def _queue_back(self, job_id: str, why: str) -> None:
+        """The messages queued for ``job_id`` back in its box, unsent: in the box when it
+        addresses the job, else in the job's draft (saved before the queue is emptied, so no
+        moment holds them nowhere)."""
+        composer = self.composer
+        texts = composer.queued(job_id)
+        if not texts:
+            return
+        if composer.follow_up_job_id == job_id:
+            self._into_box(composer.take_queue(job_id))
+            self.notify(f"{why.capitalize()}: your queued message is back in the box, unsent.")
+            return
+        store, writer = self.runtime.store, self.runtime.owner_id
+        drafts = await store.get_composer_drafts(job_id)
+        own = next((draft.text for draft in drafts if draft.writer == writer), "")
+        kept = "\n\n".join([*texts, own] if own.strip() else texts)
+        await store.save_composer_draft(job_id, kept, writer=writer)
+        composer.take_queue(job_id)
+        job = await self.runtime.get_job(job_id)
+        self.notify(
+            terminal_safe_line(
+                f"{short(job.title, 40)}: {why}; your queued message is kept unsent as the"
+                " job's draft."
+            ),
+            markup=False,
+        )
+
+    def _into_box(self, texts: list[str]) -> None:
+        """Queued messages taken back into the box, before what it holds."""
+        if not texts:
+            return
+        existing = self.composer.input.text
+        self.composer.input.value = "\n\n".join([*texts, existing] if existing else texts)
 
     def _flush_queue(self, job_id: str) -> None:
         if self.composer.queued(job_id) and job_id not in self._sending_queue:
@@ -1985,15 +2032,10 @@ class MainScreen(Screen[None]):
         run = self._working_run()
         if run is None:
             return False
-        # Like the peers: what was queued comes back to the box, ready to edit or send.
-        composer = self.composer
-        queued = composer.take_queue(run.job_id)
-        if queued and composer.follow_up_job_id == run.job_id:
-            existing = composer.input.text
-            composer.input.value = "\n\n".join([*queued, existing] if existing else queued)
-        else:
-            for text in queued:
-                composer.enqueue(run.job_id, text)
+        # Like the peers: what was queued comes back to the box, ready to edit or send (to
+        # the job's draft when the box addresses another job, once the run has stopped).
+        if self.composer.follow_up_job_id == run.job_id:
+            self._into_box(self.composer.take_queue(run.job_id))
         self._interrupt(run)
         return True
 
