@@ -101,6 +101,32 @@ async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_a
     assert stored.answer == "2024 roadmap"
 
 
+async def test_a_pasted_answer_of_several_lines_is_kept_whole_on_its_one_line(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: three lines pasted as an answer; the answer sent was the
+    first line (Textual's one-line field drops the others without a word)."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        await pilot.press(*"Note: ")
+        app.post_message(
+            events.Paste("Focus on divide():\nit crashes on zero.\n\n  And add a test\n")
+        )
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.query_one(AnswerInput).value
+                == "Note: Focus on divide(): it crashes on zero. And add a test"
+            ),
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    stored = await runtime.store.get_input_request(request.id)
+    assert stored.answer == "Note: Focus on divide(): it crashes on zero. And add a test"
+    assert len((await runtime.list_jobs()).items) == 1  # no line went on as a message
+
+
 async def test_an_options_number_alone_then_enter_picks_that_option(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import Input, Static
 from runtime.approval_detail import CHANGED_SINCE_ASKED
 from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets.one_line_input import OneLineInput
 from tui.widgets.ordered_keys import run_own_binding
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # The reason too: below a long diff it was cut off, and what was typed showed nowhere.
         with Horizontal(id="reason-row"):
             yield Static("Deny because: ", classes="prompt-reason-label", markup=False)
-            yield Input(
+            yield OneLineInput(
                 placeholder="Enter sends, Esc goes back", id="reason", select_on_focus=False
             )
         # Scrolled by the prompt's own ↑/↓/PageUp/PageDown: not a Tab stop of its own (Tab

@@ -16,7 +16,8 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding
-from textual.widgets import Input
+
+from tui.widgets.one_line_input import OneLineInput
 
 if TYPE_CHECKING:
     from textual import events
@@ -49,8 +50,9 @@ async def run_own_binding(widget: Widget, event: events.Key) -> bool:
     return True
 
 
-class OrderedInput(Input):
-    """An ``Input`` whose editing keys act in the order they were typed."""
+class OrderedInput(OneLineInput):
+    """An ``Input`` whose editing keys act in the order they were typed (and that keeps all of
+    a paste: ``OneLineInput``)."""
 
     async def _on_key(self, event: events.Key) -> None:
         await run_own_binding(self, event)
