@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual import events
@@ -406,6 +407,52 @@ async def test_a_new_job_starts_with_an_empty_box_and_the_follow_up_stays_with_i
         await pilot.press("ctrl+q")
     assert await composer_text(runtime.store, run.job_id) == "for the old job"
     assert await composer_text(runtime.store, None) == "a new task"
+
+
+async def test_a_message_sent_while_slash_new_starts_its_job_goes_to_that_job_not_the_old_one(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: ``/new TASK``, then a message half a second later; the new
+    job was still being started, so the message became a follow-up of the job on screen."""
+    script = [Turn("old job done"), Turn("calc looked at"), Turn("README too")]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        old = await runtime.start("the old job")
+        await finish_run(runtime, old.id)
+        starting = asyncio.Event()
+        start = runtime.start
+
+        async def slow_start(*args: Any, **kwargs: Any) -> Run:
+            await starting.wait()  # the new job takes its time to start (a slow MCP server)
+            return await start(*args, **kwargs)
+
+        monkeypatch.setattr(runtime, "start", slow_start)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await _open_first_job(pilot, app, old.job_id)
+            await pilot.press("ctrl+t", *"/new look at calc.py", "enter")
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
+            await pilot.press(*"and then the README", "enter")
+            await wait_until(pilot, lambda: any("still starting" in t for t in notifications(app)))
+            assert screen.composer.input.text == ""
+            starting.set()
+
+            async def new_job_runs() -> list[str | None]:
+                jobs = (await runtime.list_jobs()).items
+                new = [job for job in jobs if job.id != old.job_id]
+                if not new:
+                    return []
+                runs = await runtime.job_runs(new[0].id)
+                return [r.input for r in runs if r.parent_run_id is None and r.state.is_terminal]
+
+            async with asyncio.timeout(30):
+                while await new_job_runs() != ["look at calc.py", "and then the README"]:
+                    await pilot.pause(0.05)
+        assert [r.input for r in await runtime.job_runs(old.job_id)] == ["the old job"]
+        assert len((await runtime.list_jobs()).items) == 2
+    finally:
+        await runtime.close()
 
 
 async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(

@@ -211,6 +211,9 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        self._new_job_held: list[str] | None = None
+        """While a new job is being started: the messages sent to it meanwhile, queued for it
+        once it exists (``_hold_for_new_job``)."""
         self._answered_here: set[str] = set()
         """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._cancelled_here: set[str] = set()
@@ -1295,6 +1298,8 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
+        if message.follow_up_job_id is None and self._hold_for_new_job(text):
+            return
         manager = self.runtime.mcp
         if manager is not None and "@" in text:
             from tui.mcp_resources import mentioned_resources, server_names
@@ -1304,6 +1309,29 @@ class MainScreen(Screen[None]):
                 return
         self.composer.message_taken()
         self._submit(text, message.follow_up_job_id)
+
+    def _hold_for_new_job(self, text: str) -> bool:
+        """A message sent to a new job while the last one sent is still being started goes to
+        that job, queued: not to a second new job, nor to the job the box addressed before
+        ``/new TASK`` (a trial's message sent half a second after ``/new`` became a follow-up
+        of the old job). Whether it was held; if not, a new job starts with it now."""
+        if self._new_job_held is None:
+            return False
+        self.composer.message_taken()
+        self.composer.clear_text()
+        self._new_job_held.append(text)
+        self.notify("The new job is still starting: your message is queued for it.", title="Queued")
+        return True
+
+    def _new_job_started(self, job_id: str | None) -> list[str]:
+        """The new job exists (``job_id``), or could not be started (None): what was held
+        for it goes to its queue, or is returned to go back to the box."""
+        held, self._new_job_held = self._new_job_held or [], None
+        if job_id is not None:
+            for text in held:
+                self.composer.enqueue(job_id, text)
+            return []
+        return held
 
     @work(exit_on_error=False, group="mcp-resources")
     async def _attach_resources(
@@ -1323,12 +1351,30 @@ class MainScreen(Screen[None]):
         self.composer.message_taken()
         self._submit(text, follow_up_job_id)
 
+    def _submit(self, text: str, follow_up_job_id: str | None, *, title: str | None = None) -> None:
+        """Send ``text`` as a follow-up in ``follow_up_job_id``, or as a new job's task (None:
+        what is sent to a new job from now until it exists is held for it, see
+        ``_hold_for_new_job``). ``title``: a new job's, when not the text's first line (a
+        command's: what the person typed, not what it expands to)."""
+        if follow_up_job_id is None:
+            self._new_job_held = self._new_job_held or []
+        self._send(text, follow_up_job_id, title=title)
+
     @work(exit_on_error=False, group="start")
-    async def _submit(
-        self, text: str, follow_up_job_id: str | None, *, title: str | None = None
+    async def _send(self, text: str, follow_up_job_id: str | None, *, title: str | None) -> None:
+        try:
+            await self._send_or_refuse(text, follow_up_job_id, title=title)
+        finally:
+            if follow_up_job_id is None and self._new_job_held is not None:
+                # Neither started nor refused (an error of another kind, reported by the
+                # worker's handler): what was held comes back to the box, not held forever.
+                held = self._new_job_started(None)
+                if held and not self.composer.input.text:
+                    self.composer.input.value = "\n\n".join(held)
+
+    async def _send_or_refuse(
+        self, text: str, follow_up_job_id: str | None, *, title: str | None
     ) -> None:
-        """``title``: a new job's, when not the text's first line (a command's: what the
-        person typed, not what it expands to)."""
         composer = self.composer
         settings = self.agent_app.settings
         try:
@@ -1372,8 +1418,17 @@ class MainScreen(Screen[None]):
             self.post_message(MessageQueued(follow_up_job_id, text))
             return
         except AgentTuiError as error:
-            self.post_message(MessageRefused(follow_up_job_id, text, error))
+            held = self._new_job_started(None) if follow_up_job_id is None else []
+            self.post_message(MessageRefused(follow_up_job_id, "\n\n".join([text, *held]), error))
             return
+        if follow_up_job_id is None:
+            self._new_job_started(run.job_id)
+            if self.composer.queued(run.job_id):
+                # Queued after its run may have ended already (an instant model): the end
+                # seen by the screen before the queue filled would have sent nothing.
+                now = await self.runtime.get_run(run.id)
+                if now.state.is_terminal:
+                    self._after_run_ended(run.job_id, run.id, now.state)
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
@@ -1576,7 +1631,11 @@ class MainScreen(Screen[None]):
                 # Straight to a new job: its run on screen addresses the composer to it. (Through
                 # the empty new-job screen first, that screen's worker could finish after the
                 # run was shown, and put "New job" back in the conversation and the composer.)
-                self._submit(argument, None)
+                # The box addresses the new job from now on: what is sent before it exists is
+                # held for it (``_hold_for_new_job``), not sent to the job on screen.
+                composer.target(None)
+                if not self._hold_for_new_job(argument):
+                    self._submit(argument, None)
             else:
                 self.action_new_job()
             return
