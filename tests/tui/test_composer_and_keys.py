@@ -85,6 +85,32 @@ async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_
     assert not (workspace / ".agent-tui" / "exports").exists()  # nothing exported
 
 
+async def test_a_prompt_that_comes_after_an_answer_takes_the_keys_from_the_message_kept_meanwhile(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a message kept in the box while a question was answered came
+    back with the box; the approval that came next waited behind it, as if it were being
+    typed, and the "A" meant for the approval went into the text."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        # A message the person was typing when the question came, kept under the prompt.
+        screen.composer.input.value = "skip the big logs please"
+        await pilot.press(*"yes", "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        approval = screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: app.focused is approval)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not screen.query(ApprovalPrompt))
+        assert screen.composer.input.text == "skip the big logs please"
+    [approved] = [
+        r
+        for r in await runtime.store.pending_input_requests(limit=100)
+        if r.id == approval.request.id
+    ] or [await runtime.store.get_input_request(approval.request.id)]
+    assert approved.state is InputRequestState.ANSWERED
+
+
 async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_an_option(
     runtime: Runtime, workspace: Path
 ) -> None:

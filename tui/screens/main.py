@@ -1545,6 +1545,7 @@ class MainScreen(Screen[None]):
             return
         existing = self.composer.input.text
         self.composer.input.value = "\n\n".join([*texts, existing] if existing else texts)
+        self.composer.mark_put_back()
 
     def _flush_queue(self, job_id: str) -> None:
         if self.composer.queued(job_id) and job_id not in self._sending_queue:
@@ -1807,12 +1808,14 @@ class MainScreen(Screen[None]):
             for line in lines:
                 line.display = False
             await bottom.mount(*lines, before=composer)
-        if self.focused is composer.input and composer.input.text.strip():
+        if self.focused is composer.input and composer.input.text.strip() and not composer.put_back:
             # A message is being typed: the prompt waits, said in one line over the box, and
             # takes no key yet (it took the keys at once, and the letters typed next answered
             # it: a trial's "please also…" allowed a write for the whole run with its "a").
             # One line, not the prompt itself: on a short terminal the prompt pushed the box
-            # off the screen.
+            # off the screen. Text the app put back, untouched since (the message kept while
+            # a question was answered), is not being typed: the prompt takes the keys (a
+            # trial's "A" to allow went into that text instead).
             self._waiting_prompt = widget
             waits = self._prompt_line("prompt-waits")
             assert waits is not None
@@ -1891,6 +1894,8 @@ class MainScreen(Screen[None]):
         self._hide_prompt_line("prompt-waits")
         await self._remove_prompt()
         self.query_one("#prompt-origin", Static).display = False
+        if not self.composer.display:
+            self.composer.mark_put_back()  # kept under the prompt: back, untouched
         self.composer.display = True
         self._sync_prompt_queue()
         now = self.focused
@@ -1917,6 +1922,8 @@ class MainScreen(Screen[None]):
         ):
             for widget in answered:
                 widget.display = False
+            if not self.composer.display:
+                self.composer.mark_put_back()  # kept under the prompt: back, untouched
             self.composer.display = True
             self.composer.focus_input()
 

@@ -163,6 +163,7 @@ class ComposerInput(TextArea):
         composer = self.composer
         if composer is None:
             return
+        composer.put_back = False  # the person works in the box now
         if event.character == "?" and not self.text:
             # As in Claude Code: "?" in an empty box lists the keys (the first screen says so).
             event.stop()
@@ -179,6 +180,11 @@ class ComposerInput(TextArea):
     def action_newline(self) -> None:
         start, end = self.selection
         self._replace_via_keyboard("\n", start, end)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        composer = self.composer
+        if composer is not None:
+            composer.put_back = False  # TextArea's own handler inserts it, after this one
 
 
 class Composer(Vertical):
@@ -272,6 +278,9 @@ class Composer(Vertical):
         self._mode_shown = ""
         """What the mode line shows (set as it is composed)."""
         self._loading_draft = False
+        self.put_back = False
+        """What the box holds was put there by the app and no key was typed in it since (see
+        ``mark_put_back``): a prompt that comes then takes the keys."""
 
     def compose(self) -> ComposeResult:
         self._mode_shown = self._mode_text()
@@ -458,7 +467,14 @@ class Composer(Vertical):
             return False
         self._loading_draft = True
         self.input.value = text
+        self.mark_put_back()
         return True
+
+    def mark_put_back(self) -> None:
+        """What the box holds was put there by the app (a draft restored, a message kept
+        while a prompt was answered, queued messages given back), not typed just now: until a
+        key is typed in the box, a prompt that comes takes the keys (``put_back``)."""
+        self.put_back = bool(self.input.text.strip())
 
     def flush_draft(self) -> None:
         if self._save_timer is not None:
