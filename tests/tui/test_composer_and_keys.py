@@ -93,7 +93,7 @@ async def test_a_prompt_that_comes_after_an_answer_takes_the_keys_from_the_messa
     typed, and the "A" meant for the approval went into the text."""
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen, request = await asked_in_the_tui(pilot, app)
+        screen, _ = await asked_in_the_tui(pilot, app)
         # A message the person was typing when the question came, kept under the prompt.
         screen.composer.input.value = "skip the big logs please"
         await pilot.press(*"yes", "enter")
@@ -109,6 +109,27 @@ async def test_a_prompt_that_comes_after_an_answer_takes_the_keys_from_the_messa
         if r.id == approval.request.id
     ] or [await runtime.store.get_input_request(approval.request.id)]
     assert approved.state is InputRequestState.ANSWERED
+
+
+async def test_a_command_typed_as_an_answer_is_not_sent_and_a_double_slash_answers_with_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "/new Quit test" typed with a question open went to the
+    agent as the answer."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        await pilot.press(*"/new Quit test", "enter")
+        await wait_until(pilot, lambda: any("is a command" in t for t in notifications(app)))
+        assert screen.query(QuestionPrompt)
+        assert (await runtime.store.get_input_request(request.id)).answer is None
+        field = screen.query_one(AnswerInput)
+        assert app.focused is field and field.value == "/new Quit test"
+        field.value = ""
+        await pilot.press(*"//new is the word", "enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    assert (await runtime.store.get_input_request(request.id)).answer == "/new is the word"
+    assert len((await runtime.list_jobs()).items) == 1
 
 
 async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_an_option(

@@ -204,6 +204,24 @@ class QuestionPrompt(Vertical, can_focus=True):
         text = event.value.strip()
         if not text:
             return
+        from tui.widgets.composer import SLASH_COMMANDS, parse_command
+
+        command = parse_command(text)
+        if command is not None and command[0] in {known.name for known in SLASH_COMMANDS}:
+            # A trial typed "/new Quit test" here and it went to the agent as the answer.
+            self.answered = False  # the field keeps the keys
+            name = command[0]
+            self.notify(
+                f"/{name} is a command, not an answer: nothing was sent. Answer the question,"
+                f" or Esc to leave it waiting (it stays in the inbox); //{name} answers with"
+                " the text as typed.",
+                title="Not sent",
+                severity="warning",
+                markup=False,
+            )
+            return
+        if text.startswith("//"):
+            text = text[1:]  # as in the message box: // is a slash typed as text
         if text.isdigit() and self.request.options:
             number = int(text)
             if 1 <= number <= min(len(self.request.options), 9):
