@@ -102,6 +102,9 @@ class Catalog:
         """This folder's MCP servers (an ``McpManager``), or None."""
         self._mcp_managers: WorkspaceManagers | None = None
         self._config_warned: set[str] = set()
+        self._config_errors: dict[str, list[str]] = {}
+        """A workspace's configuration files that could not be read again after an edit: said
+        once each (``take_mcp_notices``)."""
         self._workspace_configs: dict[str, Config] = {str(workspace): config}
         self._provider_factory = providers
         self._providers: dict[str, ModelProvider] = {}
@@ -224,6 +227,12 @@ class Catalog:
             except (ConfigError, OSError) as exc:
                 log.warning("MCP servers of %s not re-read: %s", workspace, exc)
                 servers = seen.servers if seen is not None else {}
+                # Said, not only logged: a trial's typo went unnoticed while the old settings
+                # stayed in effect. Once per edit (the files' stamps are kept below).
+                self._config_errors.setdefault(workspace, []).append(
+                    f"{exc} — not applied: the settings read before stay in effect until it is"
+                    " fixed."
+                )
         self._mcp_files[workspace] = _McpFiles(self._step, paths, stamps, servers)
         if seen is None or seen.servers == servers:
             return
@@ -233,9 +242,12 @@ class Catalog:
 
     def take_mcp_notices(self, workspace: str) -> list[tuple[NoticeLevel, str]]:
         """``(level, text)`` of what a person should see about the workspace's MCP setup since
-        the last call: its configuration's warnings (once per workspace: skipped ``.mcp.json``
-        entries, unset ``${VAR}``), then its servers' notices (start-up failures, warnings)."""
-        notices: list[tuple[NoticeLevel, str]] = []
+        the last call: a configuration file edited into an error, its configuration's warnings
+        (once per workspace: skipped ``.mcp.json`` entries, unset ``${VAR}``), then its servers'
+        notices (start-up failures, warnings)."""
+        notices: list[tuple[NoticeLevel, str]] = [
+            ("warning", error) for error in self._config_errors.pop(workspace, [])
+        ]
         if workspace not in self._config_warned and str(Path(workspace)) not in self._config_warned:
             self._config_warned.update({workspace, str(Path(workspace))})
             notices += [("warning", warning) for warning in self.config_for(workspace).warnings]

@@ -180,3 +180,44 @@ async def test_a_server_fixed_in_mcp_json_is_used_by_the_next_run_without_a_rest
     finally:
         watcher.cancel()
         await runtime.close()
+
+
+async def test_a_configuration_file_edited_into_an_error_is_said_once_and_the_old_settings_stay(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a typo put in agent-tui.toml while agent-tui ran changed
+    nothing and said nothing (only the log knew)."""
+    config_file = workspace / "agent-tui.toml"
+    config_file.write_text('[permissions]\nallow = ["read_file"]\n')
+    provider = ScriptedProvider([Turn("one"), Turn("two"), Turn("three")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        model="scripted:test",
+        providers=lambda reference: provider,
+    )
+    notices: list[str] = []
+
+    async def collect(events: AsyncIterator[object]) -> None:
+        async for event in events:
+            if isinstance(event, Notice):
+                notices.append(event.text)
+
+    watcher = asyncio.create_task(collect(runtime.observe()))
+    try:
+        await asyncio.sleep(0)  # subscribed before the runs start
+
+        async def run_once(task: str) -> None:
+            run = await runtime.start(task)
+            assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+        await run_once("one")
+        config_file.write_text("[defaults]\nmax_stpes = 3\n")
+        await run_once("two")
+        [said] = [text for text in notices if "not applied" in text]
+        assert "max_stpes" in said and "agent-tui.toml" in said
+        await run_once("three")  # said once per edit, not at every step
+        assert len([text for text in notices if "not applied" in text]) == 1
+    finally:
+        watcher.cancel()
+        await runtime.close()
