@@ -70,6 +70,20 @@ def test_an_archived_job_is_hidden_from_runs_unless_archived_is_asked(cli: Cli) 
     assert run_id in _listed_run_ids(cli)
 
 
+def test_archiving_twice_or_unarchiving_a_job_not_archived_says_nothing_changed(cli: Cli) -> None:
+    job_id, _ = _finished_job(cli)
+    before = cli.db.read_bytes()
+    result = cli.run("unarchive", job_id)
+    assert result.returncode == 0, result.stderr
+    assert "is not archived: nothing changed" in result.stdout
+    assert "Unarchived" not in result.stdout
+    assert cli.db.read_bytes() == before
+    assert cli.run("archive", job_id).returncode == 0
+    again = cli.run("archive", job_id)
+    assert again.returncode == 0, again.stderr
+    assert "already archived: nothing changed" in again.stdout
+
+
 def test_a_job_waiting_for_input_cannot_be_archived(cli: Cli) -> None:
     job_id, _ = _job_waiting(cli)
     result = cli.run("archive", job_id)

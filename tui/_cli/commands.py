@@ -414,12 +414,19 @@ async def cmd_export(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def cmd_archive(ctx: Context, runtime: Runtime, args: Any) -> int:
+    if (job := await runtime.get_job(args.job_id)).archived:
+        ctx.print(f"Job {job.id} ({job.title}) is already archived: nothing changed.")
+        return EXIT_OK
     job = await runtime.store.set_job_archived(args.job_id, True)
     ctx.print(f"Archived job {job.id} ({job.title}); agent-tui unarchive {job.id} brings it back.")
     return EXIT_OK
 
 
 async def cmd_unarchive(ctx: Context, runtime: Runtime, args: Any) -> int:
+    # A trial's unarchive of a job never archived said "Unarchived job …".
+    if not (job := await runtime.get_job(args.job_id)).archived:
+        ctx.print(f"Job {job.id} ({job.title}) is not archived: nothing changed.")
+        return EXIT_OK
     job = await runtime.store.set_job_archived(args.job_id, False)
     ctx.print(f"Unarchived job {job.id} ({job.title}).")
     return EXIT_OK
