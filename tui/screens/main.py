@@ -1510,7 +1510,9 @@ class MainScreen(Screen[None]):
         run = await self.runtime.get_run(run_id)
         if run.parent_run_id is not None or await self._working_root_run(job_id) is not None:
             return  # a sub-run ended, or another run of the job works: its end decides
-        await self._queue_back(job_id, f"the run was {state.value}")
+        await self._queue_back(
+            job_id, "the run failed" if state is RunState.FAILED else f"the run was {state.value}"
+        )
 
     async def _queue_back(self, job_id: str, why: str) -> None:
         """The messages queued for ``job_id`` back in its box, unsent: in the box when it
@@ -1635,8 +1637,7 @@ class MainScreen(Screen[None]):
                 # The box addresses the new job from now on: what is sent before it exists is
                 # held for it (``_hold_for_new_job``), not sent to the job on screen.
                 composer.target(None)
-                if not self._hold_for_new_job(argument):
-                    self._submit(argument, None)
+                self._submit(argument, None)
             else:
                 self.action_new_job()
             return
