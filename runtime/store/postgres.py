@@ -108,8 +108,8 @@ from runtime.store.sqlite import (
     _iso_now,
     _job,
     _message,
-    _queued_texts,
     _run,
+    written_draft,
 )
 
 __all__ = ["PostgresStore", "is_postgres_url", "redacted"]
@@ -1706,17 +1706,7 @@ class PostgresStore:
                 now,
                 key,
             )
-            return [
-                WrittenDraft(
-                    writer=row["writer"],
-                    text=row["text"],
-                    queued=tuple(_queued_texts(row["queued"])),
-                    updated_at=row["updated_at"],
-                    writer_released=bool(row["released"]),
-                    writer_lease_live=bool(row["lease_live"]),
-                )
-                for row in rows
-            ]
+            return [written_draft(row) for row in rows]
 
         return await self._read(read)
 

@@ -139,6 +139,18 @@ def _queued_texts(stored: str | None) -> list[str]:
     return [str(text) for text in texts] if isinstance(texts, list) else []
 
 
+def written_draft(row: Mapping[str, Any]) -> WrittenDraft:
+    """A draft row with its writer's owner facts (both stores' draft queries select them)."""
+    return WrittenDraft(
+        writer=row["writer"],
+        text=row["text"],
+        queued=tuple(_queued_texts(row["queued"])),
+        updated_at=row["updated_at"],
+        writer_released=bool(row["released"]),
+        writer_lease_live=bool(row["lease_live"]),
+    )
+
+
 PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
@@ -1949,17 +1961,7 @@ class SqliteStore:
                 f" WHERE d.{key_column} = ? ORDER BY d.updated_at, d.writer",
                 (now, key),
             )
-            return [
-                WrittenDraft(
-                    writer=row["writer"],
-                    text=row["text"],
-                    queued=tuple(_queued_texts(row["queued"])),
-                    updated_at=row["updated_at"],
-                    writer_released=bool(row["released"]),
-                    writer_lease_live=bool(row["lease_live"]),
-                )
-                for row in rows
-            ]
+            return [written_draft(row) for row in rows]
 
         return read
 

@@ -132,6 +132,17 @@ def test_run_prints_a_server_that_cannot_start_on_stderr(tmp_path: Path, workspa
 
 
 @pytest.mark.slow  # a server subprocess
+async def _collect_notices(runtime: Runtime, notices: list[str]) -> None:
+    async for event in runtime.observe():
+        if isinstance(event, Notice):
+            notices.append(event.text)
+
+
+async def _completed(runtime: Runtime, task: str) -> None:
+    run = await runtime.start(task)
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+
 async def test_a_server_fixed_in_mcp_json_is_used_by_the_next_run_without_a_restart(
     db_path: Path, workspace: Path
 ) -> None:
@@ -150,22 +161,11 @@ async def test_a_server_fixed_in_mcp_json_is_used_by_the_next_run_without_a_rest
         providers=lambda reference: provider,
     )
     notices: list[str] = []
-
-    async def collect(events: AsyncIterator[object]) -> None:
-        async for event in events:
-            if isinstance(event, Notice):
-                notices.append(event.text)
-
-    watcher = asyncio.create_task(collect(runtime.observe()))
+    watcher = asyncio.create_task(_collect_notices(runtime, notices))
     try:
         await asyncio.sleep(0)  # subscribed before the runs start
 
-        async def run_once(task: str) -> None:
-            run = await runtime.start(task)
-            boundary = await runtime.wait(run.id, timeout=WAIT)
-            assert boundary.state is RunState.COMPLETED
-
-        await run_once("one")
+        await _completed(runtime, "one")
         assert any("could not start: command not found" in text for text in notices)
         assert not any(t.name.startswith("basic__") for t in provider.requests[0].tools)
 
@@ -173,7 +173,7 @@ async def test_a_server_fixed_in_mcp_json_is_used_by_the_next_run_without_a_rest
         server = {"command": fixed.command, "args": fixed.args, "env": fixed.env}
         mcp_json.write_text(json.dumps({"mcpServers": {"basic": server}}))
         notices.clear()
-        await run_once("two")
+        await _completed(runtime, "two")
         assert "basic__echo" in {t.name for t in provider.requests[1].tools}
         assert "MCP server 'basic': its new configuration is used" in notices
         assert not any("could not start" in text for text in notices)
@@ -197,26 +197,16 @@ async def test_a_configuration_file_edited_into_an_error_is_said_once_and_the_ol
         providers=lambda reference: provider,
     )
     notices: list[str] = []
-
-    async def collect(events: AsyncIterator[object]) -> None:
-        async for event in events:
-            if isinstance(event, Notice):
-                notices.append(event.text)
-
-    watcher = asyncio.create_task(collect(runtime.observe()))
+    watcher = asyncio.create_task(_collect_notices(runtime, notices))
     try:
         await asyncio.sleep(0)  # subscribed before the runs start
 
-        async def run_once(task: str) -> None:
-            run = await runtime.start(task)
-            assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-
-        await run_once("one")
+        await _completed(runtime, "one")
         config_file.write_text("[defaults]\nmax_stpes = 3\n")
-        await run_once("two")
+        await _completed(runtime, "two")
         [said] = [text for text in notices if "not applied" in text]
         assert "max_stpes" in said and "agent-tui.toml" in said
-        await run_once("three")  # said once per edit, not at every step
+        await _completed(runtime, "three")  # said once per edit, not at every step
         assert len([text for text in notices if "not applied" in text]) == 1
     finally:
         watcher.cancel()

@@ -854,6 +854,15 @@ async def _first_task_running(pilot: Pilot[object], screen: MainScreen) -> Run:
     return screen.selected_run
 
 
+async def _queued_while_the_first_task_works(pilot: Pilot[object], screen: MainScreen) -> Run:
+    """A first task working (its model held by a gate), and "then say thanks" queued for its
+    job; the run."""
+    first = await _first_task_running(pilot, screen)
+    await pilot.press(*"then say thanks", "enter")
+    await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+    return first
+
+
 async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_next_run_of_the_job(
     db_path: Path, workspace: Path
 ) -> None:
@@ -866,9 +875,7 @@ async def test_a_message_typed_while_the_run_works_is_queued_then_sent_as_the_ne
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            first = await _first_task_running(pilot, screen)
-            await pilot.press(*"then say thanks", "enter")
-            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            first = await _queued_while_the_first_task_works(pilot, screen)
             assert "queued: then say thanks" in screen_text(app)
             assert len(await runtime.job_runs(first.job_id)) == 1
             gate.set()
@@ -1024,9 +1031,7 @@ async def test_a_run_cancelled_while_a_message_waits_in_its_queue_sends_nothing_
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            first = await _first_task_running(pilot, screen)
-            await pilot.press(*"then say thanks", "enter")
-            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            first = await _queued_while_the_first_task_works(pilot, screen)
             await pilot.press(*"half typed")
             await runtime.cancel(first.id, reason="changed my mind")  # as `agent-tui cancel`
             await wait_until(pilot, lambda: not screen.composer.queued(first.job_id))
@@ -1050,9 +1055,7 @@ async def test_a_cancelled_runs_queued_message_is_kept_as_its_jobs_draft_when_th
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            first = await _first_task_running(pilot, screen)
-            await pilot.press(*"then say thanks", "enter")
-            await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
+            first = await _queued_while_the_first_task_works(pilot, screen)
             await pilot.press("ctrl+t")  # the box now addresses a new job
             await wait_until(pilot, lambda: screen.composer.follow_up_job_id is None)
             await runtime.cancel(first.id, reason="changed my mind")
