@@ -23,6 +23,7 @@ from tests.tui.helpers import (
     notifications,
     open_runtime,
     screen_text,
+    send_burst,
     wait_for_browser,
     wait_until,
 )
@@ -663,3 +664,80 @@ async def test_a_checkpoints_marked_step_stays_in_view_as_the_diffs_above_it_loa
             return conversation.region.overlaps(marked.region) and marked.region.height > 0
 
         await wait_until(pilot, marked_in_view)
+
+
+async def test_a_task_typed_right_after_ctrl_t_in_the_browser_goes_to_the_highlighted_job(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial in tmux: ctrl+t on a highlighted job, then a task typed at
+    once ("Audit calc.py…"): its letters ran the browser's keys (i opened the inbox), and the
+    composer's line read "Follow-up in:" with no title (the job's run waits for input)."""
+    waiting = await runtime.start("summarise")
+    await runtime.wait(waiting.id, timeout=10)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        send_burst(app, ["ctrl+t", *"Audit calc.py"])  # all queued before ctrl+t is handled
+        await wait_until(
+            pilot,
+            lambda: app.screen is not screen or screen.composer.input.text == "Audit calc.py",
+        )
+        assert app.screen is screen  # no inbox
+        assert app.focused is screen.composer.input
+        assert screen.composer.follow_up_job_id == waiting.job_id
+        assert "↪ Follow-up in: summarise  (ctrl+t" in screen_text(app)
+
+
+async def test_ctrl_t_on_another_job_names_that_job_and_leaves_the_first_its_draft(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """ctrl+t in the browser gave the composer the highlighted job but not its title: the line
+    still named the job opened before, while the message would go to the other one, and so
+    would the words typed for the first."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        first, other = tree.job_ids  # "list the TODOs" (the newest, on top), "summarise …"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == first)
+        await pilot.press("ctrl+t", *"for the first job", "escape")
+        await wait_until(pilot, lambda: app.focused is tree)
+        tree.move_cursor(tree.job_node(other))
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == other)
+        assert app.focused is screen.composer.input
+        assert "↪ Follow-up in: summarise this project" in screen_text(app)
+        assert screen.composer.input.text == ""
+        await pilot.press("ctrl+q")
+    assert await composer_text(runtime.store, first) == "for the first job"
+    assert await composer_text(runtime.store, other) == ""
+
+
+async def test_ctrl_t_on_a_runs_row_follows_up_that_runs_job(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A run's row, unfolded under its job, is highlighted as much as the job's own: ctrl+t
+    on it followed up the job on screen instead (or, with none, said "Select a job first")."""
+    older = await runtime.start("summarise this project")
+    await finish_run(runtime, older.id)
+    newer = await runtime.start("list the TODOs")
+    await finish_run(runtime, newer.id)
+    app = make_app(runtime, workspace, open_job=newer.job_id)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == newer.job_id)
+        tree = screen.job_tree
+        tree.focus()
+        older_row = tree.job_node(older.job_id)
+        assert older_row is not None
+        older_row.expand()
+        await wait_until(pilot, lambda: tree.run_node(older.id) is not None)
+        tree.move_cursor(tree.run_node(older.id))
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        assert screen.composer.follow_up_job_id == older.job_id
+        assert "↪ Follow-up in: summarise this project" in screen_text(app)

@@ -354,6 +354,33 @@ async def test_retrying_a_claude_run_without_a_key_says_so_and_adds_no_run(
         await runtime.close()
 
 
+async def test_ctrl_t_from_the_browser_while_the_retry_choice_is_open_says_to_choose_first(
+    db_path: Path, workspace: Path
+) -> None:
+    """ctrl+t gave the keys to the composer hidden under the open choice: what was typed next
+    went into a box nobody saw, and nothing said why."""
+    runtime, _, tool, run_id, job_id = await _failed_runtime(db_path, workspace, "write_file")
+    try:
+        app = make_app(runtime, workspace, open_job=job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_failed_run(pilot, app, run_id)
+            choice = await _press_retry(pilot, screen)
+            screen.job_tree.focus()
+            await wait_until(pilot, lambda: screen.focused is screen.job_tree)
+            await pilot.press("ctrl+t")
+            await wait_until(
+                pilot, lambda: any("Choose how to retry" in n for n in notifications(app))
+            )
+            await wait_until(pilot, lambda: screen.focused is choice)
+            await pilot.press("z")  # not a choice's key: nothing, and not typed out of sight
+            assert not screen.composer.display
+            assert screen.composer.input.text == ""
+            assert screen.query_one(RetryChoice) is choice
+            assert tool.calls == 1
+    finally:
+        await runtime.close()
+
+
 def _snapshot_app(name: str) -> Any:
     """The app on a database whose one run failed with a shell call in doubt, at a fixed path
     (the path is on screen); it opens that run (``--continue``)."""

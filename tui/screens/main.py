@@ -1101,7 +1101,9 @@ class MainScreen(Screen[None]):
         self.job_tree.remove_job(job_id)
         shown = self.selected_job.id if self.selected_job is not None else None
         if job_id in (shown, self.composer.follow_up_job_id):
-            self.action_new_job()
+            # The keys stay where they are: after x in the browser, u there brings the job
+            # back at once (given to the new job's box, a trial's u was typed into it).
+            self.action_new_job(take_keys=False)
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
@@ -2044,11 +2046,14 @@ class MainScreen(Screen[None]):
         if self.open_request is None:
             self.composer.focus_input()
 
-    def action_new_job(self) -> None:
-        """An explicit new job: the conversation empties and the composer addresses a new job."""
-        self.run_worker(self._new_job(), exit_on_error=False, group="new-job", exclusive=True)
+    def action_new_job(self, take_keys: bool = True) -> None:
+        """An explicit new job: the conversation empties and the composer addresses a new job
+        (``take_keys``: and has the focus)."""
+        self.run_worker(
+            self._new_job(take_keys=take_keys), exit_on_error=False, group="new-job", exclusive=True
+        )
 
-    async def _new_job(self) -> None:
+    async def _new_job(self, *, take_keys: bool = True) -> None:
         await self._close_confirm_bar()
         await self.hide_prompt()
         self.selected_run = None
@@ -2061,7 +2066,8 @@ class MainScreen(Screen[None]):
         if composer.follow_up_job_id is not None:
             composer.target(None)
             self._load_draft(None)
-        composer.focus_input()
+        if take_keys:
+            composer.focus_input()
         self.refresh_bindings()
 
     def _working_run(self) -> Run | None:
@@ -2136,23 +2142,34 @@ class MainScreen(Screen[None]):
         self.notify(f"Interrupted. Type a follow-up, or {retry} to retry.", title="Run interrupted")
 
     def action_follow_up(self) -> None:
-        """Follow up the selected job: the composer in follow-up mode, focused."""
+        """Follow up the highlighted job (of the row under the browser's cursor: its own, a
+        run's, a checkpoint's), else the one on screen: the composer addresses it, focused."""
         if self.open_request is not None:
             # To the prompt, where typing goes now: left in the browser, the message typed
             # next fired its single-letter keys (new job, export, archive, cancel…).
             self.notify("Answer the prompt first.", severity="warning")
             self._focus_pane(2)
             return
-        job_id = self.selected_job.id if self.selected_job else None
-        node = self.job_tree.cursor_node
-        if node is not None and isinstance(node.data, JobEntry):
-            job_id = node.data.job.id
-            self.composer.set_selected_job(job_id, node.data.job.title)
-        if job_id is None:
+        job = self.job_tree.cursor_job() or self.selected_job
+        if job is None:
             self.notify("Select a job first.", severity="warning")
             return
-        self.composer.follow_up_job_id = job_id
-        self.composer.focus_input()
+        composer = self.composer
+        if not composer.display:
+            self.notify(
+                "Choose how to retry first (Esc leaves the run as it is).", severity="warning"
+            )
+            self._focus_pane(2)  # the retry's choice, docked in the composer's place
+            return
+        # Through ``target``: set directly, the job changed but not the title the line names
+        # (empty in a fresh agent-tui, or the job shown before), nor the draft in the box.
+        changed = composer.follow_up_job_id != job.id
+        composer.target(job.id, job.title)
+        if changed:
+            self._load_draft(job.id)
+        # Now, not as ``focus()`` does it, behind the keys already queued: the task typed with
+        # ctrl+t (at once, as tmux sends it) goes into the box (see ``JobTree.BINDINGS``).
+        self.set_focus(composer.input)
 
     def action_focus_browser(self) -> None:
         self.query_one("#browser").remove_class("-hidden")
@@ -2623,10 +2640,8 @@ class MainScreen(Screen[None]):
             return
         self._archived_here.append(job.id)
         self.refresh_bindings()
-        # The job on screen leaves a new job with the focus in its box (what is typed next is
-        # text, not the browser's keys), where u is a letter: a trial's u went into the box.
-        shown = self.selected_job is not None and self.selected_job.id == job.id
-        undo = "Esc, then u brings it back" if shown else "u brings it back"
+        # Archiving leaves the keys where they are; in a text field u is a letter.
+        undo = "Esc, then u brings it back" if self.typing() else "u brings it back"
         self.notify(
             f"Archived {job.title!r}: hidden here and from `agent-tui runs`. {undo}"
             f" (or `agent-tui unarchive {job.id[:8]}`).",

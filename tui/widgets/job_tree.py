@@ -122,6 +122,13 @@ class JobTree(Tree[NodeData]):
         Binding("x", "screen.archive_job", "Archive"),
         Binding("s", "screen.cycle_filter", "Filter"),
         Binding("slash", "screen.search", "Search", key_display="/"),
+        # The screen's follow-up, with priority: run as the app reads the key, before the keys
+        # typed with it (at once, as tmux sends them) are handed on. As the screen's plain
+        # binding it ran only once the key had passed through the tree, and those keys had
+        # been handed to the tree by then: it ran them as its letters (i opened the inbox).
+        Binding(
+            "ctrl+t", "screen.follow_up", "Follow up the highlighted job", show=False, priority=True
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -415,7 +422,13 @@ class JobTree(Tree[NodeData]):
         self._sync_labels()
 
     def watch_cursor_line(self, previous_line: int, line: int) -> None:
+        before = self.cursor_node
         super().watch_cursor_line(previous_line, line)
+        node = self.cursor_node
+        if previous_line == line and node is not None and node is not before:
+            # The row under the cursor went (archived) and the next one took its line: Tree
+            # says nothing then, and the composer's ctrl+t went on addressing the job archived.
+            self.post_message(self.NodeHighlighted(node))
         self._sync_labels()
 
     def move_cursor(self, node: TreeNode[NodeData] | None, animate: bool = False) -> None:
@@ -540,6 +553,10 @@ class JobTree(Tree[NodeData]):
         node.remove()
         if not self._jobs and self.empty_text:
             self.root.add_leaf(self.empty_text, EmptyEntry(self.empty_text))
+        # Tree keeps its cursor on a removed row until its lines are built again: built now,
+        # the cursor is on the row that took its place, and the detail line synced below
+        # describes that row, not the archived job's run.
+        self._tree_lines  # noqa: B018 (the property rebuilds the lines when they are stale)
         self._sync_labels()
 
     def _mark_interrupted(self, job_id: str) -> None:
@@ -622,6 +639,15 @@ class JobTree(Tree[NodeData]):
 
     def job_node(self, job_id: str) -> TreeNode[NodeData] | None:
         return self._jobs.get(job_id)
+
+    def cursor_job(self) -> Job | None:
+        """The job of the row under the cursor: its own row, or a row under it (a run, a
+        sub-run, a checkpoint); None without a cursor or on a row of no job ("… more")."""
+        self._tree_lines  # noqa: B018 (a removed row gives the cursor to the one in its place)
+        node = self.cursor_node
+        while node is not None and not isinstance(node.data, JobEntry):
+            node = node.parent
+        return node.data.job if node is not None and isinstance(node.data, JobEntry) else None
 
     def shown_rows(self, run: Run) -> tuple[Run | None, Job | None]:
         """The rows of ``run`` (as last given) and of its job that the browser shows."""
