@@ -556,7 +556,7 @@ class JobTree(Tree[NodeData]):
         # Tree keeps its cursor on a removed row until its lines are built again: built now,
         # the cursor is on the row that took its place, and the detail line synced below
         # describes that row, not the archived job's run.
-        self._tree_lines  # noqa: B018 (the property rebuilds the lines when they are stale)
+        self._build_lines()
         self._sync_labels()
 
     def _mark_interrupted(self, job_id: str) -> None:
@@ -640,10 +640,15 @@ class JobTree(Tree[NodeData]):
     def job_node(self, job_id: str) -> TreeNode[NodeData] | None:
         return self._jobs.get(job_id)
 
+    def _build_lines(self) -> None:
+        """The tree's lines built now if rows were added or removed since (``Tree`` builds
+        them when it next reads them: its public ``last_line`` reads them)."""
+        _ = self.last_line
+
     def cursor_job(self) -> Job | None:
         """The job of the row under the cursor: its own row, or a row under it (a run, a
         sub-run, a checkpoint); None without a cursor or on a row of no job ("… more")."""
-        self._tree_lines  # noqa: B018 (a removed row gives the cursor to the one in its place)
+        self._build_lines()  # a removed row gives the cursor to the one in its place
         node = self.cursor_node
         while node is not None and not isinstance(node.data, JobEntry):
             node = node.parent
