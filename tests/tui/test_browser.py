@@ -741,3 +741,27 @@ async def test_ctrl_t_on_a_runs_row_follows_up_that_runs_job(
         await wait_until(pilot, lambda: app.focused is screen.composer.input)
         assert screen.composer.follow_up_job_id == older.job_id
         assert "↪ Follow-up in: summarise this project" in screen_text(app)
+
+
+async def test_x_on_a_runs_row_archives_that_runs_job_not_the_one_on_screen(
+    runtime: Runtime, workspace: Path
+) -> None:
+    older = await runtime.start("summarise this project")
+    await finish_run(runtime, older.id)
+    newer = await runtime.start("list the TODOs")
+    await finish_run(runtime, newer.id)
+    app = make_app(runtime, workspace, open_job=newer.job_id)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == newer.job_id)
+        tree = screen.job_tree
+        tree.focus()
+        older_row = tree.job_node(older.job_id)
+        assert older_row is not None
+        older_row.expand()
+        await wait_until(pilot, lambda: tree.run_node(older.id) is not None)
+        tree.move_cursor(tree.run_node(older.id))
+        await pilot.press("x")
+        await wait_until(pilot, lambda: any("Archived" in t for t in notifications(app)))
+    assert (await runtime.get_job(older.job_id)).archived
+    assert not (await runtime.get_job(newer.job_id)).archived

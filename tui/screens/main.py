@@ -2623,9 +2623,9 @@ class MainScreen(Screen[None]):
         self.notify(f"Exported to {folder}/\n{path.name}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
-        node = self.job_tree.cursor_node
-        job = node.data.job if node is not None and isinstance(node.data, JobEntry) else None
-        job = job or self.selected_job
+        # The job of the row under the cursor, a run's or a checkpoint's row too (x on an
+        # older job's run row archived the job on screen).
+        job = self.job_tree.cursor_job() or self.selected_job
         if job is None:
             self.notify("Select a job first.", severity="warning")
             return
