@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from runtime.api import Runtime
-from runtime.models import ToolResultBlock
+from runtime.models import Run, ToolResultBlock
 from runtime.store.base import NewRun
 from tests.store.helpers import composer_text
 from tests.tui.helpers import (
@@ -717,26 +717,38 @@ async def test_ctrl_t_on_another_job_names_that_job_and_leaves_the_first_its_dra
     assert await composer_text(runtime.store, other) == ""
 
 
+async def _an_older_and_a_newer_job(runtime: Runtime) -> tuple[Run, Run]:
+    older = await runtime.start("summarise this project")
+    await finish_run(runtime, older.id)
+    newer = await runtime.start("list the TODOs")
+    await finish_run(runtime, newer.id)
+    return older, newer
+
+
+async def _cursor_on_the_older_jobs_run(
+    pilot: Pilot[object], screen: MainScreen, older: Run, newer: Run
+) -> None:
+    """The newer job on screen, the browser's cursor on the older job's run row (unfolded)."""
+    await wait_until(pilot, lambda: screen.composer.follow_up_job_id == newer.job_id)
+    tree = screen.job_tree
+    tree.focus()
+    older_row = tree.job_node(older.job_id)
+    assert older_row is not None
+    older_row.expand()
+    await wait_until(pilot, lambda: tree.run_node(older.id) is not None)
+    tree.move_cursor(tree.run_node(older.id))
+
+
 async def test_ctrl_t_on_a_runs_row_follows_up_that_runs_job(
     runtime: Runtime, workspace: Path
 ) -> None:
     """A run's row, unfolded under its job, is highlighted as much as the job's own: ctrl+t
     on it followed up the job on screen instead (or, with none, said "Select a job first")."""
-    older = await runtime.start("summarise this project")
-    await finish_run(runtime, older.id)
-    newer = await runtime.start("list the TODOs")
-    await finish_run(runtime, newer.id)
+    older, newer = await _an_older_and_a_newer_job(runtime)
     app = make_app(runtime, workspace, open_job=newer.job_id)
     async with app.run_test(size=WIDE) as pilot:
         screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == newer.job_id)
-        tree = screen.job_tree
-        tree.focus()
-        older_row = tree.job_node(older.job_id)
-        assert older_row is not None
-        older_row.expand()
-        await wait_until(pilot, lambda: tree.run_node(older.id) is not None)
-        tree.move_cursor(tree.run_node(older.id))
+        await _cursor_on_the_older_jobs_run(pilot, screen, older, newer)
         await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: app.focused is screen.composer.input)
         assert screen.composer.follow_up_job_id == older.job_id
@@ -746,21 +758,11 @@ async def test_ctrl_t_on_a_runs_row_follows_up_that_runs_job(
 async def test_x_on_a_runs_row_archives_that_runs_job_not_the_one_on_screen(
     runtime: Runtime, workspace: Path
 ) -> None:
-    older = await runtime.start("summarise this project")
-    await finish_run(runtime, older.id)
-    newer = await runtime.start("list the TODOs")
-    await finish_run(runtime, newer.id)
+    older, newer = await _an_older_and_a_newer_job(runtime)
     app = make_app(runtime, workspace, open_job=newer.job_id)
     async with app.run_test(size=WIDE) as pilot:
         screen = main_screen(app)
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == newer.job_id)
-        tree = screen.job_tree
-        tree.focus()
-        older_row = tree.job_node(older.job_id)
-        assert older_row is not None
-        older_row.expand()
-        await wait_until(pilot, lambda: tree.run_node(older.id) is not None)
-        tree.move_cursor(tree.run_node(older.id))
+        await _cursor_on_the_older_jobs_run(pilot, screen, older, newer)
         await pilot.press("x")
         await wait_until(pilot, lambda: any("Archived" in t for t in notifications(app)))
     assert (await runtime.get_job(older.job_id)).archived
