@@ -273,6 +273,43 @@ async def test_scrolling_up_through_3000_messages_keeps_the_mounted_widgets_boun
         await runtime.close()
 
 
+async def test_message_widgets_unmounted_by_the_window_are_freed_without_waiting_for_the_collector(
+    db_path: Path, workspace: Path
+) -> None:
+    """Unmounted widgets are reference cycles: left to Python's own full collections, a scroll
+    up a long run piled them up (and a collection then stalled the app for hundreds of ms).
+    With the collector's own cadence switched off, what the window unmounts is still freed."""
+    import gc
+
+    (run_id,) = fill_job(db_path, workspace, [800])
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, window=WINDOW)
+        async with app.run_test(size=SIZE):
+            conversation = await _open_at_tail(app, run_id, page=PAGE, last=799)
+            gc.disable()
+            try:
+                for _ in range(10):
+                    await older_page(conversation)
+                    await _mounted_once_trimmed(conversation)
+                first = conversation.first_position
+                assert first is not None and first < 800 - 10 * PAGE
+                mounted = {id(view) for view in conversation.query(MessageView)}
+                alive_but_gone = [
+                    view
+                    for view in gc.get_objects()
+                    if isinstance(view, MessageView) and id(view) not in mounted
+                ]
+            finally:
+                gc.enable()
+            # About 400 were unmounted; what is left waits for the next page's collection
+            # (fewer than a page) or is in the layout kept from before the last trim (a page).
+            assert len(alive_but_gone) <= 2 * PAGE, len(alive_but_gone)
+            del alive_but_gone
+    finally:
+        await runtime.close()
+
+
 GONE_LINES = 400
 """Lines drawn by widgets no longer mounted that may stay alive (other parts of the screen, a
 prompt or the footer, are replaced as the test goes): without forget_drawn_lines, scrolling
