@@ -293,6 +293,13 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         await pilot.press("slash", *"pelicans", "enter")
         results = screen.query_one("#search-results")
         await wait_until(pilot, lambda: results.display and app.focused is results)
+        # The footer says what Enter does there, and how to go back.
+        shown = {
+            key: active.binding.description
+            for key, active in screen.active_bindings.items()
+            if active.binding.show
+        }
+        assert shown.get("enter") == "Open" and shown.get("escape") == "Leave", shown
         await pilot.press("enter")
         await wait_until(
             pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id

@@ -68,6 +68,7 @@ from tui.widgets.job_tree import (
 )
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.ordered_keys import OrderedInput
+from tui.widgets.search_results import SearchResults
 from tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ class MainScreen(Screen[None]):
                         hide_ages=settings.hide_ages, here=str(settings.workspace), id="tree"
                     )
                     yield BrowserDetail(id="tree-detail")
-                results = OptionList(id="search-results")
+                results = SearchResults(id="search-results")
                 results.display = False
                 yield results
             with Vertical(id="main-pane"):
