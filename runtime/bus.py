@@ -356,10 +356,12 @@ class EventBus:
         return stream
 
     def close_stream(self, stream: Stream) -> None:
-        """Hand out what the stream still holds; nothing more is read from it."""
+        """Hand out what the stream still holds; nothing more is read from it (a second
+        close hands out nothing)."""
+        if stream not in self._streams:
+            return
         self._hand_out_stream(stream)
-        if stream in self._streams:
-            self._streams.remove(stream)
+        self._streams.remove(stream)
 
     def wake(self) -> None:
         """An open stream has new text: the subscribers waiting come to take it."""

@@ -168,7 +168,15 @@ class ModelCall:
         draft = DraftKeeper(
             self._store, run.id, execution.token, message_id, folded, owner_id=self._owner_id
         )
-        execution.save_shown = draft.save_shown
+
+        async def save_shown() -> None:
+            # Observers get what was folded until now and nothing after it: the stream goes on
+            # while the last save and the cancel's commit are written, and words shown then
+            # would be on screen but in no draft (found by a new-user trial after Esc).
+            bus.close_stream(shown_to)
+            await draft.save_shown()
+
+        execution.save_shown = save_shown
         stream = provider.stream(request)
         finished = False
         try:
@@ -231,6 +239,8 @@ class DraftKeeper:
         ended)."""
         self._closed = False
         """Set by the last save (``save_shown``) or the message's end (``stop``)."""
+        self._limit: dict[DraftKind, int] | None = None
+        """Where the last save ends (``save_shown``): the text shown when it was asked for."""
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
@@ -257,8 +267,12 @@ class DraftKeeper:
         """What of ``kind`` was shown since the last save of it."""
         folded, start = self._folded, self._saved[kind]
         if kind is DraftKind.TEXT:
-            return folded.text_since(start) if folded.text_length > start else ""
-        return folded.thinking_since(start) if folded.thinking_length > start else ""
+            end, since = folded.text_length, folded.text_since
+        else:
+            end, since = folded.thinking_length, folded.thinking_since
+        if self._limit is not None:
+            end = min(end, self._limit[kind])
+        return since(start)[: end - start] if end > start else ""
 
     async def _save(self) -> None:
         for kind in (DraftKind.THINKING, DraftKind.TEXT):  # the order they are shown in
@@ -290,7 +304,13 @@ class DraftKeeper:
     async def save_shown(self) -> None:
         """The last save: all that was shown and is not in the draft yet, because the message
         is about to be cut short (``Runtime.cancel`` before it commits the cancel, after which
-        the run's token no longer writes; a close; a failed stream). No save follows it."""
+        the run's token no longer writes; a close; a failed stream). No save follows it, and
+        it ends where the text was when it was asked for: what streams meanwhile is not shown
+        (the caller closed the bus's stream)."""
+        self._limit = {
+            DraftKind.TEXT: self._folded.text_length,
+            DraftKind.THINKING: self._folded.thinking_length,
+        }
         self._cancel_timer()
         saving = self._saving
         if saving is not None and not saving.done():

@@ -22,7 +22,7 @@ from runtime.config import Config
 from runtime.engine import model_call
 from runtime.engine.model_call import DraftKeeper
 from runtime.engine.stream_fold import Fold
-from runtime.events import MessageDelta
+from runtime.events import MessageDelta, RunStateChanged
 from runtime.models import RunState
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
@@ -318,3 +318,77 @@ async def test_a_second_runtime_sees_the_answer_another_streams_as_it_grows(
     finally:
         await watching.close()
         await executing.close()
+
+
+class _Endless:
+    """A model that streams words until its stream is closed: it goes on during a cancel."""
+
+    reference = "scripted:test"
+    context_window = 100_000
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    def cost_usd(self, usage: Any) -> float:
+        return 0.0
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: Any) -> Any:
+        from runtime.providers.base import TextDelta
+
+        number = 0
+        while True:
+            yield TextDelta(text=f"word{number} ")
+            number += 1
+            if number == 300:
+                self.started.set()
+            await asyncio.sleep(0)
+
+
+async def test_the_partial_answer_of_a_cancelled_run_is_what_its_observers_were_shown(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: after Esc the screen kept words the saved partial answer did
+    not have (what streamed while the cancel saved the draft and committed). The text handed
+    to observers stops where the last save does; `show`, an export or a second agent-tui then
+    read what the person saw."""
+    provider = _Endless()
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,  # type: ignore[arg-type,return-value]
+    )
+    shown: dict[int, str] = {}
+    try:
+        run = await runtime.start("go")
+
+        async def watch() -> None:
+            async for event in runtime.observe(run.id):
+                if isinstance(event, MessageDelta) and not event.thinking:
+                    shown[event.offset] = event.text
+                elif isinstance(event, RunStateChanged) and event.to_state is RunState.CANCELLED:
+                    return
+
+        watcher = asyncio.create_task(watch())
+        async with asyncio.timeout(30):
+            await provider.started.wait()
+            await runtime.cancel(run.id, reason="interrupted")
+            await watcher
+    finally:
+        await runtime.close()
+    text = ""
+    for offset in sorted(shown):
+        assert offset <= len(text), "a gap in what was shown"
+        text = text[:offset] + shown[offset]
+    store = SqliteStore(db_path)
+    await store.open()
+    try:
+        drafts = await store.get_drafts(run.id)
+    finally:
+        await store.close()
+    assert [draft.text for draft in drafts] == [text]
+    assert text.startswith("word0 word1 ") and len(text) > 300 * len("word0 ")
