@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runtime.models import Role
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import running_run
 from tests.tui.helpers import SIZE, main_screen, make_app, open_runtime, wait_until
 from tui.widgets.frozen_markdown import FrozenMarkdown
@@ -66,5 +67,39 @@ async def test_a_partial_answer_cut_inside_bold_shows_no_raw_stars(
             markdown = view.query_one(FrozenMarkdown)
             assert markdown.source == "It keeps **nothing committed is**"
             assert view.text == "It keeps **nothing committed is**"
+    finally:
+        await runtime.close()
+
+
+async def test_an_answer_cut_inside_bold_while_on_screen_shows_no_raw_stars(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: Esc on a short answer streaming on screen left a raw
+    ``**nothing`` (opening the run again closed it); a short answer is all Markdown, and that
+    part was left as it streamed."""
+    provider = ScriptedProvider(
+        [Turn("It keeps **nothing committed is", pause_until=tmp_path / "never")]
+    )
+    runtime = await open_scripted(provider, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"why?", "enter")  # a new job, its answer on screen as it streams
+
+            def partial() -> MessageView | None:
+                views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+                return views[0] if views else None
+
+            await wait_until(
+                pilot, lambda: (view := partial()) is not None and view.text.endswith("is")
+            )
+            run = screen.selected_run
+            assert run is not None
+            await runtime.cancel(run.id, reason="interrupted")
+            await wait_until(pilot, lambda: bool(screen.query(".partial-label")))
+            view = partial()
+            assert view is not None
+            assert view.query_one(FrozenMarkdown).source == "It keeps **nothing committed is**"
     finally:
         await runtime.close()

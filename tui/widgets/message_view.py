@@ -298,10 +298,15 @@ class MessageView(SizedByLayout, Vertical):
         while it is short enough; nothing more will come."""
         self._flush_markdown()
         self._stop_writes()
-        if self._gap or self._tail is None or self.role is Role.USER:
+        if self._gap or self.role is Role.USER:
             return
-        if markdown_cut(self.text, SETTLED_MARKDOWN_CHARS) is None:
-            await self._settle_as_markdown(closed_markdown(self.text))
+        if markdown_cut(self.text, SETTLED_MARKDOWN_CHARS) is not None:
+            return
+        closed = closed_markdown(self.text)
+        # A short answer is all Markdown already; what the cut left open is closed all the
+        # same (a trial saw a raw ``**nothing`` after Esc).
+        if self._tail is not None or closed != self._markdown.source:
+            await self._settle_as_markdown(closed)
 
     async def _settle_as_markdown(self, final: str) -> None:
         """The committed message is short enough to be Markdown whole: its plain tail (kept
