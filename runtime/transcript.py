@@ -123,11 +123,14 @@ TranscriptItem = ForkOrigin | RunHeader | TranscriptMessage | PartialAnswer
 _STREAMING_STATES = (RunState.RUNNING,)
 
 
-async def partial_answer(store: Store, run: Run, *, live: bool = False) -> PartialAnswer | None:
+async def partial_answer(
+    store: Store, run: Run, *, live: bool = False, owner_gone: bool = False
+) -> PartialAnswer | None:
     """The run's uncommitted streamed text, if the run is not streaming it right now (a running
     run's draft is live text, not a partial answer); with ``live``, that live text too, marked
-    as such (its last flush: at most a quarter of a second old)."""
-    streaming = run.state in _STREAMING_STATES and not run.interrupted
+    as such (its last flush: at most a quarter of a second old). ``owner_gone``: the process
+    executing the run is provably gone (``runtime.owners``), so nothing streams it any more."""
+    streaming = run.state in _STREAMING_STATES and not run.interrupted and not owner_gone
     if streaming and not live:
         return None
     drafts = [d for d in await store.get_drafts(run.id) if d.text.strip() or d.thinking.strip()]

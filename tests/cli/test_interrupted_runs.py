@@ -30,7 +30,8 @@ from tui._cli.parser import build_parser
 
 pytestmark = pytest.mark.slow
 
-GONE_LABEL = f"running ({OWNER_GONE})"
+GONE_LABEL = "running (process gone)"
+"""In the tables; ``show`` explains it (``OWNER_GONE``)."""
 
 
 def _contents(db: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -108,9 +109,11 @@ def test_after_a_kill_the_read_only_commands_say_the_process_is_gone_and_write_n
     assert [(r["id"], r["owner_gone"]) for r in json_lines(interrupted.stdout)] == [(run_id, True)]
     assert GONE_LABEL in cli.run("runs", "--state", "interrupted").stdout
 
+    # A short state in the table (the whole sentence made every row over 200 wide).
+    assert max(len(line) for line in table.stdout.splitlines()) <= 160
     shown = cli.run("show", run_id)
     assert shown.returncode == 0, shown.stderr
-    assert f"  state:   {GONE_LABEL}\n" in shown.stdout
+    assert f"  state:   running ({OWNER_GONE})\n" in shown.stdout
     data = json.loads(cli.run("show", run_id, "--json").stdout)
     assert (data["run"]["state"], data["owner_gone"]) == ("running", True)
 
@@ -145,7 +148,8 @@ async def _claimed_by_other_hosts(cli: Cli) -> tuple[Run, Run]:
         await store.open()
         try:
             await store.register_owner(owner, lease_seconds=600)
-            run, _ = await running_run(store, owner_id=owner, workspace=str(cli.workspace))
+            run, token = await running_run(store, owner_id=owner, workspace=str(cli.workspace))
+            await store.save_draft(run.id, token=token, message_id="m", text="The answer so")
             runs.append(run)
         finally:
             await store.close()
@@ -167,6 +171,12 @@ def test_a_run_whose_owner_on_another_host_let_its_lease_expire_is_shown_as_gone
     assert [row["id"] for row in json_lines(interrupted)] == [expired.id]
     assert json.loads(cli.run("show", expired.id, "--json").stdout)["owner_gone"] is True
     assert json.loads(cli.run("show", live.id, "--json").stdout)["owner_gone"] is False
+    # What a gone process streamed is a partial answer, not an answer being streamed now
+    # (found by a new-user trial: `show` said both "its process is gone" and "streaming").
+    gone_shown, live_shown = (cli.run("show", run.id).stdout for run in (expired, live))
+    assert "partial answer — the run was interrupted before it finished" in gone_shown
+    assert "streaming it now" not in gone_shown
+    assert "the answer so far — the run is streaming it now" in live_shown
     doctor = cli.run("doctor").stdout
     assert f"error: run {expired.id} (running)" in doctor and live.id not in doctor
     assert _contents(cli.db) == before

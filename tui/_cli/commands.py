@@ -352,8 +352,9 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         request = await runtime.current_request(request)  # a write's diff as of now
     checkpoints = await runtime.checkpoints(run.id)
     origin, inherited = await inherited_history(runtime.store, run)
-    partial = await partial_answer(runtime.store, run, live=True)
     gone = owner_gone(run, await gone_owners_of(runtime.store, [run]))
+    # A run whose process is gone is not streaming: its draft is what it had shown.
+    partial = await partial_answer(runtime.store, run, live=True, owner_gone=gone)
     if args.json:
         data = {
             "run": run.model_dump(mode="json"),

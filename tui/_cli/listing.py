@@ -79,6 +79,8 @@ _ID, _AGENT, _MODEL, _STATE, _PARENT, _OWNER, _INTERRUPTED, _COST, _CREATED = (
 OWNER_GONE = "its process is gone: interrupted when agent-tui next opens this database"
 """What a queued or running run whose owner is provably gone (``runtime.owners``) is, until a
 process that may execute opens the database and recovers it (the read-only commands never do)."""
+OWNER_GONE_SHORT = "process gone"
+"""``OWNER_GONE`` in a table's state column (the whole sentence made every row 200 wide)."""
 _FLOATS = frozenset({"cost_usd", "created_at", "updated_at"})
 _BOOLS = frozenset({"interrupted", "detached"})
 
@@ -158,13 +160,16 @@ def shown_title(title: str, archived: bool) -> str:
     return f"[archived] {title}" if archived else title
 
 
-def state_label(state: str, interrupted: bool, *, owner_gone: bool = False) -> str:
+def state_label(
+    state: str, interrupted: bool, *, owner_gone: bool = False, explained: bool = False
+) -> str:
     """A run's state for the tables: one a quit or a crash put back in the queue is not going
     to run by itself (it waits for a person, DESIGN §5) — said so, as the TUI says it, instead
     of "queued", which reads as about to start. One whose process was killed is said to be gone
-    (``OWNER_GONE``): the store still says running, but nothing runs it."""
+    (``OWNER_GONE_SHORT``; ``explained``: ``OWNER_GONE``, for ``show``): the store still says
+    running, but nothing runs it."""
     if owner_gone:
-        return f"{state} ({OWNER_GONE})"
+        return f"{state} ({OWNER_GONE if explained else OWNER_GONE_SHORT})"
     if interrupted and state == "queued":
         return "interrupted (waits for retry)"
     return state + " (interrupted)" if interrupted else state

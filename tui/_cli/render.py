@@ -74,7 +74,10 @@ def _clip_lines(text: str, limit: int = MAX_VALUE_LINES) -> list[str]:
 
 
 def run_state_label(run: Run, *, owner_gone: bool = False) -> str:
-    return listing.state_label(run.state.value, run.interrupted, owner_gone=owner_gone)
+    """The state line of ``show``: a run whose process is gone says what happens next."""
+    return listing.state_label(
+        run.state.value, run.interrupted, owner_gone=owner_gone, explained=True
+    )
 
 
 def runs_table(
