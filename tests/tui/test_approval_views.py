@@ -362,8 +362,16 @@ async def test_the_reason_field_of_a_denial_is_on_screen_however_long_the_diff(
         assert prompt.region.contains_region(reason.region)
         assert app.screen.region.contains_region(reason.region)
         assert reason.value == "too long"
-        # The keys stay visible above it, and Esc goes back to them.
+        # The keys stay visible above it, and Esc goes back to them; the footer says so, and
+        # what Enter does (it showed the screen's "esc Leave" and nothing about Enter).
         assert prompt.query_one(".prompt-keys").region.height >= 1
+        footer = {
+            key: active.binding.description
+            for key, active in app.screen.active_bindings.items()
+            if active.binding.show
+        }
+        assert footer.get("enter") == "Send the reason", footer
+        assert footer.get("escape") == "Back to the keys", footer
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.focused is prompt)
         assert not prompt.has_class("-reason") and prompt.is_attached

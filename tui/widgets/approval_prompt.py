@@ -22,6 +22,21 @@ if TYPE_CHECKING:
     from runtime.models import InputRequest
 
 
+class ReasonInput(OneLineInput):
+    """The reason of a denial: its footer says that Enter sends it and Esc goes back to the
+    prompt's keys (it showed the screen's "esc Leave", and nothing about Enter)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Send the reason"),
+        Binding("escape", "back", "Back to the keys"),
+    ]
+
+    def action_back(self) -> None:
+        prompt = next((node for node in self.ancestors if isinstance(node, ApprovalPrompt)), None)
+        if prompt is not None:
+            prompt.back_to_keys()
+
+
 class ApprovalPrompt(Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "decide('allow_once')", "Allow once"),
@@ -85,7 +100,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # The reason too: below a long diff it was cut off, and what was typed showed nowhere.
         with Horizontal(id="reason-row"):
             yield Static("Deny because: ", classes="prompt-reason-label", markup=False)
-            yield OneLineInput(
+            yield ReasonInput(
                 placeholder="Enter sends, Esc goes back", id="reason", select_on_focus=False
             )
         # Scrolled by the prompt's own ↑/↓/PageUp/PageDown: not a Tab stop of its own (Tab
@@ -204,9 +219,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.answered = True
         self.post_message(PromptAnswered(self.request, {"decision": "deny", "reason": reason}))
 
-    def key_escape(self, event: events.Key) -> None:
-        if self.has_class("-reason"):
-            # Back to the keys, and only that: the screen's Esc would leave the prompt too.
-            event.stop()
-            self.remove_class("-reason")
-            self.focus()
+    def back_to_keys(self) -> None:
+        """From the reason back to the single-key answers (what was typed stays)."""
+        self.remove_class("-reason")
+        self.focus()
