@@ -438,6 +438,7 @@ async def test_an_answer_refused_because_another_came_first_is_quoted_not_lost(
             await wait_until(pilot, lambda: any("Answer refused" in t for t in notifications(app)))
             [notice] = [t for t in notifications(app) if "Answer refused" in t]
             assert "yours was not sent: the tests, then the docs" in notice
+            assert "answered first elsewhere" in notice and request.id not in notice
     finally:
         await runtime.close()
 

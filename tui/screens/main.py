@@ -2014,10 +2014,13 @@ class MainScreen(Screen[None]):
     async def on_answer_failed(self, message: AnswerFailed) -> None:
         text = str(message.error)
         typed = message.value if isinstance(message.value, str) else None
-        if isinstance(message.error, AlreadyAnswered) and typed and typed.strip():
-            # Found by a new-user trial: answered in two places at once, the words typed in
-            # the slower one went without a trace.
-            text += f"; yours was not sent: {short(typed.strip(), 120)}"
+        if isinstance(message.error, AlreadyAnswered):
+            # Said without the request's internal id (a trial read a 32-digit hex in it).
+            text = "It was answered first elsewhere (another agent-tui or the command line)"
+            if typed and typed.strip():
+                # Found by a new-user trial: answered in two places at once, the words typed
+                # in the slower one went without a trace.
+                text += f"; yours was not sent: {short(typed.strip(), 120)}"
         self.notify(
             terminal_safe(text),
             title="Answer refused",
