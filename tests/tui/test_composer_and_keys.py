@@ -1236,6 +1236,21 @@ async def test_slash_new_and_n_start_a_new_job_only_when_asked(
     assert sorted(await user_inputs(runtime)) == ["a separate task", "summarise"]
 
 
+async def test_slash_new_takes_a_task_that_starts_with_an_escaped_slash(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: `/new /stream 20` sent "/stream 20" but `/new //stream 20`
+    sent both slashes; ``//`` escapes a slash after /new as it does in the box."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        main_screen(app)
+        await pilot.press(*"/new //look at notes.md", "enter")
+        async with asyncio.timeout(30):
+            while not (await runtime.list_jobs()).items:
+                await pilot.pause(0.05)
+    assert await user_inputs(runtime) == ["/look at notes.md"]
+
+
 # --- 6. @-mentions -------------------------------------------------------------------------------
 async def test_at_opens_a_fuzzy_file_picker_and_the_file_is_attached_as_a_chip(
     runtime: Runtime, workspace: Path

@@ -1640,7 +1640,9 @@ class MainScreen(Screen[None]):
                 # The box addresses the new job from now on: what is sent before it exists is
                 # held for it (``_hold_for_new_job``), not sent to the job on screen.
                 composer.target(None)
-                self._submit(argument, None)
+                # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream
+                # 20`` sent both slashes; ``/new /stream 20`` sent one).
+                self._submit(argument[1:] if argument.startswith("//") else argument, None)
             else:
                 self.action_new_job()
             return
