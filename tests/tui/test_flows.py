@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual.widgets import OptionList
 
 from runtime.api import Runtime
@@ -29,6 +30,7 @@ from tui.widgets.composer import Composer, ComposerInput
 from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
+from tui.widgets.search_results import SearchResults
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -306,6 +308,43 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         )
         await pilot.press("escape")
         await pilot.press("escape")
+
+
+async def test_search_hits_are_cut_to_the_browser_again_when_the_terminal_shrinks(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: after 120x40 became 80x24, each hit kept the cut of the wider
+    pane (its snippet wrapped onto a second line) and the highlighted hit was out of view."""
+    for number in range(12):
+        run = await runtime.start(f"find the pelicans of pond {number} and count every one of them")
+        await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelicans", "enter")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+        for _ in range(9):
+            await pilot.press("down")
+        assert results.highlighted == 9
+        await pilot.resize_terminal(80, 24)
+        browser = screen.query_one("#browser")
+        await wait_until(pilot, lambda: browser.size.width < 40)
+        await pilot.pause()
+        room = browser.size.width - 6
+        assert results.highlighted == 9
+        for index in range(results.option_count):
+            prompt = results.get_option_at_index(index).prompt
+            assert isinstance(prompt, Text)
+            assert all(len(line) <= room for line in prompt.plain.split("\n")), prompt.plain
+        # The highlighted hit is in view: its lines are between the list's scroll offsets.
+        top = results.scroll_offset.y
+        line = sum(
+            len(results.get_option_at_index(index).prompt.plain.split("\n"))  # type: ignore[union-attr]
+            for index in range(9)
+        )
+        assert top <= line < top + results.scrollable_content_region.height
 
 
 async def test_a_search_with_no_match_keeps_its_words_to_be_changed_and_letters_are_text(

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,7 +24,6 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
 from textual.widgets.collapsible import CollapsibleTitle
-from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from runtime.drafts import restorable
@@ -53,7 +51,7 @@ from tui.messages import (
     RunStarted,
     SearchFinished,
 )
-from tui.widgets._format import found_words, search_snippet, short
+from tui.widgets._format import found_words, short
 from tui.widgets._prompt_base import KeyAfterAnswer, PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation
@@ -76,7 +74,7 @@ if TYPE_CHECKING:
 
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
-    from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run, SearchHit
+    from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run
     from runtime.transcript_pages import ItemKey, Keyed, TranscriptPager
     from tui import bridge
     from tui.app import AgentTuiApp
@@ -197,7 +195,6 @@ class MainScreen(Screen[None]):
         """The job of the run this screen started last: what is typed meanwhile is for it."""
         self._replay: list[TextualMessage] = []
         self._loading_more = False
-        self._search_hits: list[SearchHit] = []
         self._context_windows: dict[str, int | None] = {}
         self._return_to_tool: str | None = None
         """After jumping back to a parent run: the delegation block to focus again."""
@@ -2706,27 +2703,9 @@ class MainScreen(Screen[None]):
         self.post_message(SearchFinished(query, hits))
 
     def on_search_finished(self, message: SearchFinished) -> None:
-        results = self.query_one("#search-results", OptionList)
-        results.clear_options()
-        self._search_hits = message.hits
-        if message.hits:
-            width = max(20, self.query_one("#browser").size.width - 6)
-            results.add_options(
-                Option(
-                    Text.assemble(
-                        (short(hit.job_title, width), "bold"),
-                        "\n",
-                        "  ",
-                        search_snippet(hit.snippet, width - 2),
-                    ),
-                    id=str(index),
-                )
-                for index, hit in enumerate(message.hits)
-            )
-        else:
-            results.add_option(Option(f"No message matches {message.query!r}", disabled=True))
+        results = self.query_one("#search-results", SearchResults)
+        results.show_hits(message.query, message.hits)
         results.display = True
-        results.highlighted = 0
         self.query_one("#tree-pane").display = False
         if message.hits:
             results.focus()
@@ -2738,7 +2717,7 @@ class MainScreen(Screen[None]):
     @on(OptionList.OptionSelected, "#search-results")
     def _hit_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id is not None:
-            hit = self._search_hits[int(event.option.id)]
+            hit = self.query_one("#search-results", SearchResults).hits[int(event.option.id)]
             self.open_run(hit.run_id, at_position=hit.position, words=found_words(hit.snippet))
 
     def _close_search(self) -> None:

@@ -2,15 +2,67 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.widget import Widget
 from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from tui.widgets._format import search_snippet, short
+
+if TYPE_CHECKING:
+    from runtime.models import SearchHit
 
 
 class SearchResults(OptionList):
-    """An option list whose footer says what Enter does (Textual's hides its keys)."""
+    """An option list whose footer says what Enter does (Textual's hides its keys), and whose
+    hits are cut to the browser's width again when the terminal is resized (cut for the old
+    width, a snippet wrapped onto a second line)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the run at the message found"),
     ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.hits: list[SearchHit] = []
+        self._query = ""
+        self._width = 0
+
+    def show_hits(self, query: str, hits: list[SearchHit]) -> None:
+        """Show the hits of ``query`` (or that nothing matched), the first one highlighted."""
+        self.hits, self._query = hits, query
+        self._fill(highlighted=0)
+
+    def _room(self) -> int:
+        parent = self.parent
+        browser_width = parent.size.width if isinstance(parent, Widget) else self.size.width
+        return max(20, browser_width - 6)
+
+    def _fill(self, *, highlighted: int | None) -> None:
+        width = self._width = self._room()
+        self.clear_options()
+        if self.hits:
+            self.add_options(
+                Option(
+                    Text.assemble(
+                        (short(hit.job_title, width), "bold"),
+                        "\n",
+                        "  ",
+                        search_snippet(hit.snippet, width - 2),
+                    ),
+                    id=str(index),
+                )
+                for index, hit in enumerate(self.hits)
+            )
+        else:
+            self.add_option(Option(f"No message matches {self._query!r}", disabled=True))
+        self.highlighted = highlighted
+        self.scroll_to_highlight()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.display and self._room() != self._width:
+            self._fill(highlighted=self.highlighted)
