@@ -540,6 +540,11 @@ async def test_a_job_of_another_folder_says_which_under_the_browser(
             await wait_for_browser(pilot, app)
             tree = screen.job_tree
             await wait_until(pilot, lambda: {ours.job_id, theirs.job_id} <= set(tree.job_ids))
+            # Its row starts with the folder's name (the trial saw no hint on the row).
+            theirs_row = tree.row_text(tree.job_node(theirs.job_id))  # type: ignore[arg-type]
+            ours_row = tree.row_text(tree.job_node(ours.job_id))  # type: ignore[arg-type]
+            assert theirs_row.startswith("✓ other-project: summarise th"), theirs_row
+            assert "other-project" not in ours_row
             tree.move_cursor(tree.job_node(theirs.job_id))
             assert f"in {other}" in tree.detail_text()
             tree.move_cursor(tree.job_node(ours.job_id))

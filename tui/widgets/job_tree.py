@@ -269,6 +269,14 @@ class JobTree(Tree[NodeData]):
         title_room = max(1, room - 2 - (len(right) + 1 if right else 0))
         label = Text()
         label.append(icon + " ", style="bold")
+        data = node.data
+        if isinstance(data, JobEntry) and self.is_elsewhere(data.job.workspace):
+            # The folder's name before the title: a new-user trial could not tell another
+            # folder's job from this one's until its approval named the folder.
+            folder = short(terminal_safe_line(Path(data.job.workspace).name or "/"), 16) + ": "
+            if len(folder) < title_room - 8:
+                label.append(folder, style="dim italic")
+                title_room -= len(folder)
         label.append(short(title, title_room).ljust(title_room))
         if right:
             label.append(" " + right, style="dim")
