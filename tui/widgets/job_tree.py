@@ -273,8 +273,11 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, JobEntry) and self.is_elsewhere(data.job.workspace):
             # The folder's name before the title: a new-user trial could not tell another
             # folder's job from this one's until its approval named the folder.
+            # Narrow (80 columns), an arrow; the detail line under the tree names the folder.
             folder = short(terminal_safe_line(Path(data.job.workspace).name or "/"), 16) + ": "
-            if len(folder) < title_room - 8:
+            if len(folder) >= title_room - 8:
+                folder = "↗ "
+            if len(folder) < title_room:
                 label.append(folder, style="dim italic")
                 title_room -= len(folder)
         label.append(short(title, title_room).ljust(title_room))
