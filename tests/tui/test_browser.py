@@ -545,6 +545,13 @@ async def test_a_job_of_another_folder_says_which_under_the_browser(
             ours_row = tree.row_text(tree.job_node(ours.job_id))  # type: ignore[arg-type]
             assert theirs_row.startswith("✓ other-project: summarise th"), theirs_row
             assert "other-project" not in ours_row
+            # Narrow, an arrow says it all the same (the name does not fit).
+            await pilot.resize_terminal(80, 24)
+            await wait_until(
+                pilot,
+                lambda: tree.row_text(tree.job_node(theirs.job_id)).startswith("✓ ↗ summ"),  # type: ignore[arg-type]
+            )
+            assert "↗" not in tree.row_text(tree.job_node(ours.job_id))  # type: ignore[arg-type]
             tree.move_cursor(tree.job_node(theirs.job_id))
             assert f"in {other}" in tree.detail_text()
             tree.move_cursor(tree.job_node(ours.job_id))
