@@ -779,3 +779,71 @@ async def test_x_on_a_runs_row_archives_that_runs_job_not_the_one_on_screen(
         await wait_until(pilot, lambda: any("Archived" in t for t in notifications(app)))
     assert (await runtime.get_job(older.job_id)).archived
     assert not (await runtime.get_job(newer.job_id)).archived
+
+
+async def _streaming_in_the_tui(
+    pilot: Pilot[Any], screen: MainScreen, task: str = "summarise this project"
+) -> Run:
+    """``task`` sent from the composer, until the status line counts its streamed text: the
+    run (the demo model at a crawl keeps it streaming its plan for a while)."""
+    await pilot.press(*task, "enter")
+    await wait_until(pilot, lambda: screen.status.streamed_chars > 0)
+    run = screen.status.run
+    assert run is not None
+    return run
+
+
+async def test_a_streaming_run_shows_its_live_token_estimate_and_updated_now_in_the_browser(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: while a run streamed, its row and the detail said "tok 0"
+    and "updated 6m ago"; only the status line had the live estimate."""
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        app = make_app(runtime, workspace, hide_ages=False)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            run = await _streaming_in_the_tui(pilot, screen)
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            run_row, job_row = tree.run_node(run.id), tree.job_node(run.job_id)
+            assert run_row is not None and job_row is not None
+            tree.move_cursor(run_row)
+            detail = screen.query_one(BrowserDetail)
+            await wait_until(pilot, lambda: " · ~" in rendered(detail))
+            for row in (run_row, job_row):
+                figures = tree.row_text(row).split()
+                assert figures[-3] == "now", figures
+                assert figures[-2].startswith("~") and figures[-2] != "~0", figures
+            assert "running · updated now · ~" in rendered(detail)
+            estimate = int(rendered(detail).split("~")[1].split()[0])
+            assert 0 < estimate * 4 <= screen.status.streamed_chars
+    finally:
+        await runtime.close()
+
+
+async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streaming throughput has a budget (DESIGN §13): the rows count every delta but are drawn
+    with the first piece and then at most once a ``LIVE_TICK``, not once a delta."""
+    monkeypatch.setattr(job_tree, "LIVE_TICK", 24 * 3600.0)  # no tick during the test
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            run = await _streaming_in_the_tui(pilot, screen)
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            run_row = tree.run_node(run.id)
+            assert run_row is not None
+            await wait_until(pilot, lambda: "~" in tree.row_text(run_row))
+            drawn, shown = run_row._updates, tree.row_text(run_row)
+            for _ in range(200):
+                tree.streamed(run, 40)
+            await pilot.pause()
+            assert run_row._updates == drawn
+            assert tree.row_text(run_row) != shown  # counted: the next tick shows it
+    finally:
+        await runtime.close()

@@ -897,6 +897,7 @@ class MainScreen(Screen[None]):
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
         self.status.elsewhere = self._worked_elsewhere(run)
         self.status.show(run=run, context_window=self._context_window(run.model))
+        self.job_tree.keep_live(run.id)
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)
         if needs_resume(run):
@@ -1062,7 +1063,9 @@ class MainScreen(Screen[None]):
             await self._apply_to_conversation(message)
 
     async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
-        self.status.streamed(message.run_id, len(message.text))
+        run = self.status.streamed(message.run_id, len(message.text))
+        if run is not None:
+            self.job_tree.streamed(run, len(message.text))
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:
@@ -2065,6 +2068,7 @@ class MainScreen(Screen[None]):
         await self.conversation.show_empty("New job: type the task below and press Enter.")
         self.query_one("#banner", Static).display = False
         self.status.show(model=str(self.runtime.default_model))
+        self.job_tree.keep_live(None)
         composer = self.composer
         if composer.follow_up_job_id is not None:
             composer.target(None)

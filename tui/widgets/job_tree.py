@@ -9,7 +9,11 @@ When the pane is narrow the age column goes first, then the agent, then the toke
 never dropped. Every row shows the same columns, so they line up and a wide cost never shifts
 the agent. The ages tick while the screen is open: a
 timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
-A detail line under the tree says what the row under the cursor is, its age in words."""
+A detail line under the tree says what the row under the cursor is, its age in words.
+
+While the run on screen streams, its row and its job's say so as the status line does: tokens
+estimated from the text streamed (``~``, until the provider's usage arrives) and updated "now".
+Deltas are only counted here; the rows are drawn again at most once a ``LIVE_TICK``."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from runtime.interrupted import not_retried
+from runtime.kinds import RunState
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import (
     STATE_ICONS,
@@ -40,6 +45,7 @@ from tui.widgets.sized_by_layout import SizedByLayout
 
 if TYPE_CHECKING:
     from textual.events import Resize
+    from textual.timer import Timer
 
     from runtime.models import Checkpoint, Job, Run
 
@@ -51,6 +57,37 @@ TITLE_MIN = 11
 AGE_TICK = 1.0
 """Seconds between two recomputations of the ages on screen."""
 INTERRUPTED_ICON = "⚠"
+LIVE_TICK = 1.0
+"""Seconds between two redraws of a streaming run's rows (its deltas come many times a second)."""
+LIVE_AGE = "now"
+CHARS_PER_TOKEN = 4
+"""The estimate of streamed tokens before the provider counts them (as the status line's)."""
+
+
+@dataclass
+class LiveCount:
+    """Text a running run streamed since the provider last counted its usage."""
+
+    job_id: str
+    counted: int
+    """The run's usage (total tokens) when the count started: a new figure starts it again."""
+    chars: int = 0
+    drawn: int = -1
+    """``chars`` when its rows were last drawn."""
+
+    @property
+    def estimate(self) -> int:
+        return self.chars // CHARS_PER_TOKEN
+
+
+def live_tokens(count: int, width: int) -> str:
+    """``~1.2k``: an estimate of ``count`` tokens in at most ``width`` cells (``~12k`` rather
+    than ``~12.3k`` when the decimal does not fit)."""
+    text = "~" + tokens(count)
+    if len(text) > width and count >= 1000:
+        unit, suffix = (1_000_000, "M") if count >= 1_000_000 else (1000, "k")
+        text = f"~{count // unit}{suffix}"
+    return text
 
 
 class BrowserHeader(Static):
@@ -168,6 +205,9 @@ class JobTree(Tree[NodeData]):
         """The agents the rows name (the agent column shows once there are two)."""
         self.empty_text = ""
         """Shown as the only row when a first page has no job ("" shows nothing)."""
+        self._live: dict[str, LiveCount] = {}
+        """Runs streaming (the run on screen), by id: their rows show live figures."""
+        self._live_timer: Timer | None = None
 
     # --- rows ----------------------------------------------------------------------------------
     def columns(self, room: int | None = None) -> tuple[str, ...]:
@@ -196,7 +236,8 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, JobEntry):
             job = data.job
             icon = INTERRUPTED_ICON if data.interrupted else STATE_ICONS[job.latest_run_state]
-            return icon, job.title, self._figures(job.agent, job.updated_at, job)
+            figures = self._figures(job.agent, job.updated_at, job, self._job_live(job))
+            return icon, job.title, figures
         if isinstance(data, RunEntry):
             run = data.run
             kind = (
@@ -208,7 +249,10 @@ class JobTree(Tree[NodeData]):
                 if run.forked_from_checkpoint_id
                 else "run"
             )
-            return run_icon(run), run.input or kind, self._figures(run.agent, run.updated_at, run)
+            live = self._live.get(run.id)
+            estimate = live.estimate if live is not None else None
+            figures = self._figures(run.agent, run.updated_at, run, estimate)
+            return run_icon(run), run.input or kind, figures
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             figures = {
@@ -225,13 +269,28 @@ class JobTree(Tree[NodeData]):
     def _age(self, timestamp: float) -> str:
         return "" if self.hide_ages else age(timestamp, now=self.now)
 
-    def _figures(self, agent: str, updated_at: float, item: Job | Run) -> dict[str, str]:
+    def _figures(
+        self, agent: str, updated_at: float, item: Job | Run, live: int | None
+    ) -> dict[str, str]:
+        """``live``: the tokens estimated from text streaming now (None: nothing streams)."""
+        if live is None:
+            return {
+                "agent": agent,
+                "age": self._age(updated_at),
+                "tokens": tokens(item.usage.total_tokens),
+                "cost": cost(item.cost_usd),
+            }
         return {
             "agent": agent,
-            "age": self._age(updated_at),
-            "tokens": tokens(item.usage.total_tokens),
+            "age": "" if self.hide_ages else LIVE_AGE,
+            "tokens": live_tokens(item.usage.total_tokens + live, COLUMN_WIDTHS["tokens"]),
             "cost": cost(item.cost_usd),
         }
+
+    def _job_live(self, job: Job) -> int | None:
+        """The tokens the job's runs streaming now are estimated to add (None: none streams)."""
+        counts = [live.estimate for live in self._live.values() if live.job_id == job.id]
+        return sum(counts) if counts else None
 
     def _width_room(self, *, depth: int, expandable: bool) -> int:
         guides = depth * self.guide_depth
@@ -324,7 +383,8 @@ class JobTree(Tree[NodeData]):
         data = node.data if node is not None else None
         if isinstance(data, JobEntry):
             job = data.job
-            words = [f"job · {job.agent}", self._ago("updated", job.updated_at)]
+            live = self._job_live(job)
+            words = [f"job · {job.agent}", self._ago("updated", job.updated_at, live)]
             if self.is_elsewhere(job.workspace):
                 # A new-user trial could not tell which folder a job worked in.
                 words.insert(1, f"in {job.workspace}")
@@ -332,7 +392,9 @@ class JobTree(Tree[NodeData]):
         elif isinstance(data, RunEntry):
             run = data.run
             state = state_text(run)
-            words = [f"run · {run.agent} · {state}", self._ago("updated", run.updated_at)]
+            count = self._live.get(run.id)
+            live = count.estimate if count is not None else None
+            words = [f"run · {run.agent} · {state}", self._ago("updated", run.updated_at, live)]
             usage, money = run.usage.total_tokens, run.cost_usd
         elif isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
@@ -341,9 +403,12 @@ class JobTree(Tree[NodeData]):
                 self._ago("saved", checkpoint.created_at),
             ]
             usage, money = checkpoint.usage.total_tokens, -1.0
+            live = None
         else:
             return ""
-        words.append(f"{tokens(usage)} tokens")
+        words.append(
+            f"~{tokens(usage + live)} tokens" if live is not None else f"{tokens(usage)} tokens"
+        )
         if money >= 0:
             words.append(cost(money))
         return " · ".join(word for word in words if word)
@@ -359,8 +424,12 @@ class JobTree(Tree[NodeData]):
             )
         return found
 
-    def _ago(self, verb: str, timestamp: float) -> str:
-        return "" if self.hide_ages else f"{verb} {age(timestamp, now=self.now)} ago"
+    def _ago(self, verb: str, timestamp: float, live: int | None = None) -> str:
+        if self.hide_ages:
+            return ""
+        if live is not None:
+            return f"{verb} {LIVE_AGE}"
+        return f"{verb} {age(timestamp, now=self.now)} ago"
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
         return self._room(node) + (2 if node.allow_expand else 0)
@@ -388,10 +457,13 @@ class JobTree(Tree[NodeData]):
         self._sync_labels()
 
     def _age_of(self, data: NodeData | None) -> str:
+        if self.hide_ages:
+            return ""
         if isinstance(data, JobEntry):
-            return self._age(data.job.updated_at)
+            live = self._live and any(c.job_id == data.job.id for c in self._live.values())
+            return LIVE_AGE if live else self._age(data.job.updated_at)
         if isinstance(data, RunEntry):
-            return self._age(data.run.updated_at)
+            return LIVE_AGE if data.run.id in self._live else self._age(data.run.updated_at)
         if isinstance(data, CheckpointEntry):
             return self._age(data.checkpoint.created_at)
         return ""
@@ -626,6 +698,12 @@ class JobTree(Tree[NodeData]):
     def upsert_run(self, run: Run) -> None:
         self._saw_agents((run.agent,))
         self._job_runs.setdefault(run.job_id, {})[run.id] = run
+        live = self._live.get(run.id)
+        if live is not None and (
+            run.state is not RunState.RUNNING or run.usage.total_tokens != live.counted
+        ):
+            # The provider's figure replaces the estimate (or the run stopped streaming).
+            self._end_live(run.id)
         node = self._runs.get(run.id)
         if node is not None:
             self._replace_data(node, RunEntry(run))
@@ -635,6 +713,48 @@ class JobTree(Tree[NodeData]):
                 self._runs[run.id] = self._add_run_child(parent, run)
         self._mark_interrupted(run.job_id)
         self._sync_labels()
+
+    # --- the run streaming now ---------------------------------------------------------------
+    def streamed(self, run: Run, chars: int) -> None:
+        """``chars`` of text (or thinking) of ``run``, running, arrived. Counted only: its rows
+        are drawn with the first piece, then at most once a ``LIVE_TICK`` (a delta comes
+        every frame or so, and each redraw of the tree's rows costs the stream's budget)."""
+        live = self._live.get(run.id)
+        if live is None:
+            known = self._job_runs.get(run.job_id, {}).get(run.id, run)
+            live = self._live[run.id] = LiveCount(run.job_id, known.usage.total_tokens)
+        live.chars += chars
+        if self._live_timer is None:
+            self._show_live()
+
+    def keep_live(self, run_id: str | None) -> None:
+        """Only ``run_id`` (the run on screen) streams here now: the others' rows stop saying
+        so (their deltas no longer come)."""
+        for other in [other for other in self._live if other != run_id]:
+            self._end_live(other)
+
+    def _show_live(self) -> None:
+        changed = [live for live in self._live.values() if live.chars != live.drawn]
+        if not changed:
+            self._live_timer = None
+            return
+        for run_id, live in self._live.items():
+            if live in changed:
+                live.drawn = live.chars
+                self._redraw_rows(run_id, live.job_id)
+        self._sync_labels()
+        self._live_timer = self.set_timer(LIVE_TICK, self._show_live)
+
+    def _end_live(self, run_id: str) -> None:
+        live = self._live.pop(run_id, None)
+        if live is not None:
+            self._redraw_rows(run_id, live.job_id)
+            self._sync_labels()
+
+    def _redraw_rows(self, run_id: str, job_id: str) -> None:
+        for node in (self._runs.get(run_id), self._jobs.get(job_id)):
+            if node is not None:
+                self._redraw_node(node)
 
     def set_checkpoints(self, run_id: str, checkpoints: list[Checkpoint]) -> None:
         node = self._runs.get(run_id)

@@ -137,12 +137,15 @@ class StatusLine(Static):
         else (opened while it ran) its creation."""
         return self._running_since.get(run.id, run.created_at)
 
-    def streamed(self, run_id: str, chars: int) -> None:
-        """Text (or thinking) of the run on screen arrived: count it until usage comes."""
+    def streamed(self, run_id: str, chars: int) -> Run | None:
+        """Text (or thinking) of the run on screen arrived: count it until usage comes. The
+        run counted for (None: not the run shown, or it does not run)."""
         run = self.run
         if run is not None and run.id == run_id and run.state is RunState.RUNNING:
             self.streamed_chars += chars
             self.redraw()
+            return run
+        return None
 
     @property
     def working(self) -> bool:
