@@ -347,6 +347,32 @@ async def test_search_hits_are_cut_to_the_browser_again_when_the_terminal_shrink
         assert top <= line < top + results.scrollable_content_region.height
 
 
+async def test_search_hits_that_fit_fill_the_browser_with_no_scrollbar_beside_them(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: at 80x24, two columns at the right of the hits (which all
+    fit) were left out of the list and read as a scrollbar thumb the height of the list."""
+    for number in range(2):
+        run = await runtime.start(f"find the pelicans of pond {number}")
+        await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelicans", "enter")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+        await pilot.pause()
+        assert results.max_scroll_y == 0 and not results.show_vertical_scrollbar
+        browser = screen.query_one("#browser")
+        assert results.region.width == browser.content_region.width
+        # Every cell of the list's rows, to the browser's border, is the list's own.
+        for y in (results.region.y, results.region.bottom - 1):
+            for x in range(browser.content_region.x, browser.content_region.right):
+                widget, _ = screen.get_widget_at(x, y)
+                assert widget is results, (x, y, widget)
+
+
 async def test_a_search_with_no_match_keeps_its_words_to_be_changed_and_letters_are_text(
     runtime: Runtime, workspace: Path
 ) -> None:
