@@ -1119,16 +1119,32 @@ async def test_slash_help_opens_help_and_creates_no_job(runtime: Runtime, worksp
     assert (await runtime.list_jobs()).items == []
 
 
-async def test_an_unknown_command_says_so_and_creates_nothing(
+async def test_an_unknown_command_says_so_under_the_box_with_how_to_send_it_as_a_message(
     runtime: Runtime, workspace: Path
 ) -> None:
+    """Found by a new-user trial: ``/stream 200`` (words for the demo model) got only a toast
+    at the top right, far from the box the person was looking at."""
     app = make_app(runtime, workspace)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
         screen = main_screen(app)
-        await pilot.press(*"/frobnicate now", "enter")
-        await wait_until(pilot, lambda: any("Unknown command" in n for n in notifications(app)))
-        assert screen.composer.input.text == "/frobnicate now"  # kept, to fix
-    assert (await runtime.list_jobs()).items == []
+        composer = screen.composer
+        await pilot.press(*"/stream 200", "enter")
+        said = "/stream is not a command. To send it as a message: //stream 200 · /help lists"
+        await wait_until(pilot, lambda: notifications(app) or said in screen_text(app))
+        assert not notifications(app)
+        assert composer.error == said + " commands"
+        assert composer.input.text == "/stream 200"  # kept, to fix
+        assert app.focused is composer.input
+        # Under the line typed, inside the composer, all of it on screen.
+        error = composer.query_one("#error")
+        assert error.region.y > composer.input.region.y
+        assert composer.region.contains_region(error.region)
+        # Fixed as it says: the line goes with the first key, and // sends it as a message.
+        await pilot.press("home", "slash")
+        assert composer.error == ""
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+    assert await user_inputs(runtime) == ["/stream 200"]
 
 
 async def test_a_message_that_starts_with_a_path_is_sent_as_a_message(

@@ -1621,11 +1621,12 @@ class MainScreen(Screen[None]):
                 self._submit(expanded, composer.follow_up_job_id, title=typed)
                 return
         if name not in known:
-            self.notify(
-                f"Unknown command /{name} — /help lists them; start with // to send a message "
-                "that begins with /.",
-                title="Unknown command",
-                severity="warning",
+            # Under the box, where the person types (a toast at the top right went unread),
+            # with the very text that sends it as a message.
+            typed = short(" ".join(composer.input.text.split()), 40)
+            composer.show_error(
+                f"/{terminal_safe_line(short(name, 24))} is not a command."
+                f" To send it as a message: /{terminal_safe_line(typed)} · /help lists commands"
             )
             return
         keep = False

@@ -202,6 +202,8 @@ class Composer(Vertical):
     Composer #completions {{ height: auto; max-height: {MENU_ROWS}; border: none; padding: 0;
                              background: $panel; display: none; }}
     Composer #completions.-completing {{ display: block; }}
+    Composer #error {{ height: auto; color: $text-error; display: none; }}
+    Composer #error.-shown {{ display: block; }}
     Composer ComposerInput, Composer ComposerInput:focus {{
         height: auto; min-height: 1; max-height: {MAX_LINES}; border: none; padding: 0;
         background: $surface;
@@ -290,6 +292,9 @@ class Composer(Vertical):
         completions.can_focus = False
         yield completions
         yield ComposerInput(id="composer-input")
+        # Under the line typed, what was wrong with it (an unknown command): a toast at the
+        # top right was missed by a new-user trial, whose eyes were on the box.
+        yield Static("", id="error", markup=False)
 
     def on_mount(self) -> None:
         # The room changes with what is around the composer too (the terminal's size, a line
@@ -485,8 +490,23 @@ class Composer(Vertical):
     def clear_text(self) -> None:
         self.input.value = ""
 
+    def show_error(self, text: str) -> None:
+        """Say under the box what is wrong with what it holds, until the text changes."""
+        error = self.query_one("#error", Static)
+        error.update(text)
+        error.add_class("-shown")
+
+    @property
+    def error(self) -> str:
+        """What the error line under the box says ("" when it is hidden)."""
+        error = self.query_one("#error", Static)
+        return str(error.render()) if error.has_class("-shown") else ""
+
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
+        error = self.query_one("#error", Static)
+        if error.has_class("-shown"):
+            error.remove_class("-shown")
         self._update_completion()
         if self._loading_draft:
             self._loading_draft = False
