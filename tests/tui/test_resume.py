@@ -13,6 +13,7 @@ from tests.store.helpers import answer_text, queued_messages
 from tests.tui.helpers import (
     SIZE,
     finish_run,
+    main_screen,
     make_app,
     notifications,
     open_runtime,
@@ -485,5 +486,37 @@ async def test_the_question_to_cancel_an_interrupted_run_goes_once_it_is_resumed
             await wait_until(pilot, lambda: any("Not cancelled" in t for t in notifications(app)))
             resumed = await second.get_run(retried.id)
             assert resumed.state is not RunState.CANCELLED
+    finally:
+        await second.close()
+
+
+async def test_the_interrupted_runs_notice_goes_once_r_resumed_the_run_it_named(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the notice that a run waits to be resumed stayed its full
+    ten seconds over the run that R had just resumed."""
+    run = await _interrupted_by_a_quit(db_path, workspace)
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+
+            def notice_up() -> bool:
+                return any("1 run waits to be resumed" in t for t in notifications(app))
+
+            await wait_until(pilot, notice_up)
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id
+            )
+            assert notice_up()
+            await pilot.press("R")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt) or not notice_up())
+            assert not notice_up()
+            assert not any("Interrupted runs" in t for t in notifications(app))
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))  # it did resume
     finally:
         await second.close()

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.dom import DOMNode
 from textual.message import Message as TextualMessage
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
@@ -183,6 +183,11 @@ class MainScreen(Screen[None]):
         self._prompt_asker: Run | None = None
         """The sub-run that asks the open request, when not the run on screen."""
         self._recovery_reported = False
+        self._recovery_notice: Notification | None = None
+        """The "Interrupted runs" notification while it is up: it goes once the runs it
+        counts are all resumed (``_resumed``), not 10 s after R was pressed."""
+        self._recovery_runs: set[str] = set()
+        """The runs that notification counts and nobody resumed yet."""
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u."""
         self._prompt_lines_mounted = False
@@ -552,17 +557,16 @@ class MainScreen(Screen[None]):
         report = self.runtime.recovery
         interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
         if interrupted:
-            self.notify(
+            self._notify_recovery(
                 f"{_runs(interrupted)} stopped before finishing last time: select one (its "
                 "banner says why) and press R to retry or f to fork, or send its job a message.",
-                title="Interrupted runs",
-                severity="warning",
-                timeout=10,
+                {*report.requeued, *report.failed, *report.interrupted_queued},
             )
             return
         from runtime.interrupted import interrupted_runs
 
         stopped = in_doubt = 0
+        counted: set[str] = set()
         here: dict[str, bool] = {}
         for run in await interrupted_runs(self.runtime, limit=50, scan=200):
             if run.job_id not in here:
@@ -570,6 +574,7 @@ class MainScreen(Screen[None]):
                 here[run.job_id] = not self.job_tree.is_elsewhere(job.workspace)
             if not here[run.job_id]:
                 continue
+            counted.add(run.id)
             if run.failure is not None and run.failure.code == "tool_indeterminate":
                 in_doubt += 1  # not a quit's or a crash's: a trial read it so
             else:
@@ -577,14 +582,33 @@ class MainScreen(Screen[None]):
         if stopped or in_doubt:
             why = [f"{stopped} interrupted by a quit or a crash"] if stopped else []
             why += [f"{in_doubt} with a tool's outcome unknown"] if in_doubt else []
-            self.notify(
+            self._notify_recovery(
                 f"{_runs(stopped + in_doubt, 'waits', 'wait')} to be resumed here"
                 f" ({', '.join(why)}; marked ⚠): select one and press R, or send its job a"
                 " message.",
-                title="Interrupted runs",
-                severity="warning",
-                timeout=10,
+                counted,
             )
+
+    def _notify_recovery(self, text: str, run_ids: set[str]) -> None:
+        """The "Interrupted runs" notification, kept to be dismissed when ``run_ids`` are all
+        resumed (``App.notify`` returns nothing to dismiss it by)."""
+        notice = Notification(text, "Interrupted runs", "warning", 10)
+        self._recovery_notice, self._recovery_runs = notice, set(run_ids)
+        self.app.post_message(Notify(notice))
+
+    def _resumed(self, run_id: str) -> None:
+        """``run_id`` was resumed, retried or cancelled: once none of the runs the
+        "Interrupted runs" notification counts waits, it goes (a trial pressed R and read it
+        for ten more seconds over the resumed run)."""
+        runs = self._recovery_runs
+        if run_id not in runs:
+            return
+        runs.discard(run_id)
+        notice = self._recovery_notice
+        if not runs and notice is not None:
+            self._recovery_notice = None
+            # What the toast does when clicked (Textual has no public call for one notification).
+            self.app._unnotify(notice)
 
     # --- browser loading -----------------------------------------------------------------------
     @work(exit_on_error=False, group="jobs")
@@ -1244,6 +1268,12 @@ class MainScreen(Screen[None]):
 
     def on_run_refreshed(self, message: RunRefreshed) -> None:
         run = message.run
+        if self._recovery_runs:
+            # Resumed or cancelled elsewhere too (another agent-tui, the command line).
+            if run.retry_of_run_id:
+                self._resumed(run.retry_of_run_id)
+            if not needs_resume(run):
+                self._resumed(run.id)
         shown_run, shown_job = self.job_tree.shown_rows(run)
         if shown_run is not None and shown_run.revision > run.revision:
             return  # read before a change that is shown already (a refresh that came late)
@@ -2474,6 +2504,7 @@ class MainScreen(Screen[None]):
 
     async def _start_retry(self, run_id: str, unknown: UnknownChoice | None) -> None:
         run = await self.runtime.retry(run_id, unknown=unknown)
+        self._resumed(run_id)
         self._loading_run_id = run.id
         job = await self.runtime.get_job(run.job_id)
         self.post_message(RunStarted(run, job))
