@@ -3,11 +3,13 @@ at every width from 80 to 200 columns no label is cut or runs into the palette k
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.tui.helpers import LayoutCount, wait_until
+from runtime.api import Runtime
+from tests.tui.helpers import LayoutCount, main_screen, make_app, wait_until
 from tests.tui.test_approval_views import SHELL, _app_factory, _until_approval
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
@@ -189,3 +191,26 @@ async def test_a_key_shown_in_place_costs_one_layout() -> None:
         for _ in range(3):  # a second layout, if one was asked for, is drawn by then
             await pilot.pause()
         assert layouts.count == 1
+
+
+async def test_with_the_command_palette_open_the_footer_shows_only_what_works_in_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: under the open palette the footer still listed the main
+    screen's keys (tab Pane, esc Leave, ^p palette), which do nothing there."""
+    from textual.command import CommandPalette
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = main_screen(app)
+
+        def shown() -> list[tuple[str, str]]:
+            return [(key.key, key.description) for key in main.query(FooterKey)]
+
+        await wait_until(pilot, lambda: ("tab", "Pane") in shown())
+        before = shown()
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_until(pilot, lambda: shown() == [("escape", "Exit the command palette")])
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is main and shown() == before)

@@ -185,10 +185,38 @@ class KeyFooter(Footer):
     _recomposing: asyncio.Lock | None = None
     """The keys composed last; a change of bindings that leaves them the same mounts nothing."""
 
+    # Textual calls Footer's own handlers too (each class's in the MRO): no super() here.
+    def on_mount(self) -> None:
+        self.app.screen_change_signal.subscribe(self, self._screen_changed)
+
+    def on_unmount(self) -> None:
+        self.app.screen_change_signal.unsubscribe(self)
+
+    def _screen_changed(self, _screen: object) -> None:
+        """A screen came over this footer's or went: the keys shown may be that screen's."""
+        if self.is_attached and self._bindings_ready:
+            self.call_after_refresh(self.recompose)
+
+    def _keys_screen(self) -> Screen[object]:
+        """The screen whose keys are shown: this footer's, or the screen over it while that
+        one has no footer of its own (the command palette). Keys follow focus: with the
+        palette open, the main screen's keys (tab Pane, esc Leave) did nothing there, but a
+        new-user trial read them under the palette."""
+        own = self.screen
+        top = self.app.screen
+        if top is own or own not in self.app.screen_stack or top.query(Footer):
+            return own
+        return top
+
     def _keys(self) -> tuple[_Key, ...]:
-        active_bindings = self.screen.active_bindings
+        keys_screen = self._keys_screen()
+        active_bindings = keys_screen.active_bindings
         palette_key = self.app.COMMAND_PALETTE_BINDING
-        show_palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
+        show_palette = (
+            self.show_command_palette
+            and self.app.ENABLE_COMMAND_PALETTE
+            and keys_screen is self.screen  # over the palette (or a screen), ^p does nothing
+        )
         shown: dict[str, Binding] = {}
         extras: dict[str, Binding] = {}
         for key, (_, binding, enabled, _tooltip) in active_bindings.items():
