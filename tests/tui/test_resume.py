@@ -513,8 +513,17 @@ async def test_the_interrupted_runs_notice_goes_once_r_resumed_the_run_it_named(
                 pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id
             )
             assert notice_up()
+
+            def toast_shown() -> bool:
+                return any(
+                    "waits to be resumed" in str(toast.render())
+                    for toast in app.screen.query("Toast")
+                )
+
+            await wait_until(pilot, toast_shown)
             await pilot.press("R")
-            await wait_until(pilot, lambda: screen.query(QuestionPrompt) or not notice_up())
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt) or not toast_shown())
+            assert not toast_shown()  # on the screen, not only in the app's list
             assert not notice_up()
             assert not any("Interrupted runs" in t for t in notifications(app))
             await wait_until(pilot, lambda: screen.query(QuestionPrompt))  # it did resume

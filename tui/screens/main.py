@@ -590,8 +590,8 @@ class MainScreen(Screen[None]):
             )
 
     def _notify_recovery(self, text: str, run_ids: set[str]) -> None:
-        """The "Interrupted runs" notification, kept to be dismissed when ``run_ids`` are all
-        resumed (``App.notify`` returns nothing to dismiss it by)."""
+        """The "Interrupted runs" notification, kept to be expired when ``run_ids`` are all
+        resumed (``App.notify`` returns nothing to expire it by)."""
         notice = Notification(text, "Interrupted runs", "warning", 10)
         self._recovery_notice, self._recovery_runs = notice, set(run_ids)
         self.app.post_message(Notify(notice))
@@ -607,8 +607,10 @@ class MainScreen(Screen[None]):
         notice = self._recovery_notice
         if not runs and notice is not None:
             self._recovery_notice = None
-            # What the toast does when clicked (Textual has no public call for one notification).
-            self.app._unnotify(notice)
+            # Expired now: the next notification shown (R's "Retrying…") leaves it out. Textual
+            # has no public call that removes one notification (its toast's click uses a
+            # private one); resumed from elsewhere, it keeps to its timeout.
+            notice.timeout = 0.0
 
     # --- browser loading -----------------------------------------------------------------------
     @work(exit_on_error=False, group="jobs")
