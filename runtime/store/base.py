@@ -83,6 +83,20 @@ class NewMessage(_Input):
     cost_usd: float = 0.0
 
 
+class CutShortUsage(_Input):
+    """What a model message cut short before its end (cancelled, its stream failed, the
+    process closing) used, as far as it was known: providers report usage at a message's end,
+    so without it a run cancelled mid-stream counted no tokens and cost nothing. ``usage`` is
+    what the provider reported by then (Anthropic: the input and cache tokens) with its output
+    estimated from the characters streamed (``Fold.usage_so_far``); ``cost_usd`` is priced from
+    it."""
+
+    message_id: str
+    """The id the message streamed under (never committed: a commit counts its own usage)."""
+    usage: Usage
+    cost_usd: float = 0.0
+
+
 class NewToolCall(_Input):
     """A tool call reserved with the assistant message that asked for it."""
 
@@ -238,11 +252,28 @@ class Store(Protocol):
         ...
 
     async def cancel_run(
-        self, run_id: str, *, reason: str | None = None, expected_revision: int | None = None
+        self,
+        run_id: str,
+        *,
+        reason: str | None = None,
+        expected_revision: int | None = None,
+        cut_short: CutShortUsage | None = None,
     ) -> Run:
         """Cancel from queued, running or input_required: pending tool calls become cancelled,
         running ones cancelled too (the engine stops them), pending requests cancelled; all in
-        one transaction. Raises ``RunStateConflict`` for a terminal run."""
+        one transaction. Raises ``RunStateConflict`` for a terminal run. With ``cut_short``
+        (the message this process was streaming for the run) its usage is added to the run's
+        and the job's totals in the same transaction, unless that message was committed
+        meanwhile (``rules.cancel_run``)."""
+        ...
+
+    async def note_cut_short(
+        self, run_id: str, *, token: str, owner_id: str | None = None, cut_short: CutShortUsage
+    ) -> Run:
+        """Add the usage of a message cut short (its stream failed, the process closing, a
+        cancel by another process) to the run's and the job's totals, by the execution
+        holding ``token`` or, once another process cancelled the run, by its executing owner
+        ``owner_id`` (``rules.note_cut_short``). No event."""
         ...
 
     async def set_run_step(self, run_id: str, *, token: str, step: int) -> Run: ...

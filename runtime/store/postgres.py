@@ -80,6 +80,7 @@ from runtime.models import (
 )
 from runtime.store import pg_schema, rules
 from runtime.store.base import (
+    CutShortUsage,
     FileContent,
     FileSnapshot,
     LeaseRenewer,
@@ -620,7 +621,12 @@ class PostgresStore:
         return await self._write(tx)
 
     async def cancel_run(
-        self, run_id: str, *, reason: str | None = None, expected_revision: int | None = None
+        self,
+        run_id: str,
+        *,
+        reason: str | None = None,
+        expected_revision: int | None = None,
+        cut_short: CutShortUsage | None = None,
     ) -> Run:
         now = self._now()
 
@@ -649,7 +655,32 @@ class PostgresStore:
                 reason=reason,
                 expected_revision=expected_revision,
                 now=now,
+                cut_short=cut_short,
+                cut_short_committed=cut_short is not None
+                and await _message_exists(t.conn, cut_short.message_id),
             )
+            await _apply(t, plan)
+            return plan.runs[0][0]
+
+        return await self._write(tx)
+
+    async def note_cut_short(
+        self, run_id: str, *, token: str, owner_id: str | None = None, cut_short: CutShortUsage
+    ) -> Run:
+        now = self._now()
+
+        async def tx(t: _Tx) -> Run:
+            run = await _fetch_run(t.conn, run_id, lock=True)
+            plan = rules.note_cut_short(
+                run,
+                token=token,
+                owner_id=owner_id,
+                cut_short=cut_short,
+                committed=await _message_exists(t.conn, cut_short.message_id),
+                now=now,
+            )
+            if not plan.runs:
+                return run
             await _apply(t, plan)
             return plan.runs[0][0]
 
@@ -2011,6 +2042,10 @@ async def _fetch_run(conn: Conn, run_id: str, *, lock: bool = False) -> Run:
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
     return _run(row)
+
+
+async def _message_exists(conn: Conn, message_id: str) -> bool:
+    return await conn.fetchval("SELECT 1 FROM messages WHERE id = $1", message_id) is not None
 
 
 async def _fetch_request(conn: Conn, request_id: str) -> InputRequest:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
@@ -61,7 +61,14 @@ from runtime.states import (
     check_run,
     check_tool,
 )
-from runtime.store.base import NewInputRequest, NewMessage, NewRun, NewToolCall, ToolStateChange
+from runtime.store.base import (
+    CutShortUsage,
+    NewInputRequest,
+    NewMessage,
+    NewRun,
+    NewToolCall,
+    ToolStateChange,
+)
 
 __all__ = [
     "TITLE_LENGTH",
@@ -542,9 +549,14 @@ def cancel_run(
     reason: str | None,
     expected_revision: int | None,
     now: float,
+    cut_short: CutShortUsage | None = None,
+    cut_short_committed: bool = False,
 ) -> Plan:
     """Cancel from queued, running or input_required: open tool calls and pending requests are
-    cancelled with it, all in one plan. ``RunStateConflict`` for a terminal run."""
+    cancelled with it, all in one plan. ``RunStateConflict`` for a terminal run. The usage of
+    the message the cancel cuts short (``cut_short``) is added to the run's and the job's
+    totals in the same plan, unless that message was committed after all
+    (``cut_short_committed``: its own usage counted then)."""
     check_revision(run, expected_revision)
     if run.state.is_terminal:
         raise errors.RunStateConflict(f"run {run.id} is already {run.state}")
@@ -561,16 +573,57 @@ def cancel_run(
             request.model_copy(update={"state": InputRequestState.CANCELLED, "answered_at": now})
         )
     cancelled = _run_event(run, RunState.CANCELLED, now, reason=reason)
-    return plan.extend(
-        _transition(
-            run,
-            RunState.CANCELLED,
-            now,
-            event=cancelled,
-            execution_token=None,
-            cancel_reason=reason,
-        )
+    transition = _transition(
+        run,
+        RunState.CANCELLED,
+        now,
+        event=cancelled,
+        execution_token=None,
+        cancel_reason=reason,
     )
+    spent = _cut_short_adds(cut_short, committed=cut_short_committed)
+    if spent is not None:
+        usage, cost_usd = spent
+        ended, read = transition.runs[0]
+        totals = {"usage": ended.usage + usage, "cost_usd": ended.cost_usd + cost_usd}
+        transition.runs[0] = (ended.model_copy(update=totals), read)
+        [job] = transition.jobs
+        transition.jobs[0] = replace(job, usage=usage, cost_usd=cost_usd)
+    return plan.extend(transition)
+
+
+def _cut_short_adds(
+    cut_short: CutShortUsage | None, *, committed: bool
+) -> tuple[Usage, float] | None:
+    """What a message cut short adds to its run's totals: nothing when it was committed after
+    all (the commit counted its own usage) or when it counted nothing."""
+    if cut_short is None or committed:
+        return None
+    if cut_short.usage.total_tokens == 0 and cut_short.cost_usd == 0:
+        return None
+    return cut_short.usage, cut_short.cost_usd
+
+
+def note_cut_short(
+    run: Run,
+    *,
+    token: str,
+    owner_id: str | None,
+    cut_short: CutShortUsage,
+    committed: bool,
+    now: float,
+) -> Plan:
+    """The usage of a message cut short before its end (its stream failed, the process closing,
+    a cancel by another process) added to the run's and the job's totals: written by the
+    execution that streamed it, or once another process cancelled the run by the process that
+    was executing it (``check_draft_writer``). Nothing when the message was committed after all
+    (``committed``) or counted nothing."""
+    check_draft_writer(run, token, owner_id)
+    spent = _cut_short_adds(cut_short, committed=committed)
+    if spent is None:
+        return Plan()
+    usage, cost_usd = spent
+    return note_usage(run, usage=usage, cost_usd=cost_usd, now=now)
 
 
 def set_run_step(run: Run, *, token: str, step: int, now: float) -> Plan:

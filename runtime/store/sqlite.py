@@ -78,6 +78,7 @@ from runtime.models import (
 )
 from runtime.store import rules
 from runtime.store.base import (
+    CutShortUsage,
     FileContent,
     FileSnapshot,
     LeaseRenewer,
@@ -837,7 +838,12 @@ class SqliteStore:
         return await self._write(tx)
 
     async def cancel_run(
-        self, run_id: str, *, reason: str | None = None, expected_revision: int | None = None
+        self,
+        run_id: str,
+        *,
+        reason: str | None = None,
+        expected_revision: int | None = None,
+        cut_short: CutShortUsage | None = None,
     ) -> Run:
         now = self._now()
 
@@ -866,7 +872,32 @@ class SqliteStore:
                 reason=reason,
                 expected_revision=expected_revision,
                 now=now,
+                cut_short=cut_short,
+                cut_short_committed=cut_short is not None
+                and _message_exists(conn, cut_short.message_id),
             )
+            _apply(conn, plan)
+            return plan.runs[0][0]
+
+        return await self._write(tx)
+
+    async def note_cut_short(
+        self, run_id: str, *, token: str, owner_id: str | None = None, cut_short: CutShortUsage
+    ) -> Run:
+        now = self._now()
+
+        def tx(conn: Conn) -> Run:
+            run = _fetch_run(conn, run_id)
+            plan = rules.note_cut_short(
+                run,
+                token=token,
+                owner_id=owner_id,
+                cut_short=cut_short,
+                committed=_message_exists(conn, cut_short.message_id),
+                now=now,
+            )
+            if not plan.runs:
+                return run
             _apply(conn, plan)
             return plan.runs[0][0]
 
@@ -2565,6 +2596,10 @@ _JOB_UPDATE = (
     " latest_run_state = CASE WHEN ? OR latest_root_run_id = ? THEN ? ELSE latest_run_state END,"
     " latest_root_run_id = CASE WHEN ? THEN ? ELSE latest_root_run_id END WHERE id = ?"
 )
+
+
+def _message_exists(conn: Conn, message_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is not None
 
 
 def _update_run(conn: Conn, run: Run, read_revision: int) -> None:

@@ -28,7 +28,13 @@ from runtime.models import (
     ToolCallState,
     Usage,
 )
-from runtime.store.base import NewInputRequest, NewMessage, Store, ToolStateChange
+from runtime.store.base import (
+    CutShortUsage,
+    NewInputRequest,
+    NewMessage,
+    Store,
+    ToolStateChange,
+)
 from tests.store.conftest import StoreFactory
 from tests.store.helpers import (
     WRITER,
@@ -554,6 +560,65 @@ async def test_cancel_closes_open_tool_calls_and_requests_in_one_change(store: S
     assert isinstance(last, RunStateChanged) and last.reason == "user pressed c"
     with pytest.raises(errors.OwnershipLost):
         await store.commit_message(run.id, token=token, message=assistant("late"))
+
+
+PARTIAL = Usage(input_tokens=1200, output_tokens=40, cache_read_tokens=300, cache_write_tokens=8)
+
+
+async def test_a_cancel_counts_the_usage_of_the_message_it_cuts_short_in_run_and_job(
+    store: Store,
+) -> None:
+    run, token = await running_run(store)
+    usage = Usage(input_tokens=100, output_tokens=20)
+    await store.commit_message(run.id, token=token, message=assistant("a", usage=usage, cost=0.5))
+    seq = await store.last_seq()
+
+    cut_short = CutShortUsage(message_id="m-streaming", usage=PARTIAL, cost_usd=0.25)
+    cancelled = await store.cancel_run(run.id, reason="Esc", cut_short=cut_short)
+
+    assert cancelled.state is RunState.CANCELLED
+    assert cancelled.usage == usage + PARTIAL and cancelled.cost_usd == pytest.approx(0.75)
+    assert await store.get_run(run.id) == cancelled
+    job = await store.get_job(run.job_id)
+    assert job.usage == usage + PARTIAL and job.cost_usd == pytest.approx(0.75)
+    assert job.latest_run_state is RunState.CANCELLED
+    assert [e.kind for e in await store.read_events(after=seq)] == ["run_state_changed"]
+
+
+async def test_a_cancel_does_not_count_twice_a_message_committed_after_all(store: Store) -> None:
+    """The message ended and was committed with its own usage between the last save and the
+    cancel's commit: the partial figures of it are not added on top."""
+    run, token = await running_run(store)
+    usage = Usage(input_tokens=1200, output_tokens=90)
+    message = assistant("the whole answer", usage=usage, cost=0.5)
+    await store.commit_message(run.id, token=token, message=message.model_copy(update={"id": "m"}))
+    cut_short = CutShortUsage(message_id="m", usage=PARTIAL, cost_usd=0.25)
+    cancelled = await store.cancel_run(run.id, cut_short=cut_short)
+    assert cancelled.usage == usage and cancelled.cost_usd == pytest.approx(0.5)
+    assert (await store.get_job(run.job_id)).usage == usage
+
+
+async def test_a_message_cut_short_is_counted_by_its_execution_or_its_owner_after_a_cancel(
+    store: Store,
+) -> None:
+    run, token = await running_run(store, owner_id="owner-1")
+    failed = CutShortUsage(message_id="m1", usage=PARTIAL, cost_usd=0.25)
+    noted = await store.note_cut_short(run.id, token=token, cut_short=failed)  # a stream failed
+    assert noted.state is RunState.RUNNING and noted.usage == PARTIAL
+    assert noted.cost_usd == pytest.approx(0.25)
+
+    await store.cancel_run(run.id, reason="from another process")
+    cut_short = CutShortUsage(message_id="m2", usage=PARTIAL, cost_usd=0.25)
+    with pytest.raises(errors.OwnershipLost):  # the token alone no longer writes
+        await store.note_cut_short(run.id, token=token, cut_short=cut_short)
+    with pytest.raises(errors.OwnershipLost):  # nor another process
+        await store.note_cut_short(run.id, token=token, owner_id="owner-2", cut_short=cut_short)
+    after = await store.note_cut_short(run.id, token=token, owner_id="owner-1", cut_short=cut_short)
+
+    assert after.state is RunState.CANCELLED
+    assert after.usage == PARTIAL + PARTIAL and after.cost_usd == pytest.approx(0.5)
+    job = await store.get_job(run.job_id)
+    assert job.usage == PARTIAL + PARTIAL and job.cost_usd == pytest.approx(0.5)
 
 
 async def test_a_queued_run_can_be_cancelled(store: Store) -> None:
