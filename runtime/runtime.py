@@ -447,17 +447,17 @@ class Runtime:
         if run.state.is_terminal:
             raise RunStateConflict(f"run {run_id} already {run.state.value}")
         execution = self._executions.get(run_id)
-        if execution is not None and execution.save_shown is not None:
-            # The last draft save, while the token still writes: the partial answer keeps all
-            # that was shown (but what streams during the cancel's own commit, a moment).
-            await execution.save_shown()
+        save_shown = execution.save_shown if execution is not None else None
+        # The last draft save while the token still writes (all that was shown), and the usage
+        # of that message so far, for the cancel to count: providers report it at the end.
+        cut_short = await save_shown() if save_shown is not None else None
         try:
             cancelled = await self.store.cancel_run(
-                run_id, reason=reason, expected_revision=run.revision
+                run_id, reason=reason, expected_revision=run.revision, cut_short=cut_short
             )
         except RevisionConflict:
             # It moved on since we read it (a step ended); cancel what it is now.
-            cancelled = await self.store.cancel_run(run_id, reason=reason)
+            cancelled = await self.store.cancel_run(run_id, reason=reason, cut_short=cut_short)
         self._pump.notify()
         execution = self._executions.get(run_id)
         if execution is not None and execution.task is not None:

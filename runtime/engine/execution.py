@@ -12,6 +12,7 @@ from runtime.canonical import canonical_hash
 from runtime.history import RunHistory
 from runtime.models import Failure, InputRequest, Run, ToolCall
 from runtime.providers.base import ModelProvider
+from runtime.store.base import CutShortUsage
 
 DELEGATE_PREFIX = "delegate_to_"
 ASK_USER = "ask_user"
@@ -63,10 +64,11 @@ class Execution:
     requests: list[InputRequest] = field(default_factory=list)
     """The run's input requests, read once when the execution starts (answered approvals and
     questions); a request opened later stops the execution."""
-    save_shown: Callable[[], Awaitable[None]] | None = None
+    save_shown: Callable[[], Awaitable[CutShortUsage | None]] | None = None
     """While a model message streams: its last draft save, of all the text shown so far
     (``Runtime.cancel`` calls it before it commits the cancel, after which the run's token no
-    longer writes)."""
+    longer writes). It returns the usage of the message so far, for the cancel to count: the
+    provider reports usage at a message's end, which a cancelled message never reaches."""
     release_at_step_end: bool = False
     """Give the run back (queued, interrupted) once the step in progress ended, instead of
     calling the model again: a worker shutting down (``Runtime.give_back_at_step_end``)."""

@@ -31,7 +31,7 @@ from runtime.ids import new_id
 from runtime.models import DraftKind, Message, Role, Run, ToolCallState, text_of
 from runtime.providers.base import ModelProvider, ModelRequest
 from runtime.rewind import FILE_WRITING_TOOLS
-from runtime.store.base import NewMessage, NewToolCall, Store
+from runtime.store.base import CutShortUsage, NewMessage, NewToolCall, Store
 from runtime.tools.base import Tool
 
 log = logging.getLogger("runtime.engine")
@@ -168,17 +168,18 @@ class ModelCall:
         draft = DraftKeeper(
             self._store, run.id, execution.token, message_id, folded, owner_id=self._owner_id
         )
+        spent = _Spent(folded, provider, message_id)
 
-        async def save_shown() -> None:
+        async def save_shown() -> CutShortUsage | None:
             # Observers get what was folded until now and nothing after it: the stream goes on
             # while the last save and the cancel's commit are written, and words shown then
             # would be on screen but in no draft (found by a new-user trial after Esc).
             bus.close_stream(shown_to)
             await draft.save_shown()
+            return spent.take()  # counted by the cancel, in its transaction
 
         execution.save_shown = save_shown
         stream = provider.stream(request)
-        finished = False
         try:
             async for event in stream:
                 shown = folded.apply(event)
@@ -187,19 +188,64 @@ class ModelCall:
                 if bus.waiting:
                     bus.wake()
                 draft.shown()
-            finished = True
+            spent.ended = True
         finally:
             bus.close_stream(shown_to)
             execution.save_shown = None
             try:
                 # A message cut short (the app closing, the stream failing) keeps in its draft
-                # all that was shown, not only what the clock saved last.
-                await draft.stop(keep_shown=not finished)
+                # all that was shown, not only what the clock saved last, and counts what it
+                # used so far (a cancel by this process counted it already).
+                await draft.stop(keep_shown=not spent.ended)
+                await self._note_cut_short(execution, run.id, spent.take())
             finally:
                 # Closing the generator closes the provider's HTTP stream (cancel, errors).
                 close = getattr(stream, "aclose", None)
                 if close is not None:
                     await close()
+
+    async def _note_cut_short(
+        self, execution: Execution, run_id: str, cut_short: CutShortUsage | None
+    ) -> None:
+        """Add the usage of a message cut short to its run's totals (bounded, like the draft's
+        last save: the task may be on its way out of a cancel)."""
+        if cut_short is None:
+            return
+        try:
+            async with asyncio.timeout(SAVE_ON_STOP_SECONDS):
+                await self._store.note_cut_short(
+                    run_id,
+                    token=execution.token,
+                    owner_id=self._owner_id or None,
+                    cut_short=cut_short,
+                )
+        except (AgentTuiError, TimeoutError) as exc:  # the run moved on (recovered elsewhere)
+            log.info("usage of a message of run %s cut short not noted: %s", run_id, exc)
+
+
+class _Spent:
+    """The usage of the message streaming, should it be cut short: handed out once, to the
+    cancel of this process (counted in the cancel's transaction) or else to the stream's own
+    end; never once the stream ended (its commit counts the provider's figures)."""
+
+    def __init__(self, folded: Fold, provider: ModelProvider, message_id: str) -> None:
+        self._folded = folded
+        self._provider = provider
+        self._message_id = message_id
+        self._taken = False
+        self.ended = False
+        """The stream ended: the message is committed with its own usage."""
+
+    def take(self) -> CutShortUsage | None:
+        if self.ended or self._taken:
+            return None
+        self._taken = True
+        usage = self._folded.usage_so_far()
+        if usage.total_tokens == 0:
+            return None  # cut before anything was reported or shown (a refused request)
+        return CutShortUsage(
+            message_id=self._message_id, usage=usage, cost_usd=self._provider.cost_usd(usage)
+        )
 
 
 SAVE_ON_STOP_SECONDS = 2.0

@@ -9,14 +9,24 @@ import pytest
 from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import plan_calls
 from runtime.errors import ModelError
-from runtime.models import InputKind, InputRequest, InputRequestState, ToolCall, ToolCallState
+from runtime.models import (
+    InputKind,
+    InputRequest,
+    InputRequestState,
+    ToolCall,
+    ToolCallState,
+    Usage,
+)
 from runtime.providers.base import (
     StopReason,
     TextDelta,
+    ThinkingDelta,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
+    UsageReport,
 )
+from runtime.results import CHARS_PER_TOKEN
 from runtime.tools.builtin import builtin_tools
 
 
@@ -34,6 +44,25 @@ def test_the_fold_returns_what_each_text_piece_shows_and_builds_the_message() ->
         ("read_file", {"path": "a"}, True)
     ]
     assert fold.stop_reason == "tool_use"
+
+
+def test_a_message_cut_short_counts_the_reported_input_and_estimates_its_output() -> None:
+    fold = Fold()
+    assert fold.usage_so_far() == Usage()  # nothing reported, nothing shown
+    # Anthropic's message_start: the input and cache tokens, a placeholder output count.
+    started = Usage(input_tokens=1200, output_tokens=1, cache_read_tokens=300)
+    fold.apply(UsageReport(usage=started))
+    assert fold.usage_so_far() == started
+    fold.apply(ThinkingDelta(text="Let me look at it. "))
+    fold.apply(TextDelta(text="The answer is "))
+    fold.apply(ToolCallStart(index=0, id="t0", name="read_file"))
+    fold.apply(ToolCallDelta(index=0, json_fragment='{"path": "README.md"}'))
+    chars = len("Let me look at it. ") + len("The answer is ") + len('{"path": "README.md"}')
+    estimate = -(-chars // CHARS_PER_TOKEN)
+    assert fold.usage_so_far() == started.model_copy(update={"output_tokens": estimate})
+    # A count the provider reported that is higher than the estimate stands.
+    fold.apply(UsageReport(usage=Usage(output_tokens=estimate + 50)))
+    assert fold.usage_so_far().output_tokens == estimate + 50
 
 
 @pytest.mark.parametrize(
