@@ -15,8 +15,10 @@ import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.events import Notice
-from runtime.models import Role, RunState, ThinkingBlock, ToolCallState
+from runtime.events import MessageDelta, Notice
+from runtime.models import Role, RunState, ThinkingBlock, ToolCallState, Usage
+from runtime.providers import pricing
+from runtime.results import CHARS_PER_TOKEN
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     drop,
@@ -217,6 +219,56 @@ async def test_cancel_mid_stream_closes_the_http_stream(
     async with asyncio.timeout(WAIT):
         await server.disconnected.wait()
     assert (await runtime.get_run(run.id)).state is RunState.CANCELLED
+
+
+async def test_a_run_cancelled_mid_stream_counts_its_input_and_estimated_output_and_cost(
+    server: FakeAnthropicServer, open_runtime: Factory
+) -> None:
+    """Claude reports the input and cache tokens as the message starts and the output at its
+    end, which a cancelled message never reaches: the run and its job count the input reported
+    and an estimate of the output streamed, priced (they used to count 0 tokens and $0.00)."""
+    pieces = ["Let me think about this carefully. ", "The answer has three parts: " * 8]
+    server.add(
+        stream(
+            [
+                message_start(input_tokens=1200, cache_read=300, cache_write=40),
+                *text_block(0, pieces),
+                gate("hold"),
+            ]
+        )
+    )
+    runtime = await open_runtime()
+    streamed = asyncio.Event()
+
+    async def watch() -> None:
+        shown = ""
+        async for event in runtime.observe():
+            if isinstance(event, MessageDelta):
+                shown += event.text
+                if shown == "".join(pieces):
+                    streamed.set()
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0)  # subscribed before the run starts
+    try:
+        run = await runtime.start("hello")
+        async with asyncio.timeout(WAIT):
+            await server.wait_for_gate("hold")
+            await streamed.wait()
+        cancelled = await runtime.cancel(run.id, reason="Esc")
+    finally:
+        watcher.cancel()
+    assert cancelled.state is RunState.CANCELLED
+
+    estimate = -(-len("".join(pieces)) // CHARS_PER_TOKEN)
+    expected = Usage(
+        input_tokens=1200, output_tokens=estimate, cache_read_tokens=300, cache_write_tokens=40
+    )
+    final = await runtime.get_run(run.id)
+    job = await runtime.get_job(run.job_id)
+    assert final.usage == expected and job.usage == expected
+    assert final.cost_usd == pytest.approx(pricing.cost_usd("claude-sonnet-5", expected))
+    assert final.cost_usd > 0 and job.cost_usd == pytest.approx(final.cost_usd)
 
 
 async def test_the_api_key_never_reaches_the_database_logs_or_exports(

@@ -7,11 +7,20 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from runtime.api import Runtime
+from runtime.config import Config
 from runtime.kinds import RunState
 from runtime.models import Run
+from tests.fakes.anthropic_server import (
+    FakeAnthropicServer,
+    gate,
+    message_start,
+    stream,
+    text_block,
+)
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
-from tui.widgets._format import plain_markdown, search_snippet, state_text, tokens
+from tui.widgets._format import cost, plain_markdown, search_snippet, state_text, tokens
 from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
 
 SIZE = (140, 45)
@@ -55,6 +64,46 @@ async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_st
             assert not any(frame in status.text for frame in SPINNER)
     finally:
         await runtime.close()
+
+
+async def test_a_run_cancelled_mid_stream_shows_the_tokens_and_cost_it_used(
+    db_path: Path, workspace: Path
+) -> None:
+    """Claude counts the output at a message's end, which a cancelled one never reaches: the
+    line showed "0 tok │ $0.00" for a run that had cost money."""
+    text = "The answer has three parts, each with its reasons. " * 8
+    held = stream(
+        [message_start(input_tokens=12000, cache_read=3000), *text_block(0, [text]), gate("x")]
+    )
+    async with FakeAnthropicServer([held]) as server:
+        runtime = await Runtime.open(
+            db_path=db_path,
+            workspace=workspace,
+            config=Config(),
+            model="anthropic:claude-sonnet-5",
+            env={"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url},
+        )
+        try:
+            app = make_app(runtime, workspace)
+            async with app.run_test(size=SIZE) as pilot:
+                screen = app.screen
+                assert isinstance(screen, MainScreen)
+                await pilot.press(*"why?", "enter")
+                status = screen.query_one(StatusLine)
+                await wait_until(pilot, lambda: status.streamed_chars >= len(text))
+                await pilot.press("escape")
+                await wait_until(
+                    pilot, lambda: status.run is not None and status.run.state.is_terminal
+                )
+                assert status.run is not None
+                run = await runtime.get_run(status.run.id)
+                assert run.state is RunState.CANCELLED
+                assert run.usage.input_tokens == 12000 and run.usage.output_tokens > 0
+                assert run.cost_usd > 0
+                assert f" {tokens(run.usage.total_tokens)} tok" in status.text
+                assert f" {cost(run.cost_usd)} " in status.text and "$0.00" not in status.text
+        finally:
+            await runtime.close()
 
 
 async def _status_and_a_finished_run(app: Any, runtime: Any) -> tuple[StatusLine, Any]:
