@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from runtime.interrupted import needs_resume
 from runtime.kinds import RunState
+from runtime.results import CHARS_PER_TOKEN  # the estimate the runtime records too
 from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
 
@@ -31,8 +32,6 @@ DEMO_HINTS = (
 """The notice for the demo model, longest first: the longest that fits is shown."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPIN_INTERVAL = 0.1
-CHARS_PER_TOKEN = 4
-"""The estimate of streamed tokens before the provider counts them."""
 SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 """Shown while ``sandbox_notice`` is set: bubblewrap is missing or cannot start here."""
 ATTACHED_HINT = "attached: new jobs go to workers"
