@@ -30,6 +30,7 @@ from textual.widgets.tree import TreeNode
 
 from runtime.interrupted import not_retried
 from runtime.kinds import RunState
+from runtime.results import CHARS_PER_TOKEN  # the estimate the status line and runtime use
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import (
     STATE_ICONS,
@@ -60,8 +61,6 @@ INTERRUPTED_ICON = "⚠"
 LIVE_TICK = 1.0
 """Seconds between two redraws of a streaming run's rows (its deltas come many times a second)."""
 LIVE_AGE = "now"
-CHARS_PER_TOKEN = 4
-"""The estimate of streamed tokens before the provider counts them (as the status line's)."""
 
 
 @dataclass
