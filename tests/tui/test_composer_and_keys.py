@@ -318,6 +318,27 @@ async def test_shift_enter_and_ctrl_j_make_new_lines_and_enter_sends_all_of_them
     assert await user_inputs(runtime) == ["first line\nsecond line\nthird"]
 
 
+async def test_a_backslash_then_enter_makes_a_new_line_in_any_terminal_and_enter_sends(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: alt+Enter, which tmux, xterm and most terminals send as ESC
+    then Enter, sent the half-written prompt (Textual reads it as a plain Enter). A backslash
+    at the cursor then Enter is a new line, as in Claude Code: it works in every terminal."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        await pilot.press(*"first line", "backslash", "enter", *"second")
+        assert box.text == "first line\nsecond"
+        await pilot.press("backslash", "enter", "backslash", "enter", *"fourth")
+        assert box.text == "first line\nsecond\n\nfourth"
+        assert screen.selected_run is None  # nothing was sent
+        await pilot.press("left", "left", "backslash", "right", "enter")  # not at the cursor
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert box.text == ""
+    assert await user_inputs(runtime) == ["first line\nsecond\n\nfour\\th"]
+
+
 async def test_a_pasted_thousand_line_traceback_keeps_every_line_and_the_box_stays_bounded(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -534,7 +555,7 @@ async def test_the_empty_boxs_hint_fits_the_box_whole(
         assert len(box.placeholder) <= box.content_size.width
         assert box.placeholder.startswith("Describe a task")
         if size[0] == 200:
-            assert "shift+Enter newline" in box.placeholder
+            assert "ctrl+J newline" in box.placeholder
 
 
 async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(

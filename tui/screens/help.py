@@ -62,7 +62,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
             "Composer",
             [
                 ("enter", "Send (queued while the job's run works)"),
-                ("shift+enter / ctrl+j", "New line (alt+enter too)"),
+                ("ctrl+j / \\ enter", "New line (shift+enter, alt+enter: if the terminal tells)"),
                 ("↑ / ↓", "Earlier prompts (at the first / last line)"),
                 ("↑ on an empty box", "Take the last queued message back to edit"),
                 ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),

@@ -1,6 +1,7 @@
 """The composer: a multi-line message box on Textual's ``TextArea``.
 
-Enter sends; shift+Enter, ctrl+J and alt+Enter insert a newline; a paste keeps every line. The
+Enter sends; ctrl+J, or ``\\`` then Enter, inserts a newline in any terminal (shift+Enter and
+alt+Enter too where the terminal reports them); a paste keeps every line. The
 box grows with its text up to a bounded height, then scrolls. Up at the first line and Down at
 the last one walk through earlier prompts. ``/`` at the start opens the command menu and ``@``
 the file picker; Tab or Enter takes the highlighted entry. The menu shows over the box in the
@@ -103,13 +104,14 @@ def command_matches(
 
 
 PLACEHOLDERS = (
-    "Describe a task · Enter send · shift+Enter newline · / commands · @ files",
+    "Describe a task · Enter send · ctrl+J newline · / commands · @ files",
     "Describe a task · Enter send · / commands · @ files",
     "Describe a task · / commands · @ files",
     "Describe a task",
 )
 """The empty box's hint, longest first: the longest that fits the box is shown (a trial found
-the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120)."""
+the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120). ctrl+J, not shift+Enter:
+most terminals send shift+Enter as a plain Enter, which sends."""
 
 
 def placeholder_for(width: int) -> str:
@@ -544,6 +546,8 @@ class Composer(Vertical):
                 self._close_completion()
                 return True
         if key == "enter":
+            if self._backslash_newline():
+                return True
             self._send()
             return True
         if key == "up" and box.cursor_at_first_line:
@@ -554,6 +558,18 @@ class Composer(Vertical):
         if key == "down" and box.cursor_at_last_line and self._history_index is not None:
             return self._recall(1)
         return False
+
+    def _backslash_newline(self) -> bool:
+        """``\\`` then Enter: the backslash becomes a new line (Claude Code's way, and the one
+        that works in every terminal: most send alt+Enter and shift+Enter as a plain Enter,
+        which Textual cannot tell apart; only ctrl+J always arrives as itself)."""
+        box = self.input
+        start, end = box.selection
+        row, column = end
+        if start != end or column == 0 or box.document.get_line(row)[column - 1] != "\\":
+            return False
+        box.replace("\n", (row, column - 1), end)
+        return True
 
     def _recall(self, step: int) -> bool:
         if not self.history:
