@@ -249,3 +249,43 @@ async def test_a_retried_run_counts_its_time_from_the_retry_not_from_its_creatio
             assert "running 5s" in status.text
     finally:
         await runtime.close()
+
+
+async def test_a_follow_up_shows_the_context_its_job_reached_while_its_first_call_streams(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a follow-up in a long conversation read "ctx 0%" while it
+    streamed (the provider reports the call's context at its end); it starts from at least
+    the context the job's earlier runs reached."""
+    quick = await open_runtime(db_path, workspace)
+    try:
+        first = await quick.start("/stream 40")  # 40 KiB of answer in the job's history
+        await quick.wait(first.id, timeout=60)
+        second = await quick.follow_up(first.job_id, "/stream 1")
+        await quick.wait(second.id, timeout=60)
+        reached = (await quick.get_run(second.id)).context_tokens
+        window = quick.context_window("demo")
+    finally:
+        await quick.close()
+    percent = f"ctx {reached * 100 / window:.0f}%"
+    assert percent not in ("ctx 0%", "ctx 1%")  # enough to tell from nothing
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.05)  # streams slowly
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            screen.open_job(first.job_id)
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            await pilot.press(*"//stream 30", "enter")
+            status = screen.query_one(StatusLine)
+
+            def streaming_the_follow_up() -> bool:
+                run = status.run
+                return run is not None and run.id not in (first.id, second.id) and status.working
+
+            await wait_until(pilot, streaming_the_follow_up)
+            assert status.run is not None and status.run.context_tokens == 0
+            assert percent in status.text
+    finally:
+        await runtime.close()

@@ -922,7 +922,11 @@ class MainScreen(Screen[None]):
         composer = self.composer
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
         self.status.elsewhere = self._worked_elsewhere(run)
-        self.status.show(run=run, context_window=self._context_window(run.model))
+        self.status.show(
+            run=run,
+            context_window=self._context_window(run.model),
+            context_floor=0 if run.context_tokens else self.job_tree.context_before(run),
+        )
         self.job_tree.keep_live(run.id)
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)

@@ -790,6 +790,21 @@ class JobTree(Tree[NodeData]):
         job = node.data.job if node is not None and isinstance(node.data, JobEntry) else None
         return self._job_runs.get(run.job_id, {}).get(run.id), job
 
+    def context_before(self, run: Run) -> int:
+        """The context the job's earlier root runs reached (the largest, 0 when none is
+        loaded): a follow-up's model call starts from at least that much, which its status
+        line shows until the provider reports the call's own figure."""
+        return max(
+            (
+                other.context_tokens
+                for other in self._job_runs.get(run.job_id, {}).values()
+                if other.parent_run_id is None
+                and other.id != run.id
+                and other.created_at <= run.created_at
+            ),
+            default=0,
+        )
+
     def run_node(self, run_id: str) -> TreeNode[NodeData] | None:
         return self._runs.get(run_id)
 

@@ -70,6 +70,9 @@ class StatusLine(Static):
         """The run shown is executed by another process: Esc does not stop it here."""
         self.run: Run | None = None
         self.context_window: int | None = None
+        self.context_floor = 0
+        """The context of the job's earlier runs: shown for a run whose model call has not
+        reported its own yet (a follow-up read "ctx 0%" over a long conversation)."""
         self.next_run: dict[str, str] = {}
         """``/model`` or ``/agent`` chosen for the next run (shown until it starts)."""
         self.streamed_chars = 0
@@ -90,9 +93,11 @@ class StatusLine(Static):
         notice: str | None = None,
         run: Run | None = None,
         context_window: int | None = None,
+        context_floor: int = 0,
     ) -> None:
         """Show the default model (and its notice), or a run with its model's context window
-        (None when it is not known: the fill shows as "ctx —")."""
+        (None when it is not known: the fill shows as "ctx —") and ``context_floor``, the
+        context its job reached before it (shown until the run's own figure comes)."""
         if model is not None:
             self.model = model
         if notice is not None:
@@ -111,6 +116,7 @@ class StatusLine(Static):
             self.streamed_chars = 0
         self.run = run
         self.context_window = context_window
+        self.context_floor = context_floor
         self.set_class(run is not None and run.state is RunState.INPUT_REQUIRED, "-waiting")
         self.set_class(
             run is not None and (run.state is RunState.FAILED or needs_resume(run)), "-error"
@@ -193,7 +199,7 @@ class StatusLine(Static):
                 f"step {run.step}/{run.max_steps}",
                 f"~{count} tok" if self.streamed_chars else f"{count} tok",
                 cost(run.cost_usd),
-                context_fill(run.context_tokens, self.context_window),
+                context_fill(run.context_tokens or self.context_floor, self.context_window),
             ]
             if self.working:
                 parts.append(ELSEWHERE_HINT if self.elsewhere else STOP_HINT)
