@@ -251,7 +251,7 @@ async def test_a_retried_run_counts_its_time_from_the_retry_not_from_its_creatio
         await runtime.close()
 
 
-async def test_a_follow_up_shows_the_context_its_job_reached_while_its_first_call_streams(
+async def test_a_follow_up_shows_step_1_and_the_context_its_job_reached_while_its_call_streams(
     db_path: Path, workspace: Path
 ) -> None:
     """Found by a new-user trial: a follow-up in a long conversation read "ctx 0%" while it
@@ -287,5 +287,6 @@ async def test_a_follow_up_shows_the_context_its_job_reached_while_its_first_cal
             await wait_until(pilot, streaming_the_follow_up)
             assert status.run is not None and status.run.context_tokens == 0
             assert percent in status.text
+            assert "step 1/" in status.text  # the step in progress, not the steps done
     finally:
         await runtime.close()

@@ -196,7 +196,9 @@ class StatusLine(Static):
             count = tokens(run.usage.total_tokens + self.streamed_chars // CHARS_PER_TOKEN)
             parts += [
                 state,
-                f"step {run.step}/{run.max_steps}",
+                # While it works, the step in progress (its first model call is step 1, not 0).
+                f"step {min(run.step + 1, run.max_steps) if self.working else run.step}"
+                f"/{run.max_steps}",
                 f"~{count} tok" if self.streamed_chars else f"{count} tok",
                 cost(run.cost_usd),
                 context_fill(run.context_tokens or self.context_floor, self.context_window),
