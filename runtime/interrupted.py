@@ -43,6 +43,34 @@ async def gone_owners_of(store: Store, runs: Iterable[Run]) -> frozenset[str]:
     return frozenset(await gone_owners(store))
 
 
+def waits_for_retry(run: Run) -> bool:
+    """Put back in the queue by recovery or a quit (DESIGN §5): the store says queued, but
+    nothing runs it until a person retries it. Messages call it interrupted, never "queued",
+    which reads as about to start (as ``runs`` and ``show`` label it)."""
+    return run.interrupted and run.state is RunState.QUEUED
+
+
+def state_as_seen(run: Run) -> str:
+    """The run's state as a person sees it: ``interrupted (waits for retry)`` for one that
+    ``waits_for_retry``, else the state's name."""
+    return "interrupted (waits for retry)" if waits_for_retry(run) else run.state.value
+
+
+def retry_or_cancel(run_id: str) -> str:
+    """What a person can do with a run that ``waits_for_retry``, as commands to copy."""
+    return f"retry it (agent-tui retry {run_id}) or cancel it (agent-tui cancel {run_id})"
+
+
+def not_waiting_for_input(run: Run) -> str:
+    """Why an answer to ``run`` is refused: it does not wait for one (``respond``)."""
+    if waits_for_retry(run):
+        return (
+            f"run {run.id} is not waiting for input: it was interrupted and waits for a retry,"
+            f" so there is nothing to answer; {retry_or_cancel(run.id)}"
+        )
+    return f"run {run.id} is not waiting for input (it is {run.state.value}): nothing to answer"
+
+
 def needs_resume(run: Run) -> bool:
     """A run a crash interrupted: resumable by a person (retry) or forkable."""
     if run.interrupted and not run.state.is_terminal:

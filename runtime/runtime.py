@@ -45,6 +45,7 @@ from runtime.errors import (
 )
 from runtime.events import DurableEvent, Event, RunStateChanged
 from runtime.history import all_messages, last_message
+from runtime.interrupted import not_waiting_for_input
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -389,9 +390,7 @@ class Runtime:
             raise RunStateConflict(f"request {request_id} was cancelled")
         run = await self.store.get_run(run_id)
         if run.state is not RunState.INPUT_REQUIRED and idempotency_key is None:
-            raise RunStateConflict(
-                f"run {run_id} is {run.state.value}, not waiting for input; nothing to answer"
-            )
+            raise RunStateConflict(not_waiting_for_input(run))
         answer = validate_answer(request, value)
         if request.tool_call_id and request.arguments_digest:
             call = await self.store.get_tool_call(request.tool_call_id)

@@ -635,8 +635,10 @@ async def compact_finished_run(
     from runtime.history import load_history
 
     if not run.state.is_terminal:
+        from runtime.interrupted import state_as_seen
+
         raise RunStateConflict(
-            f"run {run.id} is {run.state.value}; compact a job when its run has ended"
+            f"run {run.id} is {state_as_seen(run)}; compact a job when its run has ended"
         )
     history = (await load_history(store, run)).messages
     runs = list(dict.fromkeys([m.run_id for m in history] + [run.id]))

@@ -1488,7 +1488,7 @@ class PostgresStore:
             if row is None:
                 raise errors.JobNotFound(f"job {job_id} not found")
             open_run = await t.conn.fetchrow(
-                "SELECT id, state FROM runs WHERE job_id = $1"
+                "SELECT * FROM runs WHERE job_id = $1"
                 " AND state = ANY($2::text[]) ORDER BY n LIMIT 1",
                 job_id,
                 list(_OPEN_RUN_STATES),
@@ -1501,7 +1501,7 @@ class PostgresStore:
             events = rules.archive_job(
                 _job(row),
                 archived=archived,
-                open_run=(open_run["id"], open_run["state"]) if open_run is not None else None,
+                open_run=_run(open_run) if open_run is not None else None,
                 latest_root_run_id=latest,
                 now=now,
             )

@@ -36,6 +36,7 @@ from runtime.events import (
     ToolStateChanged,
 )
 from runtime.ids import new_id
+from runtime.interrupted import not_waiting_for_input, retry_or_cancel, waits_for_retry
 from runtime.models import (
     Checkpoint,
     Draft,
@@ -341,7 +342,7 @@ def active_root_conflict(active_root: Run) -> errors.RunStateConflict:
     its state as a person sees it: one a crash or a quit interrupted waits for a retry (DESIGN
     §5), so waiting for it would be waiting forever."""
     where = f"run {active_root.id} of job {active_root.job_id}"
-    if active_root.interrupted and active_root.state is RunState.QUEUED:
+    if waits_for_retry(active_root):
         return errors.RunStateConflict(
             f"{where} was interrupted and waits for a retry; retry that one "
             f"(agent-tui retry {active_root.id}) or cancel it first"
@@ -887,17 +888,28 @@ def archive_job(
     job: Job,
     *,
     archived: bool,
-    open_run: tuple[str, str] | None,
+    open_run: Run | None,
     latest_root_run_id: str | None,
     now: float,
 ) -> list[DurableEvent]:
     """Archive (hide) or bring back ``job``: the event every browser on the database hears,
-    none when nothing changes. ``open_run``: (id, state) of a run of the job still queued,
-    running or waiting for input, which a job cannot be archived with (cancel it first)."""
+    none when nothing changes. ``open_run``: a run of the job still queued, running or waiting
+    for input, which a job cannot be archived with (cancel it first)."""
     if archived and open_run is not None:
-        run_id, state = open_run
+        run_id = open_run.id
+        if waits_for_retry(open_run):
+            # "Let it finish" never happens: nothing runs it until a person retries it.
+            raise errors.ConflictError(
+                f"job {job.id} has a run that was interrupted and waits for a retry ({run_id});"
+                f" {retry_or_cancel(run_id)} before archiving"
+            )
+        if open_run.state is RunState.INPUT_REQUIRED:
+            raise errors.ConflictError(
+                f"job {job.id} has a run that is input_required ({run_id}); answer it"
+                f" (agent-tui respond {run_id} ANSWER) or cancel it before archiving"
+            )
         raise errors.ConflictError(
-            f"job {job.id} has a run that is {state} ({run_id}); "
+            f"job {job.id} has a run that is {open_run.state.value} ({run_id}); "
             "cancel it or let it finish before archiving"
         )
     if job.archived == archived or latest_root_run_id is None:
@@ -970,7 +982,7 @@ def answer_input_request(
         raise errors.RunStateConflict(f"input request {request.id} was cancelled")
     check_revision(run, expected_revision)
     if run.state is not RunState.INPUT_REQUIRED:
-        raise errors.RunStateConflict(f"run {run.id} is {run.state}, not waiting for input")
+        raise errors.RunStateConflict(not_waiting_for_input(run))
     if request.tool_call_id is not None and (
         tool_call is None or tool_call.state not in (ToolCallState.PENDING, ToolCallState.RUNNING)
     ):

@@ -1665,8 +1665,7 @@ class SqliteStore:
             if row is None:
                 raise errors.JobNotFound(f"job {job_id} not found")
             open_run = conn.execute(
-                "SELECT id, state FROM runs WHERE job_id = ? AND state IN (?, ?, ?)"
-                " ORDER BY n LIMIT 1",
+                "SELECT id FROM runs WHERE job_id = ? AND state IN (?, ?, ?) ORDER BY n LIMIT 1",
                 (job_id, *(state.value for state in _OPEN_RUN_STATES)),
             ).fetchone()
             latest = conn.execute(
@@ -1677,7 +1676,7 @@ class SqliteStore:
             events = rules.archive_job(
                 _job(row),
                 archived=archived,
-                open_run=(open_run["id"], open_run["state"]) if open_run is not None else None,
+                open_run=_fetch_run(conn, open_run["id"]) if open_run is not None else None,
                 latest_root_run_id=latest["id"] if latest is not None else None,
                 now=now,
             )

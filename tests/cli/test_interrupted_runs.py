@@ -237,3 +237,59 @@ def test_retrying_an_old_run_of_a_job_whose_newer_run_waits_for_retry_names_it_i
     followed = cli.run("follow-up", first.job_id, "and then?")
     assert (followed.returncode, followed.stdout, followed.stderr) == (2, "", refusal)
     assert _rows(cli.db) == counts  # nothing was created
+
+
+def test_respond_and_archive_call_an_interrupted_run_interrupted_and_say_how_to_go_on(
+    cli: Cli,
+) -> None:
+    """They said "it is queued" and "let it finish", which never happens to a run that waits
+    for a retry (found by a new-user trial)."""
+    first, newer = asyncio.run(_cancelled_then_interrupted(cli))
+    counts, before = _rows(cli.db), _contents(cli.db)
+    go_on = f"retry it (agent-tui retry {newer.id}) or cancel it (agent-tui cancel {newer.id})"
+
+    answered = cli.run("respond", newer.id, "yes")
+    assert (answered.returncode, answered.stdout, answered.stderr) == (
+        2,
+        "",
+        f"agent-tui: error: run {newer.id} is not waiting for input: it was interrupted and"
+        f" waits for a retry, so there is nothing to answer; {go_on}\n",
+    )
+    archived = cli.run("archive", first.job_id)
+    assert (archived.returncode, archived.stdout, archived.stderr) == (
+        2,
+        "",
+        f"agent-tui: error: job {first.job_id} has a run that was interrupted and waits for a"
+        f" retry ({newer.id}); {go_on} before archiving\n",
+    )
+    assert _rows(cli.db) == counts and _contents(cli.db) == before  # nothing was changed
+
+
+def test_runs_state_queued_lists_the_runs_about_to_start_and_interrupted_ones_only_as_interrupted(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs --state queued` listed a run that waits for a retry, labelled interrupted; now
+    `--state interrupted` lists it, and `--state queued` the runs about to start, through the
+    fast path and the runtime's alike (which pages past the interrupted ones)."""
+    detached = cli.run("run", "for a worker", "--detach", "--model", "demo:instant")
+    assert detached.returncode == 0, detached.stderr
+    waiting_for_a_worker = detached.stdout.strip()
+    _, interrupted = asyncio.run(_cancelled_then_interrupted(cli))  # the newer one
+
+    def listed(*args: str) -> tuple[list[str], list[str]]:
+        """The ids ``runs ARGS --json`` lists: through the fast path, then the runtime's."""
+        fast = cli.run("runs", *args, "--json")
+        full = _full_path(cli, capsys, "runs", *args, "--json")
+        assert (fast.returncode, full[0]) == (0, 0), fast.stderr + full[2]
+        return [row["id"] for row in json_lines(fast.stdout)], [
+            row["id"] for row in json_lines(full[1])
+        ]
+
+    for options in ([], ["--archived"], ["--limit", "1"]):
+        queued = listed("--state", "queued", *options)
+        assert queued == ([waiting_for_a_worker], [waiting_for_a_worker]), options
+    assert listed("--state", "interrupted") == ([interrupted.id], [interrupted.id])
+    table = cli.run("runs", "--state", "queued").stdout
+    assert interrupted.id not in table and waiting_for_a_worker in table
+    for everything in listed():
+        assert interrupted.id in everything and waiting_for_a_worker in everything

@@ -1275,6 +1275,25 @@ async def test_the_messages_queued_for_a_job_are_kept_beside_its_draft_and_go_wi
     assert await queued_messages(store, run.job_id) == []
 
 
+async def test_a_job_whose_run_was_interrupted_is_not_archived_and_the_refusal_says_retry_or_cancel(
+    store: Store,
+) -> None:
+    """ "Let it finish" never happens to a run a quit put back in the queue: nothing runs it
+    until a person retries it (found by a new-user trial)."""
+    run, token = await running_run(store)
+    await store.stop_run(run.id, token=token, reason="stopped when agent-tui closed")
+    after = await store.last_seq()
+    with pytest.raises(errors.ConflictError) as refused:
+        await store.set_job_archived(run.job_id, True)
+    assert str(refused.value) == (
+        f"job {run.job_id} has a run that was interrupted and waits for a retry ({run.id});"
+        f" retry it (agent-tui retry {run.id}) or cancel it (agent-tui cancel {run.id})"
+        " before archiving"
+    )
+    assert await store.read_events(after=after) == []  # refused: nothing written
+    assert not (await store.get_job(run.job_id)).archived
+
+
 async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hears(
     store: Store,
 ) -> None:

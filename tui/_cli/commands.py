@@ -245,9 +245,9 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     else:
         request = await runtime.open_request(run.id)
     if request is None:
-        raise RunStateConflict(
-            f"run {run.id} is not waiting for input (it is {run.state.value}): nothing to answer"
-        )
+        from runtime.interrupted import not_waiting_for_input
+
+        raise RunStateConflict(not_waiting_for_input(run))
     value = parse_cli_answer(request, args.answer)
     root = run
     while root.parent_run_id is not None:
@@ -301,11 +301,8 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
         # execute (not this one) recovers them.
         gone = frozenset(await gone_owners(runtime.store))
         runs = await interrupted_runs(runtime, limit=args.limit, gone=gone)
-    elif archived:
-        runs = (await runtime.store.list_runs(limit=args.limit, state=state, archived=None)).items
-        gone = await gone_owners_of(runtime.store, runs)
     else:
-        runs = (await runtime.list_runs(limit=args.limit, state=state)).items
+        runs = await _runs_page(runtime, state, limit=args.limit, archived=archived)
         gone = await gone_owners_of(runtime.store, runs)
     titles: dict[str, str] = {}
     archived_jobs: set[str] = set()
@@ -332,6 +329,31 @@ async def cmd_runs(ctx: Context, runtime: Runtime, args: Any) -> int:
     for line in runs_table(runs, shown, now=now, gone=gone):
         ctx.print(line)
     return EXIT_OK
+
+
+async def _runs_page(
+    runtime: Runtime, state: RunState | None, *, limit: int, archived: bool
+) -> list[Run]:
+    """The newest ``limit`` runs in ``state`` (of archived jobs too, with ``archived``). Queued
+    ones are those about to start: one put back in the queue by a crash or a quit waits for a
+    retry instead, and reads "interrupted" everywhere (``--state interrupted`` lists it)."""
+    from runtime.interrupted import waits_for_retry
+
+    found: list[Run] = []
+    cursor: str | None = None
+    while True:
+        if archived:
+            page = await runtime.store.list_runs(
+                cursor=cursor, limit=limit, state=state, archived=None
+            )
+        else:
+            page = await runtime.list_runs(cursor=cursor, limit=limit, state=state)
+        if state is not RunState.QUEUED:
+            return page.items
+        found.extend(run for run in page.items if not waits_for_retry(run))
+        cursor = page.next_cursor
+        if len(found) >= limit or cursor is None:
+            return found[:limit]
 
 
 def _now() -> float:

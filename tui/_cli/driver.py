@@ -337,9 +337,11 @@ async def drive(
                 + (f" ({reason})" if reason else "")
             )
         elif not boundary.state.is_terminal:
+            from runtime.interrupted import state_as_seen
+
             printer.note(
-                f"agent-tui: run {boundary.run.id} is {boundary.state.value} and nobody here runs "
-                f"it; resume it with: {render.COMMAND} retry {boundary.run.id}"
+                f"agent-tui: run {boundary.run.id} is {state_as_seen(boundary.run)} and nobody"
+                f" here runs it; resume it with: {render.COMMAND} retry {boundary.run.id}"
             )
         printer.end_line()
         if printer.json_mode:

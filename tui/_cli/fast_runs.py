@@ -50,6 +50,8 @@ def _page_query(args: argparse.Namespace) -> tuple[str, list[object]]:
     if args.state:
         where.append("r.state = ?")
         params.append(args.state)
+        if args.state == "queued":
+            where.append("r.interrupted = 0")  # those wait for a retry: --state interrupted
     if where:
         sql += " WHERE " + " AND ".join(where)
     # The store's order and keyset (``list_runs``): newest first, insertion order breaks ties.

@@ -181,7 +181,9 @@ def _add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--state",
         metavar="S",
         choices=[*RUN_STATES, "interrupted"],
-        help=", ".join(RUN_STATES) + ", or interrupted (a crash stopped it; nobody retried it)",
+        help=", ".join(RUN_STATES)
+        + ", or interrupted (a crash or a quit stopped it; nobody retried it). queued: about to"
+        " start (an interrupted run waits for a retry: it is listed as interrupted only)",
     )
     runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
     _json_option(runs, "one JSON object per run")
