@@ -15,7 +15,7 @@ import gc
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
@@ -36,6 +36,7 @@ from tui.screens.main import MainScreen
 if TYPE_CHECKING:
     # Typing only: the engine is imported after the first frame (see ``program_app``).
     from runtime.api import RuntimeApi
+    from runtime.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,34 @@ class Settings:
 
 
 QUIT_AGAIN_SECONDS = 2.0
+
+
+QUIT_NOTE_IDS = 3
+"""The runs a quit note names (``quit_note``); more are counted."""
+
+
+def quit_note(run_ids: Sequence[str]) -> str | None:
+    """What the terminal is told after a quit stopped ``run_ids`` (None: nothing was working):
+    each as the command that resumes it, with the id's first 8 characters (the CLI takes any
+    unique prefix), so it can be copied."""
+    if not run_ids:
+        return None
+    resumable = "stopped now, resumable next time"
+    if len(run_ids) == 1:
+        return (
+            f"agent-tui: 1 run was still working; {resumable} (select it and press R, or"
+            f" agent-tui retry {run_ids[0][:8]})."
+        )
+    lines = [
+        f"agent-tui: {len(run_ids)} runs were still working; {resumable} (select one and press"
+        " R, or use these commands):"
+    ]
+    lines.extend(f"  agent-tui retry {run_id[:8]}" for run_id in run_ids[:QUIT_NOTE_IDS])
+    if len(run_ids) > QUIT_NOTE_IDS:
+        lines.append(
+            f"  and {len(run_ids) - QUIT_NOTE_IDS} more: agent-tui runs --state interrupted"
+        )
+    return "\n".join(lines)
 
 
 def _home_relative(path: Path) -> str:
@@ -362,8 +391,7 @@ class AgentTuiApp(App[int]):
             return None
 
     async def action_quit(self) -> None:
-        """Quit: save the draft, and say how many runs were still working (they stay
-        resumable)."""
+        """Quit: save the draft, and say which runs were still working (they stay resumable)."""
         main = self._main_screen()
         try:
             if main is not None:
@@ -371,27 +399,26 @@ class AgentTuiApp(App[int]):
             working = await self._working_runs()
         except AgentTuiError as error:
             log.warning("before quitting: %s", error)
-            working = 0
-        if working:
-            runs = "1 run was" if working == 1 else f"{working} runs were"
-            self.quit_note = (
-                f"agent-tui: {runs} still working; stopped now, resumable next time "
-                "(select it and press R, or agent-tui retry RUN_ID)."
-            )
+            working = []
+        self.quit_note = quit_note([run.id for run in working])
         self.exit(0)
 
-    async def _working_runs(self) -> int:
+    async def _working_runs(self) -> list[Run]:
+        """The runs this process works on, newest first, less those whose parent is one of them
+        (retrying the parent takes its delegated runs up again)."""
         from runtime.models import RunState
 
         runtime = self.runtime
         if runtime is None:
-            return 0
+            return []
         owner = runtime.owner_id
-        count = 0
+        working: list[Run] = []
         for state in (RunState.RUNNING, RunState.QUEUED):
             page = await runtime.list_runs(limit=1000, state=state)
-            count += sum(1 for run in page.items if run.owner_id == owner)
-        return count
+            working.extend(run for run in page.items if run.owner_id == owner)
+        ids = {run.id for run in working}
+        working.sort(key=lambda run: run.created_at, reverse=True)
+        return [run for run in working if run.parent_run_id not in ids]
 
     # --- help and the command palette ----------------------------------------------------------
     def action_help(self) -> None:

@@ -857,10 +857,49 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
             await wait_until(pilot, lambda: not app.is_running)
         assert (await runtime.get_run(on_screen.id)).state is RunState.CANCELLED
         assert app.quit_note is not None
-        assert "1 run was still working" in app.quit_note and "resumable" in app.quit_note
+        assert app.quit_note == (
+            "agent-tui: 1 run was still working; stopped now, resumable next time (select it"
+            f" and press R, or agent-tui retry {other.id[:8]})."
+        )
         assert not (await runtime.get_run(other.id)).state.is_terminal
     finally:
         await runtime.close()
+
+
+async def test_a_quit_while_several_runs_work_names_the_first_three_as_commands_to_resume_them(
+    db_path: Path, workspace: Path
+) -> None:
+    """It said "agent-tui retry RUN_ID" without saying which (found by a new-user trial): each
+    run is named by the prefix of its id the CLI takes, newest first, three at most."""
+    from tui._cli.ids import resolve_id
+
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        started = [await runtime.start(f"/stream {4000 + n}") for n in range(5)]
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.runtime is not None and main_screen(app).is_mounted)
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: not app.is_running)
+        newest = [run.id[:8] for run in reversed(started)]
+        assert app.quit_note == (
+            "agent-tui: 5 runs were still working; stopped now, resumable next time (select one"
+            " and press R, or use these commands):\n"
+            f"  agent-tui retry {newest[0]}\n"
+            f"  agent-tui retry {newest[1]}\n"
+            f"  agent-tui retry {newest[2]}\n"
+            "  and 2 more: agent-tui runs --state interrupted"
+        )
+        for prefix, run in zip(newest, reversed(started), strict=True):
+            assert await resolve_id(runtime.store, "run", prefix, db_path=db_path) == run.id
+    finally:
+        await runtime.close()
+    reopened = await open_runtime(db_path, workspace)
+    try:
+        interrupted = (await reopened.list_runs(state=RunState.QUEUED)).items
+        assert {run.id for run in interrupted if run.interrupted} == {run.id for run in started}
+    finally:
+        await reopened.close()
 
 
 # --- 4. the queue --------------------------------------------------------------------------------
