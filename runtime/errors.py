@@ -17,6 +17,8 @@ AgentTuiError
 │   ├── NotADatabase         not_a_database
 │   ├── SchemaTooNew         schema_too_new
 │   ├── SchemaDamaged        schema_damaged (a table, column, index or trigger is missing)
+│   ├── DatabaseCorrupt      database_corrupt (a page of the file is damaged: found when it
+│   │                        is read; the store writes nothing more, clients stop)
 │   └── CursorOutOfRange     cursor_out_of_range
 ├── ConfigError              config_error (names the file, line and key)
 ├── ModelError               model_error (``retryable`` says whether to try again)
@@ -135,6 +137,15 @@ class SchemaDamaged(DatabaseError):
     """The database's schema is not what its version promises (a table or index missing)."""
 
     code = "schema_damaged"
+
+
+class DatabaseCorrupt(DatabaseError):
+    """The database file is damaged (SQLite: "database disk image is malformed"). SQLite only
+    finds out when it reads a damaged page, so this can come from any operation, long after
+    open; the store that raised it refuses every write from then on, and a client should stop
+    (the TUI leaves with this one line and exit status 2, as the CLI does)."""
+
+    code = "database_corrupt"
 
 
 class CursorOutOfRange(DatabaseError):

@@ -379,9 +379,9 @@ async def drive(db, workspace):
     app = app_module.program_app(db, workspace)
     async with app.run_test(size=(100, 30)):
         async with asyncio.timeout(60):
-            while app.runtime is None and not app.startup_error:
+            while app.runtime is None and not app.exit_error:
                 await asyncio.sleep(0.01)
-        seen["error"] = app.startup_error
+        seen["error"] = app.exit_error
 
 def run_app(*, db_path, workspace, launch=None):
     asyncio.run(drive(db_path, workspace))

@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from runtime.errors import AgentTuiError
+from runtime.errors import AgentTuiError, DatabaseCorrupt
 from themes import THEMES_DIR, load_themes
 from tui.bindings import APP_BINDINGS
 from tui.screens.main import MainScreen
@@ -128,6 +128,7 @@ class AgentTuiApp(App[int]):
             self._open_runtime = runtime
         else:
             self.runtime = runtime
+            runtime.store.on_damaged(self._database_damaged)
         self.settings = settings
         self.terminal_focused = True
         self._bridge_failures = 0
@@ -137,8 +138,9 @@ class AgentTuiApp(App[int]):
         self._last_ctrl_c = 0.0
         self.quit_note: str | None = None
         """Said on the terminal after the app closed (runs that were still working)."""
-        self.startup_error: str | None = None
-        """Why the runtime could not be opened after the first frame (said on the terminal)."""
+        self.exit_error: str | None = None
+        """Why the app left by itself, said on the terminal: the runtime could not be opened
+        after the first frame, or the database file turned out damaged (``_database_damaged``)."""
         self.provider_preload: asyncio.Future[None] | None = None
         """The default model's SDK being imported on a thread (done once the import ended; a failure
         is logged, not raised)."""
@@ -206,6 +208,7 @@ class AgentTuiApp(App[int]):
     async def on_load(self) -> None:
         if self._open_runtime is not None:
             self.runtime = await self._open_runtime()
+            self.runtime.store.on_damaged(self._database_damaged)
 
     async def on_unmount(self) -> None:
         if self._open_runtime is not None and self.runtime is not None:
@@ -233,14 +236,30 @@ class AgentTuiApp(App[int]):
             self.runtime = await self._open_after_first_frame(self)
         except AgentTuiError as error:
             # Nothing to show without a database: leave, saying why on the terminal.
-            self.startup_error = f"agent-tui: error: {error}"
-            self.exit(2, return_code=2)
+            self._leave(error)
             return
         finally:
             _tune_gc()  # collection back on (the program starts with it off), however it went
+        self.runtime.store.on_damaged(self._database_damaged)
+        if self.exit_error is not None:
+            return  # found damaged while it opened
         main = self._main_screen()
         if main is not None and main.is_mounted:
             await main.runtime_opened()
+
+    def _leave(self, error: AgentTuiError) -> None:
+        """End the app with status 2, saying ``error`` on the terminal (one line) once it is
+        gone; the first reason given is the one said."""
+        if self.exit_error is None:
+            self.exit_error = f"agent-tui: error: {error}"
+        self.exit(2, return_code=2)
+
+    def _database_damaged(self, error: DatabaseCorrupt) -> None:
+        """The store found the database file damaged, whichever read or write found it (it
+        refuses every write from now on): leave as the CLI does, instead of showing an empty
+        browser and one "database error" after another."""
+        log.error("%s", error)
+        self._leave(error)
 
     def input_ready(self) -> None:
         """The main screen can take keys now (mounted, the runtime open): what was typed before,
@@ -701,8 +720,8 @@ async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
     finally:
         if app.runtime is not None:
             await app.runtime.close()
-    if app.startup_error:
-        print(app.startup_error, file=sys.stderr)
+    if app.exit_error:
+        print(app.exit_error, file=sys.stderr)
     if app.quit_note:
         print(app.quit_note, file=sys.stderr)
     return app.return_code or 0

@@ -23,6 +23,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime import errors
 from runtime.events import DurableEvent, HistoryRepaired, RepairNote, RunNoted
 from runtime.models import (
     Checkpoint,
@@ -664,6 +665,13 @@ class Store(Protocol):
         ``listener(before, events)`` with the durable events it committed (in seq order) and
         the last seq before them (so a gap means another process committed in between). A
         transaction that rolls back reports nothing. The engine publishes these directly."""
+        ...
+
+    def on_damaged(self, listener: Callable[[errors.DatabaseCorrupt], None]) -> None:
+        """From now on, when an operation first finds the database damaged (``DatabaseCorrupt``:
+        found only when a damaged page is read, so by any operation), call ``listener(error)``
+        before the operation raises it, on the thread that awaited the operation (at once if
+        one already did). The store refuses every write after that."""
         ...
 
     async def stale_owners(self) -> list[StaleOwner]:

@@ -17,6 +17,20 @@ from runtime.store import schema_latest
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def damaged_file(path: Path, exc: sqlite3.Error) -> errors.DatabaseCorrupt | None:
+    """The error to raise when ``exc`` says the file at ``path`` is damaged (a page SQLite read
+    is not what it wrote: SQLITE_CORRUPT, or SQLITE_NOTADB past the header), else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in _DAMAGE_CODES:
+        return None
+    return errors.DatabaseCorrupt(
+        f"{path}: the database file is damaged ({exc}); nothing more is written to it"
+    )
+
+
 def schema_objects(conn: sqlite3.Connection) -> tuple[tuple[str, str, str, str], ...]:
     """Every schema object of ``conn``'s main database: type, name, table, SQL (statistics
     tables left out: ``ANALYZE`` may add them)."""

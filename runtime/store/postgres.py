@@ -240,6 +240,9 @@ class PostgresStore:
         self._pool_size = pool_size
         self._pool: Any = None
         self._listeners: list[Callable[[int, list[DurableEvent]], None]] = []
+        self._damage: errors.DatabaseCorrupt | None = None
+        """Set once PostgreSQL reported damaged data (XX001, XX002): writes are refused."""
+        self._damage_listeners: list[Callable[[errors.DatabaseCorrupt], None]] = []
         self._remote: list[Callable[[int], None]] = []
         self._listen_conn: Any = None
         self._listen_task: asyncio.Task[None] | None = None
@@ -264,6 +267,13 @@ class PostgresStore:
         asyncpg = _asyncpg()
         if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
             return errors.ConflictError(f"{self._where}: {exc}")
+        if isinstance(exc, asyncpg.DataCorruptedError | asyncpg.IndexCorruptedError):
+            damage = errors.DatabaseCorrupt(f"{self._where}: the database is damaged ({exc})")
+            if self._damage is None:
+                self._damage = damage
+                for listener in list(self._damage_listeners):
+                    listener(damage)
+            return damage
         return errors.DatabaseError(f"{self._where}: {exc}")
 
     def _pool_or_raise(self) -> Any:
@@ -283,6 +293,8 @@ class PostgresStore:
     async def _write(self, fn: Callable[[_Tx], Awaitable[R]]) -> R:
         """``fn`` in one READ COMMITTED transaction, retried on deadlock or serialization
         failure; then the commit listeners hear about its events."""
+        if self._damage is not None:
+            raise self._damage
         asyncpg = _asyncpg()
         pool = self._pool_or_raise()
         retryable = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
@@ -385,6 +397,11 @@ class PostgresStore:
 
     def on_commit(self, listener: Callable[[int, list[DurableEvent]], None]) -> None:
         self._listeners.append(listener)
+
+    def on_damaged(self, listener: Callable[[errors.DatabaseCorrupt], None]) -> None:
+        self._damage_listeners.append(listener)
+        if self._damage is not None:
+            listener(self._damage)
 
     # --- owners and recovery ------------------------------------------------------------------
 

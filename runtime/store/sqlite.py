@@ -95,6 +95,7 @@ from runtime.store.base import (
 )
 from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
 from runtime.store.checks import check_database_file as check_database_file
+from runtime.store.checks import damaged_file
 from runtime.store.migrations import (
     INDEX_PENDING_MESSAGES,
     compact_tool_payload,
@@ -424,6 +425,10 @@ class SqliteStore:
         self._worker: ThreadPoolExecutor | None = None
         self._commits = 0
         self._listeners: list[Callable[[int, list[DurableEvent]], None]] = []
+        self._damage: errors.DatabaseCorrupt | None = None
+        """Set once a read or write found the file damaged: every write is refused from then
+        on, and closing neither indexes nor checkpoints (nothing more is written to the file)."""
+        self._damage_listeners: list[Callable[[errors.DatabaseCorrupt], None]] = []
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -443,9 +448,18 @@ class SqliteStore:
         return self._conn, self._worker
 
     def _translated(self, exc: sqlite3.Error) -> errors.AgentTuiError:
+        """Our error for ``exc``, on the thread that awaited the operation. A damaged file is
+        remembered and its listeners told (``on_damaged``), once."""
         if isinstance(exc, sqlite3.IntegrityError):
             return errors.ConflictError(f"{self.path}: {exc}")
-        return errors.DatabaseError(f"{self.path}: {exc}")
+        damage = damaged_file(self.path, exc)
+        if damage is None:
+            return errors.DatabaseError(f"{self.path}: {exc}")
+        if self._damage is None:
+            self._damage = damage
+            for listener in list(self._damage_listeners):
+                listener(damage)
+        return damage
 
     def _locked(self, fn: Callable[[Conn], R], conn: Conn) -> R:
         """``fn(conn)`` on the worker thread: it may wait for another process's lock up to the
@@ -527,6 +541,8 @@ class SqliteStore:
         and then runs here: on the worker, each of its ~25 statements gives the GIL up and, with
         the event loop's thread busy, waits up to the switch interval (5 ms) to win it back, so
         a step's commit took 5-10 ms there instead of half of one."""
+        if self._damage is not None:
+            raise self._damage  # writing to a damaged file may spread the damage
         conn = await self._hold()
         if conn is not None:
             try:
@@ -606,7 +622,7 @@ class SqliteStore:
             conn = await loop.run_in_executor(worker, self._connect)
         except sqlite3.Error as exc:
             worker.shutdown(wait=False)
-            raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+            raise self._translated(exc) from exc
         except BaseException:
             worker.shutdown(wait=False)
             raise
@@ -649,7 +665,7 @@ class SqliteStore:
             self._checkpointer.close()
             self._checkpointer = None
         with self._lock:
-            if self.read_only:
+            if self.read_only or self._damage is not None:
                 conn.close()
             else:
                 _close_connection(conn)
@@ -1848,6 +1864,13 @@ class SqliteStore:
         wrote (collected by ``_emit``), so reporting costs no query; a transaction that rolls
         back reports nothing."""
         self._listeners.append(listener)
+
+    def on_damaged(self, listener: Callable[[errors.DatabaseCorrupt], None]) -> None:
+        """Call ``listener(error)`` when an operation first finds the file damaged (before the
+        operation raises the error), on the thread that awaited it; at once if one did."""
+        self._damage_listeners.append(listener)
+        if self._damage is not None:
+            listener(self._damage)
 
     # --- owners: read-only recovery checks, targeted recovery, a renewer of its own -----------
 

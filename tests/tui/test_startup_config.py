@@ -65,11 +65,11 @@ async def _startup_error(app: AgentTuiApp) -> str:
             while app.is_running:
                 await pilot.pause(0.01)
     assert app.return_code == 2
-    assert app.startup_error is not None
-    assert app.startup_error.startswith("agent-tui: error: ")
-    assert "\n" not in app.startup_error
+    assert app.exit_error is not None
+    assert app.exit_error.startswith("agent-tui: error: ")
+    assert "\n" not in app.exit_error
     assert app.runtime is None
-    return app.startup_error
+    return app.exit_error
 
 
 async def test_a_broken_configuration_ends_the_app_naming_the_file_with_status_2(

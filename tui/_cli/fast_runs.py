@@ -21,7 +21,7 @@ import sqlite3
 import sys
 
 from runtime import errors
-from runtime.store.checks import check_database_file
+from runtime.store.checks import check_database_file, damaged_file
 from runtime.store.schema_latest import LATEST_VERSION
 from runtime.textsafe import terminal_safe
 from tui._cli import listing
@@ -120,7 +120,7 @@ def _read_page(
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise errors.DatabaseError(f"{db_path}: {exc}") from exc
+        raise damaged_file(db_path, exc) or errors.DatabaseError(f"{db_path}: {exc}") from exc
     return rows, owners
 
 
