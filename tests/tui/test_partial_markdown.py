@@ -3,14 +3,24 @@ closed, so no raw ``**`` or unterminated code block shows."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from runtime.models import Role
+from runtime.providers.base import ModelEvent, ModelRequest, TextDelta
+from runtime.providers.demo import _filler
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import running_run
 from tests.tui.helpers import SIZE, main_screen, make_app, open_runtime, wait_until
 from tui.widgets.frozen_markdown import FrozenMarkdown
-from tui.widgets.message_view import MessageView, closed_markdown
+from tui.widgets.message_view import (
+    SETTLED_MARKDOWN_CHARS,
+    MessageView,
+    closed_markdown,
+    markdown_cut,
+)
+from tui.widgets.stream_text import StreamText
 
 
 def test_bold_open_at_the_cut_is_closed() -> None:
@@ -101,5 +111,98 @@ async def test_an_answer_cut_inside_bold_while_on_screen_shows_no_raw_stars(
             view = partial()
             assert view is not None
             assert view.query_one(FrozenMarkdown).source == "It keeps **nothing committed is**"
+    finally:
+        await runtime.close()
+
+
+class _PacedProvider(ScriptedProvider):
+    """Streams ``text`` 2 KiB at a time, a few milliseconds apart, then waits to be cancelled.
+    Paced as a model is: all at once, it would run more than the bus's 64 KiB per subscriber
+    ahead of the app, which would see a gap in the answer."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__([])
+        self._text = text
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        for start in range(0, len(self._text), 2048):
+            yield TextDelta(text=self._text[start : start + 2048])
+            await asyncio.sleep(0.005)
+        await asyncio.Event().wait()
+
+
+def _rendered_rows(markdown: FrozenMarkdown) -> str:
+    """What the Markdown part draws, as plain text (every block rendered at its width)."""
+    return "\n".join(markdown.render_line(y).text for y in range(markdown.virtual_size.height))
+
+
+async def test_a_partial_answer_past_the_streaming_head_cut_by_escape_is_markdown_up_to_64_kib(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: Esc on a ``//stream 300`` answer left it Markdown for its
+    first 8,000 characters (the streaming head) and raw ``**bold**`` and ``## Section`` after,
+    while a complete answer is Markdown up to 64 KiB."""
+    text = _filler(100 * 1024)
+    runtime = await open_scripted(_PacedProvider(text), db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"review", "enter")
+
+            def answer() -> MessageView | None:
+                views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+                return views[0] if views else None
+
+            await wait_until(pilot, lambda: (view := answer()) is not None and view.text == text)
+            view = answer()
+            assert view is not None
+            assert len(view.query_one(FrozenMarkdown).source) < 10_000  # the streaming head
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: bool(screen.conversation.query(".partial-label")))
+            markdown = view.query_one(FrozenMarkdown)
+            await wait_until(pilot, lambda: markdown.settled)
+            cut = markdown_cut(text, SETTLED_MARKDOWN_CHARS)
+            assert cut is not None
+            assert markdown.source == text[:cut]
+            assert view.query_one(".plain", StreamText).text == text[cut:]
+            rows = _rendered_rows(markdown)
+            assert "Section 55" in rows  # the last heading before the 64 KiB cut, drawn as one
+            assert "**" not in rows and "## Section" not in rows
+    finally:
+        await runtime.close()
+
+
+async def test_a_long_partial_answer_read_from_the_database_is_markdown_up_to_64_kib(
+    db_path: Path, workspace: Path
+) -> None:
+    """The same answer as its run is opened again after a crash or a cancel: Markdown up to
+    the 64 KiB cut, plain after, with nothing closed in the plain tail (a closing ``**``
+    added there showed as typed)."""
+    text = _filler(100 * 1024) + "\n\nIt keeps **nothing committed is"
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        store = runtime.store
+        await store.register_owner("elsewhere", lease_seconds=30)
+        run, token = await running_run(
+            store, owner_id="elsewhere", input="review", workspace=str(workspace)
+        )
+        await store.save_draft(run.id, token=token, message_id="m", text=text)
+        await store.cancel_run(run.id, reason="stopped")
+        app = make_app(runtime, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+
+            def partial() -> MessageView | None:
+                views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
+                return views[0] if views else None
+
+            await wait_until(pilot, lambda: partial() is not None)
+            view = partial()
+            assert view is not None
+            cut = markdown_cut(text, SETTLED_MARKDOWN_CHARS)
+            assert cut is not None
+            assert view.query_one(FrozenMarkdown).source == text[:cut]
+            assert view.query_one(".plain", StreamText).text == text[cut:]
     finally:
         await runtime.close()

@@ -873,13 +873,13 @@ def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
 
 
 def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
-    from tui.widgets.message_view import closed_markdown  # with the message widget
+    from tui.widgets.message_view import partial_markdown  # with the message widget
 
     view = _message_view()(
         message_id=f"partial:{partial.run.id}:{partial.message_id}",
         role=Role.ASSISTANT,
         position=-1,
-        text=closed_markdown(partial.text),
+        text=partial_markdown(partial.text),
         thinking=partial.thinking,
     )
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]

@@ -67,6 +67,15 @@ def closed_markdown(text: str) -> str:
     return text.rstrip() + closing if closing else text
 
 
+def partial_markdown(text: str) -> str:
+    """A partial answer as it is shown once its stream has ended: what the cut left open is
+    closed when all of it is Markdown (see ``closed_markdown``); a longer one ends in plain
+    text, where a closing marker would show as typed, so it is left as it is."""
+    if markdown_cut(text, SETTLED_MARKDOWN_CHARS) is not None:
+        return text
+    return closed_markdown(text)
+
+
 def markdown_cut(text: str, limit: int = MARKDOWN_CHARS) -> int | None:
     """Where the Markdown part of ``text`` ends (after ``limit`` characters), or None when all
     of it is Markdown."""
@@ -293,20 +302,37 @@ class MessageView(SizedByLayout, Vertical):
         self.display = bool(final or thinking) or self.role is not Role.ASSISTANT
 
     async def settle_partial(self) -> None:
-        """The stream stopped short of a message (cancelled, failed): what streamed reads as
-        Markdown as a committed answer does (a new-user trial saw a raw ``_This is`` after Esc),
-        while it is short enough; nothing more will come."""
+        """The stream stopped short of a message (cancelled, failed): nothing more will come,
+        so what streamed reads as a committed answer does (a new-user trial saw a raw
+        ``_This is`` after Esc): Markdown up to ``SETTLED_MARKDOWN_CHARS``, plain after."""
         self._flush_markdown()
         self._stop_writes()
         if self._gap or self.role is Role.USER:
             return
-        if markdown_cut(self.text, SETTLED_MARKDOWN_CHARS) is not None:
+        text = self.text
+        cut = markdown_cut(text, SETTLED_MARKDOWN_CHARS)
+        if cut is not None:
+            # Longer than the settled Markdown part: it grows from the streaming head (a
+            # trial read raw ``**bold**`` from 8,000 characters on after Esc on a 300 KiB
+            # answer) and the plain tail keeps what is after it.
+            await self._widen_head(text, cut)
             return
-        closed = closed_markdown(self.text)
+        closed = partial_markdown(text)
         # A short answer is all Markdown already; what the cut left open is closed all the
         # same (a trial saw a raw ``**nothing`` after Esc).
         if self._tail is not None or closed != self._markdown.source:
             await self._settle_as_markdown(closed)
+
+    async def _widen_head(self, text: str, cut: int) -> None:
+        """The Markdown part ends at ``cut`` instead (later than it does): the text between
+        moves out of the plain tail into it. Its new blocks are rendered as a committed
+        message's are, a time budget per frame (``FrozenMarkdown``)."""
+        head = self._markdown.source
+        if self._tail is None or cut <= len(head) or not text.startswith(head):
+            return
+        self._markdown_text = text[:cut]
+        self._markdown.append(text[len(head) : cut])
+        await self._tail.set_text(text[cut:])
 
     async def _settle_as_markdown(self, final: str) -> None:
         """The committed message is short enough to be Markdown whole: its plain tail (kept
