@@ -288,3 +288,6 @@ class SearchHit(_Model):
     created_at: float
     position: int | None = None
     """The message's position in its run (None from a store that did not say)."""
+    role: Role | None = None
+    """Who wrote the message (the person, the agent, a tool's result); None from a store that
+    did not say. Hits of similar jobs read alike without it."""

@@ -1455,7 +1455,7 @@ class PostgresStore:
                 "   JOIN messages AS m ON m.n = hits.n"
                 "   JOIN jobs AS aj ON aj.id = m.job_id AND NOT aj.archived, q"
                 "   ORDER BY rank DESC, m.n DESC LIMIT $3)"
-                " SELECT r.id, r.run_id, r.job_id, j.title, r.created_at, r.position,"
+                " SELECT r.id, r.run_id, r.job_id, j.title, r.created_at, r.position, r.role,"
                 "   ts_headline('simple', r.search_text, q.q, $4) AS snippet"
                 " FROM ranked AS r JOIN jobs AS j ON j.id = r.job_id, q"
                 " ORDER BY r.rank DESC, r.n DESC",
@@ -1473,6 +1473,7 @@ class PostgresStore:
                     snippet=r["snippet"] or "",
                     created_at=r["created_at"],
                     position=r["position"],
+                    role=Role(r["role"]),
                 )
                 for r in rows
             ]

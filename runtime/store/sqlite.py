@@ -1630,7 +1630,7 @@ class SqliteStore:
                 "   snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet"
                 "   FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ?"
                 "   ORDER BY rank LIMIT ?)"
-                " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, m.position,"
+                " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, m.position, m.role,"
                 "   hits.snippet"
                 " FROM hits JOIN messages AS m ON m.n = hits.rowid"
                 " JOIN jobs AS j ON j.id = m.job_id WHERE j.archived = 0"
@@ -1646,6 +1646,7 @@ class SqliteStore:
                     snippet=r["snippet"] or "",
                     created_at=r["created_at"],
                     position=r["position"],
+                    role=Role(r["role"]),
                 )
                 for r in rows
             ]

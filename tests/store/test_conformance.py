@@ -790,6 +790,7 @@ async def test_search_finds_text_and_tool_results_best_first(store: Store) -> No
     assert hits[0].job_title == "Where is the parser configured?"
     positions = {m.id: m.position for m in await store.list_messages(run.id)}
     assert [hit.position for hit in hits] == [positions[hit.message_id] for hit in hits]
+    assert [hit.role for hit in hits] == [Role.TOOL, Role.USER]  # who wrote what was found
     assert await store.search_messages("pars") != []  # the last word matches as a prefix
     assert await store.search_messages("nothing-like-this") == []
 

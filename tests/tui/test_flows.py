@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -308,6 +309,35 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         )
         await pilot.press("escape")
         await pilot.press("escape")
+
+
+async def test_search_hits_of_similar_jobs_say_who_wrote_each_message_and_how_old_it_is(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a word in several messages of similar jobs gave hits that
+    read alike (``Summarise this project`` / ``…some content``), with nothing to tell the
+    prompt from the answer or one job from another."""
+    for number in range(2):
+        run = await runtime.start(f"Summarise this project\nsome content {number}")
+        await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"content", "enter")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+        room = screen.query_one("#browser").size.width - 6
+        rows: dict[str, list[str]] = {}
+        for index in range(results.option_count):
+            prompt = results.get_option_at_index(index).prompt
+            assert isinstance(prompt, Text)
+            title, words = prompt.plain.split("\n")
+            assert all(len(line) <= room for line in (title, words)), prompt.plain
+            assert re.fullmatch(r"Summarise this project +\d+[smhd]", title), title
+            rows.setdefault(words.split(":")[0].strip(), []).append(words)
+        assert len(rows["you"]) == 2 and len(rows["agent"]) == 2, rows
+        assert {words.split("content")[1].strip()[:1] for words in rows["you"]} == {"0", "1"}
 
 
 async def test_search_hits_are_cut_to_the_browser_again_when_the_terminal_shrinks(

@@ -527,7 +527,7 @@ async def test_a_search_hit_opens_its_run_at_the_message_found_not_at_the_tail(
             await wait_until(lambda: results.display and app.focused is results)
             shown = str(results.get_option_at_index(0).prompt)
             # What a reader sees: no Markdown stars or backticks around the words.
-            assert "37. The pelican" in shown and "*" not in shown
+            assert "The pelican nests" in shown and "*" not in shown
             await pilot.press("enter")
             conversation = screen.conversation
 

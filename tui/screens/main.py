@@ -258,7 +258,7 @@ class MainScreen(Screen[None]):
                         hide_ages=settings.hide_ages, here=str(settings.workspace), id="tree"
                     )
                     yield BrowserDetail(id="tree-detail")
-                results = SearchResults(id="search-results")
+                results = SearchResults(hide_ages=settings.hide_ages, id="search-results")
                 results.display = False
                 yield results
             with Vertical(id="main-pane"):

@@ -1,4 +1,5 @@
-"""The browser's search results: one option per message found, its job's title and a snippet."""
+"""The browser's search results: one option per message found: its job's title and age, then
+who wrote it (you, the agent, a tool) and a snippet."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from tui.widgets._format import search_snippet, short
+from runtime.kinds import Role
+from tui.widgets._format import age, search_snippet, short
 
 if TYPE_CHECKING:
     from runtime.models import SearchHit
+
+ROLE_LABELS = {Role.USER: "you", Role.ASSISTANT: "agent", Role.TOOL: "tool"}
+"""Who wrote a message found, as a hit names them: words that match in several messages of
+similar jobs (a prompt, its answer, a file read) read alike without it."""
 
 
 class SearchResults(OptionList):
@@ -26,8 +32,9 @@ class SearchResults(OptionList):
         Binding("enter", "select", "Open", tooltip="Open the run at the message found"),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, hide_ages: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.hide_ages = hide_ages
         self.hits: list[SearchHit] = []
         self._query = ""
         self._width = 0
@@ -47,21 +54,29 @@ class SearchResults(OptionList):
         self.clear_options()
         if self.hits:
             self.add_options(
-                Option(
-                    Text.assemble(
-                        (short(hit.job_title, width), "bold"),
-                        "\n",
-                        "  ",
-                        search_snippet(hit.snippet, width - 2),
-                    ),
-                    id=str(index),
-                )
+                Option(self._prompt(hit, width), id=str(index))
                 for index, hit in enumerate(self.hits)
             )
         else:
             self.add_option(Option(f"No message matches {self._query!r}", disabled=True))
         self.highlighted = highlighted
         self.scroll_to_highlight()
+
+    def _prompt(self, hit: SearchHit, width: int) -> Text:
+        """Two rows: the job's title, the message's age at the right; who wrote it, then the
+        words around the match. Each cut to ``width``."""
+        when = age(hit.created_at, hidden=self.hide_ages)
+        title = short(hit.job_title, width - (len(when) + 1 if when else 0))
+        gap = width - len(title) - len(when)
+        writer = f"{ROLE_LABELS[hit.role]}: " if hit.role is not None else ""
+        return Text.assemble(
+            (title, "bold"),
+            *((" " * gap, ""), (when, "dim")) if when else (),
+            "\n",
+            "  ",
+            (writer, "italic"),
+            search_snippet(hit.snippet, width - 2 - len(writer)),
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         if self.display and self._room() != self._width:
