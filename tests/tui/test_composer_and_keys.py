@@ -592,6 +592,9 @@ async def test_up_goes_on_past_a_command_and_typing_adds_to_the_end_of_what_it_r
         composer.focus_input()
         await pilot.press(*"/context", "enter")
         await wait_until(pilot, lambda: composer.history[-1:] == ["/context"])
+        await wait_until(pilot, lambda: app.screen is not screen)  # its report, over the screen
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen and app.focused is composer.input)
         await pilot.press("up")
         await pilot.pause()
         assert composer.input.text == "/context" and composer.completing is None

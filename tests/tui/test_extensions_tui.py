@@ -20,8 +20,11 @@ from tests.tui.helpers import (
     screen_text,
     wait_until,
 )
+from tui.app import AgentTuiApp
 from tui.screens.help import HelpScreen
+from tui.screens.report import ReportBody, ReportScreen
 from tui.widgets.composer import ComposerInput
+from tui.widgets.key_footer import FooterKey
 from tui.widgets.status_line import StatusLine
 
 
@@ -126,16 +129,73 @@ async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in
             lambda: "completed" in str(status.render()) and isinstance(app.focused, ComposerInput),
         )
         await pilot.press(*"/context", "enter")
-        await wait_until(pilot, lambda: any("In effect here" in n for n in notifications(app)))
-        shown = next(n for n in notifications(app) if "In effect here" in n)
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        shown = screen_text(app)
         assert str(workspace / "AGENTS.md") in shown
         assert "build" in shown and "plan (initial)" in shown
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
 
         # Reopened from the database, the notes are still where they happened.
         run_id = screen.selected_run.id
         screen.open_run(run_id)
         await wait_until(pilot, lambda: screen._loading_run_id is None)
         await wait_until(pilot, lambda: "◆ phase: plan → build" in screen_text(app))
+
+
+def _footer(app: AgentTuiApp) -> list[tuple[str, str]]:
+    return [
+        (key.key_display, key.description)
+        for key in app.screen.query(FooterKey)
+        if not key.has_class("-command-palette")
+    ]
+
+
+async def test_context_is_a_report_over_the_conversation_that_esc_closes_not_a_toast(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: ``/context`` showed its twenty lines as a toast that stayed
+    half a minute over the conversation and the windows beside it, and toasts piled up."""
+    write(workspace / "AGENTS.md", "Use British spelling.")
+    for number in range(6):
+        write(
+            workspace / ".agent-tui" / "skills" / f"skill{number}" / "SKILL.md",
+            f"---\nname: skill{number}\ndescription: does thing {number}\n---\nBody.",
+        )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        composer_input = screen.composer.input
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        report = app.screen
+        assert isinstance(report, ReportScreen)
+        await pilot.pause()
+        assert not notifications(app)
+        shown = screen_text(app)
+        assert str(workspace / "AGENTS.md") in shown and "skill5: does thing 5" in shown
+        # More than fits at 80x24: the keys scroll it, and the footer says so.
+        body = report.query_one(ReportBody)
+        assert app.focused is body and body.max_scroll_y > 0
+        assert ("↑↓", "Scroll") in _footer(app) and ("esc", "Close") in _footer(app)
+        await pilot.press("end")
+        await wait_until(pilot, lambda: body.scroll_y == body.max_scroll_y)
+        await pilot.press("pageup")
+        await wait_until(pilot, lambda: body.scroll_y < body.max_scroll_y)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert app.focused is composer_input  # where the command was typed, to go on typing
+        await pilot.resize_terminal(140, 44)
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        await pilot.pause()
+        body = app.screen.query_one(ReportBody)
+        await wait_until(pilot, lambda: body.max_scroll_y == 0)
+        # All of it in view: no scroll keys in the footer, only what works.
+        assert _footer(app) == [("esc", "Close"), ("c", "Copy")]
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert not notifications(app)
 
 
 async def test_slash_compact_records_a_visible_compaction_and_keeps_every_message(

@@ -45,6 +45,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.screens.inbox import InboxScreen
     from tui.screens.main import MainScreen
     from tui.screens.permissions import PermissionsScreen
+    from tui.screens.report import ReportScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
     from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.conversation import Conversation
@@ -108,6 +109,10 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ),
         ("Inbox (i)", [("enter", "Open the run that waits"), *_rows(InboxScreen.BINDINGS)]),
         ("Permissions (/permissions)", _rows(PermissionsScreen.BINDINGS)),
+        (
+            "Report (/context)",
+            [("↑ ↓ / pgup pgdn / home end", "Scroll"), *_rows(ReportScreen.BINDINGS)],
+        ),
     ]
 
 

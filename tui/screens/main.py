@@ -1740,8 +1740,11 @@ class MainScreen(Screen[None]):
         lines += [
             f"  {name}: {agent.model or 'the default model'}" for name, agent in agents.items()
         ]
-        text = "\n".join(terminal_safe(line) for line in lines)
-        self.notify(text, title="In effect here", timeout=30, markup=False)
+        # A report to read, not a notice: over the conversation until Esc, scrollable (as a
+        # toast it stayed half a minute over the conversation, and toasts piled up).
+        from tui.screens.report import ReportScreen
+
+        self.app.push_screen(ReportScreen("In effect here (/context)", lines))
 
     def _choose_next(self, key: str, value: str) -> bool:
         composer = self.composer
