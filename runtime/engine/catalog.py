@@ -15,7 +15,8 @@ from runtime.config import AgentConfig, Config, Permissions
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, ToolError
 from runtime.fileio import FileStamp, file_stamp
-from runtime.hooks import ClaudeHookReport, HooksConfig
+from runtime.hooks import ClaudeHookReport, HooksConfig, files_stamp, hook_config_files
+from runtime.hooks import FileStamp as HookFilesStamp
 from runtime.providers.base import ModelProvider
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
 from runtime.tools.base import Tool, ToolContext, ToolOutput
@@ -106,6 +107,11 @@ class Catalog:
         """A workspace's configuration files that could not be read again after an edit: said
         once each (``take_mcp_notices``)."""
         self._workspace_configs: dict[str, Config] = {str(workspace): config}
+        self._config_stamps: dict[str, HookFilesStamp] = {
+            str(workspace): files_stamp(hook_config_files(Path(workspace)))
+        }
+        """workspace → its config files as they were when its config was read (or given): a
+        hook added before the hooks' first use is read then, not taken as known."""
         self._provider_factory = providers
         self._providers: dict[str, ModelProvider] = {}
         self._builtin_tools = tools
@@ -142,6 +148,7 @@ class Catalog:
         if config is None:
             from runtime.config import load_config
 
+            self._config_stamps[workspace] = files_stamp(hook_config_files(Path(workspace)))
             try:
                 config = load_config(Path(workspace))
             except (ConfigError, OSError) as exc:
@@ -278,7 +285,12 @@ class Catalog:
         if found is not None and self._hooks_checked.get(workspace) == self._step:
             return found.hooks, found.report
         self._hooks_checked[workspace] = self._step
-        fresh = current_hooks(found, Path(workspace), lambda: self.config_for(workspace).hooks)
+        fresh = current_hooks(
+            found,
+            Path(workspace),
+            lambda: self.config_for(workspace).hooks,
+            read_at=self._config_stamps.get(workspace),
+        )
         self._hooks[workspace] = fresh
         return fresh.hooks, fresh.report
 

@@ -56,15 +56,25 @@ def _reload_configured(workspace: Path, previous: HooksConfig) -> HooksConfig:
 
 
 def current_hooks(
-    loaded: LoadedHooks | None, workspace: Path, configured: Callable[[], HooksConfig]
+    loaded: LoadedHooks | None,
+    workspace: Path,
+    configured: Callable[[], HooksConfig],
+    *,
+    read_at: FileStamp | None = None,
 ) -> LoadedHooks:
     """``loaded`` when none of its files changed, else what they hold now. The first read takes
-    the config's hooks from ``configured`` (the workspace's config as the process holds it)."""
+    the config's hooks from ``configured`` (the workspace's config as the process holds it),
+    unless the config files changed since it was read (``read_at``: their stamp then): a hook
+    added between the start and the first tool call was taken as known and never ran (found
+    by a new-user trial: a deny hook ignored by the TUI, applied by ``agent-tui run``)."""
     config_stamp = files_stamp(hook_config_files(workspace))
     claude_stamp = files_stamp(claude_settings_files(workspace))
     if loaded is None:
+        hooks = configured()
+        if read_at is not None and read_at != config_stamp:
+            hooks = _reload_configured(workspace, hooks)
         claude, report = load_claude_hooks(workspace)
-        return LoadedHooks(configured(), config_stamp, claude, claude_stamp, report)
+        return LoadedHooks(hooks, config_stamp, claude, claude_stamp, report)
     if loaded.config_stamp == config_stamp and loaded.claude_stamp == claude_stamp:
         return loaded
     hooks = loaded.configured

@@ -15,7 +15,7 @@ import pytest
 
 from runtime.api import Runtime
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
-from runtime.config import AgentConfig, Config, Defaults, Permissions
+from runtime.config import AgentConfig, Config, Defaults, Permissions, load_config
 from runtime.hooks import HookEntry, HooksConfig
 from runtime.models import Role, RunState, ToolCallState, Usage
 from runtime.providers.base import ModelRequest
@@ -280,6 +280,31 @@ async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same
     )
     assert await lock_call_error() is None  # the matcher no longer covers write_file
     assert (workspace / "poetry.lock").read_text() == "pinned"
+
+
+async def test_a_hook_added_after_the_process_opened_applies_to_its_first_tool_call(
+    make_runtime: Factory, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: a deny hook added to agent-tui.toml after the TUI started,
+    before any tool ran, never ran (the first use took the config read at start as current,
+    with the file's new stamp); ``agent-tui run`` applied it."""
+    command = script(tmp_path / "hooks" / "no_locks.py", DENY_LOCKS)
+    write_lock = Turn(tool_calls=[("write_file", {"path": "poetry.lock", "content": "pinned"})])
+    write(workspace / "agent-tui.toml", '[permissions]\nallow = ["write_file"]\n')
+    runtime, _ = await make_runtime(
+        [write_lock, Turn(text="done")],
+        config=load_config(workspace),  # as the TUI reads it when it starts
+    )
+    write(
+        workspace / "agent-tui.toml",
+        '[permissions]\nallow = ["write_file"]\n\n'
+        f'[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "{command}"\n',
+    )
+    run = await runtime.start("update the lock")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [call] = await runtime.tool_calls(run.id)
+    assert call.error is not None and "poetry.lock is generated" in call.error
+    assert not (workspace / "poetry.lock").exists()
 
 
 async def test_a_hooks_file_written_during_a_run_applies_from_its_next_step(
