@@ -51,6 +51,12 @@ def _first_match(tool_name: str, patterns: Iterable[str]) -> str | None:
     return None
 
 
+def denying_rule(tool_name: str, permissions: Permissions) -> str | None:
+    """The ``[permissions] deny`` pattern that matches ``tool_name`` (deny wins over every
+    other rule and allowance), or None."""
+    return _first_match(tool_name, permissions.deny)
+
+
 class ApprovalPolicy:
     """Decides, per tool name, from the configured permissions and this run's allowances."""
 
@@ -72,7 +78,7 @@ class ApprovalPolicy:
 
     def explain(self, tool_name: str, *, default: Decision) -> tuple[Decision, str]:
         """The decision and, in plain words, the rule that made it (for prompts and logs)."""
-        rule = _first_match(tool_name, self.permissions.deny)
+        rule = denying_rule(tool_name, self.permissions)
         if rule is not None:
             return "deny", f"denied by the rule {rule!r} in [permissions] deny"
         if _first_match(tool_name, self.run_allowed) is not None:

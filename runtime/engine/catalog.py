@@ -17,7 +17,7 @@ from runtime.errors import ConfigError, ToolError
 from runtime.fileio import FileStamp, file_stamp
 from runtime.hooks import ClaudeHookReport, HooksConfig, files_stamp, hook_config_files
 from runtime.hooks import FileStamp as HookFilesStamp
-from runtime.providers.base import ModelProvider
+from runtime.providers.base import ModelProvider, ToolSpec
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 
@@ -297,6 +297,18 @@ class Catalog:
     def allowed_for_run(self, run_id: str) -> set[str]:
         """Tools the person allowed for the rest of this run ("allow for this run")."""
         return self._run_allowed.setdefault(run_id, set())
+
+    def offered(self, specs: list[ToolSpec], workspace: str) -> list[ToolSpec]:
+        """The tools offered to the model: one the permission rules deny is left out (it could
+        never run: a new-user trial watched the model call one and fail). Its calls are still
+        decided, and refused with the rule, should the model name it anyway."""
+        from runtime.approvals import denying_rule
+        from runtime.permissions import current_permissions
+
+        permissions = current_permissions(Path(workspace), self.config_for(workspace))
+        if not permissions.deny:
+            return specs
+        return [spec for spec in specs if denying_rule(spec.name, permissions) is None]
 
     def decider(self, workspace: str) -> Callable[[str, Tool, set[str]], Decision]:
         """``decide`` for the calls of one step decided together (with no wait between them):

@@ -195,6 +195,7 @@ class Executor:
                 history=execution.history.messages,
             )
             system, tools, specs = self._extensions.step_setup(extensions, base_system, all_tools)
+            specs = self._catalog.offered(specs, job.workspace)
             while True:
                 self._catalog.new_step()
                 last = execution.history.last
@@ -213,6 +214,7 @@ class Executor:
                         system, tools, specs = self._extensions.step_setup(
                             extensions, base_system, all_tools
                         )
+                        specs = self._catalog.offered(specs, job.workspace)
                     continue
                 if execution.release_at_step_end:
                     await self._store.stop_run(

@@ -282,6 +282,25 @@ async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same
     assert (workspace / "poetry.lock").read_text() == "pinned"
 
 
+async def test_a_tool_the_rules_deny_is_not_offered_to_the_model_and_a_call_of_it_is_refused(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    """Found by a new-user trial: a tool denied by ``[permissions] deny`` was still in the tool
+    list the model got, and the model called it only to be refused."""
+    runtime, provider = await make_runtime(
+        [Turn(tool_calls=[("write_file", {"path": "x.txt", "content": "x"})]), Turn(text="ok")],
+        config=Config(permissions=Permissions(deny=["write_*"])),
+    )
+    run = await runtime.start("write x")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    offered = {tool.name for tool in provider.requests[0].tools}
+    assert "write_file" not in offered and "read_file" in offered
+    [call] = await runtime.tool_calls(run.id)  # named anyway: refused with the rule
+    assert call.state is ToolCallState.FAILED and call.error is not None
+    assert "permission rules deny write_file" in call.error
+    assert not (workspace / "x.txt").exists()
+
+
 async def test_a_hook_added_after_the_process_opened_applies_to_its_first_tool_call(
     make_runtime: Factory, workspace: Path, tmp_path: Path
 ) -> None:
