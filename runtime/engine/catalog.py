@@ -159,9 +159,34 @@ class Catalog:
 
     def agent(self, name: str, workspace: str | None = None) -> AgentConfig:
         config = self.config_for(workspace)
+        if name not in config.agents:
+            config = self._read_again_if_changed(workspace)
         config.check_agent(name)
         agent = config.agents.get(name)
         return agent if agent is not None else default_agent()
+
+    def _read_again_if_changed(self, workspace: str | None) -> Config:
+        """The workspace's config read again when its files changed since it was read from them
+        (an agent added to agent-tui.toml while the TUI ran was "unknown" until a restart,
+        while ``agent-tui run`` knew it); as it was otherwise, or when it was given, not read
+        (it has no ``sources``), or cannot be read now."""
+        key = str(self.workspace) if workspace is None else workspace
+        config = self.config_for(key)
+        stamp = files_stamp(hook_config_files(Path(key)))
+        if not config.sources or self._config_stamps.get(key) == stamp:
+            return config
+        from runtime.config import load_config
+
+        try:
+            fresh = load_config(Path(key))
+        except (ConfigError, OSError) as exc:
+            log.warning("keeping the config read before for %s: %s", key, exc)
+            return config
+        self._config_stamps[key] = stamp
+        self._workspace_configs[key] = fresh
+        if Path(key) == self.workspace:
+            self.config = fresh
+        return fresh
 
     def save_always_rule(self, tool_name: str, workspace: str) -> None:
         from runtime.approvals import save_always_rule

@@ -16,6 +16,7 @@ import pytest
 from runtime.api import Runtime
 from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
 from runtime.config import AgentConfig, Config, Defaults, Permissions, load_config
+from runtime.errors import InvalidInput
 from runtime.hooks import HookEntry, HooksConfig
 from runtime.models import Role, RunState, ToolCallState, Usage
 from runtime.providers.base import ModelRequest
@@ -280,6 +281,24 @@ async def test_editing_the_hooks_config_takes_effect_at_the_next_run_of_the_same
     )
     assert await lock_call_error() is None  # the matcher no longer covers write_file
     assert (workspace / "poetry.lock").read_text() == "pinned"
+
+
+async def test_an_agent_added_to_the_config_while_the_process_runs_can_be_used_at_once(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    """Found by a new-user trial: ``/agent reviewer`` said "unknown agent" for an agent added
+    to agent-tui.toml after the TUI started (``agent-tui run --agent reviewer`` knew it)."""
+    write(workspace / "agent-tui.toml", "[defaults]\nmax_steps = 20\n")
+    runtime, _ = await make_runtime([Turn(text="reviewed")], config=load_config(workspace))
+    write(
+        workspace / "agent-tui.toml",
+        '[defaults]\nmax_steps = 20\n\n[agents.reviewer]\ninstructions = "Review."\n',
+    )
+    run = await runtime.start("review this", agent="reviewer")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert (await runtime.get_run(run.id)).agent == "reviewer"
+    with pytest.raises(InvalidInput, match="unknown agent"):
+        await runtime.start("review that", agent="nobody")
 
 
 async def test_a_tool_the_rules_deny_is_not_offered_to_the_model_and_a_call_of_it_is_refused(
