@@ -115,6 +115,31 @@ async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(
         await wait_until(pilot, lambda: "updated" in rendered(screen.query_one(BrowserDetail)))
 
 
+async def test_the_tree_its_header_and_detail_fill_the_browser_with_no_strip_beside_them(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: at 80x24 the two columns at the right of the tree were left
+    out of it (a darker strip the height of the browser while the tree had the focus), and of
+    its header and the detail line under it."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.pause()
+        browser = screen.query_one("#browser").content_region
+        tree = screen.job_tree
+        header = screen.query_one(BrowserHeader)
+        detail = screen.query_one(BrowserDetail)
+        for widget in (header, tree, detail):
+            assert (widget.region.x, widget.region.right) == (browser.x, browser.right), widget
+        # Every cell of the tree's first and last rows, to the browser's border, is the tree's.
+        for y in (tree.region.y, tree.region.bottom - 1):
+            for x in range(browser.x, browser.right):
+                under, _ = screen.get_widget_at(x, y)
+                assert under is tree, (x, y, under)
+
+
 @pytest.fixture
 def own_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """The test ticks the ages itself: the browser's own once-a-second tick (real time) would

@@ -53,8 +53,9 @@ if TYPE_CHECKING:
 COLUMNS = ("agent", "age", "tokens", "cost")
 COLUMN_WIDTHS = {"agent": 10, "age": 3, "tokens": 5, "cost": 7}
 COLUMN_TITLES = {"agent": "agent", "age": "upd", "tokens": "tok", "cost": "cost"}
-TITLE_MIN = 11
-"""A title keeps at least this many cells before figure columns are dropped."""
+TITLE_MIN = 13
+"""A title keeps at least this many cells before figure columns are dropped: at 80 columns
+the tokens give way (the detail line says them), or titles were cut to "list the TO…"."""
 AGE_TICK = 1.0
 """Seconds between two recomputations of the ages on screen."""
 INTERRUPTED_ICON = "⚠"
