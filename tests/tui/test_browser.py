@@ -112,7 +112,8 @@ async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(
             node = tree.job_node(job_id)
             assert node is not None
             assert tree.row_text(node).rstrip().endswith("$0.00")
-        await wait_until(pilot, lambda: "updated" in rendered(screen.query_one(BrowserDetail)))
+        # "0s ago": "updated" is left out at this width, so that the cost fits.
+        await wait_until(pilot, lambda: " ago" in rendered(screen.query_one(BrowserDetail)))
 
 
 async def test_the_tree_its_header_and_detail_fill_the_browser_with_no_strip_beside_them(
@@ -138,6 +139,48 @@ async def test_the_tree_its_header_and_detail_fill_the_browser_with_no_strip_bes
             for x in range(browser.x, browser.right):
                 under, _ = screen.get_widget_at(x, y)
                 assert under is tree, (x, y, under)
+
+
+def lines_on_screen(widget: Any) -> list[str]:
+    """The rows ``widget`` covers on screen, as a person reads them (border and padding too)."""
+    from textual.geometry import Region
+
+    return [strip.text for strip in widget.render_lines(Region(0, 0, *widget.outer_size))]
+
+
+async def test_at_80_columns_the_detail_line_shows_the_cost_in_shorter_words(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: at 80x24 "run · default · completed · updated 0s ago ·
+    1.2k tokens · $0.00" was cut after the tokens, the cost never shown."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree, detail = screen.job_tree, screen.query_one(BrowserDetail)
+        job_node = tree.job_node(tree.job_ids[0])
+        assert job_node is not None
+        await pilot.press("space")  # the job's runs, under it
+        await wait_until(pilot, lambda: len(job_node.children) == 1)
+        for row in (job_node.children[0], job_node):
+            tree.move_cursor(row)
+            kind = "job" if row is job_node else "run"
+            await wait_until(pilot, lambda kind=kind: rendered(detail).startswith(kind))
+            await pilot.pause()
+            rule, *lines = lines_on_screen(detail)
+            words = " ".join(line.strip() for line in lines)
+            assert words.endswith("$0.00"), lines
+            assert " tok · " in words and "0s ago" in words, lines  # no piece cut in two
+            assert len(lines) == 2 and rule.strip(), lines  # the tree keeps the other rows
+
+
+def test_the_detail_keeps_its_long_words_when_they_take_two_lines_and_never_cuts_a_figure() -> None:
+    words = (("run", "run"), ("default", "default"), ("updated 3m ago", "3m ago"))
+    words += (("1.2k tokens", "1.2k tok"), ("$0.00", "$0.00"))
+    assert job_tree.detail_lines(words, 40) == "run · default · updated 3m ago\n1.2k tokens · $0.00"
+    assert job_tree.detail_lines(words, 27) == "run · default · 3m ago\n1.2k tok · $0.00"
+    assert job_tree.detail_lines(words, 0) == "run · default · updated 3m ago · 1.2k tokens · $0.00"
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ When the pane is narrow the age column goes first, then the agent, then the toke
 never dropped. Every row shows the same columns, so they line up and a wide cost never shifts
 the agent. The ages tick while the screen is open: a
 timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
-A detail line under the tree says what the row under the cursor is, its age in words.
+A detail line under the tree says what the row under the cursor is, its age in words, on as
+many lines as its width needs (in shorter words when the long ones take more than two).
 
 While the run on screen streams, its row and its job's say so as the status line does: tokens
 estimated from the text streamed (``~``, until the provider's usage arrives) and updated "now".
@@ -101,18 +102,66 @@ class BrowserHeader(Static):
         super().__init__("", markup=False, **kwargs)
 
 
+DetailWords = tuple[tuple[str, str], ...]
+"""The detail line's pieces, each in long and short words: ("updated 3m ago", "3m ago")."""
+DETAIL_LINES = 2
+"""Lines the detail takes in long words at most; past that, it says the same in short ones."""
+SEPARATOR = " · "
+
+
+def _pack(pieces: Iterable[str], width: int) -> list[str]:
+    """``pieces`` joined by " · " into lines of at most ``width`` cells, broken between pieces
+    (never inside one: "… · 1.2k" then "tokens · $0.00" read as two figures)."""
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + len(SEPARATOR) + len(piece) <= width:
+            lines[-1] += SEPARATOR + piece
+        else:
+            lines.append(piece)
+    return lines
+
+
+def detail_lines(words: DetailWords, width: int) -> str:
+    """The detail for ``width`` cells: in long words if they take ``DETAIL_LINES`` lines at
+    most, else in short ones (at 80 columns the cost was cut off the end of "run · default ·
+    completed · updated 3m ago · 1.2k tokens · $0.00"). ``width`` 0 (not laid out): one line."""
+    long = [piece for piece, _ in words if piece]
+    if width <= 0:
+        return SEPARATOR.join(long)
+    lines = _pack(long, width)
+    if len(lines) > DETAIL_LINES:
+        lines = _pack([piece for _, piece in words if piece], width)
+    return "\n".join(lines)
+
+
 class BrowserDetail(SizedByLayout, Static):
-    """The row under the cursor in words: "run · default · completed · updated 3m ago · …"."""
+    """The row under the cursor in words: "run · default · completed · updated 3m ago · …",
+    packed for the width it has (the tree gives the words; a new width packs them again)."""
 
     DEFAULT_CSS = """
     BrowserDetail {
-        height: auto; max-height: 3; color: $text-muted; padding: 0 1;
+        height: auto; max-height: 4; color: $text-muted; padding: 0 1;
         border-top: hkey $panel-lighten-1;
     }
     """
 
     def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__("", markup=False, **kwargs)
+        self.words: DetailWords = ()
+        self._shown = ""
+
+    def show(self, words: DetailWords) -> None:
+        self.words = words
+        self._draw()
+
+    def _draw(self) -> None:
+        text = detail_lines(self.words, self.content_size.width)
+        if text != self._shown:
+            self._shown = text
+            self.update(text)
+
+    def on_resize(self) -> None:
+        self._draw()
 
 
 @dataclass
@@ -194,7 +243,7 @@ class JobTree(Tree[NodeData]):
         self.loaded_runs: set[str] = set()
         """Jobs whose runs have been loaded."""
         self._synced_header: Text | None = None
-        self._synced_detail: str | None = None
+        self._synced_detail: DetailWords | None = None
         """What the header and detail lines show now (updated only when it changes)."""
         self._rows_width = -1
         """The width the rows were last drawn for (see ``on_resize``)."""
@@ -378,40 +427,48 @@ class JobTree(Tree[NodeData]):
         return self.header().plain
 
     def detail_text(self) -> str:
-        """What the row under the cursor is, in words (ages spelled out)."""
+        """What the row under the cursor is, in words (ages spelled out), on one line."""
+        return SEPARATOR.join(piece for piece, _ in self.detail_words() if piece)
+
+    def detail_words(self) -> DetailWords:
+        """What the row under the cursor is, piece by piece, each in long and short words."""
         node = self.cursor_node
         data = node.data if node is not None else None
+        words: list[tuple[str, str]]
         if isinstance(data, JobEntry):
             job = data.job
             live = self._job_live(job)
-            words = [f"job · {job.agent}", self._ago("updated", job.updated_at, live)]
+            words = [("job", "job"), (job.agent, job.agent)]
             if self.is_elsewhere(job.workspace):
                 # A new-user trial could not tell which folder a job worked in.
-                words.insert(1, f"in {job.workspace}")
+                words.append((f"in {job.workspace}",) * 2)
+            words.append(self._ago("updated", job.updated_at, live))
             usage, money = job.usage.total_tokens, job.cost_usd
         elif isinstance(data, RunEntry):
             run = data.run
             state = state_text(run)
             count = self._live.get(run.id)
             live = count.estimate if count is not None else None
-            words = [f"run · {run.agent} · {state}", self._ago("updated", run.updated_at, live)]
+            words = [("run", "run"), (run.agent, run.agent), (state, state)]
+            words.append(self._ago("updated", run.updated_at, live))
             usage, money = run.usage.total_tokens, run.cost_usd
         elif isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             words = [
-                f"checkpoint · step {checkpoint.step} · msg {checkpoint.last_position}",
+                ("checkpoint", "checkpoint"),
+                (f"step {checkpoint.step}",) * 2,
+                (f"msg {checkpoint.last_position}",) * 2,
                 self._ago("saved", checkpoint.created_at),
             ]
             usage, money = checkpoint.usage.total_tokens, -1.0
             live = None
         else:
-            return ""
-        words.append(
-            f"~{tokens(usage + live)} tokens" if live is not None else f"{tokens(usage)} tokens"
-        )
+            return ()
+        count_text = f"~{tokens(usage + live)}" if live is not None else tokens(usage)
+        words.append((f"{count_text} tokens", f"{count_text} tok"))  # "tok" as the status line
         if money >= 0:
-            words.append(cost(money))
-        return " · ".join(word for word in words if word)
+            words.append((cost(money),) * 2)
+        return tuple(words)
 
     def is_elsewhere(self, workspace: str) -> bool:
         """Whether ``workspace`` is not the folder agent-tui was opened in (``here``)."""
@@ -424,12 +481,12 @@ class JobTree(Tree[NodeData]):
             )
         return found
 
-    def _ago(self, verb: str, timestamp: float, live: int | None = None) -> str:
+    def _ago(self, verb: str, timestamp: float, live: int | None = None) -> tuple[str, str]:
+        """("updated 3m ago", "3m ago"); ("", "") with the ages hidden."""
         if self.hide_ages:
-            return ""
-        if live is not None:
-            return f"{verb} {LIVE_AGE}"
-        return f"{verb} {age(timestamp, now=self.now)} ago"
+            return "", ""
+        when = LIVE_AGE if live is not None else f"{age(timestamp, now=self.now)} ago"
+        return f"{verb} {when}", when
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
         return self._room(node) + (2 if node.allow_expand else 0)
@@ -484,15 +541,15 @@ class JobTree(Tree[NodeData]):
             return
         # Only what changed is updated: the age tick calls this every second, and an update
         # redraws the line even when its text is the same (a frame a second at rest).
-        header_text, detail_text = self.header(), self.detail_text()
+        header_text, detail_words = self.header(), self.detail_words()
         if header_text != self._synced_header:
             self._synced_header = header_text
             for header in parent.query_children(BrowserHeader):
                 header.update(header_text, layout=False)  # one row, always
-        if detail_text != self._synced_detail:
-            self._synced_detail = detail_text
+        if detail_words != self._synced_detail:
+            self._synced_detail = detail_words
             for detail in parent.query_children(BrowserDetail):
-                detail.update(detail_text)
+                detail.show(detail_words)
 
     def on_resize(self, event: Resize) -> None:
         if event.size.width == self._rows_width:
