@@ -146,7 +146,12 @@ class RuntimeApi(Protocol):
     async def get_request(self, request_id: str) -> InputRequest: ...
 
     async def list_jobs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        interrupted: bool | None = None,
     ) -> Page[Job]: ...
 
     async def list_runs(

@@ -544,9 +544,18 @@ class Runtime:
         return await self.store.get_run(run_id)
 
     async def list_jobs(
-        self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        state: RunState | None = None,
+        interrupted: bool | None = None,
     ) -> Page[Job]:
-        return await self.store.list_jobs(cursor=cursor, limit=_limit(limit), state=state)
+        """``interrupted``: as ``Store.list_jobs`` (False with ``state=QUEUED``: the jobs about
+        to start, not those an interrupted run holds until a person retries it)."""
+        return await self.store.list_jobs(
+            cursor=cursor, limit=_limit(limit), state=state, interrupted=interrupted
+        )
 
     async def list_runs(
         self, *, cursor: str | None = None, limit: int = 50, state: RunState | None = None

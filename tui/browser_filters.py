@@ -3,7 +3,9 @@ nobody has retried yet, shown ⚠).
 
 The runtime filters jobs by the state of their latest run; "interrupted" is not a state:
 :func:`interrupted_jobs` finds those jobs from ``runtime.interrupted``'s runs (a bounded number of
-the runs in the states a crash leaves behind)."""
+the runs in the states a crash leaves behind). ``queued`` lists the jobs about to start: a run a
+crash or a quit interrupted stays queued in the store but waits for a person, and is listed by
+``interrupted`` only (as ``agent-tui runs --state queued`` / ``--state interrupted``)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,11 @@ def filter_name(state: BrowserFilter) -> str:
         return "all"
     # RunState is a StrEnum: asked first, or "input_required" showed as it is spelt in code.
     return state.value.replace("_", " ") if isinstance(state, RunState) else state
+
+
+def interrupted_option(state: BrowserFilter) -> bool | None:
+    """``list_jobs``'s ``interrupted`` for a state filter: queued leaves the interrupted out."""
+    return False if state is RunState.QUEUED else None
 
 
 def empty_text(state: BrowserFilter) -> str:

@@ -510,10 +510,14 @@ class Store(Protocol):
         limit: int = 50,
         state: RunState | None = None,
         archived: bool | None = False,
+        interrupted: bool | None = None,
     ) -> Page[Job]:
         """Jobs newest first (by last activity), keyset-paged; ``state`` filters on the job's
         latest root run; ``archived``: False (default) hides archived jobs, True lists only
-        them, None lists both."""
+        them, None lists both; ``interrupted``: True lists only the jobs whose latest root run
+        a crash or a quit interrupted (``Run.interrupted``), False only the others, None both.
+        With ``state=QUEUED, interrupted=False``: the jobs about to start (an interrupted run
+        stays queued, but waits for a person to retry it)."""
         ...
 
     async def list_runs(

@@ -1262,6 +1262,7 @@ class PostgresStore:
         limit: int = 50,
         state: RunState | None = None,
         archived: bool | None = False,
+        interrupted: bool | None = None,
     ) -> Page[Job]:
         limit = max(1, limit)
         where: list[str] = []
@@ -1272,6 +1273,12 @@ class PostgresStore:
         if state is not None:
             params.append(RunState(state).value)
             where.append(f"latest_run_state = ${len(params)}")
+        if interrupted is not None:
+            where.append(
+                ("" if interrupted else "NOT ")
+                + "EXISTS (SELECT 1 FROM runs r WHERE r.id = jobs.latest_root_run_id"
+                " AND r.interrupted)"
+            )
         if cursor is not None:
             updated_at, job_id = _decode_cursor(cursor, ((float, int), str))
             params.extend([float(updated_at), job_id])

@@ -1453,6 +1453,7 @@ class SqliteStore:
         limit: int = 50,
         state: RunState | None = None,
         archived: bool | None = False,
+        interrupted: bool | None = None,
     ) -> Page[Job]:
         limit = max(1, limit)
         sql = "SELECT * FROM jobs"
@@ -1464,6 +1465,12 @@ class SqliteStore:
         if state is not None:
             where.append("latest_run_state = ?")
             params.append(RunState(state).value)
+        if interrupted is not None:
+            where.append(
+                ("" if interrupted else "NOT ")
+                + "EXISTS (SELECT 1 FROM runs r WHERE r.id = jobs.latest_root_run_id"
+                " AND r.interrupted = 1)"
+            )
         if cursor is not None:
             updated_at, job_id = _decode_cursor(cursor, ((float, int), str))
             where.append("(updated_at, id) < (?, ?)")

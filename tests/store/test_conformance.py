@@ -22,6 +22,7 @@ from runtime.models import (
     Failure,
     InputKind,
     InputRequestState,
+    Job,
     Role,
     RunState,
     TextBlock,
@@ -32,6 +33,7 @@ from runtime.store.base import (
     CutShortUsage,
     NewInputRequest,
     NewMessage,
+    Page,
     Store,
     ToolStateChange,
 )
@@ -710,6 +712,34 @@ async def test_jobs_list_newest_activity_first_in_pages(store: Store, clock: Man
     assert [j.title for j in running.items] == ["job 1"]
     with pytest.raises(errors.InvalidInput):
         await store.list_jobs(cursor="not a cursor")
+
+
+async def test_queued_jobs_leave_out_or_list_only_those_an_interrupted_run_holds(
+    store: Store, clock: ManualClock
+) -> None:
+    """A run a quit stopped is queued but waits for a person to retry it: ``interrupted=False``
+    lists the queued jobs about to start, ``interrupted=True`` only the others."""
+    waiting = await store.create_run(new_run("about to start"))
+    clock.advance(1)
+    run, token = await running_run(store)
+    await store.stop_run(run.id, token=token, reason="stopped when agent-tui closed")
+    clock.advance(1)
+    done, done_token = await running_run(store)
+    await store.finish_run(done.id, token=done_token, to=RunState.COMPLETED, outcome="done")
+
+    def ids(page: Page[Job]) -> list[str]:
+        return [job.id for job in page.items]
+
+    queued = await store.list_jobs(state=RunState.QUEUED)
+    assert ids(queued) == [run.job_id, waiting.job_id]  # the store's state, as it was
+    about_to_start = await store.list_jobs(state=RunState.QUEUED, interrupted=False)
+    assert ids(about_to_start) == [waiting.job_id]
+    assert ids(await store.list_jobs(interrupted=True)) == [run.job_id]
+    assert ids(await store.list_jobs(interrupted=False)) == [done.job_id, waiting.job_id]
+    first = await store.list_jobs(limit=1, interrupted=False)
+    second = await store.list_jobs(limit=1, interrupted=False, cursor=first.next_cursor)
+    assert ids(first) + ids(second) == [done.job_id, waiting.job_id]
+    assert second.next_cursor is None
 
 
 async def test_a_steps_commits_stamp_the_jobs_activity_once_a_second_and_add_every_usage(

@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from runtime.api import Runtime
+from runtime.kinds import RunState
 from runtime.models import Run, ToolResultBlock
 from runtime.store.base import NewRun
 from tests.store.helpers import composer_text
@@ -321,6 +322,38 @@ async def test_the_interrupted_filter_shows_only_jobs_with_an_interrupted_run(
                 await pilot.press("s")
             await wait_until(pilot, lambda: screen.job_tree.job_ids == [cut.job_id])
             assert "filter: interrupted" in rendered(screen.query_one("#filter"))
+    finally:
+        await second.close()
+
+
+async def test_the_queued_filter_lists_the_jobs_about_to_start_and_not_an_interrupted_one(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a run a quit interrupted is stored as queued (it waits for a
+    person to retry it), and the queued filter listed its job as about to start; ``agent-tui
+    runs --state queued`` leaves it to ``--state interrupted``, and so does the browser."""
+    first = await open_runtime(db_path, workspace, model="demo")
+    try:
+        cut = await first.start("summarise this project")
+    finally:
+        await first.close()  # the streaming demo run is cut off mid-way: interrupted, queued
+    second = await open_runtime(db_path, workspace)
+    try:
+        assert (await second.get_run(cut.id)).state is RunState.QUEUED
+        waiting = await second.store.create_run(
+            NewRun(agent="default", model="demo", input="later", workspace=str(workspace))
+        )
+        app = make_app(second, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            assert set(screen.job_tree.job_ids) == {cut.job_id, waiting.job_id}
+            while screen.state_filter is not RunState.QUEUED:
+                await pilot.press("s")
+            await wait_until(pilot, lambda: screen.job_tree.job_ids == [waiting.job_id])
+            while screen.state_filter != browser_filters.INTERRUPTED:
+                await pilot.press("s")
+            await wait_until(pilot, lambda: screen.job_tree.job_ids == [cut.job_id])
     finally:
         await second.close()
 

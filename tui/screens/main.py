@@ -621,7 +621,12 @@ class MainScreen(Screen[None]):
             self.post_message(JobsLoaded(jobs, None, first=first))
             return
         state = self.state_filter if isinstance(self.state_filter, RunState) else None
-        page = await self.runtime.list_jobs(cursor=cursor, limit=limit, state=state)
+        page = await self.runtime.list_jobs(
+            cursor=cursor,
+            limit=limit,
+            state=state,
+            interrupted=browser_filters.interrupted_option(self.state_filter),
+        )
         self.post_message(JobsLoaded(page.items, page.next_cursor, first=first))
 
     def on_jobs_loaded(self, message: JobsLoaded) -> None:
