@@ -6,6 +6,8 @@ AgentTuiError
 ├── ConflictError
 │   ├── IllegalTransition    illegal_transition (a state machine refused the change)
 │   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
+│   │   └── RunSuperseded    run_superseded (later runs of its job went on past it: a retry
+│   │                        would leave their turns out; fork it instead)
 │   ├── RevisionConflict     revision_conflict (another writer changed the run first)
 │   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
 │   ├── ConsumerAlreadyActive consumer_already_active (a durable consumer id is held)
@@ -84,6 +86,13 @@ class IllegalTransition(ConflictError):
 
 class RunStateConflict(ConflictError):
     code = "run_state_conflict"
+
+
+class RunSuperseded(RunStateConflict):
+    """Retrying the run would branch its job: later root runs went on past it, and a retry
+    continues from the run's own checkpoint, without their turns (``runtime.interrupted``)."""
+
+    code = "run_superseded"
 
 
 class RevisionConflict(ConflictError):

@@ -1,19 +1,22 @@
 """Runs a crash interrupted (DESIGN §5): recovered runs wait for a person to resume them, and a
 run that failed because of the crash (a tool whose outcome is unknown) waits for a retry or a
 fork. The browser's ``interrupted`` filter and ``agent-tui runs --state interrupted`` find them
-here."""
+here. A run that ended and that later runs of its job went on past (``superseded``) waits for
+nothing: a retry would go on from its checkpoint without their turns, so ``retry`` refuses it
+(``superseded_error``) and points to a fork instead."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from runtime.errors import RunStateConflict, RunSuperseded
 from runtime.kinds import RunState
 from runtime.owners import ACTIVE_STATES, gone_owners
 
 if TYPE_CHECKING:
     from runtime.api import RuntimeApi
-    from runtime.models import Run
+    from runtime.models import Checkpoint, Run
     from runtime.store.base import Store
 
 CRASH_STATES = (RunState.RUNNING, RunState.QUEUED, RunState.INPUT_REQUIRED, RunState.FAILED)
@@ -82,14 +85,65 @@ def needs_resume(run: Run) -> bool:
     )
 
 
+def later_roots(run: Run, runs: Sequence[Run]) -> list[Run]:
+    """The root runs of ``run``'s job created after it; ``runs`` are the job's runs in the
+    order they were created (as ``job_runs`` lists them). Runs it delegated are not roots."""
+    for index, other in enumerate(runs):
+        if other.id == run.id:
+            return [later for later in runs[index + 1 :] if later.parent_run_id is None]
+    return []
+
+
+def superseded(run: Run, runs: Sequence[Run]) -> bool:
+    """``run`` ended and later root runs of its job (``runs``, in creation order) went on
+    past it: a follow-up, a retry. Its retry would start from its own checkpoint, so the
+    model would no longer see their turns; it waits for no retry."""
+    return run.state.is_terminal and bool(later_roots(run, runs))
+
+
+def superseded_error(
+    run: Run, runs: Sequence[Run], checkpoints: Sequence[Checkpoint]
+) -> RunStateConflict | None:
+    """Why ``run`` cannot be retried when it is ``superseded`` in ``runs`` (its job's runs, in
+    creation order), naming the latest of the later runs and how to branch from ``run``
+    instead (a fork of the last of its ``checkpoints``); None when it is not. While that
+    latest run has not ended, the refusal is the one any new run of the job gets: wait for
+    it, retry it or cancel it (``active_root_conflict``)."""
+    later = later_roots(run, runs) if run.state.is_terminal else []
+    if not later:
+        return None
+    if not later[-1].state.is_terminal:
+        from runtime.store.rules import active_root_conflict  # it reads this module
+
+        return active_root_conflict(later[-1])
+    went_on = "a later run" if len(later) == 1 else f"{len(later)} later runs"
+    if checkpoints:
+        branch = (
+            "to go on from this run instead, fork its last checkpoint into a new job: "
+            f"agent-tui fork {checkpoints[-1].id} [PROMPT]"
+        )
+    else:
+        branch = "it has no checkpoint to fork from"
+    return RunSuperseded(
+        f"run {run.id} cannot be retried: {went_on} continued its job (the latest is run "
+        f"{later[-1].id}), and a retry would go on from this run without their turns; "
+        f"{branch}; or continue the job: agent-tui follow-up {run.job_id} PROMPT"
+    )
+
+
 def not_retried(runs: Sequence[Run], *, gone: Collection[str] = ()) -> list[Run]:
-    """The runs of one job that a crash interrupted and nobody has retried yet; with ``gone``,
-    also those a killed process left that nothing has recovered yet (``owner_gone``)."""
+    """The runs of one job (in creation order) that a crash interrupted and nobody has
+    retried yet, nor gone on past (``superseded``); with ``gone``, also those a killed process
+    left that nothing has recovered yet (``owner_gone``)."""
     retried = {run.retry_of_run_id for run in runs if run.retry_of_run_id}
+    roots = [index for index, run in enumerate(runs) if run.parent_run_id is None]
+    last_root = roots[-1] if roots else -1  # a run before it is gone past (once it ended)
     return [
         run
-        for run in runs
-        if (needs_resume(run) or owner_gone(run, gone)) and run.id not in retried
+        for index, run in enumerate(runs)
+        if (needs_resume(run) or owner_gone(run, gone))
+        and run.id not in retried
+        and not (run.state.is_terminal and index < last_root)
     ]
 
 

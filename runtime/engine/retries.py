@@ -15,6 +15,7 @@ from typing import Literal
 from runtime.errors import InvalidInput
 from runtime.history import last_message, retry_position
 from runtime.ids import new_id
+from runtime.interrupted import superseded_error
 from runtime.models import (
     ContentBlock,
     Message,
@@ -149,7 +150,14 @@ async def create_retry_run(
     """The new run that retries a failed or cancelled ``run`` (queued, for ``owner_id``): from
     its last checkpoint, or, when its last step left calls with an unknown outcome, from that
     step with the choice made for them (``InvalidInput`` without one, before anything is
-    written). ``ready`` runs just before the first write (the owner lease)."""
+    written). ``ready`` runs just before the first write (the owner lease). Refused
+    (``RunSuperseded``) when later runs of its job went on past it: the retry would not see
+    their turns."""
+    refusal = superseded_error(
+        run, await store.job_runs(run.job_id), await store.list_checkpoints(run.id)
+    )
+    if refusal is not None:
+        raise refusal
     assistant, doubtful = await unknown_calls(store, run)
     if doubtful and unknown is None:
         raise refuse_without_choice(doubtful)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 
 from runtime.models import Failure, Role, RunState, TextBlock, ToolCallState, ToolUseBlock
 from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
@@ -13,6 +14,7 @@ from runtime.store.sqlite import SqliteStore
 from tests.cli.harness import Cli, json_lines
 
 COMMAND = "sleep 3; echo again >> orphan.log"
+TABLES = ("jobs", "runs", "messages", "tool_calls", "events")
 
 
 async def _seed(cli: Cli) -> str:
@@ -91,3 +93,53 @@ def test_retry_refuses_an_unknown_outcome_without_a_choice_and_skip_continues_wi
     assert shell[0]["state"] == "failed"
     assert "outcome of this call is unknown" in shell[0]["error"]
     assert not (cli.workspace / "orphan.log").exists()
+
+
+async def _seed_then_followed(cli: Cli) -> tuple[str, str]:
+    """``_seed``'s failed run, then a follow-up in its job that completed."""
+    run_id = await _seed(cli)
+    store = SqliteStore(cli.db)
+    await store.open()
+    try:
+        failed = await store.get_run(run_id)
+        follow_up = await store.create_run(
+            NewRun(
+                job_id=failed.job_id,
+                agent="default",
+                model="demo",
+                input="go on anyway",
+                workspace=str(cli.workspace),
+                history_run_id=run_id,
+                history_position=0,
+            )
+        )
+        claimed = await store.claim_run(follow_up.id, owner_id="gone:1:x-1")
+        await store.finish_run(
+            follow_up.id, token=claimed.execution_token or "", to=RunState.COMPLETED, outcome="ok"
+        )
+        return run_id, follow_up.id
+    finally:
+        await store.close()
+
+
+def test_retry_of_a_failed_run_a_later_follow_up_went_past_is_refused_in_one_line(
+    cli: Cli,
+) -> None:
+    """Found by a new-user trial: `retry --skip-unknown` of a run 13 follow-ups had gone past
+    made a run that continued from the failed run's checkpoint, without their turns."""
+    run_id, follow_up_id = asyncio.run(_seed_then_followed(cli))
+    with sqlite3.connect(cli.db) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES]
+    for flags in ((), ("--skip-unknown",), ("--rerun",)):
+        refused = cli.run("retry", run_id, *flags)
+        assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+        [line] = refused.stderr.splitlines()
+        assert line.startswith(
+            f"agent-tui: error: run {run_id} cannot be retried: a later run continued its job "
+            f"(the latest is run {follow_up_id})"
+        )
+        assert "agent-tui follow-up" in line and "--rerun" not in line
+    with sqlite3.connect(cli.db) as conn:
+        assert [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES] == counts
+    listed = cli.run("runs", "--state", "interrupted")
+    assert listed.returncode == 0 and run_id not in listed.stdout

@@ -441,3 +441,51 @@ def test_snapshot_of_the_retry_choice(
 ) -> None:
     app = _snapshot_app(request.node.name)
     assert snap_compare(app, terminal_size=size, run_before=_until_choice)
+
+
+async def test_r_on_a_failed_run_a_later_follow_up_went_past_shows_the_refusal_and_runs_nothing(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the retry of such a run went on from its checkpoint without
+    the later turns, and the TUI drew one straight conversation as if nothing was dropped."""
+    runtime, _, tool, run_id, job_id = await _failed_runtime(db_path, workspace, "write_file")
+    try:
+        follow_up = await runtime.follow_up(job_id, "go on anyway")
+        assert (await runtime.wait(follow_up.id, timeout=WAIT)).state is RunState.COMPLETED
+        app = make_app(runtime, workspace, open_job=job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _main(app)
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == follow_up.id,
+            )
+            node = screen.job_tree.job_node(job_id)
+            assert node is not None and not node.data.interrupted  # no ⚠ on the job
+            # The person opens the failed run from the browser.
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: tree.run_node(run_id) is not None)
+            tree.focus()
+            tree.select_run(run_id)
+            await pilot.press("enter")
+            screen = await _open_failed_run(pilot, app, run_id)
+            shown = screen_text(app)
+            assert "Later runs continued this job: f fork from its last checkpoint" in shown
+            assert "R to choose" not in shown
+            assert "R retry" not in str(screen.query_one(StatusLine).render())
+
+            await pilot.press("R")
+            await wait_until(
+                pilot, lambda: any("cannot be retried" in n for n in notifications(app))
+            )
+            [refusal] = [n for n in notifications(app) if "cannot be retried" in n]
+            assert f"the latest is run {follow_up.id}" in refusal
+            assert not screen.query(RetryChoice)
+            assert not any("to be resumed" in n for n in notifications(app))
+        assert tool.calls == 1
+        runs = await runtime.job_runs(job_id)
+        assert [(r.id, r.state) for r in runs] == [
+            (run_id, RunState.FAILED),
+            (follow_up.id, RunState.COMPLETED),
+        ]
+    finally:
+        await runtime.close()

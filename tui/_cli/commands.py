@@ -217,6 +217,14 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
             f"run {old.id} is waiting for input, not interrupted: answer it with "
             f"{render.COMMAND} respond {old.id} ANSWER"
         )
+    from runtime.interrupted import superseded_error
+
+    # Before the choice about a call in doubt: no choice makes a retry of such a run right.
+    refusal = superseded_error(
+        old, await runtime.job_runs(old.job_id), await runtime.checkpoints(old.id)
+    )
+    if refusal is not None:
+        raise refusal
     unknown: UnknownChoice | None = "rerun" if args.rerun else "skip" if args.skip_unknown else None
     doubtful = [] if unknown else await runtime.unknown_calls(old.id)
     if doubtful:

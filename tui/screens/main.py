@@ -927,6 +927,8 @@ class MainScreen(Screen[None]):
         composer = self.composer
         self.status.next_run = dict(composer.next_run.get(composer.follow_up_job_id, {}))
         self.status.elsewhere = self._worked_elsewhere(run)
+        gone_past = self.job_tree.gone_past(run)
+        self.status.gone_past = gone_past
         self.status.show(
             run=run,
             context_window=self._context_window(run.model),
@@ -941,15 +943,21 @@ class MainScreen(Screen[None]):
                 if run.failure
                 else "its process stopped mid-run"
             )
-            if run.failure is not None and run.failure.code == "tool_indeterminate":
+            if gone_past:
+                keys = "Later runs continued this job: f fork from its last checkpoint"
+            elif run.failure is not None and run.failure.code == "tool_indeterminate":
                 keys = "R to choose: run it again, continue without it, or fork"
+            else:
+                keys = "R retry · f fork from the last checkpoint"
+            if run.failure is not None and run.failure.code == "tool_indeterminate":
                 banner.update(f"⚠ Failed · tool outcome unknown: {why}.  {keys}")
             else:
-                banner.update(f"⚠ Interrupted: {why}.  R retry · f fork from the last checkpoint")
+                banner.update(f"⚠ Interrupted: {why}.  {keys}")
             banner.display = True
         elif run.state is RunState.FAILED and run.failure is not None:
             failure = terminal_safe_line(run.failure.message)
-            banner.update(f"✗ Failed ({run.failure.code}): {failure}  · R retry")
+            keys = "later runs continued this job: f fork" if gone_past else "R retry"
+            banner.update(f"✗ Failed ({run.failure.code}): {failure}  · {keys}")
             banner.display = True
         else:
             banner.display = False

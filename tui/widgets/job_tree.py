@@ -29,7 +29,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from runtime.interrupted import not_retried
+from runtime.interrupted import not_retried, superseded
 from runtime.kinds import RunState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the status line and runtime use
 from runtime.textsafe import terminal_safe_line
@@ -847,6 +847,11 @@ class JobTree(Tree[NodeData]):
         node = self._jobs.get(run.job_id)
         job = node.data.job if node is not None and isinstance(node.data, JobEntry) else None
         return self._job_runs.get(run.job_id, {}).get(run.id), job
+
+    def gone_past(self, run: Run) -> bool:
+        """Later root runs of its job (as loaded here) went on past ``run``, which ended: a
+        retry is refused, a fork is the way on from it (``runtime.interrupted.superseded``)."""
+        return superseded(run, list(self._job_runs.get(run.job_id, {}).values()))
 
     def context_before(self, run: Run) -> int:
         """The context the job's earlier root runs reached (the largest, 0 when none is

@@ -68,6 +68,8 @@ class StatusLine(Static):
         self.attached = False
         self.elsewhere = False
         """The run shown is executed by another process: Esc does not stop it here."""
+        self.gone_past = False
+        """Later runs of its job went on past the run shown: it is not retried, only forked."""
         self.run: Run | None = None
         self.context_window: int | None = None
         self.context_floor = 0
@@ -188,7 +190,7 @@ class StatusLine(Static):
         if run is not None:
             state = state_text(run)
             if needs_resume(run):
-                state += " (R retry · f fork)"
+                state += " (f fork)" if self.gone_past else " (R retry · f fork)"
             if self.working:
                 now = self.now if self.now is not None else time.time()
                 elapsed = format_elapsed(now - self.working_since(run))
