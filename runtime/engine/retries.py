@@ -50,10 +50,14 @@ async def unknown_calls(store: Store, run: Run) -> tuple[Message | None, list[To
 
 
 def skipped_text(call: ToolCall) -> str:
+    """What the model is told of a call whose outcome is unknown and that the person chose not
+    to run again: why it is unknown as it was recorded (agent-tui stopped, an MCP server
+    exited, a timeout after it may have acted), never a guess."""
+    reason = (call.error or "").strip().rstrip(".") or "no reason was recorded"
     return (
-        "The outcome of this call is unknown: agent-tui stopped while it ran, and the person "
-        f"chose to continue without running it again. It was: {describe_call(call)}. Check "
-        "its effect before relying on it."
+        f"The outcome of this call is unknown: {reason}. The person chose to continue without "
+        f"running it again. It was: {describe_call(call)}. Check its effect before relying on "
+        "it."
     )
 
 

@@ -33,13 +33,14 @@ class Act:
         "additionalProperties": False,
     }
 
-    def __init__(self) -> None:
+    def __init__(self, reason: str = "the process running it stopped") -> None:
         self.calls = 0
+        self.reason = reason
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         self.calls += 1
         if self.calls == 1:
-            raise ToolOutcomeUnknown("the process running it stopped")
+            raise ToolOutcomeUnknown(self.reason)
         return ToolOutput(content=f"ran {arguments['command']}")
 
     def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -65,11 +66,13 @@ def _results(request: ModelRequest) -> dict[str, tuple[str, bool]]:
     }
 
 
-async def _failed_run(db_path: Path, workspace: Path, after: Turn) -> tuple[Any, ...]:
+async def _failed_run(
+    db_path: Path, workspace: Path, after: Turn, *, act: Act | None = None
+) -> tuple[Any, ...]:
     provider = ScriptedProvider(
         [Turn("", [("act", {"command": "echo hi >> log"}), ("look", {})]), after]
     )
-    act = Act()
+    act = act or Act()
     runtime = await Runtime.open(
         db_path=db_path,
         workspace=workspace,
@@ -112,5 +115,28 @@ async def test_retry_after_an_unknown_outcome_runs_it_again_or_tells_the_model_i
             assert results["toolu_1_0"] == ("ran echo hi >> log", False)
         calls = await runtime.tool_calls(retried.id)
         assert all(c.state.is_terminal for c in calls)
+    finally:
+        await runtime.close()
+
+
+async def test_continuing_without_a_call_tells_the_model_why_its_outcome_is_unknown_as_recorded(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the model was told "agent-tui stopped while it ran" of a call
+    whose MCP server had crashed, while the recorded failure said so accurately."""
+    crashed = (
+        "MCP server 'flaky' exited while running 'crash' (code 3); the call may have had effects"
+    )
+    runtime, provider, _, run = await _failed_run(
+        db_path, workspace, Turn("all done"), act=Act(crashed)
+    )
+    try:
+        retried = await runtime.retry(run.id, unknown="skip")
+        assert (await runtime.wait(retried.id, timeout=WAIT)).state is RunState.COMPLETED
+        text, is_error = _results(provider.requests[-1])["toolu_1_0"]
+        assert is_error
+        assert text.startswith(f"The outcome of this call is unknown: {crashed}. ")
+        assert "agent-tui stopped" not in text
+        assert "act echo hi >> log" in text
     finally:
         await runtime.close()

@@ -235,7 +235,7 @@ def _add_continuing_commands(
     unknown.add_argument(
         "--rerun",
         action="store_true",
-        help="a call whose outcome is unknown (agent-tui stopped while it ran) runs again",
+        help="a call whose outcome is unknown (it may have acted) runs again",
     )
     unknown.add_argument(
         "--skip-unknown",

@@ -105,8 +105,8 @@ class RetryChoice(Vertical, can_focus=True):
         several = len(self.calls) > 1
         what = f"these {len(self.calls)} calls" if several else "this call"
         yield Static(
-            f"⚠ The outcome of {what} is unknown: agent-tui stopped while "
-            f"{'they' if several else 'it'} ran. Retry how?",
+            f"⚠ The outcome of {what} is unknown: {'they' if several else 'it'} may have "
+            "acted. Retry how?",
             classes="retry-title",
             markup=False,
         )
