@@ -79,9 +79,59 @@ class HookEntry(BaseModel):
     claude: bool = False
     """Read from Claude Code's settings: stdin and stdout use its field names."""
 
+    def shown_command(self) -> str:
+        """The command as records and reports name it (``shown_command``)."""
+        return shown_command(self.command)
+
     def label(self) -> str:
         where = f" ({self.source})" if self.source else ""
-        return f"hook `{self.command}`{where}"
+        return f"hook `{self.shown_command()}`{where}"
+
+
+_ASSIGNMENT_WORD = r"[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.|[^\s'\"\\])*"
+_LEADING_ASSIGNMENTS = re.compile(rf"^(\s*)(?:(?:env|export)\s+)?(?:{_ASSIGNMENT_WORD}(?:\s+|$))+")
+_SEPARATORS = ("&&", "||", ";", "&", "|", "(", ")", "\n")
+
+
+def _segments(command: str) -> list[str]:
+    """``command`` cut at the shell's command separators outside quotes, separators kept as
+    segments of their own (so joining them gives ``command`` back)."""
+    segments: list[str] = []
+    start, index, quote = 0, 0, ""
+    while index < len(command):
+        char = command[index]
+        if quote:
+            if char == "\\" and quote == '"':
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char == "\\":
+            index += 1
+        elif char in "'\"":
+            quote = char
+        else:
+            separator = next((s for s in _SEPARATORS if command.startswith(s, index)), None)
+            if separator is not None:
+                segments += [command[start:index], separator]
+                index += len(separator)
+                start = index
+                continue
+        index += 1
+    return [*segments, command[start:]]
+
+
+def shown_command(command: str) -> str:
+    """A hook's command as it is named wherever it is shown or stored (denials, failures,
+    ``doctor``, ``/context``): without the environment assignments before each program
+    (``TOKEN=… ./hooks/check.sh`` is ``./hooks/check.sh``), which often carry secrets that
+    must never reach the model, the database or an export (DESIGN §5). The hook itself runs
+    with them."""
+    segments = _segments(command)
+    shown = "".join(
+        segment if index % 2 else _LEADING_ASSIGNMENTS.sub(r"\1", segment)
+        for index, segment in enumerate(segments)
+    )
+    return " ".join(shown.split()) or "(environment assignments only)"
 
 
 class HooksConfig(BaseModel):
@@ -434,5 +484,5 @@ def load_claude_hooks(
                         claude=True,
                     )
                     config = config.with_entries(events[claude_event], [entry])
-                    used.append(f"{label}: {matcher or '*'} → {command}")
+                    used.append(f"{label}: {matcher or '*'} → {shown_command(command)}")
     return config, ClaudeHookReport(used=used, skipped=skipped)

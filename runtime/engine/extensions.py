@@ -760,7 +760,7 @@ def report_lines(report: ExtensionReport) -> list[str]:
         for entry in getattr(hooks, event)
         if not entry.claude
     ]
-    lines += [f"  {event} {entry.matcher}: {entry.command}" for event, entry in configured]
+    lines += [f"  {event} {entry.matcher}: {entry.shown_command()}" for event, entry in configured]
     lines += [f"  used from Claude Code: {u}" for u in report.claude_hooks.used]
     lines += [f"  skipped from Claude Code: {s}" for s in report.claude_hooks.skipped]
     if not configured and not report.claude_hooks.used and not report.claude_hooks.skipped:

@@ -67,3 +67,47 @@ def test_an_unknown_slash_prompt_is_sent_as_typed(cli: Cli) -> None:
     run_id = boundary_of(json_lines(result.stdout))["run_id"]
     shown = cli.run("show", run_id, "--json")
     assert json.loads(shown.stdout)["run"]["input"] == "/nothing here"
+
+
+SECRET = "sk-ant-test123"
+NO_NOTES = """#!/bin/sh
+cat > /dev/null
+if [ "$ANTHROPIC_API_KEY" = "sk-ant-test123" ]; then
+  echo "no notes here (the hook had its key)" >&2
+else
+  echo "no notes here (the hook had no key)" >&2
+fi
+exit 2
+"""
+
+
+def test_a_secret_in_a_hooks_command_line_reaches_no_record_export_or_report(cli: Cli) -> None:
+    """Found by a new-user trial: a deny named the hook by its whole command line, key and
+    all, and that went to the model, the database, exports, doctor and /context."""
+    ws = cli.workspace
+    hook = ws / "hooks" / "no-notes.sh"
+    write(hook, NO_NOTES)
+    hook.chmod(0o755)
+    write(
+        ws / "agent-tui.toml",
+        f'[[hooks.before_tool]]\nmatcher = "*"\ncommand = "ANTHROPIC_API_KEY={SECRET} '
+        './hooks/no-notes.sh"\n',
+    )
+    ran = cli.run("run", "look at the notes", "--model", "demo:instant", "--json")
+    assert ran.returncode in (0, 3), ran.stderr
+    job_id = json_lines(ran.stdout)[0]["job_id"]
+    markdown = cli.run("export", job_id, "--format", "md")
+    as_json = cli.run("export", job_id, "--format", "json")
+    doctor = cli.run("doctor")
+    assert markdown.returncode == as_json.returncode == 0
+    files = [p for p in cli.db.parent.iterdir() if p.name.startswith(cli.db.name)]
+    assert cli.db in files
+    for path in files:
+        assert SECRET.encode() not in path.read_bytes(), path
+    for output in (ran, markdown, as_json, doctor):
+        assert SECRET not in output.stdout + output.stderr
+    # The hook ran with its environment, and denied; the denial names it by its program.
+    assert "no notes here (the hook had its key)" in markdown.stdout
+    assert "hook `./hooks/no-notes.sh`" in markdown.stdout
+    assert "denied this tool call" in markdown.stdout
+    assert "  before_tool *: ./hooks/no-notes.sh" in doctor.stdout

@@ -168,3 +168,20 @@ async def test_claude_code_pre_tool_use_entries_run_with_its_field_names(
     assert payload["tool_input"]["file_path"] == str((workspace / "a.py").resolve())
     passes = await run_before_tool(hooks, tool_name="shell", arguments={}, workspace=workspace)
     assert passes.decision == "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("ANTHROPIC_API_KEY=sk-ant-test123 ./hooks/no-notes.sh", "./hooks/no-notes.sh"),
+        ("A=1 B='x y' ./check.sh --mode=strict", "./check.sh --mode=strict"),
+        ("TOKEN='a;b' ./one && env KEY=v ./two | Z=\"q\" jq .", "./one && ./two | jq ."),
+        ("echo $$ > pid; exec sleep 300", "echo $$ > pid; exec sleep 300"),
+    ],
+)
+def test_a_hook_is_named_without_the_environment_assignments_before_its_programs(
+    command: str, shown: str
+) -> None:
+    entry = HookEntry(command=command, source="agent-tui.toml")
+    assert entry.shown_command() == shown
+    assert entry.label() == f"hook `{shown}` (agent-tui.toml)"
