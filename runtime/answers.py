@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from runtime.errors import InvalidResponse
-from runtime.kinds import InputKind
+from runtime.canonical import canonical_hash
+from runtime.errors import AlreadyAnswered, InvalidInput, InvalidResponse, RunStateConflict
+from runtime.kinds import InputKind, InputRequestState, RunState
 
 if TYPE_CHECKING:
-    from runtime.models import InputRequest
+    from runtime.models import InputRequest, Run
+    from runtime.store.base import Store
 
 APPROVAL_DECISIONS = ("allow_once", "allow_run", "allow_always", "deny")
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
@@ -154,3 +156,34 @@ def validate_answer(request: InputRequest, value: Any) -> Any:
             if errors:
                 raise InvalidResponse("answer does not fit the form: " + "; ".join(errors))
             return {"action": "accept", "content": content}
+
+
+async def checked_answer(
+    store: Store, run_id: str, request_id: str, value: Any, *, idempotency_key: str | None
+) -> tuple[InputRequest, Run, Any]:
+    """The request, its run and the answer normalised (``validate_answer``), or the coded error
+    that refuses it before anything changes (DESIGN §4.3): the request is another run's, was
+    answered already (unless the same answer is replayed by its idempotency key) or cancelled,
+    the run does not wait for input, or the tool call's arguments changed since the request was
+    made (their digest)."""
+    from runtime.interrupted import not_waiting_for_input
+
+    request = await store.get_input_request(request_id)
+    if request.run_id != run_id:
+        raise InvalidInput(f"request {request_id} does not belong to run {run_id}")
+    if request.state is InputRequestState.ANSWERED and idempotency_key is None:
+        raise AlreadyAnswered(f"request {request_id} was already answered")
+    if request.state is InputRequestState.CANCELLED:
+        raise RunStateConflict(f"request {request_id} was cancelled")
+    run = await store.get_run(run_id)
+    if run.state is not RunState.INPUT_REQUIRED and idempotency_key is None:
+        raise RunStateConflict(not_waiting_for_input(run))
+    answer = validate_answer(request, value)
+    if request.tool_call_id and request.arguments_digest:
+        call = await store.get_tool_call(request.tool_call_id)
+        if canonical_hash(dict(call.arguments)) != request.arguments_digest:
+            raise InvalidResponse(
+                "the tool call's arguments changed since the request was made; "
+                "the answer was refused"
+            )
+    return request, run, answer

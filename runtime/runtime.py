@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.answers import validate_answer
+from runtime.answers import checked_answer
 from runtime.clock import Clock
 from runtime.config import Config
 from runtime.consumers import Consumer
@@ -37,15 +37,12 @@ from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
 from runtime.errors import (
     AgentTuiError,
-    AlreadyAnswered,
     InvalidInput,
-    InvalidResponse,
     RevisionConflict,
     RunStateConflict,
 )
 from runtime.events import DurableEvent, Event, RunStateChanged
 from runtime.history import all_messages, last_message
-from runtime.interrupted import not_waiting_for_input
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -381,24 +378,9 @@ class Runtime:
         """Answer the open request (validated) and continue the run in this process; with
         ``detach``, leave it to the process that owns it (``RunStateConflict`` if none is
         alive) or, for a run queued for workers, to them."""
-        request = await self.store.get_input_request(request_id)
-        if request.run_id != run_id:
-            raise InvalidInput(f"request {request_id} does not belong to run {run_id}")
-        if request.state is InputRequestState.ANSWERED and idempotency_key is None:
-            raise AlreadyAnswered(f"request {request_id} was already answered")
-        if request.state is InputRequestState.CANCELLED:
-            raise RunStateConflict(f"request {request_id} was cancelled")
-        run = await self.store.get_run(run_id)
-        if run.state is not RunState.INPUT_REQUIRED and idempotency_key is None:
-            raise RunStateConflict(not_waiting_for_input(run))
-        answer = validate_answer(request, value)
-        if request.tool_call_id and request.arguments_digest:
-            call = await self.store.get_tool_call(request.tool_call_id)
-            if arguments_digest(call.arguments) != request.arguments_digest:
-                raise InvalidResponse(
-                    "the tool call's arguments changed since the request was made; "
-                    "the answer was refused"
-                )
+        request, run, answer = await checked_answer(
+            self.store, run_id, request_id, value, idempotency_key=idempotency_key
+        )
         elicitation = request.kind is InputKind.ELICITATION
         here = await self.dispatch.goes_on_here(run, elicitation=elicitation, detach=detach)
         run, request = await self.store.answer_input_request(
