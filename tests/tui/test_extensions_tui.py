@@ -198,6 +198,35 @@ async def test_context_is_a_report_over_the_conversation_that_esc_closes_not_a_t
         assert not notifications(app)
 
 
+async def test_the_context_windows_last_line_can_be_scrolled_into_view_at_80_by_24(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: at 80x24 End, Down and PageDown stopped with ``Agents:`` as the
+    last row seen; the window's title took a row the scrolling part did not leave it, so the
+    last line (``default (built in)``) stayed under the window's bottom edge."""
+    for number in range(6):
+        write(
+            workspace / ".agent-tui" / "skills" / f"skill{number}" / "SKILL.md",
+            f"---\nname: skill{number}\ndescription: does thing {number}\n---\nBody.",
+        )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        report = app.screen
+        body = report.query_one(ReportBody)
+        await wait_until(pilot, lambda: body.max_scroll_y > 0)
+        last_line = list(body.query(Static))[-1]
+        assert str(last_line.render()) == "default (built in)"
+        for key in ("end", "pagedown", "down"):
+            await pilot.press("home", *[key] * 20)
+            await wait_until(pilot, lambda: body.scroll_y == body.max_scroll_y)
+            await pilot.pause()
+            # What a person sees there: the last line, not the window's edge over it.
+            x, y = last_line.region.offset
+            assert report.get_widget_at(x, y)[0] is last_line, key
+
+
 async def test_slash_compact_records_a_visible_compaction_and_keeps_every_message(
     runtime: Runtime, workspace: Path
 ) -> None:
