@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from runtime.api import Runtime
-from runtime.config import Config
+from runtime.config import Config, Permissions
 from runtime.kinds import RunState
 from runtime.models import Run
+from runtime.providers.base import ModelProvider
+from runtime.providers.demo import DemoProvider
+from runtime.tools.base import ToolContext, ToolOutput
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     gate,
@@ -18,10 +21,11 @@ from tests.fakes.anthropic_server import (
     stream,
     text_block,
 )
+from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets._format import cost, plain_markdown, search_snippet, state_text, tokens
-from tui.widgets.status_line import SPINNER, STOP_HINT, StatusLine, format_elapsed
+from tui.widgets.status_line import DEMO_HINTS, SPINNER, STOP_HINT, StatusLine, format_elapsed
 
 SIZE = (140, 45)
 
@@ -288,5 +292,102 @@ async def test_a_follow_up_shows_step_1_and_the_context_its_job_reached_while_it
             assert status.run is not None and status.run.context_tokens == 0
             assert percent in status.text
             assert "step 1/" in status.text  # the step in progress, not the steps done
+    finally:
+        await runtime.close()
+
+
+def _shown(status: StatusLine) -> str:
+    """The status line as the terminal shows it (cut at its edge), spaces at the ends gone."""
+    return status.render_line(0).text.strip()
+
+
+class _HeldTool:
+    """A read-only tool whose call runs until ``release`` is set."""
+
+    read_only = True
+    approval_default = "allow"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.description = f"the {name} tool of the test"
+        self.input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+        self.release = asyncio.Event()
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        await self.release.wait()
+        return ToolOutput(content="fetched")
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {}
+
+
+async def test_while_a_tool_runs_the_status_line_names_it_and_fits_80_columns_whole(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: while a tool ran the line said only "⠧ running 2s │ step
+    1/50", and at 80 columns its last hint was cut to "esc to int"."""
+    tool = _HeldTool("fetch_page")
+    provider = ScriptedProvider([Turn("", [("fetch_page", {})]), Turn("all done")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(permissions=Permissions(allow=["fetch_page"])),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools={"fetch_page": tool},
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            await pilot.press(*"fetch it", "enter")
+            await wait_until(pilot, lambda: "running fetch_page" in _shown(status))
+            shown = _shown(status)
+            # Nothing cut at the edge: the line is all there, its hint whole.
+            assert shown == status.text
+            assert shown.endswith(("esc to interrupt", "esc stops"))
+            tool.release.set()
+            await wait_until(pilot, lambda: "completed" in _shown(status))
+            assert "fetch_page" not in _shown(status)
+    finally:
+        await runtime.close()
+
+
+async def test_the_demo_model_hint_goes_once_the_line_is_about_another_model(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: after ``/model openai:fake``, and on a run of that model, the
+    line still ended "demo model — set ANTHROPIC_API_KEY for Claude"."""
+
+    def providers(reference: str) -> ModelProvider:
+        if reference.startswith("openai"):
+            return ScriptedProvider([Turn("done")], reference=reference)
+        return DemoProvider(instant=True)
+
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo:instant",
+        providers=providers,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            await wait_until(pilot, lambda: DEMO_HINTS[0] in _shown(status))  # the demo's line
+            await pilot.press(*"/model openai:fake", "enter")
+            await wait_until(pilot, lambda: "next run: model openai:fake" in _shown(status))
+            assert not any(hint in _shown(status) for hint in DEMO_HINTS)
+            await pilot.press(*"hello", "enter")
+            await wait_until(
+                pilot, lambda: status.run is not None and "completed" in _shown(status)
+            )
+            assert _shown(status).startswith("openai:fake │ completed")
+            assert not any(hint in _shown(status) for hint in DEMO_HINTS)
     finally:
         await runtime.close()

@@ -893,6 +893,7 @@ class MainScreen(Screen[None]):
         for pending in replay:
             await self._apply_to_conversation(pending)
         self._show_run_state(message.run)
+        self.status.show_running_tools(self.conversation.running_tools())
         request, asker = message.request, message.asker
         if request is None and not message.run.state.is_terminal:
             # The run may have started waiting while it loaded (its state change arrived
@@ -1083,6 +1084,7 @@ class MainScreen(Screen[None]):
             await conversation.committed(message.event.message)
         elif isinstance(message, bridge.ToolStateChanged):
             event = message.event
+            self.status.tool_state(event.run_id, event.tool_call_id, event.name, event.to_state)
             await conversation.tool_state(
                 event.tool_call_id,
                 event.name,

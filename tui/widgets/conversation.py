@@ -566,6 +566,14 @@ class Conversation(SizedByLayout, VerticalScroll):
     def tool_view(self, tool_call_id: str) -> ToolCallView | None:
         return self._tools.get(tool_call_id)
 
+    def running_tools(self) -> dict[str, str]:
+        """The tool calls shown that are running: id → tool name."""
+        return {
+            tool_call_id: view.tool_name
+            for tool_call_id, view in self._tools.items()
+            if view.state is ToolCallState.RUNNING
+        }
+
     # --- the window ----------------------------------------------------------------------------
     @property
     def message_views(self) -> list[MessageView]:

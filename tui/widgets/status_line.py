@@ -1,13 +1,16 @@
 """The status line: model, run state, step, tokens, cost and context fill.
 
-The figures come first and the demo-model notice last, so a narrow terminal clips the notice,
-never the figures. While the run works: a spinner and the time it has run, the key that stops
+The figures come first and the hints after them. Where the whole line does not fit, parts give
+way in a fixed order — a hint to a shorter wording, then away whole, then the least needed
+figures — so nothing is cut mid-word at the edge (at 80 columns "esc to interrupt" read "esc to
+int"). While the run works: a spinner, the tool running, the time it has run, the key that stops
 it, and the tokens counted live as text streams — estimated (``~``, about four characters a
 token) until the provider's usage arrives with the committed message."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Unpack
 
 from textual.timer import Timer
@@ -15,7 +18,7 @@ from textual.visual import VisualType
 from textual.widgets import Static
 
 from runtime.interrupted import needs_resume
-from runtime.kinds import RunState
+from runtime.kinds import RunState, ToolCallState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the runtime records too
 from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
@@ -29,7 +32,8 @@ DEMO_HINTS = (
     "demo — set ANTHROPIC_API_KEY for Claude",
     "demo model",
 )
-"""The notice for the demo model, longest first: the longest that fits is shown."""
+"""The notice for the demo model, longest first: the longest that fits is shown (only while the
+model the line is about is the demo model)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPIN_INTERVAL = 0.1
 SANDBOX_HINT = "shell not sandboxed: every shell call asks"
@@ -37,8 +41,44 @@ SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 ATTACHED_HINT = "attached: new jobs go to workers"
 """Shown in attach mode (``agent-tui --attach``)."""
 STOP_HINT = "esc to interrupt"
-ELSEWHERE_HINT = "worked by another process · c cancels"
 """The key that stops the run on screen (the screen's binding)."""
+SHORT_STOP_HINT = "esc stops"
+ELSEWHERE_HINT = "worked by another process · c cancels"
+SHORT_ELSEWHERE_HINT = "c cancels"
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One part of the line: its wordings, longest first, and for each shorter one (or for
+    going away, ``""``) the order in which it gives way when the line does not fit (lowest
+    first)."""
+
+    text: str
+    shorter: tuple[tuple[str, int], ...] = ()
+
+
+def fit(parts: list[_Part], room: int) -> str:
+    """``parts`` joined by the separator, each part as long as ``room`` allows: the step that
+    gives way first is taken until the line fits (or nothing can give way: the edge cuts)."""
+    shown = [part.text for part in parts]
+    taken = [0] * len(parts)
+
+    def width() -> int:
+        present = [text for text in shown if text]
+        return sum(map(len, present)) + len(SEPARATOR) * (len(present) - 1)
+
+    while width() > room:
+        steps = [
+            (part.shorter[taken[index]][1], index)
+            for index, part in enumerate(parts)
+            if taken[index] < len(part.shorter)
+        ]
+        if not steps:
+            break
+        _, index = min(steps)
+        shown[index] = parts[index].shorter[taken[index]][0]
+        taken[index] += 1
+    return SEPARATOR.join(text for text in shown if text)
 
 
 def format_elapsed(seconds: float) -> str:
@@ -83,6 +123,8 @@ class StatusLine(Static):
         """The clock for the elapsed time (None: the wall clock)."""
         self._running_since: dict[str, float] = {}
         """When each run was last seen to start running (its events say when)."""
+        self._running_tools: dict[str, str] = {}
+        """The tool calls of the run shown that are running: id → tool name."""
         self._frame = 0
         self._spinner: Timer | None = None
         self._shown: str | None = ""
@@ -116,6 +158,8 @@ class StatusLine(Static):
             # nothing, so what it counts is all there is (the run may have been read after
             # its usage was committed, and deltas queued before that counted after it).
             self.streamed_chars = 0
+        if run is None or previous is None or previous.id != run.id:
+            self._running_tools.clear()
         self.run = run
         self.context_window = context_window
         self.context_floor = context_floor
@@ -138,6 +182,29 @@ class StatusLine(Static):
         self._running_since[run_id] = at
         if self.run is not None and self.run.id == run_id:
             self.redraw()
+
+    def tool_state(self, run_id: str, tool_call_id: str, name: str, state: ToolCallState) -> None:
+        """A tool call of ``run_id`` changed state: while one of the run shown runs, the line
+        names it (a run that only said "running 2s" for a minute looked stuck)."""
+        if self.run is None or self.run.id != run_id:
+            return
+        if state is ToolCallState.RUNNING:
+            self._running_tools[tool_call_id] = name
+        elif self._running_tools.pop(tool_call_id, None) is None:
+            return
+        self.redraw()
+
+    def _step_shown(self, run: Run) -> int:
+        """The step in progress while the run works (the model call of step ``run.step + 1``,
+        or the tools of step ``run.step``), else the steps it took."""
+        if not self.working or self._running_tools:
+            return run.step
+        return min(run.step + 1, run.max_steps)
+
+    def show_running_tools(self, running_tools: dict[str, str]) -> None:
+        """The tool calls of the run shown that run (id → name), as read with it."""
+        self._running_tools = dict(running_tools)
+        self.redraw()
 
     def working_since(self, run: Run) -> float:
         """Where the elapsed time of ``run`` counts from: when it was seen to start running,
@@ -180,43 +247,67 @@ class StatusLine(Static):
         super().update(content, layout=layout)
 
     @property
+    def demo_shown(self) -> bool:
+        """Whether the model the line is about is the demo model: the run's, else the default,
+        and the one chosen for the next run if any (the demo notice is about no other)."""
+        model = self.run.model if self.run is not None else self.model
+        return all(
+            chosen.startswith("demo") for chosen in (model, self.next_run.get("model", model))
+        )
+
+    @property
     def text(self) -> str:
         run = self.run
-        parts = [run.model if run else self.model]
+        parts = [_Part(run.model if run else self.model)]
         if self.next_run:
             parts.append(
-                "next run: " + ", ".join(f"{k} {v}" for k, v in sorted(self.next_run.items()))
+                _Part(
+                    "next run: " + ", ".join(f"{k} {v}" for k, v in sorted(self.next_run.items())),
+                    (("", 8),),
+                )
             )
         if run is not None:
             state = state_text(run)
             if needs_resume(run):
                 state += " (f fork)" if self.gone_past else " (R retry · f fork)"
+            state_part = _Part(state)
             if self.working:
                 now = self.now if self.now is not None else time.time()
                 elapsed = format_elapsed(now - self.working_since(run))
-                state = f"{SPINNER[self._frame]} {state} {elapsed}"
+                spun = f"{SPINNER[self._frame]} {state}"
+                tools = list(self._running_tools.values())
+                if tools:
+                    named = tools[0] + (f" +{len(tools) - 1}" if len(tools) > 1 else "")
+                    state_part = _Part(f"{spun} {named} {elapsed}", ((f"{spun} {elapsed}", 7),))
+                else:
+                    state_part = _Part(f"{spun} {elapsed}")
             count = tokens(run.usage.total_tokens + self.streamed_chars // CHARS_PER_TOKEN)
             parts += [
-                state,
-                # While it works, the step in progress (its first model call is step 1, not 0).
-                f"step {min(run.step + 1, run.max_steps) if self.working else run.step}"
-                f"/{run.max_steps}",
-                f"~{count} tok" if self.streamed_chars else f"{count} tok",
-                cost(run.cost_usd),
-                context_fill(run.context_tokens or self.context_floor, self.context_window),
+                state_part,
+                # While it works, the step in progress: its model call is step 1 (the run
+                # counts a step once its message is committed, before the step's tools run).
+                _Part(
+                    f"step {self._step_shown(run)}/{run.max_steps}",
+                    (("", 9),),
+                ),
+                _Part(f"~{count} tok" if self.streamed_chars else f"{count} tok", (("", 6),)),
+                _Part(cost(run.cost_usd), (("", 4),)),
+                _Part(
+                    context_fill(run.context_tokens or self.context_floor, self.context_window),
+                    (("", 5),),
+                ),
             ]
-            if self.working:
-                parts.append(ELSEWHERE_HINT if self.elsewhere else STOP_HINT)
+            if self.working and self.elsewhere:
+                parts.append(_Part(ELSEWHERE_HINT, ((SHORT_ELSEWHERE_HINT, 3), ("", 10))))
+            elif self.working:
+                parts.append(_Part(STOP_HINT, ((SHORT_STOP_HINT, 3), ("", 10))))
         if self.sandbox_notice:
-            parts.append(SANDBOX_HINT)
+            parts.append(_Part(SANDBOX_HINT, (("not sandboxed", 2), ("", 6))))
         if self.attached:
-            parts.append(ATTACHED_HINT)
-        figures = SEPARATOR.join(parts)
-        if not self.model_notice:
-            return figures
-        room = self.size.width - 2 if self.size.width else 0
-        hint = DEMO_HINTS[0]
-        if room:
-            fitting = [h for h in DEMO_HINTS if len(figures) + len(SEPARATOR) + len(h) <= room]
-            hint = fitting[0] if fitting else DEMO_HINTS[-1]
-        return figures + SEPARATOR + hint
+            parts.append(_Part(ATTACHED_HINT, (("attached", 2), ("", 6))))
+        if self.model_notice and self.demo_shown:
+            long_hint, *shorter_hints = DEMO_HINTS
+            parts.append(_Part(long_hint, (*((hint, 0) for hint in shorter_hints), ("", 1))))
+        # The width inside its padding; not laid out yet, it has none to fit.
+        room = self.size.width or None
+        return fit(parts, room) if room is not None else SEPARATOR.join(p.text for p in parts)
