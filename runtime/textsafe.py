@@ -15,7 +15,7 @@ exact.
 
 from __future__ import annotations
 
-__all__ = ["terminal_safe", "terminal_safe_line"]
+__all__ = ["terminal_safe", "terminal_safe_line", "terminal_safe_title"]
 
 
 def _build_table() -> dict[int, str]:
@@ -50,3 +50,10 @@ def terminal_safe_line(text: str) -> str:
     if text.isprintable():
         return text
     return text.replace("\r\n", "\n").translate(_LINE_TABLE)
+
+
+def terminal_safe_title(text: str) -> str:
+    """A title (a job's, a run's task) on one line: every run of whitespace, newlines included,
+    as one space, and what is left made safe as by ``terminal_safe_line``. A title written over
+    several lines read ``# Skill: explain␊␊S…`` in a row of the browser."""
+    return terminal_safe_line(" ".join(text.split()))

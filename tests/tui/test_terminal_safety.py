@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runtime.api import Runtime
 from runtime.models import RunState
-from tests.tui.helpers import SIZE, make_app, wait_until
+from tests.tui.helpers import SIZE, finish_run, make_app, wait_for_browser, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.job_tree import JobTree
@@ -64,3 +64,32 @@ async def test_escapes_in_the_prompt_files_and_results_are_shown_visibly_never_s
     assert any("␛[2Jcleared ␛]0;pwned␇" in r for r in results)  # a file's content
     assert any("␛]0;pwned␇.txt" in h for h in headers)  # a file name in the arguments
     assert any("␛]0;pwned␇" in label for label in labels)  # the job title
+
+
+async def test_a_title_written_over_several_lines_is_one_line_in_the_browser_and_the_composer(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: rows read ``# Skill: explain␊␊S…`` and ``line one ␊line two``;
+    a title is one line, its runs of whitespace (newlines too) one space."""
+    run = await runtime.start(
+        "line one \nline two\n\n\tand three", title="# Skill: explain\n\nSay why"
+    )
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_for_browser(pilot, app)
+        tree = screen.query_one(JobTree)
+        screen.open_job(run.job_id)
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        await pilot.pause()
+        job_node = tree.root.children[0]
+        run_node = tree.run_node(run.id)
+        assert run_node is not None
+        job_row, run_row = str(tree._label(job_node)), str(tree._label(run_node))
+        composer_title = str(screen.composer.query_one("#mode").render())
+    assert "# Skill: explain Say why" in job_row and "␊" not in job_row
+    assert "line one line two and three" in run_row and "␊" not in run_row
+    assert "Follow-up in: # Skill: explain Say why" in composer_title

@@ -30,7 +30,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from runtime.textsafe import terminal_safe_line
+from runtime.textsafe import terminal_safe_line, terminal_safe_title
 from tui.widgets._format import short
 from tui.widgets._options import WidgetOptions
 from tui.widgets.ordered_keys import run_own_binding
@@ -372,7 +372,7 @@ class Composer(Vertical):
         extra = "".join(f" · next run: {key} {value}" for key, value in sorted(choices.items()))
         if self.follow_up_job_id is None:
             return "✚ New job" + extra + "  (/ commands · @ files)"
-        title = short(terminal_safe_line(self.target_title), 44)
+        title = short(terminal_safe_title(self.target_title), 44)
         return f"↪ Follow-up in: {title}{extra}  (ctrl+t or /new: new job)"
 
     def _mode_class(self) -> str:

@@ -32,7 +32,7 @@ from textual.widgets.tree import TreeNode
 from runtime.interrupted import not_retried, superseded
 from runtime.kinds import RunState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the status line and runtime use
-from runtime.textsafe import terminal_safe_line
+from runtime.textsafe import terminal_safe_line, terminal_safe_title
 from tui.widgets._format import (
     STATE_ICONS,
     age,
@@ -370,7 +370,7 @@ class JobTree(Tree[NodeData]):
         self._shown_ages[id(node)] = self._age_of(node.data)
         room = self._room(node)
         icon, title, figures = self._cells(node.data)
-        title = terminal_safe_line(title)  # a job title comes from a prompt
+        title = terminal_safe_title(title)  # a job title comes from a prompt
         if isinstance(node.data, MoreEntry | EmptyEntry):
             return Text(short(title, room), style="dim italic")
         right = self._right(figures, room)
