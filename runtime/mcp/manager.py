@@ -661,6 +661,9 @@ class McpManager:
         self._locks: dict[str, asyncio.Lock] = {name: asyncio.Lock() for name in self.servers}
         self._failed_at: dict[str, float] = {}
         self._notices: list[McpNotice] = []
+        self._failures_told: set[str] = set()
+        """Servers whose failure to start was said: said again only after the server started
+        or its configuration changed (a trial read it on every run)."""
         self._closed = False
 
     async def __aenter__(self) -> McpManager:
@@ -760,6 +763,7 @@ class McpManager:
                 self._retire(connection, "was stopped: its configuration changed")
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)
+            self._failures_told.discard(name)
             self._locks.setdefault(name, asyncio.Lock())
             what = "its new configuration is used" if name in wanted else "removed"
             self._add_notice(
@@ -846,19 +850,23 @@ class McpManager:
                     self.errors[name] = exc.reason
                     self._failed_at[name] = time.monotonic()
                     logger.warning("MCP server %r could not start: %s", name, exc.reason)
-                    self._add_notice(
-                        McpNotice(
-                            server=name,
-                            # A warning: the run goes on without these tools (as an error,
-                            # `agent-tui run` printed "error:" over a run that then completed).
-                            level="warning",
-                            text=f"MCP server '{name}' could not start: {exc.reason}; its tools "
-                            "are not available",
+                    if name not in self._failures_told:
+                        self._failures_told.add(name)
+                        self._add_notice(
+                            McpNotice(
+                                server=name,
+                                # A warning: the run goes on without these tools (as an
+                                # error, `agent-tui run` printed "error:" over a run that
+                                # then completed).
+                                level="warning",
+                                text=f"MCP server '{name}' could not start: {exc.reason}; "
+                                "its tools are not available",
+                            )
                         )
-                    )
                     raise
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)
+            self._failures_told.discard(name)
             return connection
 
     def _retire(self, connection: _Connection, reason: str) -> None:

@@ -67,3 +67,31 @@ async def test_server_log_messages_go_to_the_log_and_warnings_become_notices(
             text='MCP server \'basic\' error: {"error": "quota exceeded"}',
         ),
     ]
+
+
+async def test_a_server_that_cannot_start_is_said_once_until_its_configuration_changes(
+    workspace: Path,
+) -> None:
+    """Found by a new-user trial: a missing server was a notice on every run."""
+    missing = StdioServerConfig(command="agent-tui-no-such-command-xyz")
+    async with McpManager(
+        {"ghost": missing}, workspace=workspace, retry_failed_after=0.0
+    ) as manager:
+        assert await manager.tools() == []
+        first = manager.take_notices()
+        assert await manager.tools() == []  # tried again, failed again: nothing new to say
+        again = manager.take_notices()
+        manager.reconfigure({"ghost": StdioServerConfig(command="agent-tui-still-missing-xyz")})
+        assert await manager.tools() == []
+        changed = [notice.text for notice in manager.take_notices()]
+
+    assert [notice.text for notice in first] == [
+        "MCP server 'ghost' could not start: command not found: "
+        "'agent-tui-no-such-command-xyz'; its tools are not available"
+    ]
+    assert again == []
+    assert changed == [
+        "MCP server 'ghost': its new configuration is used",
+        "MCP server 'ghost' could not start: command not found: "
+        "'agent-tui-still-missing-xyz'; its tools are not available",
+    ]

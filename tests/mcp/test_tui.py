@@ -17,6 +17,7 @@ from tests.fakes.mcp_servers import PNG_BYTES
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import make_app, notifications, wait_until
 from tui.screens.main import MainScreen
+from tui.screens.report import ReportScreen
 from tui.widgets.tool_call_view import ToolCallView
 
 
@@ -98,8 +99,10 @@ async def test_a_server_that_cannot_start_during_a_run_is_a_notification_in_the_
             assert isinstance(screen, MainScreen)
             await wait_until(pilot, lambda: screen.open_request is None and screen.typing())
             await pilot.press(*"/context", "enter")
-            await wait_until(pilot, lambda: any("In effect here" in n for n in notifications(app)))
-            [context] = [n for n in notifications(app) if "In effect here" in n]
+            await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+            report = app.screen
+            assert isinstance(report, ReportScreen)
+            context = "\n".join(report.lines)
             assert "MCP servers:\n  missing: could not start: command not found" in context
             assert "Agents:\n  default (built in)" in context
     finally:
