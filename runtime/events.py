@@ -181,9 +181,26 @@ for whoever looks at all)."""
 
 
 def repair_text(event: HistoryRepaired) -> str:
-    """The one line a person reads for a ``history_repaired`` event."""
-    names = ", ".join(sorted({r.name or r.tool_use_id for r in event.repairs}))
-    return f"history repaired before calling the model ({len(event.repairs)}): {names}"
+    """The one line a person reads for a ``history_repaired`` event: which tool calls were
+    closed and why, and how many stray results were left out (no "history repaired": a trial
+    did not know what that meant)."""
+    closed = sorted({r.name or r.tool_use_id for r in event.repairs if r.action == "closed_orphan"})
+    left_out = sum(1 for r in event.repairs if r.action != "closed_orphan")
+    said: list[str] = []
+    if closed:
+        one = len(closed) == 1
+        said.append(
+            f"{', '.join(closed)} had no result (the run stopped while "
+            f"{'it' if one else 'they'} ran), so the model was told "
+            f"{'its' if one else 'their'} outcome is unknown."
+        )
+    if left_out:
+        results = "result" if left_out == 1 else "results"
+        said.append(
+            f"{left_out} tool {results} without a matching call "
+            f"{'was' if left_out == 1 else 'were'} left out of what the model reads."
+        )
+    return " ".join(said)
 
 
 def is_durable(event: Event) -> bool:

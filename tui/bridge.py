@@ -115,6 +115,14 @@ class NoticeReceived(TextualMessage):
         self.event = event
 
 
+class HistoryRepairReceived(TextualMessage):
+    """A run's history was repaired before its model call (calls closed, results left out)."""
+
+    def __init__(self, event: rt.HistoryRepaired) -> None:
+        super().__init__()
+        self.event = event
+
+
 class ObservationFailed(TextualMessage):
     """The event stream ended with an error; the app reports it and resubscribes."""
 
@@ -258,6 +266,5 @@ def _to_message(event: rt.Event) -> TextualMessage | None:
     if isinstance(event, rt.JobArchived):
         return JobArchived(event)
     if isinstance(event, rt.HistoryRepaired):
-        notice = rt.Notice(job_id=event.job_id, run_id=event.run_id, text=rt.repair_text(event))
-        return NoticeReceived(notice)
+        return HistoryRepairReceived(event)
     return None

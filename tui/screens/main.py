@@ -214,6 +214,9 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        self._repairs_told: set[tuple[str, frozenset[str]]] = set()
+        """The history repairs said: (job, the tool calls repaired). Each follow-up of a job
+        repairs the same calls again before its model call; a person is told once."""
         self._new_job_held: list[str] | None = None
         """While a new job is being started: the messages sent to it meanwhile, queued for it
         once it exists (``_hold_for_new_job``)."""
@@ -1155,6 +1158,16 @@ class MainScreen(Screen[None]):
         event = message.event
         severity = NOTICE_SEVERITIES[event.level]
         self.notify(terminal_safe(event.text), severity=severity, markup=False)
+
+    def on_history_repair_received(self, message: bridge.HistoryRepairReceived) -> None:
+        from runtime.events import repair_text
+
+        event = message.event
+        repaired = frozenset(note.tool_call_id or note.tool_use_id for note in event.repairs)
+        if (event.job_id, repaired) in self._repairs_told:
+            return
+        self._repairs_told.add((event.job_id, repaired))
+        self.notify(terminal_safe(repair_text(event)), markup=False)
 
     async def on_run_state_changed(self, message: bridge.RunStateChanged) -> None:
         event = message.event
