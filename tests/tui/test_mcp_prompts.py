@@ -65,10 +65,36 @@ async def test_a_prompt_without_its_required_argument_says_so_and_creates_nothin
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
         assert isinstance(screen, MainScreen)
-        await pilot.press("slash", *"basic:review", "enter")
+        await pilot.press("slash", *"basic:review")
+        await wait_until(pilot, lambda: any("/basic:review" in o for o in _menu(screen)))
+        await pilot.press("enter", "enter")  # the menu's entry completed, then sent as it is
         await wait_until(pilot, lambda: any("needs topic" in n for n in notifications(app)))
         assert (await mcp_runtime.list_jobs(limit=5)).items == []
         assert screen.composer.input.text.startswith("/basic:review")
+
+
+async def test_enter_on_a_menu_entry_that_needs_an_argument_completes_it_and_sends_nothing(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Enter on ``/flaky:haiku TOPIC [TONE]`` in the menu sent it
+    without its topic, to be refused ("needs topic")."""
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        box = screen.composer.input
+        for typed in ("basic:review", "basic:rev", "model"):
+            await pilot.press("slash", *typed)
+            await wait_until(pilot, lambda: bool(_menu(screen)))
+            await pilot.press("enter")
+            await pilot.pause()
+            name = "model" if typed == "model" else "basic:review"
+            assert box.text == f"/{name} "
+            assert box.cursor_location == (0, len(name) + 2)  # after the space, to type on
+            box.clear()
+            await pilot.pause()
+        assert notifications(app) == []
+        assert (await mcp_runtime.list_jobs(limit=5)).items == []
 
 
 async def test_a_servers_resource_is_offered_by_the_at_picker_and_sent_with_its_content(

@@ -14,6 +14,7 @@ the last queued message back for editing. The composer only posts messages; the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Unpack
@@ -89,6 +90,12 @@ def parse_command(text: str) -> tuple[str, str] | None:
         return None
     # ``/server:prompt`` keeps its case (MCP names are case-sensitive); built-ins do not care.
     return (head if ":" in head else head.lower()), rest.strip()
+
+
+def _needs_argument(hint: str) -> bool:
+    """Whether a command's argument hint (``TOPIC [TONE]``, ``[TASK]``) names an argument that
+    must be given: a part outside square brackets."""
+    return bool(re.sub(r"\[[^\]]*\]", "", hint).strip())
 
 
 CommandSource = Callable[[], Iterable[SlashCommand]]
@@ -825,8 +832,11 @@ class Composer(Vertical):
             command = self._menu_commands[option.id]
             typed = box.text.strip()[1:]
             self._close_completion()
-            if send_if_complete and typed.lower() == command.name.lower():
+            needs_argument = _needs_argument(command.argument)
+            if send_if_complete and typed.lower() == command.name.lower() and not needs_argument:
                 return False  # already complete: Enter sends it
+            # An entry that needs an argument is only completed, cursor after the space:
+            # Enter sent `/basic:review` on, to be refused for its missing TOPIC.
             box.value = f"/{command.name}" + (" " if command.argument else "")
             return not (send_if_complete and not command.argument)
         start = self._mention_start
