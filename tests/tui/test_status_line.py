@@ -348,6 +348,7 @@ async def test_while_a_tool_runs_the_status_line_names_it_and_fits_80_columns_wh
             # Nothing cut at the edge: the line is all there, its hint whole.
             assert shown == status.text
             assert shown.endswith(("esc to interrupt", "esc stops"))
+            assert "step 1/" in shown  # the tools of step 1, whose message is committed
             tool.release.set()
             await wait_until(pilot, lambda: "completed" in _shown(status))
             assert "fetch_page" not in _shown(status)
