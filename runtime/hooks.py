@@ -91,6 +91,12 @@ class HookEntry(BaseModel):
 _ASSIGNMENT_WORD = r"[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.|[^\s'\"\\])*"
 _LEADING_ASSIGNMENTS = re.compile(rf"^(\s*)(?:(?:env|export)\s+)?(?:{_ASSIGNMENT_WORD}(?:\s+|$))+")
 _SEPARATORS = ("&&", "||", ";", "&", "|", "(", ")", "\n")
+_ANY_ASSIGNMENT = re.compile(
+    r"(?<![^\s;&|(){}])([A-Za-z_][A-Za-z0-9_]*)="
+    r"(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.|[^\s'\"\\;&|(){}])*"
+)
+"""An assignment word anywhere else (``env -i TOKEN=…``, ``sudo TOKEN=…``, ``{ T=… cmd; }``):
+its value is masked."""
 
 
 def _segments(command: str) -> list[str]:
@@ -123,14 +129,16 @@ def _segments(command: str) -> list[str]:
 def shown_command(command: str) -> str:
     """A hook's command as it is named wherever it is shown or stored (denials, failures,
     ``doctor``, ``/context``): without the environment assignments before each program
-    (``TOKEN=… ./hooks/check.sh`` is ``./hooks/check.sh``), which often carry secrets that
-    must never reach the model, the database or an export (DESIGN §5). The hook itself runs
-    with them."""
+    (``TOKEN=… ./hooks/check.sh`` is ``./hooks/check.sh``) and with the value of any other
+    assignment word masked (``sudo TOKEN=…``), which often carry secrets that must never reach
+    the model, the database or an export (DESIGN §5). A secret passed as a plain argument
+    (``--token xyz``) is not recognised. The hook itself runs with them."""
     segments = _segments(command)
     shown = "".join(
         segment if index % 2 else _LEADING_ASSIGNMENTS.sub(r"\1", segment)
         for index, segment in enumerate(segments)
     )
+    shown = _ANY_ASSIGNMENT.sub(r"\1=…", shown)
     return " ".join(shown.split()) or "(environment assignments only)"
 
 

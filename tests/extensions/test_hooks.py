@@ -177,6 +177,11 @@ async def test_claude_code_pre_tool_use_entries_run_with_its_field_names(
         ("A=1 B='x y' ./check.sh --mode=strict", "./check.sh --mode=strict"),
         ("TOKEN='a;b' ./one && env KEY=v ./two | Z=\"q\" jq .", "./one && ./two | jq ."),
         ("echo $$ > pid; exec sleep 300", "echo $$ > pid; exec sleep 300"),
+        # Found in review: assignments not in front of a program kept their values.
+        ("env -i TOKEN=sk-1 ./x.sh", "env -i TOKEN=… ./x.sh"),
+        ("sudo TOKEN=sk-1 ./x.sh", "sudo TOKEN=… ./x.sh"),
+        ("if true; then T=sk-1 cmd; fi", "if true; then T=… cmd; fi"),
+        ("{ T=sk-1 cmd; }", "{ T=… cmd; }"),
     ],
 )
 def test_a_hook_is_named_without_the_environment_assignments_before_its_programs(
