@@ -230,6 +230,11 @@ class RuntimeApi(Protocol):
         the error a run started with it would get, before anything is stored."""
         ...
 
+    def check_agent(self, name: str) -> None:
+        """``InvalidInput`` when runs cannot use agent ``name`` (one added to the config files
+        since they were read is known)."""
+        ...
+
     def holds_session(self, request: InputRequest) -> bool: ...
 
 

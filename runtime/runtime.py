@@ -236,6 +236,11 @@ class Runtime:
         """``ConfigError`` when ``start`` would refuse ``model`` (no such provider, no key)."""
         self._catalog.check_model(model)
 
+    def check_agent(self, name: str) -> None:
+        """``InvalidInput`` when ``start`` would refuse agent ``name`` (the config files read
+        again when they changed: an agent added while the process runs is known)."""
+        self._catalog.agent(name)
+
     # --- starting runs -------------------------------------------------------------------------
     async def start(
         self,

@@ -159,7 +159,7 @@ class Catalog:
 
     def agent(self, name: str, workspace: str | None = None) -> AgentConfig:
         config = self.config_for(workspace)
-        if name not in config.agents:
+        if name not in config.agents and name != "default":  # the built-in one is always known
             config = self._read_again_if_changed(workspace)
         config.check_agent(name)
         agent = config.agents.get(name)

@@ -1477,6 +1477,33 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
         await runtime.close()
 
 
+async def test_slash_agent_takes_an_agent_added_to_the_config_after_the_app_started(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial, then in review: ``/agent reviewer`` said "unknown agent" for
+    an agent added to agent-tui.toml after the TUI started."""
+    from runtime.config import load_config
+
+    config_file = workspace / "agent-tui.toml"
+    config_file.write_text("[defaults]\nmax_steps = 20\n")
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=load_config(workspace), model="demo:instant"
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            screen.composer.focus_input()
+            config_file.write_text(
+                '[defaults]\nmax_steps = 20\n\n[agents.reviewer]\ninstructions = "Review."\n'
+            )
+            await pilot.press(*"/agent reviewer", "enter")
+            await wait_until(pilot, lambda: "reviewer" in screen.status.text)
+            assert not any("unknown agent" in n for n in notifications(app))
+    finally:
+        await runtime.close()
+
+
 async def test_slash_agent_refuses_an_unknown_agent_naming_the_configured_ones(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -1794,7 +1794,7 @@ class MainScreen(Screen[None]):
                 return False
         if key == "agent":
             try:
-                self.runtime.config.check_agent(value)  # the one unknown-agent check
+                self.runtime.check_agent(value)  # the one unknown-agent check (reads again)
             except InvalidInput as error:
                 self.notify(str(error), severity="error")
                 return False
