@@ -703,7 +703,7 @@ class JobTree(Tree[NodeData]):
         node = self._jobs.get(job_id)
         if node is None or not isinstance(node.data, JobEntry):
             return
-        interrupted = bool(not_retried(list(self._job_runs.get(job_id, {}).values())))
+        interrupted = bool(not_retried(self._runs_in_order(job_id)))
         if node.data.interrupted != interrupted:
             node.data = JobEntry(node.data.job, interrupted=interrupted)
             self._redraw_node(node)
@@ -851,22 +851,26 @@ class JobTree(Tree[NodeData]):
     def gone_past(self, run: Run) -> bool:
         """Later root runs of its job (as loaded here) went on past ``run``, which ended: a
         retry is refused, a fork is the way on from it (``runtime.interrupted.superseded``)."""
-        return superseded(run, list(self._job_runs.get(run.job_id, {}).values()))
+        return superseded(run, self._runs_in_order(run.job_id))
+
+    def _runs_in_order(self, job_id: str) -> list[Run]:
+        """The job's runs loaded here, oldest first (they arrive as they come: an upsert may
+        add a newer run before older ones are loaded)."""
+        return sorted(self._job_runs.get(job_id, {}).values(), key=lambda r: r.created_at)
 
     def context_before(self, run: Run) -> int:
-        """The context the job's earlier root runs reached (the largest, 0 when none is
-        loaded): a follow-up's model call starts from at least that much, which its status
-        line shows until the provider reports the call's own figure."""
-        return max(
-            (
-                other.context_tokens
-                for other in self._job_runs.get(run.job_id, {}).values()
-                if other.parent_run_id is None
-                and other.id != run.id
-                and other.created_at <= run.created_at
-            ),
-            default=0,
-        )
+        """The context the job's latest earlier root run reached (0 when none is loaded): a
+        follow-up's model call starts from about that much (not the largest of them: a
+        compaction shrinks it), which its status line shows until the call reports its own."""
+        earlier = [
+            other
+            for other in self._runs_in_order(run.job_id)
+            if other.parent_run_id is None
+            and other.id != run.id
+            and other.created_at <= run.created_at
+            and other.context_tokens
+        ]
+        return earlier[-1].context_tokens if earlier else 0
 
     def run_node(self, run_id: str) -> TreeNode[NodeData] | None:
         return self._runs.get(run_id)

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from runtime.interrupted import needs_resume
 from runtime.kinds import RunState, ToolCallState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the runtime records too
+from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
 
@@ -277,7 +278,8 @@ class StatusLine(Static):
                 spun = f"{SPINNER[self._frame]} {state}"
                 tools = list(self._running_tools.values())
                 if tools:
-                    named = tools[0] + (f" +{len(tools) - 1}" if len(tools) > 1 else "")
+                    named = terminal_safe_line(tools[0])  # an MCP server names its tools
+                    named += f" +{len(tools) - 1}" if len(tools) > 1 else ""
                     state_part = _Part(f"{spun} {named} {elapsed}", ((f"{spun} {elapsed}", 7),))
                 else:
                     state_part = _Part(f"{spun} {elapsed}")
