@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from runtime.canonical import canonical_hash
+from runtime.canonical import arguments_digest
 from runtime.errors import AlreadyAnswered, InvalidInput, InvalidResponse, RunStateConflict
 from runtime.kinds import InputKind, InputRequestState, RunState
 
@@ -181,7 +181,7 @@ async def checked_answer(
     answer = validate_answer(request, value)
     if request.tool_call_id and request.arguments_digest:
         call = await store.get_tool_call(request.tool_call_id)
-        if canonical_hash(dict(call.arguments)) != request.arguments_digest:
+        if arguments_digest(call.arguments) != request.arguments_digest:
             raise InvalidResponse(
                 "the tool call's arguments changed since the request was made; "
                 "the answer was refused"

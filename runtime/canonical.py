@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from runtime.errors import InvalidInput
@@ -21,3 +22,9 @@ def canonical_json(value: Any) -> str:
 def canonical_hash(value: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of ``value``."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """A tool call's arguments as an input request records them: a change between the
+    request and its answer refuses the answer (DESIGN §4.3)."""
+    return canonical_hash(dict(arguments))

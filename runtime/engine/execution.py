@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.canonical import canonical_hash
+from runtime.canonical import arguments_digest as arguments_digest
 from runtime.history import RunHistory
 from runtime.models import Failure, InputRequest, Run, ToolCall
 from runtime.providers.base import ModelProvider
@@ -94,7 +94,3 @@ class Launcher:
 
     launch: Callable[[str], None]
     cancel: Callable[[str, str], Awaitable[Run]]
-
-
-def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    return canonical_hash(dict(arguments))
