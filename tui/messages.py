@@ -121,10 +121,12 @@ class RunStarted(TextualMessage):
 
 
 class SearchFinished(TextualMessage):
-    def __init__(self, query: str, hits: list[SearchHit]) -> None:
+    def __init__(self, query: str, hits: list[SearchHit], *, typed: bool = False) -> None:
         super().__init__()
         self.query = query
         self.hits = hits
+        self.typed = typed
+        """Searched while the words were typed (the focus stays in the field), not at Enter."""
 
 
 class RequestRouted(TextualMessage):

@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
+from tui.messages import SearchFinished
 from tui.screens.inbox import InboxScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import Composer, ComposerInput
@@ -309,6 +310,72 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         )
         await pilot.press("escape")
         await pilot.press("escape")
+
+
+async def test_search_hits_show_as_the_words_are_typed_and_the_focus_stays_in_the_field(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: words typed in the search field found nothing until Enter.
+    The hits follow the words as they change; Down moves into them; deleting the words
+    brings the job tree back, the focus still in the field."""
+    for words in ("find the pelicans", "count the herons"):
+        run = await runtime.start(words)
+        await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelic")
+        field = screen.query_one("#search")
+        results = screen.query_one("#search-results", SearchResults)
+
+        def shown_hits() -> str:
+            return " ".join(
+                results.get_option_at_index(index).prompt.plain  # type: ignore[union-attr]
+                for index in range(results.option_count)
+            )
+
+        await wait_until(pilot, lambda: results.display and "pelicans" in shown_hits())
+        assert app.focused is field and "herons" not in shown_hits()
+        await pilot.press(*["backspace"] * 5, *"heron")
+        assert field.value == "heron"  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: "herons" in shown_hits())
+        assert "pelicans" not in shown_hits() and app.focused is field
+        await pilot.press("down")
+        assert app.focused is results
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run is not None and screen.selected_run.input == "count the herons"
+            ),
+        )
+        await pilot.press("slash", *"he")
+        await wait_until(pilot, lambda: results.display)
+        await pilot.press("backspace", "backspace")
+        await wait_until(pilot, lambda: not results.display)
+        assert screen.query_one("#tree-pane").display and app.focused is field
+
+
+async def test_a_search_typed_and_left_at_once_does_not_come_back_over_the_browser(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A search asked for while typing that finishes after Esc left the field (its hits on
+    their way): they must not cover the job tree the person went back to."""
+    run = await runtime.start("find the pelicans")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelicans", "escape")
+        assert app.focused is screen.job_tree
+        hits = await runtime.search("pelicans")
+        assert hits
+        screen.post_message(SearchFinished("pelicans", hits, typed=True))
+        await pilot.pause()
+        assert not screen.query_one("#search-results").display
+        assert screen.query_one("#tree-pane").display and app.focused is screen.job_tree
 
 
 async def test_search_hits_of_similar_jobs_say_who_wrote_each_message_and_how_old_it_is(

@@ -65,7 +65,7 @@ from tui.widgets.job_tree import (
     RunEntry,
 )
 from tui.widgets.key_footer import KeyFooter
-from tui.widgets.ordered_keys import OrderedInput
+from tui.widgets.search_field import SearchField
 from tui.widgets.search_results import SearchResults
 from tui.widgets.status_line import StatusLine
 
@@ -253,7 +253,7 @@ class MainScreen(Screen[None]):
         settings = self.agent_app.settings
         with Horizontal(id="body"):
             with Vertical(id="browser"):
-                yield OrderedInput(placeholder="/ search messages", id="search")
+                yield SearchField(placeholder="/ search messages", id="search")
                 yield Static(self._filter_text(), id="filter", markup=False)
                 with Vertical(id="tree-pane"):
                     yield BrowserHeader(id="tree-header")
@@ -2761,31 +2761,51 @@ class MainScreen(Screen[None]):
     def action_search(self) -> None:
         self.query_one("#search", Input).focus()
 
-    @on(Input.Submitted, "#search")
-    def _search_submitted(self, event: Input.Submitted) -> None:
+    @on(SearchField.Wanted)
+    def _search_wanted(self, event: SearchField.Wanted) -> None:
         event.stop()
-        query = event.value.strip()
-        if query:
-            self._search(query)
-        else:
+        self._search(event.query, typed=event.typed)
+
+    @on(SearchField.Emptied)
+    def _search_emptied(self, event: SearchField.Emptied) -> None:
+        event.stop()
+        if event.leave:
             self._close_search()
+        else:
+            self._show_search_results(False)
+
+    @on(SearchField.ToResults)
+    def _to_search_results(self, event: SearchField.ToResults) -> None:
+        event.stop()
+        results = self.query_one("#search-results", SearchResults)
+        if results.display and results.option_count:
+            results.focus()
 
     @work(exit_on_error=False, group="search", exclusive=True)
-    async def _search(self, query: str) -> None:
+    async def _search(self, query: str, *, typed: bool = False) -> None:
         hits = await self.runtime.search(query, limit=50)
-        self.post_message(SearchFinished(query, hits))
+        self.post_message(SearchFinished(query, hits, typed=typed))
 
     def on_search_finished(self, message: SearchFinished) -> None:
+        field = self.query_one("#search", Input)
+        if message.typed and (not field.has_focus or field.value.strip() != message.query):
+            return  # the words changed since, or the person left the field
         results = self.query_one("#search-results", SearchResults)
         results.show_hits(message.query, message.hits)
-        results.display = True
-        self.query_one("#tree-pane").display = False
+        self._show_search_results(True)
+        if message.typed:
+            return  # the focus stays in the field, typing on; Enter or Down goes to the hits
         if message.hits:
             results.focus()
         else:
             # Nothing to pick: the words stay in the field to be changed (a new-user trial went
             # on typing after "no match", and its letters ran the browser's keys: e exported).
-            self.query_one("#search", Input).focus()
+            field.focus()
+
+    def _show_search_results(self, shown: bool) -> None:
+        """The hits in the browser's place of the job tree, or the tree again."""
+        self.query_one("#search-results", OptionList).display = shown
+        self.query_one("#tree-pane").display = not shown
 
     @on(OptionList.OptionSelected, "#search-results")
     def _hit_selected(self, event: OptionList.OptionSelected) -> None:
@@ -2795,8 +2815,7 @@ class MainScreen(Screen[None]):
 
     def _close_search(self) -> None:
         self.query_one("#search", Input).value = ""
-        self.query_one("#search-results", OptionList).display = False
-        self.query_one("#tree-pane").display = True
+        self._show_search_results(False)
         self.job_tree.focus()
 
 
