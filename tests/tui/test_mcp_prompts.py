@@ -4,10 +4,13 @@ with the prompt's text; a missing argument says so and creates nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.server.mcpserver import MCPServer
 from textual.widgets import OptionList
 
 from runtime.api import Runtime
@@ -16,6 +19,7 @@ from runtime.mcp import InMemoryServer, McpManager
 from tests.fakes.mcp_servers import build_server
 from tests.tui.helpers import make_app, notifications, wait_until
 from tui.screens.main import MainScreen
+from tui.widgets.composer import RESOURCES_ASKED
 
 
 @pytest.fixture
@@ -159,3 +163,48 @@ async def test_the_menus_follow_the_servers_when_their_configuration_changes(
         screen.composer.clear_text()
         await pilot.press("@", *"extra:")
         await wait_until(pilot, lambda: any("extra:notes://team/style" in o for o in _menu(screen)))
+
+
+class _SlowToList(MCPServer):
+    """A server whose resources are listed only once ``listed`` is set."""
+
+    def __init__(self, listed: asyncio.Event) -> None:
+        super().__init__("slow")
+        self.listed = listed
+
+        @self.resource("notes://team/style", name="style")
+        def style() -> str:
+            return "Use short sentences."
+
+    async def list_resources(self) -> list[Any]:
+        await self.listed.wait()
+        return await super().list_resources()
+
+
+async def test_the_at_picker_says_resources_are_on_their_way_and_shows_them_when_they_arrive(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: @ and a resource's name read "no file matches" while the
+    servers were still being asked, and the picker stayed so after they answered."""
+    listed = asyncio.Event()
+    manager = McpManager(
+        {"slow": InMemoryServer(_SlowToList(listed), timeout=5.0)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", mcp=manager
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press("@", *"sty")
+            await wait_until(pilot, lambda: RESOURCES_ASKED in _menu(screen))
+            assert not any("no file matches" in o for o in _menu(screen))
+            listed.set()  # no key pressed after this: the picker follows on its own
+            await wait_until(pilot, lambda: "@slow:notes://team/style" in _menu(screen))
+            assert RESOURCES_ASKED not in _menu(screen)
+            await pilot.press("tab")
+            assert screen.composer.input.text.startswith("@slow:notes://team/style")
+    finally:
+        await runtime.close()

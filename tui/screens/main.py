@@ -208,6 +208,8 @@ class MainScreen(Screen[None]):
         self._resources: list[str] = []
         self._resources_servers: dict[str, Any] = {}
         """The MCP servers the resources were read from (read again when they change)."""
+        self._resources_pending = False
+        """The servers are being asked for their resources (the picker says so)."""
         self._prompts_servers: dict[str, Any] = {}
         """The MCP servers the prompt commands were read from (likewise)."""
         """The MCP servers' resources as `server:uri`, for the @-picker."""
@@ -490,20 +492,29 @@ class MainScreen(Screen[None]):
             self._listing_files = True
             self._list_files()
             if manager is not None and manager.servers:
-                self._resources_servers = dict(manager.servers)
-                self._list_resources(manager)
+                self._ask_resources(manager)
         elif manager is not None and manager.servers != self._resources_servers:
-            self._resources_servers = dict(manager.servers)  # changed since: asked again
-            self._list_resources(manager)
+            self._ask_resources(manager)  # changed since: asked again
         if self._files is None:
             return None
         return [*self._files, *self._resources] if self._resources else self._files
+
+    def _ask_resources(self, manager: McpManager) -> None:
+        self._resources_servers = dict(manager.servers)
+        self._resources_pending = True
+        self._list_resources(manager)
 
     @work(exit_on_error=False, group="mcp-resources")
     async def _list_resources(self, manager: McpManager) -> None:
         from tui.mcp_resources import resource_mentions
 
-        self._resources = await resource_mentions(manager)
+        try:
+            self._resources = await resource_mentions(manager)
+        finally:
+            # An open picker shows them now, not at the next key (a new-user trial read "no
+            # file matches" for a resource that had arrived meanwhile).
+            self._resources_pending = False
+            self.composer.refresh_files()
 
     @work(exit_on_error=False, group="files", thread=True)
     def _list_files(self) -> None:
@@ -522,7 +533,8 @@ class MainScreen(Screen[None]):
         """Ranking 50,000 paths takes tens of milliseconds: off the event loop, so typing
         never waits for it; a newer keystroke replaces an older ranking."""
         ranked = _rank_files(query, files)
-        self.app.call_from_thread(self.composer.show_file_matches, query, ranked)
+        pending = self._resources_pending
+        self.app.call_from_thread(self.composer.show_file_matches, query, ranked, pending)
 
     def _files_listed(self, files: list[str]) -> None:
         self._files = files

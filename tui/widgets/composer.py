@@ -45,6 +45,9 @@ MENU_ROWS = 12
 MENU_MIN_ROWS = 3
 """Rows the open menu keeps even over a tall message: the box gives them up and scrolls."""
 
+RESOURCES_ASKED = "asking the MCP servers for their resources…"
+"""The @-picker's last row while the servers' resources are being listed."""
+
 DRAFT_SAVE_DELAY = 0.5
 """Seconds of quiet after the last edit before the draft is saved."""
 
@@ -793,19 +796,21 @@ class Composer(Vertical):
         self._mention_query = query
         self.post_message(self.FilesWanted(query, files))
 
-    def show_file_matches(self, query: str, ranked: list[str]) -> None:
+    def show_file_matches(self, query: str, ranked: list[str], asking: bool = False) -> None:
         """The ranking of ``query`` arrived (ranked off the event loop): show it if the person
-        is still typing that mention."""
+        is still typing that mention. ``asking``: the MCP servers' resources are still being
+        listed (more may match once they arrive)."""
         if self._completion != "mention" or query != self._mention_query:
             return
         menu = self.query_one("#completions", OptionList)
         menu.clear_options()
-        if not ranked:
-            menu.add_option(Option(f"no file matches {query!r}", disabled=True))
-            return
         for path in ranked:
             menu.add_option(Option(Text.assemble(("@", "dim"), path), id=path))
-        menu.highlighted = 0
+        if asking:
+            menu.add_option(Option(RESOURCES_ASKED, disabled=True))
+        elif not ranked:
+            menu.add_option(Option(f"no file matches {query!r}", disabled=True))
+        menu.highlighted = 0 if ranked else None
         self._fit_to_room()
 
     def refresh_files(self) -> None:
