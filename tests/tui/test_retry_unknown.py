@@ -24,6 +24,7 @@ from tests.tui.helpers import SIZE, make_app, notifications, screen_text, wait_u
 from tests.tui.test_snapshots import ROOT
 from tui.app import AgentTuiApp, Settings, create_app
 from tui.screens.main import MainScreen
+from tui.widgets.key_footer import FooterKey
 from tui.widgets.retry_choice import RetryChoice
 from tui.widgets.status_line import StatusLine
 
@@ -443,6 +444,30 @@ def test_snapshot_of_the_retry_choice(
     assert snap_compare(app, terminal_size=size, run_before=_until_choice)
 
 
+def _footer(screen: MainScreen) -> list[str]:
+    """The footer's keys as drawn: "R Retry", "f Fork", …"""
+    return [f"{key.key} {key.description}" for key in screen.query(FooterKey)]
+
+
+async def test_the_footer_offers_retry_on_a_failed_run_nothing_went_past(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime, _, tool, run_id, job_id = await _failed_runtime(db_path, workspace, "write_file")
+    try:
+        app = make_app(runtime, workspace, open_job=job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _open_failed_run(pilot, app, run_id)
+            await pilot.press("g")  # the conversation pane
+            await wait_until(
+                pilot, lambda: screen.focused in screen.conversation.walk_children(with_self=True)
+            )
+            await wait_until(pilot, lambda: "R Retry" in _footer(screen))
+            assert "f Fork" not in _footer(screen)  # in the conversation, as it always was
+        assert tool.calls == 1
+    finally:
+        await runtime.close()
+
+
 async def test_r_on_a_failed_run_a_later_follow_up_went_past_shows_the_refusal_and_runs_nothing(
     db_path: Path, workspace: Path
 ) -> None:
@@ -472,6 +497,11 @@ async def test_r_on_a_failed_run_a_later_follow_up_went_past_shows_the_refusal_a
             assert "Later runs continued this job: f fork from its last checkpoint" in shown
             assert "R to choose" not in shown
             assert "R retry" not in str(screen.query_one(StatusLine).render())
+            # Found by review: the footer still offered R Retry, a key that only refuses.
+            for pane in ("b", "g"):  # the browser, the conversation
+                await pilot.press(pane)
+                await wait_until(pilot, lambda: "f Fork" in _footer(screen))
+                assert not any("Retry" in key for key in _footer(screen)), _footer(screen)
 
             await pilot.press("R")
             await wait_until(

@@ -34,7 +34,8 @@ def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
     for binding in bindings:
         if isinstance(binding, Binding):
             what = binding.tooltip or binding.description or binding.action
-            rows.append((key_name(binding.key), what))
+            if (key_name(binding.key), what) not in rows:  # one key, two actions alike (R)
+                rows.append((key_name(binding.key), what))
         elif isinstance(binding, tuple):
             rows.append((key_name(binding[0]), binding[2] if len(binding) > 2 else binding[1]))
     return rows

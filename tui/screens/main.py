@@ -137,6 +137,10 @@ class MainScreen(Screen[None]):
         Binding("i", "inbox", "Inbox"),
         Binding("c", "cancel_run", "Cancel", tooltip="Cancel the run on screen (asks first)"),
         Binding("R", "retry", "Retry"),
+        # A run later runs of its job went past: R is not offered (a retry would drop their
+        # turns), but pressed anyway it says why; f, the way on from it, is offered instead.
+        Binding("R", "retry_superseded", "Retry", show=False),
+        Binding("f", "fork_superseded", "Fork"),
         Binding("f", "fork", "Fork", show=False),
         Binding("e", "export", "Export", show=False),
         Binding("x", "archive_job", "Archive job", show=False),
@@ -159,7 +163,9 @@ class MainScreen(Screen[None]):
             "inbox",
             "cancel_run",
             "retry",
+            "retry_superseded",
             "fork",
+            "fork_superseded",
             "export",
             "archive_job",
             "unarchive_last",
@@ -2394,7 +2400,9 @@ class MainScreen(Screen[None]):
         """Whether a text field has focus: then printable keys are text, never actions."""
         return isinstance(self.focused, Input | TextArea)
 
-    RUN_ACTIONS = frozenset({"parent_run", "cancel_run", "retry", "fork"})
+    RUN_ACTIONS = frozenset(
+        {"parent_run", "cancel_run", "retry", "retry_superseded", "fork", "fork_superseded"}
+    )
     """Actions on the run on screen, offered only when they make sense for it."""
 
     def offers(self, action: str) -> bool:
@@ -2405,12 +2413,16 @@ class MainScreen(Screen[None]):
             return run is not None and run.parent_run_id is not None
         if action == "cancel_run":
             return run is not None and not run.state.is_terminal
-        if action == "retry":
+        if action in ("retry", "retry_superseded", "fork_superseded"):
             # Failed, cancelled (Esc's interrupt says "Esc, then R") or interrupted: the runtime
-            # retries each from its last checkpoint.
-            return run is not None and (
+            # retries each from its last checkpoint, unless later runs of its job went past it
+            # (``run_superseded``): then a fork is the way on.
+            if run is None or not (
                 needs_resume(run) or run.state in (RunState.FAILED, RunState.CANCELLED)
-            )
+            ):
+                return False
+            gone_past = self.job_tree.gone_past(run)
+            return not gone_past if action == "retry" else gone_past
         if action == "fork":
             node = self.job_tree.cursor_node
             return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
@@ -2529,6 +2541,14 @@ class MainScreen(Screen[None]):
         run = self._selected_run_or_warn()
         if run is not None:
             self._retry(run.id)
+
+    def action_retry_superseded(self) -> None:
+        """R on a run later runs went past: not offered, but answered with the runtime's
+        refusal (and its way on), not silence."""
+        self.action_retry()
+
+    def action_fork_superseded(self) -> None:
+        self.action_fork()
 
     @work(exit_on_error=False, group="start")
     async def _retry(self, run_id: str) -> None:
