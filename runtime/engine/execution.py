@@ -68,7 +68,9 @@ class Execution:
     """While a model message streams: its last draft save, of all the text shown so far
     (``Runtime.cancel`` calls it before it commits the cancel, after which the run's token no
     longer writes). It returns the usage of the message so far, for the cancel to count: the
-    provider reports usage at a message's end, which a cancelled message never reaches."""
+    provider reports usage at a message's end, which a cancelled message never reaches. From
+    the stream's end until the message's commit returned, it returns that usage only (a
+    cancel landing there stops the commit)."""
     release_at_step_end: bool = False
     """Give the run back (queued, interrupted) once the step in progress ended, instead of
     calling the model again: a worker shutting down (``Runtime.give_back_at_step_end``)."""

@@ -70,10 +70,38 @@ class ModelCall:
         """Stream until one attempt ends; commit its message. (message, stop reason, whether
         the run completed with it: a message that ends the run is committed with its
         checkpoint and the run's completion in one transaction)."""
-        message_id, folded = await self._stream_with_retries(execution, run, provider, request)
+        spent = await self._stream_with_retries(execution, run, provider, request)
+        committed = False
+        try:
+            message, stop_reason, done = await self._commit(
+                execution, run, provider, request, tools, spent, step=step
+            )
+            committed = True
+        finally:
+            # Until the commit returned, a cancel took the message's usage, or it is noted now
+            # (the run cancelled by another process refused the commit). Either way the store
+            # adds it only if the message was not committed after all: never twice.
+            execution.save_shown = None
+            cut_short = None if committed else spent.take()
+            spent.ended = True
+            await self._note_cut_short(execution, run.id, cut_short)
+        return message, stop_reason, done
+
+    async def _commit(
+        self,
+        execution: Execution,
+        run: Run,
+        provider: ModelProvider,
+        request: ModelRequest,
+        tools: dict[str, Tool],
+        spent: _Spent,
+        *,
+        step: int,
+    ) -> tuple[Message, str, bool]:
+        folded = spent.folded
         content, new_calls = folded.result(tools)
         committed = NewMessage(
-            id=message_id,
+            id=spent.message_id,
             role=Role.ASSISTANT,
             content=content,
             model=run.model,
@@ -108,7 +136,7 @@ class ModelCall:
 
     async def _stream_with_retries(
         self, execution: Execution, run: Run, provider: ModelProvider, request: ModelRequest
-    ) -> tuple[str, Fold]:
+    ) -> _Spent:
         attempt = 0
         while True:
             attempt += 1
@@ -116,9 +144,10 @@ class ModelCall:
             # text glued onto the dropped attempt's. The commit clears the run's drafts.
             message_id = new_id()
             folded = Fold()
+            spent = _Spent(folded, provider, message_id)
             try:
-                await self._stream_once(execution, run, provider, request, message_id, folded)
-                return message_id, folded
+                await self._stream_once(execution, run, provider, request, spent)
+                return spent
             except ModelError as error:
                 if not error.retryable or attempt >= MAX_MODEL_ATTEMPTS:
                     raise RunFailed(error.code, error.message) from None
@@ -158,17 +187,19 @@ class ModelCall:
         run: Run,
         provider: ModelProvider,
         request: ModelRequest,
-        message_id: str,
-        folded: Fold,
+        spent: _Spent,
     ) -> None:
+        """Stream one attempt into ``spent``'s fold. Ended, the message's usage is still handed
+        to a cancel until the caller committed it (``call``); cut short, it is counted here
+        unless a cancel took it."""
         bus = self._bus
+        folded, message_id = spent.folded, spent.message_id
         # Observers read what streams from ``folded`` itself (see runtime.bus): a delta costs
         # nothing here unless one of them is waiting for the next.
         shown_to = bus.open_stream(run.job_id, run.id, execution.token, message_id, folded)
         draft = DraftKeeper(
             self._store, run.id, execution.token, message_id, folded, owner_id=self._owner_id
         )
-        spent = _Spent(folded, provider, message_id)
 
         async def save_shown() -> CutShortUsage | None:
             # Observers get what was folded until now and nothing after it: the stream goes on
@@ -178,8 +209,12 @@ class ModelCall:
             await draft.save_shown()
             return spent.take()  # counted by the cancel, in its transaction
 
+        async def until_commit() -> CutShortUsage | None:
+            return spent.take()  # the stream ended: the commit is next, unless a cancel is
+
         execution.save_shown = save_shown
         stream = provider.stream(request)
+        ended = False
         try:
             async for event in stream:
                 shown = folded.apply(event)
@@ -188,16 +223,17 @@ class ModelCall:
                 if bus.waiting:
                     bus.wake()
                 draft.shown()
-            spent.ended = True
+            ended = True
         finally:
             bus.close_stream(shown_to)
-            execution.save_shown = None
+            execution.save_shown = until_commit if ended else None
             try:
                 # A message cut short (the app closing, the stream failing) keeps in its draft
                 # all that was shown, not only what the clock saved last, and counts what it
                 # used so far (a cancel by this process counted it already).
-                await draft.stop(keep_shown=not spent.ended)
-                await self._note_cut_short(execution, run.id, spent.take())
+                await draft.stop(keep_shown=not ended)
+                if not ended:
+                    await self._note_cut_short(execution, run.id, spent.take())
             finally:
                 # Closing the generator closes the provider's HTTP stream (cancel, errors).
                 close = getattr(stream, "aclose", None)
@@ -224,27 +260,31 @@ class ModelCall:
 
 
 class _Spent:
-    """The usage of the message streaming, should it be cut short: handed out once, to the
-    cancel of this process (counted in the cancel's transaction) or else to the stream's own
-    end; never once the stream ended (its commit counts the provider's figures)."""
+    """The usage of the message streaming, should it be cut short before its commit: handed
+    out once, to the cancel of this process (counted in the cancel's transaction) or else to
+    the stream's failure or the commit's; never once the commit returned (it counted the
+    provider's figures). The window between the stream's end and the commit is covered too:
+    a cancel landing there stopped the commit, and the run recorded 0 tokens for the message.
+    Handed out while the commit lands all the same, it adds nothing: the stores count a
+    message cut short only if it was not committed (``rules.cancel_run``)."""
 
     def __init__(self, folded: Fold, provider: ModelProvider, message_id: str) -> None:
-        self._folded = folded
+        self.folded = folded
+        self.message_id = message_id
         self._provider = provider
-        self._message_id = message_id
         self._taken = False
         self.ended = False
-        """The stream ended: the message is committed with its own usage."""
+        """The commit returned (or failed): nothing is handed out after it."""
 
     def take(self) -> CutShortUsage | None:
         if self.ended or self._taken:
             return None
         self._taken = True
-        usage = self._folded.usage_so_far()
+        usage = self.folded.usage_so_far()
         if usage.total_tokens == 0:
             return None  # cut before anything was reported or shown (a refused request)
         return CutShortUsage(
-            message_id=self._message_id, usage=usage, cost_usd=self._provider.cost_usd(usage)
+            message_id=self.message_id, usage=usage, cost_usd=self._provider.cost_usd(usage)
         )
 
 

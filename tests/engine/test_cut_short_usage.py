@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.errors import ModelError
-from runtime.models import Job, Run, RunState, Usage
+from runtime.models import Job, Message, Role, Run, RunState, ToolCall, Usage
 from runtime.results import CHARS_PER_TOKEN
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn
@@ -138,3 +139,118 @@ async def test_a_run_that_ends_normally_counts_only_the_providers_figures(
         await runtime.close()
     run, job = await totals(db_path, run.id)
     assert run.usage == Usage(input_tokens=10, output_tokens=5) and job.usage == run.usage
+
+
+class CommitGate(SqliteStore):
+    """A real SQLite store whose next commit of a message (with tool calls) waits on ``gate``,
+    ``before`` it is written or once it is: ``reached`` says a commit is waiting there."""
+
+    def __init__(self, db_path: Path, *, before: bool) -> None:
+        super().__init__(db_path)
+        self.before = before
+        self.reached = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def commit_message(self, run_id: str, **options: Any) -> tuple[Message, list[ToolCall]]:
+        if self.before:
+            self.reached.set()
+            await self.gate.wait()
+        committed = await super().commit_message(run_id, **options)
+        if not self.before:
+            self.reached.set()
+            await self.gate.wait()
+        return committed
+
+
+USED = Usage(input_tokens=1200, output_tokens=40)
+"""What the provider reports at the message's end (more than the estimate of its text)."""
+
+
+async def gated_runtime(db_path: Path, workspace: Path, *, before: bool) -> Runtime:
+    """A runtime on a ``CommitGate`` store whose model asks for a tool, reporting ``USED``."""
+    asks = Turn("I will look.", tool_calls=[("read_file", {"path": "README.md"})], usage=USED)
+    provider = ScriptedProvider([asks])
+    return await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        sleep=no_sleep,
+        store=CommitGate(db_path, before=before),
+    )
+
+
+async def cancelled_at_the_commit(db_path: Path, workspace: Path, *, before: bool) -> str:
+    """The id of a run cancelled while its first message's commit waits (``CommitGate``): the
+    stream has ended, with the provider's usage."""
+    runtime = await gated_runtime(db_path, workspace, before=before)
+    store = runtime.store
+    assert isinstance(store, CommitGate)
+    try:
+        run = await runtime.start("go")
+        async with asyncio.timeout(WAIT):
+            await store.reached.wait()
+        cancelled = await runtime.cancel(run.id, reason="Esc")
+        assert cancelled.state is RunState.CANCELLED
+        assert cancelled.usage == USED  # in the cancel's own transaction, once
+    finally:
+        store.gate.set()
+        await runtime.close()
+    return run.id
+
+
+async def test_a_cancel_between_the_streams_end_and_the_commit_counts_the_message(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by review: the stream's end stopped handing the usage out, and the cancel that
+    stopped the commit then counted nothing: 0 tokens for a message the provider billed."""
+    run_id = await cancelled_at_the_commit(db_path, workspace, before=True)
+    run, job = await totals(db_path, run_id)
+    assert run.state is RunState.CANCELLED
+    assert run.usage == USED and job.usage == USED
+    assert run.cost_usd == pytest.approx(ScriptedProvider([]).cost_usd(USED))
+    assert job.cost_usd == pytest.approx(run.cost_usd)
+    async with SqliteStore(db_path) as store:
+        assert [m.role for m in await store.list_messages(run_id)] == [Role.USER]
+
+
+async def test_a_message_committed_then_cancelled_is_counted_once(
+    db_path: Path, workspace: Path
+) -> None:
+    run_id = await cancelled_at_the_commit(db_path, workspace, before=False)
+    run, job = await totals(db_path, run_id)
+    assert run.state is RunState.CANCELLED
+    assert run.usage == USED and job.usage == USED
+    assert run.cost_usd == pytest.approx(ScriptedProvider([]).cost_usd(USED))
+    async with SqliteStore(db_path) as store:
+        messages = await store.list_messages(run_id)
+    assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT]
+    assert messages[1].usage == USED
+
+
+async def test_a_cancel_by_another_process_before_the_commit_counts_the_message(
+    db_path: Path, workspace: Path
+) -> None:
+    """The commit is refused then (the run is no longer this execution's): the process that
+    streamed the message counts it."""
+    runtime = await gated_runtime(db_path, workspace, before=True)
+    store = runtime.store
+    assert isinstance(store, CommitGate)
+    try:
+        run = await runtime.start("go")
+        async with asyncio.timeout(WAIT):
+            await store.reached.wait()
+        other = await open_runtime(ScriptedProvider([]), db_path, workspace)
+        try:
+            await other.cancel(run.id, reason="agent-tui cancel")
+        finally:
+            await other.close()
+        store.gate.set()
+        boundary = await runtime.wait(run.id, timeout=WAIT)
+        assert boundary.run.state is RunState.CANCELLED  # heard here, from the store
+    finally:
+        store.gate.set()
+        await runtime.close()
+    run, job = await totals(db_path, run.id)
+    assert run.usage == USED and job.usage == USED
