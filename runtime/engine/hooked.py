@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from runtime.denials import by_hook
 from runtime.engine.delegation import Outcome
 from runtime.hooks import HookEntry, HooksConfig, fire_and_forget, run_after_tool, run_before_tool
 from runtime.models import Run, RunState, ToolCall, ToolCallState
@@ -31,8 +32,7 @@ async def hooked_before(
         job_id=run.job_id,
     )
     if outcome.decision == "deny":
-        reason = f": {outcome.reason}" if outcome.reason else ""
-        return f"{outcome.hook} denied this tool call{reason}"
+        return by_hook(outcome.hook, outcome.reason)
     if outcome.failure:
         return f"the call did not run: {outcome.failure}"
     return None

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runtime.denials import by_person, by_rules
 from runtime.engine.execution import ASK_USER
 from runtime.errors import ToolError
 from runtime.models import InputKind, InputRequest, InputRequestState, ToolCall, ToolCallState
@@ -141,7 +142,7 @@ def _permission(
 ) -> None:
     decision = decide(call.name, tool, plan.allowed)
     if decision == "deny":
-        plan.fail(call, f"the permission rules deny {call.name}; do not try it again")
+        plan.fail(call, by_rules(call.name))
         return
     if decision == "ask":
         if request is None:
@@ -155,8 +156,7 @@ def _permission(
             return
         answer = request.answer if isinstance(request.answer, dict) else {}
         if answer.get("decision") == "deny":
-            reason = answer.get("reason")
-            plan.fail(call, f"the person denied this tool call{': ' + reason if reason else ''}")
+            plan.fail(call, by_person(answer.get("reason")))
             return
         if answer.get("decision") == "allow_run":
             plan.allowed.add(call.name)

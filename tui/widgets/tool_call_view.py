@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets.collapsible import CollapsibleTitle
 
+from runtime.denials import denial
 from runtime.kinds import ToolCallState
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._format import short
@@ -34,6 +35,8 @@ TOOL_ICONS = {
 }
 
 RESULT_LIMIT = 4000
+DENIAL_CHARS = 300
+"""A denial's line shows its reason up to this long; the result's fold holds all of it."""
 DELEGATION_PREFIX = "delegate_to_"
 
 
@@ -78,6 +81,8 @@ class ToolCallView(Vertical, can_focus=True):
     ToolCallView { height: auto; margin: 0 0 1 2; padding: 0 1; border-left: wide $secondary; }
     ToolCallView:focus { background: $boost; }
     ToolCallView.-failed, ToolCallView.-indeterminate { border-left: wide $error; }
+    ToolCallView.-failed.-denied { border-left: wide $warning; }
+    ToolCallView .tool-denial { color: $text-warning; }
     ToolCallView.-completed { border-left: wide $success; }
     ToolCallView .tool-header { color: $text; }
     ToolCallView .tool-child { color: $accent; }
@@ -146,6 +151,10 @@ class ToolCallView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header", markup=False)
+        refused = self._denial_text()
+        denied = Static(refused, classes="tool-denial", markup=False)
+        denied.display = bool(refused)
+        yield denied
         child = Static(self._child_text(), classes="tool-child", markup=False)
         child.display = self.is_delegation
         yield child
@@ -209,9 +218,23 @@ class ToolCallView(Vertical, can_focus=True):
             text = text[:RESULT_LIMIT] + f"\n… ({len(text) - RESULT_LIMIT} more characters)"
         return terminal_safe(text)
 
+    def _denial_text(self) -> str:
+        """Who refused the call before it ran (the permission rules, the person, a hook), on a
+        line of its own: folded in the result, a hook's refusal looked like any failure."""
+        refused = denial(self.error) if self.state is ToolCallState.FAILED else None
+        return terminal_safe_line(short(refused.line(), DENIAL_CHARS)) if refused else ""
+
+    def _show_denial(self) -> None:
+        text = self._denial_text()
+        self.set_class(bool(text), "-denied")
+        line = self.query_one(".tool-denial", Static)
+        line.update(text)
+        line.display = bool(text)
+
     def _set_state_class(self) -> None:
         for state in ToolCallState:
             self.set_class(self.state is state, f"-{state.value}")
+        self._show_denial()
 
     def update_state(
         self,
@@ -279,6 +302,7 @@ class ToolCallView(Vertical, can_focus=True):
             folded = self.query_one("#result", Collapsible)
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
+            self._show_denial()
 
     def set_child(self, child_run_id: str) -> None:
         self.child_run_id = child_run_id
