@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from runtime.errors import CheckpointNotFound
 from runtime.history import all_messages
-from runtime.models import Job, Message, Run, RunState
+from runtime.models import Job, Message, Run, RunState, ToolCall
 from runtime.store.base import Store
 
 __all__ = [
@@ -81,6 +81,10 @@ class TranscriptMessage:
     message: Message
     run: Run
     inherited: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The records of the message's tool calls (name, arguments, final state, result), when
+    the reader loaded them: a pane's pager does for the runs it shows as context (earlier runs
+    of the job, a fork's inherited history), a page at a time."""
 
 
 def partial_label(state: RunState) -> str:

@@ -11,7 +11,9 @@ this module gives the same items in pages, each with a key that orders the whole
   within a run, its header is at ``HEADER``, its messages at their positions, its partial answer
   at ``PARTIAL``.
 - ``before(key, limit)`` / ``after(key, limit)``: the ``limit`` items just before or after
-  ``key``, in reading order; one keyset query on the messages per run crossed.
+  ``key``, in reading order; one keyset query on the messages per run crossed. The context's
+  messages (not the shown run's) come with their tool call records (``TranscriptMessage
+  .tool_calls``), read for the page's messages only.
 
 A sub-run is shown alone (it sits under its delegation block): one segment, no header.
 """
@@ -100,7 +102,7 @@ class TranscriptPager:
             found.extend(await self._segment_before(index, position, limit - len(found)))
             index, position = index - 1, PARTIAL + 1
         found.reverse()
-        return found
+        return await self._with_tool_calls(found)
 
     async def after(self, key: ItemKey, limit: int) -> list[Keyed]:
         """Up to ``limit`` items just after ``key``, in reading order."""
@@ -109,6 +111,31 @@ class TranscriptPager:
         while index < len(self._segments) and len(found) < limit:
             found.extend(await self._segment_after(index, position, limit - len(found)))
             index, position = index + 1, HEADER - 1
+        return await self._with_tool_calls(found)
+
+    async def _with_tool_calls(self, page: list[Keyed]) -> list[Keyed]:
+        """``page`` with the tool call records of its context messages (earlier runs, a fork's
+        inherited history): their state and result, shown as the run's own calls are. One
+        query per message with tool calls, on the page's messages only: a long earlier run's
+        results are read as its pages are, never all at once. (The shown run's calls come
+        with the run, and live.)"""
+        from dataclasses import replace
+
+        from runtime.kinds import Role
+        from runtime.transcript import TranscriptMessage
+
+        found: list[Keyed] = []
+        for key, item in page:
+            if (
+                isinstance(item, TranscriptMessage)
+                and item.run.id != self.run.id
+                and item.message.role is Role.ASSISTANT
+                and item.message.tool_uses
+                and not item.tool_calls
+            ):
+                calls = await self.store.list_tool_calls(item.run.id, message_id=item.message.id)
+                item = replace(item, tool_calls=tuple(calls))
+            found.append((key, item))
         return found
 
     # --- one segment ---------------------------------------------------------------------------

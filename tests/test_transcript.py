@@ -9,7 +9,7 @@ from pathlib import Path
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.export import export_job
-from runtime.models import DraftKind, Role, RunState, TextBlock
+from runtime.models import DraftKind, Role, RunState, TextBlock, ToolCallState
 from runtime.store.base import NewRun
 from runtime.store.sqlite import SqliteStore
 from runtime.transcript import (
@@ -151,3 +151,37 @@ async def test_an_exports_outline_keeps_the_models_headings_under_its_own(
     assert "\n##### Plan\n" in markdown and "\n#### Done\n" in markdown
     assert "\n# a comment\n" in markdown
     assert "\n## Plan" not in markdown
+
+
+async def test_a_pages_earlier_run_messages_come_with_their_tool_calls_and_the_shown_runs_without(
+    db_path: Path, workspace: Path
+) -> None:
+    from runtime.transcript_pages import TranscriptPager
+
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        first = await runtime.start("summarise the sample project")
+        await finish_run(runtime, first.id)
+        follow = await runtime.follow_up(first.job_id, "and list the files")
+        await finish_run(runtime, follow.id)
+
+        pager = await TranscriptPager.open(runtime.store, follow)
+        messages = [
+            item for _, item in await pager.tail(500) if isinstance(item, TranscriptMessage)
+        ]
+        earlier = [m for m in messages if m.run.id == first.id and m.message.tool_uses]
+        assert earlier
+        for item in earlier:
+            assert [call.id for call in item.tool_calls] == [
+                use.tool_call_id for use in item.message.tool_uses
+            ]
+            assert all(call.state is ToolCallState.COMPLETED for call in item.tool_calls)
+        read = next(c for m in earlier for c in m.tool_calls if c.name == "read_file")
+        assert read.result and "Sample project" in read.result
+        own = [m for m in messages if m.run.id == follow.id]
+        assert any(m.message.tool_uses for m in own)
+        assert not any(m.tool_calls for m in own)  # the shown run's calls come with the run
+    finally:
+        await runtime.close()
