@@ -5,15 +5,20 @@ streamed text marked as partial."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from textual.widgets import Collapsible
+from rich.syntax import Syntax
+from textual.widgets import Collapsible, Static
 
 from runtime.api import Runtime
-from runtime.models import DraftKind
+from runtime.config import Config
+from runtime.models import DraftKind, RunState, ToolCallState
 from runtime.store.base import NewRun
-from tests.tui.helpers import SIZE, finish_run, make_app, wait_until
+from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tui.helpers import SIZE, finish_run, main_screen, make_app, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.message_view import MessageView
+from tui.widgets.tool_call_view import ToolCallView
 
 
 def _texts(screen: MainScreen) -> list[str]:
@@ -102,3 +107,138 @@ async def test_a_cancelled_runs_streamed_text_shows_after_relaunch_marked_partia
         # What it was thinking is there too, folded as a committed message's thinking is.
         assert views[-1].thinking_text == "Which notes?"
         assert views[-1].query_one(Collapsible).collapsed
+
+
+async def _job_of_a_run_with_tools_and_a_follow_up(
+    db_path: Path, workspace: Path, calls: list[tuple[str, dict[str, Any]]], decision: str
+) -> tuple[Runtime, str]:
+    """A job whose first run made ``calls`` (its write's approval answered with ``decision``)
+    and then a follow-up that made none, through the real runtime: the runtime and the
+    follow-up's id."""
+    model = ScriptedProvider(
+        [
+            Turn(text="Reading.", tool_calls=calls),
+            Turn(text="Done with that."),
+            Turn(text="Nothing more to do."),  # the follow-up
+        ]
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    first = await runtime.start("read the readme")
+    boundary = await runtime.wait(first.id, timeout=20)
+    assert boundary.request is not None  # the write asks first
+    await runtime.respond(
+        first.id, boundary.request.id, {"decision": decision, "reason": "not now"}
+    )
+    assert (await runtime.wait(first.id, timeout=20)).run.state is RunState.COMPLETED
+    second = await runtime.follow_up(first.job_id, "anything else?")
+    assert (await runtime.wait(second.id, timeout=20)).run.state is RunState.COMPLETED
+    return runtime, second.id
+
+
+def _header(block: ToolCallView) -> str:
+    return str(block.query_one(".tool-header", Static).render())
+
+
+async def test_an_earlier_runs_tool_calls_show_arguments_state_and_result_and_brackets_reach_them(
+    db_path: Path, workspace: Path
+) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": "README.md"}),
+        ("read_file", {"path": "missing.txt"}),
+        ("write_file", {"path": "notes.md", "content": "notes"}),
+    ]
+    runtime, follow_up = await _job_of_a_run_with_tools_and_a_follow_up(
+        db_path, workspace, calls, "deny"
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            screen.open_run(follow_up)
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.conversation.run_id == follow_up
+                    and len(screen.conversation.query(ToolCallView)) == 3
+                ),
+            )
+            blocks = list(screen.conversation.query(ToolCallView))
+            headers = [_header(block) for block in blocks]
+            assert headers[0].startswith("✓ read_file(path=README.md)")
+            assert headers[1].startswith("✗ read_file(path=missing.txt)")
+            assert headers[2].startswith("✗ write_file(path=notes.md")
+            assert [block.state for block in blocks] == [
+                ToolCallState.COMPLETED,
+                ToolCallState.FAILED,
+                ToolCallState.FAILED,
+            ]
+            assert all(block.has_class("-context") for block in blocks)  # dimmed: read-only
+            assert not any(block.result_expanded for block in blocks)
+            # They sit in the first run, above the follow-up's header.
+            texts = _texts(screen)
+            header = next(i for i, t in enumerate(texts) if t.startswith("── follow-up 2"))
+            shown = [i for i, t in enumerate(texts) if t == "<ToolCallView>"]
+            assert len(shown) == 3 and max(shown) < header
+
+            # [ from the conversation reaches them, last first; Enter unfolds the result.
+            screen.conversation.focus()
+            await pilot.press("left_square_bracket")
+            assert app.focused is blocks[2]
+            await pilot.press("enter")
+            denied = str(blocks[2].query_one("#result-text", Static).render())
+            assert "denied" in denied and "not now" in denied
+            await pilot.press("left_square_bracket", "left_square_bracket")
+            assert app.focused is blocks[0]
+            await pilot.press("enter")
+            assert blocks[0].result_expanded
+            assert "Sample project" in str(blocks[0].query_one("#result-text", Static).render())
+            await pilot.press("right_square_bracket")
+            assert app.focused is blocks[1]
+            await pilot.press("enter")
+            assert blocks[1].error is not None and blocks[1].result_expanded
+    finally:
+        await runtime.close()
+
+
+async def test_an_earlier_runs_write_shows_the_diff_it_applied_once_its_result_is_unfolded(
+    db_path: Path, workspace: Path
+) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("write_file", {"path": "notes.md", "content": "the first line of notes\n"})
+    ]
+    runtime, follow_up = await _job_of_a_run_with_tools_and_a_follow_up(
+        db_path, workspace, calls, "allow_once"
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            screen.open_run(follow_up)
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.conversation.run_id == follow_up
+                    and len(screen.conversation.query(ToolCallView)) == 1
+                ),
+            )
+            block = screen.conversation.query_one(ToolCallView)
+            assert _header(block).startswith("✓ write_file(path=notes.md")
+            diff = block.query_one("#applied-diff", Static)
+            await pilot.pause()
+            assert not diff.display  # folded: context stays compact
+
+            screen.conversation.focus()
+            await pilot.press("left_square_bracket", "enter")
+            await wait_until(pilot, lambda: diff.display)
+            assert isinstance(diff.content, Syntax)
+            assert "+the first line of notes" in diff.content.code
+            await pilot.press("enter")
+            assert not diff.display
+    finally:
+        await runtime.close()

@@ -847,7 +847,9 @@ def _span(group: _Group) -> tuple[int, int] | None:
 
 def _context_widgets(item: TranscriptItem) -> list[Widget]:
     """Read-only widgets for an item outside the shown run: fork origin, run headers, earlier
-    runs' messages (tool calls as one line), partial answers."""
+    runs' messages, partial answers. A tool call whose record came with the message (the
+    pager's context) is a block as the shown run's are, dimmed: its state, its arguments, its
+    result folded; the others (a sub-run's fold) are named on one line."""
     from runtime.transcript import ForkOrigin, PartialAnswer, RunHeader
 
     if isinstance(item, ForkOrigin):
@@ -866,10 +868,35 @@ def _context_widgets(item: TranscriptItem) -> list[Widget]:
         if item.inherited:
             view.add_class("inherited")
         widgets.append(view)
-    if message.tool_uses:
-        names = ", ".join(use.name for use in message.tool_uses)
+    records = {call.id: call for call in item.tool_calls}
+    unrecorded = [use for use in message.tool_uses if use.tool_call_id not in records]
+    for use in message.tool_uses:
+        call = records.get(use.tool_call_id)
+        if call is not None:
+            widgets.append(_context_tool_view(call, inherited=item.inherited))
+    if unrecorded:
+        names = ", ".join(use.name for use in unrecorded)
         widgets.append(Static(f"  ⚙ {names}", classes="run-header", markup=False))
     return widgets
+
+
+def _context_tool_view(call: ToolCall, *, inherited: bool) -> ToolCallView:
+    """A tool call of a run shown as context: as it ended, read-only (nothing updates it)."""
+    from tui.widgets.tool_call_view import ToolCallView  # not for the first frame
+
+    view = ToolCallView(
+        tool_call_id=call.id,
+        name=call.name,
+        arguments=dict(call.arguments),
+        state=call.state,
+        result=call.result,
+        error=call.error,
+        child_run_id=call.child_run_id,
+        context=True,
+    )
+    if inherited:
+        view.add_class("inherited")
+    return view
 
 
 def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:

@@ -2,7 +2,9 @@
 folded (Enter or space unfolds it). A delegation folds the sub-run it made under it: collapsed
 at first, Enter unfolds it (its messages, read from the store when unfolded), ``o`` opens the
 sub-run as the conversation; the images of a result (described in it as
-``[image: png 640×480, 12 KB]``) are saved and opened with ``o``."""
+``[image: png 640×480, 12 KB]``) are saved and opened with ``o``. A call of a run shown as
+context (an earlier run of the job, ``context``): dimmed, as it ended; the diff a write applied
+is read and shown only while its result is unfolded."""
 
 from __future__ import annotations
 
@@ -85,6 +87,7 @@ class ToolCallView(Vertical, can_focus=True):
     ToolCallView .tool-denial { color: $text-warning; }
     ToolCallView.-completed { border-left: wide $success; }
     ToolCallView .tool-header { color: $text; }
+    ToolCallView.-context .tool-header { color: $text-muted; }
     ToolCallView .tool-child { color: $accent; }
     ToolCallView .tool-progress-line { color: $text-muted; }
     ToolCallView ProgressBar { height: 1; }
@@ -136,9 +139,11 @@ class ToolCallView(Vertical, can_focus=True):
         result: str | None = None,
         error: str | None = None,
         child_run_id: str | None = None,
+        context: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(classes="-context" if context else None)
         self.tool_call_id = tool_call_id
+        self.context = context
         self.tool_name = name
         self.arguments = arguments or {}
         self.state = state
@@ -147,6 +152,7 @@ class ToolCallView(Vertical, can_focus=True):
         self.child_run_id = child_run_id
         self.images: list[ImageBlock] = []
         self._diff_asked = False
+        self._has_diff = False
         self._header_width = 0
 
     def compose(self) -> ComposeResult:
@@ -274,6 +280,7 @@ class ToolCallView(Vertical, can_focus=True):
             self.tool_name in FILE_WRITING_TOOLS
             and self.state is ToolCallState.COMPLETED
             and not self._diff_asked
+            and (not self.context or (self.is_mounted and self.result_expanded))
         ):
             self._diff_asked = True
             self.post_message(self.DiffWanted(self))
@@ -286,7 +293,8 @@ class ToolCallView(Vertical, can_focus=True):
 
         view = self.query_one("#applied-diff", Static)
         view.update(Syntax(terminal_safe(diff), "diff", word_wrap=True))
-        view.display = True
+        view.display = not self.context or self.result_expanded
+        self._has_diff = True
 
     def set_result(
         self, content: str, *, is_error: bool, images: list[ImageBlock] | None = None
@@ -329,6 +337,13 @@ class ToolCallView(Vertical, can_focus=True):
         if event.collapsible.id == "sub-run":
             event.stop()
             self.post_message(self.SubRunWanted(self, self.child_run_id))
+        elif self.context and event.collapsible is self.query_one("#result", Collapsible):
+            self.query_one("#applied-diff", Static).display = self._has_diff
+            self._want_diff()
+
+    def on_collapsible_collapsed(self, event: Collapsible.Collapsed) -> None:
+        if self.context and event.collapsible is self.query_one("#result", Collapsible):
+            self.query_one("#applied-diff", Static).display = False
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Show progress while the tool runs: a bar (with a total) or a pulsing bar, and the
