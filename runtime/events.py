@@ -92,10 +92,13 @@ class HistoryRepaired(_DurableEvent):
 class RunNoted(_DurableEvent):
     """A fact about a run that is neither a message nor a state change (DESIGN §16): the
     instruction files it used (``instructions``), a phase it moved to (``phase``), a compaction of
-    its history (``compaction``). ``text`` is one line for people; ``data`` holds the record."""
+    its history (``compaction``), the usage of an answer cut short counted in its totals
+    (``cut_short``: written after the cancel when another process cancelled the run, so every
+    process showing the run reads its totals and its partial answer again). ``text`` is one line
+    for people; ``data`` holds the record."""
 
     kind: Literal["run_noted"] = "run_noted"
-    note: Literal["instructions", "phase", "compaction"]
+    note: Literal["instructions", "phase", "compaction", "cut_short"]
     text: str
     data: dict[str, Any] = Field(default_factory=dict)
 

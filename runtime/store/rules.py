@@ -32,6 +32,7 @@ from runtime.events import (
     JobArchived,
     MessageCommitted,
     RepairNote,
+    RunNoted,
     RunStateChanged,
     ToolStateChanged,
 )
@@ -583,8 +584,9 @@ def cancel_run(
         cancel_reason=reason,
     )
     spent = _cut_short_adds(cut_short, committed=cut_short_committed)
-    if spent is not None:
+    if spent is not None and cut_short is not None:
         usage, cost_usd = spent
+        plan.events.append(_cut_short_noted(run, cut_short, now))
         ended, read = transition.runs[0]
         totals = {"usage": ended.usage + usage, "cost_usd": ended.cost_usd + cost_usd}
         transition.runs[0] = (ended.model_copy(update=totals), read)
@@ -624,7 +626,29 @@ def note_cut_short(
     if spent is None:
         return Plan()
     usage, cost_usd = spent
-    return note_usage(run, usage=usage, cost_usd=cost_usd, now=now)
+    plan = note_usage(run, usage=usage, cost_usd=cost_usd, now=now)
+    plan.events.append(_cut_short_noted(run, cut_short, now))
+    return plan
+
+
+def _cut_short_noted(run: Run, cut_short: CutShortUsage, now: float) -> RunNoted:
+    """The note of an answer cut short whose usage the run's totals take: after another
+    process's cancel, the only event that tells whoever shows the run that its totals (and its
+    partial answer, saved just before) changed."""
+    usage = cut_short.usage
+    cost = f" (${cut_short.cost_usd:.4f})" if cut_short.cost_usd else ""
+    return RunNoted(
+        job_id=run.job_id,
+        run_id=run.id,
+        created_at=now,
+        note="cut_short",
+        text=f"the answer cut short used about {usage.total_tokens:,} tokens{cost}, counted",
+        data={
+            "message_id": cut_short.message_id,
+            **usage.model_dump(mode="json"),
+            "cost_usd": cut_short.cost_usd,
+        },
+    )
 
 
 def set_run_step(run: Run, *, token: str, step: int, now: float) -> Plan:

@@ -1148,7 +1148,29 @@ class MainScreen(Screen[None]):
             await self.conversation.insert_notes(message.notes)
 
     async def on_run_noted_received(self, message: bridge.RunNotedReceived) -> None:
-        await self._route(message.event.run_id, message)
+        event = message.event
+        if event.note == "cut_short":
+            self._cut_short_counted(event.run_id, str(event.data.get("message_id", "")))
+        await self._route(event.run_id, message)
+
+    @work(exit_on_error=False, group="cut-short")
+    async def _cut_short_counted(self, run_id: str, message_id: str) -> None:
+        """An answer of the run cut short was counted: its totals changed (a new-user trial
+        read 0 tokens in both agent-tuis after cancelling, from one, a run the other executed:
+        that usage is written after the cancel), and its partial answer may have grown by what
+        its executing process saved last; the run on screen is read again then."""
+        from runtime.transcript import partial_answer
+
+        self.refresh_run(run_id)
+        run = await self.runtime.get_run(run_id)
+        if not run.state.is_terminal or self._loading_run_id is not None:
+            return
+        shown = self.conversation.shown_chars(run_id, message_id)
+        if shown is None:
+            return
+        partial = await partial_answer(self.runtime.store, run)
+        if partial is not None and partial.message_id == message_id and len(partial.text) > shown:
+            self.open_run(run_id)
 
     def on_checkpoint_created(self, message: bridge.CheckpointCreated) -> None:
         self.refresh_run(message.event.run_id)

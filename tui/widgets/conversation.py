@@ -516,6 +516,18 @@ class Conversation(SizedByLayout, VerticalScroll):
             await self.mount_all(widgets, before=self._newer_marker)
             self._trim_soon()
 
+    def shown_chars(self, run_id: str, message_id: str) -> int | None:
+        """How much of an uncommitted answer of the run on screen this pane shows (streamed
+        live, or read as its partial answer); None when it shows none of it."""
+        if run_id != self.run_id:
+            return None
+        view = self._messages.get(message_id)
+        if view is None:
+            reopened = f"partial:{run_id}:{message_id}"
+            views = self.query(_message_view())
+            view = next((v for v in views if v.message_id == reopened), None)
+        return None if view is None else view.streamed_chars
+
     async def run_stopped(self, label: str) -> None:
         """The run on screen stopped (cancelled, failed) with an answer streamed and never
         committed: it is marked as reopening the run marks it (found by a new-user trial: after
@@ -920,7 +932,7 @@ def _partial_widgets(partial: PartialAnswer) -> list[Widget]:
     return [view, Static(f"⚠ {partial.label()}", classes="partial-label", markup=False)]
 
 
-_NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲"}
+_NOTE_MARKS = {"instructions": "§", "phase": "◆", "compaction": "⇲", "cut_short": "Σ"}
 
 
 class _NoteLine(Static):

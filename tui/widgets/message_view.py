@@ -185,6 +185,11 @@ class MessageView(SizedByLayout, Vertical):
         )
 
     @property
+    def streamed_chars(self) -> int:
+        """How much of the message's text reached this view (as it streamed, or all of it)."""
+        return self._streamed
+
+    @property
     def text(self) -> str:
         """All of the text shown (streamed so far, or committed)."""
         if len(self._parts) > 1:
