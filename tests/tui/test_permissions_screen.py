@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import OptionList
 
 from runtime.api import Runtime
 from runtime.permissions import _forget_cache
-from tests.tui.helpers import SIZE, make_app, notifications, wait_until
+from tests.tui.helpers import SIZE, make_app, notifications, screen_text, wait_until
+from tests.tui.test_browser import lines_on_screen
+from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.screens.permissions import PermissionsScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.confirm_bar import ConfirmBar
 from tui.widgets.question_prompt import QuestionPrompt
 
 
@@ -53,7 +58,7 @@ async def test_the_screen_lists_filters_and_revokes_rules_by_key(
 
         await pilot.press("slash", *"shell", "enter")
         assert len(_lines(screen)) == 1 and "shell" in _lines(screen)[0]
-        await pilot.press("d")
+        await pilot.press("d", "y")
         await wait_until(pilot, lambda: any("Rule revoked" in n for n in notifications(app)))
         assert "No rule matches" in _lines(screen)[0]
         await pilot.press("escape")
@@ -87,7 +92,7 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
         assert isinstance(permissions, PermissionsScreen)
         await wait_until(pilot, lambda: permissions.rules)
         assert any("write_file" in line for line in _lines(permissions))
-        await pilot.press("slash", *"write_file", "enter", "d", "escape")
+        await pilot.press("slash", *"write_file", "enter", "d", "d", "escape")
         await wait_until(pilot, lambda: app.screen is screen)
         assert "write_file" not in (workspace / "agent-tui.toml").read_text()
 
@@ -98,6 +103,73 @@ async def test_answering_always_then_revoking_on_the_screen_asks_again_in_the_sa
         await pilot.press("1", "enter")  # an option's number, then Enter
         await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
         assert screen.query_one(ApprovalPrompt).request.detail["tool"] == "write_file"
+
+
+async def _open_permissions(pilot: Pilot[Any], app: AgentTuiApp) -> PermissionsScreen:
+    await pilot.pause()
+    await pilot.press(*"/permissions", "enter")
+    await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+    screen = app.screen
+    assert isinstance(screen, PermissionsScreen)
+    await wait_until(pilot, lambda: screen.rules)
+    return screen
+
+
+async def test_d_asks_first_and_only_d_again_or_y_revokes_the_rule(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: d revoked the highlighted rule at once, and a person who
+    pressed it by mistake did not know u puts it back."""
+    config = workspace / "agent-tui.toml"
+    config.write_text('[permissions]\ndeny = ["shell"]\nallow = ["read_file"]\n')
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open_permissions(pilot, app)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: screen.query(ConfirmBar))
+        assert "Revoke deny shell" in screen_text(app)
+        assert config.read_text() == '[permissions]\ndeny = ["shell"]\nallow = ["read_file"]\n'
+
+        await pilot.press("escape")  # no: the question goes, the rule stays, the screen too
+        await wait_until(pilot, lambda: not screen.query(ConfirmBar))
+        assert app.screen is screen and isinstance(app.focused, OptionList)
+        await pilot.press("d", "x")  # any other key is a no as well
+        await wait_until(pilot, lambda: not screen.query(ConfirmBar))
+        assert any("Kept" in n for n in notifications(app))
+        assert 'deny = ["shell"]' in config.read_text()
+
+        await pilot.press("d", "d")
+        await wait_until(pilot, lambda: "shell" not in config.read_text())
+        assert not screen.query(ConfirmBar) and isinstance(app.focused, OptionList)
+        await pilot.press("d", "y")
+        await wait_until(pilot, lambda: "read_file" not in config.read_text())
+
+
+async def test_at_80_columns_a_long_rule_takes_one_marked_row_and_shows_whole_below(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: long rules wrapped over several rows, and only colour told
+    which row was highlighted."""
+    long_rule = "mcp_server_with_a_long_name__tool_with_an_even_longer_name_" + "x" * 40
+    (workspace / "agent-tui.toml").write_text(
+        f'[permissions]\nallow = ["{long_rule}", "read_file"]\n'
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open_permissions(pilot, app)
+        options = screen.query_one(OptionList)
+        await pilot.pause()
+        rows = [row for row in lines_on_screen(options) if row.strip()]
+        assert len(rows) == 2, rows
+        assert rows[0].lstrip().startswith("› allow  mcp_server") and rows[0].rstrip().endswith("…")
+        assert not rows[1].lstrip().startswith("›") and "read_file" in rows[1]
+        assert f"› allow {long_rule}" in screen_text(app)
+
+        await pilot.press("down")
+        await wait_until(pilot, lambda: "› allow read_file" in screen_text(app))
+        rows = [row for row in lines_on_screen(options) if row.strip()]
+        assert rows[1].lstrip().startswith("› allow  read_file")
+        assert not rows[0].lstrip().startswith("›")
 
 
 def _footer(screen: object) -> list[str]:
@@ -125,7 +197,7 @@ async def test_a_revoked_rule_comes_back_with_u_and_esc_in_the_filter_only_leave
         await wait_until(pilot, lambda: "Revoke rule" in _footer(screen))
         assert "New job" not in _footer(screen) and "Undo revoke" not in _footer(screen)
 
-        await pilot.press("d")
+        await pilot.press("d", "d")
         await wait_until(pilot, lambda: "shell" not in (workspace / "agent-tui.toml").read_text())
         await wait_until(pilot, lambda: "Undo revoke" in _footer(screen))
         await pilot.press("u")

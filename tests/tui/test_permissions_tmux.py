@@ -62,6 +62,8 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
         await _keys(session, "Enter")
         screen = await _wait_for_text(session, "Permissions — rules for tool calls")
         assert "write_file" in screen and "workspace" in screen
+        await _keys(session, "d")  # asks first; d again (or y) revokes
+        await _wait_for_text(session, "Revoke allow write_file")
         await _keys(session, "d")
         await _wait_for_text(session, "Rule revoked")
         await _wait_for_text(session, "No permission rules saved")

@@ -2,6 +2,9 @@
 
 Revoking removes the rule from its file; every run of this process reads the files again before
 its next decision (``runtime.permissions.current_permissions``), so the next tool call asks again.
+``d`` asks first (a question docked under the list: ``d`` again or ``y`` revokes), and ``u`` puts
+a revoked rule back. A rule takes one row, cut with an ellipsis; the highlighted one is marked
+with ``›`` (not by colour alone) and shown whole in the detail line under the list.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -20,8 +24,12 @@ from textual.widgets.option_list import Option
 from runtime.errors import AgentTuiError
 from runtime.permissions import PermissionRule, list_rules, restore_rule, revoke_rule
 from tui.widgets._format import short
+from tui.widgets.confirm_bar import ConfirmBar
 
 KIND_LABELS = {"allow": "allow", "ask": "ask  ", "deny": "deny "}
+MARKER = "› "
+"""Before the highlighted rule: seen without colour (a monochrome terminal, a colour-blind
+person), where the highlight's background alone was not."""
 
 
 def _home_relative(path: Path) -> str:
@@ -49,12 +57,16 @@ class PermissionsScreen(ModalScreen[None]):
         self.problem: str | None = None
         self.revoked: list[PermissionRule] = []
         """The rules revoked here, last one last: ``u`` puts them back, one a press."""
+        self._pattern_width = 10
+        self._marked: int | None = None
+        """The row that carries the marker (the highlighted rule's)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permissions-box"):
             yield Static("Permissions — rules for tool calls", id="permissions-title")
             yield Input(placeholder="/ filter rules by tool, kind or file", id="permissions-search")
             yield OptionList(id="permissions-list")
+            yield Static("", id="permissions-detail", markup=False)
             yield Static("", id="permissions-status")
             yield Static("d revoke · / search · ctrl+r reload · esc close", id="permissions-keys")
         # Its own keys at the bottom: the main screen's showed through, with keys that do not
@@ -90,16 +102,12 @@ class PermissionsScreen(ModalScreen[None]):
             or needle in f"{rule.kind} {rule.pattern} {rule.source} {rule.path}".lower()
         ]
         width = max((len(rule.pattern) for rule in self.shown), default=10)
-        width = min(max(width, 10), 40)
-        for index, rule in enumerate(self.shown):
-            where = "workspace" if rule.source == "workspace" else "user     "
-            options.add_option(
-                Option(
-                    f"{KIND_LABELS[rule.kind]}  {short(rule.pattern, 40):<{width}}  {where}  "
-                    f"{_home_relative(rule.path)}",
-                    id=str(index),
-                )
-            )
+        self._pattern_width = min(max(width, 10), 40)
+        self._marked = None
+        options.add_options(
+            Option(self._row(rule, marked=False), id=str(index))
+            for index, rule in enumerate(self.shown)
+        )
         if not self.shown:
             empty = "No rule matches the filter." if needle else "No permission rules saved."
             options.add_option(Option(empty, disabled=True))
@@ -107,6 +115,7 @@ class PermissionsScreen(ModalScreen[None]):
             options.highlighted = min(highlighted, len(self.shown) - 1)
         else:
             options.highlighted = 0
+        self._mark(options.highlighted)
         status = self.query_one("#permissions-status", Static)
         if self.problem:
             status.update(f"⚠ {self.problem}")
@@ -115,6 +124,42 @@ class PermissionsScreen(ModalScreen[None]):
                 f"{len(self.shown)} of {len(self.rules)} rule(s). Read-only tools allow and "
                 "writes and shell ask unless a rule says otherwise; deny wins."
             )
+
+    def _row(self, rule: PermissionRule, *, marked: bool) -> Content:
+        """One row (the list cuts it with an ellipsis; the detail line has it whole). Plain
+        content: a pattern's brackets are not markup."""
+        where = "workspace" if rule.source == "workspace" else "user     "
+        return Content(
+            f"{MARKER if marked else '  '}{KIND_LABELS[rule.kind]}  "
+            f"{short(rule.pattern, 40):<{self._pattern_width}}  {where}  "
+            f"{_home_relative(rule.path)}"
+        )
+
+    def _mark(self, index: int | None) -> None:
+        """The marker moves to row ``index``, and the detail line shows that rule whole."""
+        options = self.query_one(OptionList)
+        previous = self._marked
+        if previous is not None and previous != index and previous < len(self.shown):
+            options.replace_option_prompt_at_index(
+                previous, self._row(self.shown[previous], marked=False)
+            )
+        detail = self.query_one("#permissions-detail", Static)
+        if index is None or index >= len(self.shown):
+            self._marked = None
+            detail.update("")
+            return
+        rule = self.shown[index]
+        if previous != index:
+            options.replace_option_prompt_at_index(index, self._row(rule, marked=True))
+        self._marked = index
+        where = "the user config" if rule.source == "user" else "the workspace config"
+        detail.update(
+            f"{MARKER}{rule.kind} {rule.pattern}   in {where}: {_home_relative(rule.path)}"
+        )
+
+    @on(OptionList.OptionHighlighted, "#permissions-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._mark(event.option_index)
 
     @on(Input.Changed, "#permissions-search")
     def _filter(self) -> None:
@@ -127,13 +172,38 @@ class PermissionsScreen(ModalScreen[None]):
     def action_search(self) -> None:
         self.query_one("#permissions-search", Input).focus()
 
-    def action_revoke(self) -> None:
+    async def action_revoke(self) -> None:
+        """Ask first, under the list: a new-user trial pressed d by mistake, and nothing said
+        the rule could come back."""
         options = self.query_one(OptionList)
         index = options.highlighted
         if index is None or index >= len(self.shown):
             self.notify("No rule selected.", severity="warning")
             return
         rule = self.shown[index]
+        for old in self.query(ConfirmBar):
+            await old.remove()
+        bar = ConfirmBar(
+            f"Revoke {rule.kind} {rule.pattern} from {_home_relative(rule.path)}?",
+            lambda: self._revoke(rule),
+            returning_to=options,
+            declined="Kept: the rule stays in its file.",
+            also_yes=("d",),
+        )
+        await self.query_one("#permissions-box", Vertical).mount(bar, after=options)
+        bar.focus()
+
+    async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
+        message.stop()
+        back = message.bar.returning_to
+        await message.bar.remove()
+        if back is not None and back.is_mounted:
+            back.focus()
+        if not message.confirmed:
+            self.notify(message.bar.declined, severity="information")
+
+    def _revoke(self, rule: PermissionRule) -> None:
+        options = self.query_one(OptionList)
         try:
             removed = revoke_rule(rule)
         except (AgentTuiError, OSError) as exc:

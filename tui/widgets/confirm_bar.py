@@ -1,9 +1,10 @@
-"""A question docked under the conversation before a destructive action: y confirms, anything
-else (n, Esc, any other key) keeps things as they are."""
+"""A question docked under the conversation before a destructive action: y confirms (or the
+question's own extra keys, such as the key that asked it), anything else (n, Esc, any other key)
+keeps things as they are."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from textual import events
@@ -41,10 +42,14 @@ class ConfirmBar(Static, can_focus=True):
         returning_to: Widget | None = None,
         declined: str = "Nothing was cancelled.",
         about_run: str | None = None,
+        also_yes: Sequence[str] = (),
     ) -> None:
         """``about_run``: the run the question is about, when the question no longer stands
-        once that run's state changes (the screen then takes the question away)."""
-        super().__init__(f"{question}   y yes · n / Esc no", markup=False, id="confirm")
+        once that run's state changes (the screen then takes the question away).
+        ``also_yes``: keys that confirm besides y (``d`` again, after ``d`` asked)."""
+        yes = " / ".join([*also_yes, "y"])
+        super().__init__(f"{question}   {yes} yes · n / Esc no", markup=False, id="confirm")
+        self.yes_keys = frozenset({"y", *also_yes})
         self.on_confirm = on_confirm
         self.about_run = about_run
         self.returning_to = returning_to
@@ -57,7 +62,7 @@ class ConfirmBar(Static, can_focus=True):
     def on_key(self, event: events.Key) -> None:
         event.stop()
         event.prevent_default()
-        self.action_answer(event.key == "y")
+        self.action_answer(event.key in self.yes_keys)
 
     def action_answer(self, confirmed: bool) -> None:
         if self._answered:
