@@ -339,6 +339,41 @@ async def test_a_backslash_then_enter_makes_a_new_line_in_any_terminal_and_enter
     assert await user_inputs(runtime) == ["first line\nsecond\n\nfour\\th"]
 
 
+async def test_ctrl_u_and_ctrl_k_delete_to_the_start_and_end_of_the_typed_line_not_the_wrapped_row(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: with a long prompt wrapped over several rows, ctrl+u took
+    only the part on the cursor's row. As in readline (and Claude Code) it takes the line back
+    to the previous newline, and ctrl+k the line up to the next one."""
+    long_line = ("word " * 60).strip()  # 299 characters
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        app.post_message(events.Paste(long_line))
+        await wait_until(pilot, lambda: box.text == long_line)
+        await pilot.pause()
+        assert box.wrapped_document.height > 2  # several rows on screen
+        assert box.cursor_location == (0, len(long_line))
+        await pilot.press("ctrl+u")
+        assert box.text == ""
+
+        app.post_message(events.Paste(f"first line\n{long_line}"))
+        await wait_until(pilot, lambda: box.text == f"first line\n{long_line}")
+        await pilot.press("ctrl+u")
+        assert box.text == "first line\n"
+        await pilot.press("backspace", "ctrl+u")  # at the first line's end: that line goes
+        assert box.text == ""
+
+        app.post_message(events.Paste(f"{long_line}\nsecond line"))
+        await wait_until(pilot, lambda: box.text == f"{long_line}\nsecond line")
+        box.move_cursor((0, 5))
+        await pilot.press("ctrl+k")
+        assert box.text == "word \nsecond line"
+        await pilot.press("ctrl+k")  # at the line's end: the next line joins it, as before
+        assert box.text == "word second line"
+
+
 async def test_a_pasted_thousand_line_traceback_keeps_every_line_and_the_box_stays_bounded(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -193,6 +193,34 @@ class ComposerInput(TextArea):
         start, end = self.selection
         self._replace_via_keyboard("\n", start, end)
 
+    # ctrl+u and ctrl+k act on the line as typed, back to the previous newline and on to the
+    # next, as in readline and Claude Code; TextArea's own act on the row soft wrapping made (a
+    # new-user trial's long prompt lost only its last row to ctrl+u).
+    def action_delete_to_start_of_line(self) -> None:
+        row, column = self.selection.end
+        if column == 0:  # at a line's start, TextArea's own: the selection, or join the lines
+            super().action_delete_to_start_of_line()
+        elif not self.read_only:
+            self.delete(self.selection.end, (row, 0), maintain_selection_offset=False)
+
+    def action_delete_to_end_of_line(self) -> None:
+        if not self.read_only:
+            row, _ = self.selection.end
+            end = (row, len(self.document[row]))
+            self.delete(self.selection.end, end, maintain_selection_offset=False)
+
+    async def action_delete_to_end_of_line_or_delete_line(self) -> None:
+        """To the typed line's end; at its end the next line joins it; an empty line goes."""
+        row, column = self.selection.end
+        line_length = len(self.document[row])
+        if line_length == 0:
+            action = "delete_line"
+        elif self.selection.is_empty and column == line_length:
+            action = "delete_right"
+        else:
+            action = "delete_to_end_of_line"
+        await self.run_action(action)
+
     async def _on_paste(self, event: events.Paste) -> None:
         composer = self.composer
         if composer is not None:
