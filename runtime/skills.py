@@ -26,9 +26,11 @@ from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 __all__ = [
     "USE_SKILL_NAME",
     "Skill",
+    "SkillInvocation",
     "SkillProblem",
     "UseSkillTool",
     "discover_skills",
+    "skill_invocation",
     "skill_search_dirs",
     "skills_prompt",
 ]
@@ -155,17 +157,57 @@ def skills_prompt(skills: Sequence[Skill]) -> str:
     return "\n".join(lines)
 
 
+_HEADING = "# Skill: "
+_FILES = "Files of this skill (in "
+_TOOLS = "Tools this skill expects: "
+_ARGUMENTS = "Arguments: "
+
+
 def skill_text(skill: Skill, arguments: str = "") -> str:
-    """What loading a skill yields: its body, its folder and files, and the person's arguments."""
-    parts = [f"# Skill: {skill.name}", "", skill.body]
+    """What loading a skill yields: its body, its folder and files, and the person's arguments.
+    (``skill_invocation`` reads the name and the arguments back: change both together.)"""
+    parts = [f"{_HEADING}{skill.name}", "", skill.body]
     files = skill.files()
     if files:
-        parts += ["", f"Files of this skill (in {skill.folder}):", *[f"- {f}" for f in files]]
+        parts += ["", f"{_FILES}{skill.folder}):", *[f"- {f}" for f in files]]
     if skill.allowed_tools:
-        parts += ["", "Tools this skill expects: " + ", ".join(skill.allowed_tools)]
+        parts += ["", _TOOLS + ", ".join(skill.allowed_tools)]
     if arguments.strip():
-        parts += ["", f"Arguments: {arguments.strip()}"]
+        parts += ["", f"{_ARGUMENTS}{arguments.strip()}"]
     return "\n".join(parts).strip()
+
+
+@dataclass(frozen=True)
+class SkillInvocation:
+    """A person's ``/name arguments``, read back from the message ``skill_text`` made of it."""
+
+    name: str
+    arguments: str
+
+    @property
+    def typed(self) -> str:
+        """The command as the person typed it (up to the case of the name)."""
+        return f"/{self.name} {self.arguments}".strip()
+
+
+def skill_invocation(text: str) -> SkillInvocation | None:
+    """The invocation behind ``text`` when it is a message ``skill_text`` built, else None.
+
+    The store keeps only the expanded message (what the model reads), so a screen showing what
+    the person typed reads it back from there. The arguments are the last ``Arguments:``
+    paragraph, unless the files or tools paragraphs follow it (then it is the body's own). One
+    reading stays ambiguous: a body ending in an ``Arguments:`` paragraph, in a skill with no
+    files nor tools, invoked without arguments, reads as invoked with that paragraph."""
+    heading, blank, rest = text.partition("\n")
+    if not heading.startswith(_HEADING) or (blank and not rest.startswith("\n")):
+        return None
+    name = heading[len(_HEADING) :]
+    if not _NAME.match(name):
+        return None
+    _, found, arguments = text.rpartition(f"\n\n{_ARGUMENTS}")
+    if not found or f"\n\n{_FILES}" in arguments or f"\n\n{_TOOLS}" in arguments:
+        arguments = ""
+    return SkillInvocation(name=name, arguments=arguments.strip())
 
 
 class UseSkillTool:

@@ -475,7 +475,11 @@ class AgentTuiApp(App[int]):
             ("Conversation", "Focus the conversation", "focus_conversation"),
             ("Next tool call", "Focus the next tool block in the conversation", "next_tool"),
             ("Previous tool call", "Focus the previous tool block", "previous_tool"),
-            ("Thinking", "Open / close the thinking in view", "thinking"),
+            (
+                "Thinking",
+                "Open / close the thinking (and a skill's instructions) in view",
+                "thinking",
+            ),
         ]
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         for title, help_text, action in commands:

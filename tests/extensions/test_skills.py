@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import ToolError
-from runtime.skills import UseSkillTool, discover_skills, skills_prompt
+from runtime.skills import (
+    Skill,
+    UseSkillTool,
+    discover_skills,
+    skill_invocation,
+    skill_text,
+    skills_prompt,
+)
 from runtime.tools.base import ToolContext
 
 
@@ -69,3 +76,38 @@ async def test_use_skill_returns_the_body_and_the_files_of_the_skill(workspace: 
     assert "- scripts/bump.sh" in output.content
     with pytest.raises(ToolError, match="no skill of that name"):
         await tool.run({"name": "secret-deploy"}, ToolContext(workspace=workspace))
+
+
+@pytest.mark.parametrize(
+    ("body", "folder_files", "tools", "arguments"),
+    [
+        ("Review the file.", [], (), "src/app.py"),
+        ("Review the file.", [], (), ""),
+        ("Arguments: a path.\n\nThen review.", ["notes.md"], ("shell",), "src/app.py\n\nand more"),
+        ("Review.\n\nArguments: a path.", ["notes.md"], (), ""),
+        ("Review.\n\nArguments: a path.", [], ("read_file",), ""),
+        ("", [], (), "x"),
+    ],
+)
+def test_the_typed_command_is_read_back_from_the_message_a_skill_expands_to(
+    tmp_path: Path, body: str, folder_files: list[str], tools: tuple[str, ...], arguments: str
+) -> None:
+    folder = tmp_path / "review"
+    _skill(folder, "unused", *folder_files)
+    skill = Skill(
+        name="review",
+        description="d",
+        path=str(folder / "SKILL.md"),
+        body=body,
+        allowed_tools=tools,
+    )
+    invocation = skill_invocation(skill_text(skill, arguments))
+    assert invocation is not None
+    assert invocation.typed == f"/review {arguments.strip()}".strip()
+
+
+@pytest.mark.parametrize(
+    "text", ["just a message", "# Skill: review and more\n\nbody", "# Skill: x\nbody", "# Skills"]
+)
+def test_other_text_is_not_read_as_a_skill_invocation(text: str) -> None:
+    assert skill_invocation(text) is None

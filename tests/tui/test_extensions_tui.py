@@ -5,19 +5,26 @@ transcript, ``/context`` and ``/compact``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
+from runtime.kinds import Role
 from runtime.models import RunState
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
     finish_run,
     main_screen,
     make_app,
     notifications,
+    open_runtime,
     screen_text,
+    wait_for_browser,
     wait_until,
 )
 from tui.app import AgentTuiApp
@@ -25,6 +32,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.report import ReportBody, ReportScreen
 from tui.widgets.composer import ComposerInput
 from tui.widgets.key_footer import FooterKey
+from tui.widgets.message_view import MessageView
 from tui.widgets.status_line import StatusLine
 
 
@@ -102,6 +110,82 @@ async def test_custom_commands_and_skills_complete_after_slash_and_expand_into_t
     # browser read "# Skill: explain␊␊S…").
     titles = sorted(job.title for job in (await runtime.list_jobs()).items)
     assert titles == ["/explain the parser", "/review src/main.py"]
+
+
+def _rows_of(app: AgentTuiApp, widget: Widget) -> list[str]:
+    """The rows of ``widget``'s content on screen (inside its border), as a person reads them."""
+    region = widget.content_region
+    strips = app.screen._compositor.render_strips()
+    return [
+        strips[y].crop(region.x, region.right).text.strip() for y in range(region.y, region.bottom)
+    ]
+
+
+async def _user_message(pilot: Pilot[Any], app: AgentTuiApp) -> MessageView:
+    screen = main_screen(app)
+    await wait_until(
+        pilot, lambda: any(v.role is Role.USER for v in screen.conversation.message_views)
+    )
+    view = next(v for v in screen.conversation.message_views if v.role is Role.USER)
+    await wait_until(pilot, lambda: view.region.height > 0)
+    await pilot.pause()
+    return view
+
+
+async def test_a_skill_invoked_shows_as_typed_with_its_instructions_folded_the_model_reads_them_all(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: ``/review src/app.py`` showed as the skill's whole body, as if
+    the person had typed it; after a restart too."""
+    write(
+        workspace / ".agent-tui" / "skills" / "review" / "SKILL.md",
+        "---\ndescription: Review a file\n---\nREVIEW-BODY: read it all.\nThen list problems.",
+    )
+    provider = ScriptedProvider([Turn(text="Reviewed.")])
+    runtime = await open_scripted(provider, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"/review src/app.py", "enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    "Reviewed." in screen_text(app)
+                    or any("Reviewed." in v.text for v in screen.conversation.message_views)
+                ),
+            )
+            view = await _user_message(pilot, app)
+            rows = _rows_of(app, view)
+            assert rows[0] == "/review src/app.py"
+            assert any(row.endswith("skill: review — 6 lines") for row in rows), rows
+            assert not any("REVIEW-BODY" in row or "# Skill" in row for row in rows), rows
+
+            screen.conversation.focus()
+            await pilot.press("t")  # opens it, as it opens thinking
+            await wait_until(pilot, lambda: any("REVIEW-BODY" in r for r in _rows_of(app, view)))
+            assert any("Arguments: src/app.py" in row for row in _rows_of(app, view))
+        [request] = provider.requests
+        sent = [m for m in request.messages if m.role is Role.USER]
+        assert sent[0].text == (
+            "# Skill: review\n\nREVIEW-BODY: read it all.\nThen list problems.\n\n"
+            "Arguments: src/app.py"
+        )
+    finally:
+        await runtime.close()
+
+    again = await open_runtime(db_path, workspace)  # a restart: read from the database
+    try:
+        app = make_app(again, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            view = await _user_message(pilot, app)
+            rows = _rows_of(app, view)
+            assert rows[0] == "/review src/app.py"
+            assert not any("REVIEW-BODY" in row for row in rows), rows
+    finally:
+        await again.close()
 
 
 async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in_effect(

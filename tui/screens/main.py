@@ -150,7 +150,12 @@ class MainScreen(Screen[None]):
         Binding("p", "parent_run", "Parent run"),
         Binding("right_square_bracket", "next_tool", "Next tool", key_display="]"),
         Binding("left_square_bracket", "previous_tool", "Previous tool", key_display="["),
-        Binding("t", "thinking", "Thinking", tooltip="Open / close the thinking in view"),
+        Binding(
+            "t",
+            "thinking",
+            "Thinking",
+            tooltip="Open / close the thinking (and a skill's instructions) in view",
+        ),
         Binding("ctrl+t", "follow_up", "Follow up the selected job", show=False),
         Binding("b", "focus_browser", "Browser", show=False),
         Binding("g", "focus_conversation", "Conversation", show=False),
@@ -2390,7 +2395,9 @@ class MainScreen(Screen[None]):
         views[index].scroll_visible(animate=False)
 
     def _thinking_blocks(self) -> list[Collapsible]:
-        return [c for c in self.conversation.query("#thinking").results(Collapsible) if c.display]
+        """The folded blocks ``t`` opens: thinking, and the instructions of a skill invoked."""
+        blocks = self.conversation.query("#thinking, #skill-body").results(Collapsible)
+        return [c for c in blocks if c.display]
 
     def action_thinking(self) -> None:
         blocks = self._thinking_blocks()

@@ -27,6 +27,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 
 from runtime.kinds import Role
 from runtime.models import ThinkingBlock
+from runtime.skills import skill_invocation
 from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.sized_by_layout import SizedByLayout
@@ -133,6 +134,7 @@ class MessageView(SizedByLayout, Vertical):
     MessageView > FrozenMarkdown.-head { margin: 0 0 1 0; }
     MessageView Collapsible { background: transparent; border: none; padding: 0; }
     MessageView .thinking-text { color: $text-muted; text-style: italic; }
+    MessageView .skill-text { color: $text-muted; }
     MessageView > .plain { color: $text; }
     """
 
@@ -151,6 +153,7 @@ class MessageView(SizedByLayout, Vertical):
         self.position = position
         self.committed = position is not None
         streamed = len(text)  # offsets of later pieces count the text as it came
+        skill = skill_invocation(text) if role is Role.USER else None
         text, thinking = terminal_safe(text), terminal_safe(thinking)
         self._parts: list[str] = [text] if text else []
         cut = self._cut(text)
@@ -166,6 +169,13 @@ class MessageView(SizedByLayout, Vertical):
         self._markdown_flush: Timer | None = None
         self._streamed = streamed
         self._gap = False
+        self._skill_name = skill.name if skill is not None else ""
+        self._skill_body: StreamText | None = None
+        """A skill the person invoked: its expansion (what the model read), folded under the
+        command as typed (a new-user trial read the whole body as if they had typed it)."""
+        if skill is not None:
+            self._tail = StreamText(terminal_safe(skill.typed), classes="plain")
+            self._skill_body = StreamText(text, classes="skill-text")
 
     def _cut(self, text: str) -> int | None:
         """Where the Markdown part ends. What the person typed or pasted is shown as they wrote
@@ -210,6 +220,14 @@ class MessageView(SizedByLayout, Vertical):
             yield self._markdown
         if self._tail is not None:
             yield self._tail
+        if self._skill_body is not None:
+            lines = len(self._skill_body.text.splitlines())
+            yield Collapsible(
+                self._skill_body,
+                title=f"skill: {self._skill_name} — {lines} lines",
+                collapsed=True,
+                id="skill-body",
+            )
 
     async def append_text(self, offset: int, text: str) -> None:
         """Append a streamed piece; pieces already seen are skipped, a gap is healed on commit."""
@@ -356,6 +374,11 @@ class MessageView(SizedByLayout, Vertical):
         self._parts = [final] if final else []
         self._streamed = len(final)
         self._gap = False
+        if self._skill_body is not None and self._tail is not None:
+            skill = skill_invocation(final)
+            await self._tail.set_text(terminal_safe(skill.typed) if skill else final)
+            await self._skill_body.set_text(final)
+            return
         head = len(self._markdown_text)
         if self._tail is not None and same >= head:
             self._tail.truncate(same - head)
