@@ -136,7 +136,8 @@ async def test_a_skill_invoked_shows_as_typed_with_its_instructions_folded_the_m
     db_path: Path, workspace: Path
 ) -> None:
     """Found by a new-user trial: ``/review src/app.py`` showed as the skill's whole body, as if
-    the person had typed it; after a restart too."""
+    the person had typed it, after a restart too (and as the run's row in the browser, and as
+    what ↑ recalled in the composer)."""
     write(
         workspace / ".agent-tui" / "skills" / "review" / "SKILL.md",
         "---\ndescription: Review a file\n---\nREVIEW-BODY: read it all.\nThen list problems.",
@@ -184,6 +185,21 @@ async def test_a_skill_invoked_shows_as_typed_with_its_instructions_folded_the_m
             rows = _rows_of(app, view)
             assert rows[0] == "/review src/app.py"
             assert not any("REVIEW-BODY" in row for row in rows), rows
+
+            # The browser's run row and the composer's history read it as typed too.
+            screen = main_screen(app)
+            tree = screen.job_tree
+
+            def browser_rows() -> list[str]:
+                return [str(tree.render_line(y).text) for y in range(tree.last_line + 1)]
+
+            await wait_until(
+                pilot, lambda: sum("/review src/app.py" in row for row in browser_rows()) == 2
+            )
+            assert not any("# Skill" in row for row in browser_rows())
+            screen.composer.input.focus()
+            await pilot.press("up")
+            assert screen.composer.input.text == "/review src/app.py"
     finally:
         await again.close()
 

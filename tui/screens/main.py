@@ -51,7 +51,7 @@ from tui.messages import (
     RunStarted,
     SearchFinished,
 )
-from tui.widgets._format import found_words, short
+from tui.widgets._format import found_words, short, typed_text
 from tui.widgets._prompt_base import KeyAfterAnswer, PromptAnswered
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
 from tui.widgets.conversation import Conversation
@@ -403,7 +403,8 @@ class MainScreen(Screen[None]):
         store = self.runtime.store
         prompts = await store.recent_prompts(workspace=str(self.runtime.workspace), limit=200)
         composer = self.composer
-        composer.history = [*reversed(prompts), *composer.history]
+        # A skill invoked comes back as typed (``/review a.py``), not as its instructions.
+        composer.history = [*(typed_text(p) for p in reversed(prompts)), *composer.history]
 
     @work(exit_on_error=False, group="draft-load")
     async def _load_draft(self, job_id: str | None) -> None:

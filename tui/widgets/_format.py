@@ -71,6 +71,17 @@ def cost(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
 
 
+def typed_text(text: str) -> str:
+    """A person's message as they typed it: a skill invoked reads ``/name args``, not the
+    instructions it expanded to (the store keeps only what the model read)."""
+    if not text.startswith("# Skill: "):
+        return text
+    from runtime.skills import skill_invocation  # the skills bring the config: not at start
+
+    invocation = skill_invocation(text)
+    return text if invocation is None else invocation.typed
+
+
 def short(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -41,6 +41,7 @@ from tui.widgets._format import (
     short,
     state_text,
     tokens,
+    typed_text,
 )
 from tui.widgets._options import WidgetOptions
 from tui.widgets.sized_by_layout import SizedByLayout
@@ -301,7 +302,7 @@ class JobTree(Tree[NodeData]):
             live = self._live.get(run.id)
             estimate = live.estimate if live is not None else None
             figures = self._figures(run.agent, run.updated_at, run, estimate)
-            return run_icon(run), run.input or kind, figures
+            return run_icon(run), typed_text(run.input or "") or kind, figures
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             figures = {
@@ -747,7 +748,7 @@ class JobTree(Tree[NodeData]):
         """A run row, collapsed: expanding it lists its checkpoints (the screen loads them on
         ``NodeExpanded``). A run that gets a sub-run is expanded through ``expand()`` so the
         sub-run shows and the event still fires, loading the parent's checkpoints too."""
-        node = parent.add(run.input or "run", RunEntry(run))
+        node = parent.add(typed_text(run.input or "") or "run", RunEntry(run))
         if isinstance(parent.data, RunEntry) and not parent.is_expanded:
             parent.expand()
         return node
