@@ -642,7 +642,7 @@ def _cut_short_noted(run: Run, cut_short: CutShortUsage, now: float) -> RunNoted
         run_id=run.id,
         created_at=now,
         note="cut_short",
-        text=f"the answer cut short used about {usage.total_tokens:,} tokens{cost}, counted",
+        text=f"the answer cut short used about {usage.total_tokens:,} tokens{cost}: in the totals",
         data={
             "message_id": cut_short.message_id,
             **usage.model_dump(mode="json"),

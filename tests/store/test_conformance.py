@@ -584,7 +584,13 @@ async def test_a_cancel_counts_the_usage_of_the_message_it_cuts_short_in_run_and
     job = await store.get_job(run.job_id)
     assert job.usage == usage + PARTIAL and job.cost_usd == pytest.approx(0.75)
     assert job.latest_run_state is RunState.CANCELLED
-    assert [e.kind for e in await store.read_events(after=seq)] == ["run_state_changed"]
+    # The note says what the totals took (the transcript, exports and other processes read it).
+    noted, ended = await store.read_events(after=seq)
+    assert isinstance(noted, RunNoted) and noted.note == "cut_short"
+    assert noted.data["message_id"] == "m-streaming"
+    counted = {k: v for k, v in noted.data.items() if k not in ("message_id", "cost_usd")}
+    assert Usage.model_validate(counted) == PARTIAL and noted.data["cost_usd"] == 0.25
+    assert isinstance(ended, RunStateChanged) and ended.to_state is RunState.CANCELLED
 
 
 async def test_a_cancel_does_not_count_twice_a_message_committed_after_all(store: Store) -> None:
@@ -595,9 +601,11 @@ async def test_a_cancel_does_not_count_twice_a_message_committed_after_all(store
     message = assistant("the whole answer", usage=usage, cost=0.5)
     await store.commit_message(run.id, token=token, message=message.model_copy(update={"id": "m"}))
     cut_short = CutShortUsage(message_id="m", usage=PARTIAL, cost_usd=0.25)
+    seq = await store.last_seq()
     cancelled = await store.cancel_run(run.id, cut_short=cut_short)
     assert cancelled.usage == usage and cancelled.cost_usd == pytest.approx(0.5)
     assert (await store.get_job(run.job_id)).usage == usage
+    assert [e.kind for e in await store.read_events(after=seq)] == ["run_state_changed"]
 
 
 async def test_a_message_cut_short_is_counted_by_its_execution_or_its_owner_after_a_cancel(
@@ -615,8 +623,13 @@ async def test_a_message_cut_short_is_counted_by_its_execution_or_its_owner_afte
         await store.note_cut_short(run.id, token=token, cut_short=cut_short)
     with pytest.raises(errors.OwnershipLost):  # nor another process
         await store.note_cut_short(run.id, token=token, owner_id="owner-2", cut_short=cut_short)
+    seq = await store.last_seq()
     after = await store.note_cut_short(run.id, token=token, owner_id="owner-1", cut_short=cut_short)
 
+    # Written after the cancel: the note is what tells whoever shows the run that it changed.
+    [noted] = await store.read_events(after=seq)
+    assert isinstance(noted, RunNoted) and noted.note == "cut_short"
+    assert noted.data["message_id"] == "m2" and noted.data["output_tokens"] == 40
     assert after.state is RunState.CANCELLED
     assert after.usage == PARTIAL + PARTIAL and after.cost_usd == pytest.approx(0.5)
     job = await store.get_job(run.job_id)
