@@ -576,6 +576,42 @@ async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(
     assert await composer_text(runtime.store, None) == "better as a job of its own"
 
 
+@pytest.mark.parametrize("keys", [("ctrl+t",), ("escape", "n")], ids=["ctrl+t", "esc-n"])
+async def test_a_new_jobs_draft_comes_back_after_an_approval_answered_in_another_job(
+    runtime: Runtime, workspace: Path, keys: tuple[str, ...]
+) -> None:
+    """Found by a new-user trial (120x40, the demo model): a new job's draft, then an approval
+    answered in a job waiting for it, then ctrl+t: "✚ New job" over an empty box, the draft
+    back only after a relaunch. The answer leaves the keys in the box, where ctrl+t changed
+    the target without reading the new target's draft."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, question = await asked_in_the_tui(pilot, app)
+        await pilot.press("1", "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        await pilot.press("escape", "n")
+        composer = screen.composer
+        await wait_until(
+            pilot, lambda: composer.follow_up_job_id is None and app.focused is composer.input
+        )
+        await pilot.press(*"draft X", "escape")
+        await pilot.press("home", "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        assert composer.follow_up_job_id == question.job_id and composer.input.text == ""
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.focused is composer.input)
+        # Once the run has finished (Esc would interrupt it).
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal
+        )
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: composer.follow_up_job_id is None)
+        await wait_until(pilot, lambda: composer.input.text == "draft X")
+        await pilot.press("ctrl+q")
+    assert await composer_text(runtime.store, None) == "draft X"
+    assert await composer_text(runtime.store, question.job_id) == ""
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 async def test_the_empty_boxs_hint_fits_the_box_whole(
     runtime: Runtime, workspace: Path, size: tuple[int, int]

@@ -429,6 +429,11 @@ class MainScreen(Screen[None]):
             # front (a draft left by an agent-tui that quit, in a trial).
             self.notify("Text you had not sent is back in the box.", title="Draft")
 
+    @on(Composer.DraftWanted)
+    def _draft_wanted(self, message: Composer.DraftWanted) -> None:
+        message.stop()
+        self._load_draft(message.job_id)
+
     @on(Composer.QueueChanged)
     def _queue_changed(self, message: Composer.QueueChanged) -> None:
         message.stop()

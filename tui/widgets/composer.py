@@ -275,6 +275,14 @@ class Composer(Vertical):
             self.job_id = job_id
             self.text = text
 
+    class DraftWanted(TextualMessage):
+        """The box addresses ``job_id`` now, empty: its saved draft goes in, if it has one
+        (the screen reads it from the store)."""
+
+        def __init__(self, job_id: str | None) -> None:
+            super().__init__()
+            self.job_id = job_id
+
     class FilesWanted(TextualMessage):
         """The @-picker needs the files matching ``query`` ranked."""
 
@@ -481,11 +489,17 @@ class Composer(Vertical):
 
     def action_toggle_mode(self) -> None:
         """What is being typed changes address: a follow-up becomes a new job's task, or the
-        other way round."""
+        other way round. With nothing typed, the new target's own draft comes back: the box
+        stayed empty, and a new job's draft typed before an approval was answered elsewhere
+        seemed lost until a relaunch (a new-user trial)."""
+        before = self.follow_up_job_id
+        carried = bool(self.input.text)
         if self.follow_up_job_id is None and self.selected_job_id is not None:
             self.target(self.selected_job_id, carry=True)
         else:
             self.target(None, carry=True)
+        if self.follow_up_job_id != before and not carried:
+            self.post_message(self.DraftWanted(self.follow_up_job_id))
 
     def choose_next(self, key: str, value: str) -> None:
         """``/model`` or ``/agent``: what the next run of the current target uses."""
