@@ -339,12 +339,14 @@ async def test_an_answer_being_typed_when_the_question_is_answered_elsewhere_is_
         await runtime.close()
 
 
-async def _interrupted_by_a_quit(db_path: Path, workspace: Path) -> Run:
-    """A run a first agent-tui left while it streamed (closed as ctrl+q closes it: the run is
-    left resumable, marked interrupted)."""
+async def _interrupted_by_a_quit(
+    db_path: Path, workspace: Path, task: str = "summarise this project"
+) -> Run:
+    """A run of ``task`` a first agent-tui left while it streamed (closed as ctrl+q closes it:
+    the run is left resumable, marked interrupted)."""
     first = await open_runtime(db_path, workspace, chunk_delay=0.5)
     try:
-        run = await first.start("summarise this project")
+        run = await first.start(task)
         async with asyncio.timeout(10):
             async for event in first.observe(run.id):
                 if event.kind == "message_delta":
@@ -527,5 +529,60 @@ async def test_the_interrupted_runs_notice_goes_once_r_resumed_the_run_it_named(
             assert not notice_up()
             assert not any("Interrupted runs" in t for t in notifications(app))
             await wait_until(pilot, lambda: screen.query(QuestionPrompt))  # it did resume
+    finally:
+        await second.close()
+
+
+async def test_esc_on_a_run_resumed_from_the_browser_says_how_to_reach_r_from_the_composer(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: R in the browser resumed an interrupted run, a message was
+    queued for it, then Esc in the browser stopped it. The notice said "press R to retry",
+    but the focus went to the composer with the queued message back in it, and R typed
+    "what about divisionR". It now names the way from there: Esc, then R."""
+    run = await _interrupted_by_a_quit(db_path, workspace, task="/stream 400")
+
+    second = await open_runtime(db_path, workspace, model="demo")  # at reading speed
+    try:
+        app = make_app(second, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            composer = screen.composer
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id
+            )
+            await pilot.press("R")
+            await wait_until(pilot, lambda: screen._working_run() is not None)
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: app.focused is composer.input)
+            await pilot.press(*"what about division", "enter")
+            await wait_until(pilot, lambda: composer.queued(run.job_id))
+            await pilot.press("tab")  # back to the browser
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            stopped = screen._working_run()
+            assert stopped is not None
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: any("Interrupted." in t for t in notifications(app)))
+            await wait_until(pilot, lambda: app.focused is composer.input)
+            assert composer.input.text == "what about division"
+            [notice] = [t for t in notifications(app) if "Interrupted." in t]
+            assert "press Esc, then R to retry" in notice
+            # As it says: Esc, then R retries (R is not typed into the message).
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.state.is_terminal,
+            )
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not screen.typing())
+            await pilot.press("R")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id != stopped.id,
+            )
+            retried = screen.selected_run
+            assert retried is not None and retried.retry_of_run_id == stopped.id
+            assert composer.input.text == "what about division"
     finally:
         await second.close()

@@ -2258,10 +2258,13 @@ class MainScreen(Screen[None]):
         typing = composer.follow_up_job_id == message.run.job_id and self.open_request is None
         if typing:
             composer.focus_input()
-        # Name what works where the keys go now: in a text field, R is a letter.
-        if typing and self.focused is composer.input:
+        # Name what works where the keys go now: in a text field, R is a letter. Where they go,
+        # not where they were: ``focus_input`` moves the focus after this handler, and from the
+        # browser the notice said "press R" while R went into the box (a new-user trial). In
+        # a box holding text (the queued messages given back), /retry would be added to it.
+        if typing and not composer.input.text.strip():
             retry = "send /retry"
-        elif self.typing():
+        elif typing or self.typing():
             retry = "press Esc, then R"
         else:
             retry = "press R"
