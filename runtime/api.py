@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from runtime.config import Config
 from runtime.consumers import Consumer
+from runtime.engine.context_usage import ContextUsage
 from runtime.engine.extensions import ExtensionPoints
 from runtime.engine.retries import UnknownChoice, describe_call
 from runtime.events import DurableEvent, Event
@@ -184,6 +185,8 @@ class RuntimeApi(Protocol):
     async def inbox(self, *, limit: int = 100) -> list[InputRequest]: ...
 
     async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]: ...
+
+    async def context_usage(self, job_id: str) -> ContextUsage: ...
 
     async def counts(self) -> dict[RunState, int]: ...
 

@@ -22,6 +22,7 @@ from runtime.clock import Clock
 from runtime.config import Config
 from runtime.consumers import Consumer
 from runtime.engine.assembly import build_engine
+from runtime.engine.context_usage import ContextUsage, context_usage
 from runtime.engine.delegation import next_boundary
 from runtime.engine.execution import (
     LEASE_SECONDS,
@@ -596,6 +597,10 @@ class Runtime:
         if not query.strip():
             return []
         return await self.store.search_messages(query, limit=_limit(limit))
+
+    async def context_usage(self, job_id: str) -> ContextUsage:
+        """What the job's next request would hold, estimated (``/context``)."""
+        return await context_usage(self.store, self._catalog, job_id)
 
     async def counts(self) -> dict[RunState, int]:
         return await self.store.count_runs_by_state()

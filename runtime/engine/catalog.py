@@ -203,13 +203,15 @@ class Catalog:
         if Path(workspace) == self.workspace:
             self.config = updated
 
-    async def tools_for(self, agent: AgentConfig, *, workspace: str) -> dict[str, Tool]:
+    async def tools_for(
+        self, agent: AgentConfig, *, workspace: str, with_mcp: bool = True
+    ) -> dict[str, Tool]:
         tools: dict[str, Tool] = {}
         for name, tool in self._builtin_tools.items():
             if tool_allowed(agent, name):
                 tools[name] = tool
         self._follow_mcp_files(workspace)
-        mcp = self.mcp_for(workspace)
+        mcp = self.mcp_for(workspace) if with_mcp else None
         if mcp is not None:
             for tool in await mcp.tools():
                 if tool_allowed(agent, tool.name):

@@ -481,7 +481,8 @@ class Extensions:
     async def _record(self, run: Run, token: str, note: RunNoted) -> RunNoted:
         return await self._store.record_note(run.id, token=token, note=note)
 
-    def system_prompt(self, state: ExtensionState, base: str, with_skills: bool = True) -> str:
+    @staticmethod
+    def system_prompt(state: ExtensionState, base: str, with_skills: bool = True) -> str:
         sections = [base, instructions_prompt(state.instructions)]
         current = state.current
         offered = state.skills
@@ -493,7 +494,8 @@ class Extensions:
             sections.append(phase_prompt(state.phases, current, can_route=not state.branch))
         return "\n\n".join(s for s in sections if s.strip())
 
-    def tools(self, state: ExtensionState, tools: dict[str, Tool]) -> dict[str, Tool]:
+    @staticmethod
+    def tools(state: ExtensionState, tools: dict[str, Tool]) -> dict[str, Tool]:
         """The run's tools in its current phase, with ``use_skill`` and ``route`` when they
         have something to offer."""
         current = state.current
@@ -511,16 +513,17 @@ class Extensions:
             chosen = {n: t for n, t in chosen.items() if current.allows_tool(n)}
         return chosen
 
+    @staticmethod
     def step_setup(
-        self, state: ExtensionState, base: str, tools: dict[str, Tool]
+        state: ExtensionState, base: str, tools: dict[str, Tool]
     ) -> tuple[str, dict[str, Tool], list[ToolSpec]]:
         """The system prompt, tools and tool specs of the next requests (until a phase move)."""
-        chosen = self.tools(state, tools)
+        chosen = Extensions.tools(state, tools)
         specs = [
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for t in chosen.values()
         ]
-        return self.system_prompt(state, base, USE_SKILL_NAME in chosen), chosen, specs
+        return Extensions.system_prompt(state, base, USE_SKILL_NAME in chosen), chosen, specs
 
     async def note_phase_moves(
         self, run: Run, token: str, state: ExtensionState, history: Sequence[Message]

@@ -384,3 +384,28 @@ async def test_the_help_lists_this_workspaces_skills_and_commands(
             str(w.render()) for w in help_screen.query(".help-section").results(Static)
         )
         assert "This workspace's commands" in shown
+
+
+async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: ``/context`` listed the files in effect but not what the
+    job's context held (Claude Code's /context shows the parts and the room left)."""
+    run = await runtime.start("list the files here")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        screen.composer.focus_input()
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "Context of this job:" in shown and "-token window" in shown
+        for part in ("system prompt", "tool definitions", "messages: you", "tool results", "free"):
+            assert part in shown, part
+        usage = await runtime.context_usage(run.job_id)
+        assert f"({usage.tool_count} tools)" in shown

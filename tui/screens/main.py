@@ -1784,7 +1784,7 @@ class MainScreen(Screen[None]):
             else:
                 self._compact(job_id)
         elif name == "context":
-            self._show_context()
+            self._show_context(composer.follow_up_job_id)
         elif name == "quit":
             composer.command_done()
             self.app.call_later(self.agent_app.action_quit)
@@ -1803,11 +1803,20 @@ class MainScreen(Screen[None]):
         if self.selected_run is not None and self.selected_run.id == note.run_id:
             await self.conversation.noted(note)
 
-    def _show_context(self) -> None:
+    @work(exit_on_error=False, group="context", exclusive=True)
+    async def _show_context(self, job_id: str | None) -> None:
+        from runtime.engine.context_usage import usage_lines
         from runtime.engine.extensions import report_lines
 
+        lines: list[str] = []
+        if job_id is not None:
+            # What the job's context holds, part by part (a trial looked for it here).
+            try:
+                lines += [*usage_lines(await self.runtime.context_usage(job_id)), ""]
+            except AgentTuiError as error:
+                lines += [f"Context of this job: {error}", ""]
         report = self.runtime.extensions.report(self.agent_app.settings.workspace)
-        lines = report_lines(report)
+        lines += report_lines(report)
         # And what a trial looked for here in vain: the MCP servers and the agents.
         manager = self.runtime.mcp
         states = manager.status() if manager is not None else {}

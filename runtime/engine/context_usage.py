@@ -1,0 +1,169 @@
+"""What a job's context holds (``/context`` in the TUI): its next request's system prompt, tool
+definitions, a compaction's summary and its messages by who wrote them, each estimated the way
+compaction estimates a request (characters / ``CHARS_PER_TOKEN``), beside what the job's latest
+model call measured and the model's window.
+
+Read only: the request is put together from the job's latest root run as the executor would
+(its history read once, the compaction applied, its phase found from its route calls), but
+nothing is recorded and no model is called. The MCP servers' tools are counted when the servers
+answer within ``MCP_WAIT``; otherwise the report says they were left out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.compaction import CHARS_PER_TOKEN, message_chars
+from runtime.engine.catalog import Catalog
+from runtime.engine.executor import system_prompt
+from runtime.engine.extensions import (
+    Extensions,
+    ExtensionState,
+    applied_compaction,
+    compacted_messages,
+    scan_routes,
+)
+from runtime.errors import InvalidInput
+from runtime.history import load_history
+from runtime.instructions import load_instructions
+from runtime.models import Message, Role
+from runtime.phases import discover_phases
+from runtime.providers.base import ToolSpec
+from runtime.skills import discover_skills
+from runtime.store.base import Store
+from runtime.tools.base import Tool
+
+MCP_WAIT = 3.0
+"""Seconds the report waits for the MCP servers' tool lists."""
+
+_WRITERS = {Role.USER: "you", Role.ASSISTANT: "the agent", Role.TOOL: "tool results"}
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """Tokens, estimated unless said otherwise."""
+
+    window: int
+    """The model's context window (``[defaults] context_window`` or the provider's)."""
+    measured: int
+    """What the job's latest model call reported as its context (0 before the first)."""
+    system: int
+    tools: int
+    tool_count: int
+    summary: int
+    """A compaction's summary, sent in place of the messages it covers."""
+    summarised: int
+    """Messages the summary stands for (not sent)."""
+    by_writer: dict[str, int] = field(default_factory=dict)
+    """The messages sent: "you", "the agent", "tool results"."""
+    messages: int = 0
+    mcp_left_out: bool = False
+    """The MCP servers did not list their tools in time: their definitions are not counted."""
+
+    @property
+    def estimated(self) -> int:
+        return self.system + self.tools + self.summary + sum(self.by_writer.values())
+
+
+def _tokens(chars: int) -> int:
+    return chars // CHARS_PER_TOKEN
+
+
+async def _tools(catalog: Catalog, run_agent: str, workspace: str) -> tuple[dict[str, Tool], bool]:
+    """The agent's tools, and whether the MCP servers' were left out (too slow to answer)."""
+    agent = catalog.agent(run_agent, workspace)
+    try:
+        async with asyncio.timeout(MCP_WAIT):
+            return await catalog.tools_for(agent, workspace=workspace), False
+    except TimeoutError:
+        return await catalog.tools_for(agent, workspace=workspace, with_mcp=False), True
+
+
+def _specs_chars(specs: Sequence[ToolSpec]) -> int:
+    return sum(
+        len(spec.name) + len(spec.description) + len(json.dumps(spec.input_schema))
+        for spec in specs
+    )
+
+
+def _by_writer(messages: Sequence[Message]) -> dict[str, int]:
+    chars = dict.fromkeys(_WRITERS.values(), 0)
+    for message in messages:
+        chars[_WRITERS[message.role]] += message_chars(message)
+    return {writer: _tokens(count) for writer, count in chars.items()}
+
+
+async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextUsage:
+    """The context of ``job_id``'s next request, from its latest root run."""
+    job = await store.get_job(job_id)
+    roots = [r for r in await store.job_runs(job_id) if r.parent_run_id is None]
+    if not roots:
+        raise InvalidInput(f"job {job_id} has no run yet")
+    run = roots[-1]
+    workspace = Path(job.workspace)
+    history = (await load_history(store, run)).messages
+    state = ExtensionState()
+    state.instructions = load_instructions(workspace)
+    state.skills = list(discover_skills(workspace).skills.values())
+    state.phases = discover_phases(workspace, run.agent)
+    if state.phases.phases:
+        initial = state.phases.initial
+        state.phase, _ = scan_routes(history, 0, initial.id if initial else None)
+    runs = list(dict.fromkeys([m.run_id for m in history] + [run.id]))
+    state.compaction = applied_compaction(await store.list_notes(run_ids=runs), history)
+    tools, mcp_left_out = await _tools(catalog, run.agent, job.workspace)
+    agent = catalog.agent(run.agent, job.workspace)
+    system, _, specs = Extensions.step_setup(state, system_prompt(run, agent, workspace), tools)
+    specs = catalog.offered(specs, job.workspace)
+    sent, kept = compacted_messages(state.compaction, history)
+    summary = sent[: len(sent) - len(kept)]
+    return ContextUsage(
+        window=catalog.context_window(catalog.provider(run.model), job.workspace),
+        measured=run.context_tokens or max((r.context_tokens for r in roots), default=0),
+        system=_tokens(len(system)),
+        tools=_tokens(_specs_chars(specs)),
+        tool_count=len(specs),
+        summary=_tokens(sum(message_chars(m) for m in summary)),
+        summarised=len(history) - len(kept),
+        by_writer=_by_writer(kept),
+        messages=len(kept),
+        mcp_left_out=mcp_left_out,
+    )
+
+
+def usage_lines(usage: ContextUsage) -> list[str]:
+    """The report for people: each part with its share of the window."""
+
+    def part(name: str, tokens: int, note: str = "") -> str:
+        share = 100 * tokens / usage.window if usage.window else 0.0
+        return f"  {name:<24} ~{tokens:>9,}  {share:5.1f}%{note}"
+
+    measured = (
+        f"{usage.measured:,} tokens at the latest model call"
+        if usage.measured
+        else "no model call yet"
+    )
+    lines = ["Context of this job:", f"  {measured}, of a {usage.window:,}-token window"]
+    lines.append(part("system prompt", usage.system))
+    tools_note = f"  ({usage.tool_count} tools" + (
+        "; the MCP servers' not counted: they did not answer in time)"
+        if usage.mcp_left_out
+        else ")"
+    )
+    lines.append(part("tool definitions", usage.tools, tools_note))
+    if usage.summarised:
+        lines.append(
+            part("compaction summary", usage.summary, f"  (for {usage.summarised} messages)")
+        )
+    for writer, tokens in usage.by_writer.items():
+        lines.append(part(f"messages: {writer}", tokens))
+    free = max(0, usage.window - usage.estimated)
+    lines.append(part("free", free))
+    lines.append(
+        f"  (~ estimated from characters, as compaction estimates them; {usage.messages} "
+        "messages sent with the next request)"
+    )
+    return lines

@@ -1,0 +1,64 @@
+"""``Runtime.context_usage``: what a job's next request holds, part by part (``/context``),
+estimated from the request the executor would make: the same system prompt and tool
+definitions the model was sent, the messages by who wrote them, and what the latest model call
+measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.compaction import CHARS_PER_TOKEN
+from runtime.engine.context_usage import usage_lines
+from runtime.errors import JobNotFound
+from runtime.models import Usage
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
+
+TASK = "Read the README and tell me what this project does, in two sentences."
+
+
+async def test_a_jobs_context_is_its_requests_system_prompt_tools_and_messages_by_writer(
+    db_path: Path, workspace: Path
+) -> None:
+    (workspace / "README.md").write_text("A sample project that counts pelicans.\n" * 20)
+    (workspace / "AGENTS.md").write_text("Answer in British English.\n")
+    provider = ScriptedProvider(
+        [
+            Turn("I will read it.", tool_calls=[("read_file", {"path": "README.md"})]),
+            Turn(
+                "It counts pelicans. Nothing else.",
+                usage=Usage(input_tokens=900, output_tokens=12, cache_read_tokens=100),
+            ),
+        ]
+    )
+    runtime = await open_scripted(provider, db_path, workspace)
+    try:
+        run = await runtime.start(TASK)
+        finished = await runtime.wait(run.id, timeout=30)
+        assert finished.state.value == "completed"
+        usage = await runtime.context_usage(run.job_id)
+        sent = provider.requests[-1]
+        # The parts the model was sent, estimated as compaction estimates a request.
+        assert usage.system == len(sent.system) // CHARS_PER_TOKEN
+        assert "British English" in sent.system and usage.system > 0
+        assert usage.tool_count == len(sent.tools) > 0 and usage.tools > 0
+        assert usage.by_writer["you"] == len(TASK) // CHARS_PER_TOKEN
+        results = [m for m in await runtime.all_messages(run.id) if m.role.value == "tool"]
+        result_chars = sum(len(r.content) for m in results for r in m.tool_results)
+        assert usage.by_writer["tool results"] == result_chars // CHARS_PER_TOKEN > 0
+        assert usage.by_writer["the agent"] > 0
+        assert usage.messages == 4 and usage.summarised == 0 and not usage.mcp_left_out
+        # What the provider reported for the last call, beside the model's window.
+        assert usage.measured == 1000 and usage.window == provider.context_window
+        lines = usage_lines(usage)
+        assert lines[:2] == [
+            "Context of this job:",
+            "  1,000 tokens at the latest model call, of a 100,000-token window",
+        ]
+        assert any(line.strip().startswith("tool definitions") for line in lines)
+        assert any(line.strip().startswith("free") for line in lines)
+        with pytest.raises(JobNotFound):
+            await runtime.context_usage("no-such-job")
+    finally:
+        await runtime.close()
