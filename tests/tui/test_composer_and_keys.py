@@ -1588,3 +1588,34 @@ async def test_slash_agent_refuses_an_unknown_agent_naming_the_configured_ones(
             "unknown agent 'nosuch'; configured agents: default" in n for n in notifications(app)
         )
         assert screen.composer.input.text == "/agent nosuch"  # kept, to fix
+
+
+async def test_ctrl_t_carrying_a_follow_up_to_a_new_job_keeps_the_new_jobs_own_draft_under_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a helper fixing the new-job draft: a follow-up typed in a job and carried to a
+    new job by ctrl+t was saved over the new job's own draft, gone even after a relaunch."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    await runtime.store.save_composer_draft(
+        None, "the new job I was writing", writer=runtime.owner_id
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        composer = screen.composer
+        # Put back in the new job's box at launch; the browser, then the job, from there.
+        await wait_until(pilot, lambda: composer.input.text == "the new job I was writing")
+        screen.job_tree.focus()
+        await _open_first_job(pilot, app, run.job_id)
+        await pilot.press("ctrl+t", *"better as a job of its own")
+        assert composer.follow_up_job_id == run.job_id
+        await pilot.press("ctrl+t")
+        merged = "better as a job of its own\n\nthe new job I was writing"
+        await wait_until(pilot, lambda: composer.input.text == merged)
+        assert composer.follow_up_job_id is None
+        assert composer.input.cursor_location == (0, len("better as a job of its own"))
+        await wait_until(pilot, lambda: any("kept under" in n for n in notifications(app)))
+        await pilot.press("ctrl+q")
+    assert await composer_text(runtime.store, None) == merged
+    assert await composer_text(runtime.store, run.job_id) == ""

@@ -432,7 +432,24 @@ class MainScreen(Screen[None]):
     @on(Composer.DraftWanted)
     def _draft_wanted(self, message: Composer.DraftWanted) -> None:
         message.stop()
-        self._load_draft(message.job_id)
+        if message.carried:
+            self._merge_draft(message.job_id)
+        else:
+            self._load_draft(message.job_id)
+
+    @work(exit_on_error=False, group="draft-load")
+    async def _merge_draft(self, job_id: str | None) -> None:
+        """Text carried to ``job_id`` by ctrl+t: that target's saved draft goes under it, and
+        both are saved as its draft (the carried text alone was saved over it)."""
+        store, writer = self.runtime.store, self.runtime.owner_id
+        drafts = restorable(await store.get_composer_drafts(job_id), writer=writer)
+        merged = self.composer.merge_draft(job_id, drafts.text)
+        if merged is None:
+            return
+        replacing = drafts.left_by if drafts.left else []
+        await store.save_composer_draft(job_id, merged, writer=writer, replacing=replacing)
+        if drafts.text.strip() and drafts.text.strip() in merged and merged != drafts.text:
+            self.notify("The draft this job had is kept under what you carried.", title="Draft")
 
     @on(Composer.QueueChanged)
     def _queue_changed(self, message: Composer.QueueChanged) -> None:

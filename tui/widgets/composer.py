@@ -277,11 +277,13 @@ class Composer(Vertical):
 
     class DraftWanted(TextualMessage):
         """The box addresses ``job_id`` now, empty: its saved draft goes in, if it has one
-        (the screen reads it from the store)."""
+        (the screen reads it from the store). ``carried``: the box holds text carried from
+        the other target; the saved draft goes in under it (``merge_draft``)."""
 
-        def __init__(self, job_id: str | None) -> None:
+        def __init__(self, job_id: str | None, *, carried: bool = False) -> None:
             super().__init__()
             self.job_id = job_id
+            self.carried = carried
 
     class FilesWanted(TextualMessage):
         """The @-picker needs the files matching ``query`` ranked."""
@@ -324,6 +326,9 @@ class Composer(Vertical):
         """"slash" or "mention" while the menu is open."""
         self._mention_start: tuple[int, int] | None = None
         self._save_timer: Timer | None = None
+        self._merging: str | bool | None = False
+        """The target text was carried to, while its saved draft is read (``merge_draft``);
+        False when none is."""
         self._draft_key: str | None = None
         self._mode_shown = ""
         """What the mode line shows (set as it is composed)."""
@@ -455,6 +460,7 @@ class Composer(Vertical):
         is saved at once and the box emptied for the new one's, which the screen asks for.
         ``carry``: the text in the box goes to the new target instead (it is moved, not copied:
         the old target keeps no draft of it)."""
+        self._merging = False
         if title is not None:
             self.target_title = title
         elif job_id is not None and job_id == self.selected_job_id:
@@ -498,8 +504,31 @@ class Composer(Vertical):
             self.target(self.selected_job_id, carry=True)
         else:
             self.target(None, carry=True)
-        if self.follow_up_job_id != before and not carried:
-            self.post_message(self.DraftWanted(self.follow_up_job_id))
+        if self.follow_up_job_id != before:
+            if carried:
+                # The new target's own draft must not be saved over (a trial's new-job draft
+                # was gone for good after a follow-up was carried there): no save until it
+                # is read and put under what was carried.
+                self._merging = self.follow_up_job_id
+                if self._save_timer is not None:
+                    self._save_timer.stop()
+                    self._save_timer = None
+            self.post_message(self.DraftWanted(self.follow_up_job_id, carried=carried))
+
+    def merge_draft(self, job_id: str | None, draft: str) -> str | None:
+        """The saved draft of the target text was carried to goes in under that text (a blank
+        line between); None when the box moved on meanwhile, else what the box now holds (the
+        screen saves it: the save held back since the carry)."""
+        if self._merging != job_id or self.follow_up_job_id != job_id:
+            return None
+        self._merging = False
+        box = self.input
+        text = box.text
+        if draft.strip() and draft.strip() not in text:
+            cursor = box.cursor_location
+            box.value = f"{text.rstrip()}\n\n{draft}" if text.strip() else draft
+            box.move_cursor(cursor)
+        return box.text
 
     def choose_next(self, key: str, value: str) -> None:
         """``/model`` or ``/agent``: what the next run of the current target uses."""
@@ -536,6 +565,8 @@ class Composer(Vertical):
         self.put_back = bool(self.input.text.strip())
 
     def flush_draft(self) -> None:
+        if self._merging is not False:
+            return  # the target's saved draft is being read: saved with it (``merge_draft``)
         if self._save_timer is not None:
             self._save_timer.stop()
             self._save_timer = None
