@@ -20,7 +20,9 @@ The command runs through the shell in the workspace with the event as one JSON o
 JSON object: ``{"decision": "deny", "reason": "…"}``, ``{"decision": "allow"}``, or after a tool
 ``{"result": "…"}`` to rewrite what the model sees. Exit status 2 denies with stderr as the reason
 (Claude Code's convention); any other failure — non-zero exit, bad JSON, the timeout — is a
-failure that stops the call (before) or is reported beside the result (after).
+failure that stops the call (before) or is reported beside the result (after). A hook runs
+under ``runtime.supervisor``, in a process group of its own: the timeout kills that group, and so
+does agent-tui's death, even by ``kill -9``.
 
 Claude Code's ``.claude/settings.json`` (and ``settings.local.json``, and ``~/.claude/``)
 ``hooks.PreToolUse`` / ``PostToolUse`` entries are read the same way where they map: a
@@ -50,6 +52,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime.supervisor import group_alive, parent_death_signal, supervised_shell
+
 __all__ = [
     "ClaudeHookReport",
     "HookEntry",
@@ -66,6 +70,8 @@ log = logging.getLogger(__name__)
 
 HookEvent = Literal["before_tool", "after_tool", "on_input_required", "on_run_finished"]
 MAX_HOOK_OUTPUT = 1_000_000
+KILL_WAIT = 5.0
+"""Seconds a killed hook's processes get to disappear (they always do, promptly)."""
 
 
 class HookEntry(BaseModel):
@@ -238,14 +244,16 @@ class _Completed:
 
 
 async def _run_command(entry: HookEntry, stdin: bytes, workspace: Path) -> _Completed:
-    """Run one hook; raises ``TimeoutError`` after killing its whole process group."""
-    process = await asyncio.create_subprocess_shell(
-        entry.command,
+    """Run one hook; raises ``TimeoutError`` after killing its whole process group. The hook
+    runs under the supervisor that kills that group when agent-tui dies, as ``shell`` does."""
+    process = await asyncio.create_subprocess_exec(
+        *supervised_shell(entry.command, name="agent-tui-hook"),
         cwd=workspace,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=parent_death_signal(),
     )
     try:
         async with asyncio.timeout(entry.timeout):
@@ -255,6 +263,12 @@ async def _run_command(entry: HookEntry, stdin: bytes, workspace: Path) -> _Comp
             os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             await process.wait()
+        # The hook's own processes are the supervisor's children, not ours: killed is not yet
+        # gone (a loaded machine schedules them to die later). Bounded: SIGKILL always wins.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + KILL_WAIT
+        while group_alive(process.pid) and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         raise
     return _Completed(
         status=process.returncode or 0,

@@ -4,7 +4,7 @@ On Linux with bubblewrap the command runs confined (``runtime.tools.sandbox``): 
 read-write, the rest read-only, credentials in ``$HOME`` hidden, no network unless allowed, and
 its own pid namespace, so nothing it started outlives it or agent-tui. Without a sandbox it runs
 as before, unconfined, and a small ``/bin/sh`` supervisor kills its whole process group when
-agent-tui dies (``PR_SET_PDEATHSIG``).
+agent-tui dies (``runtime.supervisor``).
 
 Either way the command runs in a session (and process group) of its own, so that a timeout or a
 cancel can stop it together with every child it started: SIGTERM to the group, a short grace,
@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import ctypes
 import json
 import logging
 import os
 import signal
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from runtime.errors import ToolError
+from runtime.supervisor import group_alive, parent_death_signal, supervised_shell
 from runtime.tools.arguments import ToolArguments
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
@@ -57,42 +55,6 @@ OUTPUT_POLL_INTERVAL = 0.05
 _SECRET_ENVIRONMENT = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 """The runtime's own model keys are not handed to commands the model runs: a command printing
 its environment would otherwise copy them into the transcript."""
-
-
-_PR_SET_PDEATHSIG = 1
-
-_SUPERVISOR = 'trap "kill -KILL 0" HUP; /bin/sh -c "$1" & wait $!'
-"""Without a sandbox: a supervising shell that gets SIGHUP when agent-tui dies (parent-death
-signal) and then kills its whole process group, so no command outlives agent-tui; otherwise it
-waits for the command and exits with its status."""
-
-
-def _parent_death_signal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking the kernel to send SIGHUP to the child when we die (Linux).
-
-    It also puts SIGHUP back to its default first: a signal ignored when a shell starts cannot
-    be trapped, so under ``nohup`` (or a service manager that ignores SIGHUP) the supervisor's
-    trap would be a silent no-op and the command would outlive agent-tui. Through libc, not
-    ``signal.signal``: the child of a fork made on another thread is not Python's main thread."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-        set_handler = libc.signal
-    except (OSError, AttributeError):
-        return None
-    set_handler.argtypes = (ctypes.c_int, ctypes.c_void_p)
-    set_handler.restype = ctypes.c_void_p
-    parent = os.getpid()
-
-    def arm() -> None:
-        set_handler(int(signal.SIGHUP), None)  # SIG_DFL
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
-        if os.getppid() != parent:  # we died before the signal was armed
-            os._exit(1)
-
-    return arm
 
 
 class _Output:
@@ -161,31 +123,6 @@ async def _pump(stream: asyncio.StreamReader, output: _Output, ctx: ToolContext)
         emit(pending)
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies do not count: they are dead
-    and only wait for their parent, possibly init, to collect them)."""
-    if sys.platform.startswith("linux") and os.path.isdir("/proc"):
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                continue
-            fields = data[data.rfind(b")") + 2 :].split()
-            if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _signal_group(pgid: int, signum: signal.Signals) -> None:
     try:
         os.killpg(pgid, signum)
@@ -197,7 +134,7 @@ async def _wait_gone(process: asyncio.subprocess.Process, pgid: int, seconds: fl
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while True:
-        if process.returncode is not None and not _group_alive(pgid):
+        if process.returncode is not None and not group_alive(pgid):
             return True
         if loop.time() >= deadline:
             return False
@@ -428,8 +365,8 @@ class ShellTool(_BuiltinTool):
             )
             preexec = None
         else:
-            argv = ["/bin/sh", "-c", _SUPERVISOR, "agent-tui-shell", command]
-            preexec = _parent_death_signal()
+            argv = supervised_shell(command, name="agent-tui-shell")
+            preexec = parent_death_signal()
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,

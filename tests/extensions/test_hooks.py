@@ -1,10 +1,16 @@
-"""Hooks: real scripts decide, rewrite results, and are killed at their timeout."""
+"""Hooks: real scripts decide, rewrite results, and are killed at their timeout or when
+agent-tui dies."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +22,9 @@ from runtime.hooks import (
     run_after_tool,
     run_before_tool,
 )
+from tests.tools.helpers import is_gone
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script(path: Path, text: str) -> str:
@@ -100,9 +109,7 @@ async def test_a_hook_that_hangs_is_killed_at_its_timeout_with_a_clear_failure(
     outcome = await run_before_tool(hooks, tool_name="shell", arguments={}, workspace=workspace)
     assert outcome.failure is not None
     assert "did not answer within 2 s and was killed" in outcome.failure
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert is_gone(int(pid_file.read_text()))
 
 
 async def test_exit_status_2_denies_with_stderr_and_other_failures_stop_the_call(
@@ -190,3 +197,66 @@ def test_a_hook_is_named_without_the_environment_assignments_before_its_programs
     entry = HookEntry(command=command, source="agent-tui.toml")
     assert entry.shown_command() == shown
     assert entry.label() == f"hook `{shown}` (agent-tui.toml)"
+
+
+HOOK_CHILD = """
+import asyncio, sys
+from pathlib import Path
+from runtime.hooks import HookEntry, HooksConfig, fire_and_forget, run_after_tool, run_before_tool
+
+async def main(event, command, workspace):
+    entry, ws = HookEntry(command=command, timeout=600), Path(workspace)
+    if event == "before_tool":
+        hooks = HooksConfig(before_tool=[entry])
+        await run_before_tool(hooks, tool_name="search", arguments={}, workspace=ws)
+    elif event == "after_tool":
+        hooks = HooksConfig(after_tool=[entry])
+        await run_after_tool(
+            hooks, tool_name="search", arguments={}, result="", is_error=False, workspace=ws
+        )
+    else:
+        fire_and_forget([entry], event, {"run_id": "r"}, ws)
+    await asyncio.Event().wait()
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def _wait_for(condition: Callable[[], bool], what: str, *, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)  # polling a file or the process table, bounded by the deadline
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "event", ["before_tool", "after_tool", "on_input_required", "on_run_finished"]
+)
+def test_a_hook_and_the_processes_it_started_die_when_agent_tui_is_killed_with_sigkill(
+    workspace: Path, tmp_path: Path, event: str
+) -> None:
+    pids_file = tmp_path / "hook.pids"
+    # The hook's shell and a child of it, both sleeping far longer than the test waits.
+    hook = f"sleep 600 & echo $$ $! > {pids_file}.new && mv {pids_file}.new {pids_file}; wait"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOOK_CHILD, event, hook, str(workspace)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    pids: list[int] = []
+    try:
+        _wait_for(pids_file.exists, "the hook to start", seconds=60)
+        pids = [int(pid) for pid in pids_file.read_text().split()]
+        assert len(pids) == 2 and not any(is_gone(pid) for pid in pids)
+        proc.send_signal(signal.SIGKILL)  # agent-tui alone, not the hook's process group
+        proc.wait(timeout=30)
+        _wait_for(lambda: all(is_gone(pid) for pid in pids), "the hook to die", seconds=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        for pid in pids:  # a survivor must not outlive a failed test either
+            if not is_gone(pid):
+                os.kill(pid, signal.SIGKILL)

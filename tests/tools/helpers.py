@@ -1,7 +1,8 @@
-"""A ToolContext that records the progress a tool reports."""
+"""A ToolContext that records the progress a tool reports; whether a process still runs."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,3 +23,18 @@ class ProgressLog:
 
 def context(workspace: Path, progress: ProgressLog | None = None) -> ToolContext:
     return ToolContext(workspace=workspace, progress=progress or ProgressLog())
+
+
+def is_gone(pid: int) -> bool:
+    """The process no longer runs. A zombie counts as gone: it has exited and only waits for
+    its parent to collect it (in some containers init never does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] == b"Z"

@@ -16,22 +16,7 @@ import pytest
 from runtime.errors import ToolError
 from runtime.tools.base import ToolContext, ToolOutput
 from runtime.tools.shell import ShellTool
-from tests.tools.helpers import ProgressLog
-
-
-def is_gone(pid: int) -> bool:
-    """The process no longer runs. A zombie counts as gone: it has exited and only waits for
-    its parent to collect it (in some containers init never does)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2 :].split()[0] == b"Z"
+from tests.tools.helpers import ProgressLog, is_gone
 
 
 class LineWatcher(ProgressLog):
