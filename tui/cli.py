@@ -246,39 +246,6 @@ def _check_utf8(argv: Sequence[str]) -> None:
             raise InvalidInput(f"argument {number} is not valid UTF-8: {shown}") from None
 
 
-def _why_unwritable(path: Path) -> str:
-    try:
-        if os.statvfs(path).f_flag & os.ST_RDONLY:
-            return "read-only file system"
-    except OSError:
-        pass
-    return "permission denied"
-
-
-def _check_writable(db_path: Path | str) -> None:
-    """The database folder, the database and the log must be writable (SQLite keeps its journal
-    beside the database): say so in one line instead of failing half-way."""
-    from tui._cli.settings import log_path
-
-    if isinstance(db_path, str):  # a PostgreSQL URL: the server says
-        return
-
-    folder = db_path.parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"the database folder {folder} is not writable ({_why_unwritable(folder)}); "
-            "choose another with --db or AGENT_TUI_DB"
-        )
-    if db_path.exists() and not os.access(db_path, os.W_OK):
-        raise ConfigError(f"the database {db_path} is not writable ({_why_unwritable(folder)})")
-    log_file = log_path(db_path)
-    if log_file.is_dir() or (log_file.exists() and not os.access(log_file, os.W_OK)):
-        raise ConfigError(
-            f"cannot write the log file {log_file} "
-            f"({'it is a folder' if log_file.is_dir() else _why_unwritable(folder)})"
-        )
-
-
 def _config_for(args: argparse.Namespace, workspace: Path) -> Config:
     """The workspace's configuration. A command that only looks (``show``, ``export``, …)
     reads the database without it when it is broken, and says so: the person may be on the way
@@ -359,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "for headless use: agent-tui run PROMPT"
         )
         return EXIT_USAGE
-    from tui._cli.settings import prepare_db_path, resolve_db_path
+    from tui._cli.settings import check_writable, prepare_db_path, resolve_db_path
 
     db_path: Path | str | None = None
     try:
@@ -369,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = isinstance(db_path, Path) and not db_path.exists()
         if not missing or _creates_the_database(args):
             prepare_db_path(db_path)
-            _check_writable(db_path)
+            check_writable(db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -18,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 DEFAULT_TIMEOUT = 60.0
 SCRUBBED_ENV = (
@@ -196,3 +199,52 @@ def boundary_of(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     last = lines[-1]
     assert last["kind"] == "boundary", f"last line is not the boundary: {last}"
     return last
+
+
+def folder_state(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` with the bytes of its files (None for a folder)."""
+    if not folder.exists():
+        return {}
+    return {
+        str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def read_only(cli: Cli, *paths: Path) -> list[str]:
+    """Make ``paths`` unwritable for the command; returns a prefix for its argv. Root ignores
+    file modes, so as root the command runs in a mount namespace where they are read-only
+    (bubblewrap); otherwise plain permissions do."""
+    if os.geteuid() != 0:
+        for path in paths:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        return []
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("running as root without bwrap: no way to make a folder unwritable")
+    prefix = [bwrap, "--dev-bind", "/", "/"]
+    for path in paths:
+        prefix += ["--ro-bind", str(path), str(path)]
+    return prefix
+
+
+def run_cli(cli: Cli, prefix: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, *cli.argv(*args)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        cwd=cli.workspace,
+        timeout=60,
+        check=False,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("agent-tui: error: ")
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr

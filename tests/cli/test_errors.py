@@ -5,14 +5,12 @@ exit 2, and nothing is written."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.harness import Cli
+from tests.cli.harness import Cli, assert_one_line_error, folder_state, read_only, run_cli
 from tui import cli
 from tui._cli import commands
 
@@ -40,55 +38,6 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_goes_to_the_log(
 
 
 # --- bad input to the real command: one line on stderr, exit 2, nothing modified -------------
-
-
-def folder_state(folder: Path) -> dict[str, bytes | None]:
-    """Every entry under ``folder`` with the bytes of its files (None for a folder)."""
-    if not folder.exists():
-        return {}
-    return {
-        str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
-        for path in sorted(folder.rglob("*"))
-    }
-
-
-def read_only(cli: Cli, *paths: Path) -> list[str]:
-    """Make ``paths`` unwritable for the command; returns a prefix for its argv. Root ignores
-    file modes, so as root the command runs in a mount namespace where they are read-only
-    (bubblewrap); otherwise plain permissions do."""
-    if os.geteuid() != 0:
-        for path in paths:
-            path.chmod(0o555 if path.is_dir() else 0o444)
-        return []
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        pytest.skip("running as root without bwrap: no way to make a folder unwritable")
-    prefix = [bwrap, "--dev-bind", "/", "/"]
-    for path in paths:
-        prefix += ["--ro-bind", str(path), str(path)]
-    return prefix
-
-
-def run_cli(cli: Cli, prefix: list[str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, *cli.argv(*args)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=cli.env,
-        cwd=cli.workspace,
-        timeout=60,
-        check=False,
-    )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("agent-tui: error: ")
-    assert "Traceback" not in result.stderr
-    for word in words:
-        assert word in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize(

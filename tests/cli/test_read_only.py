@@ -1,6 +1,7 @@
 """Commands that only look (`runs`, `show`, `export`, `doctor`) never write (issue 12 point 1):
 the database file keeps every byte and the owners table gains no row; where there is no
-database, no command that needs one creates it (or its folder)."""
+database, no command that needs one creates it (or its folder); `doctor` says when the first
+run could not create it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.cli.harness import Cli
+from tests.cli.harness import Cli, assert_one_line_error, folder_state, read_only, run_cli
 
 
 def _owners(cli: Cli) -> list[tuple[object, ...]]:
@@ -100,3 +101,19 @@ def test_a_relative_db_that_does_not_exist_is_named_in_full(cli: Cli) -> None:
     assert result.returncode == 2
     assert f"no database at {(cli.workspace / 'typo' / 'x.db').resolve()} " in result.stderr
     assert not (cli.workspace / "typo").exists()
+
+
+def test_doctor_fails_with_runs_line_where_the_first_run_could_not_create_the_database(
+    cli: Cli,
+) -> None:
+    cli.db.parent.mkdir(parents=True)
+    prefix = read_only(cli, cli.db.parent)
+    ran = run_cli(cli, prefix, "run", "hello", "--model", "demo:instant")
+    assert_one_line_error(ran, str(cli.db.parent), "not writable")
+    doctor = run_cli(cli, prefix, "doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    problem = ran.stderr.removeprefix("agent-tui: error: ")
+    assert f"  not created yet\n  error: {problem}" in doctor.stdout
+    assert "All fine." not in doctor.stdout
+    assert "Some checks failed" in doctor.stdout
+    assert folder_state(cli.db.parent) == {}

@@ -2,6 +2,7 @@
 secret's value, only whether it is set.
 
 It fails (exit 1, "Some checks failed") on what would stop agent-tui later: a damaged database,
+a database ``run`` could not write or create (its folder read-only, say: the same line),
 a broken configuration, a model reference `run` would refuse (the default one, or an agent's),
 a theme the TUI does not have, a hook whose program is a path that cannot run, an MCP server
 that does not start, and a run left queued or running by a process that is gone (which the
@@ -28,7 +29,14 @@ from runtime.tools.sandbox import describe_sandbox
 from tui._cli.commands import CLOSE_SECONDS, Context
 from tui._cli.listing import OWNER_GONE
 from tui._cli.parser import EXIT_FAILED, EXIT_OK
-from tui._cli.settings import ENV_KEYS, SECRET_ENV_KEYS, key_status, load_config, log_path
+from tui._cli.settings import (
+    ENV_KEYS,
+    SECRET_ENV_KEYS,
+    key_status,
+    load_config,
+    log_path,
+    writable_problem,
+)
 
 if TYPE_CHECKING:
     from runtime.config import Config
@@ -110,8 +118,9 @@ async def cmd_doctor(ctx: Context) -> int:
     out(f"agent-tui doctor — workspace {ctx.workspace}")
     out("")
     db_exists = not isinstance(ctx.db_path, str) and ctx.db_path.exists()
-    database_ok = _check_database(ctx, db_exists=db_exists)
-    healthy = database_ok
+    unwritable = writable_problem(ctx.db_path)
+    database_ok = _check_database(ctx, db_exists=db_exists, unwritable=unwritable)
+    healthy = database_ok and unwritable is None
     log = log_path(ctx.db_path)
     note = "" if log.exists() else " (none yet: written when there is something to log)"
     out(f"Log file: {log}{note}")
@@ -149,9 +158,10 @@ async def cmd_doctor(ctx: Context) -> int:
     return EXIT_OK if healthy else EXIT_FAILED
 
 
-def _check_database(ctx: Context, *, db_exists: bool) -> bool:
-    """Prints where the database is and, for an SQLite file that exists, its version, integrity
-    and schema; False when something is wrong with it."""
+def _check_database(ctx: Context, *, db_exists: bool, unwritable: str | None) -> bool:
+    """Prints where the database is, what keeps agent-tui from writing it (``unwritable``: the
+    line ``run`` refuses with) and, for an SQLite file that exists, its version, integrity and
+    schema; False when something is wrong with what it holds."""
     out = ctx.print
     if isinstance(ctx.db_path, str):
         from tui._cli.settings import shown
@@ -160,8 +170,14 @@ def _check_database(ctx: Context, *, db_exists: bool) -> bool:
         return True
     out(f"Database: {ctx.db_path}")
     if not db_exists:
-        out("  not created yet (it is created on the first run)")
+        if unwritable is None:
+            out("  not created yet (it is created on the first run)")
+        else:
+            out("  not created yet")
+            out(f"  error: {unwritable}")
         return True
+    if unwritable is not None:
+        out(f"  error: {unwritable}")
     try:
         version, damage, schema = _inspect_database(ctx.db_path)
     except sqlite3.DatabaseError as exc:

@@ -67,6 +67,57 @@ def prepare_db_path(path: DbLocation) -> None:
         raise ConfigError(f"cannot create the folder for the database {path}: {exc}") from None
 
 
+def _why_unwritable(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
+
+
+def writable_problem(db_path: DbLocation) -> str | None:
+    """What keeps agent-tui from writing the database at ``db_path`` (SQLite keeps its journal
+    beside the database, and the log goes there too), in one line; None when nothing does.
+    Creates nothing: a folder not made yet is judged by the nearest one that exists, where
+    ``run`` would make it."""
+    if isinstance(db_path, str):  # a PostgreSQL URL: the server says
+        return None
+    folder = db_path.parent
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing != folder:
+        if os.access(existing, os.W_OK | os.X_OK):
+            return None
+        return (
+            f"cannot create the folder for the database {db_path}: {existing} is not writable "
+            f"({_why_unwritable(existing)})"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return (
+            f"the database folder {folder} is not writable ({_why_unwritable(folder)}); "
+            "choose another with --db or AGENT_TUI_DB"
+        )
+    if db_path.exists() and not os.access(db_path, os.W_OK):
+        return f"the database {db_path} is not writable ({_why_unwritable(folder)})"
+    log_file = log_path(db_path)
+    if log_file.is_dir() or (log_file.exists() and not os.access(log_file, os.W_OK)):
+        return (
+            f"cannot write the log file {log_file} "
+            f"({'it is a folder' if log_file.is_dir() else _why_unwritable(folder)})"
+        )
+    return None
+
+
+def check_writable(db_path: DbLocation) -> None:
+    """Refuse, in one line, a database agent-tui could not write (``writable_problem``)
+    instead of failing half-way."""
+    problem = writable_problem(db_path)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
 def resolve_workspace(option: str | None) -> Path:
     path = Path(option).expanduser() if option else Path.cwd()
     if not path.exists():
