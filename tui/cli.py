@@ -125,8 +125,8 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         RUNS_AN_AGENT,
         Context,
         open_runtime,
-        opens_read_only,
     )
+    from tui._cli.parser import opens_read_only
     from tui._cli.render import TerminalSafeWriter
     from tui._cli.settings import model_override
 
@@ -251,7 +251,7 @@ def _config_for(args: argparse.Namespace, workspace: Path) -> Config:
     reads the database without it when it is broken, and says so: the person may be on the way
     to fixing it, and nothing of it is needed to show what is stored."""
     from runtime.config import Config
-    from tui._cli.commands import opens_read_only
+    from tui._cli.parser import opens_read_only
     from tui._cli.settings import load_config
 
     try:
@@ -326,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "for headless use: agent-tui run PROMPT"
         )
         return EXIT_USAGE
+    from tui._cli.parser import opens_read_only
     from tui._cli.settings import check_writable, prepare_db_path, resolve_db_path
 
     db_path: Path | str | None = None
@@ -336,7 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = isinstance(db_path, Path) and not db_path.exists()
         if not missing or _creates_the_database(args):
             prepare_db_path(db_path)
-            check_writable(db_path)
+            if not (opens_read_only(args) or args.command == "doctor"):
+                # Looking needs no writing: a copy in a read-only folder can be read (and
+                # ``doctor`` says what would stop a run there).
+                check_writable(db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE

@@ -8,6 +8,7 @@ importing or running the migrations; anything else gets the full check of ``sche
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -28,6 +29,48 @@ def damaged_file(path: Path, exc: sqlite3.Error) -> errors.DatabaseCorrupt | Non
         return None
     return errors.DatabaseCorrupt(
         f"{path}: the database file is damaged ({exc}); nothing more is written to it"
+    )
+
+
+def folder_writable(path: Path) -> bool:
+    """Whether this process may create files beside the database at ``path`` (SQLite's
+    ``-wal`` and ``-shm``): false in a read-only folder or on a read-only file system."""
+    return os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def database_writable(path: Path) -> bool:
+    """Whether SQLite can write the database at ``path``: its folder, and the file if there."""
+    return folder_writable(path) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens the database at ``path`` only to read (``mode=ro``).
+
+    SQLite reads a WAL-mode database (ours are) through its ``-shm`` index, and creates that
+    file, and the ``-wal``, when they are missing: in a folder this process cannot write, it
+    then cannot open the database at all ("unable to open database file"). There, a database
+    with no write-ahead log beside it, or an empty one (a copy, a backup, a database closed
+    cleanly) is opened ``immutable=1``, which needs neither file: with no log nothing is
+    missed. A log that holds commits not yet copied into the database is read with its
+    ``-shm`` file when that is there too (SQLite does so read-only); without it SQLite cannot
+    read the log, and ``immutable=1`` would ignore those commits, so the database is refused
+    (``DatabaseError``) rather than shown without them."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if folder_writable(path):
+        return uri
+    wal = Path(f"{path}-wal")
+    try:
+        logged = wal.stat().st_size > 0
+    except FileNotFoundError:
+        logged = False
+    if not logged:
+        return uri + "&immutable=1"
+    if Path(f"{path}-shm").exists():
+        return uri
+    raise errors.DatabaseError(
+        f"{path}: its write-ahead log {wal.name} holds changes SQLite cannot read in the "
+        f"read-only folder {path.parent} (its {path.name}-shm file is missing); copy the "
+        "database with its -wal file to a writable folder to read it"
     )
 
 
@@ -69,8 +112,9 @@ def check_database_file(path: Path) -> int | None:
         raise errors.NotADatabase(
             f"{path}: not an SQLite database, so not an agent-tui database; refusing to open it"
         )
+    uri = read_only_uri(path)
     try:
-        ro = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        ro = sqlite3.connect(uri, uri=True)
         try:
             # One read transaction: the version and the schema from the same snapshot, even
             # while another process that started at the same moment is migrating the file.

@@ -95,9 +95,15 @@ from runtime.store.base import (
 )
 from runtime.store.checks import SQLITE_HEADER as SQLITE_HEADER
 from runtime.store.checks import check_database_file as check_database_file
-from runtime.store.checks import damaged_file
+from runtime.store.checks import (
+    damaged_file,
+    database_writable,
+    folder_writable,
+    read_only_uri,
+)
 from runtime.store.migrations import (
     INDEX_PENDING_MESSAGES,
+    LATEST_VERSION,
     compact_tool_payload,
     encode_event_v5,
     event_payload,
@@ -632,13 +638,45 @@ class SqliteStore:
         )
 
     def _connect(self) -> Conn:
-        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        if self.read_only and not database_writable(self.path):
+            # A copy or a backup in a read-only folder (or a read-only file): nothing can be set
+            # up or migrated, and in the folder SQLite cannot make its -wal and -shm files
+            # (``read_only_uri``).
+            uri = read_only_uri(self.path)
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            setup = self._setup_to_read
+        else:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            setup = self._setup
         try:
-            self._setup(conn)
+            setup(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _setup_to_read(self, conn: Conn) -> None:
+        conn.row_factory = sqlite3.Row
+        register_functions(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA cache_size = -32000")
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version == LATEST_VERSION:
+            return
+        where = (
+            f"the database folder {self.path.parent}"
+            if not folder_writable(self.path)
+            else "the database file"
+        )
+        needs = (
+            "is empty and needs setting up"
+            if version == 0
+            else f"has schema version {version} and needs migrating to {LATEST_VERSION}"
+        )
+        raise errors.DatabaseError(
+            f"{self.path}: the database {needs}, but {where} is not writable; "
+            "open it once where it can be written"
+        )
 
     def _setup(self, conn: Conn) -> None:
         conn.row_factory = sqlite3.Row

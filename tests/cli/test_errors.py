@@ -61,8 +61,8 @@ def test_an_existing_database_in_a_folder_that_became_read_only_is_left_untouche
     assert made.returncode in (0, 3), made.stderr
     before = folder_state(cli.db.parent)
     prefix = read_only(cli, cli.db.parent)
-    for command in (["runs"], ["run", "again", "--model", "demo:instant"]):
-        assert_one_line_error(run_cli(cli, prefix, *command), "not writable")
+    again = run_cli(cli, prefix, "run", "again", "--model", "demo:instant")
+    assert_one_line_error(again, "not writable")
     assert folder_state(cli.db.parent) == before
 
 
@@ -70,7 +70,8 @@ def test_a_log_file_that_cannot_be_written_is_one_line_exit_2(cli: Cli) -> None:
     cli.db.parent.mkdir(parents=True)
     cli.db.touch()
     (cli.db.parent / "agent-tui.log").mkdir()
-    assert_one_line_error(cli.run("runs"), "agent-tui.log", "it is a folder")
+    ran = cli.run("run", "hello", "--model", "demo:instant")
+    assert_one_line_error(ran, "agent-tui.log", "it is a folder")
     assert folder_state(cli.db.parent) == {"agent-tui.db": b"", "agent-tui.log": None}
 
 
@@ -80,7 +81,7 @@ def test_a_read_only_log_file_is_one_line_exit_2(cli: Cli) -> None:
     log = cli.db.parent / "agent-tui.log"
     log.write_text("earlier lines\n")
     prefix = read_only(cli, log)
-    result = run_cli(cli, prefix, "runs")
+    result = run_cli(cli, prefix, "run", "hello", "--model", "demo:instant")
     assert_one_line_error(result, "cannot write the log file", str(log))
     assert folder_state(cli.db.parent) == {"agent-tui.db": b"", "agent-tui.log": b"earlier lines\n"}
 

@@ -1,15 +1,18 @@
 """Commands that only look (`runs`, `show`, `export`, `doctor`) never write (issue 12 point 1):
 the database file keeps every byte and the owners table gains no row; where there is no
-database, no command that needs one creates it (or its folder); `doctor` says when the first
-run could not create it."""
+database, no command that needs one creates it (or its folder). So they read a database in a
+read-only folder (a copy, a backup), where `run` refuses, and `doctor` says why it would."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
+from runtime.store.migrations import LATEST_VERSION, migrate
 from tests.cli.harness import Cli, assert_one_line_error, folder_state, read_only, run_cli
 
 
@@ -103,6 +106,14 @@ def test_a_relative_db_that_does_not_exist_is_named_in_full(cli: Cli) -> None:
     assert not (cli.workspace / "typo").exists()
 
 
+def _made_run(cli: Cli) -> tuple[str, str]:
+    """A run (waiting for the demo's question) in ``cli.db``; its id and its job's."""
+    ran = cli.run("run", "summarise this project", "--model", "demo:instant", "--json")
+    assert ran.returncode == 3, ran.stderr
+    first = json.loads(ran.stdout.splitlines()[0])
+    return first["run_id"], first["job_id"]
+
+
 def test_doctor_fails_with_runs_line_where_the_first_run_could_not_create_the_database(
     cli: Cli,
 ) -> None:
@@ -117,3 +128,108 @@ def test_doctor_fails_with_runs_line_where_the_first_run_could_not_create_the_da
     assert "All fine." not in doctor.stdout
     assert "Some checks failed" in doctor.stdout
     assert folder_state(cli.db.parent) == {}
+
+
+def test_a_database_in_a_read_only_folder_is_listed_shown_exported_and_checked_untouched(
+    cli: Cli,
+) -> None:
+    run_id, job_id = _made_run(cli)
+    before = folder_state(cli.db.parent)
+    assert "agent-tui.db-wal" not in before  # closed: nothing left in a write-ahead log
+    prefix = read_only(cli, cli.db.parent)
+
+    listed = run_cli(cli, prefix, "runs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [line["id"] for line in map(json.loads, listed.stdout.splitlines())] == [run_id]
+    table = run_cli(cli, prefix, "runs")
+    assert table.returncode == 0 and run_id in table.stdout, table.stderr
+    interrupted = run_cli(cli, prefix, "runs", "--state", "interrupted")  # the runtime's path
+    assert interrupted.returncode == 0, interrupted.stderr
+    shown = run_cli(cli, prefix, "show", run_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["run"]["id"] == run_id
+    exported = run_cli(cli, prefix, "export", job_id, "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["job"]["id"] == job_id
+    events = run_cli(cli, prefix, "events")
+    assert events.returncode == 0 and run_id in events.stdout, events.stderr
+
+    # doctor reads and checks it, and fails on what stops `run` there.
+    again = run_cli(cli, prefix, "run", "again", "--model", "demo:instant")
+    assert_one_line_error(again, str(cli.db.parent), "not writable")
+    doctor = run_cli(cli, prefix, "doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert f"  error: {again.stderr.removeprefix('agent-tui: error: ')}" in doctor.stdout
+    assert "  integrity check: ok\n  schema check: ok\n" in doctor.stdout
+    assert "All fine." not in doctor.stdout
+    assert folder_state(cli.db.parent) == before
+
+
+def _copy_with_a_commit_in_its_log(cli: Cli, copy: Path, *, with_index: bool) -> None:
+    """Copy ``cli.db`` into ``copy`` while a connection holds a commit (a job renamed) in the
+    write-ahead log, not yet in the database file: with the log, and its index (``-shm``) or
+    not."""
+    copy.mkdir()
+    writer = sqlite3.connect(cli.db, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("UPDATE jobs SET title = 'renamed in the log'")
+        for suffix in ("", "-wal", *(["-shm"] if with_index else [])):
+            shutil.copyfile(f"{cli.db}{suffix}", copy / f"agent-tui.db{suffix}")
+    finally:
+        writer.close()
+
+
+def test_a_read_only_copy_is_read_with_the_commits_in_its_write_ahead_log(
+    cli: Cli, tmp_path: Path
+) -> None:
+    run_id, _ = _made_run(cli)
+    copy = tmp_path / "copy"
+    _copy_with_a_commit_in_its_log(cli, copy, with_index=True)
+    before = folder_state(copy)
+    cli.db = copy / "agent-tui.db"
+    prefix = read_only(cli, copy, *copy.iterdir())  # SQLite would write a writable -shm
+    for args in (("runs", "--json"), ("show", run_id, "--json")):
+        result = run_cli(cli, prefix, *args)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "renamed in the log" in result.stdout, args
+    assert folder_state(copy) == before
+
+
+def test_a_read_only_copy_whose_log_cannot_be_read_is_one_line_not_a_copy_without_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    run_id, job_id = _made_run(cli)
+    copy = tmp_path / "copy"
+    _copy_with_a_commit_in_its_log(cli, copy, with_index=False)
+    before = folder_state(copy)
+    cli.db = copy / "agent-tui.db"
+    prefix = read_only(cli, copy, *copy.iterdir())  # SQLite would write a writable -shm
+    for args in (("runs",), ("show", run_id), ("export", job_id)):
+        result = run_cli(cli, prefix, *args)
+        assert_one_line_error(result, "agent-tui.db-wal", "copy the database with its -wal file")
+    doctor = run_cli(cli, prefix, "doctor")
+    assert doctor.returncode == 1 and "agent-tui.db-wal" in doctor.stdout, doctor.stdout
+    assert folder_state(copy) == before
+
+
+@pytest.mark.parametrize("version", [0, LATEST_VERSION - 1])
+def test_a_database_that_needs_setting_up_in_a_read_only_folder_is_one_line_naming_why(
+    cli: Cli, version: int
+) -> None:
+    cli.db.parent.mkdir(parents=True)
+    if version:
+        conn = sqlite3.connect(cli.db, isolation_level=None)
+        try:
+            migrate(conn, path=str(cli.db), upto=version)
+        finally:
+            conn.close()
+    else:
+        cli.db.touch()  # an empty file: a database not set up yet
+    before = folder_state(cli.db.parent)
+    prefix = read_only(cli, cli.db.parent)
+    for args in (("runs",), ("show", "3fa2"), ("export", "3fa2")):
+        result = run_cli(cli, prefix, *args)
+        assert_one_line_error(result, str(cli.db.parent), "not writable")
+        assert ("is empty" if version == 0 else f"schema version {version}") in result.stderr
+    assert folder_state(cli.db.parent) == before

@@ -588,14 +588,6 @@ async def cmd_events(ctx: Context, runtime: Runtime, args: Any) -> int:
     return await print_events(ctx, runtime, args)
 
 
-def opens_read_only(args: Any) -> bool:
-    """Whether the command only looks (no lease, no recovery, no writes); ``events`` writes
-    only a consumer's cursor."""
-    if args.command == "events":
-        return not args.consumer
-    return args.command in READ_ONLY
-
-
 COMMANDS = {
     "run": cmd_run,
     "runs": cmd_runs,
@@ -614,5 +606,3 @@ COMMANDS = {
     "events": cmd_events,
 }
 RUNS_AN_AGENT = frozenset({"run", "respond", "follow-up", "retry", "fork"})
-READ_ONLY = frozenset({"runs", "show", "export"})
-"""Commands that only look: they open the database read-only (no lease, no recovery)."""

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
-from runtime.errors import AgentTuiError, ConfigError
+from runtime.errors import AgentTuiError, ConfigError, DatabaseError
+from runtime.store.checks import read_only_uri
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.schema import expected_shape, schema_problems, shape_of
 from runtime.store.stored_content import register_functions
@@ -49,8 +50,7 @@ MCP_CHECK_SECONDS = 30.0
 def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
     """``PRAGMA user_version``, ``PRAGMA integrity_check``'s complaints and the schema check's
     problems, read without changing the file (read-only)."""
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    connection = sqlite3.connect(uri, uri=True)
+    connection = sqlite3.connect(read_only_uri(path), uri=True)
     register_functions(connection)  # integrity_check may read the search index's view
     try:
         version = int(connection.execute("PRAGMA user_version").fetchone()[0])
@@ -161,7 +161,8 @@ async def cmd_doctor(ctx: Context) -> int:
 def _check_database(ctx: Context, *, db_exists: bool, unwritable: str | None) -> bool:
     """Prints where the database is, what keeps agent-tui from writing it (``unwritable``: the
     line ``run`` refuses with) and, for an SQLite file that exists, its version, integrity and
-    schema; False when something is wrong with what it holds."""
+    schema; False when something is wrong with what it holds (one that cannot be written is
+    still read and checked, as ``runs``, ``show`` and ``export`` can)."""
     out = ctx.print
     if isinstance(ctx.db_path, str):
         from tui._cli.settings import shown
@@ -182,6 +183,9 @@ def _check_database(ctx: Context, *, db_exists: bool, unwritable: str | None) ->
         version, damage, schema = _inspect_database(ctx.db_path)
     except sqlite3.DatabaseError as exc:
         out(f"  error: cannot read it as a database ({exc})")
+        return False
+    except DatabaseError as exc:  # a write-ahead log it cannot read in a read-only folder
+        out(f"  error: {exc.message}")
         return False
     healthy = True
     out(f"  schema version {version}")

@@ -1,13 +1,13 @@
 """``agent-tui runs`` on an SQLite database without the runtime (DESIGN §13, issue 17).
 
-The full path opens the runtime (the store, the engine, pydantic models) to read one page; this
-one opens the file read-only with the standard library (``file:…?mode=ro``: it can take no lease,
-recover nothing and write nothing, so a TUI or worker on the same database is unaffected), reads
-the page with one keyset query (and the owners of its queued and running runs, by key, to say
-which of those runs a killed process left: ``runtime.owners``) and prints it with
-``tui._cli.listing``, the formatting the full path uses too. It refuses exactly what the store
-refuses (``runtime.store.checks``: not a database, not ours, damaged, a newer schema), with the
-same errors.
+The full path opens the runtime (the store, the engine, pydantic models) to read one page; this one
+opens the file read-only with the standard library (``file:…?mode=ro``, ``immutable=1`` in a
+read-only folder: ``runtime.store.checks.read_only_uri``; it can take no lease, recover nothing and
+write nothing, so a TUI or worker on the same database is unaffected), reads the page with one
+keyset query (and the owners of its queued and running runs, by key, to say which of those runs a
+killed process left: ``runtime.owners``) and prints it with ``tui._cli.listing``, the formatting
+the full path uses too. It refuses exactly what the store refuses (``runtime.store.checks``: not a
+database, not ours, damaged, a newer schema), with the same errors.
 
 It declines (returns None, and the caller takes the full path) when the full path would do
 something it does not: set up an empty database file, migrate one of an older schema, or refuse
@@ -21,7 +21,7 @@ import sqlite3
 import sys
 
 from runtime import errors
-from runtime.store.checks import check_database_file, damaged_file
+from runtime.store.checks import check_database_file, damaged_file, read_only_uri
 from runtime.store.schema_latest import LATEST_VERSION
 from runtime.textsafe import terminal_safe
 from tui._cli import listing
@@ -104,7 +104,7 @@ def _read_page(
     sql, params = _page_query(args)
     try:
         conn = sqlite3.connect(
-            db_path.resolve().as_uri() + "?mode=ro",
+            read_only_uri(db_path),
             uri=True,
             timeout=BUSY_SECONDS,
             isolation_level=None,

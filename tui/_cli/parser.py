@@ -76,6 +76,18 @@ COMMAND_NAMES = frozenset(
 )
 """The commands ``build_parser`` adds (tests/cli checks they match)."""
 
+READ_ONLY = frozenset({"runs", "show", "export"})
+"""Commands that only look: they open the database read-only (no lease, no recovery)."""
+
+
+def opens_read_only(args: argparse.Namespace) -> bool:
+    """Whether the command only looks (no lease, no recovery, no writes); ``events`` writes
+    only a consumer's cursor."""
+    if args.command == "events":
+        return not args.consumer
+    return args.command in READ_ONLY
+
+
 CREATE_THE_DATABASE = frozenset({"run", "worker"})
 """Commands that create the database when there is none yet (as the TUI and ``events
 --consumer`` do). The others need one: ``doctor`` says it is not created yet, a listing
