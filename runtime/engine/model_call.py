@@ -84,8 +84,38 @@ class ModelCall:
             execution.save_shown = None
             cut_short = None if committed else spent.take()
             spent.ended = True
-            await self._note_cut_short(execution, run.id, cut_short)
+            await self._settle(execution, run.id, spent.draft, cut_short, committed=committed)
         return message, stop_reason, done
+
+    async def _settle(
+        self,
+        execution: Execution,
+        run_id: str,
+        draft: DraftKeeper | None,
+        cut_short: CutShortUsage | None,
+        *,
+        committed: bool,
+    ) -> None:
+        """After the commit, or in its place: the draft keeper stops and, not committed (the
+        run cancelled by another process refused it), all that was shown stays as the partial
+        answer, saved before its usage is noted (the note tells other processes to read both
+        again). Recorded even when the task is cancelled once more meanwhile (the runtime
+        closing), then the cancel goes on."""
+
+        async def settle() -> None:
+            if draft is not None:
+                await draft.stop(keep_shown=not committed)
+            await self._note_cut_short(execution, run_id, cut_short)
+
+        if committed and cut_short is None:
+            await settle()
+            return
+        recording = asyncio.ensure_future(settle())
+        try:
+            await asyncio.shield(recording)
+        except asyncio.CancelledError:
+            await asyncio.wait({recording}, timeout=2 * SAVE_ON_STOP_SECONDS)
+            raise
 
     async def _commit(
         self,
@@ -210,9 +240,13 @@ class ModelCall:
             return spent.take()  # counted by the cancel, in its transaction
 
         async def until_commit() -> CutShortUsage | None:
-            return spent.take()  # the stream ended: the commit is next, unless a cancel is
+            # The stream ended: the commit is next, unless a cancel is. All of the message
+            # was shown: all of it is the partial answer.
+            await draft.save_shown()
+            return spent.take()
 
         execution.save_shown = save_shown
+        spent.draft = draft
         stream = provider.stream(request)
         ended = False
         try:
@@ -231,8 +265,10 @@ class ModelCall:
                 # A message cut short (the app closing, the stream failing) keeps in its draft
                 # all that was shown, not only what the clock saved last, and counts what it
                 # used so far (a cancel by this process counted it already).
-                await draft.stop(keep_shown=not ended)
-                if not ended:
+                if ended:
+                    await draft.hold()
+                else:
+                    await draft.stop(keep_shown=True)
                     await self._note_cut_short(execution, run.id, spent.take())
             finally:
                 # Closing the generator closes the provider's HTTP stream (cancel, errors).
@@ -275,6 +311,8 @@ class _Spent:
         self._taken = False
         self.ended = False
         """The commit returned (or failed): nothing is handed out after it."""
+        self.draft: DraftKeeper | None = None
+        """The message's draft keeper, held from the stream's end to the commit."""
 
     def take(self) -> CutShortUsage | None:
         if self.ended or self._taken:
@@ -326,14 +364,33 @@ class DraftKeeper:
         self._closed = False
         """Set by the last save (``save_shown``) or the message's end (``stop``)."""
         self._limit: dict[DraftKind, int] | None = None
+        self._held = False
+        """The message ended, its commit next (``hold``): no timed save any more."""
         """Where the last save ends (``save_shown``): the text shown when it was asked for."""
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""
-        if self._closed or self._timer is not None:
+        if self._closed or self._held or self._timer is not None:
             return
         if self._saving is None or self._saving.done():
             self._due()
+
+    async def hold(self) -> None:
+        """The message ended: its commit is next. No timed save from now on (one after the
+        commit would leave a draft of a committed message); one being written finishes first,
+        the commit deleting the drafts after it. What was shown is still saved by
+        ``save_shown`` should a cancel come before the commit (a message streamed whole, then
+        cancelled there, kept in its partial answer only what the clock had saved); ``stop``
+        once the commit returned."""
+        self._held = True
+        self._cancel_timer()
+        saving = self._saving
+        if saving is not None and not saving.done():
+            await asyncio.wait({saving})
+        else:
+            # A suspension point before the commit all the same: observers take the text
+            # streamed so far before the committed message supersedes it.
+            await asyncio.sleep(0)
 
     def _due(self) -> None:
         # Fire a little before the interval ends: the write itself takes a moment.
@@ -384,7 +441,7 @@ class DraftKeeper:
             folded.text_length > self._saved[DraftKind.TEXT]
             or folded.thinking_length > self._saved[DraftKind.THINKING]
         )
-        if behind and self._timer is None and not self._closed:
+        if behind and self._timer is None and not self._closed and not self._held:
             self._due()  # shown while this save was written: saved within the interval too
 
     async def save_shown(self) -> None:

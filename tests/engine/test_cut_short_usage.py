@@ -17,6 +17,7 @@ from runtime.errors import ModelError
 from runtime.models import Job, Message, Role, Run, RunState, ToolCall, Usage
 from runtime.results import CHARS_PER_TOKEN
 from runtime.store.sqlite import SqliteStore
+from runtime.transcript import partial_answer
 from tests.fakes.scripted import ScriptedProvider, Turn
 
 TEXT = "The answer streams in small pieces, then the model pauses for a long while. " * 3
@@ -213,6 +214,10 @@ async def test_a_cancel_between_the_streams_end_and_the_commit_counts_the_messag
     assert job.cost_usd == pytest.approx(run.cost_usd)
     async with SqliteStore(db_path) as store:
         assert [m.role for m in await store.list_messages(run_id)] == [Role.USER]
+        # The whole message was shown: all of it is the partial answer, not only what the
+        # draft's clock had saved when the stream ended (nothing, for a message this short).
+        partial = await partial_answer(store, await store.get_run(run_id))
+    assert partial is not None and partial.text == "I will look."
 
 
 async def test_a_message_committed_then_cancelled_is_counted_once(
@@ -254,3 +259,6 @@ async def test_a_cancel_by_another_process_before_the_commit_counts_the_message(
         await runtime.close()
     run, job = await totals(db_path, run.id)
     assert run.usage == USED and job.usage == USED
+    async with SqliteStore(db_path) as read:
+        partial = await partial_answer(read, await read.get_run(run.id))
+    assert partial is not None and partial.text == "I will look."
