@@ -84,10 +84,14 @@ class RunLoaded(TextualMessage):
         has_newer: bool = False,
         found: ItemKey | None = None,
         found_words: Sequence[str] = (),
+        running_since: float | None = None,
     ) -> None:
         super().__init__()
         self.run = run
         self.job = job
+        self.running_since = running_since
+        """When the run, running, last went into running (its latest start, as the store
+        says): its working time counts from there."""
         self.items = items
         """The tail of what the pane shows, or the items around ``found`` (``pager`` gives the
         rest as one scrolls)."""

@@ -470,6 +470,13 @@ class Store(Protocol):
 
     async def last_seq(self) -> int: ...
 
+    async def running_since(self, run_id: str) -> float | None:
+        """When the run last went into ``running``: the time of its latest
+        ``run_state_changed`` to running (a retry, a resume after an answer), None when it
+        never ran. A client that did not see the run start counts its working time from
+        here, not from its creation."""
+        ...
+
     async def record_note(
         self,
         run_id: str,

@@ -1202,6 +1202,18 @@ class PostgresStore:
 
         return await self._read(read)
 
+    async def running_since(self, run_id: str) -> float | None:
+        async def read(conn: Conn) -> float | None:
+            found = await conn.fetchval(
+                "SELECT created_at FROM events WHERE run_id = $1"
+                " AND payload::jsonb ->> 'kind' = 'run_state_changed'"
+                " AND payload::jsonb ->> 'to' = 'running' ORDER BY seq DESC LIMIT 1",
+                run_id,
+            )
+            return None if found is None else float(found)
+
+        return await self._read(read)
+
     # --- queries ----------------------------------------------------------------------------------
 
     async def _get(

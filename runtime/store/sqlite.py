@@ -102,6 +102,7 @@ from runtime.store.checks import (
     read_only_uri,
 )
 from runtime.store.migrations import (
+    EVENT_CODES_V5,
     INDEX_PENDING_MESSAGES,
     LATEST_VERSION,
     compact_tool_payload,
@@ -1430,6 +1431,19 @@ class SqliteStore:
         return await self._read(
             lambda conn: int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
         )
+
+    async def running_since(self, run_id: str) -> float | None:
+        def read(conn: Conn) -> float | None:
+            # Newest first along events_by_run: it stops at the latest start.
+            row = conn.execute(
+                "SELECT created_at FROM events WHERE run_n = (SELECT n FROM runs WHERE id = ?)"
+                " AND kind = ? AND json_extract(payload, '$.to') = 'running'"
+                " ORDER BY seq DESC LIMIT 1",
+                (run_id, EVENT_CODES_V5["run_state_changed"]),
+            ).fetchone()
+            return None if row is None else float(row[0])
+
+        return await self._read(read)
 
     # --- queries ---------------------------------------------------------------------------------
 

@@ -154,6 +154,27 @@ async def test_claiming_a_queued_run_gives_a_fresh_token_and_bumps_revision(
         await store.claim_run(created.id, owner_id="owner-2")
 
 
+async def test_a_run_runs_since_its_latest_start_not_its_creation(
+    store: Store, clock: ManualClock
+) -> None:
+    """A TUI that opens a run retried elsewhere counts its working time from the retry: from
+    the run's creation, a run retried a day after a crash read "running 24h"."""
+    created = await store.create_run(new_run())
+    assert await store.running_since(created.id) is None  # queued: it never ran
+    clock.advance(10)
+    first = await store.claim_run(created.id, owner_id="owner-1")
+    assert await store.running_since(created.id) == clock.now()
+    assert first.execution_token is not None
+    await store.commit_message(created.id, token=first.execution_token, message=assistant("a"))
+    await store.finish_run(created.id, token=first.execution_token, to=RunState.QUEUED)
+    clock.advance(86400)
+    await store.claim_run(created.id, owner_id="owner-2")  # the retry, a day later
+    retried_at = clock.now()
+    clock.advance(5)
+    assert await store.running_since(created.id) == retried_at
+    assert await store.running_since("missing") is None
+
+
 async def test_a_stale_token_is_refused_and_changes_nothing(store: Store) -> None:
     run, old_token = await running_run(store)
     await store.finish_run(run.id, token=old_token, to=RunState.QUEUED)

@@ -4,6 +4,7 @@ stops it, tokens counted live while text streams."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from tests.fakes.anthropic_server import (
     stream,
     text_block,
 )
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets._format import cost, plain_markdown, search_snippet, state_text, tokens
@@ -392,3 +393,60 @@ async def test_the_demo_model_hint_goes_once_the_line_is_about_another_model(
             assert not any(hint in _shown(status) for hint in DEMO_HINTS)
     finally:
         await runtime.close()
+
+
+class _DayAgo:
+    """The wall clock a day back: a run created with it was created yesterday."""
+
+    def now(self) -> float:
+        return time.time() - 86400
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+async def test_a_run_retried_in_another_process_counts_its_time_from_the_retry_here_too(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a run retried in one agent-tui read "running 6s" there and
+    "running 22s" in another opened on it afterwards, which counted from the run's creation
+    (a run interrupted yesterday and retried now read "running 24h"). Both count from the
+    retry's start, as the store records it."""
+    first = ScriptedProvider([Turn("started " * 10, gate=asyncio.Event())])
+    yesterday = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: first,
+        clock=_DayAgo(),
+    )
+    try:
+        run = await yesterday.start("a long task")
+        await asyncio.wait_for(first.started.wait(), timeout=30)
+    finally:
+        await yesterday.close()  # quits mid-run: the run waits for a retry
+    gate = asyncio.Event()
+    provider = ScriptedProvider([Turn("again " * 10, gate=gate)])
+    executing = await open_scripted(provider, db_path, workspace)
+    watching = await open_runtime(db_path, workspace)
+    try:
+        await executing.retry(run.id)
+        await asyncio.wait_for(provider.started.wait(), timeout=30)
+        retried_at = await executing.running_since(run.id)
+        assert retried_at is not None and retried_at > run.created_at + 86000
+        app = make_app(watching, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.status
+            await wait_until(pilot, lambda: status.run is not None and status.working)
+            assert status.elsewhere  # worked by the other process
+            assert status.working_since(run) == retried_at
+            status.now = retried_at + 6
+            assert "running 6s" in status.text and "24h" not in status.text
+            gate.set()
+        await executing.wait(run.id, timeout=30)
+    finally:
+        await watching.close()
+        await executing.close()

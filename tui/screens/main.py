@@ -853,6 +853,10 @@ class MainScreen(Screen[None]):
             waiting = await self._descendant_request(run)
             if waiting is not None:
                 request, asker = waiting
+        # Started (or retried) before this app saw it: its working time counts from its
+        # latest start, as the store says (from its creation, a run retried in another
+        # agent-tui read "running 22s" here and "running 6s" there).
+        since = await runtime.running_since(run_id) if run.state is RunState.RUNNING else None
         self.post_message(
             RunLoaded(
                 run,
@@ -866,6 +870,7 @@ class MainScreen(Screen[None]):
                 has_newer=has_newer,
                 found=found,
                 found_words=words,
+                running_since=since,
             )
         )
         # After the run is on screen (a note is a line among the messages, never worth a wait).
@@ -941,6 +946,8 @@ class MainScreen(Screen[None]):
         replay, self._replay = self._replay, []
         for pending in replay:
             await self._apply_to_conversation(pending)
+        if message.running_since is not None:
+            self.status.started_running(message.run.id, message.running_since)
         self._show_run_state(message.run)
         self.status.show_running_tools(self.conversation.running_tools())
         request, asker = message.request, message.asker

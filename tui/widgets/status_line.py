@@ -179,8 +179,10 @@ class StatusLine(Static):
 
     def started_running(self, run_id: str, at: float) -> None:
         """The run started (or went back to) running at ``at``: its elapsed time counts from
-        there, not from its creation (a run retried a day after a crash read "running 24h")."""
-        self._running_since[run_id] = at
+        there, not from its creation (a run retried a day after a crash read "running 24h").
+        Seen as it happened or read from the store when the run was opened, whichever came
+        first: the later start counts."""
+        self._running_since[run_id] = max(at, self._running_since.get(run_id, at))
         if self.run is not None and self.run.id == run_id:
             self.redraw()
 
@@ -208,8 +210,9 @@ class StatusLine(Static):
         self.redraw()
 
     def working_since(self, run: Run) -> float:
-        """Where the elapsed time of ``run`` counts from: when it was seen to start running,
-        else (opened while it ran) its creation."""
+        """Where the elapsed time of ``run`` counts from: its latest start into running, seen
+        here or read from the store when it was opened (``started_running``); its creation
+        only when neither is known yet."""
         return self._running_since.get(run.id, run.created_at)
 
     def streamed(self, run_id: str, chars: int) -> Run | None:
