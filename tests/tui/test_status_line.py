@@ -450,3 +450,73 @@ async def test_a_run_retried_in_another_process_counts_its_time_from_the_retry_h
     finally:
         await watching.close()
         await executing.close()
+
+
+async def _held_step_runtime(
+    db_path: Path, workspace: Path, *gates: asyncio.Event
+) -> tuple[Runtime, ScriptedProvider, _HeldTool]:
+    """A runtime whose model asks for ``fetch_page`` (held until released) and then answers;
+    each model call waits after its first piece on the gate given for it."""
+    tool = _HeldTool("fetch_page")
+    first, second = gates
+    provider = ScriptedProvider(
+        [
+            Turn("let me look " * 30, [("fetch_page", {})], gate=first),
+            Turn("all done " * 40, gate=second),
+        ]
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(permissions=Permissions(allow=["fetch_page"])),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools={"fetch_page": tool},
+    )
+    return runtime, provider, tool
+
+
+async def test_the_window_running_a_run_and_one_watching_it_show_the_same_step_and_tokens(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial with two agent-tui on one database: at the same moment the
+    watching one read "step 1/50 │ 92 tok" and the one running the run "step 0/50 │ ~20 tok"
+    (the run as read before its step's message: the first tools read "step 0/50"). Both
+    number the step in progress alike (runtime.steps) and show the tokens counted so far."""
+    first_call, second_call = asyncio.Event(), asyncio.Event()
+    executing, provider, tool = await _held_step_runtime(
+        db_path, workspace, first_call, second_call
+    )
+    watching = await open_runtime(db_path, workspace)
+    try:
+        run = await executing.start("fetch it")
+        here = make_app(executing, workspace, open_job=run.job_id)
+        there = make_app(watching, workspace, open_job=run.job_id)
+        async with here.run_test(size=SIZE) as pilot, there.run_test(size=SIZE):
+            lines = []
+            for app in (here, there):
+                screen = app.screen
+                assert isinstance(screen, MainScreen)
+                lines.append(screen.status)
+
+            def both(text: str) -> bool:
+                return all(text in line.text for line in lines)
+
+            await wait_until(pilot, lambda: all(line.working for line in lines))
+            await asyncio.wait_for(provider.started.wait(), timeout=30)
+            assert both("step 1/50")  # the first model call
+            first_call.set()
+            await wait_until(pilot, lambda: both("running fetch_page"))
+            counted = (await executing.get_run(run.id)).usage.total_tokens
+            assert counted > 0
+            # The first step's tools: step 1, and the tokens its message counted (taken with
+            # the message, before its tools were shown running).
+            assert both(f"step 1/50 │ {counted} tok"), [line.text for line in lines]
+            tool.release.set()
+            await wait_until(pilot, lambda: len(provider.requests) == 2)
+            await wait_until(pilot, lambda: both("step 2/50"))  # the second model call
+            second_call.set()
+            await wait_until(pilot, lambda: both("completed │ step 2/50"))
+    finally:
+        await watching.close()
+        await executing.close()

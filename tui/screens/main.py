@@ -30,7 +30,7 @@ from runtime.drafts import restorable
 from runtime.errors import AgentTuiError, AlreadyAnswered, InvalidInput, RunStateConflict
 from runtime.fileio import write_text_atomically
 from runtime.interrupted import needs_resume
-from runtime.kinds import InputKind, RunState
+from runtime.kinds import InputKind, Role, RunState
 from runtime.locations import EXPORTS_IGNORED, exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui import attention, browser_filters
@@ -949,7 +949,7 @@ class MainScreen(Screen[None]):
         if message.running_since is not None:
             self.status.started_running(message.run.id, message.running_since)
         self._show_run_state(message.run)
-        self.status.show_running_tools(self.conversation.running_tools())
+        self.status.show_open_tools(self.conversation.open_tools())
         request, asker = message.request, message.asker
         if request is None and not message.run.state.is_terminal:
             # The run may have started waiting while it loaded (its state change arrived
@@ -1170,7 +1170,15 @@ class MainScreen(Screen[None]):
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:
-        await self._route(message.event.run_id, message)
+        event = message.event
+        await self._route(event.run_id, message)
+        if event.message.role is not Role.ASSISTANT:
+            return
+        # The step's message counts the step and its usage: the run's figures change. The run
+        # on screen takes them before the step's tool calls are handled (its first tools read
+        # "step 0/50 │ ~88 tok", the run as read before its message).
+        if not (self._on_screen(event.run_id) and await self._refresh_run_now(event.run_id)):
+            self.refresh_run(event.run_id)
 
     async def on_tool_state_changed(self, message: bridge.ToolStateChanged) -> None:
         await self._route(message.event.run_id, message)

@@ -578,12 +578,12 @@ class Conversation(SizedByLayout, VerticalScroll):
     def tool_view(self, tool_call_id: str) -> ToolCallView | None:
         return self._tools.get(tool_call_id)
 
-    def running_tools(self) -> dict[str, str]:
-        """The tool calls shown that are running: id → tool name."""
+    def open_tools(self) -> dict[str, tuple[str, ToolCallState]]:
+        """The tool calls shown that are pending or running: id → (tool name, state)."""
         return {
-            tool_call_id: view.tool_name
+            tool_call_id: (view.tool_name, view.state)
             for tool_call_id, view in self._tools.items()
-            if view.state is ToolCallState.RUNNING
+            if not view.state.is_terminal
         }
 
     # --- the window ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from runtime.interrupted import needs_resume
 from runtime.kinds import RunState, ToolCallState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the runtime records too
+from runtime.steps import step_shown
 from runtime.textsafe import terminal_safe_line
 from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
@@ -124,8 +125,9 @@ class StatusLine(Static):
         """The clock for the elapsed time (None: the wall clock)."""
         self._running_since: dict[str, float] = {}
         """When each run was last seen to start running (its events say when)."""
-        self._running_tools: dict[str, str] = {}
-        """The tool calls of the run shown that are running: id → tool name."""
+        self._open_tools: dict[str, tuple[str, ToolCallState]] = {}
+        """The tool calls of the run shown that are pending or running: id → (tool name,
+        state). Those running are named; any open one means the step in progress is theirs."""
         self._frame = 0
         self._spinner: Timer | None = None
         self._shown: str | None = ""
@@ -160,7 +162,7 @@ class StatusLine(Static):
             # its usage was committed, and deltas queued before that counted after it).
             self.streamed_chars = 0
         if run is None or previous is None or previous.id != run.id:
-            self._running_tools.clear()
+            self._open_tools.clear()
         self.run = run
         self.context_window = context_window
         self.context_floor = context_floor
@@ -191,22 +193,19 @@ class StatusLine(Static):
         names it (a run that only said "running 2s" for a minute looked stuck)."""
         if self.run is None or self.run.id != run_id:
             return
-        if state is ToolCallState.RUNNING:
-            self._running_tools[tool_call_id] = name
-        elif self._running_tools.pop(tool_call_id, None) is None:
+        if not state.is_terminal:
+            self._open_tools[tool_call_id] = (name, state)
+        elif self._open_tools.pop(tool_call_id, None) is None:
             return
         self.redraw()
 
     def _step_shown(self, run: Run) -> int:
-        """The step in progress while the run works (the model call of step ``run.step + 1``,
-        or the tools of step ``run.step``), else the steps it took."""
-        if not self.working or self._running_tools:
-            return run.step
-        return min(run.step + 1, run.max_steps)
+        return step_shown(run, working=self.working, calls_open=bool(self._open_tools))
 
-    def show_running_tools(self, running_tools: dict[str, str]) -> None:
-        """The tool calls of the run shown that run (id → name), as read with it."""
-        self._running_tools = dict(running_tools)
+    def show_open_tools(self, open_tools: dict[str, tuple[str, ToolCallState]]) -> None:
+        """The tool calls of the run shown that are pending or running (id → (name, state)),
+        as read with it."""
+        self._open_tools = dict(open_tools)
         self.redraw()
 
     def working_since(self, run: Run) -> float:
@@ -279,7 +278,11 @@ class StatusLine(Static):
                 now = self.now if self.now is not None else time.time()
                 elapsed = format_elapsed(now - self.working_since(run))
                 spun = f"{SPINNER[self._frame]} {state}"
-                tools = list(self._running_tools.values())
+                tools = [
+                    name
+                    for name, state in self._open_tools.values()
+                    if state is ToolCallState.RUNNING
+                ]
                 if tools:
                     named = terminal_safe_line(tools[0])  # an MCP server names its tools
                     named += f" +{len(tools) - 1}" if len(tools) > 1 else ""
@@ -289,12 +292,9 @@ class StatusLine(Static):
             count = tokens(run.usage.total_tokens + self.streamed_chars // CHARS_PER_TOKEN)
             parts += [
                 state_part,
-                # While it works, the step in progress: its model call is step 1 (the run
-                # counts a step once its message is committed, before the step's tools run).
-                _Part(
-                    f"step {self._step_shown(run)}/{run.max_steps}",
-                    (("", 9),),
-                ),
+                # While it works, the step in progress, as every window and `agent-tui show`
+                # number it (runtime.steps): its model call is step 1, and so are its tools.
+                _Part(f"step {self._step_shown(run)}/{run.max_steps}", (("", 9),)),
                 _Part(f"~{count} tok" if self.streamed_chars else f"{count} tok", (("", 6),)),
                 _Part(cost(run.cost_usd), (("", 4),)),
                 _Part(
