@@ -28,7 +28,9 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
+from tests.tui.test_status_line import _held_step_runtime
 from tui import browser_filters
+from tui.messages import RunsLoaded
 from tui.screens.main import MainScreen
 from tui.widgets import job_tree
 from tui.widgets.job_tree import (
@@ -923,6 +925,52 @@ async def test_a_streaming_run_shows_its_live_token_estimate_and_updated_now_in_
         await runtime.close()
 
 
+def _tokens_and_cost(status_text: str) -> list[str]:
+    """The tokens and the cost as the status line shows them (["~16", "$0.0000"])."""
+    parts = status_text.split(" │ ")
+    [count] = [part.removesuffix(" tok") for part in parts if part.endswith(" tok")]
+    [money] = [part for part in parts if part.startswith("$")]
+    return [count, money]
+
+
+async def test_the_row_of_the_run_on_screen_shows_the_status_lines_figures_as_it_streams(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: one screen read "~125" on a run's row and "~238" on its
+    status line. The rows kept a count of their own over their own copy of the run, which a
+    page of the job's runs read before a step was committed put back. The row shows the
+    status line's figures, and a late page never puts back an older copy of a run."""
+    first_call, second_call = asyncio.Event(), asyncio.Event()
+    runtime, provider, tool = await _held_step_runtime(db_path, workspace, first_call, second_call)
+    try:
+        tool.release.set()
+        run = await runtime.start("fetch it")
+        read_before_its_steps = await runtime.get_run(run.id)
+        app = make_app(runtime, workspace, open_job=run.job_id)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            status, tree = screen.status, screen.job_tree
+            await wait_until(pilot, lambda: status.working)
+            first_call.set()
+            await wait_until(
+                pilot, lambda: len(provider.requests) == 2 and status.streamed_chars > 0
+            )
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            # A page of the job's runs read before its first step came late.
+            screen.post_message(RunsLoaded(run.job_id, [read_before_its_steps]))
+            await pilot.pause()
+            row = tree.run_node(run.id)
+            assert row is not None
+            assert tree.row_text(row).split()[-2:] == _tokens_and_cost(status.text)
+            assert "~" in status.text  # an estimate, the same on both
+            second_call.set()
+            await wait_until(pilot, lambda: "completed" in status.text)
+            assert tree.row_text(row).split()[-2:] == _tokens_and_cost(status.text)
+            assert "~" not in status.text  # the counted figures, the same on both
+    finally:
+        await runtime.close()
+
+
 async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(
     db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -944,8 +992,9 @@ async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(
             redrawn: list[str] = []
             redraw = tree._redraw_rows
             monkeypatch.setattr(tree, "_redraw_rows", lambda r, j: redrawn.append(r))
-            for _ in range(200):
-                tree.streamed(run, 40)
+            counted = screen.status.streamed_chars
+            for delta in range(1, 201):
+                tree.show_streamed(run, counted + 40 * delta)  # as the status line counts
             assert redrawn == []  # 200 deltas, no redraw of the rows
             monkeypatch.setattr(tree, "_redraw_rows", redraw)
             tree._show_live()  # the tick

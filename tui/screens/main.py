@@ -992,6 +992,8 @@ class MainScreen(Screen[None]):
             context_floor=0 if run.context_tokens else self.job_tree.context_before(run),
         )
         self.job_tree.keep_live(run.id)
+        # The rows take the status line's count as it stands now: a new usage figure ended it.
+        self.job_tree.show_streamed(run, self.status.streamed_chars)
         self.refresh_bindings()
         banner = self.query_one("#banner", Static)
         if needs_resume(run):
@@ -1166,7 +1168,7 @@ class MainScreen(Screen[None]):
     async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
         run = self.status.streamed(message.run_id, len(message.text))
         if run is not None:
-            self.job_tree.streamed(run, len(message.text))
+            self.job_tree.show_streamed(run, self.status.streamed_chars)
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:

@@ -13,8 +13,12 @@ A detail line under the tree says what the row under the cursor is, its age in w
 many lines as its width needs (in shorter words when the long ones take more than two).
 
 While the run on screen streams, its row and its job's say so as the status line does: tokens
-estimated from the text streamed (``~``, until the provider's usage arrives) and updated "now".
-Deltas are only counted here; the rows are drawn again at most once a ``LIVE_TICK``."""
+estimated from the text streamed (``~``, until the provider's usage arrives), the run's row the
+very figure of the status line (one count, the status line's, not a second one that started and
+stopped at other moments: a trial read "~125" on the row and "~238" on the status line). Deltas
+are only counted here; the rows are drawn again at most once a ``LIVE_TICK``. Elsewhere the rows
+show the committed figures, those `agent-tui show` prints (only the run on screen streams here:
+a run streaming in another process, or not on screen, has no estimate)."""
 
 from __future__ import annotations
 
@@ -68,11 +72,12 @@ LIVE_AGE = "now"
 
 @dataclass
 class LiveCount:
-    """Text a running run streamed since the provider last counted its usage."""
+    """Text a running run streamed since the provider last counted its usage (the status
+    line's count)."""
 
     job_id: str
     counted: int
-    """The run's usage (total tokens) when the count started: a new figure starts it again."""
+    """The run's usage (total tokens) the estimate adds to: a new figure starts it again."""
     chars: int = 0
     drawn: int = -1
     """``chars`` when its rows were last drawn."""
@@ -286,8 +291,7 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, JobEntry):
             job = data.job
             icon = INTERRUPTED_ICON if data.interrupted else STATE_ICONS[job.latest_run_state]
-            figures = self._figures(job.agent, job.updated_at, job, self._job_live(job))
-            return icon, job.title, figures
+            return icon, job.title, self._figures(data)
         if isinstance(data, RunEntry):
             run = data.run
             kind = (
@@ -299,10 +303,7 @@ class JobTree(Tree[NodeData]):
                 if run.forked_from_checkpoint_id
                 else "run"
             )
-            live = self._live.get(run.id)
-            estimate = live.estimate if live is not None else None
-            figures = self._figures(run.agent, run.updated_at, run, estimate)
-            return run_icon(run), typed_text(run.input or "") or kind, figures
+            return run_icon(run), typed_text(run.input or "") or kind, self._figures(data)
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             figures = {
@@ -319,28 +320,29 @@ class JobTree(Tree[NodeData]):
     def _age(self, timestamp: float) -> str:
         return "" if self.hide_ages else age(timestamp, now=self.now)
 
-    def _figures(
-        self, agent: str, updated_at: float, item: Job | Run, live: int | None
-    ) -> dict[str, str]:
-        """``live``: the tokens estimated from text streaming now (None: nothing streams)."""
-        if live is None:
-            return {
-                "agent": agent,
-                "age": self._age(updated_at),
-                "tokens": tokens(item.usage.total_tokens),
-                "cost": cost(item.cost_usd),
-            }
+    def _figures(self, data: JobEntry | RunEntry) -> dict[str, str]:
+        """A job's or run's figures: the tokens estimated while text of the run on screen
+        streams (``~``), else the committed ones."""
+        item = data.job if isinstance(data, JobEntry) else data.run
+        live = self._live_total(data)
         return {
-            "agent": agent,
-            "age": "" if self.hide_ages else LIVE_AGE,
-            "tokens": live_tokens(item.usage.total_tokens + live, COLUMN_WIDTHS["tokens"]),
+            "agent": item.agent,
+            "age": self._age_of(data),
+            "tokens": tokens(item.usage.total_tokens)
+            if live is None
+            else live_tokens(live, COLUMN_WIDTHS["tokens"]),
             "cost": cost(item.cost_usd),
         }
 
-    def _job_live(self, job: Job) -> int | None:
-        """The tokens the job's runs streaming now are estimated to add (None: none streams)."""
-        counts = [live.estimate for live in self._live.values() if live.job_id == job.id]
-        return sum(counts) if counts else None
+    def _live_total(self, data: JobEntry | RunEntry) -> int | None:
+        """The tokens estimated for a row while text of the run on screen streams: the run's
+        as the status line shows them, its job's total plus that run's estimate (None: no
+        run of the row streams here)."""
+        if isinstance(data, RunEntry):
+            live = self._live.get(data.run.id)
+            return None if live is None else live.counted + live.estimate
+        counts = [live.estimate for live in self._live.values() if live.job_id == data.job.id]
+        return data.job.usage.total_tokens + sum(counts) if counts else None
 
     def _width_room(self, *, depth: int, expandable: bool) -> int:
         guides = depth * self.guide_depth
@@ -436,22 +438,22 @@ class JobTree(Tree[NodeData]):
         node = self.cursor_node
         data = node.data if node is not None else None
         words: list[tuple[str, str]]
+        live: int | None = None
         if isinstance(data, JobEntry):
             job = data.job
-            live = self._job_live(job)
+            live = self._live_total(data)
             words = [("job", "job"), (job.agent, job.agent)]
             if self.is_elsewhere(job.workspace):
                 # A new-user trial could not tell which folder a job worked in.
                 words.append((f"in {job.workspace}",) * 2)
-            words.append(self._ago("updated", job.updated_at, live))
+            words.append(self._ago("updated", job.updated_at, live is not None))
             usage, money = job.usage.total_tokens, job.cost_usd
         elif isinstance(data, RunEntry):
             run = data.run
             state = state_text(run)
-            count = self._live.get(run.id)
-            live = count.estimate if count is not None else None
+            live = self._live_total(data)
             words = [("run", "run"), (run.agent, run.agent), (state, state)]
-            words.append(self._ago("updated", run.updated_at, live))
+            words.append(self._ago("updated", run.updated_at, live is not None))
             usage, money = run.usage.total_tokens, run.cost_usd
         elif isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
@@ -462,10 +464,9 @@ class JobTree(Tree[NodeData]):
                 self._ago("saved", checkpoint.created_at),
             ]
             usage, money = checkpoint.usage.total_tokens, -1.0
-            live = None
         else:
             return ()
-        count_text = f"~{tokens(usage + live)}" if live is not None else tokens(usage)
+        count_text = f"~{tokens(live)}" if live is not None else tokens(usage)
         words.append((f"{count_text} tokens", f"{count_text} tok"))  # "tok" as the status line
         if money >= 0:
             words.append((cost(money),) * 2)
@@ -482,11 +483,11 @@ class JobTree(Tree[NodeData]):
             )
         return found
 
-    def _ago(self, verb: str, timestamp: float, live: int | None = None) -> tuple[str, str]:
+    def _ago(self, verb: str, timestamp: float, live: bool = False) -> tuple[str, str]:
         """("updated 3m ago", "3m ago"); ("", "") with the ages hidden."""
         if self.hide_ages:
             return "", ""
-        when = LIVE_AGE if live is not None else f"{age(timestamp, now=self.now)} ago"
+        when = LIVE_AGE if live else f"{age(timestamp, now=self.now)} ago"
         return f"{verb} {when}", when
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
@@ -710,6 +711,13 @@ class JobTree(Tree[NodeData]):
             self._redraw_node(node)
 
     def set_runs(self, job_id: str, runs: list[Run]) -> None:
+        known = self._job_runs.get(job_id, {})
+        # A page of runs read before a change shown here already (a refresh came first) does
+        # not put back the older copy: a row's figures went back to an earlier step's.
+        runs = [
+            known[run.id] if run.id in known and known[run.id].revision > run.revision else run
+            for run in runs
+        ]
         by_id = {run.id: run for run in runs}
         if job_id in self.loaded_runs and self._job_runs.get(job_id) == by_id:
             # The same runs again (Enter on a job reads them once to open its latest run and
@@ -773,15 +781,20 @@ class JobTree(Tree[NodeData]):
         self._sync_labels()
 
     # --- the run streaming now ---------------------------------------------------------------
-    def streamed(self, run: Run, chars: int) -> None:
-        """``chars`` of text (or thinking) of ``run``, running, arrived. Counted only: its rows
-        are drawn with the first piece, then at most once a ``LIVE_TICK`` (a delta comes
-        every frame or so, and each redraw of the tree's rows costs the stream's budget)."""
+    def show_streamed(self, run: Run, streamed_chars: int) -> None:
+        """The status line's count for the run on screen: ``streamed_chars`` of text (or
+        thinking) streamed since ``run``'s usage (as the status line has it) was counted; 0,
+        or a run that no longer runs: no estimate, the rows show the committed figures. Kept
+        only: the rows are drawn with the first piece, then at most once a ``LIVE_TICK`` (a
+        delta comes every frame or so, and each redraw of the tree's rows costs the stream's
+        budget)."""
+        if streamed_chars <= 0 or run.state is not RunState.RUNNING:
+            self._end_live(run.id)
+            return
         live = self._live.get(run.id)
-        if live is None:
-            known = self._job_runs.get(run.job_id, {}).get(run.id, run)
-            live = self._live[run.id] = LiveCount(run.job_id, known.usage.total_tokens)
-        live.chars += chars
+        if live is None or live.counted != run.usage.total_tokens:
+            live = self._live[run.id] = LiveCount(run.job_id, run.usage.total_tokens)
+        live.chars = streamed_chars
         if self._live_timer is None:
             self._show_live()
 
