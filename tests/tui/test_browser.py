@@ -4,6 +4,7 @@ under an expanded run, the interrupted filter, an empty filter result, a browser
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from runtime.api import Runtime
 from runtime.kinds import RunState
 from runtime.models import Run, ToolResultBlock
 from runtime.store.base import NewRun
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import composer_text
 from tests.tui.helpers import (
     LayoutCount,
@@ -39,6 +41,7 @@ from tui.widgets.job_tree import (
     CheckpointEntry,
     EmptyEntry,
     JobEntry,
+    RunEntry,
 )
 from tui.widgets.question_prompt import QuestionPrompt
 
@@ -969,6 +972,51 @@ async def test_the_row_of_the_run_on_screen_shows_the_status_lines_figures_as_it
             assert "~" not in status.text  # the counted figures, the same on both
     finally:
         await runtime.close()
+
+
+async def test_a_run_working_in_another_process_reads_updated_now_here_with_its_counted_tokens(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a run streaming in one agent-tui read "now ~2.4k" in its
+    browser and "25s 0" in another one's. It works now, in both: its rows read "now" in every
+    window. The tokens are the counted ones, as `agent-tui show` prints them, where its text
+    does not stream (it is not on screen here): no estimate, no "~"."""
+    gate = asyncio.Event()
+    provider = ScriptedProvider([Turn("working on it " * 20, gate=gate)])
+    elsewhere = await open_scripted(provider, db_path, workspace)
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        run = await elsewhere.start("a long task")
+        await asyncio.wait_for(provider.started.wait(), timeout=30)
+        app = make_app(runtime, workspace, hide_ages=False)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_for_browser(pilot, app)
+            screen.load_runs(run.job_id)
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            job_row, run_row = tree.job_node(run.job_id), tree.run_node(run.id)
+            assert job_row is not None and run_row is not None
+            tree.move_cursor(job_row)
+            tree.now = time.time() + 25  # its row was last updated 25 s ago
+            for row in (job_row, run_row):
+                assert tree.row_text(row).split()[-3:] == ["now", "0", "$0.00"]
+            assert "updated now · 0 tokens" in tree.detail_text()
+            gate.set()
+
+            def shown_state() -> RunState | None:
+                node = tree.run_node(run.id)
+                data = node.data if node is not None else None
+                return data.run.state if isinstance(data, RunEntry) else None
+
+            await wait_until(pilot, lambda: shown_state() is RunState.COMPLETED)
+            ended_row = tree.run_node(run.id)
+            assert ended_row is not None
+            tree.now = time.time() + 25
+            assert tree.row_text(ended_row).split()[-3] == "25s"  # done: its age again
+    finally:
+        await runtime.close()
+        await elsewhere.close()
 
 
 async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(

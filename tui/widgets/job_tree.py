@@ -18,7 +18,9 @@ very figure of the status line (one count, the status line's, not a second one t
 stopped at other moments: a trial read "~125" on the row and "~238" on the status line). Deltas
 are only counted here; the rows are drawn again at most once a ``LIVE_TICK``. Elsewhere the rows
 show the committed figures, those `agent-tui show` prints (only the run on screen streams here:
-a run streaming in another process, or not on screen, has no estimate)."""
+a run streaming in another process, or not on screen, has no estimate). A running run's row and
+its job's read updated "now" in every window, estimate or not (a window watching a run another
+process streamed read "upd 25s" while that one read "now")."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from runtime.interrupted import not_retried, superseded
+from runtime.interrupted import needs_resume, not_retried, superseded
 from runtime.kinds import RunState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the status line and runtime use
 from runtime.textsafe import terminal_safe_line, terminal_safe_title
@@ -344,6 +346,17 @@ class JobTree(Tree[NodeData]):
         counts = [live.estimate for live in self._live.values() if live.job_id == data.job.id]
         return data.job.usage.total_tokens + sum(counts) if counts else None
 
+    def _works(self, data: JobEntry | RunEntry) -> bool:
+        """Whether the run (the job's latest run) works now, here or in another process: its
+        row reads updated "now" in every window, whether its text streams here or not."""
+        if isinstance(data, RunEntry):
+            run = data.run
+            return run.id in self._live or (run.state is RunState.RUNNING and not needs_resume(run))
+        job = data.job
+        return any(live.job_id == job.id for live in self._live.values()) or (
+            job.latest_run_state is RunState.RUNNING and not data.interrupted
+        )
+
     def _width_room(self, *, depth: int, expandable: bool) -> int:
         guides = depth * self.guide_depth
         expander = 2 if expandable else 0
@@ -446,14 +459,14 @@ class JobTree(Tree[NodeData]):
             if self.is_elsewhere(job.workspace):
                 # A new-user trial could not tell which folder a job worked in.
                 words.append((f"in {job.workspace}",) * 2)
-            words.append(self._ago("updated", job.updated_at, live is not None))
+            words.append(self._ago("updated", job.updated_at, data))
             usage, money = job.usage.total_tokens, job.cost_usd
         elif isinstance(data, RunEntry):
             run = data.run
             state = state_text(run)
             live = self._live_total(data)
             words = [("run", "run"), (run.agent, run.agent), (state, state)]
-            words.append(self._ago("updated", run.updated_at, live is not None))
+            words.append(self._ago("updated", run.updated_at, data))
             usage, money = run.usage.total_tokens, run.cost_usd
         elif isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
@@ -483,11 +496,15 @@ class JobTree(Tree[NodeData]):
             )
         return found
 
-    def _ago(self, verb: str, timestamp: float, live: bool = False) -> tuple[str, str]:
-        """("updated 3m ago", "3m ago"); ("", "") with the ages hidden."""
+    def _ago(
+        self, verb: str, timestamp: float, data: JobEntry | RunEntry | None = None
+    ) -> tuple[str, str]:
+        """("updated 3m ago", "3m ago"), or "updated now" while ``data``'s run works; ("", "")
+        with the ages hidden."""
         if self.hide_ages:
             return "", ""
-        when = LIVE_AGE if live else f"{age(timestamp, now=self.now)} ago"
+        works = data is not None and self._works(data)
+        when = LIVE_AGE if works else f"{age(timestamp, now=self.now)} ago"
         return f"{verb} {when}", when
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
@@ -519,10 +536,9 @@ class JobTree(Tree[NodeData]):
         if self.hide_ages:
             return ""
         if isinstance(data, JobEntry):
-            live = self._live and any(c.job_id == data.job.id for c in self._live.values())
-            return LIVE_AGE if live else self._age(data.job.updated_at)
+            return LIVE_AGE if self._works(data) else self._age(data.job.updated_at)
         if isinstance(data, RunEntry):
-            return LIVE_AGE if data.run.id in self._live else self._age(data.run.updated_at)
+            return LIVE_AGE if self._works(data) else self._age(data.run.updated_at)
         if isinstance(data, CheckpointEntry):
             return self._age(data.checkpoint.created_at)
         return ""
