@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config, Permissions
@@ -15,6 +18,7 @@ from runtime.models import Run
 from runtime.providers.base import ModelProvider
 from runtime.providers.demo import DemoProvider
 from runtime.tools.base import ToolContext, ToolOutput
+from tests.cli.harness import Cli
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     gate,
@@ -519,4 +523,52 @@ async def test_the_window_running_a_run_and_one_watching_it_show_the_same_step_a
             await wait_until(pilot, lambda: both("completed │ step 2/50"))
     finally:
         await watching.close()
+        await executing.close()
+
+
+@pytest.mark.slow
+async def test_show_numbers_the_step_in_progress_as_the_status_line_does(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: while a run's first model call streamed, `agent-tui show`
+    said "steps: 0 of at most 50" and "tokens: 0 in, 0 out" and the status line "step 1/50 │
+    ~373 tok". `show` names the step in progress as the status line numbers it, and says that
+    its tokens are those counted so far (the status line's "~" is an estimate on top)."""
+    first_call, second_call = asyncio.Event(), asyncio.Event()
+    executing, provider, tool = await _held_step_runtime(
+        db_path, workspace, first_call, second_call
+    )
+    cli = replace(Cli.create(tmp_path, workspace), db=db_path)
+
+    async def show(run_id: str) -> str:
+        shown = await asyncio.to_thread(cli.run, "show", run_id)
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
+
+    try:
+        run = await executing.start("fetch it")
+        app = make_app(executing, workspace, open_job=run.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.status
+            await wait_until(pilot, lambda: status.working)
+            await asyncio.wait_for(provider.started.wait(), timeout=30)
+            text = await show(run.id)
+            assert "step 1/50" in status.text
+            assert "steps:   0 of at most 50 (step 1 in progress)\n" in text
+            assert "0 cache write (counted as each model call ends)\n" in text
+            first_call.set()
+            await wait_until(pilot, lambda: "running fetch_page" in status.text)
+            text = await show(run.id)
+            assert "step 1/50 │ 15 tok" in status.text
+            assert "steps:   1 of at most 50 (step 1 in progress)\n" in text
+            assert "tokens:  10 in, 5 out," in text
+            tool.release.set()
+            second_call.set()
+            await wait_until(pilot, lambda: "completed" in status.text)
+        text = await show(run.id)
+        assert "steps:   2 of at most 50\n" in text
+        assert "0 cache write\n" in text
+    finally:
         await executing.close()

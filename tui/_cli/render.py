@@ -7,7 +7,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runtime.interrupted import owner_gone
+from runtime.interrupted import needs_resume, owner_gone
 from runtime.models import (
     Checkpoint,
     InputKind,
@@ -15,12 +15,14 @@ from runtime.models import (
     Job,
     Message,
     Run,
+    RunState,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolResultBlock,
     ToolUseBlock,
 )
+from runtime.steps import step_shown
 from runtime.textsafe import terminal_safe
 from tui._cli import listing
 from tui._cli.listing import format_cost as format_cost
@@ -246,8 +248,9 @@ def show_text(
     ``inherited_label``; ``partial``: what a stopped run streamed and never committed;
     ``owner_gone``: the process that ran it is gone (``runtime.interrupted.owner_gone``)."""
     calls = {call.id: call for call in tool_calls}
+    calls_open = any(not call.state.is_terminal for call in tool_calls)
     return [
-        *_run_summary_lines(run, job, context_window, owner_gone=owner_gone),
+        *_run_summary_lines(run, job, context_window, owner_gone=owner_gone, calls_open=calls_open),
         *_inherited_lines(inherited, inherited_label),
         *_message_lines(messages, calls, partial),
         *_tool_call_lines(tool_calls),
@@ -257,9 +260,25 @@ def show_text(
 
 
 def _run_summary_lines(
-    run: Run, job: Job | None, context_window: int | None, *, owner_gone: bool = False
+    run: Run,
+    job: Job | None,
+    context_window: int | None,
+    *,
+    owner_gone: bool = False,
+    calls_open: bool = False,
 ) -> list[str]:
+    """``calls_open``: tool calls of the run are pending or running (the step in progress is
+    theirs)."""
     usage = run.usage
+    steps = f"{run.step} of at most {run.max_steps}"
+    counted = ""
+    if run.state is RunState.RUNNING and not needs_resume(run) and not owner_gone:
+        # The step in progress, numbered as every agent-tui's status line numbers it; the
+        # tokens are those counted (a model call counts when it ends; an agent-tui showing the
+        # run as it streams adds an estimate, marked "~").
+        shown = step_shown(run, working=True, calls_open=calls_open)
+        steps += f" (step {shown} in progress)"
+        counted = " (counted as each model call ends)"
     if context_window:
         fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
         fill += f"the model's {format_tokens(context_window)} window"
@@ -271,9 +290,9 @@ def _run_summary_lines(
         f"  state:   {run_state_label(run, owner_gone=owner_gone)}",
         f"  agent:   {run.agent}",
         f"  model:   {run.model}",
-        f"  steps:   {run.step} of at most {run.max_steps}",
+        f"  steps:   {steps}",
         f"  tokens:  {usage.input_tokens} in, {usage.output_tokens} out, "
-        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write{counted}",
         f"  cost:    {format_cost(run.cost_usd)}",
         f"  context: {fill}",
     ]
