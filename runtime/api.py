@@ -134,11 +134,6 @@ class RuntimeApi(Protocol):
 
     async def last_seq(self) -> int: ...
 
-    async def running_since(self, run_id: str) -> float | None:
-        """When the run last went into running (its latest ``run_state_changed`` to running:
-        a retry, a resume); None when it never ran. Its working time counts from there."""
-        ...
-
     def consume(self, consumer_id: str, *, after: int | None = None) -> Consumer:
         """A durable consumer: every durable event at least once, in order, from its saved
         cursor; ``ack`` saves it; one process holds a consumer id at a time."""

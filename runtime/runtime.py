@@ -518,9 +518,6 @@ class Runtime:
         """The cursor of the newest durable event (for ``observe(after=...)``)."""
         return await self.store.last_seq()
 
-    async def running_since(self, run_id: str) -> float | None:
-        return await self.store.running_since(run_id)
-
     async def _boundary(self, run_id: str) -> Boundary | None:
         found = await next_boundary(
             self.store, run_id, executing=self._executions, owner_id=self.owner_id

@@ -437,7 +437,7 @@ async def test_a_run_retried_in_another_process_counts_its_time_from_the_retry_h
     try:
         await executing.retry(run.id)
         await asyncio.wait_for(provider.started.wait(), timeout=30)
-        retried_at = await executing.running_since(run.id)
+        retried_at = await executing.store.running_since(run.id)
         assert retried_at is not None and retried_at > run.created_at + 86000
         app = make_app(watching, workspace, open_job=run.job_id)
         async with app.run_test(size=SIZE) as pilot:

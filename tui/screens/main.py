@@ -856,7 +856,7 @@ class MainScreen(Screen[None]):
         # Started (or retried) before this app saw it: its working time counts from its
         # latest start, as the store says (from its creation, a run retried in another
         # agent-tui read "running 22s" here and "running 6s" there).
-        since = await runtime.running_since(run_id) if run.state is RunState.RUNNING else None
+        since = await runtime.store.running_since(run_id) if run.state is RunState.RUNNING else None
         self.post_message(
             RunLoaded(
                 run,
