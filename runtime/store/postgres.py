@@ -770,6 +770,8 @@ class PostgresStore:
 
         async def tx(t: _Tx) -> None:
             rules.check_draft_writer(await _fetch_run(t.conn, run_id), token, owner_id)
+            if await _message_exists(t.conn, message_id):
+                return  # committed meanwhile (a last save racing the commit): no draft of it
             await t.conn.execute(
                 "DELETE FROM draft_parts"
                 " WHERE run_id = $1 AND message_id = $2 AND kind = $3 AND start >= $4",

@@ -1013,6 +1013,8 @@ class SqliteStore:
 
         def tx(conn: Conn) -> None:
             rules.check_draft_writer(_fetch_run(conn, run_id), token, owner_id)
+            if _message_exists(conn, message_id):
+                return  # committed meanwhile (a last save racing the commit): no draft of it
             conn.execute(
                 "DELETE FROM draft_parts"
                 " WHERE run_id = ? AND message_id = ? AND kind = ? AND start >= ?",

@@ -232,6 +232,11 @@ async def test_a_message_committed_then_cancelled_is_counted_once(
         messages = await store.list_messages(run_id)
     assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT]
     assert messages[1].usage == USED
+    # The cancel's last save of what was shown came after the commit: no draft of a
+    # committed message (it showed twice, the second time as a "partial answer").
+    async with SqliteStore(db_path) as store:
+        assert await store.get_drafts(run_id) == []
+        assert await partial_answer(store, await store.get_run(run_id)) is None
 
 
 async def test_a_cancel_by_another_process_before_the_commit_counts_the_message(

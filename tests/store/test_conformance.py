@@ -472,6 +472,10 @@ async def test_a_committed_message_replaces_its_draft(store: Store) -> None:
     assert message.id == "m1"
     assert await store.get_drafts(run.id) == []
     assert await store.last_seq() == seq + 1
+    # A last save racing the commit (a cancel's, of all that was shown) lands after it:
+    # nothing of a committed message is kept as a draft.
+    await store.save_draft(run.id, token=token, message_id="m1", text="Hello world")
+    assert await store.get_drafts(run.id) == []
 
 
 # --- input requests --------------------------------------------------------------------------
