@@ -72,9 +72,13 @@ def message_chars(message: Message) -> int:
     return sum(_block_chars(b) for b in message.content)
 
 
+MESSAGE_TOKENS = 4
+"""What a message costs beyond its characters (its role and framing), in the estimates."""
+
+
 def estimate_tokens(messages: Sequence[Message], *, system: str = "") -> int:
     chars = len(system) + sum(message_chars(m) for m in messages)
-    return chars // CHARS_PER_TOKEN + 4 * len(messages)
+    return chars // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
 
 
 class HistoryTally:
@@ -115,7 +119,7 @@ class HistoryTally:
         self._extend(history)
         tail = len(messages) - 1
         chars = message_chars(messages[0]) + self._prefix[-1] - self._prefix[-1 - tail]
-        return (len(system) + chars) // CHARS_PER_TOKEN + 4 * len(messages)
+        return (len(system) + chars) // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
 
 
 def needs_compaction(

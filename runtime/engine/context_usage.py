@@ -5,19 +5,18 @@ model call measured and the model's window.
 
 Read only: the request is put together from the job's latest root run as the executor would
 (its history read once, the compaction applied, its phase found from its route calls), but
-nothing is recorded and no model is called. The MCP servers' tools are counted when the servers
-answer within ``MCP_WAIT``; otherwise the report says they were left out."""
+nothing is recorded, no model is called and no MCP server is started: the tools of those running
+are counted, and the report names the others."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.compaction import CHARS_PER_TOKEN, message_chars
-from runtime.engine.catalog import Catalog
+from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars
+from runtime.engine.catalog import Catalog, tool_allowed
 from runtime.engine.executor import system_prompt
 from runtime.engine.extensions import (
     Extensions,
@@ -35,9 +34,6 @@ from runtime.providers.base import ToolSpec
 from runtime.skills import discover_skills
 from runtime.store.base import Store
 from runtime.tools.base import Tool
-
-MCP_WAIT = 3.0
-"""Seconds the report waits for the MCP servers' tool lists."""
 
 _WRITERS = {Role.USER: "you", Role.ASSISTANT: "the agent", Role.TOOL: "tool results"}
 
@@ -60,8 +56,8 @@ class ContextUsage:
     by_writer: dict[str, int] = field(default_factory=dict)
     """The messages sent: "you", "the agent", "tool results"."""
     messages: int = 0
-    mcp_left_out: bool = False
-    """The MCP servers did not list their tools in time: their definitions are not counted."""
+    mcp_not_counted: list[str] = field(default_factory=list)
+    """MCP servers not running: their tools' definitions are not counted."""
 
     @property
     def estimated(self) -> int:
@@ -72,14 +68,20 @@ def _tokens(chars: int) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-async def _tools(catalog: Catalog, run_agent: str, workspace: str) -> tuple[dict[str, Tool], bool]:
-    """The agent's tools, and whether the MCP servers' were left out (too slow to answer)."""
+async def _tools(
+    catalog: Catalog, run_agent: str, workspace: str
+) -> tuple[dict[str, Tool], list[str]]:
+    """The agent's tools as offered now, and the MCP servers whose tools are not counted: only
+    the servers running already are asked (a report does not start a server, nor an HTTP
+    server's sign-in)."""
     agent = catalog.agent(run_agent, workspace)
-    try:
-        async with asyncio.timeout(MCP_WAIT):
-            return await catalog.tools_for(agent, workspace=workspace), False
-    except TimeoutError:
-        return await catalog.tools_for(agent, workspace=workspace, with_mcp=False), True
+    tools = await catalog.tools_for(agent, workspace=workspace, with_mcp=False)
+    mcp = catalog.mcp_for(workspace)
+    if mcp is None:
+        return tools, []
+    running, idle = mcp.running_tools()
+    tools.update((tool.name, tool) for tool in running if tool_allowed(agent, tool.name))
+    return tools, idle
 
 
 def _specs_chars(specs: Sequence[ToolSpec]) -> int:
@@ -90,10 +92,14 @@ def _specs_chars(specs: Sequence[ToolSpec]) -> int:
 
 
 def _by_writer(messages: Sequence[Message]) -> dict[str, int]:
+    """Each writer's messages as ``estimate_tokens`` counts them: their characters, and
+    ``MESSAGE_TOKENS`` a message."""
     chars = dict.fromkeys(_WRITERS.values(), 0)
+    count = dict.fromkeys(_WRITERS.values(), 0)
     for message in messages:
         chars[_WRITERS[message.role]] += message_chars(message)
-    return {writer: _tokens(count) for writer, count in chars.items()}
+        count[_WRITERS[message.role]] += 1
+    return {w: _tokens(chars[w]) + MESSAGE_TOKENS * count[w] for w in _WRITERS.values()}
 
 
 async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextUsage:
@@ -114,7 +120,7 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
         state.phase, _ = scan_routes(history, 0, initial.id if initial else None)
     runs = list(dict.fromkeys([m.run_id for m in history] + [run.id]))
     state.compaction = applied_compaction(await store.list_notes(run_ids=runs), history)
-    tools, mcp_left_out = await _tools(catalog, run.agent, job.workspace)
+    tools, mcp_not_counted = await _tools(catalog, run.agent, job.workspace)
     agent = catalog.agent(run.agent, job.workspace)
     system, _, specs = Extensions.step_setup(state, system_prompt(run, agent, workspace), tools)
     specs = catalog.offered(specs, job.workspace)
@@ -126,11 +132,11 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
         system=_tokens(len(system)),
         tools=_tokens(_specs_chars(specs)),
         tool_count=len(specs),
-        summary=_tokens(sum(message_chars(m) for m in summary)),
+        summary=_tokens(sum(message_chars(m) for m in summary)) + MESSAGE_TOKENS * len(summary),
         summarised=len(history) - len(kept),
         by_writer=_by_writer(kept),
         messages=len(kept),
-        mcp_left_out=mcp_left_out,
+        mcp_not_counted=mcp_not_counted,
     )
 
 
@@ -141,16 +147,20 @@ def usage_lines(usage: ContextUsage) -> list[str]:
         share = 100 * tokens / usage.window if usage.window else 0.0
         return f"  {name:<24} ~{tokens:>9,}  {share:5.1f}%{note}"
 
-    measured = (
-        f"{usage.measured:,} tokens at the latest model call"
+    counted = (
+        f"the model counted {usage.measured:,} tokens at its latest call"
         if usage.measured
         else "no model call yet"
     )
-    lines = ["Context of this job:", f"  {measured}, of a {usage.window:,}-token window"]
+    lines = [
+        "Context of this job:",
+        f"  {counted}; its window: {usage.window:,} tokens",
+        f"  the next request, estimated from its characters (~{CHARS_PER_TOKEN} a token):",
+    ]
     lines.append(part("system prompt", usage.system))
     tools_note = f"  ({usage.tool_count} tools" + (
-        "; the MCP servers' not counted: they did not answer in time)"
-        if usage.mcp_left_out
+        f"; not those of {', '.join(usage.mcp_not_counted)}: not running)"
+        if usage.mcp_not_counted
         else ")"
     )
     lines.append(part("tool definitions", usage.tools, tools_note))
@@ -161,9 +171,5 @@ def usage_lines(usage: ContextUsage) -> list[str]:
     for writer, tokens in usage.by_writer.items():
         lines.append(part(f"messages: {writer}", tokens))
     free = max(0, usage.window - usage.estimated)
-    lines.append(part("free", free))
-    lines.append(
-        f"  (~ estimated from characters, as compaction estimates them; {usage.messages} "
-        "messages sent with the next request)"
-    )
+    lines.append(part("free", free, f"  ({usage.messages} messages in the next request)"))
     return lines

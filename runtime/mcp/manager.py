@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -690,9 +690,25 @@ class McpManager:
             or now - self._failed_at.get(name, 0.0) >= self.retry_failed_after
         ]
         connections = await asyncio.gather(*(self._try_connection(name) for name in names))
+        return self._tools_of(zip(names, connections, strict=True))
+
+    def running_tools(self) -> tuple[list[McpTool], list[str]]:
+        """The tools of the servers running now, none started for it (``/context`` counts
+        them), and the names of the servers that are not running."""
+        running: list[tuple[str, _Connection | None]] = []
+        idle: list[str] = []
+        for name in self.servers:
+            connection = self._connections.get(name)
+            if connection is not None and connection.usable:
+                running.append((name, connection))
+            else:
+                idle.append(name)
+        return self._tools_of(running), idle
+
+    def _tools_of(self, connections: Iterable[tuple[str, _Connection | None]]) -> list[McpTool]:
         result: list[McpTool] = []
         seen: set[str] = set()
-        for name, connection in zip(names, connections, strict=True):
+        for name, connection in connections:
             if connection is None:
                 continue
             for remote in connection.tools:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.compaction import CHARS_PER_TOKEN
+from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS
 from runtime.engine.context_usage import usage_lines
 from runtime.errors import JobNotFound
 from runtime.models import Usage
@@ -43,22 +43,55 @@ async def test_a_jobs_context_is_its_requests_system_prompt_tools_and_messages_b
         assert usage.system == len(sent.system) // CHARS_PER_TOKEN
         assert "British English" in sent.system and usage.system > 0
         assert usage.tool_count == len(sent.tools) > 0 and usage.tools > 0
-        assert usage.by_writer["you"] == len(TASK) // CHARS_PER_TOKEN
+        assert usage.by_writer["you"] == len(TASK) // CHARS_PER_TOKEN + MESSAGE_TOKENS
         results = [m for m in await runtime.all_messages(run.id) if m.role.value == "tool"]
         result_chars = sum(len(r.content) for m in results for r in m.tool_results)
-        assert usage.by_writer["tool results"] == result_chars // CHARS_PER_TOKEN > 0
+        assert usage.by_writer["tool results"] == result_chars // CHARS_PER_TOKEN + MESSAGE_TOKENS
         assert usage.by_writer["the agent"] > 0
-        assert usage.messages == 4 and usage.summarised == 0 and not usage.mcp_left_out
+        assert usage.messages == 4 and usage.summarised == 0 and usage.mcp_not_counted == []
         # What the provider reported for the last call, beside the model's window.
         assert usage.measured == 1000 and usage.window == provider.context_window
         lines = usage_lines(usage)
-        assert lines[:2] == [
+        assert lines[:3] == [
             "Context of this job:",
-            "  1,000 tokens at the latest model call, of a 100,000-token window",
+            "  the model counted 1,000 tokens at its latest call; its window: 100,000 tokens",
+            "  the next request, estimated from its characters (~4 a token):",
         ]
         assert any(line.strip().startswith("tool definitions") for line in lines)
         assert any(line.strip().startswith("free") for line in lines)
         with pytest.raises(JobNotFound):
             await runtime.context_usage("no-such-job")
+    finally:
+        await runtime.close()
+
+
+async def test_context_counts_the_tools_of_mcp_servers_running_and_starts_none(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by review: the report started every configured server (an HTTP server's sign-in
+    with it) to count their tools."""
+    from runtime.api import Runtime
+    from runtime.config import Config
+    from runtime.mcp import InMemoryServer, McpManager
+    from tests.fakes.mcp_servers import build_server
+
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=5.0)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", mcp=manager
+    )
+    try:
+        run = await runtime.start("hello")
+        job_id = run.job_id
+        await runtime.wait(run.id, timeout=30)  # its request listed the servers' tools
+        started = await runtime.context_usage(job_id)
+        assert started.mcp_not_counted == []
+        await manager.aclose()  # stopped: the report must not start it again
+        stopped = await runtime.context_usage(job_id)
+        assert stopped.mcp_not_counted == ["basic"]
+        assert stopped.tool_count < started.tool_count
+        assert manager.status()["basic"].startswith("not started yet")
+        assert any("not those of basic: not running" in line for line in usage_lines(stopped))
     finally:
         await runtime.close()

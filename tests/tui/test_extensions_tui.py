@@ -404,7 +404,7 @@ async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
         await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
         await pilot.pause()
         shown = screen_text(app)
-        assert "Context of this job:" in shown and "-token window" in shown
+        assert "Context of this job:" in shown and "its window:" in shown
         for part in ("system prompt", "tool definitions", "messages: you", "tool results", "free"):
             assert part in shown, part
         usage = await runtime.context_usage(run.job_id)
