@@ -364,9 +364,9 @@ class DraftKeeper:
         self._closed = False
         """Set by the last save (``save_shown``) or the message's end (``stop``)."""
         self._limit: dict[DraftKind, int] | None = None
+        """Where the last save ends (``save_shown``): the text shown when it was asked for."""
         self._held = False
         """The message ended, its commit next (``hold``): no timed save any more."""
-        """Where the last save ends (``save_shown``): the text shown when it was asked for."""
 
     def shown(self) -> None:
         """New text was shown: make sure a save is due within the interval."""

@@ -212,8 +212,9 @@ class PermissionsScreen(ModalScreen[None]):
         if removed:
             self.revoked.append(rule)
             self.notify(
-                f"Revoked {rule.kind} {rule.pattern} from {rule.path}: the next call asks again."
-                " u puts it back.",
+                # Short: at 80x24 the file's path pushed "u puts it back." out of the toast
+                # (a trial); the screen names the file.
+                f"{rule.kind} {rule.pattern}: u puts it back. The next call asks again.",
                 title="Rule revoked",
             )
             self.refresh_bindings()
