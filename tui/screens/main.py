@@ -2605,12 +2605,7 @@ class MainScreen(Screen[None]):
             await bar.remove()
 
     async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
-        back = message.bar.returning_to
-        await message.bar.remove()
-        if back is not None and back.is_mounted:
-            back.focus()
-        if not message.confirmed:
-            self.notify(message.bar.declined, severity="information")
+        await message.bar.close(confirmed=message.confirmed)
 
     @work(exit_on_error=False, group="cancel")
     async def _cancel(self, run_id: str) -> None:

@@ -195,12 +195,7 @@ class PermissionsScreen(ModalScreen[None]):
 
     async def on_confirm_bar_closed(self, message: ConfirmBar.Closed) -> None:
         message.stop()
-        back = message.bar.returning_to
-        await message.bar.remove()
-        if back is not None and back.is_mounted:
-            back.focus()
-        if not message.confirmed:
-            self.notify(message.bar.declined, severity="information")
+        await message.bar.close(confirmed=message.confirmed)
 
     def _revoke(self, rule: PermissionRule) -> None:
         options = self.query_one(OptionList)

@@ -71,3 +71,13 @@ class ConfirmBar(Static, can_focus=True):
         if confirmed:
             self.on_confirm()
         self.post_message(self.Closed(self, confirmed=confirmed))
+
+    async def close(self, *, confirmed: bool) -> None:
+        """For the screen that heard ``Closed``: the bar goes, the focus goes back where it
+        was, and a no is said."""
+        back, app = self.returning_to, self.app
+        await self.remove()
+        if back is not None and back.is_mounted:
+            back.focus()
+        if not confirmed:
+            app.notify(self.declined, severity="information")
