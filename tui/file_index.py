@@ -147,13 +147,16 @@ class FileIndex:
             def key(i: int) -> tuple[int, int, int]:
                 path = lowered[i]
                 at = path.rfind(needle)
+                name_start = path.rfind("/") + 1
                 boundary = at == 0 or path[at - 1] in _SEPARATORS
-                in_name = at > path.rfind("/")
-                return (-(boundary * 2 + in_name), len(path), i)
+                in_name = at >= name_start
+                name_first = at == name_start
+                whole_name = name_first and at + len(needle) == len(path)
+                return (-(whole_name * 8 + name_first * 4 + boundary * 2 + in_name), len(path), i)
 
             if len(containing) > 2000:  # the shortest first: a C-level key, no Python per path
                 containing = heapq.nsmallest(2000, containing, key=self.lengths.__getitem__)
-            chosen = heapq.nsmallest(limit * 3, containing, key=key)
+            chosen = heapq.nsmallest(limit * 3, {*containing, *self._named(needle)}, key=key)
         else:
             # A subsequence, matched without backtracking: before each character, skip every
             # other one possessively (the leftmost match is the right one for a subsequence).
@@ -164,9 +167,29 @@ class FileIndex:
             )
             if len(chosen) > FUZZY_SCORED:  # a loose query: score the shortest candidates
                 chosen = heapq.nsmallest(FUZZY_SCORED, chosen, key=self.lengths.__getitem__)
+                chosen = sorted({*chosen, *self._named(needle)})
         scored = [_score(needle, self.paths[i]) for i in chosen]
         scored.sort(key=lambda match: (-match.score, len(match.path), match.path))
         return scored[:limit]
+
+    def _named(self, needle: str) -> list[int]:
+        """The paths whose whole file name is ``needle`` (however long their folders), found
+        by substring searches in C, so the shortest-first cuts above never drop them."""
+        if "/" in needle or "\n" in needle:
+            return []
+        found: list[int] = []
+        joined = self.joined
+        for probe in (f"/{needle}\n", f"\n{needle}\n"):
+            at = joined.find(probe)
+            while at >= 0:
+                found.append(bisect.bisect_right(self.offsets, at + 1) - 1)
+                at = joined.find(probe, at + 1)
+        # The first and the last path have no newline on one side.
+        for i in (0, len(self.lowered) - 1) if self.lowered else ():
+            path = self.lowered[i]
+            if path == needle or path.endswith(f"/{needle}"):
+                found.append(i)
+        return found
 
 
 _INDEXES: dict[int, FileIndex] = {}
@@ -200,6 +223,12 @@ def _score(needle: str, path: str) -> Match:
             score += 8
         if exact >= name_start:
             score += 6
+        # The file name itself, then a file name that starts with the query, before a query
+        # found inside a longer name (``core.py`` → core.py before test_core.py).
+        if exact == name_start:
+            score += 4
+            if exact + len(needle) == len(lower):
+                score += 4
         return Match(path, score - len(path) * 0.01, positions)
     # Otherwise the better of two walks: plain greedy, and one that takes a character at the
     # start of a path segment when there is one further on (``scm`` → src/cli/main.py).

@@ -63,6 +63,37 @@ def test_fuzzy_ranking_prefers_the_file_name_and_segment_starts() -> None:
     assert fuzzy_rank("zzz", paths) == []
 
 
+def test_a_file_named_as_typed_comes_first_then_names_that_start_with_it() -> None:
+    paths = [
+        "tests/test_core.py",
+        "src/wordcount/core.py",
+        "src/wordcount/core.pyi.bak",
+        "core_py_notes.md",
+    ]
+    ranked = [match.path for match in fuzzy_rank("core.py", paths)]
+    assert ranked == [
+        "src/wordcount/core.py",
+        "src/wordcount/core.pyi.bak",
+        "tests/test_core.py",
+    ]
+    assert fuzzy_rank("Core.PY", paths)[0].path == "src/wordcount/core.py"
+
+
+def test_a_file_named_as_typed_is_found_among_thousands_of_shorter_matches() -> None:
+    # Thousands of short paths holding the query: the exactly named file, deep in folders,
+    # still comes first (the shortest-first cut keeps it).
+    paths = [f"t/test_{index}_core.py" for index in range(5000)]
+    paths += ["a/very/deep/folder/of/the/project/src/wordcount/core.py"]
+    assert fuzzy_rank("core.py", paths)[0].path.endswith("/wordcount/core.py")
+    # Thousands of short paths holding its letters apart (a fuzzy match), and the file first
+    # or last in the list.
+    scattered = [f"x/{index}c/o/r/e.p/y" for index in range(1000)]
+    deep = "a/very/deep/folder/of/the/project/core.py"
+    for listed in ([*scattered, deep], [deep, *scattered]):
+        assert fuzzy_rank("core.py", listed)[0].path == deep
+    assert fuzzy_rank("core.py", ["core.py"])[0].path == "core.py"
+
+
 def test_a_mention_attaches_only_files_inside_the_workspace(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("print(1)\n")
     (tmp_path.parent / "outside.txt").write_text("secret\n")
