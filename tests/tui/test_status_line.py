@@ -13,7 +13,7 @@ import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config, Permissions
-from runtime.kinds import RunState
+from runtime.kinds import Role, RunState
 from runtime.models import Run
 from runtime.providers.base import ModelProvider
 from runtime.providers.demo import DemoProvider
@@ -223,6 +223,21 @@ def test_a_search_snippet_reads_as_shown_with_the_match_in_bold() -> None:
     assert shown.plain == "Plan The pelican reads conf_file via docs now"
     [span] = [span for span in shown.spans if "bold" in str(span.style)]
     assert shown.plain[span.start : span.end] == "pelican"
+
+
+def test_a_search_snippet_of_a_tool_result_shows_paths_and_names_as_stored() -> None:
+    snippet = "wrote src/pkg/«__init__.py» and\n**not bold** `__main__` *x*"
+    shown = search_snippet(snippet, 80, role=Role.TOOL)
+    assert shown.plain == "wrote src/pkg/__init__.py and **not bold** `__main__` *x*"
+    [span] = [span for span in shown.spans if "bold" in str(span.style)]
+    assert shown.plain[span.start : span.end] == "__init__.py"
+
+
+def test_a_search_snippet_of_the_agent_loses_its_marks_but_not_inside_words_or_paths() -> None:
+    snippet = "**Done**: edited src/pkg/__init__.py, a__b__c (**«pelican»**). Run `__main__`"
+    shown = search_snippet(snippet, 100, role=Role.ASSISTANT)
+    assert shown.plain == "Done: edited src/pkg/__init__.py, a__b__c (pelican). Run __main__"
+    assert plain_markdown("__init__.py, then **bold**.") == "__init__.py, then bold."
 
 
 def test_a_search_snippet_whose_match_is_late_starts_near_it() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from runtime.interrupted import needs_resume
-from runtime.kinds import RunState
+from runtime.kinds import Role, RunState
 from tui.formatting import format_age, format_tokens
 
 if TYPE_CHECKING:
@@ -90,8 +90,10 @@ def short(text: str, width: int) -> str:
 _MARKDOWN_LINE_START = re.compile(r"^\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
 _MARKDOWN_FENCE = re.compile(r"^\s*(```|~~~)\S*\s*$")
 _MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MARKDOWN_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_MARKDOWN_STRONG = re.compile(r"(?<![\w/.\\])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\w/\\]|\.\w)")
+"""Strong emphasis, not inside a word or a path: ``__init__.py``, ``a__b__c`` stay whole."""
 _MARKDOWN_EMPHASIS = re.compile(r"(?<![*\w])\*(?=\S)([^*]+?)(?<=\S)\*(?![*\w])")
+_MARKDOWN_CODE = re.compile(r"(`+[^`]*`+)")
 HIT_OPEN, HIT_CLOSE = "«", "»"
 """How the store marks the matched terms in a snippet."""
 
@@ -105,9 +107,11 @@ def plain_markdown(text: str) -> str:
             continue
         line = _MARKDOWN_LINE_START.sub("", line)
         line = _MARKDOWN_LINK.sub(r"\1", line)
-        line = _MARKDOWN_STRONG.sub(r"\2", line)
-        line = _MARKDOWN_EMPHASIS.sub(r"\1", line)
-        lines.append(line.replace("`", ""))
+        # Emphasis outside code spans only: `__main__` is code, shown whole.
+        parts = _MARKDOWN_CODE.split(line)
+        for index in range(0, len(parts), 2):
+            parts[index] = _MARKDOWN_EMPHASIS.sub(r"\1", _MARKDOWN_STRONG.sub(r"\2", parts[index]))
+        lines.append("".join(parts).replace("`", ""))
     return " ".join(" ".join(lines).split())
 
 
@@ -117,10 +121,11 @@ def found_words(snippet: str) -> list[str]:
     return list(dict.fromkeys(word for word in words if word.strip()))
 
 
-def search_snippet(snippet: str, width: int) -> Text:
+def search_snippet(snippet: str, width: int, *, role: Role | None = None) -> Text:
     """A search hit's words as a reader sees them, cut to ``width`` cells, the matched terms
-    (between the store's marks) in bold."""
-    plain = plain_markdown(snippet)
+    (between the store's marks) in bold. A tool's result is not Markdown (paths, code, logs):
+    it reads as stored, on one line; a person's or the agent's text loses its Markdown marks."""
+    plain = " ".join(snippet.split()) if role is Role.TOOL else plain_markdown(snippet)
     first = plain.find(HIT_OPEN)
     lead = max(8, width // 3)
     if first > lead and len(plain) > width:  # the match would be cut off: start nearer to it

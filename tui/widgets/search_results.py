@@ -75,7 +75,7 @@ class SearchResults(OptionList):
             "\n",
             "  ",
             (writer, "italic"),
-            search_snippet(hit.snippet, width - 2 - len(writer)),
+            search_snippet(hit.snippet, width - 2 - len(writer), role=hit.role),
         )
 
     def on_resize(self, event: events.Resize) -> None:
