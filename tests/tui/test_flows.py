@@ -357,6 +357,30 @@ async def test_search_hits_show_as_the_words_are_typed_and_the_focus_stays_in_th
         assert screen.query_one("#tree-pane").display and app.focused is field
 
 
+async def test_search_words_cut_to_one_character_take_their_hits_away(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Backspace down to ``i`` from ``init`` left the hits of
+    ``init`` under a field reading ``i``. Below two characters the job tree comes back (the
+    focus in the field), as with an empty field; Enter still searches one character."""
+    run = await runtime.start("find the pelicans")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelic")
+        field = screen.query_one("#search")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and results.option_count > 0)
+        await pilot.press(*["backspace"] * 4)
+        assert field.value == "p"  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: not results.display)
+        assert screen.query_one("#tree-pane").display and app.focused is field
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+
+
 async def test_a_search_typed_and_left_at_once_does_not_come_back_over_the_browser(
     runtime: Runtime, workspace: Path
 ) -> None:

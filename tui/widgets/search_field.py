@@ -38,8 +38,9 @@ class SearchField(OrderedInput):
 
     @dataclass
     class Emptied(Message):
-        """No words: no hits to show; ``leave``: Enter on the empty field (the search is left),
-        not the words deleted while typing (the focus stays)."""
+        """No words, or fewer than ``LIVE_FROM`` while typing: no hits to show; ``leave``:
+        Enter on the empty field (the search is left), not the words cut while typing (the
+        focus stays)."""
 
         leave: bool
 
@@ -59,9 +60,10 @@ class SearchField(OrderedInput):
         event.stop()
         self._stop_pause()
         query = event.value.strip()
-        if not query:
+        if len(query) < LIVE_FROM:
+            # Too few to search as typed: the hits of longer words would stay, read as theirs.
             self.post_message(self.Emptied(leave=False))
-        elif len(query) >= LIVE_FROM:
+        else:
             self._pause = self.set_timer(PAUSE, self._typed)
 
     def _typed(self) -> None:
