@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList
 
 from runtime.api import Runtime
 from runtime.models import InputRequestState, RunState
@@ -379,6 +379,39 @@ async def test_search_words_cut_to_one_character_take_their_hits_away(
         assert screen.query_one("#tree-pane").display and app.focused is field
         await pilot.press("enter")
         await wait_until(pilot, lambda: results.display and app.focused is results)
+
+
+async def test_up_on_the_first_search_hit_goes_back_to_the_field_with_its_words(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Up on the first hit went round to the last one; it goes back to the field above, the
+    words kept to be refined (typing adds to them, it does not replace them)."""
+    for words in ("find the pelicans", "count the pelicans"):
+        run = await runtime.start(words)
+        await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        field = screen.query_one("#search", Input)
+        results = screen.query_one("#search-results", SearchResults)
+        await pilot.press("slash", *"pelicans", "enter")
+        await wait_until(pilot, lambda: app.focused is results and results.option_count >= 2)
+        await pilot.press("down", "up")
+        assert app.focused is results and results.highlighted == 0
+        await pilot.press("up")
+        assert app.focused is field and field.value == "pelicans"
+        await pilot.press(*" count")
+        assert field.value == "pelicans count"
+
+        def titles() -> set[str]:
+            return {
+                results.get_option_at_index(index).prompt.plain.split("\n")[0]  # type: ignore[union-attr]
+                for index in range(results.option_count)
+            }
+
+        await wait_until(pilot, lambda: titles() == {"count the pelicans"})
+        assert app.focused is field
 
 
 async def test_a_search_typed_and_left_at_once_does_not_come_back_over_the_browser(

@@ -2889,6 +2889,11 @@ class MainScreen(Screen[None]):
         if results.display and results.option_count:
             results.focus()
 
+    @on(SearchResults.ToField)
+    def _back_to_search_field(self, event: SearchResults.ToField) -> None:
+        event.stop()
+        self.query_one("#search", SearchField).refine()
+
     @work(exit_on_error=False, group="search", exclusive=True)
     async def _search(self, query: str, *, typed: bool = False) -> None:
         hits = await self.runtime.search(query, limit=50)

@@ -50,6 +50,19 @@ class SearchField(OrderedInput):
     def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
         super().__init__(placeholder=placeholder, id=id)
         self._pause: Timer | None = None
+        self._refining = False
+
+    def refine(self) -> None:
+        """Focus the field to change its words (back from the hits): the cursor after them,
+        not all of them selected to be replaced (as ``/`` does for a new search)."""
+        self._refining = True
+        self.focus()
+
+    def on_focus(self) -> None:
+        if self._refining:
+            self._refining = False
+            # After Input's own focus handling (which selects all): the next message.
+            self.call_later(self.action_end)
 
     def _stop_pause(self) -> None:
         if self._pause is not None:

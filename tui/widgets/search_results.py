@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -24,13 +25,17 @@ similar jobs (a prompt, its answer, a file read) read alike without it."""
 
 
 class SearchResults(OptionList):
-    """An option list whose footer says what Enter does (Textual's hides its keys), and whose
+    """An option list whose footer says what Enter does (Textual's hides its keys), whose
     hits are cut to the browser's width again when the terminal is resized (cut for the old
-    width, a snippet wrapped onto a second line)."""
+    width, a snippet wrapped onto a second line), and where Up on the first hit goes back to
+    the search field above (the words kept), not round to the last hit."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the run at the message found"),
     ]
+
+    class ToField(Message):
+        """Up on the first hit: back to the search field, to change the words."""
 
     def __init__(self, *, hide_ages: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -43,6 +48,12 @@ class SearchResults(OptionList):
         """Show the hits of ``query`` (or that nothing matched), the first one highlighted."""
         self.hits, self._query = hits, query
         self._fill(highlighted=0)
+
+    def action_cursor_up(self) -> None:
+        if self.highlighted is None or self.highlighted == 0:
+            self.post_message(self.ToField())  # not round to the last hit
+        else:
+            super().action_cursor_up()
 
     def _room(self) -> int:
         parent = self.parent
