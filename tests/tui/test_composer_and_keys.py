@@ -34,7 +34,7 @@ from tests.tui.helpers import (
 )
 from tui.app import AgentTuiApp
 from tui.messages import JobsLoaded
-from tui.screens.help import HelpScreen
+from tui.screens.help import HelpScreen, help_sections
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import MAX_LINES
@@ -1476,6 +1476,18 @@ async def test_agent_flag_is_the_agent_of_new_jobs(db_path: Path, workspace: Pat
         assert (await runtime.get_run(screen.selected_run.id)).agent == "reviewer"
     finally:
         await runtime.close()
+
+
+def test_help_lists_the_line_deletions_and_the_search_keys() -> None:
+    """A review found keys the README gives missing from the help: the composer's ctrl+u and
+    ctrl+k, and how the search field leads into its hits and back."""
+    sections = dict(help_sections())
+    composer = dict(sections["Composer"])
+    assert "start / end of the typed line" in composer["ctrl+u / ctrl+k"]
+    search = dict(sections["Search (/)"])
+    assert "hits" in search["↓ in the field"] and "into the hits" in search["enter in the field"]
+    assert "Open the run" in search["enter on a hit"]
+    assert "field" in search["↑ on the first hit"] and "esc" in search
 
 
 async def test_help_descriptions_wrap_within_their_column_at_80_columns(

@@ -52,6 +52,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.widgets.conversation import Conversation
     from tui.widgets.elicitation_form import ElicitationForm
     from tui.widgets.job_tree import JobTree
+    from tui.widgets.search_results import SearchResults
     from tui.widgets.tool_call_view import ToolCallView
 
     return [
@@ -70,6 +71,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),
                 ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
                 ("//text", "Send a message that starts with /"),
+                ("ctrl+u / ctrl+k", "Delete to the start / end of the typed line"),
                 *_rows(Composer.BINDINGS),
             ],
         ),
@@ -106,6 +108,17 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 ("space", "Expand / collapse"),
                 ("↑ ↓", "Move"),
                 *_rows(JobTree.BINDINGS),
+            ],
+        ),
+        (
+            "Search (/)",
+            [
+                ("type", "The hits show as you type (from 2 characters)"),
+                ("↓ in the field", "Into the hits shown"),
+                ("enter in the field", "Search now (even 1 character), into the hits"),
+                *((f"{key} on a hit", what) for key, what in _rows(SearchResults.BINDINGS)),
+                ("↑ on the first hit", "Back to the field, the words kept"),
+                ("esc", "Close the search"),
             ],
         ),
         ("Inbox (i)", [("enter", "Open the run that waits"), *_rows(InboxScreen.BINDINGS)]),
