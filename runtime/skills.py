@@ -33,6 +33,7 @@ __all__ = [
     "skill_invocation",
     "skill_search_dirs",
     "skills_prompt",
+    "workspace_skills",
 ]
 
 USE_SKILL_NAME = "use_skill"
@@ -190,24 +191,63 @@ class SkillInvocation:
         return f"/{self.name} {self.arguments}".strip()
 
 
-def skill_invocation(text: str) -> SkillInvocation | None:
-    """The invocation behind ``text`` when it is a message ``skill_text`` built, else None.
+def skill_invocation(text: str, skills: Mapping[str, Skill]) -> SkillInvocation | None:
+    """The invocation behind ``text`` when it is the message ``skill_text`` makes of one of
+    ``skills`` (keyed by name), else None.
 
     The store keeps only the expanded message (what the model reads), so a screen showing what
-    the person typed reads it back from there. The arguments are the last ``Arguments:``
-    paragraph, unless the files or tools paragraphs follow it (then it is the body's own). One
-    reading stays ambiguous: a body ending in an ``Arguments:`` paragraph, in a skill with no
-    files nor tools, invoked without arguments, reads as invoked with that paragraph."""
+    the person typed reads it back from there. The text alone does not tell: a person may paste
+    a SKILL.md (``# Skill: deploy`` … ``Arguments: --prod``) for review, and recalling that as
+    ``/deploy --prod`` would run the skill on Enter. So the skill must exist and rebuilding its
+    expansion must give ``text`` exactly. A body ending in an ``Arguments:`` paragraph, invoked
+    without arguments, expands to what the same skill invoked with that paragraph's words does:
+    that one reads as invoked without (the model read the same either way)."""
     heading, blank, rest = text.partition("\n")
     if not heading.startswith(_HEADING) or (blank and not rest.startswith("\n")):
         return None
-    name = heading[len(_HEADING) :]
-    if not _NAME.match(name):
+    skill = skills.get(heading[len(_HEADING) :])
+    if skill is None:
         return None
     _, found, arguments = text.rpartition(f"\n\n{_ARGUMENTS}")
-    if not found or f"\n\n{_FILES}" in arguments or f"\n\n{_TOOLS}" in arguments:
-        arguments = ""
-    return SkillInvocation(name=name, arguments=arguments.strip())
+    for candidate in ("", arguments.strip()) if found else ("",):
+        if skill_text(skill, candidate) == text:
+            return SkillInvocation(name=skill.name, arguments=candidate)
+    return None
+
+
+_CACHE: dict[str, tuple[tuple[int, ...], dict[str, Skill]]] = {}
+
+
+def _skills_signature(workspace: Path) -> tuple[int, ...]:
+    """What changes when a skill of ``workspace`` is added, removed or edited: the folders' and
+    the ``SKILL.md`` files' modification times (a few stats, against reading every file)."""
+    times: list[int] = []
+    for directory in skill_search_dirs(workspace):
+        try:
+            times.append(directory.stat().st_mtime_ns)
+            folders = sorted(directory.iterdir())
+        except OSError:
+            times.append(-1)
+            continue
+        for folder in folders:
+            try:
+                times.append((folder / "SKILL.md").stat().st_mtime_ns)
+            except OSError:
+                times.append(-1)
+    return tuple(times)
+
+
+def workspace_skills(workspace: str | Path) -> Mapping[str, Skill]:
+    """The skills of ``workspace`` by name, read again only when their files changed (screens
+    ask for each row and message that may be an invocation)."""
+    path = Path(workspace)
+    signature = _skills_signature(path)
+    cached = _CACHE.get(str(path))
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    skills = discover_skills(path).skills
+    _CACHE[str(path)] = (signature, skills)
+    return skills
 
 
 class UseSkillTool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from runtime.skills import (
     skill_invocation,
     skill_text,
     skills_prompt,
+    workspace_skills,
 )
 from runtime.tools.base import ToolContext
 
@@ -101,13 +103,48 @@ def test_the_typed_command_is_read_back_from_the_message_a_skill_expands_to(
         body=body,
         allowed_tools=tools,
     )
-    invocation = skill_invocation(skill_text(skill, arguments))
+    invocation = skill_invocation(skill_text(skill, arguments), {"review": skill})
     assert invocation is not None
     assert invocation.typed == f"/review {arguments.strip()}".strip()
 
 
 @pytest.mark.parametrize(
-    "text", ["just a message", "# Skill: review and more\n\nbody", "# Skill: x\nbody", "# Skills"]
+    "text",
+    [
+        "just a message",
+        "# Skill: review and more\n\nbody",
+        "# Skill: review\nbody",
+        "# Skills",
+        # A SKILL.md pasted for review: the heading of a skill that exists, other instructions.
+        "# Skill: review\n\nSteps:\n1. build\n\nArguments: --prod",
+        # The skill's own expansion with a line added.
+        "# Skill: review\n\nReview the file.\nAnd deploy.\n\nArguments: --prod",
+        # A skill this workspace does not have.
+        "# Skill: deploy\n\nReview the file.\n\nArguments: --prod",
+    ],
 )
-def test_other_text_is_not_read_as_a_skill_invocation(text: str) -> None:
-    assert skill_invocation(text) is None
+def test_text_that_is_not_exactly_a_skills_expansion_is_not_read_as_its_invocation(
+    tmp_path: Path, text: str
+) -> None:
+    _skill(tmp_path / "review", "unused")
+    skill = Skill(
+        name="review",
+        description="d",
+        path=str(tmp_path / "review" / "SKILL.md"),
+        body="Review the file.",
+    )
+    assert skill_invocation(text, {"review": skill}) is None
+    assert skill_invocation(skill_text(skill, "--prod"), {"review": skill}) is not None
+
+
+def test_a_workspaces_skills_are_read_again_when_one_is_added_or_edited(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workspace / "noconfig"))
+    assert sorted(workspace_skills(workspace)) == ["release", "secret-deploy"]
+    _skill(workspace / ".agent-tui" / "skills" / "deploy", "---\ndescription: D.\n---\nGo.\n")
+    assert workspace_skills(workspace)["deploy"].body == "Go."
+    path = workspace / ".agent-tui" / "skills" / "deploy" / "SKILL.md"
+    path.write_text("---\ndescription: D.\n---\nGo now.\n")
+    os.utime(path, ns=(path.stat().st_mtime_ns + 10**9,) * 2)
+    assert workspace_skills(workspace)["deploy"].body == "Go now."

@@ -204,6 +204,39 @@ async def test_a_skill_invoked_shows_as_typed_with_its_instructions_folded_the_m
         await again.close()
 
 
+async def test_a_pasted_skill_md_is_shown_and_recalled_as_typed_not_as_the_skills_command(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a review: a person pasting a SKILL.md (``# Skill: deploy`` … ``Arguments:
+    --prod``) saw ``/deploy --prod`` in the conversation and the browser, and ↑ put
+    ``/deploy --prod`` in the box, which Enter runs. Only a skill's exact expansion reads as
+    its command."""
+    write(
+        workspace / ".agent-tui" / "skills" / "deploy" / "SKILL.md",
+        "---\ndescription: Deploy\n---\nDEPLOY-BODY: ship it.",
+    )
+    pasted = "# Skill: deploy\n\nSteps:\n1. build\n\nArguments: --prod"
+    run = await runtime.start(pasted)
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_browser(pilot, app)
+        screen = main_screen(app)
+        await pilot.press("enter")
+        await _user_message(pilot, app)
+        shown = screen_text(app)
+        assert "Skill: deploy" in shown and "1. build" in shown, shown
+        assert "/deploy --prod" not in shown and "skill: deploy —" not in shown, shown
+        tree = screen.job_tree
+        assert tree.run_node(run.id) is not None
+        assert not any(
+            "/deploy --prod" in str(tree.render_line(y).text) for y in range(tree.last_line + 1)
+        )
+        screen.composer.input.focus()
+        await pilot.press("up")
+        assert screen.composer.input.text == pasted
+
+
 async def test_the_transcript_shows_the_phase_moves_and_context_lists_what_is_in_effect(
     runtime: Runtime, workspace: Path
 ) -> None:

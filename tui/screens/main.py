@@ -404,7 +404,9 @@ class MainScreen(Screen[None]):
         prompts = await store.recent_prompts(workspace=str(self.runtime.workspace), limit=200)
         composer = self.composer
         # A skill invoked comes back as typed (``/review a.py``), not as its instructions.
-        composer.history = [*(typed_text(p) for p in reversed(prompts)), *composer.history]
+        workspace = str(self.runtime.workspace)
+        recalled = [typed_text(p, workspace) for p in reversed(prompts)]
+        composer.history = [*recalled, *composer.history]
 
     @work(exit_on_error=False, group="draft-load")
     async def _load_draft(self, job_id: str | None) -> None:
@@ -925,6 +927,7 @@ class MainScreen(Screen[None]):
         self.selected_run = message.run
         self.selected_job = message.job
         self._target_composer(message.job)
+        self.conversation.workspace = message.job.workspace
         self.job_tree.upsert_job(message.job)
         if message.job.id not in self.job_tree.loaded_runs:
             self.load_runs(message.job.id)
@@ -1103,7 +1106,7 @@ class MainScreen(Screen[None]):
             return
         items = [item async for item in run_transcript(self.runtime.store, child)]
         note = f"{child.agent} · {child.model} · {child.state.value}"
-        await view.show_sub_run(sub_run_widgets(items), note)
+        await view.show_sub_run(sub_run_widgets(items, self.conversation.workspace), note)
 
     @work(exit_on_error=False, group="open")
     async def _find_child(self, run_id: str, tool_call_id: str) -> None:

@@ -71,14 +71,16 @@ def cost(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
 
 
-def typed_text(text: str) -> str:
-    """A person's message as they typed it: a skill invoked reads ``/name args``, not the
-    instructions it expanded to (the store keeps only what the model read)."""
-    if not text.startswith("# Skill: "):
+def typed_text(text: str, workspace: str | None) -> str:
+    """A person's message as they typed it: a skill of ``workspace`` invoked reads
+    ``/name args``, not the instructions it expanded to (the store keeps only what the model
+    read). Text that only looks like an expansion (a SKILL.md pasted) stays as it is."""
+    if workspace is None or not text.startswith("# Skill: "):
         return text
-    from runtime.skills import skill_invocation  # the skills bring the config: not at start
+    # The skills bring the config: not at start.
+    from runtime.skills import skill_invocation, workspace_skills
 
-    invocation = skill_invocation(text)
+    invocation = skill_invocation(text, workspace_skills(workspace))
     return text if invocation is None else invocation.typed
 
 

@@ -150,6 +150,9 @@ class Conversation(SizedByLayout, VerticalScroll):
         self.page = max(1, min(page, window))
         self.pager: Pager | None = None
         self.run_id: str | None = None
+        self.workspace: str | None = None
+        """The shown job's folder: a person's message that invoked one of its skills reads as
+        typed (``/name args``)."""
         self.has_older = False
         self.has_newer = False
         self._generation = 0
@@ -331,7 +334,7 @@ class Conversation(SizedByLayout, VerticalScroll):
             group.created_at = message.created_at
             group.widgets = self._run_message_widgets(message)
         else:
-            group.widgets = _context_widgets(item)
+            group.widgets = _context_widgets(item, self.workspace)
         if at_end:
             self._groups.append(group)
         else:
@@ -348,7 +351,7 @@ class Conversation(SizedByLayout, VerticalScroll):
                         block.content, is_error=block.is_error, images=block.images
                     )
             return []
-        view = _message_view().from_message(message)
+        view = _message_view().from_message(message, workspace=self.workspace)
         view.display = bool(message.text or view.thinking_text) or message.role is Role.USER
         self._messages[message.id] = view
         widgets: list[Widget] = [view]
@@ -857,7 +860,7 @@ def _span(group: _Group) -> tuple[int, int] | None:
     return min(r.y for r in regions), max(r.bottom for r in regions)
 
 
-def _context_widgets(item: TranscriptItem) -> list[Widget]:
+def _context_widgets(item: TranscriptItem, workspace: str | None) -> list[Widget]:
     """Read-only widgets for an item outside the shown run: fork origin, run headers, earlier
     runs' messages, partial answers. A tool call whose record came with the message (the
     pager's context) is a block as the shown run's are, dimmed: its state, its arguments, its
@@ -876,7 +879,7 @@ def _context_widgets(item: TranscriptItem) -> list[Widget]:
     if message.role is Role.TOOL:
         return widgets
     if message.text or message.role is Role.USER:
-        view = _message_view().from_message(message)
+        view = _message_view().from_message(message, workspace=workspace)
         if item.inherited:
             view.add_class("inherited")
         widgets.append(view)
@@ -911,11 +914,11 @@ def _context_tool_view(call: ToolCall, *, inherited: bool) -> ToolCallView:
     return view
 
 
-def sub_run_widgets(items: Sequence[TranscriptItem]) -> list[Widget]:
+def sub_run_widgets(items: Sequence[TranscriptItem], workspace: str | None) -> list[Widget]:
     """A sub-run's items, read-only, for the fold under the delegation block that made it."""
     widgets: list[Widget] = []
     for item in items:
-        widgets.extend(_context_widgets(item))
+        widgets.extend(_context_widgets(item, workspace))
     return widgets
 
 

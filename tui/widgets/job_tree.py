@@ -305,7 +305,8 @@ class JobTree(Tree[NodeData]):
                 if run.forked_from_checkpoint_id
                 else "run"
             )
-            return run_icon(run), typed_text(run.input or "") or kind, self._figures(data)
+            title = typed_text(run.input or "", self._workspace_of(run.job_id))
+            return run_icon(run), title or kind, self._figures(data)
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             figures = {
@@ -767,12 +768,17 @@ class JobTree(Tree[NodeData]):
         self._runs[run.id] = node
         return node
 
-    @staticmethod
-    def _add_run_child(parent: TreeNode[NodeData], run: Run) -> TreeNode[NodeData]:
+    def _workspace_of(self, job_id: str) -> str | None:
+        """The folder of a job the tree lists (where its skills are), else None."""
+        node = self._jobs.get(job_id)
+        return node.data.job.workspace if node and isinstance(node.data, JobEntry) else None
+
+    def _add_run_child(self, parent: TreeNode[NodeData], run: Run) -> TreeNode[NodeData]:
         """A run row, collapsed: expanding it lists its checkpoints (the screen loads them on
         ``NodeExpanded``). A run that gets a sub-run is expanded through ``expand()`` so the
         sub-run shows and the event still fires, loading the parent's checkpoints too."""
-        node = parent.add(typed_text(run.input or "") or "run", RunEntry(run))
+        label = typed_text(run.input or "", self._workspace_of(run.job_id))
+        node = parent.add(label or "run", RunEntry(run))
         if isinstance(parent.data, RunEntry) and not parent.is_expanded:
             parent.expand()
         return node

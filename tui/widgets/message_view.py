@@ -27,7 +27,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 
 from runtime.kinds import Role
 from runtime.models import ThinkingBlock
-from runtime.skills import skill_invocation
+from runtime.skills import SkillInvocation, skill_invocation, workspace_skills
 from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.sized_by_layout import SizedByLayout
@@ -146,14 +146,17 @@ class MessageView(SizedByLayout, Vertical):
         position: int | None,
         text: str = "",
         thinking: str = "",
+        workspace: str | None = None,
     ) -> None:
+        """``workspace``: the job's folder, whose skills a person's message may have invoked."""
         super().__init__(classes=f"-{role.value}")
         self.message_id = message_id
         self.role = role
         self.position = position
         self.committed = position is not None
         streamed = len(text)  # offsets of later pieces count the text as it came
-        skill = skill_invocation(text) if role is Role.USER else None
+        self._workspace = workspace
+        skill = self._invocation(text) if role is Role.USER else None
         text, thinking = terminal_safe(text), terminal_safe(thinking)
         self._parts: list[str] = [text] if text else []
         cut = self._cut(text)
@@ -185,14 +188,21 @@ class MessageView(SizedByLayout, Vertical):
         return markdown_cut(text, SETTLED_MARKDOWN_CHARS if self.committed else MARKDOWN_CHARS)
 
     @classmethod
-    def from_message(cls, message: Message) -> MessageView:
+    def from_message(cls, message: Message, *, workspace: str | None = None) -> MessageView:
         return cls(
             message_id=message.id,
             role=message.role,
             position=message.position,
             text=message.text,
             thinking=_thinking_of(message),
+            workspace=workspace,
         )
+
+    def _invocation(self, text: str) -> SkillInvocation | None:
+        """The skill of the job's folder ``text`` invoked, when it is exactly its expansion."""
+        if self._workspace is None or not text.startswith("# Skill: "):
+            return None
+        return skill_invocation(text, workspace_skills(self._workspace))
 
     @property
     def streamed_chars(self) -> int:
@@ -375,7 +385,7 @@ class MessageView(SizedByLayout, Vertical):
         self._streamed = len(final)
         self._gap = False
         if self._skill_body is not None and self._tail is not None:
-            skill = skill_invocation(final)
+            skill = self._invocation(final)
             await self._tail.set_text(terminal_safe(skill.typed) if skill else final)
             await self._skill_body.set_text(final)
             return
