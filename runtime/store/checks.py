@@ -43,34 +43,70 @@ def database_writable(path: Path) -> bool:
     return folder_writable(path) and (not path.exists() or os.access(path, os.W_OK))
 
 
+def on_read_only_mount(path: Path) -> bool:
+    """Whether the database at ``path`` lies on a file system mounted read-only (a backup, a
+    copy on read-only media): the one case where nothing writes it through this mount."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def opens_immutable(path: Path) -> bool:
+    """Whether ``read_only_uri`` opens ``path`` ``immutable=1``: SQLite then reads it as a file
+    that never changes (it takes no lock and sees no later commit)."""
+    return not folder_writable(path) and on_read_only_mount(path) and not _logged(path)
+
+
+def _logged(path: Path) -> bool:
+    """Whether the database's write-ahead log holds commits (not copied into the file yet)."""
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
 def read_only_uri(path: Path) -> str:
     """The URI that opens the database at ``path`` only to read (``mode=ro``).
 
     SQLite reads a WAL-mode database (ours are) through its ``-shm`` index, and creates that
     file, and the ``-wal``, when they are missing: in a folder this process cannot write, it
-    then cannot open the database at all ("unable to open database file"). There, a database
-    with no write-ahead log beside it, or an empty one (a copy, a backup, a database closed
-    cleanly) is opened ``immutable=1``, which needs neither file: with no log nothing is
-    missed. A log that holds commits not yet copied into the database is read with its
-    ``-shm`` file when that is there too (SQLite does so read-only); without it SQLite cannot
-    read the log, and ``immutable=1`` would ignore those commits, so the database is refused
-    (``DatabaseError``) rather than shown without them."""
+    then cannot open the database at all ("unable to open database file").
+
+    On a file system mounted read-only, a database with no write-ahead log beside it, or an
+    empty one (a copy, a backup, a database closed cleanly) is opened ``immutable=1``, which
+    needs neither file: with no log nothing is missed. A log that holds commits not yet copied
+    into the database is read with its ``-shm`` file when that is there too (SQLite does so
+    read-only); without it SQLite cannot read the log, and ``immutable=1`` would ignore those
+    commits, so the database is refused (``DatabaseError``) rather than shown without them.
+
+    A folder that is only read-only to this user (its permissions) may hold a database its owner
+    is writing now: SQLite documents that a file changed under ``immutable=1`` can read wrong
+    or as corrupt, so there it is opened ``mode=ro`` only, which needs the ``-wal`` and ``-shm``
+    files to be there already (they are while the database is open); when they are not, the
+    database is refused in one line naming them."""
     uri = path.resolve().as_uri() + "?mode=ro"
     if folder_writable(path):
         return uri
-    wal = Path(f"{path}-wal")
-    try:
-        logged = wal.stat().st_size > 0
-    except FileNotFoundError:
-        logged = False
-    if not logged:
-        return uri + "&immutable=1"
-    if Path(f"{path}-shm").exists():
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if on_read_only_mount(path):
+        if not _logged(path):
+            return uri + "&immutable=1"
+        if shm.exists():
+            return uri
+        raise errors.DatabaseError(
+            f"{path}: its write-ahead log {wal.name} holds changes SQLite cannot read in the "
+            f"read-only folder {path.parent} (its {shm.name} file is missing); copy the "
+            "database with its -wal file to a writable folder to read it"
+        )
+    missing = [f.name for f in (wal, shm) if not f.exists()]
+    if not missing:
         return uri
     raise errors.DatabaseError(
-        f"{path}: its write-ahead log {wal.name} holds changes SQLite cannot read in the "
-        f"read-only folder {path.parent} (its {path.name}-shm file is missing); copy the "
-        "database with its -wal file to a writable folder to read it"
+        f"{path}: cannot be read here: SQLite needs its {' and '.join(missing)} "
+        f"file{'s' if len(missing) > 1 else ''} and cannot create "
+        f"{'them' if len(missing) > 1 else 'it'} in {path.parent} (not writable for this "
+        "user); read it as a user who can write that folder, or copy it to a writable one"
     )
 
 

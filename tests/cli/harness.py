@@ -211,17 +211,27 @@ def folder_state(folder: Path) -> dict[str, bytes | None]:
     }
 
 
-def read_only(cli: Cli, *paths: Path) -> list[str]:
-    """Make ``paths`` unwritable for the command; returns a prefix for its argv. Root ignores
-    file modes, so as root the command runs in a mount namespace where they are read-only
-    (bubblewrap); otherwise plain permissions do."""
-    if os.geteuid() != 0:
+def read_only(cli: Cli, *paths: Path, by: str | None = None) -> list[str]:
+    """Make ``paths`` unwritable for the command; returns a prefix for its argv.
+
+    ``by="mount"``: a read-only bind mount (bubblewrap), as a backup on read-only media is.
+    ``by="permissions"``: file modes, as a folder of another user is; root ignores them, so as
+    root the command runs as an unprivileged user of its own user namespace (bubblewrap), who
+    owns the files as root did and is held by their modes. Unsaid: the mount as root, the modes
+    otherwise (whichever needs nothing more)."""
+    if by is None:
+        by = "mount" if os.geteuid() == 0 else "permissions"
+    if by == "permissions" and os.geteuid() != 0:
         for path in paths:
             path.chmod(0o555 if path.is_dir() else 0o444)
         return []
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        pytest.skip("running as root without bwrap: no way to make a folder unwritable")
+        pytest.skip(f"no bwrap: no way to make a folder read-only by {by} here")
+    if by == "permissions":
+        for path in paths:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        return [bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000", "--dev-bind", "/", "/"]
     prefix = [bwrap, "--dev-bind", "/", "/"]
     for path in paths:
         prefix += ["--ro-bind", str(path), str(path)]

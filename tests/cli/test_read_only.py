@@ -130,13 +130,13 @@ def test_doctor_fails_with_runs_line_where_the_first_run_could_not_create_the_da
     assert folder_state(cli.db.parent) == {}
 
 
-def test_a_database_in_a_read_only_folder_is_listed_shown_exported_and_checked_untouched(
+def test_a_database_on_a_read_only_mount_is_listed_shown_exported_and_checked_untouched(
     cli: Cli,
 ) -> None:
     run_id, job_id = _made_run(cli)
     before = folder_state(cli.db.parent)
     assert "agent-tui.db-wal" not in before  # closed: nothing left in a write-ahead log
-    prefix = read_only(cli, cli.db.parent)
+    prefix = read_only(cli, cli.db.parent, by="mount")
 
     listed = run_cli(cli, prefix, "runs", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -153,6 +153,10 @@ def test_a_database_in_a_read_only_folder_is_listed_shown_exported_and_checked_u
     assert json.loads(exported.stdout)["job"]["id"] == job_id
     events = run_cli(cli, prefix, "events")
     assert events.returncode == 0 and run_id in events.stdout, events.stderr
+    # Read as a file that never changes (SQLite's immutable=1): following it would show
+    # nothing new, and a commit made through another mount could read as corrupt.
+    follow = run_cli(cli, prefix, "events", "--follow")
+    assert_one_line_error(follow, "--follow", "read-only file system", "without --follow")
 
     # doctor reads and checks it, and fails on what stops `run` there.
     again = run_cli(cli, prefix, "run", "again", "--model", "demo:instant")
@@ -163,6 +167,44 @@ def test_a_database_in_a_read_only_folder_is_listed_shown_exported_and_checked_u
     assert "  integrity check: ok\n  schema check: ok\n" in doctor.stdout
     assert "All fine." not in doctor.stdout
     assert folder_state(cli.db.parent) == before
+
+
+def test_a_closed_database_in_a_folder_this_user_may_not_write_is_one_line_naming_what_is_missing(
+    cli: Cli,
+) -> None:
+    """Found by a review: a folder only this user may not write (another user's) was read
+    ``immutable=1`` when no log was beside the database, though its owner may be writing it
+    (SQLite then reads wrong or as corrupt). There it is read ``mode=ro`` only, which needs the
+    -wal and -shm files SQLite cannot create there."""
+    run_id, job_id = _made_run(cli)
+    before = folder_state(cli.db.parent)
+    prefix = read_only(cli, cli.db.parent, by="permissions")
+    for args in (("runs",), ("runs", "--json"), ("show", run_id), ("export", job_id)):
+        result = run_cli(cli, prefix, *args)
+        assert_one_line_error(result, "agent-tui.db-wal and agent-tui.db-shm", "cannot create")
+    doctor = run_cli(cli, prefix, "doctor")
+    assert doctor.returncode == 1 and "agent-tui.db-shm" in doctor.stdout, doctor.stdout
+    assert folder_state(cli.db.parent) == before
+
+
+def test_a_database_its_owner_has_open_in_a_folder_this_user_may_not_write_is_read_with_its_log(
+    cli: Cli,
+) -> None:
+    run_id, _ = _made_run(cli)
+    writer = sqlite3.connect(cli.db, isolation_level=None)  # the owner's process, still open
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("UPDATE jobs SET title = 'renamed by its owner'")
+        prefix = read_only(cli, cli.db.parent, by="permissions")
+        for args in (("runs", "--json"), ("show", run_id, "--json")):
+            result = run_cli(cli, prefix, *args)
+            assert result.returncode == 0, (args, result.stderr)
+            assert "renamed by its owner" in result.stdout, args
+        writer.execute("UPDATE jobs SET title = 'renamed again'")
+        result = run_cli(cli, prefix, "runs", "--json")
+        assert "renamed again" in result.stdout, result.stderr
+    finally:
+        writer.close()
 
 
 def _copy_with_a_commit_in_its_log(cli: Cli, copy: Path, *, with_index: bool) -> None:
@@ -180,15 +222,17 @@ def _copy_with_a_commit_in_its_log(cli: Cli, copy: Path, *, with_index: bool) ->
         writer.close()
 
 
+@pytest.mark.parametrize("by", ["mount", "permissions"])
 def test_a_read_only_copy_is_read_with_the_commits_in_its_write_ahead_log(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, by: str
 ) -> None:
     run_id, _ = _made_run(cli)
     copy = tmp_path / "copy"
     _copy_with_a_commit_in_its_log(cli, copy, with_index=True)
     before = folder_state(copy)
     cli.db = copy / "agent-tui.db"
-    prefix = read_only(cli, copy, *copy.iterdir())  # SQLite would write a writable -shm
+    # SQLite would write a writable -shm.
+    prefix = read_only(cli, copy, *copy.iterdir(), by=by)
     for args in (("runs", "--json"), ("show", run_id, "--json")):
         result = run_cli(cli, prefix, *args)
         assert result.returncode == 0, (args, result.stderr)
@@ -196,26 +240,34 @@ def test_a_read_only_copy_is_read_with_the_commits_in_its_write_ahead_log(
     assert folder_state(copy) == before
 
 
+@pytest.mark.parametrize(
+    ("by", "words"),
+    [
+        ("mount", ("agent-tui.db-wal", "copy the database with its -wal file")),
+        ("permissions", ("agent-tui.db-shm file", "cannot create it", "copy it to a writable")),
+    ],
+)
 def test_a_read_only_copy_whose_log_cannot_be_read_is_one_line_not_a_copy_without_it(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, by: str, words: tuple[str, ...]
 ) -> None:
     run_id, job_id = _made_run(cli)
     copy = tmp_path / "copy"
     _copy_with_a_commit_in_its_log(cli, copy, with_index=False)
     before = folder_state(copy)
     cli.db = copy / "agent-tui.db"
-    prefix = read_only(cli, copy, *copy.iterdir())  # SQLite would write a writable -shm
+    prefix = read_only(cli, copy, *copy.iterdir(), by=by)
     for args in (("runs",), ("show", run_id), ("export", job_id)):
         result = run_cli(cli, prefix, *args)
-        assert_one_line_error(result, "agent-tui.db-wal", "copy the database with its -wal file")
+        assert_one_line_error(result, *words)
     doctor = run_cli(cli, prefix, "doctor")
-    assert doctor.returncode == 1 and "agent-tui.db-wal" in doctor.stdout, doctor.stdout
+    assert doctor.returncode == 1 and words[0] in doctor.stdout, doctor.stdout
     assert folder_state(copy) == before
 
 
+@pytest.mark.parametrize("by", ["mount", "permissions"])
 @pytest.mark.parametrize("version", [0, LATEST_VERSION - 1])
 def test_a_database_that_needs_setting_up_in_a_read_only_folder_is_one_line_naming_why(
-    cli: Cli, version: int
+    cli: Cli, version: int, by: str
 ) -> None:
     cli.db.parent.mkdir(parents=True)
     if version:
@@ -227,9 +279,12 @@ def test_a_database_that_needs_setting_up_in_a_read_only_folder_is_one_line_nami
     else:
         cli.db.touch()  # an empty file: a database not set up yet
     before = folder_state(cli.db.parent)
-    prefix = read_only(cli, cli.db.parent)
+    prefix = read_only(cli, cli.db.parent, by=by)
     for args in (("runs",), ("show", "3fa2"), ("export", "3fa2")):
         result = run_cli(cli, prefix, *args)
         assert_one_line_error(result, str(cli.db.parent), "not writable")
-        assert ("is empty" if version == 0 else f"schema version {version}") in result.stderr
+        if by == "mount":
+            assert ("is empty" if version == 0 else f"schema version {version}") in result.stderr
+        else:  # not read at all: a folder of another user may hold a database being written
+            assert "agent-tui.db-shm" in result.stderr
     assert folder_state(cli.db.parent) == before

@@ -1,8 +1,8 @@
 """``agent-tui runs`` on an SQLite database without the runtime (DESIGN §13, issue 17).
 
 The full path opens the runtime (the store, the engine, pydantic models) to read one page; this one
-opens the file read-only with the standard library (``file:…?mode=ro``, ``immutable=1`` in a
-read-only folder: ``runtime.store.checks.read_only_uri``; it can take no lease, recover nothing and
+opens the file read-only with the standard library (``file:…?mode=ro``, ``immutable=1`` on a
+read-only mount: ``runtime.store.checks.read_only_uri``; it can take no lease, recover nothing and
 write nothing, so a TUI or worker on the same database is unaffected), reads the page with one
 keyset query (and the owners of its queued and running runs, by key, to say which of those runs a
 killed process left: ``runtime.owners``) and prints it with ``tui._cli.listing``, the formatting

@@ -23,6 +23,7 @@ from runtime.events import (
     ToolStateChanged,
     dump_event,
 )
+from runtime.store.checks import opens_immutable
 from runtime.workers import Worker, WorkerReport
 from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tui._cli.render import one_line
@@ -132,6 +133,13 @@ async def print_events(ctx: Context, runtime: Runtime, args: Any) -> int:
         else:
             ctx.print(event_line(event))
 
+    if args.follow and isinstance(ctx.db_path, Path) and opens_immutable(ctx.db_path):
+        # Read as a file that never changes, it would show no later commit, and one made
+        # through another mount could read as corrupt.
+        raise InvalidInput(
+            f"--follow: {ctx.db_path} is on a read-only file system, read as a fixed copy that "
+            "shows no new events; print its events without --follow"
+        )
     if not args.follow:
         cursor = args.after or 0
         while True:
