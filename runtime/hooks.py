@@ -105,6 +105,30 @@ _ANY_ASSIGNMENT = re.compile(
 its value is masked."""
 
 
+_WORD_VALUE = r"(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.|[^\s'\"\\;&|(){}])+"
+_SECRET_OPTION = re.compile(
+    r"(?<![^\s;&|(){}])(-{1,2}[A-Za-z0-9_-]*"
+    r"(?:token|api[-_]?key|access[-_]?key|password|passwd|secret|auth|credential)"
+    rf"[A-Za-z0-9_-]*)(=|\s+(?!-)){_WORD_VALUE}",
+    re.IGNORECASE,
+)
+"""An option whose name says it carries a secret (``--token=…``, ``--api-key …``,
+``--auth-header=…``): its value is masked, in both the ``=`` and the two-word forms."""
+_KEY_FORMAT = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_-]{6,}|gh[pousr]_[A-Za-z0-9]{6,}|github_pat_\w{6,}"
+    r"|xox[abposr]-[A-Za-z0-9-]+|AKIA[0-9A-Z]{12,}|glpat-[A-Za-z0-9_-]{6,})"
+)
+"""A word shaped like a known key (OpenAI/Anthropic ``sk-``, GitHub ``ghp_``, Slack ``xox…-``,
+AWS ``AKIA``, GitLab ``glpat-``), wherever it stands: masked."""
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with the values of secret-named options and key-shaped words masked (``…``):
+    what a hook's command line or its output may show of a secret."""
+    text = _SECRET_OPTION.sub(lambda m: f"{m[1]}{'=' if m[2] == '=' else ' '}…", text)
+    return _KEY_FORMAT.sub("…", text)
+
+
 def _segments(command: str) -> list[str]:
     """``command`` cut at the shell's command separators outside quotes, separators kept as
     segments of their own (so joining them gives ``command`` back)."""
@@ -137,14 +161,15 @@ def shown_command(command: str) -> str:
     ``doctor``, ``/context``): without the environment assignments before each program
     (``TOKEN=… ./hooks/check.sh`` is ``./hooks/check.sh``) and with the value of any other
     assignment word masked (``sudo TOKEN=…``), which often carry secrets that must never reach
-    the model, the database or an export (DESIGN §5). A secret passed as a plain argument
-    (``--token xyz``) is not recognised. The hook itself runs with them."""
+    the model, the database or an export (DESIGN §5); so are the values of options whose name
+    says secret (``--token=…``, ``--api-key …``) and words shaped like a known key (``sk-…``,
+    ``ghp_…``): ``mask_secrets``. The hook itself runs with them."""
     segments = _segments(command)
     shown = "".join(
         segment if index % 2 else _LEADING_ASSIGNMENTS.sub(r"\1", segment)
         for index, segment in enumerate(segments)
     )
-    shown = _ANY_ASSIGNMENT.sub(r"\1=…", shown)
+    shown = mask_secrets(_ANY_ASSIGNMENT.sub(r"\1=…", shown))
     return " ".join(shown.split()) or "(environment assignments only)"
 
 
@@ -277,12 +302,30 @@ async def _run_command(entry: HookEntry, stdin: bytes, workspace: Path) -> _Comp
     )
 
 
+SAID_CHARS = 200
+"""How much of a failed hook's line its failure quotes."""
+
+
+def _said(done: _Completed) -> str:
+    """What a failed hook said: its last line on stderr, else its first on stdout (``printed
+    …``), cut and with what looks like a secret masked; "no message" when it said nothing."""
+    if done.stderr:
+        line = done.stderr.splitlines()[-1]
+    else:
+        printed = done.stdout.strip().splitlines()
+        if not printed:
+            return "no message"
+        line = f"printed {printed[0].strip()}"
+    line = mask_secrets(" ".join(line.split()))
+    return line if len(line) <= SAID_CHARS else line[: SAID_CHARS - 1] + "…"
+
+
 def _interpret(entry: HookEntry, done: _Completed) -> HookOutcome:
     label = entry.label()
     if done.status == 2:
         return HookOutcome(decision="deny", reason=done.stderr or "denied by a hook", hook=label)
     if done.status != 0:
-        tail = done.stderr.splitlines()[-1] if done.stderr else "no message"
+        tail = _said(done)
         return HookOutcome(hook=label, failure=f"{label} exited with status {done.status}: {tail}")
     text = done.stdout.strip()
     if not text:

@@ -111,3 +111,44 @@ def test_a_secret_in_a_hooks_command_line_reaches_no_record_export_or_report(cli
     assert "hook `./hooks/no-notes.sh`" in markdown.stdout
     assert "denied this tool call" in markdown.stdout
     assert "  before_tool *: ./hooks/no-notes.sh" in doctor.stdout
+
+
+FAILS = """#!/bin/sh
+cat > /dev/null
+echo "oops not json --token=xyz789"
+echo "second line"
+exit 1
+"""
+
+
+def test_a_secret_passed_as_a_hooks_argument_reaches_no_record_export_or_report(cli: Cli) -> None:
+    """Found by a new-user trial: ``--token=xyz789`` on a hook's command line was shown by
+    doctor and in the failed call's error (to the model and the database), and a hook that
+    printed something and failed read "no message"."""
+    ws = cli.workspace
+    hook = ws / "hooks" / "fail.sh"
+    write(hook, FAILS)
+    hook.chmod(0o755)
+    write(
+        ws / "agent-tui.toml",
+        '[[hooks.before_tool]]\nmatcher = "*"\n'
+        'command = "API_KEY=sekrit99 ./hooks/fail.sh --token=xyz789"\n',
+    )
+    ran = cli.run("run", "look at the notes", "--model", "demo:instant", "--json")
+    assert ran.returncode in (0, 1, 3), ran.stderr
+    job_id = json_lines(ran.stdout)[0]["job_id"]
+    markdown = cli.run("export", job_id, "--format", "md")
+    as_json = cli.run("export", job_id, "--format", "json")
+    doctor = cli.run("doctor")
+    files = [p for p in cli.db.parent.iterdir() if p.name.startswith(cli.db.name)]
+    for path in files:
+        data = path.read_bytes()
+        assert b"xyz789" not in data and b"sekrit99" not in data, path
+    for output in (ran, markdown, as_json, doctor):
+        assert "xyz789" not in output.stdout + output.stderr
+        assert "sekrit99" not in output.stdout + output.stderr
+    assert "  before_tool *: ./hooks/fail.sh --token=…" in doctor.stdout
+    assert (
+        "hook `./hooks/fail.sh --token=…` exited with status 1: printed oops not json --token=…"
+        in markdown.stdout
+    ), markdown.stdout

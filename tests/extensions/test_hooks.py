@@ -189,6 +189,15 @@ async def test_claude_code_pre_tool_use_entries_run_with_its_field_names(
         ("sudo TOKEN=sk-1 ./x.sh", "sudo TOKEN=… ./x.sh"),
         ("if true; then T=sk-1 cmd; fi", "if true; then T=… cmd; fi"),
         ("{ T=sk-1 cmd; }", "{ T=… cmd; }"),
+        # Found by a new-user trial: a secret passed as an argument was shown.
+        ("API_KEY=sekrit99 ./hooks/fail.sh --token=xyz789", "./hooks/fail.sh --token=…"),
+        ("./x.sh --api-key 'a b' --mode strict", "./x.sh --api-key … --mode strict"),
+        (
+            "./x.sh --password=p; ./y --auth-header=Bearer",
+            "./x.sh --password=…; ./y --auth-header=…",
+        ),
+        ("./x.sh sk-abcdefgh12 ghp_abcdefgh12 xoxb-1-2", "./x.sh … … …"),
+        ("./x.sh --no-auth --token -v", "./x.sh --no-auth --token -v"),
     ],
 )
 def test_a_hook_is_named_without_the_environment_assignments_before_its_programs(
