@@ -169,6 +169,22 @@ def test_a_database_on_a_read_only_mount_is_listed_shown_exported_and_checked_un
     assert folder_state(cli.db.parent) == before
 
 
+def test_show_in_a_read_only_folder_says_answering_needs_a_writable_copy_not_respond(
+    cli: Cli,
+) -> None:
+    """Found by a review: `show` of a run waiting for an answer suggested
+    ``agent-tui --db … respond …``, which cannot work where the database cannot be written."""
+    run_id, _ = _made_run(cli)
+    writable = cli.run("show", run_id)
+    assert f"respond {run_id} ANSWER" in writable.stdout, writable.stdout
+    prefix = read_only(cli, cli.db.parent, by="mount")
+    shown = run_cli(cli, prefix, "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "respond" not in shown.stdout, shown.stdout
+    [line] = [line for line in shown.stdout.splitlines() if "Answering" in line]
+    assert f"Answering needs a writable copy: {cli.db.parent} is not writable here" in line
+
+
 def test_a_closed_database_in_a_folder_this_user_may_not_write_is_one_line_naming_what_is_missing(
     cli: Cli,
 ) -> None:

@@ -420,9 +420,20 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         inherited_label=origin.label() if origin else None,
         partial=partial,
         owner_gone=gone,
+        unwritable=_unwritable_folder(ctx.db_path),
     ):
         ctx.print(line)
     return EXIT_OK
+
+
+def _unwritable_folder(db_path: Path | str) -> str | None:
+    """The database's folder when this process cannot write the database (its folder or the
+    file: a backup, another user's folder), else None."""
+    from runtime.store.checks import database_writable
+
+    if isinstance(db_path, Path) and not database_writable(db_path):
+        return str(db_path.parent)
+    return None
 
 
 async def cmd_cancel(ctx: Context, runtime: Runtime, args: Any) -> int:

@@ -243,10 +243,13 @@ def show_text(
     inherited_label: str | None = None,
     partial: PartialAnswer | None = None,
     owner_gone: bool = False,
+    unwritable: str | None = None,
 ) -> list[str]:
     """``inherited``: messages a fork inherited from another job, shown first under
     ``inherited_label``; ``partial``: what a stopped run streamed and never committed;
-    ``owner_gone``: the process that ran it is gone (``runtime.interrupted.owner_gone``)."""
+    ``owner_gone``: the process that ran it is gone (``runtime.interrupted.owner_gone``);
+    ``unwritable``: the database's folder when this process cannot write it (an open request
+    cannot be answered here, so no ``respond`` is suggested)."""
     calls = {call.id: call for call in tool_calls}
     calls_open = any(not call.state.is_terminal for call in tool_calls)
     return [
@@ -255,7 +258,7 @@ def show_text(
         *_message_lines(messages, calls, partial),
         *_tool_call_lines(tool_calls),
         *_checkpoint_lines(checkpoints),
-        *_open_request_lines(run.id, request),
+        *_open_request_lines(run.id, request, unwritable),
     ]
 
 
@@ -377,12 +380,20 @@ def _checkpoint_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
     return lines
 
 
-def _open_request_lines(run_id: str, request: InputRequest | None) -> list[str]:
+def _open_request_lines(
+    run_id: str, request: InputRequest | None, unwritable: str | None = None
+) -> list[str]:
     if request is None:
         return []
     lines = ["", f"Open request {request.id} ({request.kind.value}):"]
     lines.extend("  " + line for line in describe_request(request))
     if request.kind is InputKind.ELICITATION and request.answer_schema:
         lines.append("  schema: " + compact_json(request.answer_schema, 200))
+    if unwritable is not None:
+        lines.append(
+            f"  Answering needs a writable copy: {unwritable} is not writable here (copy the "
+            "database with its -wal file to a writable folder and answer it there)."
+        )
+        return lines
     lines.extend("  " + line for line in how_to_answer(run_id, request))
     return lines
