@@ -1631,3 +1631,40 @@ async def test_ctrl_t_carrying_a_follow_up_to_a_new_job_keeps_the_new_jobs_own_d
         await pilot.press("ctrl+q")
     assert await composer_text(runtime.store, None) == merged
     assert await composer_text(runtime.store, run.job_id) == ""
+
+
+async def test_up_in_a_wrapped_line_moves_up_a_row_and_recalls_an_earlier_prompt_from_the_first(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: one line wrapped over three rows, cursor at its end, ↑ put
+    the earlier prompt in the box in place of the text (↓ brought it back)."""
+    first = await runtime.start("an older prompt")
+    await finish_run(runtime, first.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        composer = screen.composer
+        box = composer.input
+        composer.focus_input()
+        await wait_until(pilot, lambda: composer.history)
+        line = " ".join(["a long first line of a task"] * 7)[:190]
+        box.insert(line)
+        await wait_until(pilot, lambda: box.wrapped_document.height == 3)
+
+        def row() -> int:
+            return box.wrapped_document.location_to_offset(box.cursor_location).y
+
+        assert row() == 2
+        await pilot.press("up")
+        assert box.text == line and row() == 1
+        await pilot.press("up")
+        assert box.text == line and row() == 0
+        await pilot.press("up")  # from the first row on screen: the history
+        assert box.text == "an older prompt"
+        await pilot.press("down")
+        assert box.text == line
+        # ↓ on a row above the last one moves down a row.
+        box.move_cursor((0, 0))
+        await pilot.press("down")
+        assert box.text == line and row() == 1

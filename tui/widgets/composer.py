@@ -2,9 +2,10 @@
 
 Enter sends; ctrl+J, or ``\\`` then Enter, inserts a newline in any terminal (shift+Enter and
 alt+Enter too where the terminal reports them); a paste keeps every line. The
-box grows with its text up to a bounded height, then scrolls. Up at the first line and Down at
-the last one walk through earlier prompts. ``/`` at the start opens the command menu and ``@``
-the file picker; Tab or Enter takes the highlighted entry. The menu shows over the box in the
+box grows with its text up to a bounded height, then scrolls. Up on the first row on screen and
+Down on the last one walk through earlier prompts (elsewhere they move a row, in a wrapped line
+too). ``/`` at the start opens the command menu and ``@`` the file picker; Tab or Enter takes
+the highlighted entry. The menu shows over the box in the
 rows the screen leaves it, and scrolls: the line being typed stays in view.
 
 The composer addresses one target: the job on screen (a follow-up) or a new job. Messages sent
@@ -633,14 +634,31 @@ class Composer(Vertical):
                 return True
             self._send()
             return True
-        if key == "up" and box.cursor_at_first_line:
+        if key == "up" and self._on_first_row():
             if not box.text and self.follow_up_job_id in self.queues:
                 self._edit_last_queued()
                 return True
             return self._recall(-1)
-        if key == "down" and box.cursor_at_last_line and self._history_index is not None:
+        if key == "down" and self._on_last_row() and self._history_index is not None:
             return self._recall(1)
         return False
+
+    def _on_first_row(self) -> bool:
+        """Whether the cursor is on the box's first row on screen: ↑ there walks the history,
+        elsewhere it moves up a row. A line wrapped over three rows, cursor at its end: ↑ put
+        an earlier prompt in place of the text (a new-user trial). A prompt just recalled
+        counts its whole first line (the cursor is put at its end): ↑ goes on to older ones."""
+        box = self.input
+        row, _ = box.cursor_location
+        if self._recalled is not None and box.text == self._recalled:
+            return row == 0
+        return box.wrapped_document.location_to_offset(box.cursor_location).y == 0
+
+    def _on_last_row(self) -> bool:
+        """Whether the cursor is on the box's last row on screen: ↓ there walks the history."""
+        box = self.input
+        last = box.wrapped_document.height - 1
+        return box.wrapped_document.location_to_offset(box.cursor_location).y >= last
 
     def _backslash_newline(self) -> bool:
         """``\\`` then Enter: the backslash becomes a new line (Claude Code's way, and the one
