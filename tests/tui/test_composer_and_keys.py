@@ -16,6 +16,8 @@ from textual.widgets import Input, OptionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
+from runtime.store.base import WrittenDraft
+from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import composer_text, queued_messages
 from tests.tui.helpers import (
@@ -1631,6 +1633,162 @@ async def test_ctrl_t_carrying_a_follow_up_to_a_new_job_keeps_the_new_jobs_own_d
         await pilot.press("ctrl+q")
     assert await composer_text(runtime.store, None) == merged
     assert await composer_text(runtime.store, run.job_id) == ""
+
+
+class DraftReadGate(SqliteStore):
+    """A real SQLite store whose next read of composer drafts, once armed (``hold``), waits on
+    ``gate`` (``reached`` says it is waiting), or fails (``fail``)."""
+
+    def __init__(self, db_path: Path) -> None:
+        super().__init__(db_path)
+        self.hold = False
+        self.fail = False
+        self.reached = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def get_composer_drafts(self, job_id: str | None) -> list[WrittenDraft]:
+        if self.fail:
+            self.fail = False
+            raise RuntimeError("the store is busy")
+        if self.hold:
+            self.hold = False
+            self.reached.set()
+            await self.gate.wait()
+        return await super().get_composer_drafts(job_id)
+
+
+async def gated_drafts_runtime(db_path: Path, workspace: Path) -> tuple[Runtime, DraftReadGate]:
+    store = DraftReadGate(db_path)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", store=store
+    )
+    return runtime, store
+
+
+async def _carry_setup(
+    pilot: Pilot[object], app: AgentTuiApp, runtime: Runtime, job_id: str
+) -> None:
+    """The new job's draft back in the box at launch; then the job opened, ctrl+t to a
+    follow-up there, and ``FOLLOWUP TEXT B`` typed."""
+    composer = main_screen(app).composer
+    await wait_until(pilot, lambda: composer.input.text == "NEWJOB DRAFT A")
+    main_screen(app).job_tree.focus()
+    await _open_first_job(pilot, app, job_id)
+    await pilot.press("ctrl+t", *"FOLLOWUP TEXT B")
+    assert composer.follow_up_job_id == job_id
+
+
+async def test_ctrl_t_back_from_a_new_job_carries_only_what_was_carried_and_leaves_its_draft(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: a follow-up carried by ctrl+t to a new job with a draft of its own,
+    then ctrl+t again: the new job's draft went into the follow-up with it (Enter would have
+    sent it there)."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    await runtime.store.save_composer_draft(None, "NEWJOB DRAFT A", writer=runtime.owner_id)
+    app = make_app(runtime, workspace)
+    merged = "FOLLOWUP TEXT B\n\nNEWJOB DRAFT A"
+    async with app.run_test(size=SIZE) as pilot:
+        composer = main_screen(app).composer
+        await _carry_setup(pilot, app, runtime, run.job_id)
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: composer.input.text == merged)
+        assert composer.follow_up_job_id is None
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: composer.follow_up_job_id == run.job_id)
+        await wait_until(pilot, lambda: composer.input.text == "FOLLOWUP TEXT B")
+        assert await composer_text(runtime.store, None) == "NEWJOB DRAFT A"
+        # Typed since goes along; the new job's draft comes under it again.
+        await pilot.press(*" more")
+        await pilot.press("ctrl+t")
+        await wait_until(
+            pilot, lambda: composer.input.text == "FOLLOWUP TEXT B more\n\nNEWJOB DRAFT A"
+        )
+        await pilot.press("ctrl+q")
+    assert await composer_text(runtime.store, None) == "FOLLOWUP TEXT B more\n\nNEWJOB DRAFT A"
+    assert await composer_text(runtime.store, run.job_id) == ""
+
+
+async def test_a_second_ctrl_t_before_the_drafts_read_leaves_the_first_targets_draft_saved(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by review: ctrl+t carrying text, then ctrl+t again before the target's saved
+    draft was read, deleted that draft (never merged, never shown)."""
+    runtime, store = await gated_drafts_runtime(db_path, workspace)
+    try:
+        run = await runtime.start("summarise")
+        await finish_run(runtime, run.id)
+        await store.save_composer_draft(None, "NEWJOB DRAFT A", writer=runtime.owner_id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            composer = main_screen(app).composer
+            await _carry_setup(pilot, app, runtime, run.job_id)
+            store.hold = True
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, store.reached.is_set)
+            await pilot.press("ctrl+t")  # back, the new job's draft still being read
+            await wait_until(pilot, lambda: composer.follow_up_job_id == run.job_id)
+            await wait_until(pilot, lambda: composer.input.text == "FOLLOWUP TEXT B")
+            store.gate.set()
+            await pilot.press("ctrl+q")
+        assert await composer_text(store, None) == "NEWJOB DRAFT A"
+        assert await composer_text(store, run.job_id) == "FOLLOWUP TEXT B"
+    finally:
+        store.gate.set()
+        await runtime.close()
+
+
+async def test_quitting_while_the_carried_to_targets_draft_is_read_keeps_both(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by review: quitting before the draft of the target text was carried to was read
+    saved the box's text over that draft."""
+    runtime, store = await gated_drafts_runtime(db_path, workspace)
+    try:
+        run = await runtime.start("summarise")
+        await finish_run(runtime, run.id)
+        await store.save_composer_draft(None, "NEWJOB DRAFT A", writer=runtime.owner_id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await _carry_setup(pilot, app, runtime, run.job_id)
+            store.hold = True
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, store.reached.is_set)
+            await pilot.press("ctrl+q")
+        store.gate.set()
+        assert await composer_text(store, None) == "FOLLOWUP TEXT B\n\nNEWJOB DRAFT A"
+        assert await composer_text(store, run.job_id) == ""
+    finally:
+        store.gate.set()
+        await runtime.close()
+
+
+async def test_a_failed_read_of_the_carried_to_targets_draft_lets_saves_go_on_keeping_it(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by review: the read of the target's draft failing (the store busy) held the
+    box's saves back for good: what was carried, and typed after, was saved nowhere."""
+    runtime, store = await gated_drafts_runtime(db_path, workspace)
+    try:
+        run = await runtime.start("summarise")
+        await finish_run(runtime, run.id)
+        await store.save_composer_draft(None, "NEWJOB DRAFT A", writer=runtime.owner_id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            composer = main_screen(app).composer
+            await _carry_setup(pilot, app, runtime, run.job_id)
+            store.fail = True
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: composer.follow_up_job_id is None)
+            await pilot.press(*" later")
+            merged = "FOLLOWUP TEXT B later\n\nNEWJOB DRAFT A"
+            await wait_until(pilot, lambda: composer.input.text == merged)
+            assert not store.fail  # the read did fail
+        assert await composer_text(store, None) == merged
+        assert await composer_text(store, run.job_id) == ""
+    finally:
+        await runtime.close()
 
 
 async def test_up_in_a_wrapped_line_moves_up_a_row_and_recalls_an_earlier_prompt_from_the_first(

@@ -53,7 +53,7 @@ from tui.messages import (
 )
 from tui.widgets._format import found_words, short, typed_text
 from tui.widgets._prompt_base import KeyAfterAnswer, PromptAnswered
-from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand
+from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand, merge_texts
 from tui.widgets.conversation import Conversation
 from tui.widgets.job_tree import (
     BrowserDetail,
@@ -444,14 +444,29 @@ class MainScreen(Screen[None]):
         """Text carried to ``job_id`` by ctrl+t: that target's saved draft goes under it, and
         both are saved as its draft (the carried text alone was saved over it)."""
         store, writer = self.runtime.store, self.runtime.owner_id
+        try:
+            drafts = restorable(await store.get_composer_drafts(job_id), writer=writer)
+            merged = self.composer.merge_draft(job_id, drafts.text)
+            if merged is None:
+                return
+            replacing = drafts.left_by if drafts.left else []
+            await store.save_composer_draft(job_id, merged, writer=writer, replacing=replacing)
+            if drafts.text.strip() and drafts.text.strip() in merged and merged != drafts.text:
+                self.notify("The draft this job had is kept under what you carried.", title="Draft")
+        finally:
+            # Failed (the store busy, an error): saves were held back until this read, and
+            # stayed held for good (a review). They go on, the next one merging in the store.
+            self.composer.merge_failed(job_id)
+
+    async def _save_merged(self, job_id: str | None, text: str) -> str:
+        """Save ``text`` as ``job_id``'s draft with the draft saved there under it (text carried
+        there by ctrl+t, whose own draft was never put in the box); that draft is returned."""
+        store, writer = self.runtime.store, self.runtime.owner_id
         drafts = restorable(await store.get_composer_drafts(job_id), writer=writer)
-        merged = self.composer.merge_draft(job_id, drafts.text)
-        if merged is None:
-            return
         replacing = drafts.left_by if drafts.left else []
+        merged = merge_texts(text, drafts.text)
         await store.save_composer_draft(job_id, merged, writer=writer, replacing=replacing)
-        if drafts.text.strip() and drafts.text.strip() in merged and merged != drafts.text:
-            self.notify("The draft this job had is kept under what you carried.", title="Draft")
+        return drafts.text
 
     @on(Composer.QueueChanged)
     def _queue_changed(self, message: Composer.QueueChanged) -> None:
@@ -490,10 +505,14 @@ class MainScreen(Screen[None]):
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
         message.stop()
-        self._save_draft(message.job_id, message.text)
+        self._save_draft(message.job_id, message.text, merge=message.merge)
 
     @work(exit_on_error=False, group="draft-save")
-    async def _save_draft(self, job_id: str | None, text: str) -> None:
+    async def _save_draft(self, job_id: str | None, text: str, *, merge: bool = False) -> None:
+        if merge:
+            draft = await self._save_merged(job_id, text)
+            self.composer.merged_in_store(job_id, text, draft)
+            return
         await self.runtime.store.save_composer_draft(job_id, text, writer=self.runtime.owner_id)
 
     async def save_drafts_now(self) -> None:
@@ -505,9 +524,14 @@ class MainScreen(Screen[None]):
         composer, store, writer = self.composer, self.runtime.store, self.runtime.owner_id
         if composer.is_mounted:
             composer.flush_draft()
-            await store.save_composer_draft(
-                composer.follow_up_job_id, composer.input.text, writer=writer
-            )
+            if composer.merge_pending:
+                # Carried there by ctrl+t, the target's own draft not read yet: kept under it,
+                # not saved over (a review).
+                await self._save_merged(composer.follow_up_job_id, composer.input.text)
+            else:
+                await store.save_composer_draft(
+                    composer.follow_up_job_id, composer.input.text, writer=writer
+                )
             for job_id, texts in list(composer.queues.items()):
                 await store.save_queued_messages(job_id, texts, writer=writer)
         question_prompt = sys.modules.get("tui.widgets.question_prompt")

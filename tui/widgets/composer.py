@@ -125,6 +125,14 @@ the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120). ctrl+J, 
 most terminals send shift+Enter as a plain Enter, which sends."""
 
 
+def merge_texts(carried: str, draft: str) -> str:
+    """Text carried by ctrl+t to a target, with that target's own saved ``draft`` under it (a
+    blank line between), unless the text holds it already."""
+    if not draft.strip() or draft.strip() in carried:
+        return carried
+    return f"{carried.rstrip()}\n\n{draft}" if carried.strip() else draft
+
+
 def placeholder_for(width: int) -> str:
     return next((text for text in PLACEHOLDERS if len(text) <= width), PLACEHOLDERS[-1])
 
@@ -269,12 +277,15 @@ class Composer(Vertical):
 
     class DraftChanged(TextualMessage):
         """The unsent text of a target changed (posted after a quiet moment, or at once when
-        the target changes)."""
+        the target changes). ``merge``: the target's saved draft was never put in the box
+        (text carried there by ctrl+t, its draft still being read): it is kept under ``text``
+        (``merge_texts``), not saved over."""
 
-        def __init__(self, job_id: str | None, text: str) -> None:
+        def __init__(self, job_id: str | None, text: str, *, merge: bool = False) -> None:
             super().__init__()
             self.job_id = job_id
             self.text = text
+            self.merge = merge
 
     class DraftWanted(TextualMessage):
         """The box addresses ``job_id`` now, empty: its saved draft goes in, if it has one
@@ -330,6 +341,12 @@ class Composer(Vertical):
         self._merging: str | bool | None = False
         """The target text was carried to, while its saved draft is read (``merge_draft``);
         False when none is."""
+        self._merged: tuple[str | None, str] | None = None
+        """The target and its own draft, as ``merge_draft`` put it under the carried text: a
+        carry away from that target leaves it there (``_leave_merged``)."""
+        self._merge_on_save: str | bool | None = False
+        """The target whose draft's read failed: its next save keeps that draft under the
+        box's text (``merge_failed``); False when none."""
         self._draft_key: str | None = None
         self._mode_shown = ""
         """What the mode line shows (set as it is composed)."""
@@ -461,7 +478,6 @@ class Composer(Vertical):
         is saved at once and the box emptied for the new one's, which the screen asks for.
         ``carry``: the text in the box goes to the new target instead (it is moved, not copied:
         the old target keeps no draft of it)."""
-        self._merging = False
         if title is not None:
             self.target_title = title
         elif job_id is not None and job_id == self.selected_job_id:
@@ -472,16 +488,33 @@ class Composer(Vertical):
         if job_id == self.follow_up_job_id and self._draft_key == job_id:
             self._refresh_mode()
             return
+        old = self._draft_key
+        # The old target's own saved draft, never put in the box (its read for a carry is
+        # still under way): it must be neither saved over nor deleted.
+        pending = self._merge_pending(old)
+        self._merging = False
+        left = self._leave_merged(old) if carry else None
         text = self.input.text
-        if not carry or not text:
-            # A save still due goes to the old target now: due later, it went to the new one,
-            # and the old kept what the box held before (a sent /fork came back after a
-            # relaunch, and forked again: a new-user trial).
-            self.flush_draft()
+        if left is not None:
+            # The old target's own draft, as the box held it under what was carried there:
+            # its draft again (the rest, if any, goes on).
+            self._stop_save_timer()
+            self.post_message(self.DraftChanged(old, left))
+        elif not carry or not text:
+            if pending and text:
+                self._stop_save_timer()
+                self.post_message(self.DraftChanged(old, text, merge=True))
+            else:
+                # A save still due goes to the old target now: due later, it went to the new
+                # one, and the old kept what the box held before (a sent /fork came back after
+                # a relaunch, and forked again: a new-user trial).
+                self.flush_draft()
         else:
-            if self._save_timer is not None:
-                self._save_timer.stop()
-            self.post_message(self.DraftChanged(self._draft_key, ""))
+            self._stop_save_timer()
+            if not pending:
+                # Moved, not copied: the old target keeps no draft of it.
+                self.post_message(self.DraftChanged(old, ""))
+        self._merged = None
         self.follow_up_job_id = job_id
         self._draft_key = job_id
         self._history_index = None
@@ -500,36 +533,95 @@ class Composer(Vertical):
         stayed empty, and a new job's draft typed before an approval was answered elsewhere
         seemed lost until a relaunch (a new-user trial)."""
         before = self.follow_up_job_id
-        carried = bool(self.input.text)
         if self.follow_up_job_id is None and self.selected_job_id is not None:
             self.target(self.selected_job_id, carry=True)
         else:
             self.target(None, carry=True)
+        carried = bool(self.input.text)
         if self.follow_up_job_id != before:
             if carried:
                 # The new target's own draft must not be saved over (a trial's new-job draft
                 # was gone for good after a follow-up was carried there): no save until it
                 # is read and put under what was carried.
                 self._merging = self.follow_up_job_id
-                if self._save_timer is not None:
-                    self._save_timer.stop()
-                    self._save_timer = None
+                self._stop_save_timer()
             self.post_message(self.DraftWanted(self.follow_up_job_id, carried=carried))
+
+    def _stop_save_timer(self) -> None:
+        if self._save_timer is not None:
+            self._save_timer.stop()
+            self._save_timer = None
+
+    def _merge_pending(self, job_id: str | None) -> bool:
+        return self._merging is not False and self._merging == job_id
+
+    @property
+    def merge_pending(self) -> bool:
+        """Text was carried to the current target and its saved draft is not in the box yet
+        (being read): a save now must keep that draft under the box's text."""
+        return self._merge_pending(self.follow_up_job_id)
+
+    def _leave_merged(self, job_id: str | None) -> str | None:
+        """Text carried away from ``job_id`` by ctrl+t: the part of the box that is that
+        target's own draft, put under carried text by ``merge_draft`` and still there
+        unchanged, stays behind; the rest goes on. Returns the part left (None: none is).
+
+        ctrl+t to a new job with a draft of its own, then ctrl+t back: the new job's draft went
+        into the follow-up with what was carried, to be sent there by Enter (a trial)."""
+        if self._merged is None or self._merged[0] != job_id:
+            return None
+        draft = self._merged[1]
+        box = self.input
+        text = box.text
+        at = text.rfind(draft)
+        if not draft.strip() or at < 0:
+            return None  # edited since: all of it is the person's now, and goes
+        before, after = text[:at].rstrip(), text[at + len(draft) :].strip("\n")
+        rest = f"{before}\n\n{after}" if before and after.strip() else before or after
+        cursor = box.cursor_location
+        box.value = rest
+        box.move_cursor(cursor)  # clamped to the text left
+        return draft
 
     def merge_draft(self, job_id: str | None, draft: str) -> str | None:
         """The saved draft of the target text was carried to goes in under that text (a blank
         line between); None when the box moved on meanwhile, else what the box now holds (the
         screen saves it: the save held back since the carry)."""
-        if self._merging != job_id or self.follow_up_job_id != job_id:
+        if not self._merge_pending(job_id) or self.follow_up_job_id != job_id:
             return None
         self._merging = False
+        self._put_under(job_id, draft)
+        return self.input.text
+
+    def _put_under(self, job_id: str | None, draft: str) -> None:
         box = self.input
         text = box.text
-        if draft.strip() and draft.strip() not in text:
+        merged = merge_texts(text, draft)
+        if merged != text:
             cursor = box.cursor_location
-            box.value = f"{text.rstrip()}\n\n{draft}" if text.strip() else draft
+            box.value = merged
             box.move_cursor(cursor)
-        return box.text
+            self._merged = (job_id, draft)
+
+    def merged_in_store(self, job_id: str | None, text: str, draft: str) -> None:
+        """``text`` was saved as ``job_id``'s draft with ``draft`` (that target's own, never in
+        the box) under it (``DraftChanged.merge``): the box shows it too, if it still holds
+        ``text`` for that target (the next save, of the box, would drop it from the store)."""
+        if self.follow_up_job_id == job_id and not self.merge_pending and self.input.text == text:
+            self._put_under(job_id, draft)
+
+    def merge_failed(self, job_id: str | None) -> None:
+        """The read of ``job_id``'s saved draft for a carry failed (the store busy, an error):
+        saves go on (they were held back, and the box's text was saved nowhere), the next one
+        keeping that draft under the text in the store."""
+        if not self._merge_pending(job_id):
+            return
+        self._merging = False
+        self._merge_on_save = job_id
+        self._draft_key = job_id
+        self._stop_save_timer()
+        if self.is_mounted:
+            self._save_timer = self.set_timer(DRAFT_SAVE_DELAY, self.flush_draft)
 
     def choose_next(self, key: str, value: str) -> None:
         """``/model`` or ``/agent``: what the next run of the current target uses."""
@@ -571,7 +663,10 @@ class Composer(Vertical):
         if self._save_timer is not None:
             self._save_timer.stop()
             self._save_timer = None
-            self.post_message(self.DraftChanged(self._draft_key, self.input.text))
+            key = self._draft_key
+            merge = self._merge_on_save is not False and self._merge_on_save == key
+            self._merge_on_save = False
+            self.post_message(self.DraftChanged(key, self.input.text, merge=merge))
 
     def clear_text(self) -> None:
         self.input.value = ""
