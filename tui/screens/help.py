@@ -41,6 +41,35 @@ def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
     return rows
 
 
+def _composer_rows() -> list[tuple[str, str]]:
+    from tui.widgets.composer import SLASH_COMMANDS, Composer
+
+    return [
+        ("enter", "Send (queued while the job's run works)"),
+        ("ctrl+j / \\ enter", "New line (shift+enter, alt+enter: if the terminal tells)"),
+        ("↑ / ↓", "Earlier prompts (at the first / last line)"),
+        ("↑ on an empty box", "Take the last queued message back to edit"),
+        ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),
+        ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
+        ("//text", "Send a message that starts with /"),
+        ("ctrl+u / ctrl+k", "Delete to the start / end of the typed line"),
+        *_rows(Composer.BINDINGS),
+    ]
+
+
+def _search_rows() -> list[tuple[str, str]]:
+    from tui.widgets.search_results import SearchResults
+
+    return [
+        ("type", "The hits show as you type (from 2 characters)"),
+        ("↓ in the field", "Into the hits shown"),
+        ("enter in the field", "Search now (even 1 character), into the hits"),
+        *((f"{key} on a hit", what) for key, what in _rows(SearchResults.BINDINGS)),
+        ("↑ on the first hit", "Back to the field, the words kept"),
+        ("esc", "Close the search"),
+    ]
+
+
 def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.bindings import APP_BINDINGS
     from tui.screens.inbox import InboxScreen
@@ -48,11 +77,9 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui.screens.permissions import PermissionsScreen
     from tui.screens.report import ReportScreen
     from tui.widgets.approval_prompt import ApprovalPrompt
-    from tui.widgets.composer import SLASH_COMMANDS, Composer
     from tui.widgets.conversation import Conversation
     from tui.widgets.elicitation_form import ElicitationForm
     from tui.widgets.job_tree import JobTree
-    from tui.widgets.search_results import SearchResults
     from tui.widgets.tool_call_view import ToolCallView
 
     return [
@@ -61,20 +88,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
             "Main screen (letters only where no text is typed: browser, conversation)",
             _rows(MainScreen.BINDINGS),
         ),
-        (
-            "Composer",
-            [
-                ("enter", "Send (queued while the job's run works)"),
-                ("ctrl+j / \\ enter", "New line (shift+enter, alt+enter: if the terminal tells)"),
-                ("↑ / ↓", "Earlier prompts (at the first / last line)"),
-                ("↑ on an empty box", "Take the last queued message back to edit"),
-                ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),
-                ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
-                ("//text", "Send a message that starts with /"),
-                ("ctrl+u / ctrl+k", "Delete to the start / end of the typed line"),
-                *_rows(Composer.BINDINGS),
-            ],
-        ),
+        ("Composer", _composer_rows()),
         ("Approval prompt", _rows(ApprovalPrompt.BINDINGS)),
         (
             "Question prompt",
@@ -110,17 +124,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 *_rows(JobTree.BINDINGS),
             ],
         ),
-        (
-            "Search (/)",
-            [
-                ("type", "The hits show as you type (from 2 characters)"),
-                ("↓ in the field", "Into the hits shown"),
-                ("enter in the field", "Search now (even 1 character), into the hits"),
-                *((f"{key} on a hit", what) for key, what in _rows(SearchResults.BINDINGS)),
-                ("↑ on the first hit", "Back to the field, the words kept"),
-                ("esc", "Close the search"),
-            ],
-        ),
+        ("Search (/)", _search_rows()),
         ("Inbox (i)", [("enter", "Open the run that waits"), *_rows(InboxScreen.BINDINGS)]),
         ("Permissions (/permissions)", _rows(PermissionsScreen.BINDINGS)),
         (
