@@ -341,6 +341,28 @@ async def test_a_backslash_then_enter_makes_a_new_line_in_any_terminal_and_enter
     assert await user_inputs(runtime) == ["first line\nsecond\n\nfour\\th"]
 
 
+async def test_ctrl_a_and_ctrl_e_go_to_the_start_and_end_of_the_typed_line_home_to_the_row(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Left open by the helper that made ctrl+u and ctrl+k act on the typed line: ctrl+a went
+    to the start of the wrapped row only, as Home does."""
+    long_line = ("word " * 60).strip()  # 299 characters
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        box = main_screen(app).composer.input
+        app.post_message(events.Paste(f"first line\n{long_line}"))
+        await wait_until(pilot, lambda: box.text == f"first line\n{long_line}")
+        await pilot.pause()
+        assert box.wrapped_document.height > 3
+        await pilot.press("home")  # the wrapped row's start: not the typed line's
+        assert box.cursor_location[0] == 1 and 0 < box.cursor_location[1] < len(long_line)
+        await pilot.press("ctrl+a")
+        assert box.cursor_location == (1, 0)
+        await pilot.press("ctrl+e")
+        assert box.cursor_location == (1, len(long_line))
+        assert box.text == f"first line\n{long_line}"
+
+
 async def test_ctrl_u_and_ctrl_k_delete_to_the_start_and_end_of_the_typed_line_not_the_wrapped_row(
     runtime: Runtime, workspace: Path
 ) -> None:

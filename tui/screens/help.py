@@ -53,6 +53,7 @@ def _composer_rows() -> list[tuple[str, str]]:
         ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
         ("//text", "Send a message that starts with /"),
         ("ctrl+u / ctrl+k", "Delete to the start / end of the typed line"),
+        ("ctrl+a / ctrl+e", "To the start / end of the typed line (home / end: of the row)"),
         *_rows(Composer.BINDINGS),
     ]
 

@@ -142,6 +142,10 @@ class ComposerInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("shift+enter,ctrl+j,alt+enter", "newline", "Newline", show=False),
+        # As ctrl+u and ctrl+k: the typed line's start and end (readline's); Home and End keep
+        # the row soft wrapping made.
+        Binding("ctrl+a", "cursor_typed_line_start", "Line start", show=False),
+        Binding("ctrl+e", "cursor_typed_line_end", "Line end", show=False),
     ]
 
     class SendRequested(TextualMessage):
@@ -201,6 +205,14 @@ class ComposerInput(TextArea):
     def action_newline(self) -> None:
         start, end = self.selection
         self._replace_via_keyboard("\n", start, end)
+
+    def action_cursor_typed_line_start(self) -> None:
+        row, _ = self.cursor_location
+        self.move_cursor((row, 0))
+
+    def action_cursor_typed_line_end(self) -> None:
+        row, _ = self.cursor_location
+        self.move_cursor((row, len(self.document[row])))
 
     # ctrl+u and ctrl+k act on the line as typed, back to the previous newline and on to the
     # next, as in readline and Claude Code; TextArea's own act on the row soft wrapping made (a
