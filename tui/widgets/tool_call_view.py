@@ -233,9 +233,11 @@ class ToolCallView(Vertical, can_focus=True):
     def _show_denial(self) -> None:
         text = self._denial_text()
         self.set_class(bool(text), "-denied")
-        line = self.query_one(".tool-denial", Static)
-        line.update(text)
-        line.display = bool(text)
+        # Not query_one: a block taken out again as it was mounted (the run read again at
+        # once) has its Mount handled with its children gone (a test under load).
+        for line in self.query(".tool-denial").results(Static):
+            line.update(text)
+            line.display = bool(text)
 
     def _set_state_class(self) -> None:
         for state in ToolCallState:
