@@ -74,6 +74,9 @@ class InstantModel:
         self.loop_cpu: list[float] = []
         self.counts: list[tuple[int, int, int]] = []
         self._count = count
+        self.wal: Path | None = None
+        self.largest_wal = 0
+        """The WAL file's largest size seen at a step's start (the database while it runs)."""
 
     @property
     def reference(self) -> str:
@@ -95,6 +98,8 @@ class InstantModel:
         self.loop_cpu.append(time.thread_time())
         self.counts.append(self._count())
         self.calls += 1
+        if self.wal is not None and self.wal.exists():
+            self.largest_wal = max(self.largest_wal, self.wal.stat().st_size)
         if self.calls > self.steps:
             yield TextDelta(text="Done: the three modules all return the event unchanged.")
             yield UsageReport(usage=Usage(input_tokens=1200, output_tokens=40))
@@ -168,6 +173,7 @@ async def engine(steps: int, tmp: Path) -> dict[str, Any]:
     store = SqliteStore(db)
     counter = Counted(store)
     model = InstantModel(steps, counter.now)
+    model.wal = db.with_name(db.name + "-wal")
     config = Config(defaults=Defaults(max_steps=steps + 5, job_step_budget=steps + 5))
     runtime = await Runtime.open(
         db_path=db,
@@ -194,6 +200,7 @@ async def engine(steps: int, tmp: Path) -> dict[str, Any]:
         "loop_cpu": model.loop_cpu,
         "counts": model.counts,
         "size": _size(db),
+        "largest_wal": model.largest_wal,
         "raw": _message_bytes(messages),
         "messages": len(messages),
     }
@@ -296,6 +303,11 @@ def report(result: dict[str, Any], steps: int, label: str) -> None:
             " messages)"
         )
     print(line)
+    if "largest_wal" in result:
+        print(
+            f"  its WAL file at its largest while the steps ran: {result['largest_wal'] / 1e6:.2f}"
+            " MB (the database's size above is after closing, the WAL copied back)"
+        )
 
 
 def main() -> None:

@@ -106,6 +106,8 @@ class Result:
     cpu_ms: float = 0.0
     """CPU time per step (all threads of this process): steadier than wall time on a busy
     machine, where a wait for a core counts as work."""
+    largest_wal: int = 0
+    """The WAL file's largest size between two steps (``size`` is after closing)."""
 
 
 def _db_size(path: Path) -> int:
@@ -181,6 +183,7 @@ async def store_steps(
         before_steps(store)
     two_step = hasattr(store, "commit_step_results")  # the same bench runs on older code
     elapsed = cpu = 0.0
+    wal, largest_wal = path.with_name(path.name + "-wal"), 0
     for step in range(1, steps + 1):
         _, _, call_ids = _step_content(step)
         calls = [
@@ -235,12 +238,14 @@ async def store_steps(
         )
         elapsed += time.perf_counter() - started
         cpu += time.process_time() - cpu_started
+        if pg_url is None and wal.exists():
+            largest_wal = max(largest_wal, wal.stat().st_size)
     if after_steps is not None:
         after_steps(store)
     await store.close()
     if pg_url is not None:
         return Result(steps / elapsed, await _pg_schema_size(pg_url, schema), 1000 * cpu / steps)
-    return Result(steps / elapsed, _db_size(path), 1000 * cpu / steps)
+    return Result(steps / elapsed, _db_size(path), 1000 * cpu / steps, largest_wal)
 
 
 async def _pg_schema_size(pg_url: str, schema: str) -> int:
@@ -395,15 +400,17 @@ class _Recording(sqlite3.Connection):
     recording = False
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        cursor = super().execute(sql, parameters)  # one refused (busy) is not replayed
         if self.recording:
             self.statements.append(("one", sql, parameters))
-        return super().execute(sql, parameters)
+        return cursor
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         rows = list(parameters)
+        cursor = super().executemany(sql, rows)
         if self.recording:
             self.statements.append(("many", sql, rows))
-        return super().executemany(sql, rows)
+        return cursor
 
 
 class _RecordedStore(SqliteStore):
@@ -516,7 +523,12 @@ async def langgraph_steps(path: Path, steps: int) -> Result | None:
 
 
 def _best(results: list[Result]) -> Result:
-    return Result(max(r.rate for r in results), results[0].size, min(r.cpu_ms for r in results))
+    return Result(
+        max(r.rate for r in results),
+        results[0].size,
+        min(r.cpu_ms for r in results),
+        max(r.largest_wal for r in results),
+    )
 
 
 def measure(steps: int, repeat: int, pg_url: str | None = None) -> dict[str, Result | None]:
@@ -619,6 +631,10 @@ def main() -> None:
         print(
             f"  store size / raw:       {store.size / raw:5.2f}   (budget <= 1.5;"
             f" {(store.size - empty) / raw:.2f} beyond the empty database)"
+        )
+        print(
+            f"  store's WAL at its largest: {store.largest_wal / 1e6:.1f} MB while the steps ran"
+            " (the sizes above are after closing)"
         )
         print(
             f"  its SQL alone / plain:  {floor.rate / plain2.rate:5.2f} same tx,"
