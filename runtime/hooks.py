@@ -320,10 +320,19 @@ def _said(done: _Completed) -> str:
     return line if len(line) <= SAID_CHARS else line[: SAID_CHARS - 1] + "…"
 
 
+def _denied(label: str, reason: str) -> HookOutcome:
+    """A deny by the hook ``label``. Its reason (what it printed on stderr, or its JSON reason)
+    goes to the model, the database and exports, so what looks like a secret in it is masked
+    as in the hook's shown command."""
+    return HookOutcome(
+        decision="deny", reason=mask_secrets(reason) or "denied by a hook", hook=label
+    )
+
+
 def _interpret(entry: HookEntry, done: _Completed) -> HookOutcome:
     label = entry.label()
     if done.status == 2:
-        return HookOutcome(decision="deny", reason=done.stderr or "denied by a hook", hook=label)
+        return _denied(label, done.stderr)
     if done.status != 0:
         tail = _said(done)
         return HookOutcome(hook=label, failure=f"{label} exited with status {done.status}: {tail}")
@@ -344,7 +353,7 @@ def _interpret(entry: HookEntry, done: _Completed) -> HookOutcome:
         decision = answer.get("decision", "allow")
         reason = str(answer.get("reason") or "")
     if decision in ("deny", "block"):
-        return HookOutcome(decision="deny", reason=reason or "denied by a hook", hook=label)
+        return _denied(label, reason)
     result = answer.get("result")
     if result is not None and not isinstance(result, str):
         result = json.dumps(result, ensure_ascii=False)

@@ -169,6 +169,55 @@ async def test_a_hook_script_denies_write_file_on_lock_paths_and_the_denial_name
     assert results[0].is_error and "poetry.lock is generated" in results[0].content
 
 
+DENY_WITH_SECRETS_ON_STDERR = """
+import sys
+sys.stderr.write("curl --token=sk-abc123def456 failed; key ghp_abcdefgh1234 is read-only\\n")
+sys.exit(2)
+"""
+
+DENY_WITH_SECRETS_IN_JSON = """
+import json
+reason = "tried --api-key hunter2secret with sk-zyx987654321"
+print(json.dumps({"decision": "deny", "reason": reason}))
+"""
+
+SECRETS = ("sk-abc123def456", "ghp_abcdefgh1234", "hunter2secret", "sk-zyx987654321")
+
+
+async def test_a_hook_deny_reason_reaches_the_store_and_the_model_with_its_secrets_masked(
+    make_runtime: Factory, db_path: Path, tmp_path: Path
+) -> None:
+    on_stderr = script(tmp_path / "hooks" / "stderr_deny.py", DENY_WITH_SECRETS_ON_STDERR)
+    in_json = script(tmp_path / "hooks" / "json_deny.py", DENY_WITH_SECRETS_IN_JSON)
+    config = Config(
+        hooks=HooksConfig(
+            before_tool=[
+                HookEntry(matcher="read_file", command=on_stderr),
+                HookEntry(matcher="list_dir", command=in_json),
+            ]
+        ),
+    )
+    runtime, provider = await make_runtime(
+        [
+            Turn(tool_calls=[("read_file", {"path": "notes.txt"}), ("list_dir", {"path": "."})]),
+            Turn(text="done"),
+        ],
+        config=config,
+    )
+    run = await runtime.start("look around")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+
+    calls = {c.name: c for c in await runtime.tool_calls(run.id)}
+    errors = [calls["read_file"].error or "", calls["list_dir"].error or ""]
+    assert "denied this tool call: curl --token=… failed; key … is read-only" in errors[0]
+    assert "denied this tool call: tried --api-key … with …" in errors[1]
+    sent = [r.content for r in provider.requests[1].messages[-1].tool_results]
+    stored = b"".join(f.read_bytes() for f in db_path.parent.glob(f"{db_path.name}*"))
+    for secret in SECRETS:
+        assert not any(secret in text for text in [*errors, *sent])
+        assert secret.encode() not in stored
+
+
 async def test_an_after_tool_hook_script_rewrites_the_result_the_model_sees(
     make_runtime: Factory, tmp_path: Path
 ) -> None:
