@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
 from runtime.models import DraftKind
 from runtime.store.sqlite import SqliteStore
 from tests.cli.harness import Cli, boundary_of, json_lines
-from tests.store.helpers import running_run
+from tests.store.helpers import running_run, tool_calls, tool_use_message
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +102,41 @@ def test_show_of_a_running_run_gives_the_answer_streamed_so_far(cli: Cli) -> Non
         "partial": True,
         "streaming": True,
     }
+
+
+def test_show_json_gives_the_step_in_progress_as_the_plain_show_names_it(cli: Cli) -> None:
+    # `show` said "(step 1 in progress)" while `show --json` had only the steps counted.
+    async def working_elsewhere() -> tuple[str, str]:
+        cli.db.parent.mkdir(parents=True, exist_ok=True)
+        async with SqliteStore(cli.db) as store:
+            await store.register_owner("elsewhere", lease_seconds=300)
+            calling, _ = await running_run(
+                store, owner_id="elsewhere", input="why?", workspace=str(cli.workspace)
+            )
+            calls = tool_calls("read_file")
+            tools, token = await running_run(
+                store, owner_id="elsewhere", input="look", workspace=str(cli.workspace)
+            )
+            await store.commit_message(  # as the engine ends a step's model call
+                tools.id, token=token, message=tool_use_message(calls), tool_calls=calls, step=1
+            )
+            return calling.id, tools.id
+
+    def shown(run_id: str) -> tuple[str, dict[str, Any]]:
+        plain = cli.run("show", run_id)
+        as_json = cli.run("show", run_id, "--json")
+        assert plain.returncode == 0 and as_json.returncode == 0, plain.stderr + as_json.stderr
+        return plain.stdout, json.loads(as_json.stdout)
+
+    model_call, tools_open = asyncio.run(working_elsewhere())
+    text, data = shown(model_call)  # its first model call: no step counted yet
+    assert "steps:   0 of at most 50 (step 1 in progress)" in text
+    assert data["run"]["step"] == 0 and data["step_in_progress"] == 1
+    text, data = shown(tools_open)  # the tools of its first step, counted, are open
+    assert "steps:   1 of at most 50 (step 1 in progress)" in text
+    assert data["run"]["step"] == 1 and data["step_in_progress"] == 1
+
+    started = cli.run("run", PROMPT, "--json", "--model", "demo:instant")
+    waiting = boundary_of(json_lines(started.stdout))["run_id"]
+    text, data = shown(waiting)  # waits for a person: it works on no step
+    assert "in progress" not in text and data["step_in_progress"] is None

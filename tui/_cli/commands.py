@@ -19,7 +19,7 @@ from runtime.transcript import inherited_history, partial_answer
 from tui._cli import render
 from tui._cli.listing import no_runs, shown_title
 from tui._cli.parser import EXIT_OK
-from tui._cli.render import runs_table, show_text
+from tui._cli.render import runs_table, show_text, step_in_progress
 
 if TYPE_CHECKING:
     from runtime.config import Config
@@ -389,6 +389,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         data = {
             "run": run.model_dump(mode="json"),
             "owner_gone": gone,
+            "step_in_progress": step_in_progress(run, tool_calls, owner_gone=gone),
             "job": job.model_dump(mode="json"),
             "inherited": None
             if origin is None

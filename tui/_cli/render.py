@@ -251,9 +251,9 @@ def show_text(
     ``unwritable``: the database's folder when this process cannot write it (an open request
     cannot be answered here, so no ``respond`` is suggested)."""
     calls = {call.id: call for call in tool_calls}
-    calls_open = any(not call.state.is_terminal for call in tool_calls)
+    in_progress = step_in_progress(run, tool_calls, owner_gone=owner_gone)
     return [
-        *_run_summary_lines(run, job, context_window, owner_gone=owner_gone, calls_open=calls_open),
+        *_run_summary_lines(run, job, context_window, owner_gone=owner_gone, step=in_progress),
         *_inherited_lines(inherited, inherited_label),
         *_message_lines(messages, calls, partial),
         *_tool_call_lines(tool_calls),
@@ -262,25 +262,32 @@ def show_text(
     ]
 
 
+def step_in_progress(run: Run, tool_calls: Sequence[ToolCall], *, owner_gone: bool) -> int | None:
+    """The step ``run`` works on, numbered as every agent-tui's status line numbers it
+    (``runtime.steps``; the step of its ``tool_calls`` while any is open); None when nothing
+    works on it (not running, waiting for a retry, or its process is gone)."""
+    if run.state is not RunState.RUNNING or needs_resume(run) or owner_gone:
+        return None
+    calls_open = any(not call.state.is_terminal for call in tool_calls)
+    return step_shown(run, working=True, calls_open=calls_open)
+
+
 def _run_summary_lines(
     run: Run,
     job: Job | None,
     context_window: int | None,
     *,
     owner_gone: bool = False,
-    calls_open: bool = False,
+    step: int | None = None,
 ) -> list[str]:
-    """``calls_open``: tool calls of the run are pending or running (the step in progress is
-    theirs)."""
+    """``step``: the step in progress (``step_in_progress``)."""
     usage = run.usage
     steps = f"{run.step} of at most {run.max_steps}"
     counted = ""
-    if run.state is RunState.RUNNING and not needs_resume(run) and not owner_gone:
-        # The step in progress, numbered as every agent-tui's status line numbers it; the
-        # tokens are those counted (a model call counts when it ends; an agent-tui showing the
-        # run as it streams adds an estimate, marked "~").
-        shown = step_shown(run, working=True, calls_open=calls_open)
-        steps += f" (step {shown} in progress)"
+    if step is not None:
+        # The tokens are those counted (a model call counts when it ends; an agent-tui showing
+        # the run as it streams adds an estimate, marked "~").
+        steps += f" (step {step} in progress)"
         counted = " (counted as each model call ends)"
     if context_window:
         fill = f"{run.context_tokens} tokens, {run.context_tokens / context_window:.0%} of "
