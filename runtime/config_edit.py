@@ -8,6 +8,7 @@ written.
 
 from __future__ import annotations
 
+import copy
 import math
 import tomllib
 from collections.abc import MutableMapping
@@ -99,18 +100,39 @@ def _array(
     return value
 
 
+def _insert(array: Array, index: int, value: str) -> None:
+    """``value`` put at ``index`` of ``array``. At the front of a one-line array tomlkit glues
+    the new element to the next (``["new","old"]``), so there the first element is copied one
+    along and the front replaced instead (a one-line array has no comment to carry with it)."""
+    if index == 0 and len(array) and "\n" not in array.as_string():
+        array.insert(1, copy.copy(array[0]))
+        array[0] = value
+    else:
+        array.insert(index, value)
+
+
 def add_to_toml_array(
-    text: str, table: tuple[str, ...], key: str, value: str, *, path: Path | None = None
+    text: str,
+    table: tuple[str, ...],
+    key: str,
+    value: str,
+    *,
+    path: Path | None = None,
+    at: int | None = None,
 ) -> str:
-    """``text`` with ``value`` appended to the list ``[table] key`` (one element per line stays
-    one per line); the key and table are created when missing. Unchanged if already there."""
+    """``text`` with ``value`` in the list ``[table] key``: at index ``at``, or appended when
+    it is None or past the end (one element per line stays one per line); the key and table
+    are created when missing. Unchanged if already there."""
     document = _parse(text, path)
     array = _array(document, table, key, path)
     if array is None:
         return set_toml_value(text, table, key, [value], path=path)
     if value in list(array):
         return text
-    array.append(value)
+    if at is None or at >= len(array):
+        array.append(value)
+    else:
+        _insert(array, max(at, 0), value)
     return _dump(document, path, f"add to {'.'.join((*table, key))}")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +53,9 @@ class PermissionRule:
     source: RuleSource
     path: Path
     """The file the rule is saved in."""
+    position: int | None = field(default=None, compare=False)
+    """Its index in its file's ``kind`` list when read (``list_rules``) or removed
+    (``revoke_rule``): where ``restore_rule`` puts it back. Not part of the rule's identity."""
 
     def describe(self) -> str:
         where = "user config" if self.source == "user" else "workspace"
@@ -91,33 +94,37 @@ def list_rules(
     for source, path in _files(workspace, user_config, env):
         permissions = _file_permissions(path)
         for kind in RULE_KINDS:
-            for pattern in getattr(permissions, kind):
-                rules.append(PermissionRule(str(pattern), kind, source, path))
+            for position, pattern in enumerate(getattr(permissions, kind)):
+                rules.append(PermissionRule(str(pattern), kind, source, path, position))
     return rules
 
 
-def revoke_rule(rule: PermissionRule) -> bool:
-    """Remove ``rule`` from the file it is saved in (comments and layout kept); whether it was
-    there. The next decision of every run in this process reads the file again."""
-    text, _ = read_toml_file(rule.path)
+def revoke_rule(rule: PermissionRule) -> PermissionRule | None:
+    """Remove ``rule`` from the file it is saved in (comments and layout kept): the rule as
+    removed, with the ``position`` it had in its list (for ``restore_rule``), or None when it
+    was not there. The next decision of every run in this process reads the file again."""
+    text, content = read_toml_file(rule.path)
     if not text.strip():
-        return False
+        return None
     from runtime.config_edit import remove_from_toml_array  # tomlkit: only when a file is edited
 
     edited = remove_from_toml_array(text, ("permissions",), rule.kind, rule.pattern, path=rule.path)
     if edited == text:
-        return False
+        return None
+    listed = content["permissions"][rule.kind]  # the edit found the rule there
     write_text_atomically(rule.path, edited)
-    return True
+    return replace(rule, position=listed.index(rule.pattern))
 
 
 def restore_rule(rule: PermissionRule) -> None:
-    """Put a revoked ``rule`` back in its file (at the end of its list): the undo of
-    ``revoke_rule``."""
+    """Put a revoked ``rule`` back in its file, at its ``position`` in its list (at the end
+    when it has none, or the list got shorter since): the undo of ``revoke_rule``."""
     from runtime.config_edit import add_to_toml_array  # tomlkit: only when a file is edited
 
     text, _ = read_toml_file(rule.path)
-    edited = add_to_toml_array(text, ("permissions",), rule.kind, rule.pattern, path=rule.path)
+    edited = add_to_toml_array(
+        text, ("permissions",), rule.kind, rule.pattern, path=rule.path, at=rule.position
+    )
     if edited != text:
         write_text_atomically(rule.path, edited)
 

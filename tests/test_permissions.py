@@ -17,6 +17,7 @@ from runtime.permissions import (
     _forget_cache,
     current_permissions,
     list_rules,
+    restore_rule,
     revoke_rule,
 )
 
@@ -49,6 +50,29 @@ def test_rules_are_listed_with_the_file_they_are_saved_in(workspace: Path, user_
     assert "workspace" in rules[-1].describe() and "shell" in rules[-1].describe()
 
 
+@pytest.mark.parametrize(
+    "allow",
+    [
+        '["shell", "read_file", "write_file"]',
+        '[\n    "shell",  # mind it\n    "read_file",\n    "write_file",\n]',
+    ],
+)
+def test_a_revoked_rule_restored_goes_back_where_it_stood_in_its_list(
+    workspace: Path, allow: str
+) -> None:
+    path = workspace / "agent-tui.toml"
+    for pattern in ("shell", "read_file", "write_file"):
+        text = f"[permissions]\nallow = {allow}\n"
+        _write(path, text)
+        (rule,) = [r for r in list_rules(workspace) if r.pattern == pattern]
+        removed = revoke_rule(rule)
+        assert removed is not None and removed.position == rule.position
+        restore_rule(removed)
+        # The one thing not kept: a comment on the line of the rule revoked goes with it.
+        expected = text.replace("  # mind it", "") if pattern == "shell" else text
+        assert path.read_text() == expected
+
+
 def test_revoking_a_rule_removes_it_from_its_own_file_only(
     workspace: Path, user_home: Path
 ) -> None:
@@ -56,12 +80,12 @@ def test_revoking_a_rule_removes_it_from_its_own_file_only(
     workspace_text = '[permissions]\n# team rule\nallow = ["shell", "read_file"]\n'
     _write(workspace / "agent-tui.toml", workspace_text)
     rule = PermissionRule("shell", "allow", "workspace", workspace / "agent-tui.toml")
-    assert revoke_rule(rule) is True
+    assert revoke_rule(rule) == rule
     assert (workspace / "agent-tui.toml").read_text() == (
         '[permissions]\n# team rule\nallow = ["read_file"]\n'
     )
     assert user_home.read_text() == '# mine\n[permissions]\nallow = ["shell"]  # careful\n'
-    assert revoke_rule(rule) is False
+    assert revoke_rule(rule) is None
     assert [(r.source, r.pattern) for r in list_rules(workspace) if r.kind == "allow"] == [
         ("user", "shell"),
         ("workspace", "read_file"),

@@ -215,6 +215,49 @@ async def test_a_revoked_rule_comes_back_with_u_and_esc_in_the_filter_only_leave
         await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
 
 
+async def test_u_puts_a_revoked_rule_back_where_it_stood_in_its_file_and_on_screen(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """u appended the rule it put back at the end of its list: in the file and on screen it
+    moved from the middle to the bottom."""
+    config = workspace / "agent-tui.toml"
+    text = (
+        "[permissions]\n"
+        'allow = ["read_file", "shell(git *)", "write_file"]\n'
+        "ask = [\n"
+        '    "edit_file",  # review edits\n'
+        '    "shell",\n'
+        "]\n"
+    )
+    config.write_text(text)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open_permissions(pilot, app)
+
+        def rows() -> list[str]:  # without the marker
+            return [line[2:] for line in _lines(screen)]
+
+        before = rows()
+        assert "edit_file" in before[0] and "shell(git *)" in before[3]
+
+        await pilot.press("down", "down", "down")  # allow shell(git *), mid-list
+        await wait_until(pilot, lambda: "› allow shell(git *)" in screen_text(app))
+        await pilot.press("d", "y")
+        await wait_until(pilot, lambda: "shell(git *)" not in config.read_text())
+        await pilot.press("up", "up", "up")  # ask edit_file, first of its list
+        await wait_until(pilot, lambda: "› ask edit_file" in screen_text(app))
+        await pilot.press("d", "y")
+        await wait_until(pilot, lambda: "edit_file" not in config.read_text())
+
+        await pilot.press("u")
+        await wait_until(pilot, lambda: "edit_file" in config.read_text())
+        await pilot.press("u")
+        await wait_until(pilot, lambda: "shell(git *)" in config.read_text())
+        await wait_until(pilot, lambda: rows() == before)
+        assert "› allow shell(git *)" in screen_text(app)  # the rule put back last
+    assert config.read_text() == text.replace("  # review edits", "")
+
+
 async def test_the_inbox_shows_its_own_keys_not_those_of_the_prompt_under_it(
     runtime: Runtime, workspace: Path
 ) -> None:

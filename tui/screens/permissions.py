@@ -56,7 +56,8 @@ class PermissionsScreen(ModalScreen[None]):
         self.shown: list[PermissionRule] = []
         self.problem: str | None = None
         self.revoked: list[PermissionRule] = []
-        """The rules revoked here, last one last: ``u`` puts them back, one a press."""
+        """The rules revoked here, last one last, each with the position it had in its file:
+        ``u`` puts them back there, one a press."""
         self._pattern_width = 10
         self._marked: int | None = None
         """The row that carries the marker (the highlighted rule's)."""
@@ -204,8 +205,8 @@ class PermissionsScreen(ModalScreen[None]):
         except (AgentTuiError, OSError) as exc:
             self.notify(f"Could not revoke: {exc}", severity="error")
             return
-        if removed:
-            self.revoked.append(rule)
+        if removed is not None:
+            self.revoked.append(removed)
             self.notify(
                 # Short: at 80x24 the file's path pushed "u puts it back." out of the toast
                 # (a trial); the screen names the file.
@@ -231,6 +232,8 @@ class PermissionsScreen(ModalScreen[None]):
             return
         self.notify(f"Back: {rule.kind} {rule.pattern} in {rule.path}.", title="Rule restored")
         self.action_reload()
+        if rule in self.shown:  # highlighted where it stood before it was revoked
+            self.query_one(OptionList).highlighted = self.shown.index(rule)
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
