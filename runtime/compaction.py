@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runtime.models import (
     Message,
@@ -23,6 +24,9 @@ from runtime.models import (
     ToolResultBlock,
     ToolUseBlock,
 )
+
+if TYPE_CHECKING:
+    from runtime.providers.base import ToolSpec
 
 __all__ = [
     "COMPACTION_INSTRUCTIONS",
@@ -34,6 +38,7 @@ __all__ = [
     "needs_compaction",
     "plan_compaction",
     "summary_request_text",
+    "tool_specs_chars",
 ]
 
 CHARS_PER_TOKEN = 4
@@ -74,6 +79,16 @@ def message_chars(message: Message) -> int:
 
 MESSAGE_TOKENS = 4
 """What a message costs beyond its characters (its role and framing), in the estimates."""
+
+
+def tool_specs_chars(specs: Sequence[ToolSpec]) -> int:
+    """The characters the definitions of ``specs`` take in a request (name, description and
+    JSON Schema), for the estimates: ``/context``'s "tool definitions" and the demo model's
+    input tokens."""
+    return sum(
+        len(spec.name) + len(spec.description) + len(json.dumps(spec.input_schema))
+        for spec in specs
+    )
 
 
 def estimate_tokens(messages: Sequence[Message], *, system: str = "") -> int:

@@ -10,12 +10,11 @@ are counted, and the report names the others."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars
+from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars, tool_specs_chars
 from runtime.engine.catalog import Catalog, tool_allowed
 from runtime.engine.executor import system_prompt
 from runtime.engine.extensions import (
@@ -30,7 +29,6 @@ from runtime.history import load_history
 from runtime.instructions import load_instructions
 from runtime.models import Message, Role
 from runtime.phases import discover_phases
-from runtime.providers.base import ToolSpec
 from runtime.skills import discover_skills
 from runtime.store.base import Store
 from runtime.tools.base import Tool
@@ -84,13 +82,6 @@ async def _tools(
     return tools, idle
 
 
-def _specs_chars(specs: Sequence[ToolSpec]) -> int:
-    return sum(
-        len(spec.name) + len(spec.description) + len(json.dumps(spec.input_schema))
-        for spec in specs
-    )
-
-
 def _by_writer(messages: Sequence[Message]) -> dict[str, int]:
     """Each writer's messages as ``estimate_tokens`` counts them: their characters, and
     ``MESSAGE_TOKENS`` a message."""
@@ -130,7 +121,7 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
         window=catalog.context_window(catalog.provider(run.model), job.workspace),
         measured=run.context_tokens or max((r.context_tokens for r in roots), default=0),
         system=_tokens(len(system)),
-        tools=_tokens(_specs_chars(specs)),
+        tools=_tokens(tool_specs_chars(specs)),
         tool_count=len(specs),
         summary=_tokens(sum(message_chars(m) for m in summary)) + MESSAGE_TOKENS * len(summary),
         summarised=len(history) - len(kept),

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.compaction import SUMMARISER_SYSTEM, SUMMARY_HEADER
+from runtime.compaction import (
+    CHARS_PER_TOKEN,
+    SUMMARISER_SYSTEM,
+    SUMMARY_HEADER,
+    tool_specs_chars,
+)
 from runtime.models import (
     Message,
     Role,
@@ -89,7 +94,12 @@ class DemoProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         turn = _plan_turn(request)
-        prompt_chars = sum(len(_message_text(m)) for m in request.messages) + len(request.system)
+        # The tool definitions are part of the prompt too, counted as `/context` counts them.
+        prompt_chars = (
+            sum(len(_message_text(m)) for m in request.messages)
+            + len(request.system)
+            + tool_specs_chars(request.tools)
+        )
         if turn.thinking:
             async for event in self._stream_text(turn.thinking, thinking=True):
                 yield event
@@ -109,7 +119,10 @@ class DemoProvider:
             + sum(len(json.dumps(a)) for _, a in turn.tool_calls)
         )
         yield UsageReport(
-            usage=Usage(input_tokens=max(1, prompt_chars // 4), output_tokens=output_chars // 4)
+            usage=Usage(
+                input_tokens=max(1, prompt_chars // CHARS_PER_TOKEN),
+                output_tokens=output_chars // CHARS_PER_TOKEN,
+            )
         )
         yield StopReason(reason="tool_use" if turn.tool_calls else "end_turn")
 

@@ -1,12 +1,18 @@
-"""The offline demo model's answers read as Markdown should."""
+"""The offline demo model: its answers read as Markdown should, and its usage counts what it
+was sent."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from runtime.api import Runtime
+from runtime.compaction import CHARS_PER_TOKEN, tool_specs_chars
 from runtime.config import Config
-from runtime.models import Role
+from runtime.models import Message, Role, TextBlock
+from runtime.providers.base import ModelRequest, ToolSpec, UsageReport
+from runtime.providers.demo import DemoProvider
+from runtime.tools.builtin import builtin_tools
 
 
 async def test_the_plan_quotes_a_task_of_several_paragraphs_line_by_line(
@@ -26,3 +32,46 @@ async def test_the_plan_quotes_a_task_of_several_paragraphs_line_by_line(
     plan = next(m.text for m in messages if m.role is Role.ASSISTANT)
     assert "You asked:\n\n> Line one of the paste\n>\n> Last *line*\n\n" in plan
     assert "*Line one" not in plan
+
+
+async def _input_tokens(request: ModelRequest) -> int:
+    reports = [
+        e async for e in DemoProvider(instant=True).stream(request) if isinstance(e, UsageReport)
+    ]
+    return reports[-1].usage.input_tokens
+
+
+async def test_the_demo_counts_the_tool_definitions_offered_in_its_input_tokens(
+    workspace: Path,
+) -> None:
+    """The demo reported the characters of the messages and system prompt only, so its input
+    tokens were short of `/context`'s estimate of the same request by the tool definitions."""
+    prompt = Message(
+        id="m0",
+        run_id="r",
+        job_id="j",
+        position=0,
+        role=Role.USER,
+        content=[TextBlock(text="summarise this folder")],
+        created_at=time.time(),
+    )
+    specs = [
+        ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
+        for t in dict(builtin_tools()).values()
+    ]
+
+    def request(tools: list[ToolSpec]) -> ModelRequest:
+        return ModelRequest(
+            model="instant",
+            system="You help.",
+            messages=[prompt],
+            tools=tools,
+            workspace=str(workspace),
+        )
+
+    bare = await _input_tokens(request([]))
+    one = await _input_tokens(request(specs[:1]))
+    every = await _input_tokens(request(specs))
+    assert bare < one < every
+    # The tools add what `/context` counts for their definitions (give or take the rounding).
+    assert abs(every - bare - tool_specs_chars(specs) // CHARS_PER_TOKEN) <= 1
