@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
@@ -291,11 +292,17 @@ class ToolCallView(Vertical, can_focus=True):
         """The diff the call applied (coloured as in its approval), below its header."""
         if not diff or not self.is_mounted:
             return
+        try:
+            view = self.query_one("#applied-diff", Static)
+            shown = not self.context or self.result_expanded
+        except NoMatches:
+            # Read by a worker while the block went (another run opened, the window moved
+            # on): a removed widget stays mounted, but its parts are gone.
+            return
         from rich.syntax import Syntax
 
-        view = self.query_one("#applied-diff", Static)
         view.update(Syntax(terminal_safe(diff), "diff", word_wrap=True))
-        view.display = not self.context or self.result_expanded
+        view.display = shown
         self._has_diff = True
 
     def set_result(
@@ -328,7 +335,10 @@ class ToolCallView(Vertical, can_focus=True):
 
     async def show_sub_run(self, widgets: list[Widget], note: str | None = None) -> None:
         """Put the sub-run's widgets (built by the conversation) into the fold."""
-        contents = self.query_one("#sub-run", Collapsible).query_one(Collapsible.Contents)
+        try:
+            contents = self.query_one("#sub-run", Collapsible).query_one(Collapsible.Contents)
+        except NoMatches:
+            return  # the block went while the sub-run was read (as in ``show_diff``)
         await contents.remove_children()
         shown: list[Widget] = list(widgets)
         if note:
