@@ -1,14 +1,16 @@
-"""What arrives for a widget after it went: a worker's result for a tool block the conversation
-took away (another run opened, a new job), a callback or a refusal for a prompt caught while it
-goes. A removed widget stays ``is_mounted``; its parts go first, each in its own task, so a
-``query_one`` for one of them failed with ``NoMatches`` (an error toast from a worker, a crash
-from a handler or a callback)."""
+"""What arrives for a widget after it went, or before its parts came: a worker's result for a
+tool block the conversation took away (another run opened, a new job), ``t`` for a thinking
+block mounted a moment ago. A removed widget stays ``is_mounted``; its parts go first, each in
+its own task, and a widget's parts come only when its own task composes it: a ``query_one`` for
+one of them failed with ``NoMatches`` (an error toast from a worker, a crash from a key)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from textual.message import Message
+from textual.widgets import Collapsible
+from textual.widgets._collapsible import CollapsibleTitle
 from textual.worker import Worker, WorkerState
 
 from runtime.api import Runtime
@@ -102,3 +104,22 @@ async def test_a_sub_run_read_for_a_block_gone_meanwhile_is_dropped_without_an_e
             assert ends.of("sub-run") == [(WorkerState.SUCCESS, None)]
     finally:
         await runtime.close()
+
+
+async def test_t_as_a_message_s_first_thinking_arrives_opens_its_block_without_an_error(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """The first thinking of a streaming message mounts its block; ``t`` handled before the
+    block's own task has composed it (its title) opens it all the same."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        conversation = screen.conversation
+        await wait_until(pilot, lambda: conversation.query(".empty"))
+        await conversation.delta("m1", 0, "Let me think.", thinking=True)
+        screen.action_thinking()  # what t runs, before the block's task has run
+
+        block = conversation.query_one("#thinking", Collapsible)
+        assert not block.collapsed
+        await wait_until(pilot, lambda: bool(block.query_children(CollapsibleTitle)))
+        assert not block.collapsed

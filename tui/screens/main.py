@@ -2487,8 +2487,10 @@ class MainScreen(Screen[None]):
 
         block = toggle_thinking(in_view, self.focused)
         if block is not None:
-            # Enter on the title opens and closes it too.
-            block.query_one(CollapsibleTitle).focus(scroll_visible=False)
+            # Enter on the title opens and closes it too. (A block mounted just now, with its
+            # message's first thinking, has no title until its own task composes it.)
+            for title in block.query_children(CollapsibleTitle):
+                title.focus(scroll_visible=False)
 
     def action_next_tool(self) -> None:
         self._step_tool(1)
