@@ -1,22 +1,34 @@
 """What arrives for a widget after it went, or before its parts came: a worker's result for a
-tool block the conversation took away (another run opened, a new job), ``t`` for a thinking
-block mounted a moment ago. A removed widget stays ``is_mounted``; its parts go first, each in
-its own task, and a widget's parts come only when its own task composes it: a ``query_one`` for
-one of them failed with ``NoMatches`` (an error toast from a worker, a crash from a key)."""
+tool block the conversation took away (another run opened, a new job), a refusal or a callback
+for a prompt caught as it goes, ``t`` for a thinking block mounted a moment ago. A removed
+widget stays ``is_mounted``; its parts go first, each in its own task, and a widget's parts come
+only when its own task composes it: a ``query_one`` for one of them failed with ``NoMatches``
+(an error toast from a worker, a crash from a key, a handler or a callback)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Collapsible
 from textual.widgets._collapsible import CollapsibleTitle
 from textual.worker import Worker, WorkerState
 
 from runtime.api import Runtime
-from tests.tui.helpers import finish_run, main_screen, make_app, wait_until
+from runtime.config import Config
+from runtime.errors import AlreadyAnswered
+from runtime.mcp import InMemoryServer, McpManager
+from tests.fakes.mcp_servers import build_server
+from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.tui.helpers import finish_run, main_screen, make_app, notifications, wait_until
 from tests.tui.test_keys_and_delegation import WIDE, delegation_config
+from tui.messages import AnswerFailed
 from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.elicitation_form import ElicitationForm
 from tui.widgets.tool_call_view import ToolCallView
 
 ENDED = (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
@@ -34,6 +46,20 @@ class WorkerEnds:
 
     def of(self, group: str) -> list[tuple[WorkerState, BaseException | None]]:
         return [(state, error) for name, state, error in self.ended if name == group]
+
+
+async def caught_going(widget: Widget, remove: Callable[[], object]) -> None:
+    """Call ``remove`` (which takes ``widget`` away, as the screen does) and come back at the
+    moment all of ``widget``'s parts have gone but it has not: they go first, each in its own
+    task, and it leaves its parent a turn of the event loop after the last. A handler or a
+    callback that runs then finds it attached, with nothing in it."""
+    parts = list(widget.children)
+    assert parts
+    remove()
+    async with asyncio.timeout(20):
+        while any(part in widget.children for part in parts):
+            await asyncio.sleep(0)  # one turn of the event loop: the state lasts at least one
+    assert widget.is_attached
 
 
 def _block_with_diff(screen: MainScreen) -> ToolCallView | None:
@@ -123,3 +149,63 @@ async def test_t_as_a_message_s_first_thinking_arrives_opens_its_block_without_a
         assert not block.collapsed
         await wait_until(pilot, lambda: bool(block.query_children(CollapsibleTitle)))
         assert not block.collapsed
+
+
+async def test_a_prompt_s_scroll_keys_asked_for_as_it_goes_are_not_looked_for(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """An approval asks, as it is mounted or resized, to say its scroll keys after the next
+    frame; when that comes while the prompt goes (a new job opened, from a worker), its parts
+    are gone already."""
+    run = await runtime.start("summarise this project")
+    question = (await runtime.wait(run.id, timeout=10)).request
+    assert question is not None
+    await runtime.respond(run.id, question.id, question.options[0])
+    await runtime.wait(run.id, timeout=10)  # now it asks to write its notes
+    app = make_app(runtime, workspace, open_job=run.job_id)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        prompt = screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.query("#details"))
+
+        await caught_going(prompt, screen.action_new_job)
+        prompt._show_scroll_keys()  # what the screen runs after its next frame
+        await wait_until(pilot, lambda: not prompt.is_attached)
+
+
+async def test_an_answer_refused_as_its_form_goes_is_said_without_an_error(
+    db_path: Path, workspace: Path
+) -> None:
+    """A form's answer came back refused (answered first elsewhere) as the form went, a new
+    job opened: the refusal is said; the form, its fields gone, shows nothing of it."""
+    model = ScriptedProvider([Turn(tool_calls=[("basic__favourites", {})]), Turn(text="Noted.")])
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+        mcp=manager,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"pick", "enter")
+            await wait_until(pilot, lambda: screen.query(ElicitationForm))
+            form = screen.query_one(ElicitationForm)
+            await wait_until(pilot, lambda: form.query("#error-form"))
+
+            await caught_going(form, screen.action_new_job)
+            refused = AlreadyAnswered("answered first elsewhere")
+            await screen.on_answer_failed(AnswerFailed(form.request, refused))
+            await wait_until(
+                pilot, lambda: any(t.startswith("Answer refused:") for t in notifications(app))
+            )
+            await wait_until(pilot, lambda: not form.is_attached)
+    finally:
+        await runtime.close()

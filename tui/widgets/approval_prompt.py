@@ -10,6 +10,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from runtime.approval_detail import CHANGED_SINCE_ASKED
@@ -174,10 +175,14 @@ class ApprovalPrompt(Vertical, can_focus=True):
 
     def _show_scroll_keys(self) -> None:
         """The keys say how to scroll the details while they do not fit."""
-        if not self.is_attached:
+        try:
+            details = self.query_one("#details", VerticalScroll)
+            keys = self.query_one(".prompt-keys", Static)
+        except NoMatches:
+            # Asked as the prompt was mounted or resized, run after the next frame: it may be
+            # gone by then (answered, another run opened), or going, its parts first.
             return
-        more = self.MORE if self.query_one("#details", VerticalScroll).max_scroll_y > 0 else ""
-        keys = self.query_one(".prompt-keys", Static)
+        more = self.MORE if details.max_scroll_y > 0 else ""
         width = keys.content_region.width
         text = self.KEYS + more
         if width and len(text) > width:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, assert_never
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.geometry import Region
 from textual.widgets import Button, Checkbox, Input, Select, SelectionList, Static
 
@@ -202,10 +203,23 @@ class ElicitationForm(Vertical):
     def show_errors(self, errors: dict[str, str]) -> None:
         """Each field's message under it; at the top, which fields need attention and any
         message for the whole form."""
-        for field in self.fields:
+        try:
+            form_error = self.query_one("#error-form", Static)
+            rows = [
+                (
+                    self.query_one(f"#field-{field.name}"),
+                    self.query_one(f"#error-{field.name}", Static),
+                )
+                for field in self.fields
+            ]
+        except NoMatches:
+            # The screen says a refused answer (``AnswerFailed``) to the form it finds, which
+            # may be going then (a new job opened), its parts first.
+            return
+        for field, (row, error) in zip(self.fields, rows, strict=True):
             message = errors.get(field.name, "")
-            self.query_one(f"#error-{field.name}", Static).update(message)
-            self.query_one(f"#field-{field.name}").set_class(bool(message), "-invalid")
+            error.update(message)
+            row.set_class(bool(message), "-invalid")
         invalid = [field.label for field in self.fields if field.name in errors]
         lines = []
         if invalid:
@@ -216,7 +230,7 @@ class ElicitationForm(Vertical):
             )
         names = {field.name for field in self.fields}
         lines += [f"{k}: {v}" if k else v for k, v in errors.items() if k not in names]
-        self.query_one("#error-form", Static).update("\n".join(lines))
+        form_error.update("\n".join(lines))
         self.set_class(bool(lines), "-refused")
 
     def _go_to(self, field: FormField) -> None:
