@@ -1,9 +1,10 @@
 """What arrives for a widget after it went, or before its parts came: a worker's result for a
-tool block the conversation took away (another run opened, a new job), a refusal or a callback
-for a prompt caught as it goes, ``t`` for a thinking block mounted a moment ago. A removed
-widget stays ``is_mounted``; its parts go first, each in its own task, and a widget's parts come
-only when its own task composes it: a ``query_one`` for one of them failed with ``NoMatches``
-(an error toast from a worker, a crash from a key, a handler or a callback)."""
+tool block the conversation took away (another run opened, a new job), a call's state for a
+block taken out as it was mounted, a refusal or a callback for a prompt caught as it goes, ``t``
+for a thinking block mounted a moment ago. A removed widget stays ``is_mounted``; its parts go
+first, each in its own task, and a widget's parts come only when its own task composes it: a
+``query_one`` for one of them failed with ``NoMatches`` (an error toast from a worker, a crash
+from a key, a handler or a callback)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.errors import AlreadyAnswered
+from runtime.kinds import ToolCallState
 from runtime.mcp import InMemoryServer, McpManager
 from tests.fakes.mcp_servers import build_server
 from tests.fakes.scripted import ScriptedProvider, Turn
@@ -209,3 +211,31 @@ async def test_an_answer_refused_as_its_form_goes_is_said_without_an_error(
             await wait_until(pilot, lambda: not form.is_attached)
     finally:
         await runtime.close()
+
+
+async def test_a_tool_call_s_first_state_as_the_conversation_empties_goes_with_its_block(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A call's first state change mounts its block, then shows the state in it. A new job
+    opened meanwhile (a worker of the screen empties the conversation) took the block out
+    before its own task had composed it: the state goes with it."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        conversation = main_screen(app).conversation
+        await wait_until(pilot, lambda: conversation.query(".empty"))
+        showing = asyncio.create_task(
+            conversation.tool_state(
+                "call-1",
+                "read_file",
+                ToolCallState.RUNNING,
+                arguments={"path": "README.md"},
+                result=None,
+                error=None,
+            )
+        )
+        await asyncio.sleep(0)  # the block is mounted; the state waits for it
+        [block] = conversation.query(ToolCallView)
+        await conversation.show_empty("New job: type the task below and press Enter.")
+        await showing
+        assert not block.is_attached
+        assert not conversation.query(ToolCallView) and conversation.query(".empty")

@@ -567,6 +567,10 @@ class Conversation(SizedByLayout, VerticalScroll):
             else:
                 self._groups.append(_Group(None, None, None, [view]))
             await self.mount(view, before=self._newer_marker)
+            if self._tools.get(tool_call_id) is not view:
+                # Emptied as it mounted (a new job opened: a worker of the screen): the block
+                # went before its parts came, with the run this state was for.
+                return
         view.update_state(
             state, arguments=dict(arguments) if arguments else None, result=result, error=error
         )
