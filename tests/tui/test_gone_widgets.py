@@ -9,10 +9,12 @@ from a key, a handler or a callback)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.message import Message
+from textual.app import App, ComposeResult
+from textual.message import Message as TextualMessage
 from textual.widget import Widget
 from textual.widgets import Collapsible
 from textual.widgets._collapsible import CollapsibleTitle
@@ -21,8 +23,9 @@ from textual.worker import Worker, WorkerState
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.errors import AlreadyAnswered
-from runtime.kinds import ToolCallState
+from runtime.kinds import Role, ToolCallState
 from runtime.mcp import InMemoryServer, McpManager
+from runtime.models import ContentBlock, Message, TextBlock, ToolUseBlock
 from tests.fakes.mcp_servers import build_server
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import finish_run, main_screen, make_app, notifications, wait_until
@@ -30,6 +33,7 @@ from tests.tui.test_keys_and_delegation import WIDE, delegation_config
 from tui.messages import AnswerFailed
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.conversation import Conversation
 from tui.widgets.elicitation_form import ElicitationForm
 from tui.widgets.tool_call_view import ToolCallView
 
@@ -42,7 +46,7 @@ class WorkerEnds:
     def __init__(self) -> None:
         self.ended: list[tuple[str, WorkerState, BaseException | None]] = []
 
-    def __call__(self, message: Message) -> None:
+    def __call__(self, message: TextualMessage) -> None:
         if isinstance(message, Worker.StateChanged) and message.state in ENDED:
             self.ended.append((message.worker.group, message.state, message.worker.error))
 
@@ -239,3 +243,72 @@ async def test_a_tool_call_s_first_state_as_the_conversation_empties_goes_with_i
         await showing
         assert not block.is_attached
         assert not conversation.query(ToolCallView) and conversation.query(".empty")
+
+
+LONG = "Some words that wrap across the width of the view, again and again.\n\n" * 4000
+"""An answer long enough that the view redraws its plain tail over several turns."""
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Conversation(id="conversation")
+
+
+def _answer(text: str, *, tool_use: bool) -> Message:
+    content: list[ContentBlock] = [TextBlock(text=text)]
+    if tool_use:
+        content.append(
+            ToolUseBlock(id="toolu_1", tool_call_id="call-1", name="read_file", input={})
+        )
+    return Message(
+        id="m1",
+        run_id="run",
+        job_id="job",
+        position=1,
+        role=Role.ASSISTANT,
+        content=content,
+        created_at=time.time(),
+    )
+
+
+async def test_an_answer_committed_as_the_conversation_empties_goes_without_its_tool_blocks() -> (
+    None
+):
+    """Committing a streamed answer commits its view, then mounts the blocks of the calls it
+    asks for after it. A new job opened meanwhile (the screen's worker empties the
+    conversation) took the view away during the first step: the old run's tool blocks were
+    mounted into the new job's empty conversation all the same."""
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, LONG[:20_000], thinking=False)
+        await pilot.pause()
+        [view] = conversation.message_views
+        # The final text differs from what streamed: the view redraws its plain tail a slice
+        # per turn of the event loop (a long answer), and the new job comes in between.
+        committing = asyncio.create_task(conversation.committed(_answer(LONG, tool_use=True)))
+        await asyncio.sleep(0)
+        await conversation.show_empty("New job: type the task below and press Enter.")
+        await committing
+        assert not view.is_attached
+        assert not conversation.query(ToolCallView) and conversation.query(".empty")
+
+
+async def test_a_run_stopped_as_the_conversation_empties_marks_nothing() -> None:
+    """A run that stopped with an answer half streamed settles the answer, then marks it
+    partial below it. The view taken away meanwhile (a new job): the old run's mark was
+    mounted into the new job's empty conversation all the same."""
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, LONG, thinking=False)
+        await pilot.pause()
+        [view] = conversation.message_views
+        # Settling widens the Markdown part and redraws the plain tail a slice per turn of the
+        # event loop (a long answer); the new job comes in between.
+        stopping = asyncio.create_task(conversation.run_stopped("cancelled"))
+        await asyncio.sleep(0)
+        await conversation.show_empty("New job: type the task below and press Enter.")
+        await stopping
+        assert not view.is_attached
+        assert not conversation.query(".partial-label") and conversation.query(".empty")

@@ -492,6 +492,8 @@ class Conversation(SizedByLayout, VerticalScroll):
         view = self._messages.get(message.id)
         if view is not None:
             await view.commit(message)
+            if self._messages.get(message.id) is not view:
+                return  # emptied meanwhile (a new job, another run): its blocks go with it
             group = self._group_of(message.id)
             if group is not None:
                 group.key = ItemKey(self._run_segment, message.position)
@@ -542,8 +544,10 @@ class Conversation(SizedByLayout, VerticalScroll):
             if group is None or any(w.has_class("partial-label") for w in group.widgets):
                 continue
             mark = Static(f"⚠ {label}", classes="partial-label", markup=False)
-            group.widgets.append(mark)
             await view.settle_partial()
+            if self._messages.get(view.message_id) is not view:
+                return  # emptied meanwhile (a new job, another run): nothing left to mark
+            group.widgets.append(mark)
             await self.mount(mark, after=view)
 
     async def tool_state(
