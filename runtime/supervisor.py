@@ -1,5 +1,6 @@
 """Commands that die with agent-tui: a small ``/bin/sh`` supervisor between agent-tui and a
-command it runs unconfined (the ``shell`` tool without a sandbox, every hook).
+command it runs unconfined (the ``shell`` tool without a sandbox, every hook, every stdio MCP
+server).
 
 The supervisor is started in a session (and process group) of its own with a parent-death
 signal (``PR_SET_PDEATHSIG``, Linux): when agent-tui dies, even by ``kill -9``, the kernel sends
@@ -17,7 +18,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-__all__ = ["group_alive", "parent_death_signal", "supervised_shell"]
+__all__ = ["group_alive", "parent_death_signal", "supervised_command", "supervised_shell"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -35,6 +36,26 @@ def supervised_shell(command: str, *, name: str) -> list[str]:
     what ``ps`` shows). Start it with ``start_new_session=True`` and
     ``preexec_fn=parent_death_signal()``."""
     return ["/bin/sh", "-c", _SUPERVISOR, name, command]
+
+
+_COMMAND_SUPERVISOR = (
+    'trap "kill -KILL 0" HUP; exec 3<&0; "$@" <&3 3<&- & '
+    'trap "" TERM; exec 3<&- 0<&- >/dev/null 2>&1; wait $!; s=$?; '
+    "case $s in 129|130|137|141|143) trap - HUP TERM; kill -$((s - 128)) $$;; esac; exit $s"
+)
+"""The supervisor for a long-lived program spoken to through its standard streams. Unlike the
+shell's, it hands the streams over whole: it keeps none of them open itself, so the program's
+end of input and output is the program's own. It ignores SIGTERM, from after the program
+started (which keeps the default), so a SIGTERM to the group stops the program while the
+supervisor stays to wait for it; and it ends the way the program did, by the same signal for
+the usual ones (killed by SIGKILL, not "code 137"), so the caller can tell."""
+
+
+def supervised_command(argv: list[str], *, name: str) -> list[str]:
+    """The argv running ``argv`` (no shell in between: the program found on ``PATH`` is run
+    with these arguments) under the supervisor for a program spoken to through its standard
+    streams (``name`` is its ``$0``). Start it as ``supervised_shell`` says."""
+    return ["/bin/sh", "-c", _COMMAND_SUPERVISOR, name, *argv]
 
 
 def parent_death_signal() -> Callable[[], None] | None:

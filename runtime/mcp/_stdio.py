@@ -4,10 +4,17 @@ Like the SDK's ``stdio_client``, but it keeps what error messages need: the proc
 exit code) and the last lines of its stderr, captured into a bounded buffer instead of our
 terminal. Shutdown follows the spec (close stdin, wait, then terminate the process group), is
 shielded from cancellation and bounded at every step, so no server is left running or unreaped.
+
+The server runs under ``runtime.supervisor``, so it dies with agent-tui (even by ``kill -9``)
+with every process it started, though it may not stop at the end of its input. The supervisor
+needs a ``preexec_fn``, which ``anyio.open_process`` does not take: the process is asyncio's.
 """
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import errno
 import logging
 import os
 import signal
@@ -20,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import anyio.abc
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from anyio.streams.text import TextReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+
+from runtime.supervisor import parent_death_signal, supervised_command
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +44,7 @@ _EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes, and again after SIGTERM."""
 _EXIT_AFTER_EOF = 1.0
 """Seconds to wait for the exit code once the server closed its stdout."""
+_READ_CHUNK = 65536
 
 
 Streams = tuple[
@@ -51,10 +59,12 @@ class ProcessState:
     """What we know of one server process, readable while and after it runs."""
 
     pid: int | None = None
+    """The supervisor's pid (``runtime.supervisor``), which is the process group's id; the
+    server is its child."""
     returncode: int | None = None
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
     stdout_closed: bool = False
-    process: anyio.abc.Process | None = None
+    process: asyncio.subprocess.Process | None = None
     requests_written: int = 0
     """How many requests reached the server's stdin (a write that failed is not counted)."""
     write_failed: bool = False
@@ -70,7 +80,8 @@ class ProcessState:
             return False
         # The event loop learns of a child's exit some time after the kernel: a server that died
         # while idle must not look alive to the next call (the request would go to a dead pipe).
-        return not _child_exited(self.pid)
+        # The supervisor outlives the server by as long as it takes to notice.
+        return not _child_exited(self.pid) and _supervised_running(self.pid)
 
     def stderr_summary(self, lines: int = 5) -> str:
         tail = [line for line in self.stderr_tail if line.strip()][-lines:]
@@ -114,14 +125,35 @@ def _child_exited(pid: int) -> bool:
     return info is not None
 
 
-def _poll_returncode(process: anyio.abc.Process, state: ProcessState) -> int | None:
+def _supervised_running(supervisor: int) -> bool:
+    """Whether the supervisor's child, the server, runs (not a zombie); True where ``/proc``
+    cannot tell (then the supervisor's own exit tells, a moment later)."""
+    try:
+        with open(f"/proc/{supervisor}/task/{supervisor}/children", "rb") as handle:
+            children = handle.read().split()
+    except OSError:
+        return True
+    for child in children:
+        try:
+            with open(f"/proc/{int(child)}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # reaped meanwhile
+        if stat[stat.rfind(b")") + 2 :].split()[:1] != [b"Z"]:
+            return True
+    return False
+
+
+def _poll_returncode(process: asyncio.subprocess.Process, state: ProcessState) -> int | None:
     code = process.returncode
     if code is not None:
         state.returncode = code
     return code
 
 
-async def _wait_exit(process: anyio.abc.Process, state: ProcessState, timeout: float) -> bool:
+async def _wait_exit(
+    process: asyncio.subprocess.Process, state: ProcessState, timeout: float
+) -> bool:
     # Polls returncode rather than process.wait(): on asyncio that also waits for pipe EOF, and a
     # grandchild holding the pipes would make an exited server look alive.
     with anyio.move_on_after(timeout):
@@ -131,7 +163,7 @@ async def _wait_exit(process: anyio.abc.Process, state: ProcessState, timeout: f
     return False
 
 
-def _signal_group(process: anyio.abc.Process, sig: signal.Signals) -> None:
+def _signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
     with suppress(ProcessLookupError, PermissionError):
         if sys.platform == "win32":  # pragma: no cover
             process.kill()
@@ -139,10 +171,10 @@ def _signal_group(process: anyio.abc.Process, sig: signal.Signals) -> None:
             os.killpg(process.pid, sig)
 
 
-async def _stop_process(process: anyio.abc.Process, state: ProcessState) -> None:
+async def _stop_process(process: asyncio.subprocess.Process, state: ProcessState) -> None:
     if process.stdin is not None:
-        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.aclose()
+        process.stdin.close()
+        await asyncio.sleep(0)
     if not await _wait_exit(process, state, _EXIT_GRACE):
         _signal_group(process, signal.SIGTERM)
         if not await _wait_exit(process, state, _EXIT_GRACE):
@@ -151,8 +183,13 @@ async def _stop_process(process: anyio.abc.Process, state: ProcessState) -> None
                 logger.warning("MCP server process %s survived SIGKILL; abandoning it", process.pid)
     for stream in (process.stdout, process.stderr):
         if stream is not None:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await stream.aclose()
+            # Ends a reader still waiting: a process the server started may hold the pipe.
+            stream.set_exception(ConnectionAbortedError("the server's output was closed"))
+
+
+def _decoder() -> codecs.IncrementalDecoder:
+    """UTF-8, bad bytes replaced, a character split between two reads kept whole."""
+    return codecs.getincrementaldecoder("utf-8")(errors="replace")
 
 
 def _parse_message(line: str) -> SessionMessage | Exception:
@@ -164,16 +201,17 @@ def _parse_message(line: str) -> SessionMessage | Exception:
 
 
 async def _read_stdout(
-    process: anyio.abc.Process,
+    process: asyncio.subprocess.Process,
     state: ProcessState,
     read_writer: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
     assert process.stdout is not None
+    decoder = _decoder()
     async with read_writer:
         buffer = ""
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async for chunk in TextReceiveStream(process.stdout, errors="replace"):
-                lines = (buffer + chunk).split("\n")
+            while chunk := await process.stdout.read(_READ_CHUNK):
+                lines = (buffer + decoder.decode(chunk)).split("\n")
                 buffer = lines.pop()
                 for line in lines:
                     if not line.strip():
@@ -186,12 +224,13 @@ async def _read_stdout(
             await _wait_exit(process, state, _EXIT_AFTER_EOF)
 
 
-async def _read_stderr(process: anyio.abc.Process, state: ProcessState) -> None:
+async def _read_stderr(process: asyncio.subprocess.Process, state: ProcessState) -> None:
     assert process.stderr is not None
+    decoder = _decoder()
     buffer = ""
-    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-            lines = (buffer + chunk).split("\n")
+    with suppress(OSError):
+        while chunk := await process.stderr.read(_READ_CHUNK):
+            lines = (buffer + decoder.decode(chunk)).split("\n")
             buffer = lines.pop()[-STDERR_LINE_CHARS:]
             state.stderr_tail.extend(line[:STDERR_LINE_CHARS] for line in lines)
     if buffer:
@@ -199,7 +238,7 @@ async def _read_stderr(process: anyio.abc.Process, state: ProcessState) -> None:
 
 
 async def _write_stdin(
-    process: anyio.abc.Process,
+    process: asyncio.subprocess.Process,
     state: ProcessState,
     write_reader: MemoryObjectReceiveStream[SessionMessage],
     read_writer: MemoryObjectSendStream[SessionMessage | Exception],
@@ -209,13 +248,31 @@ async def _write_stdin(
         async with write_reader:
             async for session_message in write_reader:
                 text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send((text + "\n").encode())
+                process.stdin.write((text + "\n").encode())
+                await process.stdin.drain()
                 if isinstance(session_message.message, mcp_types.JSONRPCRequest):
                     state.requests_written += 1
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         # The server stopped reading: end the session's read side so no request waits forever.
         state.write_failed = True
         await read_writer.aclose()
+
+
+def _check_command(command: str, *, env: dict[str, str], cwd: Path) -> None:
+    """Raise ``FileNotFoundError`` / ``PermissionError`` where running ``command`` itself would:
+    under the supervisor a missing command only makes the shell say "not found" and exit 127.
+    The search is ``subprocess``'s (and the shell's): ``PATH`` from ``env``, a path with a slash
+    as it is, both from ``cwd``."""
+    if os.sep in command:
+        candidates = [cwd / command]
+    else:
+        candidates = [cwd / folder / command for folder in os.get_exec_path(env)]
+    existing = [path for path in candidates if path.exists()]
+    if any(path.is_file() and os.access(path, os.X_OK) for path in existing):
+        return
+    if existing:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 @asynccontextmanager
@@ -231,14 +288,17 @@ async def stdio_transport(
 
     Raises ``FileNotFoundError`` / ``PermissionError`` when the command cannot be started.
     """
-    process = await anyio.open_process(
-        [command, *args],
-        env=get_default_environment() | env,
+    environment = get_default_environment() | env
+    _check_command(command, env=environment, cwd=cwd)
+    process = await asyncio.create_subprocess_exec(
+        *supervised_command([command, *args], name="agent-tui-mcp"),
+        env=environment,
         cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=parent_death_signal(),
     )
     state.pid = process.pid
     state.process = process

@@ -18,6 +18,10 @@ Servers:
   ``review`` (a required ``topic`` and an optional ``tone``); one resource,
   ``notes://team/style`` (two lines of text).
 - ``broken``: writes to stderr and exits with code 3 before speaking MCP.
+- ``lingering``: one read-only tool, ``pids`` (its own pid and its helper's), and two things that
+  outlive its stdin, as real servers' often do: a worker thread that never ends (so the
+  interpreter never exits after the SDK returns at end of input) and a helper process it started
+  (as a server starts a browser or a language server). Stdio only.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import base64
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -248,6 +253,22 @@ def build_server(name: str) -> MCPServer:
     raise ValueError(f"no test server named {name!r}")
 
 
+def run_lingering() -> None:
+    """Serve ``lingering`` on stdio; the process goes on after its stdin closes."""
+    helper = subprocess.Popen(
+        [sys.executable, "-c", "import signal; signal.pause()"], stdin=subprocess.DEVNULL
+    )
+    threading.Thread(target=threading.Event().wait, name="never-ends").start()
+    server = MCPServer("lingering")
+
+    @server.tool(annotations=READ_ONLY)
+    def pids() -> dict[str, int]:
+        """This server's pid and its helper's."""
+        return {"server": os.getpid(), "helper": helper.pid}
+
+    server.run("stdio")
+
+
 def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
     """Config that runs test server ``name`` as a stdio subprocess of this interpreter."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -325,12 +346,15 @@ def unused_port() -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run an MCP test server on stdio.")
-    parser.add_argument("--server", required=True, choices=["basic", "broken"])
+    parser.add_argument("--server", required=True, choices=["basic", "broken", "lingering"])
     args = parser.parse_args(argv)
     if args.server == "broken":
         sys.stderr.write("loading configuration\nfatal: the broken server refuses to start\n")
         sys.stderr.flush()
         os._exit(3)
+    if args.server == "lingering":
+        run_lingering()
+        return
     build_server(args.server).run("stdio")
 
 

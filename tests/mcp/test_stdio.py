@@ -170,3 +170,33 @@ async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(
             pids.append(int((await pid_tool.run({}, ctx)).content))
 
     assert len(set(pids)) == 4
+
+
+async def test_a_server_killed_by_a_signal_mid_call_is_reported_as_killed_by_it(
+    workspace: Path,
+) -> None:
+    recorder = Recorder()
+    async with McpManager({"basic": stdio_config("basic")}, workspace=workspace) as manager:
+        ctx = recorder.context(workspace)
+        pid = int((await (await tool_named(manager, "basic__pid")).run({}, ctx)).content)
+        slow = await tool_named(manager, "basic__slow")
+        call = asyncio.create_task(slow.run({"seconds": 60.0, "steps": 1}, ctx))
+        async with asyncio.timeout(10):
+            while not recorder.progress:  # the server is running the call
+                await asyncio.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(ToolError) as raised:
+            async with asyncio.timeout(10):
+                await call
+
+    assert "MCP server 'basic' exited while running 'slow' (killed by SIGKILL)" in str(raised.value)
+
+
+async def test_a_command_that_is_not_executable_is_reported_as_such(workspace: Path) -> None:
+    (workspace / "server.sh").write_text("#!/bin/sh\nexit 0\n")  # no execute permission
+    servers = {"plain": StdioServerConfig(command="./server.sh")}
+    async with McpManager(servers, workspace=workspace) as manager:
+        [report] = await manager.check()
+
+    assert report.ok is False
+    assert report.error == "command is not executable: './server.sh'"
