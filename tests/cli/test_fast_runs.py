@@ -139,7 +139,7 @@ def test_fast_runs_prints_exactly_what_the_runtime_path_prints(
         assert "runtime.engine" not in modules and "runtime.store.sqlite" not in modules
     # The comparison compares something: the table shows the states, the child, the cost.
     table, _ = _fast(cli, "--archived")
-    assert f"↳ child of {seeded[0].id}" in table.stdout
+    assert f"↳ child of {seeded[0].id[:8]}: " in table.stdout
     assert "running (interrupted)" in table.stdout and "failed" in table.stdout
     assert "$0.0042" in table.stdout and "1.6k" in table.stdout and "3d" in table.stdout
     # The archived job's runs say so (a new-user trial could not tell them apart).

@@ -81,6 +81,9 @@ OWNER_GONE = "its process is gone: interrupted when agent-tui next opens this da
 process that may execute opens the database and recovers it (the read-only commands never do)."""
 OWNER_GONE_SHORT = "process gone"
 """``OWNER_GONE`` in a table's state column (the whole sentence made every row 200 wide)."""
+SHORT_ID = 8
+"""How many characters of an id the output shows where the whole one is not needed (a prefix
+is enough to name it to any command, as the TUI's hints do)."""
 _FLOATS = frozenset({"cost_usd", "created_at", "updated_at"})
 _BOOLS = frozenset({"interrupted", "detached"})
 
@@ -128,6 +131,11 @@ class RunLine:
         self.parent_run_id = parent_run_id
         self.job_title = job_title
         self.owner_gone = owner_gone
+
+
+def short_id(full_id: str) -> str:
+    """The short form of an id: its first ``SHORT_ID`` characters."""
+    return full_id[:SHORT_ID]
 
 
 def format_cost(usd: float) -> str:
@@ -180,7 +188,9 @@ def runs_table(runs: Iterable[RunLine], *, now: float) -> list[str]:
     for run in runs:
         title = one_line(run.job_title, 40)
         if run.parent_run_id:
-            title = f"↳ child of {run.parent_run_id}: {title}"
+            # The parent's row is in the table with its whole id; 32 characters here made
+            # every child's line wrap at 80 columns.
+            title = f"↳ child of {short_id(run.parent_run_id)}: {title}"
         rows.append(
             [
                 run.run_id,
