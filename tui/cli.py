@@ -159,7 +159,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         async with open_runtime(ctx, read_only=opens_read_only(args)) as runtime:
             from tui._cli.ids import resolve_arguments
 
-            await resolve_arguments(runtime.store, args, db_path=db_path)
+            await resolve_arguments(runtime.store, args, db_path=db_path, note=ctx.say)
             return await COMMANDS[args.command](ctx, runtime, args)
     except asyncio.CancelledError:
         if not interrupt.requested:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 
 import pytest
 
-from tests.cli.harness import Cli, agent_tui_command
+from tests.cli.harness import Cli, agent_tui_command, json_lines
 from tests.cli.test_terminal import terminal
 from tui._cli.parser import COMMAND_NAMES, build_parser, parse_arguments
 
@@ -54,24 +55,91 @@ def test_a_prefix_that_matches_nothing_names_the_database_it_looked_in(cli: Cli)
     assert str(cli.db) in result.stderr
 
 
-def test_a_run_id_where_a_job_or_checkpoint_id_is_asked_says_which_id_was_meant(
-    cli: Cli,
-) -> None:
-    """Found by a new-user trial: `runs` lists run ids, and `archive <run id>` said only "no
-    job id starts with …" (`fork <run id>` likewise)."""
+def test_a_run_id_where_a_checkpoint_id_is_asked_says_which_id_was_meant(cli: Cli) -> None:
+    """Found by a new-user trial: `runs` lists run ids, and `fork <run id>` said only "no
+    checkpoint id starts with …"."""
     boundary = _start(cli)
     run_id = str(boundary["run_id"])
-    shown = json.loads(cli.run("show", run_id, "--json").stdout)
-    job_id, checkpoints = shown["run"]["job_id"], shown["checkpoints"]
-    archive = cli.run("archive", run_id[:8])
-    assert archive.returncode == 2 and archive.stdout == ""
-    assert f"{run_id[:8]} is run {run_id}, of job {job_id}" in archive.stderr
-    assert len(archive.stderr.strip().splitlines()) == 1
+    checkpoints = json.loads(cli.run("show", run_id, "--json").stdout)["checkpoints"]
     fork = cli.run("fork", run_id[:8])
-    assert fork.returncode == 2
+    assert fork.returncode == 2 and fork.stdout == ""
     last = checkpoints[-1]
     assert f"its last checkpoint is {last['id']} (step {last['step']})" in fork.stderr
-    assert json.loads(cli.run("show", run_id, "--json").stdout)["job"]["archived"] is False
+    assert len(fork.stderr.strip().splitlines()) == 1
+
+
+def _answered_to_the_end(cli: Cli) -> tuple[str, str]:
+    """A demo run taken to completion: its run id and its job's."""
+    run_id = str(_start(cli)["run_id"])
+    assert cli.run("respond", run_id, "1").returncode == 3
+    assert cli.run("respond", run_id, "allow").returncode == 0
+    job_id = json.loads(cli.run("show", run_id, "--json").stdout)["run"]["job_id"]
+    return run_id, str(job_id)
+
+
+def test_a_run_id_where_a_job_id_is_asked_names_its_job_and_says_so_in_one_line(
+    cli: Cli,
+) -> None:
+    """Found by a new-user trial: `runs` lists run ids, and `export`, `follow-up` and the
+    TUI's `--resume` refused one ("no job id starts with …; … is run …, of job …")."""
+    run_id, job_id = _answered_to_the_end(cli)
+    note = f"agent-tui: run {run_id[:8]} is in job {job_id[:8]}: using that job\n"
+
+    by_job = cli.run("export", job_id)
+    by_run = cli.run("export", run_id[:8])
+    assert (by_run.returncode, by_run.stdout) == (0, by_job.stdout)
+    assert by_run.stderr == note and by_job.stderr == ""
+    assert by_run.stdout.startswith("# summarise")
+
+    followed = cli.run("follow-up", run_id, "and the budget?", "--json", "--model", "demo:instant")
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stderr.startswith(note)
+    new_run = str(json_lines(followed.stdout)[-1]["run_id"])
+    assert json.loads(cli.run("show", new_run, "--json").stdout)["run"]["job_id"] == job_id
+
+    for command in ("archive", "unarchive"):
+        done = cli.run(command, run_id[:8])
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == note
+        assert f"{command.capitalize()}d job {job_id}" in done.stdout
+
+
+def _rename_run(cli: Cli, old: str, new: str) -> None:
+    """Give a run another id, everywhere the database names it (ids are random: this makes
+    two that share a prefix)."""
+    with sqlite3.connect(cli.db) as conn:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        for (table,) in tables:
+            for column in [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]:
+                if column.endswith("run_id") or (table == "runs" and column == "id"):
+                    conn.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (new, old))
+
+
+def test_a_prefix_of_several_runs_where_a_job_id_is_asked_stays_an_error_listing_them(
+    cli: Cli,
+) -> None:
+    first, second = "abcdef01" + "0" * 24, "abcdef02" + "0" * 24
+    _rename_run(cli, str(_start(cli)["run_id"]), first)
+    _rename_run(cli, str(_start(cli)["run_id"]), second)
+
+    def jobs_and_runs() -> list[tuple[object, ...]]:
+        with sqlite3.connect(cli.db) as conn:
+            return conn.execute(
+                "SELECT r.id, r.state, j.id, j.archived FROM runs AS r"
+                " JOIN jobs AS j ON j.id = r.job_id ORDER BY r.id"
+            ).fetchall()
+
+    before = jobs_and_runs()
+    assert len(before) == 2
+    for argv in (("export", "abcdef0"), ("follow-up", "abcdef0", "more"), ("archive", "abcd")):
+        refused = cli.run(*argv)
+        assert refused.returncode == 2, argv
+        assert refused.stdout == ""
+        assert len(refused.stderr.strip().splitlines()) == 1
+        assert "it starts several run ids" in refused.stderr
+        assert first in refused.stderr and second in refused.stderr
+    assert jobs_and_runs() == before  # no run started, no job archived
 
 
 def test_the_answer_hint_carries_db_when_the_database_is_not_the_default(cli: Cli) -> None:
@@ -134,6 +202,18 @@ def test_resume_with_an_unknown_job_is_one_line_naming_the_database_and_opens_no
         assert term.finish() == 2
     assert str(cli.db) in term.text()
     assert "Traceback" not in term.text()
+
+
+@pytest.mark.slow
+def test_resume_with_a_run_id_opens_that_runs_job(cli: Cli) -> None:
+    """Found by a new-user trial: `runs` lists run ids, and `--resume <run id>` ended with "no
+    job id starts with …"; it opens the run's job now (its open question is on screen)."""
+    run_id = str(_start(cli)["run_id"])
+    with terminal(cli, "--resume", run_id[:8]) as term:
+        term.expect(b"What should the notes focus on?", timeout=60)
+        term.type("\x11")  # ctrl+q
+        assert term.finish() == 0, term.text()
+    assert "no job id" not in term.text()
 
 
 @pytest.mark.parametrize(

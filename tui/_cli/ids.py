@@ -1,11 +1,14 @@
 """Ids by unique prefix, like git: ``agent-tui show 3fa2`` finds the one run whose id starts so.
 
 A prefix that matches nothing is "not found" naming the database looked in; one that matches
-several is ambiguous and lists a few. An exact id is taken as it is.
+several is ambiguous and lists a few. An exact id is taken as it is. Where a job is asked, the
+id (or unique prefix) of one of its runs names it too: ``runs`` lists run ids, and a new-user
+trial typed one to ``--resume``, ``export`` and ``follow-up``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +20,16 @@ if TYPE_CHECKING:
 SHOWN = 5
 
 
-async def resolve_id(store: Store, kind: str, text: str, *, db_path: Path | str | None) -> str:
-    """The one id of ``kind`` that is or starts with ``text``."""
+async def resolve_id(
+    store: Store,
+    kind: str,
+    text: str,
+    *,
+    db_path: Path | str | None,
+    note: Callable[[str], None] | None = None,
+) -> str:
+    """The one id of ``kind`` that is or starts with ``text``; for a job, also the job of the
+    one run whose id is or starts with ``text`` (told to ``note`` in one line)."""
     prefix = text.strip()
     if not prefix:
         raise InvalidInput(f"the {kind} id is empty")
@@ -28,6 +39,10 @@ async def resolve_id(store: Store, kind: str, text: str, *, db_path: Path | str 
     from tui._cli.settings import shown
 
     where = f" in {shown(db_path)}" if db_path is not None else ""
+    if not found and kind == "job":
+        job_id = await _job_of_a_run(store, prefix, note)
+        if job_id is not None:
+            return job_id
     if not found:
         hint = await _other_kind(store, kind, prefix)
         raise NotFoundError(f"no {kind} id starts with {prefix!r}{where}{hint}")
@@ -39,18 +54,37 @@ async def resolve_id(store: Store, kind: str, text: str, *, db_path: Path | str 
     return found[0]
 
 
+async def _job_of_a_run(
+    store: Store, prefix: str, note: Callable[[str], None] | None
+) -> str | None:
+    """The job of the one run whose id is or starts with ``prefix`` (None: no run's does);
+    several runs are as ambiguous as several jobs."""
+    runs: list[str] = await store.ids_with_prefix("run", prefix, limit=SHOWN + 1)
+    if not runs:
+        return None
+    if len(runs) > 1:
+        listed = ", ".join(runs[:SHOWN]) + (", …" if len(runs) > SHOWN else "")
+        raise InvalidInput(
+            f"no job id starts with {prefix!r}, and it starts several run ids: {listed}; "
+            "type more of one"
+        )
+    run = await store.get_run(runs[0])
+    if note is not None:
+        from tui._cli.listing import short_id
+
+        note(f"agent-tui: run {short_id(run.id)} is in job {short_id(run.job_id)}: using that job")
+    return run.job_id
+
+
 async def _other_kind(store: Store, kind: str, prefix: str) -> str:
-    """When ``prefix`` names one id of another kind (a run's id given where a job's is asked,
-    found by a new-user trial): what it is, and the id that was meant, if one follows."""
+    """When ``prefix`` names one id of another kind (a run's id given where a checkpoint's is
+    asked, found by a new-user trial): what it is, and the id that was meant, if one follows."""
     for other in ("run", "job", "checkpoint"):
         if other == kind:
             continue
         found = await store.ids_with_prefix(other, prefix, limit=2)
         if len(found) != 1:
             continue
-        if other == "run" and kind == "job":
-            run = await store.get_run(found[0])
-            return f"; {prefix} is run {run.id}, of job {run.job_id}"
         if other == "run" and kind == "checkpoint":
             checkpoints = await store.list_checkpoints(found[0])
             if not checkpoints:
@@ -69,9 +103,17 @@ async def _other_kind(store: Store, kind: str, prefix: str) -> str:
 ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
 
 
-async def resolve_arguments(store: Store, args: Any, *, db_path: Path | str | None) -> None:
-    """Replace every id argument of a parsed command by the full id it names."""
+async def resolve_arguments(
+    store: Store,
+    args: Any,
+    *,
+    db_path: Path | str | None,
+    note: Callable[[str], None] | None = None,
+) -> None:
+    """Replace every id argument of a parsed command by the full id it names (``note``: told
+    when a run's id named its job)."""
     for attribute, kind in ARGUMENT_KINDS:
         value = getattr(args, attribute, None)
         if isinstance(value, str):
-            setattr(args, attribute, await resolve_id(store, kind, value, db_path=db_path))
+            resolved = await resolve_id(store, kind, value, db_path=db_path, note=note)
+            setattr(args, attribute, resolved)
