@@ -24,6 +24,7 @@ __all__ = [
     "gone_owners",
     "new_owner_id",
     "owner_gone",
+    "owner_process",
     "pid_alive",
     "process_start",
     "provably_gone",
@@ -75,6 +76,17 @@ def pid_alive(pid: int) -> bool:
         return True
     fields = _stat_fields(pid)
     return fields is None or not fields or fields[0] not in ("Z", "X")
+
+
+def owner_process(owner_id: str) -> str | None:
+    """Which process an owner is, as a person would look for it: ``pid 4242`` on this host,
+    ``pid 4242 on HOST`` on another; None when the id does not say (not one of
+    ``new_owner_id``'s)."""
+    host, _, rest = owner_id.partition(":")
+    pid_text = rest.partition(":")[0]
+    if not pid_text.isdigit():
+        return None
+    return f"pid {pid_text}" if host == _hostname() else f"pid {pid_text} on {host}"
 
 
 def provably_gone(owner_id: str, *, lease_live: bool) -> bool:

@@ -5,6 +5,7 @@ line, nothing changed."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -34,6 +35,14 @@ async def test_respond_detach_leaves_the_run_to_the_live_process_that_runs_it(cl
         assert json_lines(answered.stdout) == [
             {"kind": "answered", "run_id": run.id, "state": "queued"}
         ]
+        # It says which process goes on with it; "(queued)" read as waiting for someone to
+        # pick it up (a new-user trial).
+        [said] = answered.stderr.splitlines()
+        assert said.startswith(
+            f"Answered run {run.id}; it goes back to the agent-tui that was running it"
+            f" (pid {os.getpid()}), which goes on with it now; watch it with: "
+        )
+        assert said.endswith(f" show {run.id}") and "(queued)" not in said
         # The process that ran it goes on with it (before, nobody did: it stayed queued).
         done = await owner.wait(run.id, timeout=15)
         assert done.run.state is RunState.COMPLETED

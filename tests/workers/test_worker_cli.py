@@ -117,6 +117,10 @@ def test_respond_detach_answers_and_returns_while_the_worker_goes_on(cli: Cli) -
         assert json_lines(answered.stdout) == [
             {"kind": "answered", "run_id": run_id, "state": "queued"}
         ]
+        # Who goes on with it, not a bare "(queued)" (a trial's complaint).
+        [said] = answered.stderr.splitlines()
+        assert said.startswith(f"Answered run {run_id}; it is queued for the workers again,")
+        assert "(queued)" not in said and f"show {run_id}" in said
         executor.wait_for(
             lambda i: i["kind"] == "worker_released" and i.get("state") == "input_required",
             timeout=TIMEOUT,

@@ -271,12 +271,7 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
                     {"kind": "answered", "run_id": answered.id, "state": answered.state.value}
                 )
             )
-        goes_on = (
-            "a worker goes on with it"
-            if answered.detached
-            else "the agent-tui that runs it goes on with it"
-        )
-        ctx.say(f"Answered run {answered.id} ({answered.state.value}); {goes_on}.")
+        ctx.say(_answered_and_left(answered))
         return EXIT_OK
     printer = EventPrinter(ctx.out, ctx.err, json_mode=args.json, main_run_id=root.id)
     observer = Observer(runtime, root.job_id, after=cursor, printer=printer)
@@ -289,6 +284,25 @@ async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:
     if run.detached:
         ctx.say(f"Answered; a worker goes on with run {request.run_id}; watching it here.")
     return await _follow(ctx, runtime, root, json_mode=args.json, after=cursor, observer=observer)
+
+
+def _answered_and_left(run: Run) -> str:
+    """What ``respond --detach`` did with ``run``, just answered: who goes on with it. A trial
+    read "(queued)" for a run an open TUI was running as waiting for someone to pick it up."""
+    watch = f"watch it with: {render.COMMAND} show {run.id}"
+    if run.detached:
+        return (
+            f"Answered run {run.id}; it is queued for the workers again, and the next free one "
+            f"goes on with it (start one with: {render.COMMAND} worker); {watch}"
+        )
+    from runtime.owners import owner_process
+
+    process = owner_process(run.owner_id) if run.owner_id is not None else None
+    which = f" ({process})" if process is not None else ""
+    return (
+        f"Answered run {run.id}; it goes back to the agent-tui that was running it{which}, "
+        f"which goes on with it now; {watch}"
+    )
 
 
 # --- queries -----------------------------------------------------------------------------------
