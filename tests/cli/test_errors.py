@@ -101,3 +101,36 @@ def test_arguments_that_are_not_utf8_are_a_usage_error_and_create_nothing(
     assert_one_line_error(result, "is not valid UTF-8")
     assert "\\x" in result.stderr  # the bad bytes are shown escaped
     assert not cli.db.parent.exists()
+
+
+ID_COMMANDS = [
+    ("export", "{id}"),
+    ("export", "{id}", "--format", "json"),
+    ("follow-up", "{id}", "more"),
+    ("archive", "{id}"),
+    ("unarchive", "{id}"),
+    ("delete", "{id}", "--yes"),
+    ("show", "{id}"),
+    ("show", "{id}", "--json"),
+    ("respond", "{id}", "1"),
+    ("respond", "{id}", "1", "--detach"),
+    ("retry", "{id}"),
+    ("cancel", "{id}"),
+    ("fork", "{id}"),
+    ("rewind", "{id}"),
+]
+
+
+def test_every_command_given_an_id_that_names_nothing_fails_with_exit_2_and_one_line(
+    cli: Cli,
+) -> None:
+    """A new-user trial reported `export <id>` printing nothing and exiting 0 (the error on
+    stderr); an error never exits 0, whatever the command and however it prints."""
+    cli.make_database()
+    for argv in ID_COMMANDS:
+        args = [part.format(id="0a0b0c0d") for part in argv]
+        result = cli.run(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stdout == "", args
+        [line] = result.stderr.splitlines()
+        assert line.startswith("agent-tui: error: no ") and "'0a0b0c0d'" in line, args
