@@ -104,6 +104,19 @@ def test_a_run_id_where_a_job_id_is_asked_names_its_job_and_says_so_in_one_line(
         assert f"{command.capitalize()}d job {job_id}" in done.stdout
 
 
+def test_delete_takes_only_a_job_s_own_id_never_one_inferred_from_a_run_s(cli: Cli) -> None:
+    """What `delete` removes cannot come back: a run's id (which names its job for `export`,
+    `archive` and the rest) is refused, and nothing is deleted."""
+    run_id, job_id = _answered_to_the_end(cli)
+    assert cli.run("archive", job_id).returncode == 0
+    refused = cli.run("delete", run_id[:8], "--yes")
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.startswith("agent-tui: error: no job id starts with")
+    assert refused.stderr.count("\n") == 1
+    assert json.loads(cli.run("show", run_id, "--json").stdout)["run"]["job_id"] == job_id
+
+
 def _rename_run(cli: Cli, old: str, new: str) -> None:
     """Give a run another id, everywhere the database names it (ids are random: this makes
     two that share a prefix)."""

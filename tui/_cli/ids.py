@@ -27,9 +27,11 @@ async def resolve_id(
     *,
     db_path: Path | str | None,
     note: Callable[[str], None] | None = None,
+    run_names_job: bool = True,
 ) -> str:
     """The one id of ``kind`` that is or starts with ``text``; for a job, also the job of the
-    one run whose id is or starts with ``text`` (told to ``note`` in one line)."""
+    one run whose id is or starts with ``text`` (told to ``note`` in one line), unless not
+    ``run_names_job``."""
     prefix = text.strip()
     if not prefix:
         raise InvalidInput(f"the {kind} id is empty")
@@ -39,7 +41,7 @@ async def resolve_id(
     from tui._cli.settings import shown
 
     where = f" in {shown(db_path)}" if db_path is not None else ""
-    if not found and kind == "job":
+    if not found and kind == "job" and run_names_job:
         job_id = await _job_of_a_run(store, prefix, note)
         if job_id is not None:
             return job_id
@@ -111,9 +113,13 @@ async def resolve_arguments(
     note: Callable[[str], None] | None = None,
 ) -> None:
     """Replace every id argument of a parsed command by the full id it names (``note``: told
-    when a run's id named its job)."""
+    when a run's id named its job). ``delete`` takes a job's own id only: what it deletes
+    cannot come back, so it is never inferred from a run's."""
+    run_names_job = getattr(args, "command", None) != "delete"
     for attribute, kind in ARGUMENT_KINDS:
         value = getattr(args, attribute, None)
         if isinstance(value, str):
-            resolved = await resolve_id(store, kind, value, db_path=db_path, note=note)
+            resolved = await resolve_id(
+                store, kind, value, db_path=db_path, note=note, run_names_job=run_names_job
+            )
             setattr(args, attribute, resolved)
