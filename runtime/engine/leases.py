@@ -23,6 +23,7 @@ from runtime.engine.pump import Pump
 from runtime.errors import AgentTuiError, InvalidInput
 from runtime.models import InputKind
 from runtime.owners import gone_owners
+from runtime.providers.pricing import reference_cost_usd
 from runtime.store.base import LeaseRenewer, RecoveryReport, Store
 
 log = logging.getLogger("runtime.engine")
@@ -143,7 +144,8 @@ class Leases:
         gone = await self.gone_owners()
         if not gone:
             return RecoveryReport()
-        report = await self._store.recover_owners(gone)
+        # The answers its runs were streaming count in their totals, priced by their models.
+        report = await self._store.recover_owners(gone, price=reference_cost_usd)
         if report.requeued or report.failed or report.interrupted_queued:
             self._pump.notify()
         return report

@@ -25,8 +25,7 @@ from runtime.providers.base import (
     ToolCallStart,
     UsageReport,
 )
-from runtime.results import CHARS_PER_TOKEN
-from runtime.store.base import NewToolCall
+from runtime.store.base import NewToolCall, cut_short_usage
 from runtime.tools.base import Tool
 
 
@@ -188,18 +187,11 @@ class Fold:
 
     def usage_so_far(self) -> Usage:
         """The usage of the message as far as it streamed, for a message cut short before its
-        end: what the provider reported (Anthropic's ``message_start`` carries the input and
-        cache tokens; an OpenAI-compatible server may report nothing before the end) with the
-        output tokens an *estimate* from the characters streamed (text, thinking and tool
-        arguments, ``CHARS_PER_TOKEN`` a token) whenever that is more than the provider said:
-        output is counted at a message's end, and the figure in ``message_start`` is a
-        placeholder."""
+        end: what the provider reported with the output estimated from the characters streamed
+        (text, thinking and tool arguments), as ``cut_short_usage`` counts it."""
         chars = self._text.length + self._thinking.length
         chars += sum(len(piece) for tool in self.tools.values() for piece in tool["json"])
-        estimate = -(-chars // CHARS_PER_TOKEN)
-        if estimate <= self.usage.output_tokens:
-            return self.usage
-        return self.usage.model_copy(update={"output_tokens": estimate})
+        return cut_short_usage(self.usage, streamed_chars=chars)
 
     def result(self, tools: dict[str, Tool]) -> tuple[list[ContentBlock], list[NewToolCall]]:
         content: list[ContentBlock] = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runtime.models import Usage
 
-__all__ = ["ModelPrice", "cost_usd", "price_for"]
+__all__ = ["ModelPrice", "cost_usd", "price_for", "reference_cost_usd"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,13 @@ def cost_usd(model: str, usage: Usage) -> float:
         + usage.cache_read_tokens * price.cache_read
     )
     return total / 1_000_000
+
+
+def reference_cost_usd(reference: str, usage: Usage) -> float:
+    """What ``usage`` of the model ``reference`` (``provider:model``, as a run records it) cost,
+    as its provider prices it, without building the provider: Claude models by the table,
+    the other providers' models at 0.0 (unknown, as ``OpenAIProvider.cost_usd`` says)."""
+    provider, _, model = reference.strip().partition(":")
+    if provider.strip().lower() != "anthropic":
+        return 0.0
+    return cost_usd(model, usage)

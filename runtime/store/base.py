@@ -43,8 +43,12 @@ from runtime.models import (
     ToolCallState,
     Usage,
 )
+from runtime.results import CHARS_PER_TOKEN
 
 T = TypeVar("T")
+
+Pricing = Callable[[str, Usage], float]
+"""What ``usage`` of a model cost, by the model reference a run records (``provider:model``)."""
 
 
 class _Input(BaseModel):
@@ -82,6 +86,20 @@ class NewMessage(_Input):
     model: str | None = None
     usage: Usage | None = None
     cost_usd: float = 0.0
+
+
+def cut_short_usage(reported: Usage, *, streamed_chars: int) -> Usage:
+    """The usage of a message cut short before its end: what the provider reported by then
+    (Anthropic's ``message_start`` carries the input and cache tokens; an OpenAI-compatible
+    server may report nothing before the end; after a crash nothing of it was kept) with the
+    output tokens an *estimate* from the characters streamed (``CHARS_PER_TOKEN`` a token)
+    whenever that is more than the provider said: output is counted at a message's end, and
+    the figure in ``message_start`` is a placeholder. The one estimate of a message cut short:
+    a cancel's, a failed stream's and recovery's (from the saved draft)."""
+    estimate = -(-streamed_chars // CHARS_PER_TOKEN)
+    if estimate <= reported.output_tokens:
+        return reported
+    return reported.model_copy(update={"output_tokens": estimate})
 
 
 class CutShortUsage(_Input):
@@ -222,8 +240,12 @@ class Store(Protocol):
         """Owner ids whose lease has not expired and that have not been released."""
         ...
 
-    async def recover_expired(self) -> RecoveryReport:
-        """Recover runs of owners whose lease expired, exactly as DESIGN §4.1/§4.2 say."""
+    async def recover_expired(self, *, price: Pricing | None = None) -> RecoveryReport:
+        """Recover runs of owners whose lease expired, exactly as DESIGN §4.1/§4.2 say. The
+        answer a recovered run was streaming (its draft, never committed) counts in the run's
+        and the job's totals as a cancel's does, its output estimated from the saved text
+        (``cut_short_usage``) and priced by ``price`` (None: at 0), with a ``cut_short``
+        note; once: not what a note of the run already counted (``rules.recovered_partials``)."""
         ...
 
     # --- runs --------------------------------------------------------------------------------
@@ -691,9 +713,11 @@ class Store(Protocol):
         and passes those to ``recover_owners``."""
         ...
 
-    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+    async def recover_owners(
+        self, owner_ids: Sequence[str], *, price: Pricing | None = None
+    ) -> RecoveryReport:
         """Recover the queued and running runs of exactly these owners (as ``recover_expired``
-        does) and mark the owners released and recovered."""
+        does, their partial answers counted too) and mark the owners released and recovered."""
         ...
 
     def lease_renewer(self, owner_id: str) -> LeaseRenewer:

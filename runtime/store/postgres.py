@@ -89,6 +89,7 @@ from runtime.store.base import (
     NewRun,
     NewToolCall,
     Page,
+    Pricing,
     RecoveryReport,
     StaleOwner,
     StepCommit,
@@ -485,7 +486,7 @@ class PostgresStore:
 
         return await self._read(read)
 
-    async def recover_expired(self) -> RecoveryReport:
+    async def recover_expired(self, *, price: Pricing | None = None) -> RecoveryReport:
         now = self._now()
 
         async def tx(t: _Tx) -> RecoveryReport:
@@ -497,7 +498,7 @@ class PostgresStore:
                 " ORDER BY r.n FOR UPDATE OF r",
                 now,
             )
-            await _recover_rows(t, rows, now, report)
+            await _recover_rows(t, rows, now, report, price)
             await t.conn.execute(
                 "UPDATE owners SET recovered_at = $1 WHERE recovered_at IS NULL"
                 " AND (released OR lease_expires_at < $1)",
@@ -524,7 +525,9 @@ class PostgresStore:
 
         return await self._read(read)
 
-    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+    async def recover_owners(
+        self, owner_ids: Sequence[str], *, price: Pricing | None = None
+    ) -> RecoveryReport:
         now = self._now()
         owners = list(owner_ids)
         if not owners:
@@ -537,7 +540,7 @@ class PostgresStore:
                 " AND owner_id = ANY($1::text[]) ORDER BY n FOR UPDATE",
                 owners,
             )
-            await _recover_rows(t, rows, now, report)
+            await _recover_rows(t, rows, now, report, price)
             await t.conn.execute(
                 "UPDATE owners SET released = TRUE, recovered_at = coalesce(recovered_at, $1),"
                 " lease_expires_at = least(lease_expires_at, $1) WHERE owner_id = ANY($2::text[])",
@@ -2116,16 +2119,38 @@ async def _running_calls(conn: Conn, run_id: str) -> list[ToolCall]:
     return [_tool_call(r) for r in rows]
 
 
-async def _recover_rows(t: _Tx, rows: Sequence[Any], now: float, report: RecoveryReport) -> None:
+async def _recover_rows(
+    t: _Tx, rows: Sequence[Any], now: float, report: RecoveryReport, price: Pricing | None
+) -> None:
     for row in rows:
         run = _run(row)
+        partials = rules.recovered_partials(
+            run,
+            rules.drafts_from_parts(
+                await t.conn.fetch("SELECT * FROM draft_parts WHERE run_id = $1", run.id)
+            ),
+            counted=await _counted_cut_short(t.conn, run.id),
+            price=price,
+        )
         if run.state is RunState.QUEUED:
-            await _apply(t, rules.interrupt_queued(run, now))
+            await _apply(t, rules.interrupt_queued(run, now, partials=partials))
             report.interrupted_queued.append(run.id)
             continue
-        plan, failed = rules.recover_running(run, await _running_calls(t.conn, run.id), now)
+        running = await _running_calls(t.conn, run.id)
+        plan, failed = rules.recover_running(run, running, now, partials=partials)
         await _apply(t, plan)
         (report.failed if failed else report.requeued).append(run.id)
+
+
+async def _counted_cut_short(conn: Conn, run_id: str) -> list[str]:
+    """The message ids whose usage a ``cut_short`` note of the run counted."""
+    rows = await conn.fetch(
+        "SELECT (payload::jsonb) -> 'data' ->> 'message_id' FROM events WHERE run_id = $1"
+        " AND (payload::jsonb) ->> 'kind' = 'run_noted'"
+        " AND (payload::jsonb) ->> 'note' = 'cut_short'",
+        run_id,
+    )
+    return [str(r[0]) for r in rows if r[0] is not None]
 
 
 async def _check_references(conn: Conn, new_run: NewRun) -> None:

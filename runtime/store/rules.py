@@ -69,7 +69,9 @@ from runtime.store.base import (
     NewMessage,
     NewRun,
     NewToolCall,
+    Pricing,
     ToolStateChange,
+    cut_short_usage,
 )
 
 __all__ = [
@@ -583,16 +585,34 @@ def cancel_run(
         execution_token=None,
         cancel_reason=reason,
     )
-    spent = _cut_short_adds(cut_short, committed=cut_short_committed)
-    if spent is not None and cut_short is not None:
-        usage, cost_usd = spent
-        plan.events.append(_cut_short_noted(run, cut_short, now))
-        ended, read = transition.runs[0]
-        totals = {"usage": ended.usage + usage, "cost_usd": ended.cost_usd + cost_usd}
-        transition.runs[0] = (ended.model_copy(update=totals), read)
-        [job] = transition.jobs
-        transition.jobs[0] = replace(job, usage=usage, cost_usd=cost_usd)
+    if cut_short is not None and _cut_short_adds(cut_short, committed=cut_short_committed):
+        transition = _with_cut_short(transition, run, [cut_short], now)
     return plan.extend(transition)
+
+
+def _with_cut_short(
+    plan: Plan, run: Run, spent: Sequence[CutShortUsage], now: float, *, recovered: bool = False
+) -> Plan:
+    """``plan``, whose first row change is ``run``'s, with the usage of the messages ``spent``
+    cut short added to that row and to its job's totals, each noted before the plan's own
+    events (``recovered``: counted by recovery, from the saved draft)."""
+    if not spent:
+        return plan
+    usage = sum((cut.usage for cut in spent), Usage())
+    cost_usd = sum(cut.cost_usd for cut in spent)
+    changed, read = plan.runs[0]
+    totals = {"usage": changed.usage + usage, "cost_usd": changed.cost_usd + cost_usd}
+    plan.runs[0] = (changed.model_copy(update=totals), read)
+    if plan.jobs:
+        job = plan.jobs[0]
+        plan.jobs[0] = replace(
+            job, usage=(job.usage or Usage()) + usage, cost_usd=job.cost_usd + cost_usd
+        )
+    else:
+        plan.jobs.append(JobChange(run.job_id, None, usage=usage, cost_usd=cost_usd))
+    notes = [_cut_short_noted(run, cut, now, recovered=recovered) for cut in spent]
+    plan.events[:0] = notes
+    return plan
 
 
 def _cut_short_adds(
@@ -631,24 +651,54 @@ def note_cut_short(
     return plan
 
 
-def _cut_short_noted(run: Run, cut_short: CutShortUsage, now: float) -> RunNoted:
+def _cut_short_noted(
+    run: Run, cut_short: CutShortUsage, now: float, *, recovered: bool = False
+) -> RunNoted:
     """The note of an answer cut short whose usage the run's totals take: after another
     process's cancel, the only event that tells whoever shows the run that its totals (and its
-    partial answer, saved just before) changed."""
+    partial answer, saved just before) changed. ``recovered``: counted by the recovery after
+    its process died, from the draft alone (``data["recovered"]``)."""
     usage = cut_short.usage
     cost = f" (${cut_short.cost_usd:.4f})" if cut_short.cost_usd else ""
+    data: dict[str, Any] = {
+        "message_id": cut_short.message_id,
+        **usage.model_dump(mode="json"),
+        "cost_usd": cut_short.cost_usd,
+    }
+    if not recovered:
+        text = f"the answer cut short used about {usage.total_tokens:,} tokens{cost}: in the totals"
+    else:
+        data["recovered"] = True
+        text = (
+            f"the answer cut short when its process stopped used about {usage.total_tokens:,}"
+            f" tokens{cost}, estimated from its saved text (its input is not known):"
+            " in the totals"
+        )
     return RunNoted(
-        job_id=run.job_id,
-        run_id=run.id,
-        created_at=now,
-        note="cut_short",
-        text=f"the answer cut short used about {usage.total_tokens:,} tokens{cost}: in the totals",
-        data={
-            "message_id": cut_short.message_id,
-            **usage.model_dump(mode="json"),
-            "cost_usd": cut_short.cost_usd,
-        },
+        job_id=run.job_id, run_id=run.id, created_at=now, note="cut_short", text=text, data=data
     )
+
+
+def recovered_partials(
+    run: Run, drafts: Iterable[Draft], *, counted: Iterable[str], price: Pricing | None
+) -> list[CutShortUsage]:
+    """What the answers ``run`` was streaming when its process died used, for recovery to
+    count: each of its drafts (``drafts``: those no later commit replaced) with its output
+    estimated from the text and thinking saved, as a cancel estimates it (``cut_short_usage``;
+    the provider's own figures died with the process), priced by the run's model. Not a draft
+    a ``cut_short`` note already counted (``counted``: their message ids; the process counted
+    it when its stream failed or it closed, or a recovery did), nor one that shows nothing:
+    recovery may run again, and counts each answer once."""
+    already = set(counted)
+    found: list[CutShortUsage] = []
+    for draft in drafts:
+        if draft.message_id in already or not (draft.text.strip() or draft.thinking.strip()):
+            continue
+        chars = len(draft.text) + len(draft.thinking)
+        usage = cut_short_usage(Usage(), streamed_chars=chars)
+        cost_usd = price(run.model, usage) if price is not None else 0.0
+        found.append(CutShortUsage(message_id=draft.message_id, usage=usage, cost_usd=cost_usd))
+    return found
 
 
 def set_run_step(run: Run, *, token: str, step: int, now: float) -> Plan:
@@ -1121,10 +1171,11 @@ def fail_unanswerable_request(
 # --- recovery -----------------------------------------------------------------------------------
 
 
-def interrupt_queued(run: Run, now: float) -> Plan:
+def interrupt_queued(run: Run, now: float, *, partials: Sequence[CutShortUsage] = ()) -> Plan:
     """A queued run whose owner died: nobody will run it; it waits for a person (no state
-    change, no event)."""
-    return Plan(runs=[(_changed_run(run, now, interrupted=True, owner_id=None), run.revision)])
+    change, no event; ``partials`` as ``recover_running``)."""
+    plan = Plan(runs=[(_changed_run(run, now, interrupted=True, owner_id=None), run.revision)])
+    return _with_cut_short(plan, run, partials, now, recovered=True)
 
 
 def stop_running(
@@ -1151,11 +1202,19 @@ def stop_running(
     )
 
 
-def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> tuple[Plan, bool]:
+def recover_running(
+    run: Run,
+    running_calls: Iterable[ToolCall],
+    now: float,
+    *,
+    partials: Sequence[CutShortUsage] = (),
+) -> tuple[Plan, bool]:
     """A running run whose owner died. Calls that declared themselves idempotent go back to
     pending; any other running call's outcome is unknown, so the call becomes indeterminate
     and the run fails (a person decides). Without such a call the run is re-queued and
-    marked interrupted. Returns the plan and whether the run failed."""
+    marked interrupted. The answers it was streaming (``partials``, from
+    ``recovered_partials``) count in its and its job's totals, each noted. Returns the plan
+    and whether the run failed."""
     plan = Plan()
     in_doubt: list[str] = []
     calls = list(running_calls)
@@ -1187,24 +1246,22 @@ def recover_running(run: Run, running_calls: Iterable[ToolCall], now: float) -> 
             "so the run was not retried automatically",
         )
         run_event = _run_event(run, RunState.FAILED, now, failure=failure)
-        plan.extend(
-            _transition(
-                run, RunState.FAILED, now, event=run_event, execution_token=None, failure=failure
-            )
+        failed = _transition(
+            run, RunState.FAILED, now, event=run_event, execution_token=None, failure=failure
         )
+        plan.extend(_with_cut_short(failed, run, partials, now, recovered=True))
         return plan, True
     run_event = _run_event(run, RunState.QUEUED, now, interrupted=True)
-    plan.extend(
-        _transition(
-            run,
-            RunState.QUEUED,
-            now,
-            event=run_event,
-            execution_token=None,
-            owner_id=None,
-            interrupted=True,
-        )
+    requeued = _transition(
+        run,
+        RunState.QUEUED,
+        now,
+        event=run_event,
+        execution_token=None,
+        owner_id=None,
+        interrupted=True,
     )
+    plan.extend(_with_cut_short(requeued, run, partials, now, recovered=True))
     return plan, False
 
 

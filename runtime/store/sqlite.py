@@ -87,6 +87,7 @@ from runtime.store.base import (
     NewRun,
     NewToolCall,
     Page,
+    Pricing,
     RecoveryReport,
     StaleOwner,
     StepCommit,
@@ -815,7 +816,7 @@ class SqliteStore:
 
         return await self._read(read)
 
-    async def recover_expired(self) -> RecoveryReport:
+    async def recover_expired(self, *, price: Pricing | None = None) -> RecoveryReport:
         now = self._now()
 
         def tx(conn: Conn) -> RecoveryReport:
@@ -827,7 +828,7 @@ class SqliteStore:
                 " ORDER BY r.n",
                 (now,),
             ).fetchall()
-            _recover_rows(conn, rows, now, report)
+            _recover_rows(conn, rows, now, report, price)
             conn.execute(
                 "UPDATE owners SET recovered_at = ? WHERE recovered_at IS NULL"
                 " AND (released = 1 OR lease_expires_at < ?)",
@@ -1981,7 +1982,9 @@ class SqliteStore:
         # busy, it held the connection for seconds; see read_events).
         return await self._read(read)
 
-    async def recover_owners(self, owner_ids: Sequence[str]) -> RecoveryReport:
+    async def recover_owners(
+        self, owner_ids: Sequence[str], *, price: Pricing | None = None
+    ) -> RecoveryReport:
         now = self._now()
         owners = list(owner_ids)
 
@@ -1993,7 +1996,7 @@ class SqliteStore:
                 " ORDER BY n",
                 owners,
             ).fetchall()
-            _recover_rows(conn, rows, now, report)
+            _recover_rows(conn, rows, now, report, price)
             conn.execute(
                 f"UPDATE owners SET released = 1, recovered_at = coalesce(recovered_at, ?),"
                 f" lease_expires_at = min(lease_expires_at, ?) WHERE owner_id IN ({marks})",
@@ -2461,18 +2464,44 @@ def _run_row(conn: Conn, run_id: str) -> sqlite3.Row:
 
 
 def _recover_rows(
-    conn: Conn, rows: Sequence[sqlite3.Row], now: float, report: RecoveryReport
+    conn: Conn,
+    rows: Sequence[sqlite3.Row],
+    now: float,
+    report: RecoveryReport,
+    price: Pricing | None,
 ) -> None:
-    """Recover the queued and running runs of owners that are gone (the rules decide)."""
+    """Recover the queued and running runs of owners that are gone (the rules decide), with
+    the answers they were streaming counted."""
     for row in rows:
         run = _run(row)
+        partials = rules.recovered_partials(
+            run,
+            rules.drafts_from_parts(
+                conn.execute("SELECT * FROM draft_parts WHERE run_id = ?", (run.id,))
+            ),
+            counted=_counted_cut_short(conn, row["n"]),
+            price=price,
+        )
         if run.state is RunState.QUEUED:
-            _apply(conn, rules.interrupt_queued(run, now))
+            _apply(conn, rules.interrupt_queued(run, now, partials=partials))
             report.interrupted_queued.append(run.id)
             continue
-        plan, failed = rules.recover_running(run, _running_calls(conn, run.id), now)
+        running = _running_calls(conn, run.id)
+        plan, failed = rules.recover_running(run, running, now, partials=partials)
         _apply(conn, plan)
         (report.failed if failed else report.requeued).append(run.id)
+
+
+def _counted_cut_short(conn: Conn, run_n: int) -> list[str]:
+    """The message ids whose usage a ``cut_short`` note of the run counted (its notes are
+    stored whole, kind 0)."""
+    rows = conn.execute(
+        "SELECT json_extract(payload, '$.data.message_id') FROM events"
+        " WHERE run_n = ? AND kind = 0 AND json_extract(payload, '$.kind') = 'run_noted'"
+        " AND json_extract(payload, '$.note') = 'cut_short'",
+        (run_n,),
+    )
+    return [str(r[0]) for r in rows if r[0] is not None]
 
 
 def _running_calls(conn: Conn, run_id: str) -> list[ToolCall]:

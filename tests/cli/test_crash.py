@@ -17,6 +17,7 @@ import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config
+from runtime.events import RunNoted
 from runtime.models import Message, Run, RunState, ToolCall, ToolCallState
 from runtime.providers.demo import NOTES_FILE
 from runtime.store.sqlite import SqliteStore
@@ -34,11 +35,16 @@ class Snapshot:
         messages: list[Message],
         calls: list[ToolCall],
         drafts: dict[str, str],
+        notes: list[RunNoted],
+        streamed_chars: dict[str, int],
     ) -> None:
         self.run = run
         self.messages = messages
         self.calls = calls
         self.drafts = drafts
+        self.notes = notes
+        self.streamed_chars = streamed_chars
+        """Per draft, the characters of text and thinking it holds."""
 
 
 def snapshot(db: Path, run_id: str) -> Snapshot:
@@ -51,8 +57,11 @@ def snapshot(db: Path, run_id: str) -> Snapshot:
             run = await store.get_run(run_id)
             messages = await store.list_messages(run_id, limit=10_000)
             calls = await store.list_tool_calls(run_id)
-            drafts = {d.message_id: d.text for d in await store.get_drafts(run_id)}
-            return Snapshot(run, messages, calls, drafts)
+            saved = await store.get_drafts(run_id)
+            drafts = {d.message_id: d.text for d in saved}
+            chars = {d.message_id: len(d.text) + len(d.thinking) for d in saved}
+            notes = await store.list_notes(run_ids=[run_id])
+            return Snapshot(run, messages, calls, drafts, notes, chars)
         finally:
             await store.close()
 
@@ -148,6 +157,17 @@ def test_kill_mid_stream_keeps_committed_messages_and_the_draft_then_retry_finis
     assert recovered["run"]["state"] == "queued"
     assert recovered["run"]["interrupted"] is True
     assert [m["id"] for m in recovered["messages"]] == stored_ids
+    # What it had streamed counts in the totals as an answer cut short by Esc does: its output
+    # estimated from the saved draft (the model's own figures died with the process), noted.
+    estimate = -(-before.streamed_chars[streaming_id] // 4)
+    counted = before.run.usage.output_tokens + estimate
+    assert recovered["run"]["usage"]["output_tokens"] == counted
+    assert recovered["job"]["usage"]["output_tokens"] == counted
+    [noted] = [n for n in snapshot(cli.db, run_id).notes if n.note == "cut_short"]
+    assert noted.data["message_id"] == streaming_id and noted.data["output_tokens"] == estimate
+    assert f"about {estimate:,} tokens" in noted.text
+    recover_and_show(cli, run_id)  # opened again: counted once
+    assert snapshot(cli.db, run_id).run.usage.output_tokens == counted
     assert _interrupted_run_ids(cli) == [run_id]
     # The table says what the TUI says: it waits for a person, it does not start by itself.
     table = cli.run("runs", "--state", "interrupted")

@@ -8,7 +8,7 @@ from runtime.errors import ConfigError
 from runtime.models import Usage
 from runtime.providers.anthropic import AnthropicProvider, context_window_for
 from runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
-from runtime.providers.pricing import cost_usd, price_for
+from runtime.providers.pricing import cost_usd, price_for, reference_cost_usd
 from runtime.providers.registry import (
     DEFAULT_CLAUDE_MODEL,
     default_model_reference,
@@ -124,6 +124,15 @@ def test_cost_adds_input_output_and_cache_tokens_and_unknown_models_cost_nothing
     assert cost_usd("claude-sonnet-5", usage) == pytest.approx(3 + 15 + 0.3 + 3.75)
     assert cost_usd("anthropic:claude-haiku-4-5", Usage(output_tokens=2000)) == pytest.approx(0.01)
     assert cost_usd("llama3.1", usage) == 0.0
+
+
+def test_a_runs_model_reference_is_priced_as_its_provider_prices_it() -> None:
+    """Recovery prices an answer a dead process streamed by the run's reference alone."""
+    usage = Usage(input_tokens=1_000, output_tokens=2_000)
+    for reference in ("anthropic:claude-haiku-4-5", "openai:claude-haiku-4-5", "demo"):
+        provider = resolve_provider(reference, env={"ANTHROPIC_API_KEY": "k"})
+        assert reference_cost_usd(reference, usage) == pytest.approx(provider.cost_usd(usage))
+    assert reference_cost_usd("anthropic:claude-haiku-4-5", usage) == pytest.approx(0.011)
 
 
 def test_context_windows_default_to_200k() -> None:

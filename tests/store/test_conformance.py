@@ -938,6 +938,94 @@ async def test_recovery_fails_a_run_whose_tool_outcome_is_unknown(
     assert kinds == ["tool_state_changed", "run_state_changed"]
 
 
+async def test_recovery_counts_the_answer_a_dead_process_was_streaming_once_as_an_estimate(
+    store: Store, clock: ManualClock
+) -> None:
+    """A `kill -9` mid-answer: the provider's usage never arrived, so recovery counts the saved
+    draft as a cancel counts an answer cut short (its output estimated from the characters
+    shown, priced by the run's model), with the same `cut_short` note, and only once."""
+    await store.register_owner("dead", lease_seconds=10)
+    run, token = await running_run(store, owner_id="dead", model="anthropic:claude-sonnet-4-5")
+    usage = Usage(input_tokens=100, output_tokens=20)
+    await store.commit_message(run.id, token=token, message=assistant("a", usage=usage, cost=0.5))
+    shown = "word " * 400  # 2,000 characters, and 12 of thinking: about 503 tokens
+    await store.save_draft(run.id, token=token, message_id="m-streaming", text=shown)
+    await store.save_draft(
+        run.id, token=token, message_id="m-streaming", text="Let me think", kind=DraftKind.THINKING
+    )
+    clock.advance(11)
+    seq = await store.last_seq()
+    priced: list[tuple[str, Usage]] = []
+
+    def price(model: str, spent: Usage) -> float:
+        priced.append((model, spent))
+        return 0.25
+
+    report = await store.recover_expired(price=price)
+
+    estimate = Usage(output_tokens=503)
+    assert report.requeued == [run.id]
+    assert priced == [("anthropic:claude-sonnet-4-5", estimate)]
+    recovered = await store.get_run(run.id)
+    assert recovered.state is RunState.QUEUED and recovered.interrupted
+    assert recovered.usage == usage + estimate
+    assert recovered.cost_usd == pytest.approx(0.75)
+    job = await store.get_job(run.job_id)
+    assert job.usage == usage + estimate and job.cost_usd == pytest.approx(0.75)
+    noted, requeued = await store.read_events(after=seq)
+    assert isinstance(noted, RunNoted) and noted.note == "cut_short"
+    assert noted.data["message_id"] == "m-streaming" and noted.data["recovered"] is True
+    assert noted.data["output_tokens"] == 503 and noted.data["input_tokens"] == 0
+    assert noted.data["cost_usd"] == 0.25
+    assert "about 503 tokens" in noted.text and "estimated from its saved text" in noted.text
+    assert isinstance(requeued, RunStateChanged) and requeued.to_state is RunState.QUEUED
+    # The partial answer itself stays: what was shown is kept, not only counted.
+    [draft] = await store.get_drafts(run.id)
+    assert draft.text == shown
+
+    # Recovery again (another process, a later launch): nothing is counted twice.
+    again = await store.recover_expired(price=price)
+    assert again.requeued == [] and (await store.get_run(run.id)).usage == usage + estimate
+    # Retried and killed again: the new attempt's answer counts, the first one not again.
+    await store.register_owner("dead-too", lease_seconds=10)
+    retried = await store.claim_run(run.id, owner_id="dead-too")
+    assert retried.execution_token is not None
+    await store.save_draft(
+        run.id, token=retried.execution_token, message_id="m-again", text="x" * 40
+    )
+    clock.advance(11)
+    assert (await store.recover_expired(price=price)).requeued == [run.id]
+    assert (await store.get_run(run.id)).usage == usage + estimate + Usage(output_tokens=10)
+    assert (await store.get_job(run.job_id)).usage == usage + estimate + Usage(output_tokens=10)
+    notes = await store.list_notes(run_ids=[run.id])
+    assert [n.data["message_id"] for n in notes] == ["m-streaming", "m-again"]
+
+
+async def test_recovery_does_not_count_again_an_answer_its_process_counted_before_dying(
+    store: Store, clock: ManualClock
+) -> None:
+    """Its stream failed (the process counted it and tried again), then the process died: the
+    first answer is in the totals once, the second one is added by recovery."""
+    await store.register_owner("dead", lease_seconds=10)
+    run, token = await running_run(store, owner_id="dead")
+    await store.save_draft(run.id, token=token, message_id="m1", text="first try " * 10)
+    failed = CutShortUsage(message_id="m1", usage=PARTIAL, cost_usd=0.25)
+    await store.note_cut_short(run.id, token=token, cut_short=failed)
+    await store.save_draft(run.id, token=token, message_id="m2", text="second try " * 4)
+    clock.advance(11)
+
+    await store.recover_expired()
+
+    recovered = await store.get_run(run.id)
+    assert recovered.usage == PARTIAL + Usage(output_tokens=11)
+    assert recovered.cost_usd == pytest.approx(0.25)  # no price given: the estimate costs 0
+    notes = await store.list_notes(run_ids=[run.id])
+    assert [(n.data["message_id"], n.data.get("recovered")) for n in notes] == [
+        ("m1", None),
+        ("m2", True),
+    ]
+
+
 async def test_a_released_owner_is_recovered_at_once_but_waiting_runs_stay(
     store: Store,
 ) -> None:
