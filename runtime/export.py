@@ -1,7 +1,8 @@
 """Exporting a job as Markdown or JSON. Exports hold the conversation only: no keys, no config.
 
 A fork's export starts with the history it inherited from its source job, labelled as such; a
-run that stopped while text streamed ends with that text, marked as a partial answer.
+run that stopped while text streamed ends with that text, marked as a partial answer; one that
+went on after a crash or a close keeps the stopped attempt's partial answer where it was cut.
 """
 
 from __future__ import annotations
@@ -12,10 +13,24 @@ from typing import Any, Literal
 
 from runtime.events import RunNoted
 from runtime.history import all_messages
-from runtime.models import Message, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from runtime.models import (
+    Message,
+    Role,
+    Run,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from runtime.store.base import Store
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from runtime.transcript import PartialAnswer, inherited_history, partial_answer
+from runtime.transcript import (
+    PartialAnswer,
+    inherited_history,
+    kept_partials,
+    partial_answer,
+    with_kept_partials,
+)
 
 _RESULT_LIMIT = 4000
 
@@ -35,24 +50,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                 "checkpoint_step": origin.checkpoint_step,
                 "messages": [item.message.model_dump(mode="json") for item in inherited],
             }
-        for run in runs:
-            partial = await partial_answer(store, run)
-            data["runs"].append(
-                {
-                    "run": run.model_dump(mode="json"),
-                    "messages": [
-                        m.model_dump(mode="json") for m in await all_messages(store, run.id)
-                    ],
-                    "tool_calls": [
-                        c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)
-                    ],
-                    "notes": [
-                        n.model_dump(mode="json", by_alias=True)
-                        for n in await store.list_notes(run_ids=[run.id])
-                    ],
-                    "partial_answer": None if partial is None else partial.as_json(),
-                }
-            )
+        data["runs"] = [await _run_json(store, run) for run in runs]
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if format != "md":
         raise ValueError(f"unknown export format {format!r}")
@@ -85,10 +83,15 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
         if run.failure:
             lines += [f"> **Failed** ({run.failure.code}): {run.failure.message}", ""]
         notes = await store.list_notes(run_ids=[run.id])
-        for message in await all_messages(store, run.id):
-            while notes and notes[0].created_at <= message.created_at:
+        messages = await all_messages(store, run.id)
+        for shown in with_kept_partials(messages, await kept_partials(store, run)):
+            at = shown.updated_at if isinstance(shown, PartialAnswer) else shown.created_at
+            while notes and notes[0].created_at <= at:
                 lines += _note_lines(notes.pop(0))
-            lines += _message_lines(message)
+            if isinstance(shown, PartialAnswer):
+                lines += _partial_lines(shown)
+            else:
+                lines += _message_lines(shown)
         for note in notes:
             lines += _note_lines(note)
         partial = await partial_answer(store, run)
@@ -96,6 +99,22 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
             lines += _partial_lines(partial)
     # Markdown is read in terminals (cat, less -R): control characters are made visible.
     return terminal_safe("\n".join(lines).rstrip()) + "\n"
+
+
+async def _run_json(store: Store, run: Run) -> dict[str, Any]:
+    """One run in a JSON export: its row, messages, tool calls, notes and partial answers."""
+    partial = await partial_answer(store, run)
+    return {
+        "run": run.model_dump(mode="json"),
+        "messages": [m.model_dump(mode="json") for m in await all_messages(store, run.id)],
+        "tool_calls": [c.model_dump(mode="json") for c in await store.list_tool_calls(run.id)],
+        "notes": [
+            n.model_dump(mode="json", by_alias=True)
+            for n in await store.list_notes(run_ids=[run.id])
+        ],
+        "partial_answer": None if partial is None else partial.as_json(),
+        "kept_partial_answers": [kept.as_json() for kept in await kept_partials(store, run)],
+    }
 
 
 def _note_lines(note: RunNoted) -> list[str]:

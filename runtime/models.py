@@ -276,6 +276,11 @@ class Draft(_Model):
     text: str
     updated_at: float
     thinking: str = ""
+    before_position: int | None = None
+    """None while it is the draft of the run's latest attempt (its execution may still commit
+    it, or it ended and the run waits). Once the run goes on (claimed again after a crash or a
+    close), the partial answer of an attempt that ended: kept in the run, before the message at
+    this position (the first one the run committed after it)."""
 
 
 class SearchHit(_Model):

@@ -6,7 +6,9 @@
   messages, each a ``TranscriptMessage`` with ``inherited=True``);
 - then each ROOT run of the job in creation order: a ``RunHeader`` (agent, model, state, usage),
   its messages, and a ``PartialAnswer`` when the run stopped (interrupted, cancelled, failed)
-  while text was streaming: the draft that was never committed, marked as partial.
+  while text was streaming: the draft that was never committed, marked as partial. A run that
+  went on after a crash or a close (retried) keeps the partial answer of the attempt that
+  stopped where it was cut short: before the first message the run committed after it.
 
 Sub-runs are not listed at the top level: they belong under the delegation block that made them
 (``Run.parent_run_id``). The conversation widget, exports and ``agent-tui show`` consume these
@@ -15,12 +17,12 @@ items, so all three say the same thing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from runtime.errors import CheckpointNotFound
 from runtime.history import all_messages
-from runtime.models import Job, Message, Run, RunState, ToolCall
+from runtime.models import Draft, Job, Message, Run, RunState, ToolCall
 from runtime.store.base import Store
 
 __all__ = [
@@ -31,10 +33,12 @@ __all__ = [
     "TranscriptMessage",
     "inherited_history",
     "job_transcript",
+    "kept_partials",
     "partial_answer",
     "partial_label",
     "run_context",
     "run_transcript",
+    "with_kept_partials",
 ]
 
 
@@ -93,6 +97,11 @@ def partial_label(state: RunState) -> str:
     return f"partial answer — the run was {why} before it finished"
 
 
+KEPT_PARTIAL_LABEL = "partial answer — cut short when its process stopped; the run went on after it"
+"""What marks the partial answer of an attempt that stopped (a crash, a close) in a run that
+was then resumed."""
+
+
 @dataclass(frozen=True)
 class PartialAnswer:
     """What streamed but was never committed (the answer's text, its thinking): the run
@@ -105,21 +114,29 @@ class PartialAnswer:
     thinking: str = ""
     live: bool = False
     """The run is streaming it now: the answer so far (``show`` of a running run)."""
+    before_position: int | None = None
+    """The partial answer of an earlier attempt, kept when the run went on: it comes before the
+    run's message at this position (``Draft.before_position``). None: the run's latest."""
 
     def label(self) -> str:
         if self.live:
             return "the answer so far — the run is streaming it now"
+        if self.before_position is not None:
+            return KEPT_PARTIAL_LABEL
         return partial_label(self.run.state)
 
     def as_json(self) -> dict[str, object]:
-        """As ``show --json`` and a JSON export give it."""
-        return {
+        """As ``show --json`` and a JSON export give it (a kept one with its place)."""
+        data: dict[str, object] = {
             "label": self.label(),
             "text": self.text,
             "thinking": self.thinking,
             "partial": True,
             "streaming": self.live,
         }
+        if self.before_position is not None:
+            data["before_position"] = self.before_position
+        return data
 
 
 TranscriptItem = ForkOrigin | RunHeader | TranscriptMessage | PartialAnswer
@@ -137,7 +154,7 @@ async def partial_answer(
     streaming = run.state in _STREAMING_STATES and not run.interrupted and not owner_gone
     if streaming and not live:
         return None
-    drafts = [d for d in await store.get_drafts(run.id) if d.text.strip() or d.thinking.strip()]
+    drafts = [d for d in await _shown_drafts(store, run) if d.before_position is None]
     if not drafts:
         return None
     last = drafts[-1]
@@ -149,6 +166,44 @@ async def partial_answer(
         thinking=last.thinking,
         live=streaming,
     )
+
+
+async def kept_partials(store: Store, run: Run) -> list[PartialAnswer]:
+    """The partial answers of the run's earlier attempts (a crash or a close cut them short,
+    then the run went on), in the order they belong: each before the run's message at its
+    ``before_position``."""
+    kept = [
+        PartialAnswer(
+            run=run,
+            message_id=draft.message_id,
+            text=draft.text,
+            updated_at=draft.updated_at,
+            thinking=draft.thinking,
+            before_position=draft.before_position,
+        )
+        for draft in await _shown_drafts(store, run)
+        if draft.before_position is not None
+    ]
+    kept.sort(key=lambda partial: (partial.before_position, partial.updated_at))
+    return kept
+
+
+async def _shown_drafts(store: Store, run: Run) -> list[Draft]:
+    return [d for d in await store.get_drafts(run.id) if d.text.strip() or d.thinking.strip()]
+
+
+def with_kept_partials(
+    messages: Sequence[Message], kept: Sequence[PartialAnswer]
+) -> list[Message | PartialAnswer]:
+    """``messages`` of a run (in position order) with its ``kept`` partial answers each before
+    the first message at or after its ``before_position`` (after them all when none is)."""
+    waiting = list(kept)
+    items: list[Message | PartialAnswer] = []
+    for message in messages:
+        while waiting and (waiting[0].before_position or 0) <= message.position:
+            items.append(waiting.pop(0))
+        items.append(message)
+    return [*items, *waiting]
 
 
 async def inherited_history(
@@ -188,9 +243,11 @@ async def inherited_history(
 
 
 async def run_transcript(store: Store, run: Run) -> AsyncIterator[TranscriptItem]:
-    """One run's own items: its messages, then its partial answer if any."""
-    for message in await all_messages(store, run.id):
-        yield TranscriptMessage(message=message, run=run)
+    """One run's own items: its messages (with the partial answers of attempts that stopped,
+    each where it was cut short), then its partial answer if any."""
+    kept = await kept_partials(store, run)
+    for item in with_kept_partials(await all_messages(store, run.id), kept):
+        yield item if isinstance(item, PartialAnswer) else TranscriptMessage(message=item, run=run)
     partial = await partial_answer(store, run)
     if partial is not None:
         yield partial

@@ -9,7 +9,8 @@ this module gives the same items in pages, each with a key that orders the whole
 - ``ItemKey(segment, position)``: segment 0 is a fork's inherited history (empty for a job that
   is not a fork), segments 1, 2, … the job's root runs up to the shown run, in creation order;
   within a run, its header is at ``HEADER``, its messages at their positions, its partial answer
-  at ``PARTIAL``.
+  at ``PARTIAL``, and the partial answers of attempts that stopped before it went on (a crash,
+  a close) each just before the message it came before: ``ItemKey(segment, position, -n)``.
 - ``before(key, limit)`` / ``after(key, limit)``: the ``limit`` items just before or after
   ``key``, in reading order; one keyset query on the messages per run crossed. The context's
   messages (not the shown run's) come with their tool call records (``TranscriptMessage
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported when a pager is opened: the TUI's first frame needs only the keys
     from runtime.models import Message, Run
     from runtime.store.base import Store
-    from runtime.transcript import PartialAnswer, RunHeader, TranscriptItem, TranscriptMessage
+    from runtime.transcript import RunHeader, TranscriptItem, TranscriptMessage
 
 __all__ = ["HEADER", "PARTIAL", "ItemKey", "Keyed", "TranscriptPager"]
 
@@ -40,6 +41,9 @@ PARTIAL = 2**62
 class ItemKey:
     segment: int
     position: int
+    before: int = 0
+    """Negative for a kept partial answer: it comes before the message at ``position`` (the
+    earliest of several at one position has the lowest)."""
 
 
 Keyed = tuple[ItemKey, "TranscriptItem"]
@@ -54,8 +58,9 @@ class _Segment:
     current: bool = False
     loaded: list[TranscriptItem] | None = None
     """The inherited history, loaded once when first reached."""
-    partial: list[PartialAnswer] | None = None
-    """The run's partial answer (zero or one), asked for once."""
+    partial: list[Keyed] | None = None
+    """The run's partial answers, keyed, asked for once: those of attempts that stopped before
+    it went on, and its own (zero or one, at ``PARTIAL``)."""
 
 
 class TranscriptPager:
@@ -95,22 +100,20 @@ class TranscriptPager:
     async def before(self, key: ItemKey | None, limit: int) -> list[Keyed]:
         """Up to ``limit`` items just before ``key`` (None: the end), in reading order."""
         found: list[Keyed] = []  # newest first
-        index, position = (
-            (self.run_segment, PARTIAL + 1) if key is None else (key.segment, key.position)
-        )
-        while index >= 0 and len(found) < limit:
-            found.extend(await self._segment_before(index, position, limit - len(found)))
-            index, position = index - 1, PARTIAL + 1
+        bound = ItemKey(self.run_segment, PARTIAL + 1) if key is None else key
+        while bound.segment >= 0 and len(found) < limit:
+            found.extend(await self._segment_before(bound, limit - len(found)))
+            bound = ItemKey(bound.segment - 1, PARTIAL + 1)
         found.reverse()
         return await self._with_tool_calls(found)
 
     async def after(self, key: ItemKey, limit: int) -> list[Keyed]:
         """Up to ``limit`` items just after ``key``, in reading order."""
         found: list[Keyed] = []
-        index, position = key.segment, key.position
-        while index < len(self._segments) and len(found) < limit:
-            found.extend(await self._segment_after(index, position, limit - len(found)))
-            index, position = index + 1, HEADER - 1
+        bound = key
+        while bound.segment < len(self._segments) and len(found) < limit:
+            found.extend(await self._segment_after(bound, limit - len(found)))
+            bound = ItemKey(bound.segment + 1, HEADER - 1)
         return await self._with_tool_calls(found)
 
     async def _with_tool_calls(self, page: list[Keyed]) -> list[Keyed]:
@@ -139,59 +142,65 @@ class TranscriptPager:
         return found
 
     # --- one segment ---------------------------------------------------------------------------
-    async def _segment_before(self, index: int, position: int, limit: int) -> list[Keyed]:
-        """Up to ``limit`` items of segment ``index`` before ``position``, newest first."""
+    async def _segment_before(self, bound: ItemKey, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items of ``bound``'s segment before ``bound``, newest first."""
+        index = bound.segment
         segment = self._segments[index]
         if segment.run is None:
             items = await self._inherited(segment)
             keyed = [(ItemKey(index, HEADER + n), item) for n, item in enumerate(items)]
-            return [pair for pair in reversed(keyed) if pair[0].position < position][:limit]
+            return [pair for pair in reversed(keyed) if pair[0] < bound][:limit]
         run = segment.run
-        found: list[Keyed] = []
-        if position > PARTIAL:
-            found.extend((ItemKey(index, PARTIAL), p) for p in await self._partial(segment))
-        wanted = limit - len(found)
-        if wanted <= 0:
-            return found[:limit]
-        if position > HEADER + 1:
+        found = [pair for pair in await self._partials(index) if pair[0] < bound]
+        messages: list[Message] = []
+        if bound.position > HEADER + 1:
+            # Messages whose key is below the bound: before its position, or at it when the
+            # bound comes after that message (a key of ``before`` > 0 is never handed out).
+            upto = bound.position + (1 if bound.before > 0 else 0)
             messages = await self.store.list_messages(
-                run.id, before_position=min(position, PARTIAL), limit=wanted
+                run.id, before_position=min(upto, PARTIAL), limit=limit
             )
-            messages.sort(key=lambda message: message.position)
-            for message in reversed(messages):
-                found.append((ItemKey(index, message.position), self._message(segment, message)))
-            if len(messages) == wanted:
-                return found  # perhaps more before them: the next page asks
-        header = self._header(segment)
-        if header is not None and position > HEADER and len(found) < limit:
-            found.append((ItemKey(index, HEADER), header))
-        return found
-
-    async def _segment_after(self, index: int, position: int, limit: int) -> list[Keyed]:
-        """Up to ``limit`` items of segment ``index`` after ``position``, oldest first."""
-        segment = self._segments[index]
-        if segment.run is None:
-            items = await self._inherited(segment)
-            keyed = [(ItemKey(index, HEADER + n), item) for n, item in enumerate(items)]
-            return [pair for pair in keyed if pair[0].position > position][:limit]
-        run = segment.run
-        found: list[Keyed] = []
-        header = self._header(segment)
-        if header is not None and position < HEADER:
-            found.append((ItemKey(index, HEADER), header))
-        wanted = limit - len(found)
-        if wanted <= 0:
-            return found
-        if position < PARTIAL:
-            messages = await self.store.list_messages(
-                run.id, after_position=max(position, HEADER), limit=wanted
-            )
-            messages.sort(key=lambda message: message.position)
             for message in messages:
                 found.append((ItemKey(index, message.position), self._message(segment, message)))
-            if len(messages) == wanted:
-                return found
-            found.extend((ItemKey(index, PARTIAL), p) for p in await self._partial(segment))
+        found.sort(key=lambda pair: pair[0], reverse=True)
+        if len(messages) == limit:
+            # Perhaps more messages before them: what is older than the oldest one read waits
+            # for the next page (a kept partial answer among them included).
+            oldest = ItemKey(index, min(message.position for message in messages))
+            return [pair for pair in found if pair[0] >= oldest][:limit]
+        header = self._header(segment)
+        if header is not None and ItemKey(index, HEADER) < bound:
+            found.append((ItemKey(index, HEADER), header))
+        return found[:limit]
+
+    async def _segment_after(self, bound: ItemKey, limit: int) -> list[Keyed]:
+        """Up to ``limit`` items of ``bound``'s segment after ``bound``, oldest first."""
+        index = bound.segment
+        segment = self._segments[index]
+        if segment.run is None:
+            items = await self._inherited(segment)
+            keyed = [(ItemKey(index, HEADER + n), item) for n, item in enumerate(items)]
+            return [pair for pair in keyed if pair[0] > bound][:limit]
+        run = segment.run
+        found: list[Keyed] = []
+        header = self._header(segment)
+        if header is not None and ItemKey(index, HEADER) > bound:
+            found.append((ItemKey(index, HEADER), header))
+        messages: list[Message] = []
+        if bound.position < PARTIAL:
+            # Messages whose key is above the bound: after its position, or at it when the
+            # bound is a kept partial answer before that message.
+            after = bound.position - (1 if bound.before < 0 else 0)
+            messages = await self.store.list_messages(
+                run.id, after_position=max(after, HEADER), limit=limit
+            )
+            for message in messages:
+                found.append((ItemKey(index, message.position), self._message(segment, message)))
+        found.extend(pair for pair in await self._partials(index) if pair[0] > bound)
+        found.sort(key=lambda pair: pair[0])
+        if len(messages) == limit:
+            newest = ItemKey(index, max(message.position for message in messages))
+            return [pair for pair in found if pair[0] <= newest][:limit]
         return found[:limit]
 
     def _header(self, segment: _Segment) -> RunHeader | None:
@@ -208,15 +217,26 @@ class TranscriptPager:
         assert segment.run is not None
         return TranscriptMessage(message=message, run=segment.run)
 
-    async def _partial(self, segment: _Segment) -> list[PartialAnswer]:
-        from runtime.transcript import partial_answer
+    async def _partials(self, index: int) -> list[Keyed]:
+        """The partial answers of segment ``index``'s run, keyed: each kept one just before the
+        message it came before (several there in their order), then its own at ``PARTIAL``."""
+        from runtime.transcript import kept_partials, partial_answer
 
+        segment = self._segments[index]
         if segment.partial is None:
             assert segment.run is not None
             # The shown run's row may have moved on since the pager opened: ask about it now.
             run = await self.store.get_run(segment.run.id) if segment.current else segment.run
+            kept = await kept_partials(self.store, run)
+            keyed: list[Keyed] = []
+            for n, partial in enumerate(kept):
+                position = partial.before_position or 0
+                later = sum(1 for other in kept[n + 1 :] if other.before_position == position)
+                keyed.append((ItemKey(index, position, -1 - later), partial))
             found = await partial_answer(self.store, run)
-            segment.partial = [found] if found is not None else []
+            if found is not None:
+                keyed.append((ItemKey(index, PARTIAL), found))
+            segment.partial = keyed
         return segment.partial
 
     async def _inherited(self, segment: _Segment) -> list[TranscriptItem]:

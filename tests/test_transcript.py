@@ -185,3 +185,96 @@ async def test_a_pages_earlier_run_messages_come_with_their_tool_calls_and_the_s
         assert not any(m.tool_calls for m in own)  # the shown run's calls come with the run
     finally:
         await runtime.close()
+
+
+async def _retried_after_crashes(store: SqliteStore, workspace: Path) -> str:
+    """A run that committed an answer, was killed twice while streaming its next one (each
+    time recovered and retried), then committed two more and was killed again mid-answer."""
+    from tests.store.helpers import assistant
+
+    run = await store.create_run(
+        NewRun(agent="default", model="demo", input="explain", workspace=str(workspace))
+    )
+
+    async def attempt(owner: str) -> str:
+        await store.register_owner(owner, lease_seconds=30)
+        return (await store.claim_run(run.id, owner_id=owner)).execution_token or ""
+
+    async def killed(owner: str, token: str, message_id: str, text: str) -> None:
+        await store.save_draft(run.id, token=token, message_id=message_id, text=text)
+        await store.recover_owners([owner])
+
+    token = await attempt("first")
+    await store.commit_message(run.id, token=token, message=assistant("one"))
+    await killed("first", token, "cut-a", "two, first try")
+    await killed("second", await attempt("second"), "cut-b", "two, second try")
+    token = await attempt("third")
+    await store.commit_message(run.id, token=token, message=assistant("two"))
+    await store.commit_message(run.id, token=token, message=assistant("three"))
+    await killed("third", token, "cut-c", "four, cut")
+    return run.id
+
+
+def _shown(item: object) -> str:
+    if isinstance(item, RunHeader):
+        return "header"
+    if isinstance(item, TranscriptMessage):
+        return item.message.text
+    assert isinstance(item, PartialAnswer)
+    kept = "kept" if item.before_position is not None else "latest"
+    return f"{item.text} ({kept})"
+
+
+async def test_the_partial_answers_of_attempts_a_crash_cut_short_stay_where_they_were_cut(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Retried after a crash, a run goes on; what its killed attempts had shown stays with it,
+    each before the message the run went on with, in the transcript, the pages of a pane in
+    both directions, `show` and both exports."""
+    from runtime.transcript_pages import ItemKey, TranscriptPager
+
+    expected = [
+        "header",
+        "explain",
+        "one",
+        "two, first try (kept)",
+        "two, second try (kept)",
+        "two",
+        "three",
+        "four, cut (latest)",
+    ]
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
+        run_id = await _retried_after_crashes(store, workspace)
+        run = await store.get_run(run_id)
+        assert [_shown(item) async for item in job_transcript(store, run.job_id)] == expected
+        kept = [item async for item in job_transcript(store, run.job_id)][3]
+        assert isinstance(kept, PartialAnswer)
+        assert (
+            kept.label()
+            == "partial answer — cut short when its process stopped; the run went on after it"
+        )
+
+        for limit in (1, 2, 3, 50):
+            pager = await TranscriptPager.open(store, run)
+            backwards: list[object] = []
+            page = await pager.tail(limit)
+            while page:
+                backwards[:0] = [item for _, item in page]
+                page = await pager.before(page[0][0], limit)
+            assert [_shown(item) for item in backwards] == expected, limit
+            forwards: list[object] = []
+            page = await pager.after(ItemKey(0, -2), limit)
+            while page:
+                forwards += [item for _, item in page]
+                page = await pager.after(page[-1][0], limit)
+            assert [_shown(item) for item in forwards] == expected, limit
+
+        markdown = await export_job(store, run.job_id)
+        order = ["### User", "one", "two, first try", "two, second try", "\ntwo\n", "four, cut"]
+        places = [markdown.index(text) for text in order]
+        assert places == sorted(places)
+        data = json.loads(await export_job(store, run.job_id, format="json"))
+        assert [
+            (p["text"], p["before_position"]) for p in data["runs"][0]["kept_partial_answers"]
+        ] == [("two, first try", 2), ("two, second try", 2)]
+        assert data["runs"][0]["partial_answer"]["text"] == "four, cut"

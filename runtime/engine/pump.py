@@ -175,6 +175,8 @@ class Pump:
                 if run.id in self._executions or not self._bus.wants_live(run.job_id, run.id):
                     continue  # streamed here (its deltas are published as they come), or unwatched
                 for draft in await self._store.get_drafts(run.id):
+                    if draft.before_position is not None:
+                        continue  # an earlier attempt's, kept: not streaming
                     for thinking, text in ((True, draft.thinking), (False, draft.text)):
                         key = (draft.message_id, thinking)
                         handed = self._mirrored.get(key, 0)

@@ -759,6 +759,12 @@ comes back only from a writer that is gone (a quit or a crash). Rows written bef
 writer (''), which counts as gone. SQLite cannot change a primary key: the tables are made
 again with ``writer`` in theirs."""
 
+_V17_KEPT_DRAFTS = ("ALTER TABLE draft_parts ADD COLUMN before_position INTEGER",)
+"""A draft whose execution ended without committing it (a crash, a close) stays when the run
+goes on: claimed again, its drafts are kept before the message position the run had reached
+(``before_position``), and a commit deletes only the drafts still NULL there (the ones its own
+execution streamed). A retry's first commit deleted the partial answer a crash had left."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: jobs, runs, messages, tool calls, requests, events", _V1_CORE),
     Migration(2, "drafts and receipts", _V2_DRAFTS_RECEIPTS),
@@ -804,6 +810,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         15, "the follow-ups queued for a job are kept with its draft", _V15_QUEUED_FOLLOW_UPS
     ),
     Migration(16, "each draft carries the process that wrote it", _V16_DRAFT_WRITERS),
+    Migration(
+        17,
+        "the partial answer of an attempt that ended stays when its run goes on",
+        _V17_KEPT_DRAFTS,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

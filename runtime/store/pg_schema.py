@@ -327,6 +327,10 @@ _V6_DRAFT_WRITERS = (
 )
 """Each draft carries the process that wrote it (SQLite migration 16)."""
 
+_V7_KEPT_DRAFTS = ("ALTER TABLE draft_parts ADD COLUMN before_position BIGINT",)
+"""The partial answer of an attempt that ended stays when its run goes on (SQLite migration
+17)."""
+
 MIGRATIONS: Sequence[PgMigration] = (
     PgMigration(1, "the whole schema", _V1_CORE),
     PgMigration(
@@ -342,6 +346,11 @@ MIGRATIONS: Sequence[PgMigration] = (
         5, "the follow-ups queued for a job are kept with its draft", _V5_QUEUED_FOLLOW_UPS
     ),
     PgMigration(6, "each draft carries the process that wrote it", _V6_DRAFT_WRITERS),
+    PgMigration(
+        7,
+        "the partial answer of an attempt that ended stays when its run goes on",
+        _V7_KEPT_DRAFTS,
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

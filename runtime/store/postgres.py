@@ -601,11 +601,18 @@ class PostgresStore:
         now = self._now()
 
         async def tx(t: _Tx) -> Run:
+            run = await _fetch_run(t.conn, run_id, lock=True)
+            has_drafts = await t.conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM draft_parts"
+                " WHERE run_id = $1 AND before_position IS NULL)",
+                run_id,
+            )
             plan = rules.claim_run(
-                await _fetch_run(t.conn, run_id, lock=True),
+                run,
                 owner_id=owner_id,
                 token=rules.new_id(),
                 now=now,
+                next_position=await _next_position(t.conn, run_id) if has_drafts else None,
             )
             await _apply(t, plan)
             return plan.runs[0][0]
@@ -2277,6 +2284,7 @@ async def _apply(t: _Tx, plan: Plan) -> list[DurableEvent]:
     await _update_requests(conn, plan.requests)
     await _insert_checkpoints(conn, plan.checkpoints)
     await _delete_drafts(conn, plan.delete_drafts_of)
+    await _keep_drafts(conn, plan.keep_drafts)
     await _insert_receipts(conn, plan.receipts)
     return await _emit(t, plan.events)
 
@@ -2504,7 +2512,20 @@ async def _insert_checkpoints(conn: Conn, checkpoints: Sequence[Checkpoint]) -> 
 
 async def _delete_drafts(conn: Conn, run_id: str | None) -> None:
     if run_id is not None:
-        await conn.execute("DELETE FROM draft_parts WHERE run_id = $1", run_id)
+        await conn.execute(
+            "DELETE FROM draft_parts WHERE run_id = $1 AND before_position IS NULL", run_id
+        )
+
+
+async def _keep_drafts(conn: Conn, kept: tuple[str, int] | None) -> None:
+    if kept is not None:
+        run_id, position = kept
+        await conn.execute(
+            "UPDATE draft_parts SET before_position = $2"
+            " WHERE run_id = $1 AND before_position IS NULL",
+            run_id,
+            position,
+        )
 
 
 async def _insert_receipts(conn: Conn, receipts: Sequence[rules.Receipt]) -> None:

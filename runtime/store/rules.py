@@ -157,7 +157,7 @@ class Plan:
     """The row changes and events of one operation. A store writes them in this order: new jobs,
     new runs, run updates (compare-and-set on the revision the rule read), job changes,
     messages, new tool calls, tool call updates, new and changed requests, checkpoints,
-    drafts deleted, receipts, then the events."""
+    drafts deleted, drafts kept, receipts, then the events."""
 
     new_jobs: list[NewJobRow] = field(default_factory=list)
     new_runs: list[tuple[Run, str | None]] = field(default_factory=list)
@@ -172,6 +172,9 @@ class Plan:
     requests: list[InputRequest] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     delete_drafts_of: str | None = None
+    """The run whose drafts of its latest attempt go (a commit replaces them); kept ones stay."""
+    keep_drafts: tuple[str, int] | None = None
+    """(run, position): the run's drafts of its latest attempt are kept before that position."""
     receipts: list[Receipt] = field(default_factory=list)
     events: list[DurableEvent] = field(default_factory=list)
 
@@ -276,14 +279,18 @@ def _transition(
 
 def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
     """The drafts of a run from its saved parts (``run_id``, ``message_id``, ``kind``,
-    ``start``, ``text``, ``updated_at``): each message's text and thinking, each from its parts
+    ``start``, ``text``, ``updated_at``, ``before_position``): each message's text and
+    thinking, each from its parts
     in the order of ``start`` (a part replaces whatever that kind held from its ``start`` on).
     Ordered by when each draft was last saved, then by id."""
     texts: dict[tuple[str, str], list[str]] = {}
     lengths: dict[tuple[str, str], int] = {}
     latest: dict[str, tuple[str, float]] = {}
+    kept: dict[str, int] = {}
     for part in sorted(parts, key=lambda p: (p["message_id"], p["kind"], p["start"])):
         message_id, start = part["message_id"], part["start"]
+        if part["before_position"] is not None:
+            kept[message_id] = int(part["before_position"])
         key = (message_id, part["kind"])
         pieces = texts.setdefault(key, [])
         if start != lengths.get(key, 0):  # not where the last part ended: cut there
@@ -302,6 +309,7 @@ def drafts_from_parts(parts: Iterable[Mapping[str, Any]]) -> list[Draft]:
             text="".join(texts.get((message_id, DraftKind.TEXT), ())),
             thinking="".join(texts.get((message_id, DraftKind.THINKING), ())),
             updated_at=updated_at,
+            before_position=kept.get(message_id),
         )
         for message_id, (run_id, updated_at) in latest.items()
     ]
@@ -470,15 +478,24 @@ def _input_message(text: str, message_id: str, run_id: str, job_id: str, now: fl
     )
 
 
-def claim_run(run: Run, *, owner_id: str, token: str, now: float) -> Plan:
-    """queued → running with a new execution token (and ``interrupted`` cleared)."""
+def claim_run(
+    run: Run, *, owner_id: str, token: str, now: float, next_position: int | None = None
+) -> Plan:
+    """queued → running with a new execution token (and ``interrupted`` cleared). Drafts the
+    run holds (``next_position``: the position of its next message, given when it has drafts
+    of its latest attempt) are what an execution that ended streamed and never committed (a
+    crash, a close): they are kept before that position, partial answers the new execution's
+    commits do not replace."""
     if run.state is not RunState.QUEUED:
         raise errors.RunStateConflict(
             f"run {run.id} is {run.state}, not queued; it cannot be claimed"
         )
-    return _transition(
+    plan = _transition(
         run, RunState.RUNNING, now, execution_token=token, owner_id=owner_id, interrupted=False
     )
+    if next_position is not None:
+        plan.keep_drafts = (run.id, next_position)
+    return plan
 
 
 FINISH_TARGETS = (RunState.COMPLETED, RunState.FAILED, RunState.QUEUED)
@@ -692,6 +709,8 @@ def recovered_partials(
     already = set(counted)
     found: list[CutShortUsage] = []
     for draft in drafts:
+        if draft.before_position is not None:
+            continue  # an earlier attempt's, counted when that one was recovered or closed
         if draft.message_id in already or not (draft.text.strip() or draft.thinking.strip()):
             continue
         chars = len(draft.text) + len(draft.thinking)

@@ -882,8 +882,13 @@ class SqliteStore:
         now = self._now()
 
         def tx(conn: Conn) -> Run:
+            run, position, has_drafts = _fetch_run_for_message(conn, run_id)
             plan = rules.claim_run(
-                _fetch_run(conn, run_id), owner_id=owner_id, token=rules.new_id(), now=now
+                run,
+                owner_id=owner_id,
+                token=rules.new_id(),
+                now=now,
+                next_position=position if has_drafts else None,
             )
             _apply(conn, plan)
             return plan.runs[0][0]
@@ -2529,15 +2534,15 @@ def _fetch_request(conn: Conn, request_id: str) -> InputRequest:
 
 _RUN_FOR_MESSAGE = (
     "SELECT *, (SELECT coalesce(max(position) + 1, 0) FROM messages WHERE run_id = ?1)"
-    " AS next_position, EXISTS (SELECT 1 FROM draft_parts WHERE run_id = ?1) AS has_drafts"
-    " FROM runs WHERE id = ?1"
+    " AS next_position, EXISTS (SELECT 1 FROM draft_parts WHERE run_id = ?1"
+    " AND before_position IS NULL) AS has_drafts FROM runs WHERE id = ?1"
 )
 
 
 def _fetch_run_for_message(conn: Conn, run_id: str) -> tuple[Run, int, bool]:
     """The run about to commit a message, the position of that message, and whether the run
-    has drafts (which the commit deletes): one statement where there were three, twice a
-    step."""
+    has drafts of its latest attempt (which the commit deletes; a claim keeps them): one
+    statement where there were three, twice a step."""
     row: sqlite3.Row | None = conn.execute(_RUN_FOR_MESSAGE, (run_id,)).fetchone()
     if row is None:
         raise errors.RunNotFound(f"run {run_id} not found")
@@ -2815,7 +2820,17 @@ def _write_rows(conn: Conn, plan: Plan) -> None:
     _write_requests(conn, plan)
     _insert_checkpoints(conn, plan, refs)
     if plan.delete_drafts_of is not None:
-        conn.execute("DELETE FROM draft_parts WHERE run_id = ?", (plan.delete_drafts_of,))
+        conn.execute(
+            "DELETE FROM draft_parts WHERE run_id = ? AND before_position IS NULL",
+            (plan.delete_drafts_of,),
+        )
+    if plan.keep_drafts is not None:
+        run_id, position = plan.keep_drafts
+        conn.execute(
+            "UPDATE draft_parts SET before_position = ?"
+            " WHERE run_id = ? AND before_position IS NULL",
+            (position, run_id),
+        )
     _insert_receipts(conn, plan)
 
 

@@ -176,6 +176,15 @@ def test_kill_mid_stream_keeps_committed_messages_and_the_draft_then_retry_finis
     final_run_id = retry_to_completion(cli, run_id)
     assert final_run_id == run_id
     assert _interrupted_run_ids(cli) == []
+    # The run went on and finished; what the killed attempt had shown is still shown with it,
+    # where it was cut short: before the first message the retry committed.
+    shown = cli.run("show", run_id, "--json")
+    [kept] = json.loads(shown.stdout)["kept_partial_answers"]
+    assert (kept["text"], kept["before_position"]) == (draft, len(stored_ids))
+    text = cli.run("show", run_id).stdout
+    cut_at = text.index("[partial] assistant (partial answer — cut short when its process stopped")
+    assert text.index(f"[{len(stored_ids) - 1}] ") < cut_at < text.index(f"[{len(stored_ids)}] ")
+    assert text.index(draft.splitlines()[0]) > cut_at
     nothing = cli.run("runs", "--state", "interrupted")
     assert (nothing.returncode, nothing.stdout) == (0, "")
     assert "No interrupted runs" in nothing.stderr

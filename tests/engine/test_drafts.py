@@ -26,7 +26,7 @@ from runtime.events import MessageDelta, RunStateChanged
 from runtime.models import RunState
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
-from tests.store.helpers import running_run
+from tests.store.helpers import new_run, running_run
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "The answer streams in small pieces, then the model pauses to think." * 2
@@ -315,6 +315,39 @@ async def test_a_second_runtime_sees_the_answer_another_streams_as_it_grows(
                     if "".join(seen) == TEXT:
                         break
         assert "".join(seen) == TEXT
+    finally:
+        await watching.close()
+        await executing.close()
+
+
+async def test_a_second_runtime_watching_a_resumed_run_gets_only_what_its_new_attempt_streams(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """The partial answer a crash left is kept in the run when it is resumed: it is not handed
+    to observers as if the new attempt streamed it."""
+    provider = ScriptedProvider([Turn(TEXT, pause_until=tmp_path / "never")])
+    executing = await open_scripted(provider, db_path, workspace)
+    watching = await Runtime.open(db_path=db_path, workspace=workspace, config=Config())
+    try:
+        store = executing.store
+        created = await store.create_run(new_run("go", model="scripted:test", owner_id="killed"))
+        await store.register_owner("killed", lease_seconds=30)
+        killed = await store.claim_run(created.id, owner_id="killed")
+        token = killed.execution_token or ""
+        await store.save_draft(created.id, token=token, message_id="cut", text="KEPT ANSWER")
+        await store.recover_owners(["killed"])
+        await executing.retry(created.id)
+        async with asyncio.timeout(30):
+            await provider.paused.wait()
+        seen: list[MessageDelta] = []
+        async with asyncio.timeout(30):
+            async for event in watching.observe(created.id):
+                if isinstance(event, MessageDelta):
+                    seen.append(event)
+                    if "".join(delta.text for delta in seen).endswith(TEXT):
+                        break
+        assert "".join(delta.text for delta in seen) == TEXT
+        assert "cut" not in {delta.message_id for delta in seen}
     finally:
         await watching.close()
         await executing.close()

@@ -28,10 +28,12 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
     finally:
         await store.close()
     # The database as version 3 left it: draft parts with no kind (and, from version 5 on,
-    # composer drafts with a queue; from version 6 on, drafts with their writer).
+    # composer drafts with a queue; from version 6 on, drafts with their writer; from version
+    # 7 on, draft parts that may be kept before a position).
     conn = await asyncpg.connect(pg_database)
     try:
         await conn.execute("SET search_path TO agent_tui")
+        await conn.execute("ALTER TABLE draft_parts DROP COLUMN before_position")
         await conn.execute("ALTER TABLE draft_parts DROP CONSTRAINT draft_parts_pkey")
         await conn.execute("ALTER TABLE draft_parts DROP COLUMN kind")
         await conn.execute("ALTER TABLE draft_parts ADD PRIMARY KEY (run_id, message_id, start)")
@@ -56,6 +58,7 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
         )
         [draft] = await store.get_drafts(run.id)
         assert (draft.text, draft.thinking) == ("Looking for the zebra", "Where?")
+        assert draft.before_position is None  # version 7: the run's latest attempt's
         # Version 5: the composer draft is kept, with an empty queue that can fill.
         # Version 6: it has no writer (''), so whichever agent-tui opens the job restores it.
         [composer_draft] = await store.get_composer_drafts(run.job_id)
@@ -71,4 +74,4 @@ async def test_a_draft_saved_before_drafts_kept_thinking_is_kept_as_its_text(
     finally:
         await conn.close()
     applied = {row["version"] for row in versions}
-    assert {4, 5, 6} <= applied and max(applied) == LATEST_VERSION
+    assert {4, 5, 6, 7} <= applied and max(applied) == LATEST_VERSION

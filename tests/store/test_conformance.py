@@ -1026,6 +1026,37 @@ async def test_recovery_does_not_count_again_an_answer_its_process_counted_befor
     ]
 
 
+async def test_the_partial_answer_of_a_crashed_attempt_stays_when_the_run_goes_on(
+    store: Store, clock: ManualClock
+) -> None:
+    """Retried after a crash, the run's commits replace only what its new execution streams:
+    the answer the dead process had shown is kept, before the message the run went on with."""
+    await store.register_owner("dead", lease_seconds=10)
+    run, token = await running_run(store, owner_id="dead")
+    await store.save_draft(run.id, token=token, message_id="m-cut", text="1. The first")
+    await store.save_draft(run.id, token=token, message_id="m-cut", text=" point", start=12)
+    clock.advance(11)
+    await store.recover_expired()
+    [draft] = await store.get_drafts(run.id)
+    assert (draft.text, draft.before_position) == ("1. The first point", None)
+
+    await store.register_owner("alive", lease_seconds=100)
+    retried = await store.claim_run(run.id, owner_id="alive")
+    assert retried.execution_token is not None
+    new_token = retried.execution_token
+    [kept] = await store.get_drafts(run.id)
+    assert (kept.message_id, kept.before_position) == ("m-cut", 1)  # after the prompt
+    await store.save_draft(run.id, token=new_token, message_id="m-new", text="1. The fi")
+    answer = NewMessage(id="m-new", role=Role.ASSISTANT, content=[TextBlock(text="1. The end")])
+    await store.commit_final_message(
+        run.id, token=new_token, message=answer, step=1, outcome="1. The end"
+    )
+
+    [kept] = await store.get_drafts(run.id)
+    assert (kept.message_id, kept.text, kept.before_position) == ("m-cut", "1. The first point", 1)
+    assert [m.id for m in await store.list_messages(run.id)][1:] == ["m-new"]
+
+
 async def test_a_released_owner_is_recovered_at_once_but_waiting_runs_stay(
     store: Store,
 ) -> None:

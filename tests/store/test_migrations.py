@@ -534,10 +534,12 @@ async def test_a_version_9_database_with_rows_in_every_table_migrates_to_10_losi
     sqlite_module._plain_tool_payload.cache_clear()
     store = SqliteStore(db_path, clock=clock)
     await store.open()
-    # Today's store clears a run's draft parts when it commits; version 9 has no such table
-    # (its drafts table gets its row below): one to write into, dropped before the upgrade.
+    # Today's store clears a run's draft parts when it commits (and keeps them when it claims
+    # it, migration 17); version 9 has no such table (its drafts table gets its row below):
+    # one to write into, dropped before the upgrade.
     with sqlite3.connect(db_path) as conn:
         conn.execute(next(m for m in MIGRATIONS if m.version == 12).statements[0])
+        conn.execute(next(m for m in MIGRATIONS if m.version == 17).statements[0])
         # Nor answer drafts, which an answer clears (migration 13): also dropped before it.
         conn.execute(next(m for m in MIGRATIONS if m.version == 13).statements[0])
     await store.register_owner("owner-1", lease_seconds=30)

@@ -109,6 +109,64 @@ async def test_a_cancelled_runs_streamed_text_shows_after_relaunch_marked_partia
         assert views[-1].query_one(Collapsible).collapsed
 
 
+async def test_a_retried_runs_answer_cut_short_by_a_crash_stays_shown_where_it_was_cut(
+    db_path: Path, workspace: Path
+) -> None:
+    """`kill -9` mid-answer, relaunch, `R`: the run goes on and answers; its first attempt's
+    partial answer is still shown with the run (a new-user trial saw it replaced, then gone),
+    before the answer of the retry, marked as cut short, and counted."""
+    model = ScriptedProvider([Turn(text="2. The whole answer, from the start.")])
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    try:
+        store = runtime.store
+        run = await store.create_run(
+            NewRun(
+                agent="default", model="scripted:test", input="explain", workspace=str(workspace)
+            )
+        )
+        await store.register_owner("killed", lease_seconds=30)
+        claimed = await store.claim_run(run.id, owner_id="killed")
+        cut = "1. The notes say the"
+        await store.save_draft(
+            run.id, token=claimed.execution_token or "", message_id="m", text=cut
+        )
+        await store.recover_owners(["killed"])  # what the next launch does for a dead process
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            screen.open_run(run.id)
+            await wait_until(pilot, lambda: any("interrupted before" in t for t in _texts(screen)))
+            screen.job_tree.focus()
+            await pilot.press("R")
+            assert (await runtime.wait(run.id, timeout=20)).run.state is RunState.COMPLETED
+            await wait_until(pilot, lambda: any("from the start" in t for t in _views(screen)))
+            assert _views(screen) == ["explain", cut, "2. The whole answer, from the start."]
+
+            async def shown_after_reopening() -> list[str]:
+                screen.open_run(run.id)
+                await wait_until(pilot, lambda: any("from the start" in t for t in _views(screen)))
+                return _views(screen)
+
+            views = await shown_after_reopening()
+            assert views == ["explain", cut, "2. The whole answer, from the start."]
+            texts = _texts(screen)
+            assert any("cut short when its process stopped" in t for t in texts)
+            assert any("the answer cut short when its process stopped" in t for t in texts)  # Σ
+    finally:
+        await runtime.close()
+
+
+def _views(screen: MainScreen) -> list[str]:
+    return [view.text for view in screen.conversation.query(MessageView) if view.display]
+
+
 async def _job_of_a_run_with_tools_and_a_follow_up(
     db_path: Path, workspace: Path, calls: list[tuple[str, dict[str, Any]]], decision: str
 ) -> tuple[Runtime, str]:

@@ -15,7 +15,7 @@ from runtime.api import Runtime, UnknownChoice, describe_call
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
 from runtime.rewind import apply_rewind, plan_rewind
-from runtime.transcript import inherited_history, partial_answer
+from runtime.transcript import inherited_history, kept_partials, partial_answer
 from tui._cli import render
 from tui._cli.listing import no_runs, shown_title
 from tui._cli.parser import EXIT_OK
@@ -399,6 +399,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
     gone = owner_gone(run, await gone_owners_of(runtime.store, [run]))
     # A run whose process is gone is not streaming: its draft is what it had shown.
     partial = await partial_answer(runtime.store, run, live=True, owner_gone=gone)
+    kept = await kept_partials(runtime.store, run)  # of attempts a crash or a close cut short
     if args.json:
         data = {
             "run": run.model_dump(mode="json"),
@@ -413,6 +414,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
             },
             "messages": [m.model_dump(mode="json") for m in messages],
             "partial_answer": None if partial is None else partial.as_json(),
+            "kept_partial_answers": [item.as_json() for item in kept],
             "tool_calls": [c.model_dump(mode="json") for c in tool_calls],
             "request": request.model_dump(mode="json", by_alias=True) if request else None,
             "checkpoints": [c.model_dump(mode="json") for c in checkpoints],
@@ -434,6 +436,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         inherited=[item.message for item in inherited],
         inherited_label=origin.label() if origin else None,
         partial=partial,
+        kept=kept,
         owner_gone=gone,
         unwritable=_unwritable_folder(ctx.db_path),
     ):

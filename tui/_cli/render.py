@@ -242,11 +242,14 @@ def show_text(
     inherited: Sequence[Message] = (),
     inherited_label: str | None = None,
     partial: PartialAnswer | None = None,
+    kept: Sequence[PartialAnswer] = (),
     owner_gone: bool = False,
     unwritable: str | None = None,
 ) -> list[str]:
     """``inherited``: messages a fork inherited from another job, shown first under
     ``inherited_label``; ``partial``: what a stopped run streamed and never committed;
+    ``kept``: the partial answers of attempts that stopped before the run went on, each shown
+    where it was cut short;
     ``owner_gone``: the process that ran it is gone (``runtime.interrupted.owner_gone``);
     ``unwritable``: the database's folder when this process cannot write it (an open request
     cannot be answered here, so no ``respond`` is suggested)."""
@@ -255,7 +258,7 @@ def show_text(
     return [
         *_run_summary_lines(run, job, context_window, owner_gone=owner_gone, step=in_progress),
         *_inherited_lines(inherited, inherited_label),
-        *_message_lines(messages, calls, partial),
+        *_message_lines(messages, calls, partial, kept),
         *_tool_call_lines(tool_calls),
         *_checkpoint_lines(checkpoints),
         *_open_request_lines(run.id, request, unwritable),
@@ -341,10 +344,18 @@ def _inherited_lines(inherited: Sequence[Message], inherited_label: str | None) 
 
 
 def _message_lines(
-    messages: Sequence[Message], calls: dict[str, ToolCall], partial: PartialAnswer | None
+    messages: Sequence[Message],
+    calls: dict[str, ToolCall],
+    partial: PartialAnswer | None,
+    kept: Sequence[PartialAnswer] = (),
 ) -> list[str]:
+    from runtime.transcript import PartialAnswer, with_kept_partials
+
     lines = ["", "Messages:"]
-    for message in messages:
+    for message in with_kept_partials(messages, kept):
+        if isinstance(message, PartialAnswer):
+            lines += _partial_lines(message)
+            continue
         label = message.role.value
         if message.model:
             label += f" ({message.model})"
@@ -352,11 +363,16 @@ def _message_lines(
         for block in message.content:
             lines.extend(("    " + line).rstrip() for line in _block_lines(block, calls))
     if partial is not None:
-        mark = "[streaming]" if partial.live else "[partial]"
-        lines.append(f"{mark} assistant ({partial.label()}):")
-        if partial.thinking:
-            lines.append("    [thinking] " + one_line(partial.thinking, 100))
-        lines.extend(("    " + line).rstrip() for line in partial.text.splitlines())
+        lines += _partial_lines(partial)
+    return lines
+
+
+def _partial_lines(partial: PartialAnswer) -> list[str]:
+    mark = "[streaming]" if partial.live else "[partial]"
+    lines = [f"{mark} assistant ({partial.label()}):"]
+    if partial.thinking:
+        lines.append("    [thinking] " + one_line(partial.thinking, 100))
+    lines.extend(("    " + line).rstrip() for line in partial.text.splitlines())
     return lines
 
 
