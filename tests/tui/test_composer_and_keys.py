@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from textual.widgets import Input, OptionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import InputRequestState, Role, Run, RunState
+from runtime.providers.base import ModelEvent, ModelRequest, TextDelta
 from runtime.store.base import WrittenDraft
 from runtime.store.sqlite import SqliteStore
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
@@ -795,6 +797,90 @@ async def test_escape_leaves_a_run_another_process_works_running(
     finally:
         await runtime.close()
         await elsewhere.close()
+
+
+class _SlowToStop(ScriptedProvider):
+    """Streams a first piece, then works on; once cancelled it takes until ``release`` to stop,
+    as a model call or a tool that winds down slowly does."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.release = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        yield TextDelta(text="working on it")
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await self.release.wait()
+            raise
+
+
+async def test_a_second_escape_after_an_interrupt_goes_to_the_browser_and_stays_there(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the README's "Esc (or Tab) to the browser, ↑ to the job,
+    Enter" pressed while a run worked interrupted it, the focus stayed in the composer, and
+    ↑ Enter sent the last prompt again. Esc, Esc goes to the browser however soon the second
+    comes, and the interrupt's notice, arriving later, leaves the keys there."""
+    provider = _SlowToStop()
+    runtime = await open_scripted(provider, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"first prompt of the repro", "enter")
+            await wait_until(pilot, lambda: screen._working_run() is not None)
+            run = screen._working_run()
+            assert run is not None
+            send_burst(app, ["escape", "escape"])  # the second before the first is handled
+            await wait_until(pilot, lambda: app.focused is screen.job_tree, timeout=10)
+            provider.release.set()
+            await wait_until(pilot, lambda: any("Interrupted." in n for n in notifications(app)))
+            await pilot.pause()
+            assert app.focused is screen.job_tree  # not taken back to the composer
+            [notice] = [n for n in notifications(app) if "Interrupted." in n]
+            assert "Press R to retry" in notice and "/retry" not in notice
+            # As the recipe goes on: ↑ and Enter move in the browser, nothing is sent again.
+            await pilot.press("up", "enter")
+            await pilot.pause()
+            assert not screen.composer.input.text
+            stopped = await runtime.get_run(run.id)
+            assert stopped.state is RunState.CANCELLED and stopped.cancel_reason == "interrupted"
+            runs = await runtime.job_runs(run.job_id)
+            assert [r.input for r in runs] == ["first prompt of the repro"]
+    finally:
+        await runtime.close()
+
+
+async def test_while_the_run_on_screen_works_a_waiting_run_is_reached_by_tab_not_esc(
+    db_path: Path, workspace: Path
+) -> None:
+    """From the composer, Esc stops the run on screen while it works: the notice that another
+    run waits named "Esc, then i", which would have stopped it. It names Tab, which goes to
+    the browser whatever runs."""
+    from tui.screens.inbox import InboxScreen
+
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(pilot, lambda: screen._working_run() is not None)
+            working = screen._working_run()
+            assert working is not None and app.focused is screen.composer.input
+            await runtime.start("summarise", model="demo:instant")  # it asks a question
+            await wait_until(pilot, lambda: any("for the inbox" in n for n in notifications(app)))
+            [notice] = [n for n in notifications(app) if "for the inbox" in n]
+            assert "press Tab, then i" in notice
+            await pilot.press("tab", "i")
+            await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+            assert (await runtime.get_run(working.id)).state is RunState.RUNNING
+    finally:
+        await runtime.close()
 
 
 async def test_a_long_answer_cut_by_escape_reads_as_markdown_as_when_opened_again(

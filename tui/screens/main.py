@@ -117,21 +117,28 @@ class MainScreen(Screen[None]):
     AUTO_FOCUS = "#composer-input"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "next_pane", "Pane", tooltip="Next pane: browser → conversation → bottom"),
+        Binding(
+            "tab",
+            "next_pane",
+            "Pane",
+            tooltip="Next pane: browser → conversation → bottom (from the composer: the browser,"
+            " even while a run works)",
+        ),
         Binding("shift+tab", "previous_pane", "Previous pane", show=False),
         Binding(
             "escape",
             "interrupt",
             "Interrupt",
             key_display="esc",
-            tooltip="Interrupt the run on screen (it streams or runs tools)",
+            tooltip="Interrupt the run on screen (it streams or runs tools); Esc again: the"
+            " browser",
         ),
         Binding(
             "escape",
             "leave",
             "Leave",
             key_display="esc",
-            tooltip="When nothing runs: leave the composer, prompt or search",
+            tooltip="When nothing runs: leave the composer, prompt or search for the browser",
         ),
         Binding("n", "new_job", "New job", tooltip="A new job: the composer, empty"),
         Binding("i", "inbox", "Inbox"),
@@ -227,6 +234,12 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        self._stopping: set[str] = set()
+        """Runs on screen Esc (or ctrl+c) asked to stop, until they end: a second Esc leaves
+        for the browser rather than interrupting again, however soon it comes."""
+        self._focus_at_interrupt: Widget | None = None
+        """Where the keys were when Esc stopped the run: the notice that it stopped moves them
+        to the composer only if they are still there."""
         self._repairs_told: set[tuple[str, frozenset[str]]] = set()
         """The history repairs said: (job, the tool calls repaired). Each follow-up of a job
         repairs the same calls again before its model call; a person is told once."""
@@ -734,7 +747,7 @@ class MainScreen(Screen[None]):
             # The focus stays where it is (the composer, at start): a person who relaunches
             # types a task at once, as in a fresh app, and letters typed into the browser are
             # its actions (`e` exported the job into the workspace). The cursor waits on the
-            # first job for Esc or Tab to the browser.
+            # first job for Tab (or Esc) to the browser.
             tree.call_after_refresh(self._cursor_to_first_row)
 
     def _cursor_to_first_row(self) -> None:
@@ -756,7 +769,7 @@ class MainScreen(Screen[None]):
         if waiting:
             self.notify(
                 f"{_runs(len(waiting), 'waits', 'wait')} for your input — the inbox: i in the"
-                " browser (Esc from the composer).",
+                " browser (Tab from the composer).",
                 title="Inbox",
             )
 
@@ -1297,6 +1310,7 @@ class MainScreen(Screen[None]):
             self.refresh_run(event.run_id)
         if event.to_state.is_terminal:
             self._interrupted_runs.discard(event.run_id)
+            self._stopping.discard(event.run_id)
             if self.composer.queued(event.job_id):
                 self._after_run_ended(event.job_id, event.run_id, event.to_state)
         on_screen = self._on_screen(event.run_id)
@@ -1361,7 +1375,7 @@ class MainScreen(Screen[None]):
         """Ring the bell and say a run waits, with the key that reaches it from here."""
         # Any text field, the composer's box among them (a TextArea, not an Input: a trial
         # read "press i" while i was a letter in the box).
-        key = "Esc, then i" if self.typing() else "i"
+        key = f"{self._way_out()}, then i" if self.typing() else "i"
         who = f"{asker.agent}: " if asker is not None and asker.parent_run_id else ""
         mode = self.runtime.config.defaults.notify
         attention.alert(self.app, mode, "agent-tui: a run waits", who + request.prompt)
@@ -2275,12 +2289,20 @@ class MainScreen(Screen[None]):
             return None  # it waits for the person (a sub-run's question): Esc leaves the prompt
         if needs_resume(run):
             return None
+        if run.id in self._stopping:
+            return None  # stopped already: Esc, again, goes to the browser
         if self._worked_elsewhere(run):
             # Another process works it (a CLI retry, another agent-tui): Esc keeps meaning
             # "leave" here, and c cancels it, asking first. (A trial pressed Esc to go to the
             # browser and cancelled the retry a shell had just started.)
             return None
         return run
+
+    def _way_out(self) -> str:
+        """The key that takes the keys from the text field they are in to the browser: Esc,
+        but Tab from the composer while the run on screen works (Esc would stop it)."""
+        working = self._working_run() is not None
+        return "Tab" if working and self.focused is self.composer.input else "Esc"
 
     def _worked_elsewhere(self, run: Run) -> bool:
         """Whether another process executes ``run`` (with ``--attach``, workers execute what
@@ -2305,27 +2327,41 @@ class MainScreen(Screen[None]):
         # the job's draft when the box addresses another job, once the run has stopped).
         if self.composer.follow_up_job_id == run.job_id:
             self._into_box(self.composer.take_queue(run.job_id))
+        self._stopping.add(run.id)
+        self._focus_at_interrupt = self.focused
+        self.refresh_bindings()  # Esc means "leave" again (the footer, the status line)
         self._interrupt(run)
         return True
 
     @work(exit_on_error=False, group="interrupt")
     async def _interrupt(self, run: Run) -> None:
-        root = run
-        for _ in range(32):
-            if root.parent_run_id is None:
-                break
-            root = await self.runtime.get_run(root.parent_run_id)
-        self._interrupted_runs.add(root.id)
         try:
-            cancelled = await self.runtime.cancel(root.id, reason="interrupted")
-        except RunStateConflict:
-            self._interrupted_runs.discard(root.id)
-            return  # it ended on its own meanwhile
+            root = run
+            for _ in range(32):
+                if root.parent_run_id is None:
+                    break
+                root = await self.runtime.get_run(root.parent_run_id)
+            self._interrupted_runs.add(root.id)
+            try:
+                cancelled = await self.runtime.cancel(root.id, reason="interrupted")
+            except RunStateConflict:
+                self._interrupted_runs.discard(root.id)
+                return  # it ended on its own meanwhile
+        except Exception:
+            self._stopping.discard(run.id)  # not stopped: Esc stops it still
+            raise
         self.post_message(RunInterrupted(cancelled))
 
     def on_run_interrupted(self, message: RunInterrupted) -> None:
         composer = self.composer
-        typing = composer.follow_up_job_id == message.run.job_id and self.open_request is None
+        # To the composer, for a follow-up, only from where Esc was pressed: a person who
+        # pressed Esc again meanwhile is in the browser, and ↑ Enter there, taken back to
+        # the box, sent the last prompt again (a new-user trial).
+        typing = (
+            composer.follow_up_job_id == message.run.job_id
+            and self.open_request is None
+            and self.focused is self._focus_at_interrupt
+        )
         if typing:
             composer.focus_input()
         # Name what works where the keys go now: in a text field, R is a letter. Where they go,
@@ -2333,12 +2369,12 @@ class MainScreen(Screen[None]):
         # browser the notice said "press R" while R went into the box (a new-user trial). In
         # a box holding text (the queued messages given back), /retry would be added to it.
         if typing and not composer.input.text.strip():
-            retry = "send /retry"
+            text = "Interrupted. Type a follow-up or send /retry to retry; Esc: the browser."
         elif typing or self.typing():
-            retry = "press Esc, then R"
+            text = "Interrupted. Type a follow-up, or press Esc, then R to retry."
         else:
-            retry = "press R"
-        self.notify(f"Interrupted. Type a follow-up, or {retry} to retry.", title="Run interrupted")
+            text = "Interrupted. Press R to retry."
+        self.notify(text, title="Run interrupted")
 
     def action_follow_up(self) -> None:
         """Follow up the highlighted job (of the row under the browser's cursor: its own, a
@@ -2854,7 +2890,7 @@ class MainScreen(Screen[None]):
         self._archived_here.append(job.id)
         self.refresh_bindings()
         # Archiving leaves the keys where they are; in a text field u is a letter.
-        undo = "Esc, then u brings it back" if self.typing() else "u brings it back"
+        undo = f"{self._way_out()}, then u brings it back" if self.typing() else "u brings it back"
         self.notify(
             f"Archived {job.title!r}: hidden here and from `agent-tui runs`. {undo}"
             f" (or `agent-tui unarchive {job.id[:8]}`).",
