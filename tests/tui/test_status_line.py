@@ -587,3 +587,47 @@ async def test_show_numbers_the_step_in_progress_as_the_status_line_does(
         assert "0 cache write\n" in text
     finally:
         await executing.close()
+
+
+async def test_while_a_sub_runs_question_has_the_keys_the_hint_names_what_stops_the_run_there(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: with a sub-run's question docked, the status line said "esc
+    stops" over the running parent, but Esc leaves the prompt. Keys follow focus: the hint
+    names the way to c from the answer field, c once in the browser, and both do stop it."""
+    from tests.tui.test_keys_and_delegation import delegation_config
+    from tui.widgets.confirm_bar import ConfirmBar
+    from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
+
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=delegation_config(), model="demo:instant"
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            await pilot.press(*"survey this project", "enter")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            parent = screen.selected_run
+            assert parent is not None and parent.parent_run_id is None
+            await wait_until(pilot, lambda: isinstance(app.focused, AnswerInput))
+            await wait_until(pilot, lambda: status.working)
+            await pilot.pause()
+            assert "│ esc, then c cancels" in status.text, status.text
+            assert "esc stops" not in status.text and STOP_HINT not in status.text
+
+            await pilot.press("escape")  # leaves the prompt: the run goes on
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            assert (await runtime.get_run(parent.id)).state is RunState.RUNNING
+            await wait_until(pilot, lambda: "│ c cancels" in status.text)
+            await pilot.press("c")
+            await wait_until(pilot, lambda: screen.query(ConfirmBar))
+            await pilot.press("y")
+            await wait_until(
+                pilot, lambda: status.run is not None and status.run.state is RunState.CANCELLED
+            )
+        assert (await runtime.get_run(parent.id)).state is RunState.CANCELLED
+    finally:
+        await runtime.close()

@@ -327,6 +327,8 @@ class MainScreen(Screen[None]):
         await self.conversation.show_empty(
             "Type a task below and press Enter.  ? or F1 lists every key."
         )
+        # The keys that work change with the focus and the run: the status line's hint too.
+        self.bindings_updated_signal.subscribe(self, self._show_stop_keys)
         if self.agent_app.runtime is not None:  # else the app calls runtime_opened once open
             await self.runtime_opened()
 
@@ -2303,6 +2305,20 @@ class MainScreen(Screen[None]):
         but Tab from the composer while the run on screen works (Esc would stop it)."""
         working = self._working_run() is not None
         return "Tab" if working and self.focused is self.composer.input else "Esc"
+
+    def _show_stop_keys(self, _screen: object = None) -> None:
+        """The status line names what stops the run from where the focus is: Esc where it
+        interrupts, else c (asking first), else the way to c (Esc from a text field: the
+        answer field of a sub-run's question, the composer while another process works)."""
+        if self.check_action("interrupt", ()):
+            keys = "esc"
+        elif self.check_action("cancel_run", ()):
+            keys = "c"
+        else:
+            keys = "esc, then c"
+        if keys != self.status.stop_keys:
+            self.status.stop_keys = keys
+            self.status.redraw()
 
     def _worked_elsewhere(self, run: Run) -> bool:
         """Whether another process executes ``run`` (with ``--attach``, workers execute what

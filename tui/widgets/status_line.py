@@ -43,10 +43,9 @@ SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 ATTACHED_HINT = "attached: new jobs go to workers"
 """Shown in attach mode (``agent-tui --attach``)."""
 STOP_HINT = "esc to interrupt"
-"""The key that stops the run on screen (the screen's binding)."""
+"""Where Esc stops the run on screen (the screen's binding)."""
 SHORT_STOP_HINT = "esc stops"
-ELSEWHERE_HINT = "worked by another process · c cancels"
-SHORT_ELSEWHERE_HINT = "c cancels"
+ELSEWHERE = "worked by another process"
 
 
 @dataclass(frozen=True)
@@ -110,6 +109,9 @@ class StatusLine(Static):
         self.attached = False
         self.elsewhere = False
         """The run shown is executed by another process: Esc does not stop it here."""
+        self.stop_keys = "esc"
+        """What stops the run shown from where the focus is (the screen says): ``esc``, which
+        interrupts it, or else the keys to its cancel (``c``, ``esc, then c``)."""
         self.gone_past = False
         """Later runs of its job went on past the run shown: it is not retried, only forked."""
         self.run: Run | None = None
@@ -258,6 +260,16 @@ class StatusLine(Static):
             chosen.startswith("demo") for chosen in (model, self.next_run.get("model", model))
         )
 
+    def _stop_part(self) -> _Part:
+        """The keys that stop the run, as they work where the focus is: "esc stops" read while
+        a sub-run's question had the keys, where Esc leaves the prompt (a new-user trial)."""
+        if self.stop_keys == "esc":
+            return _Part(STOP_HINT, ((SHORT_STOP_HINT, 3), ("", 10)))
+        cancels = f"{self.stop_keys} cancels"
+        if self.elsewhere:
+            return _Part(f"{ELSEWHERE} · {cancels}", ((cancels, 3), ("", 10)))
+        return _Part(cancels, (("", 10),))
+
     @property
     def text(self) -> str:
         run = self.run
@@ -302,10 +314,8 @@ class StatusLine(Static):
                     (("", 5),),
                 ),
             ]
-            if self.working and self.elsewhere:
-                parts.append(_Part(ELSEWHERE_HINT, ((SHORT_ELSEWHERE_HINT, 3), ("", 10))))
-            elif self.working:
-                parts.append(_Part(STOP_HINT, ((SHORT_STOP_HINT, 3), ("", 10))))
+            if self.working:
+                parts.append(self._stop_part())
         if self.sandbox_notice:
             parts.append(_Part(SANDBOX_HINT, (("not sandboxed", 2), ("", 6))))
         if self.attached:
