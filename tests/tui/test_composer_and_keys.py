@@ -179,6 +179,30 @@ async def test_a_pasted_answer_of_several_lines_is_kept_whole_on_its_one_line(
     assert len((await runtime.list_jobs()).items) == 1  # no line went on as a message
 
 
+async def test_a_long_paste_into_the_empty_answer_field_shows_its_end_and_the_cursor(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial at 80x24: pasted into the empty field, a long answer showed
+    its start and hid its end, the cursor off-screen past the edge, until a key was typed."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, _ = await asked_in_the_tui(pilot, app)
+        field = screen.query_one(AnswerInput)
+        await wait_until(pilot, lambda: app.focused is field)
+        pasted = "first answer line\nsecond answer line\n\nthird after blank"
+        app.post_message(events.Paste(pasted))
+        joined = "first answer line second answer line third after blank"
+        await wait_until(pilot, lambda: field.value == joined)
+        await pilot.pause()
+        assert field.content_size.width < len(joined)  # it does not fit: it must scroll
+        shown = str(field.render_line(0).text).rstrip()
+        assert shown.endswith("third after blank"), shown
+        # Scrolled to the end, the cursor after the text, as typing it leaves the field.
+        assert field.scroll_offset.x == field.max_scroll_x > 0
+        x, _ = field.cursor_screen_offset
+        assert field.content_region.x <= x <= field.content_region.right
+
+
 async def test_an_options_number_alone_then_enter_picks_that_option(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
+from textual.geometry import Region
 from textual.widgets import Input
 
 
@@ -24,3 +26,14 @@ class OneLineInput(Input):
             self.insert_text_at_cursor(text)
         else:
             self.replace(text, *self.selection)
+        self._show_cursor()
+
+    def _show_cursor(self) -> None:
+        """Scroll the cursor into view. ``Input`` does not on the first change of its value
+        after it is shown (it takes that one for its initial value): a long paste into the
+        empty field showed its start, and its end and the cursor stayed past the edge until
+        a key was typed (a new-user trial, at 80x24)."""
+        cursor = cell_len(self.value[: self.cursor_position].expandtabs(4))
+        if self.cursor_at_end:
+            cursor += 1  # the cursor's own cell, after the text
+        self.scroll_to_region(Region(cursor, 0, 1, 1), animate=False, force=True)
