@@ -59,7 +59,7 @@ async def test_the_screen_lists_filters_and_revokes_rules_by_key(
         await pilot.press("slash", *"shell", "enter")
         assert len(_lines(screen)) == 1 and "shell" in _lines(screen)[0]
         await pilot.press("d", "y")
-        await wait_until(pilot, lambda: any("Rule revoked" in n for n in notifications(app)))
+        await wait_until(pilot, lambda: "Rule revoked" in screen_text(app))
         assert "No rule matches" in _lines(screen)[0]
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
@@ -145,6 +145,39 @@ async def test_d_asks_first_and_only_d_again_or_y_revokes_the_rule(
         await wait_until(pilot, lambda: "read_file" not in config.read_text())
 
 
+async def test_the_revoke_hint_stays_on_the_permissions_screen_where_u_puts_the_rule_back(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "Rule revoked — allow write_file: u puts it back" was a toast
+    that stayed up once Esc closed the screen, where u brings back the job archived last: it
+    did nothing visible and the rule stayed revoked. The hint is a line of the screen."""
+    config = workspace / "agent-tui.toml"
+    config.write_text('[permissions]\nallow = ["write_file"]\n')
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await _open_permissions(pilot, app)
+        await pilot.press("d", "d")
+        await wait_until(pilot, lambda: "write_file" not in config.read_text())
+        await wait_until(pilot, lambda: "u puts it back" in screen_text(app))
+        assert "Rule revoked: allow write_file" in screen_text(app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.pause()
+        assert not any("puts it back" in n for n in notifications(app))
+        assert "puts it back" not in screen_text(app)
+
+        # Opened again, the screen says nothing of a revoke it cannot undo (its u is gone).
+        await pilot.press(*"/permissions", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        again = app.screen
+        assert isinstance(again, PermissionsScreen)
+        await wait_until(pilot, lambda: "No permission rules saved" in _lines(again)[0])
+        assert "Rule revoked" not in screen_text(app)
+        await pilot.press("u")
+        await pilot.pause()
+        assert "write_file" not in config.read_text()
+
+
 async def test_at_80_columns_a_long_rule_takes_one_marked_row_and_shows_whole_below(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -204,7 +237,7 @@ async def test_a_revoked_rule_comes_back_with_u_and_esc_in_the_filter_only_leave
         await wait_until(
             pilot, lambda: 'deny = ["shell"]' in (workspace / "agent-tui.toml").read_text()
         )
-        await wait_until(pilot, lambda: any("Rule restored" in n for n in notifications(app)))
+        await wait_until(pilot, lambda: "Rule restored" in screen_text(app))
         assert any("shell" in line and "deny" in line for line in _lines(screen))
 
         await pilot.press("slash", *"she")

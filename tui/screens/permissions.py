@@ -68,6 +68,11 @@ class PermissionsScreen(ModalScreen[None]):
             yield Input(placeholder="/ filter rules by tool, kind or file", id="permissions-search")
             yield OptionList(id="permissions-list")
             yield Static("", id="permissions-detail", markup=False)
+            # What d or u just did, and how to undo it: here, not in a toast, which stayed up
+            # on the main screen after Esc, where u means something else (a new-user trial).
+            said = Static("", id="permissions-said", markup=False)
+            said.display = False
+            yield said
             yield Static("", id="permissions-status")
             yield Static("d revoke · / search · ctrl+r reload · esc close", id="permissions-keys")
         # Its own keys at the bottom: the main screen's showed through, with keys that do not
@@ -207,17 +212,21 @@ class PermissionsScreen(ModalScreen[None]):
             return
         if removed is not None:
             self.revoked.append(removed)
-            self.notify(
-                # Short: at 80x24 the file's path pushed "u puts it back." out of the toast
-                # (a trial); the screen names the file.
-                f"{rule.kind} {rule.pattern}: u puts it back. The next call asks again.",
-                title="Rule revoked",
+            self._say(
+                f"Rule revoked: {rule.kind} {short(rule.pattern, 40)}. u puts it back; the next"
+                " call asks again."
             )
             self.refresh_bindings()
         else:
             self.notify("That rule was already gone from its file.", severity="warning")
         self.action_reload()
         options.focus()
+
+    def _say(self, text: str) -> None:
+        """What was just done, on the line under the list (it goes with the screen)."""
+        said = self.query_one("#permissions-said", Static)
+        said.update(text)
+        said.display = True
 
     def action_undo(self) -> None:
         if not self.revoked:
@@ -230,7 +239,10 @@ class PermissionsScreen(ModalScreen[None]):
             self.revoked.append(rule)
             self.notify(f"Could not put it back: {exc}", severity="error")
             return
-        self.notify(f"Back: {rule.kind} {rule.pattern} in {rule.path}.", title="Rule restored")
+        self._say(
+            f"Rule restored: {rule.kind} {short(rule.pattern, 40)}, back in"
+            f" {_home_relative(rule.path)}."
+        )
         self.action_reload()
         if rule in self.shown:  # highlighted where it stood before it was revoked
             self.query_one(OptionList).highlighted = self.shown.index(rule)
