@@ -363,6 +363,38 @@ async def test_the_queued_filter_lists_the_jobs_about_to_start_and_not_an_interr
         await second.close()
 
 
+@pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"]
+)
+async def test_the_filter_line_names_each_filter_and_its_key_in_whole_words_at_every_size(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial at 80x24: the line over the browser read "filter: cancelled
+    (s to", cut mid-phrase, for any filter longer than "all". A shorter wording fits."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        line = screen.query_one("#filter")
+        for state in browser_filters.FILTERS:
+            name = browser_filters.filter_name(state)
+            await wait_until(pilot, lambda name=name: name in rendered(line))
+            await pilot.pause()
+            text = rendered(line)
+            assert len(text) <= line.content_size.width, text
+            if size[0] >= 120:
+                assert text == f"filter: {name}  (s to change)"
+            else:
+                assert text in (f"filter: {name}  (s to change)", f"filter (s): {name}"), text
+            await pilot.press("s")
+        if size[0] == 80:  # the narrow browser too
+            await pilot.press("w", "w")
+            await pilot.pause()
+            text = rendered(line)
+            assert len(text) <= line.content_size.width and text.startswith("filter"), text
+
+
 async def test_w_cycles_the_browser_wide_narrow_hidden_and_the_conversation_takes_the_width(
     runtime: Runtime, workspace: Path
 ) -> None:

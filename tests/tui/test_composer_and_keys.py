@@ -666,17 +666,23 @@ async def test_a_new_jobs_draft_comes_back_after_an_approval_answered_in_another
 async def test_the_empty_boxs_hint_fits_the_box_whole(
     runtime: Runtime, workspace: Path, size: tuple[int, int]
 ) -> None:
-    """Found by a new-user trial: the hint was cut at "shift+Enter" at 80 columns and at "· @"
-    at 120. The longest one that fits is shown; at 200 columns, all of it."""
+    """Found by new-user trials: the hint was cut at "shift+Enter" at 80 columns and at "· @"
+    at 120; then, whole, it left out the keys that send and start a new line at 80, so a new
+    user there was never shown them. The longest one that fits is shown, and the keys are in
+    each; at 120 columns and more, all of it."""
     app = make_app(runtime, workspace)
     async with app.run_test(size=size) as pilot:
         box = main_screen(app).composer.input
         await wait_until(pilot, lambda: box.content_size.width > 0)
         await pilot.pause()
         assert len(box.placeholder) <= box.content_size.width
-        assert box.placeholder.startswith("Describe a task")
-        if size[0] == 200:
-            assert "ctrl+J newline" in box.placeholder
+        assert "Enter send · ctrl+J newline" in box.placeholder
+        if size[0] >= 120:
+            assert box.placeholder == (
+                "Describe a task · Enter send · ctrl+J newline · / commands · @ files"
+            )
+        else:
+            assert "/ commands" in box.placeholder
 
 
 async def test_up_at_the_first_line_recalls_earlier_prompts_and_down_comes_back(

@@ -59,6 +59,7 @@ from tui.widgets.job_tree import (
     BrowserDetail,
     BrowserHeader,
     CheckpointEntry,
+    FilterLine,
     JobEntry,
     JobTree,
     MoreEntry,
@@ -280,7 +281,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="browser"):
                 yield SearchField(placeholder="/ search messages", id="search")
-                yield Static(self._filter_text(), id="filter", markup=False)
+                yield FilterLine(browser_filters.filter_name(self.state_filter), id="filter")
                 with Vertical(id="tree-pane"):
                     yield BrowserHeader(id="tree-header")
                     yield JobTree(
@@ -318,10 +319,6 @@ class MainScreen(Screen[None]):
     @property
     def status(self) -> StatusLine:
         return self.query_one("#status", StatusLine)
-
-    def _filter_text(self) -> str:
-        shown = browser_filters.filter_name(self.state_filter)
-        return f"filter: {shown}  (s to change)"
 
     async def on_mount(self) -> None:
         await self.conversation.show_empty(
@@ -2931,7 +2928,7 @@ class MainScreen(Screen[None]):
     def action_cycle_filter(self) -> None:
         index = STATE_FILTERS.index(self.state_filter)
         self.state_filter = STATE_FILTERS[(index + 1) % len(STATE_FILTERS)]
-        self.query_one("#filter", Static).update(self._filter_text())
+        self.query_one("#filter", FilterLine).show(browser_filters.filter_name(self.state_filter))
         self.load_jobs(None, first=True)
 
     BROWSER_WIDTHS = ("", "-wide", "-narrow", "-hidden")

@@ -116,13 +116,17 @@ def command_matches(
 
 PLACEHOLDERS = (
     "Describe a task · Enter send · ctrl+J newline · / commands · @ files",
-    "Describe a task · Enter send · / commands · @ files",
-    "Describe a task · / commands · @ files",
-    "Describe a task",
+    "Enter send · ctrl+J newline · / commands · @ files",
+    "Enter send · ctrl+J newline · / commands",
+    "Enter send · ctrl+J newline",
+    "Enter send",
 )
 """The empty box's hint, longest first: the longest that fits the box is shown (a trial found
-the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120). ctrl+J, not shift+Enter:
-most terminals send shift+Enter as a plain Enter, which sends."""
+the full one cut at "shift+Enter" at 80 columns, and at "· @" at 120). Whole phrases give way,
+the keys last: the box says it takes a task by being there (and the empty conversation says it
+in words), but nothing else shows how to start a new line; at 80 columns the hint that fitted
+had left out "Enter send · ctrl+J newline" (a new-user trial). ctrl+J, not shift+Enter: most
+terminals send shift+Enter as a plain Enter, which sends."""
 
 
 def merge_texts(carried: str, draft: str) -> str:

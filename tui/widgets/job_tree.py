@@ -110,6 +110,44 @@ class BrowserHeader(Static):
         super().__init__("", markup=False, **kwargs)
 
 
+def filter_line(state_name: str, width: int) -> str:
+    """The browser's state filter and the key that changes it, in the longest wording that
+    fits ``width`` cells (0, not laid out: the longest), shorter by whole phrases: at 80
+    columns "filter: cancelled  (s to change)" was cut to "filter: cancelled  (s to"."""
+    wordings = (
+        f"filter: {state_name}  (s to change)",
+        f"filter (s): {state_name}",
+        f"filter: {state_name}",
+        state_name,
+    )
+    if width <= 0:
+        return wordings[0]
+    return next((text for text in wordings if len(text) <= width), wordings[-1])
+
+
+class FilterLine(Static):
+    """The line over the browser: its state filter and the key that changes it, worded for
+    the width it has (a new width words it again)."""
+
+    def __init__(self, state_name: str, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(filter_line(state_name, 0), markup=False, **kwargs)
+        self.state_name = state_name
+        self._shown = filter_line(state_name, 0)
+
+    def show(self, state_name: str) -> None:
+        self.state_name = state_name
+        self._draw()
+
+    def _draw(self) -> None:
+        text = filter_line(self.state_name, self.content_size.width)
+        if text != self._shown:
+            self._shown = text
+            self.update(text)
+
+    def on_resize(self) -> None:
+        self._draw()
+
+
 DetailWords = tuple[tuple[str, str], ...]
 """The detail line's pieces, each in long and short words: ("updated 3m ago", "3m ago")."""
 DETAIL_LINES = 2
