@@ -762,6 +762,71 @@ async def test_a_job_with_new_activity_goes_up_to_its_place_and_the_cursor_stays
         assert tree.cursor_node is tree.job_node(newer)  # still on the row it was on
 
 
+async def test_an_expanded_job_with_new_activity_goes_up_expanded_with_the_cursor_on_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a job expanded (▼) and followed up from elsewhere stayed
+    under an older job, its "upd" column contradicting the order, while a folded one went up."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+
+        def order() -> list[str]:
+            return [c.data.job.id for c in tree.root.children if isinstance(c.data, JobEntry)]
+
+        await wait_until(pilot, lambda: len(order()) == 2)
+        newer, older = order()
+        (first_run,) = await runtime.job_runs(older)
+        await pilot.press("down", "space")  # the older job, expanded: its run under it
+        await wait_until(pilot, lambda: tree.run_node(first_run.id) is not None)
+        older_node = tree.job_node(older)
+        assert older_node is not None and older_node.is_expanded
+        assert tree.cursor_node is older_node
+
+        run = await runtime.follow_up(older, "what about main")  # as another process would
+        await finish_run(runtime, run.id)
+        await wait_until(pilot, lambda: order() == [older, newer])
+        moved = tree.job_node(older)
+        assert moved is not None and moved.is_expanded
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        assert [tree.run_node(first_run.id), tree.run_node(run.id)] == list(moved.children)
+        assert tree.cursor_node is moved  # still on the row it was on
+        rows = [tree.row_text(node) for node in tree._visible_nodes()]
+        assert len(rows) == 4  # the two jobs, the moved one's two runs: nothing doubled
+
+
+async def test_a_follow_up_typed_here_takes_its_expanded_job_up_with_the_cursor_on_its_run(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: "▼ ● draft answer test" stayed 4th while its follow-up, sent
+    in the same agent-tui, ran."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await wait_until(pilot, lambda: len(tree.job_ids) == 2)
+        newer, older = tree.job_ids
+        await pilot.press("down", "enter")  # the older job opened: its run row under it
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == older)
+        await pilot.press("ctrl+t", *"what about main", "enter")
+        await wait_until(pilot, lambda: len(tree._job_runs.get(older, {})) == 2)
+        (follow_up,) = [
+            run for run in await runtime.job_runs(older) if run.input == "what about main"
+        ]
+        await finish_run(runtime, follow_up.id)
+        await wait_until(
+            pilot, lambda: list(tree.root.children) == [tree.job_node(older), tree.job_node(newer)]
+        )
+        moved = tree.job_node(older)
+        assert moved is not None and moved.is_expanded
+        await wait_until(pilot, lambda: tree.cursor_node is tree.run_node(follow_up.id))
+
+
 async def test_a_sent_slash_fork_leaves_no_draft_behind_to_fork_again(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -697,7 +697,9 @@ class JobTree(Tree[NodeData]):
         self._sync_labels()
         return node
 
-    def _insert_job(self, job: Job, data: JobEntry | None = None) -> TreeNode[NodeData]:
+    def _insert_job(
+        self, job: Job, data: JobEntry | None = None, *, expand: bool = False
+    ) -> TreeNode[NodeData]:
         """A job's row in its place by activity, as the pages come: a new job at the top, a
         job brought back from the archive among its peers (it went to the top, out of order)."""
         after = next(
@@ -711,17 +713,19 @@ class JobTree(Tree[NodeData]):
         )
         entry = data or JobEntry(job)
         if after is not None:
-            node = self.root.add(job.title, entry, before=after)
+            node = self.root.add(job.title, entry, before=after, expand=expand)
         else:
-            node = self.root.add(job.title, entry)
+            node = self.root.add(job.title, entry, expand=expand)
         self._jobs[job.id] = node
         return node
 
     def _moves_up(self, node: TreeNode[NodeData], job: Job) -> bool:
         """Whether the job's row, with new activity, goes up to its place by activity (a
-        long-lived agent-tui kept a job worked elsewhere under rows idle for minutes): only a
-        folded row the cursor is not on, so no row moves under the person's hands."""
-        if node.is_expanded or self.cursor_node is node or node.parent is not self.root:
+        long-lived agent-tui kept a job worked elsewhere under rows idle for minutes). Any
+        job's row does, expanded or not, the cursor on it or not: the cursor goes with the row
+        it is on (an expanded job stayed under older ones, its "upd" column contradicting the
+        order, while a folded one updated the same way went to the top)."""
+        if node.parent is not self.root:
             return False
         siblings = self.root.children
         index = siblings.index(node)
@@ -729,15 +733,36 @@ class JobTree(Tree[NodeData]):
         return isinstance(above, JobEntry) and above.job.updated_at < job.updated_at
 
     def _move_up(self, node: TreeNode[NodeData], data: JobEntry) -> TreeNode[NodeData]:
+        """The job's row in its new place, with the rows under it as they were (expanded or
+        folded, the checkpoints listed), the cursor on the row it was on."""
         cursor = self.cursor_node
-        for run_id in self._job_runs.get(data.job.id, {}):
-            self._runs.pop(run_id, None)  # its run rows go with it, read again when unfolded
-        self.loaded_runs.discard(data.job.id)
+        moved = self._insert_job(data.job, data, expand=node.is_expanded)
+        copies = {node: moved}
+        self._copy_children(node, moved, copies)
         node.remove()
-        moved = self._insert_job(data.job, data)
         if cursor is not None:
-            self.move_cursor(cursor)  # the same row, wherever it is now
+            self.move_cursor(copies.get(cursor, cursor))  # the same row, wherever it is now
         return moved
+
+    def _copy_children(
+        self,
+        source: TreeNode[NodeData],
+        target: TreeNode[NodeData],
+        copies: dict[TreeNode[NodeData], TreeNode[NodeData]],
+    ) -> None:
+        """``source``'s rows under ``target`` (Tree cannot move a node), each as it was;
+        ``copies`` maps each row to its copy."""
+        for child in source.children:
+            copy = target.add(
+                child.label,
+                child.data,
+                expand=child.is_expanded,
+                allow_expand=child.allow_expand,
+            )
+            copies[child] = copy
+            if isinstance(child.data, RunEntry):
+                self._runs[child.data.run.id] = copy
+            self._copy_children(child, copy, copies)
 
     def remove_job(self, job_id: str) -> None:
         """The job's rows go (it was archived, maybe in another process)."""
