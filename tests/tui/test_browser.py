@@ -932,6 +932,39 @@ async def test_ctrl_t_on_another_job_names_that_job_and_leaves_the_first_its_dra
     assert await composer_text(runtime.store, other) == ""
 
 
+async def test_ctrl_t_on_another_jobs_row_opens_that_jobs_conversation_and_enter_posts_there(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: job A opened, Esc, the cursor on job B without Enter, ctrl+t:
+    the conversation still showed A while the box said "Follow-up in: B" and Enter posted
+    into B; nothing said the reply went elsewhere than what was read."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        first, other = tree.job_ids
+        (first_run,) = await runtime.job_runs(first)
+        (other_run,) = await runtime.job_runs(other)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.conversation.run_id == first_run.id)
+        tree.move_cursor(tree.job_node(other))
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: screen.conversation.run_id == other_run.id)
+        assert screen.selected_job is not None and screen.selected_job.id == other
+        assert screen.composer.follow_up_job_id == other
+        assert app.focused is screen.composer.input  # the keys stay in the box
+        await pilot.press(*"and the tests", "enter")
+        await wait_until(pilot, lambda: screen.conversation.run_id not in (other_run.id, None))
+        runs = await runtime.job_runs(other)
+        assert [run.input for run in runs] == [
+            "summarise this project and then some more words",
+            "and the tests",
+        ]
+        assert screen.conversation.run_id == runs[-1].id
+
+
 async def _an_older_and_a_newer_job(runtime: Runtime) -> tuple[Run, Run]:
     older = await runtime.start("summarise this project")
     await finish_run(runtime, older.id)

@@ -2391,7 +2391,8 @@ class MainScreen(Screen[None]):
 
     def action_follow_up(self) -> None:
         """Follow up the highlighted job (of the row under the browser's cursor: its own, a
-        run's, a checkpoint's), else the one on screen: the composer addresses it, focused."""
+        run's, a checkpoint's), else the one on screen: the composer addresses it, focused,
+        and the conversation shows it (its latest run, as Enter on its row opens it)."""
         if self.open_request is not None:
             # To the prompt, where typing goes now: left in the browser, the message typed
             # next fired its single-letter keys (new job, export, archive, cancel…).
@@ -2415,6 +2416,11 @@ class MainScreen(Screen[None]):
         composer.target(job.id, job.title)
         if changed:
             self._load_draft(job.id)
+        shown = self.selected_job
+        if shown is None or shown.id != job.id:
+            # A new-user trial read job A while the box said "Follow-up in: B" (ctrl+t on B's
+            # row without Enter): nothing said the reply went elsewhere than what was read.
+            self.open_job(job.id)
         # Now, not as ``focus()`` does it, behind the keys already queued: the task typed with
         # ctrl+t (at once, as tmux sends it) goes into the box (see ``JobTree.BINDINGS``).
         self.set_focus(composer.input)
