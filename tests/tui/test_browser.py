@@ -1104,6 +1104,43 @@ async def test_the_row_of_the_run_on_screen_shows_the_status_lines_figures_as_it
         await runtime.close()
 
 
+async def test_the_detail_under_the_browser_says_the_status_lines_figure_with_each_delta(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: while a run streamed, the detail said "~530 tok · $0.00" and
+    the status line "~582 tok" (the detail was drawn a tick behind the status line)."""
+    monkeypatch.setattr(job_tree, "LIVE_TICK", 24 * 3600.0)  # no tick: the deltas must do it
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.05)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            run = await _streaming_in_the_tui(pilot, screen)
+            status, tree = screen.status, screen.job_tree
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            tree.move_cursor(tree.run_node(run.id))
+            detail = screen.query_one(BrowserDetail)
+
+            def figures() -> tuple[str, str]:
+                [shown] = [
+                    p for p in rendered(detail).replace("\n", " · ").split(" · ") if "tok" in p
+                ]
+                return shown.split()[0], _tokens_and_cost(rendered(status))[0]
+
+            start, compared = status.streamed_chars, 0
+            for more in (40, 80, 120):  # ten tokens more each time, several deltas apart
+                await wait_until(pilot, lambda more=more: status.streamed_chars >= start + more)
+                assert status.run is not None
+                if status.run.usage.total_tokens != run.usage.total_tokens:
+                    break  # the provider counted: the estimate starts again
+                in_detail, in_status = figures()
+                assert in_detail.startswith("~") and in_detail == in_status
+                compared += 1
+            assert compared
+    finally:
+        await runtime.close()
+
+
 async def test_a_run_working_in_another_process_reads_updated_now_here_with_its_counted_tokens(
     db_path: Path, workspace: Path
 ) -> None:

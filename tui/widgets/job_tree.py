@@ -16,7 +16,9 @@ While the run on screen streams, its row and its job's say so as the status line
 estimated from the text streamed (``~``, until the provider's usage arrives), the run's row the
 very figure of the status line (one count, the status line's, not a second one that started and
 stopped at other moments: a trial read "~125" on the row and "~238" on the status line). Deltas
-are only counted here; the rows are drawn again at most once a ``LIVE_TICK``. Elsewhere the rows
+are only counted here; the rows are drawn again at most once a ``LIVE_TICK``, the detail line
+(one line, repainted in place) with each delta that changes its figure, as the status line is
+(a tick behind, it read "~530 tok" while the status line read "~582 tok"). Elsewhere the rows
 show the committed figures, those `agent-tui show` prints (only the run on screen streams here:
 a run streaming in another process, or not on screen, has no estimate). A running run's row and
 its job's read updated "now" in every window, estimate or not (a window watching a run another
@@ -203,8 +205,11 @@ class BrowserDetail(SizedByLayout, Static):
     def _draw(self) -> None:
         text = detail_lines(self.words, self.content_size.width)
         if text != self._shown:
+            # A layout only for another number of lines: the figure of the run on screen
+            # changes with its deltas, mostly in place (each piece fits its line's width).
+            lines_changed = text.count("\n") != self._shown.count("\n")
             self._shown = text
-            self.update(text)
+            self.update(text, layout=lines_changed or self.content_size.width <= 0)
 
     def on_resize(self) -> None:
         self._draw()
@@ -598,11 +603,18 @@ class JobTree(Tree[NodeData]):
             return
         # Only what changed is updated: the age tick calls this every second, and an update
         # redraws the line even when its text is the same (a frame a second at rest).
-        header_text, detail_words = self.header(), self.detail_words()
+        header_text = self.header()
         if header_text != self._synced_header:
             self._synced_header = header_text
             for header in parent.query_children(BrowserHeader):
                 header.update(header_text, layout=False)  # one row, always
+        self._sync_detail()
+
+    def _sync_detail(self) -> None:
+        parent = self.parent
+        if parent is None:
+            return
+        detail_words = self.detail_words()
         if detail_words != self._synced_detail:
             self._synced_detail = detail_words
             for detail in parent.query_children(BrowserDetail):
@@ -872,16 +884,28 @@ class JobTree(Tree[NodeData]):
         or a run that no longer runs: no estimate, the rows show the committed figures. Kept
         only: the rows are drawn with the first piece, then at most once a ``LIVE_TICK`` (a
         delta comes every frame or so, and each redraw of the tree's rows costs the stream's
-        budget)."""
+        budget); the detail line, when it is about the run, at once."""
         if streamed_chars <= 0 or run.state is not RunState.RUNNING:
             self._end_live(run.id)
             return
         live = self._live.get(run.id)
         if live is None or live.counted != run.usage.total_tokens:
             live = self._live[run.id] = LiveCount(run.job_id, run.usage.total_tokens)
-        live.chars = streamed_chars
+        estimate, live.chars = live.estimate, streamed_chars
+        if live.estimate != estimate and self._live_total_shown(run.id):
+            self._sync_detail()
         if self._live_timer is None:
             self._show_live()
+
+    def _live_total_shown(self, run_id: str) -> bool:
+        """Whether the detail line shows a figure ``run_id``'s stream changes: the cursor on
+        its row or its job's."""
+        node = self.cursor_node
+        data = node.data if node is not None else None
+        if isinstance(data, RunEntry):
+            return data.run.id == run_id
+        live = self._live.get(run_id)
+        return isinstance(data, JobEntry) and live is not None and live.job_id == data.job.id
 
     def keep_live(self, run_id: str | None) -> None:
         """Only ``run_id`` (the run on screen) streams here now: the others' rows stop saying
