@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+import pytest
 from rich.text import Text
 from textual.widgets import Input, OptionList
 
@@ -27,6 +30,7 @@ from tests.tui.helpers import (
 )
 from tui.messages import SearchFinished
 from tui.screens.inbox import InboxScreen
+from tui.widgets import _format
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.composer import Composer, ComposerInput
 from tui.widgets.confirm_bar import ConfirmBar
@@ -355,6 +359,30 @@ async def test_search_hits_show_as_the_words_are_typed_and_the_focus_stays_in_th
         await pilot.press("backspace", "backspace")
         await wait_until(pilot, lambda: not results.display)
         assert screen.query_one("#tree-pane").display and app.focused is field
+
+
+async def test_the_ages_of_search_hits_tick_as_the_browsers_do(
+    runtime: Runtime, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: a hit read "scan everything  46s" minutes later. The hits'
+    ages are recomputed by a timer, as the browser's are, and the hits redrawn."""
+    run = await runtime.start("find the pelicans")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"pelicans", "enter")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and results.hits)
+
+        def first_hit() -> str:
+            return results.get_option_at_index(0).prompt.plain  # type: ignore[union-attr]
+
+        assert first_hit().split("\n")[0].endswith("s")  # seconds ago
+        later = time.time() + 3 * 60 + 5  # the wall clock, moved on by three minutes
+        monkeypatch.setattr(_format, "time", SimpleNamespace(time=lambda: later))
+        await wait_until(pilot, lambda: first_hit().split("\n")[0].endswith(" 3m"), timeout=10)
 
 
 async def test_search_words_cut_to_one_character_take_their_hits_away(

@@ -57,6 +57,10 @@ def run_icon(run: Run) -> str:
     return STATE_ICONS[run.state]
 
 
+AGE_TICK = 1.0
+"""Seconds between two recomputations of the ages on screen (the browser's, the search hits')."""
+
+
 def age(timestamp: float, *, now: float | None = None, hidden: bool = False) -> str:
     if hidden:
         return ""

@@ -42,6 +42,7 @@ from runtime.kinds import RunState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the status line and runtime use
 from runtime.textsafe import terminal_safe_line, terminal_safe_title
 from tui.widgets._format import (
+    AGE_TICK,
     STATE_ICONS,
     age,
     cost,
@@ -66,8 +67,6 @@ COLUMN_TITLES = {"agent": "agent", "age": "upd", "tokens": "tok", "cost": "cost"
 TITLE_MIN = 13
 """A title keeps at least this many cells before figure columns are dropped: at 80 columns
 the tokens give way (the detail line says them), or titles were cut to "list the TO…"."""
-AGE_TICK = 1.0
-"""Seconds between two recomputations of the ages on screen."""
 INTERRUPTED_ICON = "⚠"
 LIVE_TICK = 1.0
 """Seconds between two redraws of a streaming run's rows (its deltas come many times a second)."""

@@ -1,5 +1,7 @@
 """The browser's search results: one option per message found: its job's title and age, then
-who wrote it (you, the agent, a tool) and a snippet."""
+who wrote it (you, the agent, a tool) and a snippet. The ages tick as the browser's do: a timer
+recomputes them from the hits' timestamps (no query) and redraws the hits whose age changed (a
+trial read "46s" on a hit minutes later)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from runtime.kinds import Role
-from tui.widgets._format import age, search_snippet, short
+from tui.widgets._format import AGE_TICK, age, search_snippet, short
 
 if TYPE_CHECKING:
     from runtime.models import SearchHit
@@ -43,6 +45,21 @@ class SearchResults(OptionList):
         self.hits: list[SearchHit] = []
         self._query = ""
         self._width = 0
+        self.now: float | None = None
+        """The clock the ages are computed against (None: the wall clock)."""
+        self._shown_ages: list[str] = []
+        """The age each hit is drawn with."""
+
+    def on_mount(self) -> None:
+        if not self.hide_ages:
+            self.set_interval(AGE_TICK, self.tick)
+
+    def tick(self, now: float | None = None) -> None:
+        """Redraw the hits whose age changed (computed from their timestamps, no query)."""
+        self.now = now
+        for index, hit in enumerate(self.hits):
+            if self._age(hit) != self._shown_ages[index]:
+                self.replace_option_prompt_at_index(index, self._prompt(index, self._width))
 
     def show_hits(self, query: str, hits: list[SearchHit]) -> None:
         """Show the hits of ``query`` (or that nothing matched), the first one highlighted."""
@@ -63,20 +80,21 @@ class SearchResults(OptionList):
     def _fill(self, *, highlighted: int | None) -> None:
         width = self._width = self._room()
         self.clear_options()
+        self._shown_ages = ["" for _ in self.hits]
         if self.hits:
             self.add_options(
-                Option(self._prompt(hit, width), id=str(index))
-                for index, hit in enumerate(self.hits)
+                Option(self._prompt(index, width), id=str(index)) for index in range(len(self.hits))
             )
         else:
             self.add_option(Option(f"No message matches {self._query!r}", disabled=True))
         self.highlighted = highlighted
         self.scroll_to_highlight()
 
-    def _prompt(self, hit: SearchHit, width: int) -> Text:
-        """Two rows: the job's title, the message's age at the right; who wrote it, then the
-        words around the match. Each cut to ``width``."""
-        when = age(hit.created_at, hidden=self.hide_ages)
+    def _prompt(self, index: int, width: int) -> Text:
+        """The hit at ``index`` in two rows: the job's title, the message's age at the right;
+        who wrote it, then the words around the match. Each cut to ``width``."""
+        hit = self.hits[index]
+        when = self._shown_ages[index] = self._age(hit)
         title = short(hit.job_title, width - (len(when) + 1 if when else 0))
         gap = width - len(title) - len(when)
         writer = f"{ROLE_LABELS[hit.role]}: " if hit.role is not None else ""
@@ -88,6 +106,9 @@ class SearchResults(OptionList):
             (writer, "italic"),
             search_snippet(hit.snippet, width - 2 - len(writer), role=hit.role),
         )
+
+    def _age(self, hit: SearchHit) -> str:
+        return age(hit.created_at, now=self.now, hidden=self.hide_ages)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.display and self._room() != self._width:
