@@ -4,6 +4,7 @@ under an expanded run, the interrupted filter, an empty filter result, a browser
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -554,6 +555,50 @@ async def test_f_after_enter_on_a_checkpoint_forks_from_that_checkpoint(
     assert stored.forked_from_checkpoint_id == checkpoints[0].id
 
 
+async def test_a_forks_run_is_titled_with_its_source_and_step_as_agent_tui_runs_names_it(
+    db_path: Path, runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a forked job's run read just "fork" in the browser."""
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await _unfold_checkpoints(pilot, screen, run.id)
+        await pilot.press("down", "enter")  # the first checkpoint, opened
+        await wait_until(pilot, lambda: screen.conversation.run_id == run.id)
+        if screen.focused is not None and screen.typing():
+            await pilot.press("escape")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: "Fork step 1 of run" in screen_text(app))
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_run is not None and screen.selected_run.job_id != run.job_id,
+        )
+        forked = screen.selected_run
+        assert forked is not None and forked.input is None
+        tree = screen.job_tree
+        await wait_until(pilot, lambda: tree.run_node(forked.id) is not None)
+        row = tree.run_node(forked.id)
+        assert row is not None
+        title = "Fork of summarise this project at step 1"
+        await pilot.press("escape")  # from the fork's question to the browser
+        await wait_until(pilot, lambda: app.focused is tree)
+        await pilot.press("w")  # the browser wide: the whole title in the row
+        await wait_until(pilot, lambda: tree.row_text(row)[2:].startswith(title))
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "agent-tui"),
+        *("--db", str(db_path), "--workspace", str(workspace), "runs"),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        listed, _ = await process.communicate()
+    [line] = [line for line in listed.decode().splitlines() if line.startswith(forked.id)]
+    assert line.endswith(title)  # the JOB column of `agent-tui runs`: the same words
+
+
 async def test_enter_on_a_checkpoint_shows_that_step_marked_and_the_cursor_stays_on_it(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -647,7 +692,8 @@ async def test_the_palette_offers_run_actions_only_where_they_make_sense_and_a_f
         assert "Keys" not in titles and "Undo archive" not in titles  # nothing archived yet
         await wait_until(pilot, lambda: screen.job_tree.run_node(fork.id) is not None)
         node = screen.job_tree.run_node(fork.id)
-        assert node is not None and "fork" in screen.job_tree.row_text(node)
+        assert node is not None
+        assert "Fork of summarise this project" in screen.job_tree.row_text(node)
         waiting = await runtime.start("summarise again")
         await runtime.wait(waiting.id, timeout=10)
         screen.open_run(waiting.id)

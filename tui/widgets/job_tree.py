@@ -337,18 +337,7 @@ class JobTree(Tree[NodeData]):
             icon = INTERRUPTED_ICON if data.interrupted else STATE_ICONS[job.latest_run_state]
             return icon, job.title, self._figures(data)
         if isinstance(data, RunEntry):
-            run = data.run
-            kind = (
-                "sub-run"
-                if run.parent_run_id
-                else "retry"
-                if run.retry_of_run_id
-                else "fork"
-                if run.forked_from_checkpoint_id
-                else "run"
-            )
-            title = typed_text(run.input or "", self._workspace_of(run.job_id))
-            return run_icon(run), title or kind, self._figures(data)
+            return run_icon(data.run), self._run_title(data.run), self._figures(data)
         if isinstance(data, CheckpointEntry):
             checkpoint = data.checkpoint
             figures = {
@@ -361,6 +350,24 @@ class JobTree(Tree[NodeData]):
         if isinstance(data, EmptyEntry):
             return "", data.text, {}
         return "", "… more", {}
+
+    def _run_title(self, run: Run) -> str:
+        """A run's row title: its message as typed, else what the run is. A fork with no
+        message of its own reads as its job is titled, "Fork of survey the code at step 2", as
+        `agent-tui runs` names it (it read "fork", which said nothing of where it came from)."""
+        typed = typed_text(run.input or "", self._workspace_of(run.job_id))
+        if typed:
+            return typed
+        if run.parent_run_id:
+            return "sub-run"
+        if run.retry_of_run_id:
+            return "retry"
+        if run.forked_from_checkpoint_id:
+            # A fork starts a job of its own, titled by the rule the runtime words it with
+            # (``fork_title``): "Fork of <source job> at step <N>".
+            node = self._jobs.get(run.job_id)
+            return node.data.job.title if node and isinstance(node.data, JobEntry) else "fork"
+        return "run"
 
     def _age(self, timestamp: float) -> str:
         return "" if self.hide_ages else age(timestamp, now=self.now)
@@ -851,8 +858,7 @@ class JobTree(Tree[NodeData]):
         """A run row, collapsed: expanding it lists its checkpoints (the screen loads them on
         ``NodeExpanded``). A run that gets a sub-run is expanded through ``expand()`` so the
         sub-run shows and the event still fires, loading the parent's checkpoints too."""
-        label = typed_text(run.input or "", self._workspace_of(run.job_id))
-        node = parent.add(label or "run", RunEntry(run))
+        node = parent.add(self._run_title(run), RunEntry(run))
         if isinstance(parent.data, RunEntry) and not parent.is_expanded:
             parent.expand()
         return node
