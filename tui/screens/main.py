@@ -235,6 +235,7 @@ class MainScreen(Screen[None]):
         self._applied_diffs: dict[str, str] = {}
         """The diffs completed file writes applied, by tool call id (they never change)."""
         self._interrupted_runs: set[str] = set()
+        """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._stopping: set[str] = set()
         """Runs on screen Esc (or ctrl+c) asked to stop, until they end: a second Esc leaves
         for the browser rather than interrupting again, however soon it comes."""
@@ -254,7 +255,6 @@ class MainScreen(Screen[None]):
         self._opened_checkpoint: Checkpoint | None = None
         """The checkpoint Enter opened in the browser: ``f`` forks from it while its run is on
         screen, wherever the focus went (the conversation)."""
-        """Runs stopped by Esc: their end sends no queue (it went back to the composer)."""
         self._sending_queue: set[str] = set()
         self._prompt_commands: list[SlashCommand] = []
         """The MCP servers' prompts as slash commands (asked for when the menu first opens)."""
