@@ -42,6 +42,7 @@ from tui.widgets.job_tree import (
     CheckpointEntry,
     EmptyEntry,
     JobEntry,
+    JobTree,
     RunEntry,
 )
 from tui.widgets.question_prompt import QuestionPrompt
@@ -783,6 +784,11 @@ async def test_answering_a_run_opened_at_a_search_hit_follows_it_to_its_tail(
         assert stored.state.value in ("queued", "running", "input_required")
 
 
+def _job_order(tree: JobTree) -> list[str]:
+    """The jobs' ids as the browser lists them, top first."""
+    return [c.data.job.id for c in tree.root.children if isinstance(c.data, JobEntry)]
+
+
 async def test_a_job_with_new_activity_goes_up_to_its_place_and_the_cursor_stays_put(
     runtime: Runtime, workspace: Path
 ) -> None:
@@ -795,16 +801,13 @@ async def test_a_job_with_new_activity_goes_up_to_its_place_and_the_cursor_stays
         await wait_for_browser(pilot, app)
         tree = screen.job_tree
 
-        def order() -> list[str]:
-            return [c.data.job.id for c in tree.root.children if isinstance(c.data, JobEntry)]
-
-        await wait_until(pilot, lambda: len(order()) == 2)
-        newer, older = order()
+        await wait_until(pilot, lambda: len(_job_order(tree)) == 2)
+        newer, older = _job_order(tree)
         newer_node = tree.job_node(newer)
         assert tree.cursor_node is newer_node
         run = await runtime.follow_up(older, "and list the files")  # as another process would
         await finish_run(runtime, run.id)
-        await wait_until(pilot, lambda: order() == [older, newer])
+        await wait_until(pilot, lambda: _job_order(tree) == [older, newer])
         assert tree.cursor_node is tree.job_node(newer)  # still on the row it was on
 
 
@@ -820,11 +823,8 @@ async def test_an_expanded_job_with_new_activity_goes_up_expanded_with_the_curso
         await wait_for_browser(pilot, app)
         tree = screen.job_tree
 
-        def order() -> list[str]:
-            return [c.data.job.id for c in tree.root.children if isinstance(c.data, JobEntry)]
-
-        await wait_until(pilot, lambda: len(order()) == 2)
-        newer, older = order()
+        await wait_until(pilot, lambda: len(_job_order(tree)) == 2)
+        newer, older = _job_order(tree)
         (first_run,) = await runtime.job_runs(older)
         await pilot.press("down", "space")  # the older job, expanded: its run under it
         await wait_until(pilot, lambda: tree.run_node(first_run.id) is not None)
@@ -834,7 +834,7 @@ async def test_an_expanded_job_with_new_activity_goes_up_expanded_with_the_curso
 
         run = await runtime.follow_up(older, "what about main")  # as another process would
         await finish_run(runtime, run.id)
-        await wait_until(pilot, lambda: order() == [older, newer])
+        await wait_until(pilot, lambda: _job_order(tree) == [older, newer])
         moved = tree.job_node(older)
         assert moved is not None and moved.is_expanded
         await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
