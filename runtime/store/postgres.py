@@ -1383,12 +1383,14 @@ class PostgresStore:
     ) -> list[Message]:
         limit = max(0, limit)
 
+        # The bounds as bigint: callers pass sentinels past any position (``PARTIAL``, 2**62,
+        # "from the end"), which the integer column's own type would refuse as out of range.
         async def read(conn: Conn) -> list[Message]:
             if before_position is not None:
                 rows = list(
                     await conn.fetch(
-                        "SELECT * FROM messages WHERE run_id = $1 AND position > $2"
-                        " AND position < $3 ORDER BY position DESC LIMIT $4",
+                        "SELECT * FROM messages WHERE run_id = $1 AND position > $2::bigint"
+                        " AND position < $3::bigint ORDER BY position DESC LIMIT $4",
                         run_id,
                         after_position,
                         before_position,
@@ -1398,7 +1400,7 @@ class PostgresStore:
                 rows.reverse()
             else:
                 rows = await conn.fetch(
-                    "SELECT * FROM messages WHERE run_id = $1 AND position > $2"
+                    "SELECT * FROM messages WHERE run_id = $1 AND position > $2::bigint"
                     " ORDER BY position LIMIT $3",
                     run_id,
                     after_position,

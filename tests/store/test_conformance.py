@@ -37,6 +37,7 @@ from runtime.store.base import (
     Store,
     ToolStateChange,
 )
+from runtime.transcript_pages import PARTIAL as PAST_ANY_POSITION
 from tests.store.conftest import StoreFactory
 from tests.store.helpers import (
     WRITER,
@@ -832,6 +833,22 @@ async def test_messages_are_read_in_windows_by_position(store: Store) -> None:
     assert [m.position for m in before] == [6, 7, 8]
     between = await store.list_messages(run.id, after_position=4, before_position=7)
     assert [m.position for m in between] == [5, 6]
+
+
+async def test_message_windows_take_bounds_beyond_any_position(store: Store) -> None:
+    """The readers' "from the end" and "from the start" bounds (``PARTIAL``, 2**62) are past any
+    position a column holds; PostgreSQL refused them as out of its integer range, and the TUI
+    opened no run there."""
+    run, token = await running_run(store)
+    for i in range(1, 5):
+        await store.commit_message(run.id, token=token, message=assistant(f"m{i}"))
+    last = await store.list_messages(run.id, before_position=PAST_ANY_POSITION, limit=2)
+    assert [m.position for m in last] == [3, 4]
+    every = await store.list_messages(
+        run.id, after_position=-PAST_ANY_POSITION, before_position=PAST_ANY_POSITION
+    )
+    assert [m.position for m in every] == [0, 1, 2, 3, 4]
+    assert await store.list_messages(run.id, after_position=PAST_ANY_POSITION) == []
 
 
 async def test_the_inbox_lists_open_requests_oldest_first(store: Store, clock: ManualClock) -> None:
