@@ -125,7 +125,10 @@ class Leases:
             await asyncio.to_thread(thread.join, 5)
         renewer, self._renewer = self._renewer, None
         if renewer is not None:
-            renewer.close()
+            # On its own thread: PostgreSQL's renewer closes its connection on a private event
+            # loop, which cannot run inside this one (its close was never run: the connection
+            # stayed open until garbage collection).
+            await asyncio.to_thread(renewer.close)
         if self._lost is not None:
             self._lost.cancel()
         if self.held or not self.read_only:
