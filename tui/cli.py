@@ -39,6 +39,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a tenth of ``--ver
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Iterator, Sequence
+    from io import TextIOWrapper
     from typing import Any
 
     from runtime.config import Config
@@ -65,15 +66,22 @@ def _one_line(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _logging_to(path: Path) -> Iterator[None]:
+def _logging_to(path: Path, *, own_folder: bool = False) -> Iterator[None]:
     """Log warnings and errors to ``path``; the file is only created when something is logged,
-    and a broken log never breaks a command."""
+    and a broken log never breaks a command. ``own_folder``: the log's folder is not the
+    database's (PostgreSQL): it is made when the first line is logged."""
     import logging
 
     logging.raiseExceptions = False
     handler: logging.Handler
-    if path.parent.is_dir():
-        handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    if path.parent.is_dir() or own_folder:
+
+        class LogFile(logging.FileHandler):
+            def _open(self) -> TextIOWrapper:
+                Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+                return super()._open()
+
+        handler = LogFile(path, delay=True, encoding="utf-8")
     else:  # no database folder (``doctor`` before the first run): it is not made for a log
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -403,7 +411,7 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
                 return listed
         # Warnings and errors go to the log from here on (the read-only ``runs`` above logs
         # only an unexpected error, below: importing logging is a tenth of its time).
-        with _logging_to(log_path(db_path)):
+        with _logging_to(log_path(db_path), own_folder=isinstance(db_path, str)):
             if args.command is None:
                 return _open_tui(args, db_path, workspace)
             _name_the_database(db_path)  # for the hints commands print (the TUI prints none)
@@ -425,7 +433,7 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
     except Exception as exc:
         import logging
 
-        with _logging_to(log_path(db_path)):
+        with _logging_to(log_path(db_path), own_folder=isinstance(db_path, str)):
             logging.getLogger("agent_tui.cli").exception(
                 "unexpected error in agent-tui %s", args.command or "(tui)"
             )
