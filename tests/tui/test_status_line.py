@@ -212,6 +212,12 @@ def test_a_run_a_crash_put_back_in_the_queue_reads_as_interrupted_not_queued() -
     # "queued · interrupted" read as if it were about to start; it waits for a person.
     assert state_text(_run(RunState.QUEUED, interrupted=True)) == "interrupted · waits for retry"
     assert state_text(_run(RunState.QUEUED)) == "queued"
+
+
+def test_a_run_queued_for_a_worker_says_so_not_this_app_would_start_it() -> None:
+    # Answered in the TUI, a detached run (``run --detach``) sat "queued" with no worker running.
+    assert state_text(_run(RunState.QUEUED, detached=True)) == "queued for a worker"
+    assert state_text(_run(RunState.INPUT_REQUIRED, detached=True)) == "input required"
     failed = _run(RunState.FAILED, failure={"code": "tool_indeterminate", "message": "?"})
     assert state_text(failed) == "failed · tool outcome unknown"
 

@@ -39,7 +39,7 @@ def state_text(run: Run) -> str:
     """The run's state in words, with the reason a crash left when it decides what a retry
     does: ``failed · tool outcome unknown``. A run a crash put back in the queue is not going to
     run by itself (it waits for a person, DESIGN §5): ``interrupted · waits for retry``, not
-    ``queued``, which reads as if it were about to start."""
+    ``queued``, which reads as if it were about to start; a detached run waits for a worker."""
     state = run.state.value.replace("_", " ")
     if run.state is RunState.FAILED and run.failure is not None:
         if run.failure.code == "tool_indeterminate":
@@ -48,6 +48,10 @@ def state_text(run: Run) -> str:
             return f"{state} · interrupted"
     if run.interrupted and not run.state.is_terminal:
         return "interrupted · waits for retry"
+    if run.state is RunState.QUEUED and run.detached:
+        # Not this app's to start (``run --detach``, a TUI in --attach mode): it waits for an
+        # ``agent-tui worker``, and with none running it waits on.
+        return "queued for a worker"
     return state
 
 
