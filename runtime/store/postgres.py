@@ -1473,9 +1473,12 @@ class PostgresStore:
         match = ts_query(query)
         if match is None:
             return []
+        # One stretch of words around the best match (as SQLite's snippet): in fragment mode
+        # (MaxFragments > 0) a fragment ended at the match when few words followed it, so hits
+        # of similar messages ("…some «content»") read alike, without what told them apart.
         options = (
-            f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=24, MinWords=8,"
-            " ShortWord=0, MaxFragments=2, FragmentDelimiter=…"
+            f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=24, MinWords=12,"
+            " ShortWord=0, MaxFragments=0"
         )
 
         async def read(conn: Conn) -> list[SearchHit]:

@@ -880,6 +880,15 @@ async def test_search_finds_text_and_tool_results_best_first(store: Store) -> No
     assert await store.search_messages("nothing-like-this") == []
 
 
+async def test_a_search_snippet_keeps_the_words_after_the_match(store: Store) -> None:
+    """Hits of similar messages are told apart by what follows the word found (PostgreSQL's
+    fragments ended at the match: "…some «content»" for both)."""
+    for number in range(2):
+        await running_run(store, text=f"Summarise this project\nsome content {number}")
+    hits = await store.search_messages("content")
+    assert sorted(hit.snippet.split("«content»")[1].strip()[:1] for hit in hits) == ["0", "1"]
+
+
 @pytest.mark.parametrize(
     "query", ['foo"bar', "a AND (", "*", "NEAR(", "-x", '"', "   ", "col:value", "^start"]
 )
