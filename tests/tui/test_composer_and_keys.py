@@ -1457,6 +1457,31 @@ async def test_the_slash_menu_completes_a_command_with_tab(
         assert screen.composer.input.text == "/model "
 
 
+async def test_a_completed_command_closes_the_menu_for_its_arguments(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: Tab on ``/mo``, Enter on ``/agent`` or a space typed after
+    ``/model`` left the menu open on "no command starts with /model", a command it had just
+    offered."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        menu = screen.composer.query_one("#completions", OptionList)
+        for keys, completed in (
+            (["/", "m", "o", "tab"], "/model "),
+            ([*"/agent", "enter"], "/agent "),
+            ([*"/model", "space"], "/model "),
+        ):
+            screen.composer.input.value = ""
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert screen.composer.input.text == completed
+            assert screen.composer.completing is None
+            assert not menu.has_class("-completing")
+            assert "no command starts with" not in screen_text(app)
+
+
 async def test_slash_model_refuses_a_model_no_run_could_use_at_once_and_keeps_the_text(
     runtime: Runtime, workspace: Path
 ) -> None:

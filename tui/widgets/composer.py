@@ -114,6 +114,17 @@ def command_matches(
     return [command for command in commands if command.name.lower().startswith(prefix)]
 
 
+def _naming_a_command(text: str) -> bool:
+    """The box holds a command's name being typed: ``/`` and no space yet. Once a space follows
+    the name its arguments are typed, and the menu closes (a completed ``/model `` reopened it
+    on "no command starts with /model": a new-user trial)."""
+    return (
+        text.startswith("/")
+        and not text.startswith("//")
+        and not any(char.isspace() for char in text)
+    )
+
+
 PLACEHOLDERS = (
     "Describe a task · Enter send · ctrl+J newline · / commands · @ files",
     "Enter send · ctrl+J newline · / commands · @ files",
@@ -896,12 +907,7 @@ class Composer(Vertical):
     def _sync_completion(self) -> None:
         """Close a menu the current text no longer asks for (without re-ranking)."""
         text = self.input.text
-        if self._completion == "slash" and not (
-            text.startswith("/")
-            and not text.startswith("//")
-            and " " not in text.strip()
-            and "\n" not in text
-        ):
+        if self._completion == "slash" and not _naming_a_command(text):
             self._update_completion()
         elif self._completion == "mention" and self._mention_at_cursor() is None:
             self._close_completion()
@@ -917,12 +923,7 @@ class Composer(Vertical):
                 self._close_completion()
                 return
             self._recalled = None
-        if (
-            text.startswith("/")
-            and not text.startswith("//")
-            and " " not in text.strip()
-            and "\n" not in text
-        ):
+        if _naming_a_command(text):
             self._show_commands(text[1:])
             return
         mention = self._mention_at_cursor()
