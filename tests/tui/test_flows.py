@@ -575,6 +575,41 @@ async def test_a_search_with_no_match_keeps_its_words_to_be_changed_and_letters_
         assert not any("Export" in text for text in notifications(app))
 
 
+async def test_export_from_the_conversation_or_the_composer_writes_the_job_on_screen(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: with one job on screen and the browser's cursor on another,
+    ``e`` in the conversation and ``/export`` ("write this job") both wrote the cursor's job.
+    In the browser, ``e`` still writes the job of the row under the cursor."""
+    for task in ("summarise the pelicans", "count the herons"):
+        await finish_run(runtime, (await runtime.start(task)).id)
+    pelicans = (await runtime.list_jobs(limit=2)).items[1]
+    exports = workspace / ".agent-tui" / "exports"
+
+    async def exported(pilot: Pilot[object], app: AgentTuiApp, *keys: str) -> str:
+        before = set(exports.glob("*.md")) if exports.exists() else set()
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: exports.exists() and set(exports.glob("*.md")) > before)
+        [path] = set(exports.glob("*.md")) - before
+        return path.read_text().splitlines()[0]
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("down", "enter")  # the pelicans on screen, the box addresses them
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == pelicans.id)
+        screen.job_tree.move_cursor_to_line(0)  # the cursor on the herons, not opened
+        await wait_until(pilot, lambda: (screen.job_tree.cursor_job() or pelicans) != pelicans)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: app.focused is screen.conversation)
+        assert await exported(pilot, app, "e") == "# summarise the pelicans"
+        screen.composer.focus_input()
+        assert await exported(pilot, app, *"/export", "enter") == "# summarise the pelicans"
+        screen.job_tree.focus()
+        assert await exported(pilot, app, "e") == "# count the herons"
+
+
 async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     runtime: Runtime, workspace: Path
 ) -> None:

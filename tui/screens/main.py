@@ -1843,7 +1843,13 @@ class MainScreen(Screen[None]):
         elif name == "fork":
             self.action_fork(argument or None)
         elif name == "export":
-            self.action_export()
+            # The job the box addresses, as /compact and /context take it: "this job".
+            job_id = composer.follow_up_job_id
+            if job_id is None:
+                self.notify("Open a job first: /export writes it as Markdown.", title="/export")
+                keep = True
+            else:
+                self._export(job_id)
         elif name == "theme":
             keep = not self._choose_theme(argument)
         elif name == "permissions":
@@ -2866,14 +2872,18 @@ class MainScreen(Screen[None]):
         self.notify(f"Forked into a new job: {terminal_safe_line(job.title)}", markup=False)
 
     def action_export(self) -> None:
-        job_id = self.selected_job.id if self.selected_job else None
-        node = self.job_tree.cursor_node
-        if node is not None and isinstance(node.data, JobEntry):
-            job_id = node.data.job.id
-        if job_id is None:
+        """``e``: in the browser, the job of the row under the cursor; elsewhere (the
+        conversation, the palette) the job on screen. The cursor's job went out from the
+        conversation too, another job than the one read there (a new-user trial)."""
+        cursor_job = self.job_tree.cursor_job()
+        if self._pane_of(self.focused) == 0:
+            job = cursor_job or self.selected_job
+        else:
+            job = self.selected_job or cursor_job
+        if job is None:
             self.notify("Select a job first.", severity="warning")
             return
-        self._export(job_id)
+        self._export(job.id)
 
     @work(exit_on_error=False, group="export")
     async def _export(self, job_id: str) -> None:
