@@ -315,6 +315,42 @@ async def test_the_inbox_notice_at_launch_leaves_out_the_job_opened_with_its_pro
         await runtime.close()
 
 
+async def test_the_inbox_notice_is_said_once_not_again_at_each_filter_of_the_browser(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: each ``s`` that showed a page with jobs said "1 run waits
+    for your input" again, a pile of the same notice at the top right."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        request = await _waiting_question(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+
+            def notices() -> list[str]:
+                return [n.message for n in app._notifications if "for your input" in n.message]
+
+            await wait_until(pilot, lambda: len(notices()) == 1)
+            await wait_for_browser(pilot, app)
+            await pilot.press("s", "s")  # running: no job; input required: the waiting one
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.state_filter is RunState.INPUT_REQUIRED
+                    and screen.job_tree.job_ids == [request.job_id]
+                ),
+            )
+            # Any count the page started has finished by now.
+            await wait_until(
+                pilot,
+                lambda: not [w for w in app.workers if w.group == "inbox-count" and w.is_running],
+            )
+            assert len(notices()) == 1
+    finally:
+        await runtime.close()
+
+
 async def test_an_answer_being_typed_when_the_question_is_answered_elsewhere_is_shown_not_lost(
     db_path: Path, workspace: Path
 ) -> None:

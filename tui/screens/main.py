@@ -202,6 +202,9 @@ class MainScreen(Screen[None]):
         self._prompt_asker: Run | None = None
         """The sub-run that asks the open request, when not the run on screen."""
         self._recovery_reported = False
+        self._waiting_reported = False
+        """The launch's "N runs wait for your input" was said: once, not again at every first
+        page the browser loads (each ``s`` did, a new-user trial)."""
         self._recovery_notice: Notification | None = None
         """The "Interrupted runs" notification while it is up: it goes once the runs it
         counts are all resumed (``_resumed``), not 10 s after R was pressed."""
@@ -738,11 +741,16 @@ class MainScreen(Screen[None]):
         ]
         if suspects:
             self._check_interrupted(suspects)
+        if message.first and not self._waiting_reported:
+            self._waiting_reported = True  # at launch only: not at each filter's first page
+            if message.jobs:
+                settings = self.agent_app.settings
+                # The job opened at launch shows its own prompt: not counted as waiting.
+                shown = settings.open_job or (
+                    message.jobs[0].id if settings.continue_last else None
+                )
+                self._count_waiting(shown)
         if message.first and message.jobs:
-            settings = self.agent_app.settings
-            # The job opened at launch shows its own prompt: not counted as waiting elsewhere.
-            shown = settings.open_job or (message.jobs[0].id if settings.continue_last else None)
-            self._count_waiting(shown)
             # The focus stays where it is (the composer, at start): a person who relaunches
             # types a task at once, as in a fresh app, and letters typed into the browser are
             # its actions (`e` exported the job into the workspace). The cursor waits on the
