@@ -635,6 +635,33 @@ async def test_enter_on_a_checkpoint_shows_that_step_marked_and_the_cursor_stays
         assert any(f"Step {first.step}:" in text for text in notifications(app))
 
 
+async def test_the_footer_offers_f_on_a_checkpoints_row_and_not_off_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: on '◆ step 1', f forked from that step, but the footer never
+    showed it: the keys were not asked again as the cursor moved."""
+    from tui.widgets.key_footer import FooterKey, KeyFooter
+
+    run = await runtime.start("summarise this project")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+
+        def footer_keys() -> set[str]:
+            return {key.key for key in screen.query_one(KeyFooter).query(FooterKey)}
+
+        await _unfold_checkpoints(pilot, screen, run.id)  # the cursor on the run's row
+        assert screen.selected_run is None  # nothing opened: no run to fork from
+        await wait_until(pilot, lambda: "f" not in footer_keys())
+        await pilot.press("down")
+        assert isinstance(screen.job_tree.cursor_node.data, CheckpointEntry)  # type: ignore[union-attr]
+        await wait_until(pilot, lambda: "f" in footer_keys())
+        await pilot.press("up")
+        await wait_until(pilot, lambda: "f" not in footer_keys())
+
+
 async def test_f_asks_before_forking_and_no_forks_nothing(
     runtime: Runtime, workspace: Path
 ) -> None:

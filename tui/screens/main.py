@@ -831,6 +831,9 @@ class MainScreen(Screen[None]):
 
     @on(Tree.NodeHighlighted, "#tree")
     def _node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        # What the row under the cursor offers changes the footer: f on a checkpoint's row
+        # forked, unshown, until some other change redrew the keys (a new-user trial).
+        self.refresh_bindings()
         data = event.node.data
         if isinstance(data, MoreEntry):
             self._load_more(data.cursor)
