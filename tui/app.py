@@ -447,6 +447,31 @@ class AgentTuiApp(App[int]):
             main = self._main_screen()
             self.push_screen(HelpScreen(main.workspace_commands() if main is not None else ()))
 
+    def deliver_screenshot(
+        self,
+        filename: str | None = None,
+        path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """The palette's "Screenshot": an SVG of the screen into the workspace's exports folder,
+        beside the jobs exported there, and the notice names the file. Textual's own place,
+        ~/Downloads, is missing on many a server or container, and then all it said was
+        "Failed to save screenshot" (a new-user trial)."""
+        from runtime.fileio import write_text_atomically
+        from runtime.locations import EXPORTS_IGNORED, exports_dir
+
+        if path is None:
+            folder = exports_dir(self.settings.workspace)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                if not (folder / ".gitignore").exists():
+                    write_text_atomically(folder / ".gitignore", EXPORTS_IGNORED)
+            except OSError as error:
+                self.notify(f"Not saved: {error}", title="Screenshot", severity="error")
+                return None
+            path = str(folder)
+        return super().deliver_screenshot(filename, path, time_format)
+
     def _main_action(self, name: str) -> None:
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):

@@ -223,3 +223,26 @@ def test_a_theme_file_s_settings_reach_the_textual_theme(tmp_path: Path) -> None
     assert theme.luminosity_spread == 0.3
     assert theme.text_alpha == 0.95
     assert theme.variables == {"footer-key-foreground": "#ff0000"}
+
+
+async def test_the_palette_s_screenshot_lands_in_the_exports_folder_and_says_where(
+    runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: "Screenshot" in the palette said only "Failed to save
+    screenshot" where there is no ~/Downloads (Textual's place for it), as on most servers."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no Downloads there
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+p", *"screenshot")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(n.title == "Screenshot" for n in app._notifications))
+        [said] = [n.message for n in app._notifications if n.title == "Screenshot"]
+    exports = workspace / ".agent-tui" / "exports"
+    [svg] = exports.glob("*.svg")
+    assert str(svg) in said
+    assert svg.read_text().lstrip().startswith("<svg")
+    assert (exports / ".gitignore").exists()  # kept out of git, as the exports are
+    assert not (tmp_path / "home" / "Downloads").exists()
