@@ -339,6 +339,28 @@ async def test_job_rows_keep_age_tokens_and_the_whole_cost_at_120_columns(
         assert any("…" in row for row in rows)  # a long title is ellipsised, not the figures
 
 
+async def test_a_retry_s_row_names_the_run_it_goes_on_with(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A retry's row read "retry", which said nothing of which of the job's runs it retried."""
+    first = await runtime.start("parse it")
+    await runtime.wait(first.id, timeout=30)  # at its question
+    await runtime.cancel(first.id)
+    retried = await runtime.retry(first.id)
+    again = await runtime.retry((await runtime.cancel(retried.id)).id)
+    assert again.retry_of_run_id == retried.id
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.job_tree.loaded_runs)
+        await pilot.pause()
+        rows = tree_rows(screen.job_tree)
+        assert sum("retry of: parse it" in row for row in rows) == 2, rows
+        assert not any("retry of: retry" in row for row in rows)
+
+
 # --- the tool-call block -------------------------------------------------------------------------
 @pytest.mark.sandbox
 async def test_a_running_shell_command_shows_progress_then_its_result_unfolds_by_enter(

@@ -361,6 +361,11 @@ class JobTree(Tree[NodeData]):
         if run.parent_run_id:
             return "sub-run"
         if run.retry_of_run_id:
+            # "retry" alone did not say which of the job's runs it goes on with.
+            retried = self._runs.get(run.retry_of_run_id)
+            if retried is not None and isinstance(retried.data, RunEntry):
+                title = self._run_title(retried.data.run)  # a retry's retry: its origin
+                return title if title.startswith("retry of: ") else f"retry of: {title}"
             return "retry"
         if run.forked_from_checkpoint_id:
             # A fork starts a job of its own, titled by the rule the runtime words it with
