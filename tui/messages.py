@@ -109,10 +109,13 @@ class RunLoaded(TextualMessage):
 
 
 class RunRefreshed(TextualMessage):
-    def __init__(self, run: Run, job: Job) -> None:
+    def __init__(self, run: Run, job: Job, request: InputRequest | None = None) -> None:
         super().__init__()
         self.run = run
         self.job = job
+        self.request = request
+        """The run's open request, read after it, when it is the run on screen and waits: its
+        prompt is docked with the state (``MainScreen.on_run_refreshed``)."""
 
 
 class RunStarted(TextualMessage):

@@ -1316,7 +1316,12 @@ class MainScreen(Screen[None]):
             from runtime.transcript import partial_label
 
             await self.conversation.run_stopped(partial_label(event.to_state))
-        if not (ended_on_screen and await self._refresh_run_now(event.run_id)):
+        # The run on screen takes its state from the store here, and the prompt with it
+        # (``on_run_refreshed``): through the worker the state came first, and a run answered
+        # from another process that asked again read "input required" over the message box
+        # until the event of its next request arrived (up to two seconds, in a trial).
+        refreshed = self._on_screen(event.run_id) and await self._refresh_run_now(event.run_id)
+        if not refreshed:
             self.refresh_run(event.run_id)
         if event.to_state.is_terminal:
             self._interrupted_runs.discard(event.run_id)
@@ -1326,7 +1331,8 @@ class MainScreen(Screen[None]):
         on_screen = self._on_screen(event.run_id)
         if event.to_state is RunState.INPUT_REQUIRED and event.request is not None:
             if on_screen:
-                await self.show_prompt(event.request)
+                if not refreshed:  # else docked as the store has it (not when answered since)
+                    await self.show_prompt(event.request)
                 if not self.agent_app.terminal_focused:
                     self._tell_waiting(event.request, None)
             elif self.conversation.run_id is not None and event.job_id == (
@@ -1335,7 +1341,11 @@ class MainScreen(Screen[None]):
                 self._route_request(event.request, self.conversation.run_id)
             else:
                 self._tell_waiting(event.request, None)
-        elif self.open_request is not None and self.open_request.run_id == event.run_id:
+        elif (
+            not refreshed
+            and self.open_request is not None
+            and self.open_request.run_id == event.run_id
+        ):
             self._tell_unsent_answer(self.open_request, event.to_state)
             await self.hide_prompt()
 
@@ -1370,7 +1380,7 @@ class MainScreen(Screen[None]):
             return
         went = (
             "The question was answered elsewhere"
-            if now is RunState.QUEUED
+            if not now.is_terminal  # queued, or read further on: running, asking again
             else f"The run was {now.value.replace('_', ' ')} before you answered"
         )
         self.notify(
@@ -1415,11 +1425,21 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="refresh")
     async def refresh_run(self, run_id: str) -> None:
-        self.post_message(RunRefreshed(*await self._run_and_job(run_id)))
+        self.post_message(await self._refreshed(run_id))
 
     async def _run_and_job(self, run_id: str) -> tuple[Run, Job]:
         run = await self.runtime.get_run(run_id)
         return run, await self.runtime.get_job(run.job_id)
+
+    async def _refreshed(self, run_id: str) -> RunRefreshed:
+        """The run and its job as the store has them now; for the run on screen waiting for
+        input, with the request it waits on (read after the run: its prompt comes with it)."""
+        run, job = await self._run_and_job(run_id)
+        request = None
+        selected = self.selected_run
+        if run.state is RunState.INPUT_REQUIRED and selected is not None and selected.id == run_id:
+            request = await self.runtime.open_request(run_id)
+        return RunRefreshed(run, job, request)
 
     async def _refresh_run_now(self, run_id: str) -> bool:
         """The run on screen ended: its row, status line and keys take its final state here,
@@ -1429,14 +1449,14 @@ class MainScreen(Screen[None]):
         the end of a streamed answer took three frames, 60 ms apart. False when the rows
         could not be read (then the worker tries)."""
         try:
-            run, job = await self._run_and_job(run_id)
+            refreshed = await self._refreshed(run_id)
         except AgentTuiError:
             return False
         if self.is_attached:
-            self.on_run_refreshed(RunRefreshed(run, job))
+            await self.on_run_refreshed(refreshed)
         return True
 
-    def on_run_refreshed(self, message: RunRefreshed) -> None:
+    async def on_run_refreshed(self, message: RunRefreshed) -> None:
         run = message.run
         if self._recovery_runs:
             # Resumed or cancelled elsewhere too (another agent-tui, the command line).
@@ -1460,6 +1480,8 @@ class MainScreen(Screen[None]):
                 self.job_tree.upsert_job(message.job)
             self.job_tree.upsert_run(run)
         if self.selected_run is not None and self.selected_run.id == run.id:
+            if not await self._prompt_as_stored(run, message.request):
+                return  # answered since it was read: the answer's change follows
             self.selected_run = run
             self.selected_job = message.job
             self._show_run_state(run)
@@ -1467,6 +1489,25 @@ class MainScreen(Screen[None]):
             # A follow-up of the job on screen sent from elsewhere (another agent-tui, the
             # CLI) is shown as one sent here is, instead of only in the browser.
             self.open_run(run.id)
+
+    async def _prompt_as_stored(self, run: Run, request: InputRequest | None) -> bool:
+        """The prompt of ``run``, the run on screen, as read with it: docked before its state
+        says "input required" (never after: the keys typed meanwhile went into the message
+        box), gone once it waits no more. False when the state must not be shown yet: it
+        waits, but its request was answered before it could be read."""
+        shown = self.open_request
+        here = shown is not None and shown.run_id == run.id
+        if run.state is not RunState.INPUT_REQUIRED:
+            if shown is not None and here:
+                self._tell_unsent_answer(shown, run.state)
+                await self.hide_prompt()
+            return True
+        if request is None:
+            return here
+        if shown is not None and here and shown.id != request.id:
+            self._tell_unsent_answer(shown, run.state)  # answered, and it asks again
+        await self.show_prompt(request)
+        return True
 
     def _follows_on_screen(self, run: Run) -> bool:
         """Whether ``run`` is a newer root run of the job on screen, whose shown run has ended
