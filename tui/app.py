@@ -60,6 +60,8 @@ class Settings:
     """``--agent``: the agent of new jobs (None: the configured default)."""
     open_job: str | None = None
     """``--resume JOB_ID``: the job shown at start."""
+    open_run: str | None = None
+    """``--resume RUN_ID``: the run shown at start (a sub-agent's too), in its job ``open_job``."""
     continue_last: bool = False
     """``--continue``: show the most recent job at start."""
     attach: bool = False
@@ -659,16 +661,26 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
             store=store,
             model=launch.model,
         )
+        named_runs: list[str] = []
         try:
             open_job = None
             if launch.resume is not None:
                 from tui._cli.ids import resolve_id
 
-                open_job = await resolve_id(runtime.store, "job", launch.resume, db_path=db_path)
+                open_job = await resolve_id(
+                    runtime.store,
+                    "job",
+                    launch.resume,
+                    db_path=db_path,
+                    named_run=named_runs.append,
+                )
         except AgentTuiError:
             await runtime.close()
             raise
-        app.settings = replace(app.settings, open_job=open_job)
+        # A run's id opens that run, not its job's latest: a sub-agent's conversation asked
+        # for by its id showed the root run's instead.
+        open_run = named_runs[0] if named_runs else None
+        app.settings = replace(app.settings, open_job=open_job, open_run=open_run)
         # The default model's SDK, imported now on a thread, not by the first task on the
         # event loop (the anthropic SDK: a second or two, with the screen frozen).
         from runtime.providers.registry import preload_provider_soon

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from runtime.api import Runtime
 from runtime.models import InputRequestState, Run, RunState
 from tests.store.helpers import answer_text, queued_messages
@@ -24,6 +26,7 @@ from tests.tui.helpers import (
 from tui.screens.main import MainScreen
 from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.confirm_bar import ConfirmBar
+from tui.widgets.job_tree import RunEntry
 from tui.widgets.message_view import MessageView
 from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
@@ -622,3 +625,42 @@ async def test_esc_on_a_run_resumed_from_the_browser_says_how_to_reach_r_from_th
             assert composer.input.text == "what about division"
     finally:
         await second.close()
+
+
+async def test_resume_with_a_sub_runs_id_opens_that_sub_run_not_its_jobs_root_run(
+    db_path: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agent-tui --resume <id of a sub-agent's run>` opened the job's root run: the
+    conversation asked for was one Enter and a search of the browser away."""
+    from tests.tui.test_keys_and_delegation import delegation_config
+    from tui.app import Launch, program_app
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    earlier = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=delegation_config(), model="demo:instant"
+    )
+    try:
+        root = await earlier.start("summarise this project")
+        await finish_run(earlier, root.id)
+        [child, *_] = [r for r in await earlier.job_runs(root.job_id) if r.parent_run_id]
+    finally:
+        await earlier.close()
+
+    app = program_app(db_path, workspace, Launch(model="demo:instant", resume=child.id[:8]))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        screen = main_screen(app)
+        await wait_until(
+            pilot, lambda: screen.selected_run is not None and screen.status.run is not None
+        )
+        assert screen.selected_run is not None and screen.selected_run.id == child.id
+        assert screen.conversation.run_id == child.id
+
+        def under_the_cursor() -> str | None:
+            node = screen.job_tree.cursor_node
+            return node.data.run.id if node and isinstance(node.data, RunEntry) else None
+
+        # Its row in the browser is the one under the cursor (under its parent's, unfolded).
+        await wait_until(pilot, lambda: under_the_cursor() == child.id, timeout=15)

@@ -28,10 +28,11 @@ async def resolve_id(
     db_path: Path | str | None,
     note: Callable[[str], None] | None = None,
     run_names_job: bool = True,
+    named_run: Callable[[str], None] | None = None,
 ) -> str:
     """The one id of ``kind`` that is or starts with ``text``; for a job, also the job of the
-    one run whose id is or starts with ``text`` (told to ``note`` in one line), unless not
-    ``run_names_job``."""
+    one run whose id is or starts with ``text`` (told to ``note`` in one line, and that run's
+    id to ``named_run``), unless not ``run_names_job``."""
     prefix = text.strip()
     if not prefix:
         raise InvalidInput(f"the {kind} id is empty")
@@ -42,7 +43,7 @@ async def resolve_id(
 
     where = f" in {shown(db_path)}" if db_path is not None else ""
     if not found and kind == "job" and run_names_job:
-        job_id = await _job_of_a_run(store, prefix, note)
+        job_id = await _job_of_a_run(store, prefix, note, named_run)
         if job_id is not None:
             return job_id
     if not found:
@@ -57,7 +58,10 @@ async def resolve_id(
 
 
 async def _job_of_a_run(
-    store: Store, prefix: str, note: Callable[[str], None] | None
+    store: Store,
+    prefix: str,
+    note: Callable[[str], None] | None,
+    named_run: Callable[[str], None] | None = None,
 ) -> str | None:
     """The job of the one run whose id is or starts with ``prefix`` (None: no run's does);
     several runs are as ambiguous as several jobs."""
@@ -71,6 +75,8 @@ async def _job_of_a_run(
             "type more of one"
         )
     run = await store.get_run(runs[0])
+    if named_run is not None:
+        named_run(run.id)
     if note is not None:
         from tui._cli.listing import short_id
 

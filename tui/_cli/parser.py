@@ -372,8 +372,9 @@ def _add_top_level_options(parser: argparse.ArgumentParser) -> None:
     )
     opening.add_argument(
         "--resume",
-        metavar="JOB_ID",
-        help="open the TUI on this job (a unique prefix of its id is enough)",
+        metavar="ID",
+        help="open the TUI on this job, or on this run given a run's id (a unique prefix of the"
+        " id is enough)",
     )
 
 

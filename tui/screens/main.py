@@ -348,7 +348,9 @@ class MainScreen(Screen[None]):
             self._load_history()
             self._load_draft(None)
             settings = self.agent_app.settings
-            if settings.open_job is not None:
+            if settings.open_run is not None:
+                self.open_run(settings.open_run)
+            elif settings.open_job is not None:
                 self.open_job(settings.open_job)
             elif settings.continue_last:
                 self._open_latest()
