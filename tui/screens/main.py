@@ -1878,11 +1878,10 @@ class MainScreen(Screen[None]):
         elif name == "new":
             composer.command_done()
             if argument:
-                # Straight to a new job: its run on screen addresses the composer to it. (Through
-                # the empty new-job screen first, that screen's worker could finish after the
-                # run was shown, and put "New job" back in the conversation and the composer.)
-                # The box addresses the new job from now on: what is sent before it exists is
-                # held for it (``_hold_for_new_job``), not sent to the job on screen.
+                # Straight to a new job: its run on screen addresses the composer to it, with
+                # no empty new-job screen in between. The box addresses the new job from now
+                # on: what is sent before it exists is held for it (``_hold_for_new_job``), not
+                # sent to the job on screen.
                 composer.target(None)
                 # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream
                 # 20`` sent both slashes; ``/new /stream 20`` sent one).
@@ -2316,18 +2315,16 @@ class MainScreen(Screen[None]):
 
     def action_new_job(self, take_keys: bool = True) -> None:
         """An explicit new job: the conversation empties and the composer addresses a new job
-        (``take_keys``: and has the focus)."""
-        self.run_worker(
-            self._new_job(take_keys=take_keys), exit_on_error=False, group="new-job", exclusive=True
-        )
+        (``take_keys``: and has the focus).
 
-    async def _new_job(self, *, take_keys: bool = True) -> None:
-        await self._close_confirm_bar()
-        await self.hide_prompt()
+        What the keys act on changes here, at once: the box addresses the new job and no run
+        is selected. The widgets go after, in the screen's own turn (``_new_job``), as a
+        loaded run is shown: a worker beside the screen's handlers, clearing a long
+        conversation, left the box on the job shown before (a message sent meanwhile became
+        its follow-up), and a run opened meanwhile had "New job" put over it."""
         self.selected_run = None
         self.selected_job = None
         self._loading_run_id = None
-        await self.conversation.show_empty("New job: type the task below and press Enter.")
         self.query_one("#banner", Static).display = False
         self.status.show(model=str(self.runtime.default_model))
         self.job_tree.keep_live(None)
@@ -2335,8 +2332,17 @@ class MainScreen(Screen[None]):
         if composer.follow_up_job_id is not None:
             composer.target(None)
             self._load_draft(None)
+        self.refresh_bindings()
+        self.call_later(self._new_job, take_keys=take_keys)
+
+    async def _new_job(self, *, take_keys: bool = True) -> None:
+        if self.selected_run is not None or self._loading_run_id is not None:
+            return  # a run opened since, after the new job was asked for: it is shown
+        await self._close_confirm_bar()
+        await self.hide_prompt()
+        await self.conversation.show_empty("New job: type the task below and press Enter.")
         if take_keys:
-            composer.focus_input()
+            self.composer.focus_input()
         self.refresh_bindings()
 
     def _working_run(self) -> Run | None:
