@@ -56,6 +56,10 @@ class PermissionRule:
     position: int | None = field(default=None, compare=False)
     """Its index in its file's ``kind`` list when read (``list_rules``) or removed
     (``revoke_rule``): where ``restore_rule`` puts it back. Not part of the rule's identity."""
+    revoked: tuple[str, str] | None = field(default=None, compare=False, repr=False)
+    """Set by ``revoke_rule``: its file's text before and after the revoke. While the file is
+    still as the revoke left it, ``restore_rule`` writes the text before back, comments and
+    all (tomlkit has no public way to the comments of a list's lines)."""
 
     def describe(self) -> str:
         where = "user config" if self.source == "user" else "workspace"
@@ -113,15 +117,20 @@ def revoke_rule(rule: PermissionRule) -> PermissionRule | None:
         return None
     listed = content["permissions"][rule.kind]  # the edit found the rule there
     write_text_atomically(rule.path, edited)
-    return replace(rule, position=listed.index(rule.pattern))
+    return replace(rule, position=listed.index(rule.pattern), revoked=(text, edited))
 
 
 def restore_rule(rule: PermissionRule) -> None:
-    """Put a revoked ``rule`` back in its file, at its ``position`` in its list (at the end
-    when it has none, or the list got shorter since): the undo of ``revoke_rule``."""
+    """Put a revoked ``rule`` back in its file: the undo of ``revoke_rule``. The file as it
+    was, the comments on and around the rule's line included, while nothing else changed it
+    since; otherwise at its ``position`` in its list (at the end when it has none, or the list
+    got shorter since), the other changes kept."""
     from runtime.config_edit import add_to_toml_array  # tomlkit: only when a file is edited
 
     text, _ = read_toml_file(rule.path)
+    if rule.revoked is not None and text == rule.revoked[1]:
+        write_text_atomically(rule.path, rule.revoked[0])
+        return
     edited = add_to_toml_array(
         text, ("permissions",), rule.kind, rule.pattern, path=rule.path, at=rule.position
     )

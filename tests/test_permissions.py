@@ -55,22 +55,50 @@ def test_rules_are_listed_with_the_file_they_are_saved_in(workspace: Path, user_
     [
         '["shell", "read_file", "write_file"]',
         '[\n    "shell",  # mind it\n    "read_file",\n    "write_file",\n]',
+        # Comments on a rule's line and over it; the last rule without a comma.
+        "[\n"
+        "    # reading never changes anything\n"
+        '    "shell",  # mind it\n'
+        "    # the formatter only rewrites files in place\n"
+        "    # (checked in CI)\n"
+        '    "read_file", # as is\n'
+        '    "write_file"  # last\n'
+        "]",
     ],
+    ids=["one-line", "a-comment", "comments-around"],
 )
-def test_a_revoked_rule_restored_goes_back_where_it_stood_in_its_list(
+def test_a_revoked_rule_restored_goes_back_where_it_stood_in_its_list_with_its_comment(
     workspace: Path, allow: str
 ) -> None:
+    """The comment on a revoked rule's line was lost when u put the rule back; the first rule
+    of a list came back under the comment lines of the rule after it."""
     path = workspace / "agent-tui.toml"
     for pattern in ("shell", "read_file", "write_file"):
-        text = f"[permissions]\nallow = {allow}\n"
+        text = f'[permissions]\nallow = {allow}\ndeny = ["github__delete_*"]  # never\n'
         _write(path, text)
         (rule,) = [r for r in list_rules(workspace) if r.pattern == pattern]
         removed = revoke_rule(rule)
         assert removed is not None and removed.position == rule.position
+        assert pattern not in path.read_text()
         restore_rule(removed)
-        # The one thing not kept: a comment on the line of the rule revoked goes with it.
-        expected = text.replace("  # mind it", "") if pattern == "shell" else text
-        assert path.read_text() == expected
+        assert path.read_text() == text
+
+
+def test_a_rule_restored_after_another_edit_goes_back_at_its_index_and_the_edit_stays(
+    workspace: Path,
+) -> None:
+    path = workspace / "agent-tui.toml"
+    _write(path, '[permissions]\nallow = [\n    "shell",  # mind it\n    "read_file",\n]\n')
+    (rule,) = [r for r in list_rules(workspace) if r.pattern == "shell"]
+    removed = revoke_rule(rule)
+    assert removed is not None
+    _write(path, path.read_text() + 'deny = ["write_file"]\n')  # edited by hand meanwhile
+    restore_rule(removed)
+    assert [(r.kind, r.pattern) for r in list_rules(workspace)] == [
+        ("deny", "write_file"),
+        ("allow", "shell"),
+        ("allow", "read_file"),
+    ]
 
 
 def test_revoking_a_rule_removes_it_from_its_own_file_only(
