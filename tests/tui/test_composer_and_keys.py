@@ -1657,31 +1657,56 @@ def test_help_lists_the_line_deletions_and_the_search_keys() -> None:
     assert "field" in search["↑ on the first hit"] and "esc" in search
 
 
+async def _help_lines(pilot: Pilot[object], app: AgentTuiApp) -> list[str]:
+    """F1, then every line of the help's key tables as the screen lays them out (all of them,
+    those scrolled out of view too)."""
+    from rich.console import Console
+    from rich.segment import Segment
+    from rich.text import Text
+
+    await pilot.press("f1")
+    await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+    await pilot.pause()
+    lines: list[str] = []
+    for rows in app.screen.query(".help-rows").results(Static):
+        console = Console(width=rows.content_region.width, color_system=None)
+        content = rows.content
+        shown = Text(content) if isinstance(content, str) else content
+        for line in console.render_lines(shown, pad=False):
+            lines.append("".join(segment.text for segment in Segment.filter_control(line)))
+    return lines
+
+
 async def test_help_descriptions_wrap_within_their_column_at_80_columns(
     runtime: Runtime, workspace: Path
 ) -> None:
     """A long description wrapped back to column 0, under the keys ('run; twice within 2 s:
     quit' at the left edge; found by a new-user trial): every line stays indented."""
-    from rich.console import Console
-    from rich.segment import Segment
-    from rich.text import Text
-    from textual.widgets import Static
-
     app = make_app(runtime, workspace)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("f1")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        await pilot.pause()
-        lines: list[str] = []
-        for rows in app.screen.query(".help-rows").results(Static):
-            console = Console(width=rows.content_region.width, color_system=None)
-            content = rows.content
-            shown = Text(content) if isinstance(content, str) else content
-            for line in console.render_lines(shown, pad=False):
-                lines.append("".join(segment.text for segment in Segment.filter_control(line)))
+        lines = await _help_lines(pilot, app)
         assert any("twice within 2 s" in line for line in lines)
         assert len(lines) > 40
         assert [line for line in lines if line.strip() and not line.startswith("  ")] == []
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)], ids=["usual", "80x24"])
+async def test_every_key_in_the_help_shows_whole_in_its_column(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """A new-user trial read "↑ ↓ / pgup pgdn / hom…" in the Report section: the key column
+    cut a key longer than itself. Every row of every section shows its keys whole, in order."""
+    from rich.cells import set_cell_size
+
+    from tui.screens.help import KEY_WIDTH
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size) as pilot:
+        lines = await _help_lines(pilot, app)
+    # A row's first line holds its keys; the lines its description wraps onto leave them blank.
+    shown = [set_cell_size(line, KEY_WIDTH).rstrip() for line in lines]
+    expected = ["  " + key for _, rows in help_sections() for key, _ in rows]
+    assert [cell for cell in shown if cell.strip()] == expected
 
 
 async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(

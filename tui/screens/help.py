@@ -130,16 +130,26 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("Permissions (/permissions)", _rows(PermissionsScreen.BINDINGS)),
         (
             "Report (/context)",
-            [("↑ ↓ / pgup pgdn / home end", "Scroll"), *_rows(ReportScreen.BINDINGS)],
+            [
+                # Three rows: on one, the keys were longer than KEY_WIDTH, and cut.
+                ("↑ ↓", "Scroll"),
+                ("pgup / pgdn", "A page up / down (space: down too)"),
+                ("home / end", "Top / bottom"),
+                *_rows(ReportScreen.BINDINGS),
+            ],
         ),
     ]
+
+
+KEY_WIDTH = 24
+"""The keys' column, its two spaces of indent included: a key longer is cut (``…``)."""
 
 
 def _grid(rows: list[tuple[str, str]]) -> Table:
     """Keys and what they do in two columns: a long description wraps within its own column
     (as plain text it wrapped back under the keys)."""
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(width=24, no_wrap=True)
+    grid.add_column(width=KEY_WIDTH, no_wrap=True)
     grid.add_column(ratio=1)
     for key, what in rows:
         grid.add_row(Text("  " + key), Text(what))
