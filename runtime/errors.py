@@ -12,6 +12,8 @@ AgentTuiError
 │   ├── OwnershipLost        ownership_lost (the execution token is no longer current)
 │   ├── ConsumerAlreadyActive consumer_already_active (a durable consumer id is held)
 │   ├── IdempotencyConflict  idempotency_conflict (same key, different input)
+│   ├── JobRunOpen           job_run_open (a job cannot be archived while one of its runs
+│   │                        is queued, running or waiting: which one, and its state)
 │   └── AlreadyAnswered      already_answered
 ├── InvalidInput             invalid_input (a public argument failed validation)
 │   └── InvalidResponse      invalid_response (an answer that does not fit its request)
@@ -116,6 +118,25 @@ class ConsumerAlreadyActive(ConflictError):
 
 class IdempotencyConflict(ConflictError):
     code = "idempotency_conflict"
+
+
+class JobRunOpen(ConflictError):
+    """The job cannot be archived: one of its runs has not ended. The message says what to do
+    as commands to type (the CLI shows it as it is); the fields let another client say it in
+    its own terms."""
+
+    code = "job_run_open"
+
+    def __init__(
+        self, message: str, *, job_id: str, run_id: str, run_state: str, waits_for_retry: bool
+    ) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.run_id = run_id
+        self.run_state = run_state
+        """The run's state: ``queued``, ``running`` or ``input_required``."""
+        self.waits_for_retry = waits_for_retry
+        """Queued by a recovery or a quit: nothing runs it until a person retries it."""
 
 
 class AlreadyAnswered(ConflictError):

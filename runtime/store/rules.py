@@ -989,27 +989,40 @@ def archive_job(
     none when nothing changes. ``open_run``: a run of the job still queued, running or waiting
     for input, which a job cannot be archived with (cancel it first)."""
     if archived and open_run is not None:
-        run_id = open_run.id
-        if waits_for_retry(open_run):
-            # "Let it finish" never happens: nothing runs it until a person retries it.
-            raise errors.ConflictError(
-                f"job {job.id} has a run that was interrupted and waits for a retry ({run_id});"
-                f" {retry_or_cancel(run_id)} before archiving"
-            )
-        if open_run.state is RunState.INPUT_REQUIRED:
-            raise errors.ConflictError(
-                f"job {job.id} has a run that is input_required ({run_id}); answer it"
-                f" (agent-tui respond {run_id} ANSWER) or cancel it before archiving"
-            )
-        raise errors.ConflictError(
-            f"job {job.id} has a run that is {open_run.state.value} ({run_id}); "
-            "cancel it or let it finish before archiving"
-        )
+        raise _job_run_open(job, open_run)
     if job.archived == archived or latest_root_run_id is None:
         return []
     return [
         JobArchived(job_id=job.id, run_id=latest_root_run_id, created_at=now, archived=archived)
     ]
+
+
+def _job_run_open(job: Job, open_run: Run) -> errors.JobRunOpen:
+    """Why ``job`` is not archived: ``open_run`` has not ended; what to do, as commands."""
+    run_id = open_run.id
+    if waits_for_retry(open_run):
+        # "Let it finish" never happens: nothing runs it until a person retries it.
+        message = (
+            f"job {job.id} has a run that was interrupted and waits for a retry ({run_id});"
+            f" {retry_or_cancel(run_id)} before archiving"
+        )
+    elif open_run.state is RunState.INPUT_REQUIRED:
+        message = (
+            f"job {job.id} has a run that is input_required ({run_id}); answer it"
+            f" (agent-tui respond {run_id} ANSWER) or cancel it before archiving"
+        )
+    else:
+        message = (
+            f"job {job.id} has a run that is {open_run.state.value} ({run_id}); "
+            "cancel it or let it finish before archiving"
+        )
+    return errors.JobRunOpen(
+        message,
+        job_id=job.id,
+        run_id=run_id,
+        run_state=open_run.state.value,
+        waits_for_retry=waits_for_retry(open_run),
+    )
 
 
 # --- input requests -----------------------------------------------------------------------------

@@ -89,6 +89,8 @@ def test_a_job_waiting_for_input_cannot_be_archived(cli: Cli) -> None:
     result = cli.run("archive", job_id)
     assert result.returncode == 2
     assert "input_required" in result.stderr and "cancel it" in result.stderr
+    # The command line's own way to answer it (the TUI words its refusal with its keys).
+    assert "agent-tui respond" in result.stderr
     assert "Traceback" not in result.stderr
     assert _count(cli, "SELECT archived FROM jobs WHERE id = ?", job_id) == 0
 

@@ -1497,13 +1497,20 @@ async def test_a_job_whose_run_was_interrupted_is_not_archived_and_the_refusal_s
     run, token = await running_run(store)
     await store.stop_run(run.id, token=token, reason="stopped when agent-tui closed")
     after = await store.last_seq()
-    with pytest.raises(errors.ConflictError) as refused:
+    with pytest.raises(errors.JobRunOpen) as refused:
         await store.set_job_archived(run.job_id, True)
     assert str(refused.value) == (
         f"job {run.job_id} has a run that was interrupted and waits for a retry ({run.id});"
         f" retry it (agent-tui retry {run.id}) or cancel it (agent-tui cancel {run.id})"
         " before archiving"
     )
+    # What a client words its own refusal from (the TUI names its keys, not these commands).
+    assert (refused.value.code, refused.value.job_id, refused.value.run_id) == (
+        "job_run_open",
+        run.job_id,
+        run.id,
+    )
+    assert (refused.value.run_state, refused.value.waits_for_retry) == ("queued", True)
     assert await store.read_events(after=after) == []  # refused: nothing written
     assert not (await store.get_job(run.job_id)).archived
 
@@ -1513,8 +1520,10 @@ async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hea
 ) -> None:
     run, token = await running_run(store)
     after = await store.last_seq()
-    with pytest.raises(errors.ConflictError, match="cancel it or let it finish"):
+    with pytest.raises(errors.JobRunOpen, match="cancel it or let it finish") as refused:
         await store.set_job_archived(run.job_id, True)
+    assert (refused.value.run_id, refused.value.run_state) == (run.id, "running")
+    assert not refused.value.waits_for_retry
     assert await store.read_events(after=after) == []  # refused: nothing written
     await store.finish_run(run.id, token=token, to=RunState.COMPLETED, outcome="done")
     follow_up = await store.create_run(new_run(job_id=run.job_id, history_run_id=run.id))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+from textual.pilot import Pilot
+
 from runtime.api import Runtime
-from runtime.models import Run
+from runtime.models import Run, RunState
 from tests.tui.helpers import (
     SIZE,
     finish_run,
+    main_screen,
     make_app,
     notifications,
     open_runtime,
@@ -16,8 +20,10 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
+from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.widgets.job_tree import BrowserDetail
+from tui.widgets.question_prompt import QuestionPrompt
 
 
 async def _kept_and_gone(runtime: Runtime) -> tuple[Run, Run]:
@@ -76,21 +82,76 @@ async def test_u_brings_back_the_job_archived_last(runtime: Runtime, workspace: 
     assert {j.id for j in (await runtime.list_jobs()).items} == {kept.job_id, gone.job_id}
 
 
-async def test_x_on_a_job_waiting_for_input_says_why_it_is_not_archived(
+async def _refusal(pilot: Pilot[object], app: AgentTuiApp) -> str:
+    """``x`` in the browser, then the one warning that says why nothing was archived."""
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    screen.job_tree.focus()
+    await wait_until(pilot, lambda: app.focused is screen.job_tree)
+    await pilot.press("x")
+    await wait_until(pilot, lambda: any(t.startswith("Not archived: ") for t in notifications(app)))
+    [refusal] = [t for t in notifications(app) if t.startswith("Not archived: ")]
+    return refusal.removeprefix("Not archived: ")
+
+
+async def test_x_on_a_job_waiting_for_input_says_why_in_the_apps_own_keys(
     runtime: Runtime, workspace: Path
 ) -> None:
+    """A new-user trial was told, in the TUI, to run `agent-tui respond <id> ANSWER`: the
+    refusal names the keys here (enter opens the job, i the inbox, c cancels)."""
     waiting = await runtime.start("summarise")
     await runtime.wait(waiting.id, timeout=10)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, MainScreen)
         await wait_for_browser(pilot, app)
-        screen.job_tree.focus()
-        await pilot.press("x")
-        await wait_until(pilot, lambda: any("Not archived" in t for t in notifications(app)))
-        assert waiting.job_id in screen.job_tree.job_ids
+        refusal = await _refusal(pilot, app)
+        assert refusal.startswith("A run of this job waits for input")
+        assert "(enter)" in refusal and "inbox (i)" in refusal and "c cancels it" in refusal
+        assert "agent-tui" not in refusal and waiting.id not in refusal
+        assert waiting.job_id in main_screen(app).job_tree.job_ids
     assert not (await runtime.get_job(waiting.job_id)).archived
+
+
+async def test_x_on_the_open_job_waiting_for_input_points_to_its_prompt(
+    runtime: Runtime, workspace: Path
+) -> None:
+    waiting = await runtime.start("summarise")
+    await runtime.wait(waiting.id, timeout=10)
+    app = make_app(runtime, workspace, open_job=waiting.job_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        refusal = await _refusal(pilot, app)
+        assert "answer it in its prompt, or c cancels it" in refusal
+        assert "agent-tui" not in refusal and "(enter)" not in refusal
+    assert not (await runtime.get_job(waiting.job_id)).archived
+
+
+async def test_x_on_a_job_whose_run_was_interrupted_says_r_retries_it(
+    db_path: Path, workspace: Path
+) -> None:
+    """The interrupted run's refusal gave `agent-tui retry` and `agent-tui cancel` commands."""
+    first = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        run = await first.start("summarise")
+        async with asyncio.timeout(30):
+            while (await first.get_run(run.id)).state is not RunState.RUNNING:
+                await asyncio.sleep(0.01)
+    finally:
+        await first.close()  # the process goes: its run is left interrupted
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        assert (await runtime.get_run(run.id)).interrupted
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for_browser(pilot, app)
+            refusal = await _refusal(pilot, app)
+            assert "interrupted" in refusal
+            assert "open the job (enter), then R retries it or c cancels it" in refusal
+            assert "agent-tui" not in refusal
+        assert not (await runtime.get_job(run.job_id)).archived
+    finally:
+        await runtime.close()
 
 
 async def test_a_job_archived_in_another_process_leaves_this_browser_and_comes_back_with_it(

@@ -27,7 +27,13 @@ from textual.widgets.collapsible import CollapsibleTitle
 from textual.worker import Worker, WorkerState
 
 from runtime.drafts import restorable
-from runtime.errors import AgentTuiError, AlreadyAnswered, InvalidInput, RunStateConflict
+from runtime.errors import (
+    AgentTuiError,
+    AlreadyAnswered,
+    InvalidInput,
+    JobRunOpen,
+    RunStateConflict,
+)
 from runtime.fileio import write_text_atomically
 from runtime.interrupted import needs_resume
 from runtime.kinds import InputKind, Role, RunState
@@ -2973,6 +2979,15 @@ class MainScreen(Screen[None]):
     async def _archive(self, job_id: str) -> None:
         try:
             job = await self.runtime.store.set_job_archived(job_id, True)
+        except JobRunOpen as exc:
+            on_screen = self.selected_job is not None and self.selected_job.id == job_id
+            self.notify(
+                archive_refusal(exc, on_screen=on_screen),
+                title="Not archived",
+                severity="warning",
+                markup=False,
+            )
+            return
         except AgentTuiError as exc:
             self.notify(str(exc), title="Not archived", severity="warning")
             return
@@ -3130,6 +3145,25 @@ async def _first_window(
 
 EXPORT_SLUG = 24
 """Characters of the job's title in an export's file name: the name fits a notice's line."""
+
+
+def archive_refusal(error: JobRunOpen, *, on_screen: bool) -> str:
+    """Why ``x`` did not archive a job, in this app's keys: the error's own message gives the
+    command line's (``agent-tui respond RUN_ID ANSWER``), which a trial read in the TUI.
+    ``on_screen``: the job is the one open, its run's prompt and ``c`` at hand."""
+    open_it = "" if on_screen else "open the job (enter), then "
+    if error.waits_for_retry:
+        what = f"was interrupted and waits for a retry: {open_it}R retries it or c cancels it"
+    elif error.run_state != RunState.INPUT_REQUIRED.value:
+        what = f"is {error.run_state}: let it finish, or {open_it}c cancels it"
+    elif on_screen:
+        what = "waits for input: answer it in its prompt, or c cancels it"
+    else:
+        what = (
+            "waits for input: open the job (enter) or the inbox (i) to answer it,"
+            f" or {open_it}c cancels it"
+        )
+    return f"A run of this job {what}. Then x archives the job."
 
 
 def export_path(workspace: Path, title: str, job_id: str, now: float) -> Path:
