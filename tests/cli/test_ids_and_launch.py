@@ -30,6 +30,43 @@ def test_a_unique_prefix_of_a_run_id_is_enough(cli: Cli) -> None:
     assert run_id in shown.stdout
 
 
+def test_ids_and_prefixes_typed_in_capitals_find_what_they_name(cli: Cli) -> None:
+    """Found by a new-user trial: `show 1FA2` said "no run id starts with '1FA2'"; ids are
+    lower-case hex, and a run, job, checkpoint or request id is found in any case."""
+    boundary = _start(cli)
+    run_id = str(boundary["run_id"])
+    request = boundary["request"]
+    assert isinstance(request, dict)
+    shown = json.loads(cli.run("show", run_id, "--json").stdout)
+    job_id = str(shown["run"]["job_id"])
+    checkpoint_id = str(shown["checkpoints"][-1]["id"])
+
+    by_prefix = cli.run("show", run_id[:6].upper(), "--json")
+    assert by_prefix.returncode == 0, by_prefix.stderr
+    assert json.loads(by_prefix.stdout)["run"]["id"] == run_id
+    exported = cli.run("export", job_id.upper())
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == cli.run("export", job_id).stdout
+    forked = cli.run("fork", checkpoint_id[:8].upper(), "and the budget?", "--json")
+    assert forked.returncode == 0, forked.stderr
+    assert json_lines(forked.stdout)[-1]["state"] == "completed"
+    answered = cli.run(
+        "respond", run_id.upper(), "1", "--request", str(request["id"]).upper(), "--json"
+    )
+    assert answered.returncode == 3, answered.stderr  # answered; it asks its next question
+    assert "Traceback" not in answered.stderr
+    assert _count_answered(cli, str(request["id"])) == 1
+
+
+def _count_answered(cli: Cli, request_id: str) -> int:
+    with sqlite3.connect(cli.db) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM input_requests WHERE id = ? AND state = 'answered'",
+            (request_id,),
+        ).fetchone()
+    return int(row[0])
+
+
 def test_an_ambiguous_prefix_is_a_clear_error_listing_the_candidates(cli: Cli) -> None:
     first = str(_start(cli)["run_id"])
     second = str(_start(cli)["run_id"])

@@ -1,7 +1,8 @@
 """Ids by unique prefix, like git: ``agent-tui show 3fa2`` finds the one run whose id starts so.
 
 A prefix that matches nothing is "not found" naming the database looked in; one that matches
-several is ambiguous and lists a few. An exact id is taken as it is. Where a job is asked, the
+several is ambiguous and lists a few. An exact id is taken as it is. Ids are lower-case hex
+(``runtime.ids``): one typed in capitals, or a prefix, finds them too. Where a job is asked, the
 id (or unique prefix) of one of its runs names it too: ``runs`` lists run ids, and a new-user
 trial typed one to ``--resume``, ``export`` and ``follow-up``.
 """
@@ -33,7 +34,7 @@ async def resolve_id(
     """The one id of ``kind`` that is or starts with ``text``; for a job, also the job of the
     one run whose id is or starts with ``text`` (told to ``note`` in one line, and that run's
     id to ``named_run``), unless not ``run_names_job``."""
-    prefix = text.strip()
+    prefix = text.strip().lower()
     if not prefix:
         raise InvalidInput(f"the {kind} id is empty")
     found: list[str] = await store.ids_with_prefix(kind, prefix, limit=SHOWN + 1)
@@ -109,6 +110,8 @@ async def _other_kind(store: Store, kind: str, prefix: str) -> str:
 
 
 ARGUMENT_KINDS = (("run_id", "run"), ("job_id", "job"), ("checkpoint_id", "checkpoint"))
+EXACT_IDS = ("request",)
+"""Id arguments taken whole (``respond --request``): only their case is made the ids'."""
 
 
 async def resolve_arguments(
@@ -118,9 +121,9 @@ async def resolve_arguments(
     db_path: Path | str | None,
     note: Callable[[str], None] | None = None,
 ) -> None:
-    """Replace every id argument of a parsed command by the full id it names (``note``: told
-    when a run's id named its job). ``delete`` takes a job's own id only: what it deletes
-    cannot come back, so it is never inferred from a run's."""
+    """Replace every id argument of a parsed command by the full id it names, in lower case
+    (``note``: told when a run's id named its job). ``delete`` takes a job's own id only: what
+    it deletes cannot come back, so it is never inferred from a run's."""
     run_names_job = getattr(args, "command", None) != "delete"
     for attribute, kind in ARGUMENT_KINDS:
         value = getattr(args, attribute, None)
@@ -129,3 +132,7 @@ async def resolve_arguments(
                 store, kind, value, db_path=db_path, note=note, run_names_job=run_names_job
             )
             setattr(args, attribute, resolved)
+    for attribute in EXACT_IDS:
+        value = getattr(args, attribute, None)
+        if isinstance(value, str):
+            setattr(args, attribute, value.strip().lower())
