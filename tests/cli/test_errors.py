@@ -5,12 +5,20 @@ exit 2, and nothing is written."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.harness import Cli, assert_one_line_error, folder_state, read_only, run_cli
+from tests.cli.harness import (
+    Cli,
+    assert_one_line_error,
+    folder_state,
+    json_lines,
+    read_only,
+    run_cli,
+)
 from tui import cli
 from tui._cli import commands
 
@@ -134,3 +142,32 @@ def test_every_command_given_an_id_that_names_nothing_fails_with_exit_2_and_one_
         assert result.stdout == "", args
         [line] = result.stderr.splitlines()
         assert line.startswith("agent-tui: error: no ") and "'0a0b0c0d'" in line, args
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("form", ["md", "json"])
+def test_an_export_stdout_cannot_take_is_one_line_naming_it_with_exit_1(
+    cli: Cli, form: str
+) -> None:
+    """Found by a new-user trial: `agent-tui export JOB > /dev/full` said "unexpected error:
+    [Errno 28] No space left on device (see …agent-tui.log)"."""
+    started = cli.run("run", "summarise", "--json", "--model", "demo:instant")
+    assert started.returncode == 3, started.stderr
+    job_id = json_lines(started.stdout)[-1]["request"]["job_id"]
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            cli.argv("export", job_id, "--format", form),
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli.env,
+            cwd=cli.workspace,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1
+    # One line: nothing more from the interpreter's own last flush of what stdout kept.
+    assert result.stderr == (
+        "agent-tui: error: cannot write the export to stdout: No space left on device\n"
+    )

@@ -465,9 +465,23 @@ async def cmd_cancel(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 async def cmd_export(ctx: Context, runtime: Runtime, args: Any) -> int:
     text = await runtime.export_job(args.job_id, format=args.format)
-    ctx.out.write(text if text.endswith("\n") else text + "\n")
-    ctx.out.flush()
+    write_output(ctx, text if text.endswith("\n") else text + "\n", what="the export")
     return EXIT_OK
+
+
+def write_output(ctx: Context, text: str, *, what: str) -> None:
+    """``text`` to stdout, flushed. A write that fails (a full disk, ``> /dev/full``, an I/O
+    error) is an error naming ``what`` and why, in one line: it was "unexpected error:
+    [Errno 28] …" (exit 1 still). A closed pipe (``| head``) goes on to the quiet exit
+    ``tui.cli`` gives it."""
+    try:
+        ctx.out.write(text)
+        ctx.out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise AgentTuiError(f"cannot write {what} to stdout: {why}", code="output_failed") from exc
 
 
 # --- archive and delete (DESIGN §5) -------------------------------------------------------------
