@@ -656,6 +656,28 @@ async def test_export_writes_a_new_file_each_time_out_of_the_agents_way(
     assert ".agent-tui" not in status and "README.md" in status
 
 
+async def test_an_export_the_folder_cannot_take_says_so_and_leaves_nothing_behind(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A failed write of the export was a bare "FileExistsError: [Errno 17] …" (or a
+    permission error naming the temporary file) titled "Error": it names the exports folder
+    and why, and leaves no part of a file."""
+    await finish_run(runtime, (await runtime.start("summarise")).id)
+    (workspace / ".agent-tui").mkdir()
+    (workspace / ".agent-tui" / "exports").write_text("a file where the folder goes\n")
+    before = {p: p.read_bytes() for p in (workspace / ".agent-tui").rglob("*")}
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_browser(pilot, app)
+        main_screen(app).job_tree.focus()
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any("Not exported" in t for t in notifications(app)))
+        [said] = [t for t in notifications(app) if "Not exported" in t]
+    assert said.startswith("Not exported: Could not write to .agent-tui/exports/: ")
+    assert "Errno" not in said and ".tmp" not in said
+    assert {p: p.read_bytes() for p in (workspace / ".agent-tui").rglob("*")} == before
+
+
 async def _question_on_screen_then_deaf(pilot: Pilot[int], app: AgentTuiApp) -> Run:
     """A new job's run waiting on its question, on screen; then the screen stops hearing the
     runtime's events (as if the run changed in another process before they arrived)."""

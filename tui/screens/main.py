@@ -2957,13 +2957,24 @@ class MainScreen(Screen[None]):
         job = await self.runtime.get_job(job_id)
         workspace = self.agent_app.settings.workspace
         path = export_path(workspace, job.title, job_id, time.time())
-        write_text_atomically(path, text)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            write_text_atomically(ignore, EXPORTS_IGNORED)
+        folder = path.parent.relative_to(workspace)
+        try:
+            ignore = path.parent / ".gitignore"
+            if not ignore.exists():
+                write_text_atomically(ignore, EXPORTS_IGNORED)
+            write_text_atomically(path, text)  # a failed write leaves no part of the file
+        except OSError as error:
+            # Said of the folder: the error names the temporary file the write went to.
+            why = error.strerror or str(error)
+            self.notify(
+                f"Could not write to {folder}/: {why}",
+                title="Not exported",
+                severity="error",
+                markup=False,
+            )
+            return
         # The folder the person is in, then the file on a line of its own: on one line, the
         # notice broke the file's name mid-word (a new-user trial).
-        folder = path.parent.relative_to(workspace)
         self.notify(f"Exported to {folder}/\n{path.name}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
