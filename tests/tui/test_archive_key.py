@@ -57,6 +57,29 @@ async def test_x_archives_the_job_under_the_cursor_and_hides_it_from_the_browser
     assert first not in [j.id for j in page.items]
 
 
+async def test_x_in_the_conversation_archives_the_job_on_screen_not_the_cursors(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """As ``e`` does: from the conversation, the job read there (the browser's cursor, left on
+    another job, archived that one)."""
+    kept, gone = await _kept_and_gone(runtime)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("down", "enter")  # the older job ("keep this one") on screen
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == kept.job_id)
+        screen.job_tree.move_cursor_to_line(0)  # the cursor on the newer job, not opened
+        await wait_until(pilot, lambda: screen.job_tree.cursor_job() is not None)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: app.focused is screen.conversation)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: kept.job_id not in screen.job_tree.job_ids)
+        assert gone.job_id in screen.job_tree.job_ids
+    assert (await runtime.get_job(kept.job_id)).archived
+    assert not (await runtime.get_job(gone.job_id)).archived
+
+
 async def test_u_brings_back_the_job_archived_last(runtime: Runtime, workspace: Path) -> None:
     # A trial archived a job with x by mistake; only `agent-tui unarchive` brought it back.
     kept, gone = await _kept_and_gone(runtime)

@@ -2937,15 +2937,19 @@ class MainScreen(Screen[None]):
         self.post_message(RunStarted(run, job))
         self.notify(f"Forked into a new job: {terminal_safe_line(job.title)}", markup=False)
 
-    def action_export(self) -> None:
-        """``e``: in the browser, the job of the row under the cursor; elsewhere (the
-        conversation, the palette) the job on screen. The cursor's job went out from the
-        conversation too, another job than the one read there (a new-user trial)."""
+    def _job_acted_on(self) -> Job | None:
+        """The job a key like ``e`` or ``x`` acts on: in the browser, the job of the row under
+        the cursor (a run's or a checkpoint's row too); elsewhere (the conversation, the
+        palette) the job on screen. The cursor's job went from the conversation too, another
+        job than the one read there (a new-user trial)."""
         cursor_job = self.job_tree.cursor_job()
         if self._pane_of(self.focused) == 0:
-            job = cursor_job or self.selected_job
-        else:
-            job = self.selected_job or cursor_job
+            return cursor_job or self.selected_job
+        return self.selected_job or cursor_job
+
+    def action_export(self) -> None:
+        """``e``: the job of ``_job_acted_on``, written as Markdown to the exports folder."""
+        job = self._job_acted_on()
         if job is None:
             self.notify("Select a job first.", severity="warning")
             return
@@ -2978,9 +2982,7 @@ class MainScreen(Screen[None]):
         self.notify(f"Exported to {folder}/\n{path.name}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
-        # The job of the row under the cursor, a run's or a checkpoint's row too (x on an
-        # older job's run row archived the job on screen).
-        job = self.job_tree.cursor_job() or self.selected_job
+        job = self._job_acted_on()  # x on an older job's run row archived the job on screen
         if job is None:
             self.notify("Select a job first.", severity="warning")
             return
