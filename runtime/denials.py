@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Denial", "by_hook", "by_person", "by_rules", "denial"]
+__all__ = ["Denial", "by_hook", "by_person", "by_rules", "denial", "did_not_run", "never_ran"]
 
 _DENIED = " denied this tool call"
 _PERSON = "the person"
 _RULES = "the permission rules"
 _RULES_TAIL = "; do not try it again"
+_NOT_RUN = "the call did not run: "
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,15 @@ def denial(error: str | None) -> Denial | None:
     if who == _PERSON or (who.startswith("hook `") and "`" in who[6:]):
         return Denial(who, rest[2:])
     return None
+
+
+def did_not_run(failure: str) -> str:
+    """The error of a call stopped before it ran by something that broke (a ``before_tool``
+    hook that failed), not by a refusal."""
+    return f"{_NOT_RUN}{failure}"
+
+
+def never_ran(error: str | None) -> bool:
+    """Whether a call that failed with ``error`` was stopped before it ran (refused, or its
+    hook broke): a delegation stopped so started no sub-run."""
+    return denial(error) is not None or bool(error and error.startswith(_NOT_RUN))

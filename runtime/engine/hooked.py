@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtime.denials import by_hook
+from runtime.denials import by_hook, did_not_run
 from runtime.engine.delegation import Outcome
 from runtime.hooks import HookEntry, HooksConfig, fire_and_forget, run_after_tool, run_before_tool
 from runtime.models import Run, RunState, ToolCall, ToolCallState
@@ -34,7 +34,7 @@ async def hooked_before(
     if outcome.decision == "deny":
         return by_hook(outcome.hook, outcome.reason)
     if outcome.failure:
-        return f"the call did not run: {outcome.failure}"
+        return did_not_run(outcome.failure)
     return None
 
 

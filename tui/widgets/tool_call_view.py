@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, ProgressBar, Static
 from textual.widgets.collapsible import CollapsibleTitle
 
-from runtime.denials import denial
+from runtime.denials import denial, never_ran
 from runtime.kinds import ToolCallState
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._format import short
@@ -163,10 +163,10 @@ class ToolCallView(Vertical, can_focus=True):
         denied.display = bool(refused)
         yield denied
         child = Static(self._child_text(), classes="tool-child", markup=False)
-        child.display = self.is_delegation
+        child.display = self.has_sub_run
         yield child
         with Collapsible(title="sub-run", collapsed=True, id="sub-run") as sub_run:
-            sub_run.display = self.is_delegation
+            sub_run.display = self.has_sub_run
             yield Static("loading…", classes="sub-run-note", markup=False)
         bar = ProgressBar(total=None, show_eta=False, id="progress")
         bar.display = False
@@ -191,6 +191,21 @@ class ToolCallView(Vertical, can_focus=True):
     @property
     def is_delegation(self) -> bool:
         return self.child_run_id is not None or self.tool_name.startswith(DELEGATION_PREFIX)
+
+    @property
+    def has_sub_run(self) -> bool:
+        """A delegation, unless it was stopped before it ran (refused, or its hook broke): that
+        one started no sub-run, and never will."""
+        if not self.is_delegation:
+            return False
+        stopped = self.state is ToolCallState.FAILED and never_ran(self.error)
+        return self.child_run_id is not None or not stopped
+
+    def _show_sub_run_offer(self) -> None:
+        offered = self.has_sub_run
+        for part in self.query(".tool-child, #sub-run"):
+            part.display = offered
+        self.refresh_bindings()
 
     def _header(self) -> str:
         width = self.content_size.width  # 0 before the first layout: each value at ARGUMENT_CHARS
@@ -244,6 +259,8 @@ class ToolCallView(Vertical, can_focus=True):
         for state in ToolCallState:
             self.set_class(self.state is state, f"-{state.value}")
         self._show_denial()
+        if self.is_delegation:
+            self._show_sub_run_offer()
 
     def update_state(
         self,
@@ -272,7 +289,7 @@ class ToolCallView(Vertical, can_focus=True):
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
         self._want_diff()
-        if state.is_terminal and self.is_delegation and self.sub_run_expanded:
+        if state.is_terminal and self.has_sub_run and self.sub_run_expanded:
             self.post_message(self.SubRunWanted(self, self.child_run_id))  # its final state
 
     def _want_diff(self) -> None:
@@ -320,6 +337,8 @@ class ToolCallView(Vertical, can_focus=True):
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
             self._show_denial()
+            if self.is_delegation:
+                self._show_sub_run_offer()
 
     def set_child(self, child_run_id: str) -> None:
         self.child_run_id = child_run_id
@@ -375,7 +394,7 @@ class ToolCallView(Vertical, can_focus=True):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open_child", "toggle_sub_run"):
-            return self.is_delegation
+            return self.has_sub_run
         if action == "toggle_result":
             return self.result is not None or self.error is not None
         if action == "open_images":
