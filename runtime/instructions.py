@@ -15,6 +15,7 @@ resumed run can tell whether one changed since (``changed_since``).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "find_instruction_files",
     "instructions_prompt",
     "load_instructions",
+    "shown_path",
     "user_instructions_path",
 ]
 
@@ -103,6 +105,20 @@ def load_instructions(
             )
         )
     return loaded
+
+
+def shown_path(path: str, workspace: Path, *, home: str | None = None) -> str:
+    """``path`` as a person tells it apart from the others at a glance: relative to the
+    workspace for a file in it or in one of its parents (``AGENTS.md``, ``../AGENTS.md``), under
+    ``~`` for one elsewhere in ``home`` (the user's own; default: ``$HOME``), else whole."""
+    file = Path(path)
+    folder = Path(os.path.abspath(workspace))
+    if file.parent == folder or file.parent in folder.parents:
+        return os.path.relpath(file, folder)
+    home = home if home is not None else os.environ.get("HOME")
+    if home and file.is_relative_to(home):
+        return str(Path("~") / file.relative_to(home))
+    return path
 
 
 def instructions_prompt(files: Sequence[InstructionFile]) -> str:

@@ -43,7 +43,12 @@ from runtime.engine.pump import Pump
 from runtime.errors import InvalidInput, ModelError, RunStateConflict, ToolError
 from runtime.events import Notice, RunNoted
 from runtime.hooks import ClaudeHookReport, HooksConfig
-from runtime.instructions import InstructionFile, instructions_prompt, load_instructions
+from runtime.instructions import (
+    InstructionFile,
+    instructions_prompt,
+    load_instructions,
+    shown_path,
+)
 from runtime.models import Message, Role, Run, TextBlock, ToolCallState, Usage
 from runtime.phases import (
     ROUTE_TOOL_NAME,
@@ -420,7 +425,7 @@ class Extensions:
         history_runs = list(dict.fromkeys([m.run_id for m in history] + [run.id]))
         notes = await self._store.list_notes(run_ids=history_runs)
         own = [n for n in notes if n.run_id == run.id]
-        await self._note_instructions(run, token, state.instructions, own)
+        await self._note_instructions(run, token, state.instructions, own, workspace)
         state.compaction = applied_compaction(notes, history)
         state.noted_routes = {
             str(n.data.get("tool_call_id")) for n in notes if n.note == "phase" and n.data
@@ -452,20 +457,24 @@ class Extensions:
         token: str,
         files: Sequence[InstructionFile],
         own_notes: Sequence[RunNoted],
+        workspace: Path,
     ) -> None:
         used = [{"path": f.path, "sha256": f.sha256} for f in files]
         recorded = [n for n in own_notes if n.note == "instructions"]
         previous = recorded[-1].data.get("files") if recorded else None
         if previous == used or (previous is None and not used):
             return  # no note: no file was used, and none was before
+        home = self.env.get("HOME")
         if previous is None:
-            text = "instructions: " + ", ".join(Path(f.path).name for f in files)
+            shown = [shown_path(f.path, workspace, home=home) for f in files]
+            text = "instructions: " + ", ".join(shown)
             changed: list[str] = []
         else:
             before = {str(p["path"]): str(p["sha256"]) for p in previous}
             now = {f.path: f.sha256 for f in files}
             changed = sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
-            text = "instructions changed since the run last started: " + ", ".join(changed)
+            shown = [shown_path(p, workspace, home=home) for p in changed]
+            text = "instructions changed since the run last started: " + ", ".join(shown)
         await self._record(
             run,
             token,

@@ -62,6 +62,26 @@ def test_run_expands_a_custom_command_and_prints_the_notes(cli: Cli) -> None:
     assert "instructions: AGENTS.md" in plain.stderr + plain.stdout
 
 
+def test_the_instructions_note_tells_the_users_and_the_repositorys_files_apart(
+    cli: Cli,
+) -> None:
+    """Found by a new-user trial: with the user's AGENTS.md, the repository root's and the
+    workspace's, the note read "instructions: AGENTS.md, AGENTS.md, AGENTS.md"."""
+    repository = cli.workspace.parent
+    (repository / ".git").mkdir()
+    write(repository / "AGENTS.md", "Repository rules.")
+    write(cli.workspace / "AGENTS.md", "Be brief.")
+    write(cli.workspace / "CLAUDE.md", "Use tabs.")
+    write(Path(cli.env["XDG_CONFIG_HOME"]) / "agent-tui" / "AGENTS.md", "My own rules.")
+
+    result = cli.run("run", "summarise this folder", "--model", "demo:instant", "--json")
+
+    notes = [line for line in json_lines(result.stdout) if line.get("kind") == "run_noted"]
+    assert [n["text"] for n in notes] == [
+        "instructions: ~/.config/agent-tui/AGENTS.md, ../AGENTS.md, AGENTS.md, CLAUDE.md"
+    ]
+
+
 def test_an_unknown_slash_prompt_is_sent_as_typed(cli: Cli) -> None:
     result = cli.run("run", "/nothing here", "--model", "demo:instant", "--json")
     run_id = boundary_of(json_lines(result.stdout))["run_id"]
