@@ -20,7 +20,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -31,6 +31,9 @@ from runtime.locations import CONFIG_FILE_NAME as CONFIG_FILE_NAME
 from runtime.locations import ENV_DB as ENV_DB
 from runtime.locations import resolve_db_path as resolve_db_path
 from runtime.locations import user_config_path as user_config_path
+
+if TYPE_CHECKING:
+    from runtime.models import Run
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +69,14 @@ class AgentConfig(_Config):
     max_steps: int | None = Field(default=None, ge=1)
     description: str = ""
     """What the agent does, shown to parents that may delegate to it."""
+
+    def model_after(self, name: str, previous: Run | None) -> str | None:
+        """The model of a follow-up in which agent ``name`` (this one) answers after the job's
+        ``previous`` root run: that run's model while the agent stays (a model chosen for the
+        job stays with it), else this agent's own (None: the default model)."""
+        if previous is not None and previous.agent == name:
+            return previous.model
+        return self.model
 
 
 class StdioServerConfig(_Config):

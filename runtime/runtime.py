@@ -290,7 +290,7 @@ class Runtime:
         previous = roots[-1] if roots else None
         agent_name = agent or (previous.agent if previous else job.agent)
         agent_config = self._catalog.agent(agent_name, job.workspace)
-        reference = model or (previous.model if previous else None) or self._default_model
+        reference = model or agent_config.model_after(agent_name, previous) or self._default_model
         self._catalog.check_model(reference)
         history_position, detached = None, previous is not None and previous.detached
         if previous is not None:
