@@ -554,6 +554,29 @@ def _merge_layers(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def located_error(
+    message: str,
+    loc: tuple[str | int, ...],
+    workspace: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> ConfigError:
+    """A problem with the value at ``loc`` (``("agents", "x", "model")``) found after loading,
+    as a ConfigError naming the TOML file and line that set it (the last one: later files
+    win), else the key alone."""
+    for path in reversed(config_files(workspace, env)):
+        if path.suffix != ".toml":
+            continue
+        try:
+            text = _read_config_text(path)
+        except ConfigError:
+            continue
+        line = _line_in_toml(_scan_toml_safely(text or ""), loc, exact=True)
+        if line is not None:
+            return ConfigError(message, file=str(path), line=line, key=_dotted(loc))
+    return ConfigError(message, key=_dotted(loc))
+
+
 def _check_references(config: Config, scanned: list[tuple[Path, list[_TomlItem]]]) -> None:
     """Agents named by ``defaults.agent`` and ``delegates`` must exist."""
     known = {"default", *config.agents}

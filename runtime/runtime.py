@@ -262,7 +262,7 @@ class Runtime:
         agent_name = agent or self.config.defaults.agent
         agent_config = self._catalog.agent(agent_name)
         reference = model or agent_config.model or self._default_model
-        self._catalog.check_model(reference)  # a clear error, and no run, for a bad model
+        self._catalog.check_model(reference, agent=None if model else agent_name)  # no run yet
         return await self.dispatch.create(
             NewRun(
                 agent=agent_name,

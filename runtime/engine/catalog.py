@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.config import AgentConfig, Config, Permissions
+from runtime.config import AgentConfig, Config, Permissions, located_error
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, ToolError
 from runtime.fileio import FileStamp, file_stamp
@@ -131,13 +131,20 @@ class Catalog:
             self._providers[reference] = provider
         return provider
 
-    def check_model(self, reference: str) -> None:
+    def check_model(self, reference: str, *, agent: str | None = None) -> None:
         """ConfigError when ``reference`` cannot be used, before a run is stored for it; cheap
-        (no SDK import) when a check was given, else by building the provider."""
-        if self._check_model is not None:
-            self._check_model(reference)
-        else:
-            self.provider(reference)
+        (no SDK import) when a check was given, else by building the provider. When it is the
+        ``model`` of ``agent`` in this folder's config, the error names file, line and key."""
+        try:
+            if self._check_model is not None:
+                self._check_model(reference)
+            else:
+                self.provider(reference)
+        except ConfigError as exc:
+            if agent is None or self.agent(agent).model != reference:
+                raise
+            loc = ("agents", agent, "model")
+            raise located_error(exc.message, loc, Path(self.workspace)) from None
 
     def config_for(self, workspace: str | None) -> Config:
         """The configuration of a job's workspace (its agents and permissions), which may not

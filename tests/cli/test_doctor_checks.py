@@ -38,23 +38,23 @@ def test_doctor_fails_on_a_default_model_that_run_refuses_with_the_same_words(cl
 
 
 def test_doctor_names_each_agent_whose_model_run_would_refuse(cli: Cli) -> None:
+    """Both name the file, line and key (a new-user trial: `run --agent x` said only "unknown
+    demo model", and doctor "[agents.x] model:", neither which file)."""
     _config(
         cli,
-        '[agents.x]\nmodel = "demo:bad"\n\n'
         '[agents.fine]\nmodel = "demo:instant"\n\n'
+        '[agents.x]\ninstructions = "Checks."\nmodel = "demo:bad"\n\n'
         '[agents.inherits]\ninstructions = "Uses the default model."\n',
     )
+    where = f"{cli.workspace / 'agent-tui.toml'}:6: agents.x.model"
+    problem = "unknown demo model 'demo:bad': use `demo` or `demo:instant`"
     doctor = cli.run("doctor")
     assert doctor.returncode == 1, doctor.stdout
-    assert _errors(doctor.stdout) == [
-        "error: [agents.x] model: unknown demo model 'demo:bad': use `demo` or `demo:instant`"
-    ]
+    assert _errors(doctor.stdout) == [f"error: {where}: {problem}"]
     # `run` with that agent refuses up front, in one line, before anything is stored.
     refused = cli.run("run", "hi", "--agent", "x", "--json")
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert refused.stderr == (
-        "agent-tui: error: unknown demo model 'demo:bad': use `demo` or `demo:instant`\n"
-    )
+    assert refused.stderr == f"agent-tui: error: {where}: {problem}\n"
     assert json_lines(cli.run("runs", "--json").stdout) == []
     assert cli.run("run", "hi", "--agent", "fine", "--json").returncode == 3  # the demo asks
 

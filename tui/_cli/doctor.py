@@ -220,7 +220,7 @@ def _check_config(ctx: Context) -> tuple[Config | None, bool]:
     for warning in config.warnings:
         out(f"  warning: {warning}")
     problems = [
-        *_agent_model_problems(config),
+        *_agent_model_problems(config, ctx.workspace),
         *_theme_problems(config),
         *_hook_problems(_hooks_in_effect(ctx, config)[0], ctx.workspace),
     ]
@@ -229,9 +229,11 @@ def _check_config(ctx: Context) -> tuple[Config | None, bool]:
     return config, not problems
 
 
-def _agent_model_problems(config: Config) -> list[str]:
-    """The agents whose model ``run`` would refuse (the check it makes before storing a run).
-    The default model is checked with the runtime, which decides it (``_check_runtime``)."""
+def _agent_model_problems(config: Config, workspace: Path) -> list[str]:
+    """The agents whose model ``run`` would refuse (the check it makes before storing a run),
+    each with the file, line and key that set it, as ``run`` says it. The default model is
+    checked with the runtime, which decides it (``_check_runtime``)."""
+    from runtime.config import located_error
     from runtime.model_refs import check_reference
 
     problems = []
@@ -241,7 +243,8 @@ def _agent_model_problems(config: Config) -> list[str]:
         try:
             check_reference(agent.model)
         except ConfigError as exc:
-            problems.append(f"[agents.{name}] model: {exc.message}")
+            located = located_error(exc.message, ("agents", name, "model"), workspace)
+            problems.append(located.message)
     return problems
 
 
