@@ -229,9 +229,9 @@ class Runtime:
         """Plain words for people when the demo model is the default, else None."""
         return DEMO_NOTICE if self._default_model.startswith("demo") else None
 
-    def context_window(self, model: str) -> int:
-        """The context window, in tokens, of ``model``; ``ConfigError`` if no provider knows it."""
-        return self._catalog.provider(model).context_window
+    def context_window(self, model: str, *, workspace: str | None = None) -> int:
+        """``[defaults] context_window`` of ``workspace``, else ``model``'s (or ConfigError)."""
+        return self._catalog.context_window(self._catalog.provider(model), workspace)
 
     def check_model(self, model: str) -> None:
         """``ConfigError`` when ``start`` would refuse ``model`` (no such provider, no key)."""

@@ -140,3 +140,16 @@ def test_show_json_gives_the_step_in_progress_as_the_plain_show_names_it(cli: Cl
     waiting = boundary_of(json_lines(started.stdout))["run_id"]
     text, data = shown(waiting)  # waits for a person: it works on no step
     assert "in progress" not in text and data["step_in_progress"] is None
+
+
+def test_show_measures_the_context_against_the_folders_configured_window(cli: Cli) -> None:
+    """``[defaults] context_window`` is the window compaction and ``/context`` use; ``show``
+    gave the fill of the model's own 200,000 instead (found by a trial)."""
+    (cli.workspace / "agent-tui.toml").write_text("[defaults]\ncontext_window = 4000\n")
+    started = cli.run("run", PROMPT, "--json", "--model", "demo:instant")
+    assert started.returncode == 3, started.stderr
+    run_id = boundary_of(json_lines(started.stdout))["run_id"]
+    shown = cli.run("show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    [line] = [line for line in shown.stdout.splitlines() if line.strip().startswith("context:")]
+    assert "4.0k window" in line and "200.0k" not in line, line

@@ -87,6 +87,32 @@ async def test_the_status_line_shows_the_context_fill_as_a_percentage_at_120_col
         assert screen.status.context_window == runtime.context_window("demo:instant") == 200_000
 
 
+async def test_the_status_line_measures_against_the_folders_configured_window(
+    db_path: Path, workspace: Path
+) -> None:
+    """``[defaults] context_window`` is the window compaction and ``/context`` use; the status
+    line showed the fill of the model's own 200,000 instead (found by a trial)."""
+    from runtime.config import load_config
+
+    (workspace / "agent-tui.toml").write_text("[defaults]\ncontext_window = 4000\n")
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=load_config(workspace), model="demo:instant"
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.press(*"summarise this project", "enter")
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            await wait_until(pilot, lambda: screen.status.run is not None)
+            assert screen.status.context_window == 4000
+            run = screen.status.run
+            assert run is not None and run.context_tokens > 40  # over 1% of 4,000
+            assert f"ctx {round(100 * run.context_tokens / 4000)}%" in drawn(screen.status)
+    finally:
+        await runtime.close()
+
+
 async def test_the_context_fill_shows_a_dash_when_the_window_is_unknown() -> None:
     from runtime.models import Run
 

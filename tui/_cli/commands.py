@@ -422,7 +422,7 @@ async def cmd_show(ctx: Context, runtime: Runtime, args: Any) -> int:
         ctx.print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
     try:
-        window: int | None = runtime.context_window(run.model)
+        window: int | None = runtime.context_window(run.model, workspace=job.workspace)
     except AgentTuiError:  # e.g. a Claude run shown on a machine with no key
         window = None
     for line in show_text(

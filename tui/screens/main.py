@@ -1027,16 +1027,20 @@ class MainScreen(Screen[None]):
             if block is not None:
                 block.focus()
 
-    def _context_window(self, model: str) -> int | None:
-        """The run's model's context window (cached per model); None when no provider knows it."""
-        if model not in self._context_windows:
+    def _context_window(self, run: Run) -> int | None:
+        """The window ``run`` is measured against: its folder's ``[defaults] context_window``,
+        else its model's (cached per model and job); None when no provider knows the model."""
+        key = f"{run.model}\0{run.job_id}"
+        if key not in self._context_windows:
+            job = self.selected_job
+            workspace = job.workspace if job is not None and job.id == run.job_id else None
             window: int | None
             try:
-                window = int(self.runtime.context_window(model))
+                window = int(self.runtime.context_window(run.model, workspace=workspace))
             except (AgentTuiError, AttributeError, ValueError):
                 window = None
-            self._context_windows[model] = window
-        return self._context_windows[model]
+            self._context_windows[key] = window
+        return self._context_windows[key]
 
     def _show_run_state(self, run: Run) -> None:
         composer = self.composer
@@ -1046,7 +1050,7 @@ class MainScreen(Screen[None]):
         self.status.gone_past = gone_past
         self.status.show(
             run=run,
-            context_window=self._context_window(run.model),
+            context_window=self._context_window(run),
             context_floor=0 if run.context_tokens else self.job_tree.context_before(run),
         )
         self.job_tree.keep_live(run.id)
