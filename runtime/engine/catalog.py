@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fnmatch
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,6 +47,40 @@ def tool_allowed(agent: AgentConfig, name: str) -> bool:
     if agent.tools is None or name == ASK_USER:
         return True
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in agent.tools)
+
+
+MCP_NAME_SEPARATOR = "__"
+"""An MCP tool is named ``server__tool`` (``runtime.mcp.manager.tool_name``)."""
+
+
+def unknown_tool_warnings(
+    config: Config, agent_name: str, workspace: Path, builtin: Iterable[str]
+) -> list[str]:
+    """One warning per name in agent ``agent_name``'s ``tools`` that names no tool (a typo:
+    the agent silently lacked it), with the file, line and key that set it and the closest
+    known name. Patterns are not checked, nor names of the MCP form ``server__tool``: a
+    server's tools are known only once it starts."""
+    agent = config.agents.get(agent_name)
+    if agent is None or agent.tools is None:
+        return []
+    known = sorted({*builtin, ASK_USER, USE_SKILL_NAME})
+    delegates = {DELEGATE_PREFIX + name for name in ("default", *config.agents)}
+    warnings = []
+    for index, name in enumerate(agent.tools):
+        if name in known or name in delegates or MCP_NAME_SEPARATOR in name:
+            continue
+        if any(char in name for char in "*?["):
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = (
+            f"did you mean {close[0]!r}?"
+            if close
+            else f"tools: {', '.join(sorted(known))}, and an MCP server's as server__tool"
+        )
+        loc = ("agents", agent_name, "tools", index)
+        message = f"no tool named {name!r} ({hint}); the agent runs without it"
+        warnings.append(located_error(message, loc, workspace).message)
+    return warnings
 
 
 class DelegateTool:
@@ -103,6 +138,8 @@ class Catalog:
         """This folder's MCP servers (an ``McpManager``), or None."""
         self._mcp_managers: WorkspaceManagers | None = None
         self._config_warned: set[str] = set()
+        self._agents_warned: set[tuple[str, str]] = set()
+        """(workspace, agent) whose unknown tool names were said (``take_agent_notices``)."""
         self._config_errors: dict[str, list[str]] = {}
         """A workspace's configuration files that could not be read again after an edit: said
         once each (``take_mcp_notices``)."""
@@ -297,6 +334,16 @@ class Catalog:
             if manager is not None:
                 notices += [(notice.level, notice.text) for notice in manager.take_notices()]
         return notices
+
+    def take_agent_notices(self, agent_name: str, workspace: str) -> list[str]:
+        """Warnings about agent ``agent_name``'s tools in ``workspace`` (names that name no
+        tool), the first time a run of that agent starts there."""
+        key = (str(Path(workspace)), agent_name)
+        if key in self._agents_warned:
+            return []
+        self._agents_warned.add(key)
+        config = self.config_for(workspace)
+        return unknown_tool_warnings(config, agent_name, Path(workspace), self._builtin_tools)
 
     def context_window(self, provider: ModelProvider, workspace: str | None = None) -> int:
         """The window compaction measures against: ``[defaults] context_window`` or the

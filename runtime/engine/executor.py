@@ -183,6 +183,7 @@ class Executor:
         provider = self._catalog.provider(run.model)
         all_tools = await self._catalog.tools_for(agent, workspace=job.workspace)
         self._tool_calls.publish_mcp_notices(run, job.workspace)
+        self._tool_calls.publish_agent_notices(run, job.workspace)
         images = RequestImages(self._store)  # tool results' images, read once
         base_system = system_prompt(run, agent, Path(job.workspace))
         await self._job_steps.enter(run.job_id)

@@ -86,6 +86,12 @@ class ToolCalls:
         for level, text in self._catalog.take_mcp_notices(workspace):
             self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level=level, text=text))
 
+    def publish_agent_notices(self, run: Run, workspace: str) -> None:
+        """Names in the ``tools`` of ``run``'s agent that name no tool, as warnings of the
+        first run of that agent here."""
+        for text in self._catalog.take_agent_notices(run.agent, workspace):
+            self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="warning", text=text))
+
     async def settle(
         self, execution: Execution, run: Run, assistant: Message, tools: dict[str, Tool], job: Job
     ) -> bool:

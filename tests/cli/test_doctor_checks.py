@@ -120,3 +120,33 @@ def test_doctor_checks_the_claude_code_hooks_agent_tui_runs_too(cli: Cli) -> Non
     [error] = _errors(doctor.stdout)
     assert error.startswith("error: hook before_tool Bash (")
     assert error.endswith(f": ./gone.sh does not exist ({cli.workspace / 'gone.sh'})")
+
+
+def test_a_tool_name_no_tool_has_is_a_warning_of_doctor_and_of_the_agents_first_run(
+    cli: Cli,
+) -> None:
+    """A new-user trial: `tools = ["read_flie"]` left the agent silently without the tool.
+    Patterns and names of the MCP form `server__tool` are not flagged (MCP tools are known only
+    once the servers start)."""
+    _config(
+        cli,
+        '[agents.x]\ninstructions = "Reads."\n'
+        'tools = ["list_dir", "read_flie", "git*", "github__create_issue",\n'
+        '  "delegate_to_default", "use_skill"]\n',
+    )
+    warning = (
+        f"{cli.workspace / 'agent-tui.toml'}:3: agents.x.tools[1]: no tool named 'read_flie' "
+        "(did you mean 'read_file'?); the agent runs without it"
+    )
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 0, doctor.stdout  # the agent still runs
+    warnings = [line.strip() for line in doctor.stdout.splitlines() if "warning:" in line]
+    assert warnings == [f"warning: {warning}"]
+    configuration = doctor.stdout.split("Configuration:\n")[1].split("\n\n")[0]
+    assert f"warning: {warning}" in configuration
+
+    run = cli.run("run", "hi", "--agent", "x")
+    assert run.returncode == 3, run.stderr  # the demo asks
+    assert run.stderr.count("read_flie") == 1, run.stderr
+    assert f"agent-tui: warning: {warning}\n" in run.stderr
+    assert "read_flie" not in cli.run("run", "hi").stderr  # the default agent's run

@@ -217,7 +217,7 @@ def _check_config(ctx: Context) -> tuple[Config | None, bool]:
             out(f"  read {source}")
     else:
         out("  no config files found (using defaults)")
-    for warning in config.warnings:
+    for warning in [*config.warnings, *_agent_tool_warnings(config, ctx.workspace)]:
         out(f"  warning: {warning}")
     problems = [
         *_agent_model_problems(config, ctx.workspace),
@@ -246,6 +246,20 @@ def _agent_model_problems(config: Config, workspace: Path) -> list[str]:
             located = located_error(exc.message, ("agents", name, "model"), workspace)
             problems.append(located.message)
     return problems
+
+
+def _agent_tool_warnings(config: Config, workspace: Path) -> list[str]:
+    """Names in an agent's ``tools`` that name no tool (the agent runs without it), as the
+    first run of that agent says them."""
+    from runtime.engine.catalog import unknown_tool_warnings
+    from runtime.tools.builtin import builtin_tools
+
+    builtin = builtin_tools()
+    return [
+        warning
+        for name in sorted(config.agents)
+        for warning in unknown_tool_warnings(config, name, workspace, builtin)
+    ]
 
 
 def _theme_problems(config: Config) -> list[str]:
