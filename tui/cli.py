@@ -360,18 +360,29 @@ def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
     mistyped ``--model``, ``--agent``, or ``--resume`` on a database that does not exist ends
     here in one line (they drew the whole screen first, and a ``--db`` typo got its folder and
     an empty database). An unknown ``--resume`` id in a database that exists is found once the
-    database is open, behind the first frame. The configuration is read only for ``--agent``."""
+    database is open, behind the first frame. The configuration is read only for ``--agent``,
+    whose own ``model`` (what its new jobs use, whatever ``--model`` says) is checked too,
+    the error naming file, line and key (a trial: the TUI opened and refused each task)."""
+    from runtime.model_refs import check_reference
     from tui._cli.settings import model_override
 
     model = model_override(args.model)
     if model is not None:
-        from runtime.model_refs import check_reference
-
         check_reference(model)
     if args.agent is not None:
+        from runtime.config import located_error
         from tui._cli.settings import load_config, resolve_workspace
 
-        load_config(resolve_workspace(args.workspace)).check_agent(args.agent)
+        workspace = resolve_workspace(args.workspace)
+        config = load_config(workspace)
+        config.check_agent(args.agent)
+        agent = config.agents.get(args.agent)
+        if agent is not None and agent.model is not None:
+            try:
+                check_reference(agent.model)
+            except ConfigError as exc:
+                loc = ("agents", args.agent, "model")
+                raise located_error(exc.message, loc, workspace) from None
     if args.resume is not None and isinstance(db_path, Path) and not db_path.exists():
         raise NotFoundError(
             f"no job id starts with {args.resume!r}: there is no database at {db_path} yet"

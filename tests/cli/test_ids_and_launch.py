@@ -290,6 +290,32 @@ def test_a_mistyped_tui_flag_ends_before_anything_is_drawn_or_created(
 
 
 @pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        ("demo:bad", "unknown demo model 'demo:bad'"),
+        ("anthropic:claude-sonnet-5", "ANTHROPIC_API_KEY"),
+    ],
+    ids=["no-such-model", "no-key"],
+)
+def test_an_agent_whose_model_cannot_be_used_ends_the_tui_before_anything_is_drawn(
+    cli: Cli, model: str, says: str
+) -> None:
+    """Found by a trial: `agent-tui --agent b` opened the TUI and refused only the first task.
+    It ends at once as a mistyped `--agent` does, naming the file, line and key; `--model`
+    does not help, as new jobs of the agent use its own model."""
+    (cli.workspace / "agent-tui.toml").write_text(
+        f'[agents.b]\ninstructions = "Checks."\nmodel = "{model}"\n'
+    )
+    with terminal(cli, "--agent", "b", "--model", "demo") as term:
+        assert term.finish() == 2, term.text()
+    lines = [line for line in term.text().splitlines() if line.strip()]
+    where = f"agent-tui: error: {cli.workspace / 'agent-tui.toml'}:3: agents.b.model: "
+    assert len(lines) == 1 and lines[0].startswith(where) and says in lines[0], term.text()
+    assert "\x1b[?1049h" not in term.text()  # the alternate screen was never entered
+    assert not cli.db.parent.exists()
+
+
+@pytest.mark.parametrize(
     ("stdin", "stdout"), [("pipe", "pipe"), ("terminal", "pipe"), ("pipe", "terminal")]
 )
 def test_the_tui_without_a_terminal_refuses_at_once_and_creates_nothing(
