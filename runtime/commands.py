@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.config import user_config_path
-from runtime.frontmatter import FrontMatterError, read_markdown
+from runtime.frontmatter import FrontMatterError, located, read_markdown
 from runtime.skills import Skill, discover_skills, skill_text
 
 __all__ = [
@@ -46,6 +46,10 @@ class CustomCommand:
 class CommandProblem:
     path: str
     reason: str
+    line: int | None = None
+
+    def shown(self) -> str:
+        return located(self.path, self.reason, self.line)
 
 
 @dataclass
@@ -82,7 +86,8 @@ def discover_commands(workspace: Path, *, env: Mapping[str, str] | None = None) 
             try:
                 document = read_markdown(path)
             except FrontMatterError as exc:
-                catalog.problems.append(CommandProblem(path=str(path), reason=str(exc)))
+                problem = CommandProblem(path=str(path), reason=exc.problem, line=exc.line)
+                catalog.problems.append(problem)
                 continue
             command = CustomCommand(
                 name=name,

@@ -15,7 +15,13 @@ import yaml
 
 from runtime.errors import ConfigError
 
-__all__ = ["FrontMatterError", "MarkdownDocument", "parse_markdown_document", "read_markdown"]
+__all__ = [
+    "FrontMatterError",
+    "MarkdownDocument",
+    "located",
+    "parse_markdown_document",
+    "read_markdown",
+]
 
 MAX_DOCUMENT_BYTES = 256 * 1024
 """Larger instruction, skill or command files are refused: they would flood the prompt."""
@@ -23,6 +29,17 @@ MAX_DOCUMENT_BYTES = 256 * 1024
 
 class FrontMatterError(ConfigError):
     """A config error (exit 2 in the CLI) that names the Markdown file and line."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        super().__init__(message, file=file, line=line)
+        self.problem = message
+        """What is wrong, without the file and line (for reports that name the file)."""
+
+
+def located(path: Path | str, problem: str, line: int | None = None) -> str:
+    """``path:line: problem`` (``path: problem`` without a line): a file's problem as
+    ``doctor`` and ``/context`` list it, the file named once."""
+    return f"{path}:{line}: {problem}" if line is not None else f"{path}: {problem}"
 
 
 @dataclass(frozen=True)

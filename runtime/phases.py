@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.config import user_config_path
-from runtime.frontmatter import FrontMatterError, read_markdown
+from runtime.frontmatter import FrontMatterError, located, read_markdown
 
 __all__ = [
     "ROUTE_TOOL_NAME",
@@ -120,8 +120,11 @@ def discover_phases(
                 continue
             try:
                 phase = _load(path)
-            except (FrontMatterError, ValueError) as exc:
-                found.problems.append(f"{path}: {exc}")
+            except FrontMatterError as exc:
+                found.problems.append(located(path, exc.problem, exc.line))
+                continue
+            except ValueError as exc:
+                found.problems.append(located(path, str(exc)))
                 continue
             found.phases.setdefault(phase.id, phase)
     for phase in found.phases.values():

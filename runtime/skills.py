@@ -20,7 +20,7 @@ from typing import Any
 
 from runtime.config import user_config_path
 from runtime.errors import ToolError
-from runtime.frontmatter import FrontMatterError, read_markdown
+from runtime.frontmatter import FrontMatterError, located, read_markdown
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 
 __all__ = [
@@ -75,6 +75,10 @@ class SkillProblem:
 
     path: str
     reason: str
+    line: int | None = None
+
+    def shown(self) -> str:
+        return located(self.path, self.reason, self.line)
 
 
 @dataclass
@@ -135,7 +139,11 @@ def discover_skills(workspace: Path, *, env: Mapping[str, str] | None = None) ->
                 continue
             try:
                 skill = _load_skill(path)
-            except (FrontMatterError, ValueError) as exc:
+            except FrontMatterError as exc:
+                problem = SkillProblem(path=str(path), reason=exc.problem, line=exc.line)
+                catalog.problems.append(problem)
+                continue
+            except ValueError as exc:
                 catalog.problems.append(SkillProblem(path=str(path), reason=str(exc)))
                 continue
             catalog.skills.setdefault(skill.name, skill)

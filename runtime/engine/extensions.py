@@ -717,7 +717,8 @@ class ExtensionReport:
     hooks: HooksConfig
     claude_hooks: ClaudeHookReport
     phases: PhaseSet
-    problems: list[str]
+    skill_problems: list[str]
+    command_problems: list[str]
 
 
 def describe_extensions(
@@ -734,9 +735,6 @@ def describe_extensions(
     skills = discover_skills(workspace, env=env)
     commands = discover_commands(workspace, env=env)
     phases = discover_phases(workspace, agent, env=env)
-    problems = [f"{p.path}: {p.reason}" for p in skills.problems]
-    problems += [f"{p.path}: {p.reason}" for p in commands.problems]
-    problems += phases.problems
     return ExtensionReport(
         instructions=load_instructions(workspace, env=env),
         skills=list(skills.skills.values()),
@@ -744,7 +742,8 @@ def describe_extensions(
         hooks=hooks,
         claude_hooks=claude_hooks,
         phases=phases,
-        problems=problems,
+        skill_problems=[problem.shown() for problem in skills.problems],
+        command_problems=[problem.shown() for problem in commands.problems],
     )
 
 
@@ -762,8 +761,10 @@ def report_lines(report: ExtensionReport) -> list[str]:
         + f" — {s.path}"
         for s in report.skills
     ] or ["  none"]
+    lines += [f"  warning: {problem}" for problem in report.skill_problems]
     lines.append("Commands:")
     lines += [f"  /{c.name}: {c.description} — {c.path}" for c in report.commands] or ["  none"]
+    lines += [f"  warning: {problem}" for problem in report.command_problems]
     lines.append("Hooks:")
     hooks = report.hooks
     configured = [
@@ -785,7 +786,7 @@ def report_lines(report: ExtensionReport) -> list[str]:
         f"{p.directive.splitlines()[0] if p.directive else ''} — {p.path}"
         for p in phases.phases.values()
     ] or ["  none"]
-    lines += [f"  warning: {problem}" for problem in report.problems]
+    lines += [f"  warning: {problem}" for problem in phases.problems]
     return lines
 
 

@@ -150,3 +150,37 @@ def test_a_tool_name_no_tool_has_is_a_warning_of_doctor_and_of_the_agents_first_
     assert run.stderr.count("read_flie") == 1, run.stderr
     assert f"agent-tui: warning: {warning}\n" in run.stderr
     assert "read_flie" not in cli.run("run", "hi").stderr  # the default agent's run
+
+
+def _section(stdout: str, title: str) -> list[str]:
+    """The lines of one of doctor's extension sections (``Skills:`` up to the next title)."""
+    lines = stdout.splitlines()
+    start = lines.index(title) + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("  "))
+    return [line.strip() for line in lines[start:end]]
+
+
+def test_a_broken_skill_command_or_phase_is_one_warning_under_its_own_section(cli: Cli) -> None:
+    """A trial: a broken SKILL.md was printed after `Phases:`, its path twice
+    (`warning: …/SKILL.md: …/SKILL.md:3: front matter: …`)."""
+    base = cli.workspace / ".agent-tui"
+    broken = "---\nname: x\ndescription: [never closed\n---\nBody.\n"
+    skill = base / "skills" / "broken" / "SKILL.md"
+    command = base / "commands" / "broken.md"
+    phase = base / "phases" / "default" / "plan" / "PHASE.md"
+    unnamed = base / "skills" / "unnamed" / "SKILL.md"  # fine YAML, no description
+    for path, text in ((skill, broken), (command, broken), (phase, broken)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    unnamed.parent.mkdir(parents=True)
+    unnamed.write_text("---\nname: unnamed\n---\nBody.\n")
+    doctor = cli.run("doctor")
+    front_matter = "front matter: expected ',' or ']', but got '<stream end>'"
+    assert _section(doctor.stdout, "Skills:") == [
+        "none",
+        f"warning: {skill}:4: {front_matter}",
+        f"warning: {unnamed}: description is missing: the model chooses a skill by it",
+    ]
+    assert _section(doctor.stdout, "Commands:") == ["none", f"warning: {command}:4: {front_matter}"]
+    assert _section(doctor.stdout, "Phases:") == ["none", f"warning: {phase}:4: {front_matter}"]
+    assert doctor.stdout.count(str(skill)) == 1

@@ -55,9 +55,9 @@ def test_the_nearest_skill_of_a_name_wins_and_broken_ones_are_reported(workspace
     assert sorted(catalog.skills) == ["release", "secret-deploy"]
     assert catalog.skills["release"].body == "Steps to release."
     assert catalog.skills["release"].allowed_tools == ("read_file", "shell")
-    reasons = {Path(p.path).parent.name: p.reason for p in catalog.problems}
+    reasons = {Path(p.path).parent.name: p.shown() for p in catalog.problems}
     assert set(reasons) == {"broken", "nodesc"}
-    assert "broken/SKILL.md:" in reasons["broken"]
+    assert "broken/SKILL.md:3: front matter" in reasons["broken"]  # the file and line, once
     assert "front matter" in reasons["broken"]
     assert "description is missing" in reasons["nodesc"]
 
