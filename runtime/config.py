@@ -612,7 +612,9 @@ def _check_references(config: Config, scanned: list[tuple[Path, list[_TomlItem]]
 class _TomlItem:
     """One table header or key/value of a TOML text, with where it sits."""
 
-    path: tuple[str, ...]
+    path: tuple[str | int, ...]
+    """Keys, and the index of each array-of-tables element (``[[hooks.before_tool]]``): the
+    location pydantic reports."""
     line: int
     start: int
     is_header: bool
@@ -730,7 +732,18 @@ class _TomlScanner:
     def items(self) -> list[_TomlItem]:
         text = self.text
         found: list[_TomlItem] = []
-        table: tuple[str, ...] = ()
+        table: tuple[str | int, ...] = ()
+        arrays: dict[tuple[str | int, ...], int] = {}
+        """Each array of tables → the index of its last element so far."""
+
+        def resolved(parts: list[str]) -> tuple[str | int, ...]:
+            path: tuple[str | int, ...] = ()
+            for part in parts:
+                path += (part,)
+                if path in arrays:  # a table under an array's element: its last one
+                    path += (arrays[path],)
+            return path
+
         i = 0
         while True:
             i = self.skip_space(i, newlines=True)
@@ -740,7 +753,12 @@ class _TomlScanner:
                 double = text.startswith("[[", i)
                 parts, k = self.key(i + (2 if double else 1))
                 k = text.index("]", k) + (2 if double else 1)
-                table = tuple(parts)
+                if double:
+                    array = (*resolved(parts[:-1]), parts[-1])
+                    arrays[array] = arrays.get(array, -1) + 1
+                    table = (*array, arrays[array])
+                else:
+                    table = resolved(parts)
                 found.append(_TomlItem(path=table, line=self.line_of(i), start=i, is_header=True))
                 i = k
                 continue
@@ -784,7 +802,10 @@ def _line_in_toml(
             continue
         if length > best_length or (length == best_length and best and best.is_header):
             best, best_length = item, length
-    if best is None or (exact and best_length < len([p for p in loc if isinstance(p, str)])):
+    if best is None:
+        return None
+    keys = [part for part in best.path if isinstance(part, str)]
+    if exact and len(keys) < len([part for part in loc if isinstance(part, str)]):
         return None
     line = best.line
     if (

@@ -184,3 +184,26 @@ def test_a_broken_skill_command_or_phase_is_one_warning_under_its_own_section(cl
     assert _section(doctor.stdout, "Commands:") == ["none", f"warning: {command}:4: {front_matter}"]
     assert _section(doctor.stdout, "Phases:") == ["none", f"warning: {phase}:4: {front_matter}"]
     assert doctor.stdout.count(str(skill)) == 1
+
+
+def test_a_hook_entrys_bad_value_is_reported_at_its_own_line(cli: Cli) -> None:
+    """A trial: `timeout = "ten"` on line 7 was reported at line 1, the first
+    `[[hooks.before_tool]]` header; now the key's own line, in the entry it belongs to."""
+    _config(
+        cli,
+        '[[hooks.before_tool]]\ncommand = "true"\n\n'
+        '[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "true"\ntimeout = "ten"\n\n'
+        '[[hooks.after_tool]]\nmatcher = "*"\ncommand = "true"\n',
+    )
+    where = f"{cli.workspace / 'agent-tui.toml'}:7: hooks.before_tool[1].timeout: "
+    doctor = cli.run("doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    [error] = _errors(doctor.stdout)
+    assert error.startswith(f"error: {where}Input should be a valid number"), error
+    refused = cli.run("run", "hi")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"agent-tui: error: {where}"), refused.stderr
+
+    _config(cli, '[hooks]\n\n[[hooks.after_tool]]\nmatcher = "*"\n')  # no command: the entry
+    [error] = _errors(cli.run("doctor").stdout)
+    assert error.startswith(f"error: {cli.workspace / 'agent-tui.toml'}:3: hooks.after_tool[0]")
