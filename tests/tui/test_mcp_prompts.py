@@ -208,3 +208,48 @@ async def test_the_at_picker_says_resources_are_on_their_way_and_shows_them_when
             assert screen.composer.input.text.startswith("@slow:notes://team/style")
     finally:
         await runtime.close()
+
+
+def _slow_to_answer(answered: asyncio.Event) -> MCPServer:
+    """A server whose prompt's text comes only once ``answered`` is set."""
+    server = MCPServer("slow")
+
+    @server.prompt()
+    async def review(topic: str) -> str:
+        """Ask for a review of a topic."""
+        await answered.wait()
+        return f"Please review {topic}."
+
+    return server
+
+
+async def test_text_typed_while_a_servers_prompt_is_fetched_stays_in_the_box(
+    db_path: Path, workspace: Path
+) -> None:
+    """``/slow:review …``, Enter, and typing on while the server answers: the keys joined the
+    command in the box, and went with it when the prompt's text was sent."""
+    answered = asyncio.Event()
+    manager = McpManager(
+        {"slow": InMemoryServer(_slow_to_answer(answered), timeout=5.0)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", mcp=manager
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press("slash", *"slow:review README.md", "enter", *"and the tests")
+            assert screen.composer.input.text.endswith("and the tests")
+            answered.set()
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            assert screen.selected_run is not None
+            run = await runtime.get_run(screen.selected_run.id)
+            assert run.input == "Please review README.md."
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+            assert screen.composer.input.text == "and the tests"
+            await runtime.wait(run.id, timeout=30)
+            await pilot.pause()
+    finally:
+        await runtime.close()

@@ -400,17 +400,27 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="mcp-prompts")
     async def _send_prompt(
-        self, manager: McpManager, name: str, argument: str, follow_up_job_id: str | None
+        self,
+        manager: McpManager,
+        name: str,
+        argument: str,
+        follow_up_job_id: str | None,
+        *,
+        typed: str,
     ) -> None:
         from tui.mcp_prompts import prompt_text
 
+        text: str | None = None
         try:
             text = await prompt_text(manager, name, argument)
         except AgentTuiError as error:
             self.notify(str(error), title=f"/{name}", severity="error")
-            return  # the command stays in the box, to be corrected
-        self.composer.command_done()
-        self._submit(text, follow_up_job_id, title=f"/{name} {argument}".strip())
+        finally:
+            if self.is_attached:
+                # Failed (an error of any kind), the command comes back, to be corrected.
+                self.composer.command_done(typed, keep_text=text is None)
+        if text is not None:
+            self._submit(text, follow_up_job_id, title=f"/{name} {argument}".strip())
 
     @work(exit_on_error=False, group="launch")
     async def _open_latest(self) -> None:
@@ -1554,17 +1564,22 @@ class MainScreen(Screen[None]):
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
-        if message.follow_up_job_id is None and self._hold_for_new_job(text):
+        job_id = message.follow_up_job_id
+        if message.after_command:
+            # Sent before a command sent ahead of it had run (``/new``, Enter, the task,
+            # Enter in one burst): it goes where that command left the box addressed.
+            job_id = self.composer.follow_up_job_id
+        if job_id is None and self._hold_for_new_job(text):
             return
         manager = self.runtime.mcp
         if manager is not None and "@" in text:
             from tui.mcp_resources import mentioned_resources, server_names
 
             if mentioned_resources(text, server_names(manager)):
-                self._attach_resources(manager, message.text, text, message.follow_up_job_id)
+                self._attach_resources(manager, message.text, text, job_id)
                 return
         self.composer.message_taken()
-        self._submit(text, message.follow_up_job_id)
+        self._submit(text, job_id)
 
     def _hold_for_new_job(self, text: str) -> bool:
         """A message sent to a new job while the last one sent is still being started goes to
@@ -1573,8 +1588,8 @@ class MainScreen(Screen[None]):
         of the old job). Whether it was held; if not, a new job starts with it now."""
         if self._new_job_held is None:
             return False
+        # Out of the box since its Enter: what the box holds now was typed after it, and stays.
         self.composer.message_taken()
-        self.composer.clear_text()
         self._new_job_held.append(text)
         self.notify("The new job is still starting: your message is queued for it.", title="Queued")
         return True
@@ -1841,7 +1856,7 @@ class MainScreen(Screen[None]):
     def _command_submitted(self, message: Composer.CommandSubmitted) -> None:
         message.stop()
         self.call_after_refresh(self._take_prompt)
-        self.run_command(message.name, message.argument)
+        self.run_command(message.name, message.argument, typed=message.typed)
 
     @property
     def extension_commands(self) -> ExtensionCommands:
@@ -1854,50 +1869,43 @@ class MainScreen(Screen[None]):
             found = self._extension_commands = ExtensionCommands(self.agent_app.settings.workspace)
         return found
 
-    def run_command(self, name: str, argument: str) -> None:
-        """A slash command typed in the composer; an unknown one changes nothing."""
+    def run_command(self, name: str, argument: str, *, typed: str) -> None:
+        """A slash command typed in the composer (``typed``, as it was typed: taken out of
+        the box at Enter, and given back if the command fails); an unknown one changes
+        nothing. What was typed after its Enter stays in the box, whatever the command does."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
         manager = self.runtime.mcp
         if ":" in name and manager is not None:
-            self._send_prompt(manager, name, argument, composer.follow_up_job_id)  # MCP prompt
+            follow_up_job_id = composer.follow_up_job_id
+            self._send_prompt(manager, name, argument, follow_up_job_id, typed=typed)
             return
         if name not in known:
             expanded = self.extension_commands.expand(name, argument)
             if expanded is not None:
                 # A skill or a custom command: what it expands to is the message.
-                composer.command_done()
-                composer.message_taken()
+                composer.command_done(typed)
                 # The job is titled as typed ("/explain main.py"), not by the expansion's
                 # first line ("# Skill: explain␊…": a new-user trial).
-                typed = f"/{name} {argument}".strip()
-                self._submit(expanded, composer.follow_up_job_id, title=typed)
+                title = f"/{name} {argument}".strip()
+                self._submit(expanded, composer.follow_up_job_id, title=title)
                 return
         if name not in known:
             # Under the box, where the person types (a toast at the top right went unread),
             # with the very text that sends it as a message.
-            typed = short(" ".join(composer.input.text.split()), 40)
+            composer.command_done(typed, keep_text=True)
+            shown = short(" ".join(typed.split()), 40)
             composer.show_error(
                 f"/{terminal_safe_line(short(name, 24))} is not a command."
-                f" To send it as a message: /{terminal_safe_line(typed)} · /help lists commands"
+                f" To send it as a message: /{terminal_safe_line(shown)} · /help lists commands"
             )
             return
         keep = False
         if name == "help":
             self.agent_app.action_help()
         elif name == "new":
-            composer.command_done()
-            if argument:
-                # Straight to a new job: its run on screen addresses the composer to it, with
-                # no empty new-job screen in between. The box addresses the new job from now
-                # on: what is sent before it exists is held for it (``_hold_for_new_job``), not
-                # sent to the job on screen.
-                composer.target(None)
-                # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream
-                # 20`` sent both slashes; ``/new /stream 20`` sent one).
-                self._submit(argument[1:] if argument.startswith("//") else argument, None)
-            else:
-                self.action_new_job()
+            composer.command_done(typed)
+            self._new_from_command(argument)
             return
         elif name in ("model", "agent"):
             keep = not self._choose_next(name, argument)
@@ -1929,10 +1937,27 @@ class MainScreen(Screen[None]):
         elif name == "context":
             self._show_context(composer.follow_up_job_id)
         elif name == "quit":
-            composer.command_done()
+            composer.command_done(typed)
             self.app.call_later(self.agent_app.action_quit)
             return
-        composer.command_done(keep_text=keep)
+        composer.command_done(typed, keep_text=keep)
+
+    def _new_from_command(self, task: str) -> None:
+        """``/new [TASK]``; what was typed after its Enter (in the box now) goes to the new job."""
+        if not task:
+            self.action_new_job(carry=True)
+            return
+        # Straight to a new job: its run on screen addresses the composer to it, with no empty
+        # new-job screen in between. The box addresses the new job from now on: what is sent
+        # before it exists is held for it (``_hold_for_new_job``), not sent to the job on screen.
+        composer = self.composer
+        if composer.input.text:
+            composer.carry_to(None)
+        else:
+            composer.target(None)
+        # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream 20`` sent
+        # both slashes; ``/new /stream 20`` sent one).
+        self._submit(task[1:] if task.startswith("//") else task, None)
 
     @work(exit_on_error=False, group="compact")
     async def _compact(self, job_id: str) -> None:
@@ -2323,9 +2348,10 @@ class MainScreen(Screen[None]):
         if self.open_request is None:
             self.composer.focus_input()
 
-    def action_new_job(self, take_keys: bool = True) -> None:
+    def action_new_job(self, take_keys: bool = True, carry: bool = False) -> None:
         """An explicit new job: the conversation empties and the composer addresses a new job
-        (``take_keys``: and has the focus).
+        (``take_keys``: and has the focus; ``carry``: with what the box holds, typed after
+        ``/new``'s Enter, rather than leave it as the draft of the job it addressed).
 
         What the keys act on changes here, at once: the box addresses the new job and no run
         is selected. The widgets go after, in the screen's own turn (``_new_job``), as a
@@ -2340,8 +2366,11 @@ class MainScreen(Screen[None]):
         self.job_tree.keep_live(None)
         composer = self.composer
         if composer.follow_up_job_id is not None:
-            composer.target(None)
-            self._load_draft(None)
+            if carry:
+                composer.carry_to(None)  # the new job's own draft comes back (under it)
+            else:
+                composer.target(None)
+                self._load_draft(None)
         self.refresh_bindings()
         self.call_later(self._new_job, take_keys=take_keys)
 

@@ -290,17 +290,31 @@ class Composer(Vertical):
     """Set: the next message continues this job. None: it starts a new job."""
 
     class Submitted(TextualMessage):
-        def __init__(self, text: str, follow_up_job_id: str | None) -> None:
+        """``after_command``: sent while a command sent before it was still out (the screen
+        had not finished with it): it goes where the box addresses once that command has run
+        (``/new``, Enter, the task, Enter in one burst: the new job), not where it addressed
+        at this Enter."""
+
+        def __init__(
+            self, text: str, follow_up_job_id: str | None, *, after_command: bool = False
+        ) -> None:
             super().__init__()
             self.text = text
             self.follow_up_job_id = follow_up_job_id
+            self.after_command = after_command
 
     class CommandSubmitted(TextualMessage):
-        def __init__(self, name: str, argument: str, follow_up_job_id: str | None) -> None:
+        """``typed``: the command as it was in the box, taken out at Enter; the screen hands
+        it back to ``command_done`` when it has finished with the command."""
+
+        def __init__(
+            self, name: str, argument: str, follow_up_job_id: str | None, *, typed: str = ""
+        ) -> None:
             super().__init__()
             self.name = name
             self.argument = argument
             self.follow_up_job_id = follow_up_job_id
+            self.typed = typed
 
     class DraftChanged(TextualMessage):
         """The unsent text of a target changed (posted after a quiet moment, or at once when
@@ -348,6 +362,9 @@ class Composer(Vertical):
         """Messages waiting for the job's run to finish, oldest first."""
         self.history: list[str] = []
         """Earlier prompts, oldest first."""
+        self._commands_out: list[str] = []
+        """Commands taken out of the box at Enter that the screen has not finished with yet
+        (``command_done``), as typed."""
         self._history_index: int | None = None
         self._history_stash = ""
         self._recalled: str | None = None
@@ -378,6 +395,8 @@ class Composer(Vertical):
         self._mode_shown = ""
         """What the mode line shows (set as it is composed)."""
         self._loading_draft = False
+        self._error_for = ""
+        """What the box held when the error line was shown: it goes when that changes."""
         self.put_back = False
         """What the box holds was put there by the app and no key was typed in it since (see
         ``mark_put_back``): a prompt that comes then takes the keys."""
@@ -559,11 +578,16 @@ class Composer(Vertical):
         other way round. With nothing typed, the new target's own draft comes back: the box
         stayed empty, and a new job's draft typed before an approval was answered elsewhere
         seemed lost until a relaunch (a new-user trial)."""
-        before = self.follow_up_job_id
         if self.follow_up_job_id is None and self.selected_job_id is not None:
-            self.target(self.selected_job_id, carry=True)
+            self.carry_to(self.selected_job_id)
         else:
-            self.target(None, carry=True)
+            self.carry_to(None)
+
+    def carry_to(self, job_id: str | None) -> None:
+        """Address ``job_id`` with what the box holds (ctrl+t; ``/new`` with text typed after
+        its Enter): that target's own saved draft comes back, under the text carried."""
+        before = self.follow_up_job_id
+        self.target(job_id, carry=True)
         carried = bool(self.input.text)
         if self.follow_up_job_id != before:
             if carried:
@@ -703,6 +727,7 @@ class Composer(Vertical):
         error = self.query_one("#error", Static)
         error.update(text)
         error.add_class("-shown")
+        self._error_for = self.input.text
 
     @property
     def error(self) -> str:
@@ -713,7 +738,8 @@ class Composer(Vertical):
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
         error = self.query_one("#error", Static)
-        if error.has_class("-shown"):
+        # A change still to come when the error was shown (a command given back) keeps it.
+        if error.has_class("-shown") and self.input.text != self._error_for:
             error.remove_class("-shown")
         self._update_completion()
         if self._loading_draft:
@@ -825,32 +851,48 @@ class Composer(Vertical):
             return
         self._history_index = None
         command = parse_command(text)
+        # Out of the box at once, a command too: keys typed right after Enter (a burst) start
+        # the next text, rather than join the command (``/newa task``) and go with it.
+        self.clear_text()
         if command is not None:
             name, argument = command
+            self.remember(text.strip())
             self._close_completion()
-            self.post_message(self.CommandSubmitted(name, argument, self.follow_up_job_id))
+            self._commands_out.append(text)
+            self.post_message(
+                self.CommandSubmitted(name, argument, self.follow_up_job_id, typed=text)
+            )
             return
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
         self.remember(text.strip())
-        # Out of the box at once: keys typed right after Enter start the next message.
-        self.clear_text()
-        self.post_message(self.Submitted(text.strip(), self.follow_up_job_id))
+        self.post_message(
+            self.Submitted(
+                text.strip(), self.follow_up_job_id, after_command=bool(self._commands_out)
+            )
+        )
 
     def remember(self, text: str) -> None:
         if text and (not self.history or self.history[-1] != text):
             self.history.append(text)
 
-    def command_done(self, *, keep_text: bool = False) -> None:
-        """The screen ran a command: clear the box (unless the command failed)."""
+    def command_done(self, typed: str, *, keep_text: bool = False) -> None:
+        """The screen has finished with the command ``typed`` (taken out of the box at Enter).
+        Failed (``keep_text``), it comes back to be corrected: into the box if nothing was
+        typed since, else the box keeps what was (↑ brings the command back)."""
+        if typed in self._commands_out:
+            self._commands_out.remove(typed)
         if not keep_text:
-            text = self.input.text.strip()
-            self.remember(text)
-            self.clear_text()
-            self.message_taken()  # the draft it was is gone now, not at the next save
+            self.message_taken()
+        elif not self.input.text:
+            self._recalled = typed  # as when ↑ brings it back: no menu opens over it
+            self.input.value = typed
 
     def message_taken(self) -> None:
-        """The screen took the message: the draft it was is gone."""
+        """The screen took the message (or command): the draft it was is gone now, not at the
+        next save. Text typed since its Enter is the draft now: its own save is due."""
+        if self.input.text:
+            return
         self._draft_key = self.follow_up_job_id
         if self._save_timer is not None:
             self._save_timer.stop()
