@@ -312,3 +312,28 @@ async def test_a_run_stopped_as_the_conversation_empties_marks_nothing() -> None
         await stopping
         assert not view.is_attached
         assert not conversation.query(".partial-label") and conversation.query(".empty")
+
+
+async def test_a_tool_call_s_state_for_a_block_going_is_dropped_without_an_error(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A call's later state (running → completed) came for a block whose parts had gone as
+    the conversation took it away: ``update_state`` looked for its header and raised
+    ``NoMatches`` (seen about one run in ten by a helper's test closing the app mid-run)."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        conversation = main_screen(app).conversation
+        await wait_until(pilot, lambda: conversation.query(".empty"))
+        await conversation.tool_state(
+            "call-1",
+            "read_file",
+            ToolCallState.RUNNING,
+            arguments={"path": "README.md"},
+            result=None,
+            error=None,
+        )
+        [block] = conversation.query(ToolCallView)
+        await wait_until(pilot, lambda: bool(block.query(".tool-header")))
+        await caught_going(block, block.remove)
+        block.update_state(ToolCallState.COMPLETED, result="the file's text")
+        assert block.state is ToolCallState.COMPLETED

@@ -279,15 +279,18 @@ class ToolCallView(Vertical, can_focus=True):
             self.error = error
         if not self.is_mounted:
             return
-        self.query_one(".tool-header", Static).update(self._header())
-        self._set_state_class()
-        if state.is_terminal:
-            self.query_one("#progress", ProgressBar).display = False
-            self.query_one("#progress-line", Static).display = False
-        if self.result is not None or self.error is not None:
-            folded = self.query_one("#result", Collapsible)
-            folded.display = True
-            folded.query_one("#result-text", Static).update(self._result_text())
+        try:
+            self.query_one(".tool-header", Static).update(self._header())
+            self._set_state_class()
+            if state.is_terminal:
+                self.query_one("#progress", ProgressBar).display = False
+                self.query_one("#progress-line", Static).display = False
+            if self.result is not None or self.error is not None:
+                folded = self.query_one("#result", Collapsible)
+                folded.display = True
+                folded.query_one("#result-text", Static).update(self._result_text())
+        except NoMatches:
+            return  # going: its parts went first, each in its own task (the fields are kept)
         self._want_diff()
         if state.is_terminal and self.has_sub_run and self.sub_run_expanded:
             self.post_message(self.SubRunWanted(self, self.child_run_id))  # its final state
