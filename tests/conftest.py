@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.pg_cluster import PgCluster, find_pg_bin, shared_cluster
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -35,3 +38,14 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "agent-tui.db"
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """The session's throwaway PostgreSQL cluster; the test is skipped, saying why, where
+    PostgreSQL or asyncpg is missing (`.ci/run` installs both)."""
+    bin_dir, why = find_pg_bin()
+    if bin_dir is None:
+        pytest.skip(f"{why}; `.ci/run` installs them (Debian package postgresql)")
+    pytest.importorskip("asyncpg", reason="asyncpg is not installed (pip install '.[postgres]')")
+    yield shared_cluster()

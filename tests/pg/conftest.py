@@ -1,22 +1,13 @@
-"""A PostgreSQL cluster shared by the tests of one session, and a fresh database per test."""
+"""A fresh database per test on the session's PostgreSQL cluster (``pg_cluster``: root conftest)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.pg_cluster import PgCluster, find_pg_bin, shared_cluster
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PgCluster]:
-    bin_dir, why = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip(f"{why}; `.ci/run` installs them (Debian package postgresql)")
-    pytest.importorskip("asyncpg", reason="asyncpg is not installed (pip install '.[postgres]')")
-    yield shared_cluster()
+from tests.pg_cluster import PgCluster
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import pytest
 from textual.widgets import Input, TextArea
 
 from runtime.api import Runtime
+from tests.pg_cluster import USER as PG_USER
+from tests.pg_cluster import PgCluster
 from tests.tui.helpers import open_runtime
 
 LOG_TAIL_CHARS = 6_000
@@ -34,9 +38,37 @@ def pytest_runtest_makereport(
         report.sections.append((f"agent-tui log {log.relative_to(folder)}", text[-LOG_TAIL_CHARS:]))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``both_stores`` runs on SQLite and on PostgreSQL (the TUI opened no run on
+    PostgreSQL for days, with no test to say so)."""
+    if "runtime_db" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_stores"
+    ):
+        metafunc.parametrize("runtime_db", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-async def runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
-    opened = await open_runtime(db_path, workspace)
+def runtime_db(request: pytest.FixtureRequest, db_path: Path) -> Iterator[Path | str]:
+    """Where the ``runtime`` fixture's store lives: the test's SQLite file, or (``both_stores``)
+    a new database on the session's PostgreSQL cluster, dropped after the test."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield db_path
+        return
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    where = ("-h", "127.0.0.1", "-p", str(cluster.port), "-U", PG_USER)
+    subprocess.run([cluster.bin_dir / "createdb", *where, name], check=True, timeout=60)
+    yield cluster.dsn(name)
+    subprocess.run(
+        [cluster.bin_dir / "dropdb", *where, "--force", "--if-exists", name],
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+async def runtime(runtime_db: Path | str, workspace: Path) -> AsyncIterator[Runtime]:
+    opened = await open_runtime(runtime_db, workspace)
     try:
         yield opened
     finally:

@@ -24,7 +24,7 @@ SIZE = (140, 44)
 
 
 async def open_runtime(
-    db_path: Path,
+    db_path: Path | str,
     workspace: Path,
     *,
     model: str = "demo:instant",

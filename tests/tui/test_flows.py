@@ -1,4 +1,5 @@
-"""Pilot tests of the main flows, on a real Runtime and a real SQLite file (demo:instant)."""
+"""Pilot tests of the main flows, on a real Runtime (demo:instant): on a real SQLite file, and
+on a real PostgreSQL cluster (``both_stores``)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
     from runtime.models import Run
     from tui.app import AgentTuiApp
+
+pytestmark = pytest.mark.both_stores  # and on PostgreSQL: the TUI's main flows there too
 
 
 async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
