@@ -47,6 +47,26 @@ def _hold_the_screen(screen: MainScreen) -> asyncio.Event:
     return held
 
 
+async def _box_on(pilot: Pilot[object], app: AgentTuiApp, job_id: str) -> MainScreen:
+    """The newest job opened from the browser, then the keys in its box (a follow-up of it)."""
+    screen = main_screen(app)
+    await wait_for_browser(pilot, app)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
+    screen.composer.focus_input()
+    await wait_until(pilot, lambda: app.focused is screen.composer.input)
+    return screen
+
+
+async def _the_job_of(pilot: Pilot[object], runtime: Runtime, task: str) -> str:
+    """The one job whose root run was asked ``task`` (bounded wait until it exists)."""
+    async with asyncio.timeout(30):
+        while not await _jobs_with(runtime, task):
+            await pilot.pause(0.05)
+    [job_id] = await _jobs_with(runtime, task)
+    return job_id
+
+
 async def _root_inputs(runtime: Runtime, job_id: str) -> list[str | None]:
     return [r.input for r in await runtime.job_runs(job_id) if r.parent_run_id is None]
 
@@ -73,12 +93,7 @@ async def test_a_task_typed_right_after_slash_new_stays_in_the_box_for_the_new_j
     await finish_run(runtime, old.id)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == old.job_id)
-        screen.composer.focus_input()
-        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        screen = await _box_on(pilot, app, old.job_id)
         held = _hold_the_screen(screen)
         send_burst(app, [*"/new", "enter", *"a task of its own"])
         await _until(lambda: screen.composer.input.text.endswith("a task of its own"))
@@ -87,10 +102,7 @@ async def test_a_task_typed_right_after_slash_new_stays_in_the_box_for_the_new_j
         await pilot.pause()
         assert screen.composer.input.text == "a task of its own"
         await pilot.press("enter")
-        async with asyncio.timeout(30):
-            while not await _jobs_with(runtime, "a task of its own"):
-                await pilot.pause(0.05)
-        [job_id] = await _jobs_with(runtime, "a task of its own")
+        job_id = await _the_job_of(pilot, runtime, "a task of its own")
         assert job_id != old.job_id
         await _settled(pilot, runtime, job_id)
     assert await _root_inputs(runtime, old.job_id) == ["the old job"]
@@ -106,20 +118,12 @@ async def test_slash_new_and_a_task_sent_in_one_burst_start_the_new_job_with_tha
     await finish_run(runtime, old.id)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == old.job_id)
-        screen.composer.focus_input()
-        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        screen = await _box_on(pilot, app, old.job_id)
         held = _hold_the_screen(screen)
         send_burst(app, [*"/new", "enter", *"a task of its own", "enter", *"and more"])
         await _until(lambda: screen.composer.input.text.endswith("and more"))
         held.set()
-        async with asyncio.timeout(30):
-            while not await _jobs_with(runtime, "a task of its own"):
-                await pilot.pause(0.05)
-        [job_id] = await _jobs_with(runtime, "a task of its own")
+        job_id = await _the_job_of(pilot, runtime, "a task of its own")
         assert job_id != old.job_id
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
         assert screen.composer.input.text == "and more"  # typed on, for the new job
@@ -140,20 +144,12 @@ async def test_a_message_sent_after_slash_new_task_is_queued_for_it_and_what_fol
     await finish_run(runtime, old.id)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = main_screen(app)
-        await wait_for_browser(pilot, app)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == old.job_id)
-        screen.composer.focus_input()
-        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        screen = await _box_on(pilot, app, old.job_id)
         held = _hold_the_screen(screen)
         send_burst(app, [*"/new the first task", "enter", *"the second", "enter", *"still typing"])
         await _until(lambda: screen.composer.input.text.endswith("still typing"))
         held.set()
-        async with asyncio.timeout(30):
-            while not await _jobs_with(runtime, "the first task"):
-                await pilot.pause(0.05)
-        [job_id] = await _jobs_with(runtime, "the first task")
+        job_id = await _the_job_of(pilot, runtime, "the first task")
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
         # The demo model asks its question: the second waits in the new job's queue.
         assert screen.composer.queued(job_id) == ["the second"]
