@@ -337,3 +337,7 @@ async def test_a_tool_call_s_state_for_a_block_going_is_dropped_without_an_error
         await caught_going(block, block.remove)
         block.update_state(ToolCallState.COMPLETED, result="the file's text")
         assert block.state is ToolCallState.COMPLETED
+        # The result's own message, and a sub-run's, come the same way (the CI rehearsal).
+        block.set_result("the file's text", is_error=False)
+        block.set_child("child-run")
+        assert block.result == "the file's text" and block.child_run_id == "child-run"

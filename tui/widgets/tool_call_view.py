@@ -335,21 +335,29 @@ class ToolCallView(Vertical, can_focus=True):
             self.error = content
         else:
             self.result = content
-        if self.is_mounted:
+        if not self.is_mounted:
+            return
+        try:
             folded = self.query_one("#result", Collapsible)
             folded.display = True
             folded.query_one("#result-text", Static).update(self._result_text())
             self._show_denial()
             if self.is_delegation:
                 self._show_sub_run_offer()
+        except NoMatches:
+            return  # going: its parts went first, each in its own task (the fields are kept)
 
     def set_child(self, child_run_id: str) -> None:
         self.child_run_id = child_run_id
-        if self.is_mounted:
+        if not self.is_mounted:
+            return
+        try:
             child = self.query_one(".tool-child", Static)
             child.update(self._child_text())
             child.display = True
             self.query_one("#sub-run", Collapsible).display = True
+        except NoMatches:
+            return  # going (see ``set_result``)
 
     @property
     def sub_run_expanded(self) -> bool:
