@@ -58,8 +58,8 @@ def unknown_tool_warnings(
 ) -> list[str]:
     """One warning per name in agent ``agent_name``'s ``tools`` that names no tool (a typo:
     the agent silently lacked it), with the file, line and key that set it and the closest
-    known name. Patterns are not checked, nor names of the MCP form ``server__tool``: a
-    server's tools are known only once it starts."""
+    known name. Patterns are not checked, nor the tool part of ``server__tool`` (a server's
+    tools are known only once it starts); its server part is (``githb__*`` named no server)."""
     agent = config.agents.get(agent_name)
     if agent is None or agent.tools is None:
         return []
@@ -67,20 +67,39 @@ def unknown_tool_warnings(
     delegates = {DELEGATE_PREFIX + name for name in ("default", *config.agents)}
     warnings = []
     for index, name in enumerate(agent.tools):
-        if name in known or name in delegates or MCP_NAME_SEPARATOR in name:
+        if name in known or name in delegates:
             continue
-        if any(char in name for char in "*?["):
-            continue
-        close = difflib.get_close_matches(name, known, n=1)
+        message = _unknown_tool(name, known, sorted(config.mcp_servers))
+        if message is not None:
+            loc = ("agents", agent_name, "tools", index)
+            warnings.append(located_error(message, loc, workspace).message)
+    return warnings
+
+
+def _unknown_tool(name: str, known: list[str], servers: list[str]) -> str | None:
+    """What is wrong with ``name`` of an agent's ``tools``, or None while it may name a tool."""
+    if MCP_NAME_SEPARATOR in name:
+        server = name.split(MCP_NAME_SEPARATOR, 1)[0]
+        if server in servers or any(char in server for char in "*?["):
+            return None
+        close = difflib.get_close_matches(server, servers, n=1)
         hint = (
             f"did you mean {close[0]!r}?"
             if close
-            else f"tools: {', '.join(sorted(known))}, and an MCP server's as server__tool"
+            else f"servers: {', '.join(servers)}"
+            if servers
+            else "none is configured"
         )
-        loc = ("agents", agent_name, "tools", index)
-        message = f"no tool named {name!r} ({hint}); the agent runs without it"
-        warnings.append(located_error(message, loc, workspace).message)
-    return warnings
+        return f"no MCP server named {server!r} for {name!r} ({hint}); the agent runs without it"
+    if any(char in name for char in "*?["):
+        return None
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else f"tools: {', '.join(known)}, and an MCP server's as server__tool"
+    )
+    return f"no tool named {name!r} ({hint}); the agent runs without it"
 
 
 class DelegateTool:

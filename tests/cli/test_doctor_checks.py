@@ -126,8 +126,8 @@ def test_a_tool_name_no_tool_has_is_a_warning_of_doctor_and_of_the_agents_first_
     cli: Cli,
 ) -> None:
     """A new-user trial: `tools = ["read_flie"]` left the agent silently without the tool.
-    Patterns and names of the MCP form `server__tool` are not flagged (MCP tools are known only
-    once the servers start)."""
+    Patterns are not flagged, nor the tool part of `server__tool` (MCP tools are known only
+    once the servers start); a server part that names no server is."""
     _config(
         cli,
         '[agents.x]\ninstructions = "Reads."\n'
@@ -138,10 +138,14 @@ def test_a_tool_name_no_tool_has_is_a_warning_of_doctor_and_of_the_agents_first_
         f"{cli.workspace / 'agent-tui.toml'}:3: agents.x.tools[1]: no tool named 'read_flie' "
         "(did you mean 'read_file'?); the agent runs without it"
     )
+    no_server = (
+        f"{cli.workspace / 'agent-tui.toml'}:3: agents.x.tools[3]: no MCP server named 'github'"
+        " for 'github__create_issue' (none is configured); the agent runs without it"
+    )
     doctor = cli.run("doctor")
     assert doctor.returncode == 0, doctor.stdout  # the agent still runs
     warnings = [line.strip() for line in doctor.stdout.splitlines() if "warning:" in line]
-    assert warnings == [f"warning: {warning}"]
+    assert warnings == [f"warning: {warning}", f"warning: {no_server}"]
     configuration = doctor.stdout.split("Configuration:\n")[1].split("\n\n")[0]
     assert f"warning: {warning}" in configuration
 
@@ -149,6 +153,7 @@ def test_a_tool_name_no_tool_has_is_a_warning_of_doctor_and_of_the_agents_first_
     assert run.returncode == 3, run.stderr  # the demo asks
     assert run.stderr.count("read_flie") == 1, run.stderr
     assert f"agent-tui: warning: {warning}\n" in run.stderr
+    assert f"agent-tui: warning: {no_server}\n" in run.stderr
     assert "read_flie" not in cli.run("run", "hi").stderr  # the default agent's run
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runtime.config import Config
+from runtime.engine.catalog import unknown_tool_warnings
 from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import plan_calls
 from runtime.errors import ModelError
@@ -181,3 +184,38 @@ def test_a_call_started_by_a_gone_execution_is_indeterminate_and_allow_run_answe
     assert [c.id for c, _ in plan.to_run] == ["c1"]
     assert plan.stop is None
     assert plan.allowed == {"shell"}
+
+
+def test_an_agents_tool_naming_no_configured_mcp_server_is_a_warning_with_the_closest_server(
+    tmp_path: Path,
+) -> None:
+    """`githb__create_issue` left the agent silently without GitHub's tools: the tool part is
+    known only once the server starts, but the server part is known from the config."""
+    config = Config.model_validate(
+        {
+            "agents": {
+                "x": {
+                    "tools": [
+                        "githb__create_issue",
+                        "github__create_issue",
+                        "jira__*",
+                        "*__read",
+                        "github__*",
+                    ]
+                }
+            },
+            "mcp_servers": {
+                "github": {"type": "stdio", "command": "github-mcp"},
+                "postgres": {"type": "stdio", "command": "pg-mcp"},
+            },
+        }
+    )
+
+    warnings = unknown_tool_warnings(config, "x", tmp_path, ["read_file"])
+
+    assert [w.split(": ", 1)[1] for w in warnings] == [
+        "no MCP server named 'githb' for 'githb__create_issue' (did you mean 'github'?);"
+        " the agent runs without it",
+        "no MCP server named 'jira' for 'jira__*' (servers: github, postgres);"
+        " the agent runs without it",
+    ]
