@@ -1,12 +1,17 @@
 """Context compaction (DESIGN §16), the pure part: when to compact, where to cut, what to ask the
 model, and the history that replaces the older part.
 
-The engine decides with ``needs_compaction`` before a model call; ``plan_compaction`` picks the
-older messages to summarise and the recent ones to keep, never splitting a ``tool_use`` from its
-``tool_result`` (the kept part never starts with a tool message); ``summary_request_text`` is the
-transcript the model summarises; ``compacted_history`` is summary + recent turns. The originals
-are never deleted: a compaction record names the messages it covered, and forks from before it
-see everything.
+Before a model call the engine decides as ``needs_compaction`` does (with a ``HistoryTally``),
+counting the whole request: its messages, its system prompt and its tool definitions
+(``tool_specs_tokens``, as ``/context`` counts them). When the system prompt and the tool
+definitions alone are past the share of the window, compacting cannot make room and the engine
+does not compact (``compaction_can_help``).
+``plan_compaction`` picks the older messages to summarise and the recent ones to keep
+(``kept_share`` of the window), never splitting a ``tool_use`` from its ``tool_result`` (the
+kept part never starts with a tool message); ``summary_request_text`` is the transcript the
+model summarises; ``compacted_history`` is summary + recent turns. The originals are never
+deleted: a compaction record names the messages it covered, and forks from before it see
+everything.
 """
 
 from __future__ import annotations
@@ -34,11 +39,14 @@ __all__ = [
     "CompactionPlan",
     "HistoryTally",
     "compacted_history",
+    "compaction_can_help",
     "estimate_tokens",
+    "kept_share",
     "needs_compaction",
     "plan_compaction",
     "summary_request_text",
     "tool_specs_chars",
+    "tool_specs_tokens",
 ]
 
 CHARS_PER_TOKEN = 4
@@ -91,9 +99,19 @@ def tool_specs_chars(specs: Sequence[ToolSpec]) -> int:
     )
 
 
-def estimate_tokens(messages: Sequence[Message], *, system: str = "") -> int:
+def tool_specs_tokens(specs: Sequence[ToolSpec]) -> int:
+    """The tokens the definitions of ``specs`` take in a request, estimated: ``/context``'s
+    "tool definitions", and what compaction counts for them."""
+    return tool_specs_chars(specs) // CHARS_PER_TOKEN
+
+
+def estimate_tokens(
+    messages: Sequence[Message], *, system: str = "", tools: Sequence[ToolSpec] = ()
+) -> int:
+    """A request of ``messages`` with the system prompt ``system`` and the tool definitions
+    ``tools``."""
     chars = len(system) + sum(message_chars(m) for m in messages)
-    return chars // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
+    return chars // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages) + tool_specs_tokens(tools)
 
 
 class HistoryTally:
@@ -107,6 +125,19 @@ class HistoryTally:
         """``_prefix[i]``: the characters of the history's first ``i`` messages."""
         self._first: Message | None = None
         self._last: Message | None = None
+        self._tools: tuple[Sequence[ToolSpec], int] = ((), 0)
+        """The tool definitions last counted (the same list from step to step), and their
+        tokens: counted again only for another list."""
+
+    def _tool_tokens(self, tools: Sequence[ToolSpec]) -> int:
+        if tools is not self._tools[0]:
+            self._tools = (tools, tool_specs_tokens(tools))
+        return self._tools[1]
+
+    def overhead(self, *, system: str = "", tools: Sequence[ToolSpec] = ()) -> int:
+        """What a request sends whatever its messages: ``estimate_tokens([], system=system,
+        tools=tools)``."""
+        return len(system) // CHARS_PER_TOKEN + self._tool_tokens(tools)
 
     def _extend(self, history: Sequence[Message]) -> None:
         counted = len(self._prefix) - 1
@@ -124,17 +155,24 @@ class HistoryTally:
         self._last = history[-1] if history else None
 
     def estimate(
-        self, messages: Sequence[Message], history: Sequence[Message], *, system: str = ""
+        self,
+        messages: Sequence[Message],
+        history: Sequence[Message],
+        *,
+        system: str = "",
+        tools: Sequence[ToolSpec] = (),
     ) -> int:
-        """``estimate_tokens(messages, system=system)`` for a request made from ``history``:
-        ``messages[1:]`` must be the last ``len(messages) - 1`` messages of ``history`` (the
-        whole history, or a compaction's summary or merged first turn, then the kept tail)."""
+        """``estimate_tokens(messages, system=system, tools=tools)`` for a request made from
+        ``history``: ``messages[1:]`` must be the last ``len(messages) - 1`` messages of
+        ``history`` (the whole history, or a compaction's summary or merged first turn, then
+        the kept tail)."""
         if not messages:
-            return len(system) // CHARS_PER_TOKEN
+            return self.overhead(system=system, tools=tools)
         self._extend(history)
         tail = len(messages) - 1
         chars = message_chars(messages[0]) + self._prefix[-1] - self._prefix[-1 - tail]
-        return (len(system) + chars) // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
+        counted = (len(system) + chars) // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
+        return counted + self._tool_tokens(tools)
 
 
 def needs_compaction(
@@ -142,9 +180,28 @@ def needs_compaction(
     *,
     context_window: int,
     system: str = "",
+    tools: Sequence[ToolSpec] = (),
     share: float = DEFAULT_SHARE,
 ) -> bool:
-    return estimate_tokens(messages, system=system) > context_window * share
+    """Whether the request would take more than ``share`` of the window, tool definitions
+    included (and whether compacting could help at all is ``compaction_can_help``)."""
+    return estimate_tokens(messages, system=system, tools=tools) > context_window * share
+
+
+def compaction_can_help(overhead: int, *, context_window: int, share: float) -> bool:
+    """False when what every request sends besides its messages (``overhead``: the system
+    prompt and the tool definitions) is alone past ``share`` of the window: no summary makes
+    such a request small enough, and compacting before each step would only cost calls."""
+    return overhead <= context_window * share
+
+
+def kept_share(overhead: int, *, context_window: int, share: float) -> float:
+    """Of the window, how much recent history a compaction keeps: ``KEEP_RECENT_SHARE``, or
+    less when the system prompt and the tool definitions (``overhead``) leave the messages
+    less room below ``share`` of the window: half that room, so that the requests after a
+    compaction can grow for a while before the next one (not compact again at once)."""
+    room = context_window * share - overhead
+    return max(0.0, min(KEEP_RECENT_SHARE, room / 2 / context_window))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """What a job's context holds (``/context`` in the TUI): its next request's system prompt, tool
 definitions, a compaction's summary and its messages by who wrote them, each estimated the way
-compaction estimates a request (characters / ``CHARS_PER_TOKEN``), beside what the job's latest
-model call measured and the model's window.
+compaction estimates a request (characters / ``CHARS_PER_TOKEN``; the tool definitions with the
+same ``tool_specs_tokens`` compaction counts), beside what the job's latest model call measured
+and the model's window.
 
 Read only: the request is put together from the job's latest root run as the executor would
 (its history read once, the compaction applied, its phase found from its route calls), but
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars, tool_specs_chars
+from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars, tool_specs_tokens
 from runtime.engine.catalog import Catalog, tool_allowed
 from runtime.engine.executor import system_prompt
 from runtime.engine.extensions import (
@@ -121,7 +122,7 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
         window=catalog.context_window(catalog.provider(run.model), job.workspace),
         measured=run.context_tokens or max((r.context_tokens for r in roots), default=0),
         system=_tokens(len(system)),
-        tools=_tokens(tool_specs_chars(specs)),
+        tools=tool_specs_tokens(specs),
         tool_count=len(specs),
         summary=_tokens(sum(message_chars(m) for m in summary)) + MESSAGE_TOKENS * len(summary),
         summarised=len(history) - len(kept),

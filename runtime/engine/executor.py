@@ -18,7 +18,7 @@ from runtime.config import AgentConfig
 from runtime.engine.catalog import Catalog
 from runtime.engine.delegation import Delegation
 from runtime.engine.execution import GIVEN_BACK_REASON, Execution, Executions, RunFailed
-from runtime.engine.extensions import Extensions
+from runtime.engine.extensions import Extensions, ExtensionState
 from runtime.engine.hooked import notify_run_finished
 from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
@@ -27,8 +27,8 @@ from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
 from runtime.events import RepairNote
 from runtime.history import load_history
 from runtime.images import RequestImages
-from runtime.models import Failure, Message, Role, Run, RunState, ToolCallState
-from runtime.providers.base import ModelProvider, ModelRequest
+from runtime.models import Failure, Job, Message, Role, Run, RunState, ToolCallState
+from runtime.providers.base import ModelProvider, ModelRequest, ToolSpec
 from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
 
@@ -195,8 +195,7 @@ class Executor:
                 token=execution.token,
                 history=execution.history.messages,
             )
-            system, tools, specs = self._extensions.step_setup(extensions, base_system, all_tools)
-            specs = self._catalog.offered(specs, job.workspace)
+            system, tools, specs = self._step_setup(extensions, base_system, all_tools, job)
             while True:
                 self._catalog.new_step()
                 last = execution.history.last
@@ -212,10 +211,9 @@ class Executor:
                     if await self._extensions.note_phase_moves(
                         run, execution.token, extensions, execution.history.messages
                     ):
-                        system, tools, specs = self._extensions.step_setup(
-                            extensions, base_system, all_tools
+                        system, tools, specs = self._step_setup(
+                            extensions, base_system, all_tools, job
                         )
-                        specs = self._catalog.offered(specs, job.workspace)
                     continue
                 if execution.release_at_step_end:
                     await self._store.stop_run(
@@ -235,6 +233,7 @@ class Executor:
                     provider=provider,
                     history=execution.history.messages,
                     system=system,
+                    specs=specs,
                     context_window=self._catalog.context_window(provider, job.workspace),
                     share=self._catalog.config_for(job.workspace).defaults.compact_at,
                     workspace=job.workspace,
@@ -257,6 +256,14 @@ class Executor:
             raise
         finally:
             self._job_steps.leave(run.job_id)
+
+    def _step_setup(
+        self, state: ExtensionState, base_system: str, all_tools: dict[str, Tool], job: Job
+    ) -> tuple[str, dict[str, Tool], list[ToolSpec]]:
+        """The system prompt, tools and offered tool specs of the next requests (until a phase
+        move); compaction counts the tool definitions of a request from those specs."""
+        system, tools, specs = self._extensions.step_setup(state, base_system, all_tools)
+        return system, tools, self._catalog.offered(specs, job.workspace)
 
     async def _load(self, execution: Execution, run: Run) -> None:
         """Read what the execution keeps in memory: the history (repaired once), the calls of

@@ -33,7 +33,9 @@ from runtime.compaction import (
     CompactionPlan,
     HistoryTally,
     compacted_history,
+    compaction_can_help,
     estimate_tokens,
+    kept_share,
     plan_compaction,
     summary_request_text,
 )
@@ -404,6 +406,8 @@ class Extensions:
         self._store = store
         self._pump = pump
         self._env = env
+        self._told_no_room: set[str] = set()
+        """Runs told that compacting cannot make room for their requests (told once)."""
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -585,18 +589,28 @@ class Extensions:
         provider: ModelProvider,
         history: Sequence[Message],
         system: str,
+        specs: Sequence[ToolSpec],
         context_window: int,
         share: float,
         workspace: str,
         force: bool = False,
     ) -> list[Message]:
         """The messages of the next request: the history with the latest compaction applied,
-        compacted again first when it would take more than ``share`` of the window."""
+        compacted again first when the request (``system``, the tool definitions ``specs`` and
+        the messages) would take more than ``share`` of the window, unless the system prompt
+        and the tool definitions alone do: then nothing is compacted, and the run is told."""
         messages, originals = compacted_messages(state.compaction, history)
-        tokens = state.tally.estimate(messages, history, system=system)
+        tokens = state.tally.estimate(messages, history, system=system, tools=specs)
         if not force and tokens <= context_window * share:
             return messages
-        plan = plan_compaction(originals, context_window=context_window)
+        overhead = state.tally.overhead(system=system, tools=specs)
+        if not force and not compaction_can_help(
+            overhead, context_window=context_window, share=share
+        ):
+            self._tell_no_room(run, overhead, len(specs), window=context_window, share=share)
+            return messages
+        keep = kept_share(overhead, context_window=context_window, share=share)
+        plan = plan_compaction(originals, context_window=context_window, keep_share=keep)
         if plan is None:
             return messages
         previous = state.compaction.summary if state.compaction else None
@@ -636,6 +650,21 @@ class Extensions:
             summary=summary, through_message_id=plan.through_message_id
         )
         return compacted_messages(state.compaction, history)[0]
+
+    def _tell_no_room(
+        self, run: Run, overhead: int, tool_count: int, *, window: int, share: float
+    ) -> None:
+        """Once a run: its requests are past the compaction threshold before any message."""
+        if run.id in self._told_no_room:
+            return
+        self._told_no_room.add(run.id)
+        text = (
+            f"the system prompt and the {tool_count} tool definitions alone take about "
+            f"{overhead:,} tokens, more than compact_at ({share:.0%}) of the {window:,}-token "
+            "context window: compacting cannot make room, so the history is not compacted; "
+            "offer fewer tools (MCP servers, the agent's tools) or use a larger window"
+        )
+        self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="warning", text=text))
 
 
 async def compact_finished_run(

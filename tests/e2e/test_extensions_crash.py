@@ -152,8 +152,10 @@ def test_kill_during_a_compaction_then_retry_summarises_once_and_finishes(
     cli: Cli, tmp_path: Path
 ) -> None:
     (cli.workspace / "big.txt").write_text("lorem ipsum dolor sit\n" * 145)
+    # ~1,500 tokens of system prompt and built-in tools; compacting past 3,200 leaves room for
+    # one read of big.txt, not for two.
     (cli.workspace / "agent-tui.toml").write_text(
-        "[defaults]\ncontext_window = 2000\ncompact_at = 0.8\n"
+        "[defaults]\ncontext_window = 4000\ncompact_at = 0.8\n"
     )
     read_big = {"path": "big.txt"}
     script = [

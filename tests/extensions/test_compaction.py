@@ -3,17 +3,23 @@ history that replaces the older part."""
 
 from __future__ import annotations
 
+import pytest
+
 from runtime.compaction import (
     SUMMARY_HEADER,
     HistoryTally,
     compacted_history,
+    compaction_can_help,
     estimate_tokens,
+    kept_share,
     needs_compaction,
     plan_compaction,
     summary_request_text,
+    tool_specs_tokens,
 )
 from runtime.history import repair
 from runtime.models import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
+from runtime.providers.base import ToolSpec
 
 
 def _conversation(turns: int, *, size: int = 400) -> list[Message]:
@@ -55,6 +61,42 @@ def test_compaction_is_needed_past_the_share_of_the_window() -> None:
     tokens = estimate_tokens(messages)
     assert needs_compaction(messages, context_window=int(tokens / 0.81))
     assert not needs_compaction(messages, context_window=int(tokens / 0.5))
+
+
+def _specs(count: int, *, description: str = "d" * 400) -> list[ToolSpec]:
+    return [
+        ToolSpec(name=f"tool_{n}", description=description, input_schema={"type": "object"})
+        for n in range(count)
+    ]
+
+
+def test_tool_definitions_count_in_the_estimate_and_can_take_a_request_past_the_share() -> None:
+    messages = _conversation(4)
+    specs = _specs(10)
+    alone = estimate_tokens(messages, system="sys")
+    assert estimate_tokens(messages, system="sys", tools=specs) == alone + tool_specs_tokens(specs)
+    window = int(alone / 0.8) + 10  # the messages alone fit under 80% of it
+    assert not needs_compaction(messages, context_window=window, system="sys")
+    assert needs_compaction(messages, context_window=window, system="sys", tools=specs)
+
+
+def test_compaction_cannot_help_when_the_definitions_alone_are_past_the_share() -> None:
+    assert compaction_can_help(8_000, context_window=10_000, share=0.8)
+    assert not compaction_can_help(8_001, context_window=10_000, share=0.8)
+
+
+def test_a_compaction_keeps_less_recent_history_when_the_definitions_leave_less_room() -> None:
+    assert kept_share(500, context_window=10_000, share=0.8) == 0.25
+    # 1,000 tokens of room below the threshold: half of it is kept.
+    assert kept_share(7_000, context_window=10_000, share=0.8) == pytest.approx(0.05)
+    assert kept_share(9_000, context_window=10_000, share=0.8) == 0.0
+    messages = _conversation(30)
+    plan = plan_compaction(
+        messages,
+        context_window=10_000,
+        keep_share=kept_share(7_000, context_window=10_000, share=0.8),
+    )
+    assert plan is not None and estimate_tokens(plan.kept) <= 500
 
 
 def test_the_kept_part_never_starts_with_a_tool_result_and_fits_the_budget() -> None:
@@ -104,6 +146,18 @@ def test_the_running_tally_gives_the_estimate_of_each_request_as_the_history_gro
     assert plan is not None
     request = compacted_history("the summary", plan)
     assert tally.estimate(request, history) == estimate_tokens(request)
+
+
+def test_the_running_tally_counts_the_tool_definitions_as_the_estimate_does() -> None:
+    history = _conversation(5)
+    tally = HistoryTally()
+    specs = _specs(3)
+    assert tally.estimate(history, history, system="s", tools=specs) == estimate_tokens(
+        history, system="s", tools=specs
+    )
+    assert tally.overhead(system="s", tools=specs) == estimate_tokens([], system="s", tools=specs)
+    other = _specs(8, description="another")  # another phase's tools: counted again
+    assert tally.estimate(history, history, tools=other) == estimate_tokens(history, tools=other)
 
 
 def test_the_running_tally_counts_again_for_another_history() -> None:

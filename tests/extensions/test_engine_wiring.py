@@ -515,11 +515,16 @@ def _read_big() -> Turn:
     return Turn(tool_calls=[("read_file", {"path": "big.txt"})])
 
 
+SMALL_WINDOW = Defaults(context_window=3000, compact_at=0.8)
+"""Every request sends ~1,500 tokens of system prompt and built-in tool definitions; compacting
+past 2,400 tokens leaves the messages room for two reads of big.txt, not for three."""
+
+
 async def test_a_request_past_the_share_of_a_small_window_is_compacted_and_the_originals_stay(
     make_runtime: Factory, workspace: Path
 ) -> None:
     write(workspace / "big.txt", "lorem ipsum dolor " * 70)  # ~1,260 characters, ~315 tokens
-    config = Config(defaults=Defaults(context_window=1000, compact_at=0.8))
+    config = Config(defaults=SMALL_WINDOW)
     runtime, provider = await make_runtime(
         [_read_big(), _read_big(), _read_big(), Turn(text="SUMMARY-XYZ"), Turn(text="final")],
         config=config,
@@ -571,7 +576,7 @@ async def test_a_follow_up_after_a_compaction_starts_from_the_summary(
     make_runtime: Factory, workspace: Path
 ) -> None:
     write(workspace / "big.txt", "lorem ipsum dolor " * 70)
-    config = Config(defaults=Defaults(context_window=1000, compact_at=0.8))
+    config = Config(defaults=SMALL_WINDOW)
     runtime, provider = await make_runtime(
         [_read_big(), _read_big(), _read_big(), Turn(text="SUMMARY-1"), Turn(text="final")],
         config=config,

@@ -63,7 +63,9 @@ async def test_claude_receives_instructions_skills_the_phase_directive_and_the_s
     runtime = await Runtime.open(
         db_path=db_path,
         workspace=workspace,
-        config=Config(defaults=Defaults(context_window=2000, compact_at=0.8)),
+        # ~1,900 tokens of system prompt and tools in the plan phase, ~550 in build; compacting
+        # past 2,400 leaves build room for one read of big.txt, not for two.
+        config=Config(defaults=Defaults(context_window=3000, compact_at=0.8)),
         model="anthropic:claude-sonnet-5",
         env={"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": server.base_url},
     )
@@ -111,7 +113,9 @@ async def test_the_summary_call_s_tokens_count_in_the_run_and_job_totals(
     runtime = await Runtime.open(
         db_path=db_path,
         workspace=workspace,
-        config=Config(defaults=Defaults(context_window=2000, compact_at=0.8)),
+        # ~1,500 tokens of system prompt and built-in tools; compacting past 3,200 leaves room
+        # for one read of big.txt, not for two.
+        config=Config(defaults=Defaults(context_window=4000, compact_at=0.8)),
         model="anthropic:claude-sonnet-5",
         env={"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": server.base_url},
     )
