@@ -45,7 +45,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -383,8 +383,10 @@ async def run_before_tool(
     workspace: Path,
     run_id: str = "",
     job_id: str = "",
+    starting: Callable[[HookEntry], None] | None = None,
 ) -> HookOutcome:
-    """Run the matching ``before_tool`` hooks in order; the first deny or failure decides."""
+    """Run the matching ``before_tool`` hooks in order; the first deny or failure decides.
+    ``starting`` is told of each hook as it starts (what the call waits for meanwhile)."""
     base = {
         "tool_name": tool_name,
         "arguments": dict(arguments),
@@ -393,6 +395,8 @@ async def run_before_tool(
         "job_id": job_id,
     }
     for entry in matching_hooks(hooks.before_tool, tool_name):
+        if starting is not None:
+            starting(entry)
         outcome = await _run_one(entry, "before_tool", base, workspace)
         if outcome.decision == "deny" or outcome.failure:
             return outcome

@@ -8,21 +8,53 @@ the result and adds a line saying so."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from runtime.denials import by_hook, did_not_run
 from runtime.engine.delegation import Outcome
-from runtime.hooks import HookEntry, HooksConfig, fire_and_forget, run_after_tool, run_before_tool
+from runtime.hooks import (
+    HookEntry,
+    HooksConfig,
+    fire_and_forget,
+    matching_hooks,
+    run_after_tool,
+    run_before_tool,
+)
 from runtime.models import Run, RunState, ToolCall, ToolCallState
 
-__all__ = ["hooked_after", "hooked_before", "notify_input_required", "notify_run_finished"]
+__all__ = [
+    "checked_first",
+    "checking_text",
+    "hooked_after",
+    "hooked_before",
+    "notify_input_required",
+    "notify_run_finished",
+]
+
+
+def checked_first(hooks: HooksConfig, tool_name: str) -> bool:
+    """Whether a call of ``tool_name`` waits for before-tool hooks: it stays ``pending`` until
+    they let it through, and is ``running`` only once the tool runs (DESIGN §4.2)."""
+    return bool(matching_hooks(hooks.before_tool, tool_name))
+
+
+def checking_text(entry: HookEntry) -> str:
+    """What a call shows while the before-tool hook ``entry`` decides about it."""
+    return f"checking with hook `{entry.shown_command()}`…"
 
 
 async def hooked_before(
-    hooks: HooksConfig, run: Run, call: ToolCall, workspace: Path
+    hooks: HooksConfig,
+    run: Run,
+    call: ToolCall,
+    workspace: Path,
+    *,
+    checking: Callable[[str], None] | None = None,
 ) -> str | None:
-    """None when the call may run, else the error it fails with."""
+    """None when the call may run, else the error it fails with. ``checking`` is told what the
+    call waits for as each hook starts (``checking_text``)."""
     outcome = await run_before_tool(
         hooks,
         tool_name=call.name,
@@ -30,6 +62,7 @@ async def hooked_before(
         workspace=workspace,
         run_id=run.id,
         job_id=run.job_id,
+        starting=None if checking is None else lambda entry: checking(checking_text(entry)),
     )
     if outcome.decision == "deny":
         return by_hook(outcome.hook, outcome.reason)

@@ -22,6 +22,7 @@ from runtime.engine.execution import (
     SleepFn,
     completes_run,
 )
+from runtime.engine.hooked import checked_first
 from runtime.engine.pump import Pump
 from runtime.engine.stream_fold import Fold
 from runtime.engine.tool_decision import argument_problem
@@ -151,8 +152,12 @@ class ModelCall:
             return done.message, folded.stop_reason, True
         allowed_here = self._catalog.allowed_for_run(run.id)
         decide = self._catalog.decider(request.workspace)
+        hooks, _ = self._catalog.hooks_for(request.workspace)
         if folded.stop_reason != "max_tokens" and all(
-            self._starts_at_once(c, tools, allowed_here, decide) for c in new_calls
+            self._starts_at_once(c, tools, allowed_here, decide)
+            # A call that hooks check first starts once they let it through.
+            and not checked_first(hooks, c.name)
+            for c in new_calls
         ):
             # Nothing to decide or ask before these calls run: they start in the same
             # transaction as the message (a step then takes two commits instead of three).

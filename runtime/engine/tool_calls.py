@@ -22,7 +22,12 @@ from runtime.engine.execution import (
     arguments_digest,
 )
 from runtime.engine.extensions import RouteTool, branch_input, branch_key, fan_out_result
-from runtime.engine.hooked import hooked_after, hooked_before, notify_input_required
+from runtime.engine.hooked import (
+    checked_first,
+    hooked_after,
+    hooked_before,
+    notify_input_required,
+)
 from runtime.engine.pump import Pump
 from runtime.engine.tool_decision import Plan, plan_calls
 from runtime.errors import AgentTuiError, RunStateConflict, ToolOutcomeUnknown
@@ -143,6 +148,11 @@ class ToolCalls:
         return await self._commit_results(execution, run, assistant, calls, last_changes)
 
     async def _start(self, execution: Execution, run: Run, plan: Plan, workspace: Path) -> None:
+        """Commit the decided transitions, and start the calls about to run. A call that
+        before-tool hooks check first stays ``pending`` until they let it through
+        (``_hooked``): a slow hook showed the call running, and a kill meanwhile left a call
+        that never ran indeterminate."""
+        hooks, _ = self._catalog.hooks_for(str(workspace))
         starting = plan.decided + [
             ToolStateChange(
                 tool_call_id=call.id,
@@ -151,7 +161,7 @@ class ToolCalls:
                 file_before=await _file_now(call, workspace),
             )
             for call, _ in plan.to_run
-            if call.id not in plan.already_running
+            if call.id not in plan.already_running and not checked_first(hooks, call.name)
         ]
         if starting:
             execution.note_calls(
@@ -263,6 +273,7 @@ class ToolCalls:
                 call,
                 workspace,
                 lambda: self._delegation.delegate(execution, run, call, tool),
+                execution=execution,
                 delegation=True,
             )
         if isinstance(tool, RouteTool):
@@ -273,6 +284,7 @@ class ToolCalls:
                     call,
                     workspace,
                     lambda: self._route_in_parallel(run, call, tool.source, targets),
+                    execution=execution,
                     delegation=True,
                 )
         ctx = ToolContext(
@@ -285,7 +297,7 @@ class ToolCalls:
             shell_network=self._catalog.config_for(str(workspace)).permissions.shell_network,
         )
         return await self._hooked(
-            run, call, workspace, lambda: self._run_tool(run, call, tool, ctx)
+            run, call, workspace, lambda: self._run_tool(run, call, tool, ctx), execution=execution
         )
 
     async def _hooked(
@@ -295,18 +307,33 @@ class ToolCalls:
         workspace: Path,
         carry_out: Callable[[], Awaitable[Outcome]],
         *,
+        execution: Execution,
         delegation: bool = False,
     ) -> Outcome:
         """``carry_out`` between the workspace's before-tool and after-tool hooks. A delegation
         call that already has its child run (re-attached after a restart) was let through
-        before: its before-tool hooks do not run again."""
+        before: its before-tool hooks do not run again. A call still ``pending`` (checked by
+        hooks first) is ``running`` from when they let it through; meanwhile it shows which
+        hook it waits for (``tool_progress``)."""
         hooks, _ = self._catalog.hooks_for(str(workspace))
         if hooks.before_tool and not (
             delegation and await self._store.child_run_for_tool_call(call.id) is not None
         ):
-            refusal = await hooked_before(hooks, run, call, workspace)
+            publish = self._progress_publisher(run, call)
+            refusal = await hooked_before(
+                hooks, run, call, workspace, checking=lambda text: publish(0, None, text)
+            )
             if refusal is not None:
                 return ToolCallState.FAILED, None, refusal
+        if execution.calls.get(call.id, call).state is ToolCallState.PENDING:
+            started = ToolStateChange(
+                tool_call_id=call.id,
+                to=ToolCallState.RUNNING,
+                file_before=await _file_now(call, workspace),
+            )
+            execution.note_calls(
+                await self._store.set_tool_states(run.id, token=execution.token, changes=[started])
+            )
         outcome = await carry_out()
         if hooks.after_tool and outcome[0] is not ToolCallState.INDETERMINATE:
             outcome = await hooked_after(hooks, run, call, workspace, outcome)

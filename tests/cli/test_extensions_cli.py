@@ -5,6 +5,7 @@ skill, and the plain output shows what the run noted."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.cli.harness import Cli, boundary_of, json_lines
@@ -172,3 +173,15 @@ def test_a_secret_passed_as_a_hooks_argument_reaches_no_record_export_or_report(
         "hook `./hooks/fail.sh --token=…` exited with status 1: printed oops not json --token=…"
         in markdown.stdout
     ), markdown.stdout
+
+
+def test_run_says_which_hook_a_call_waits_for_before_it_runs(cli: Cli) -> None:
+    write(
+        cli.workspace / "agent-tui.toml", '[[hooks.before_tool]]\nmatcher = "*"\ncommand = "true"\n'
+    )
+    ran = cli.run("run", "look around", "--model", "demo:instant")
+    assert ran.returncode in (0, 3), ran.stderr
+    waits = [line for line in ran.stderr.splitlines() if "checking with hook" in line]
+    assert waits, ran.stderr
+    # A line of its own, with no count before it (it read "… list_dir 0 checking …").
+    assert all(re.fullmatch(r"\s*… \w+ checking with hook `true`…", line) for line in waits)

@@ -101,9 +101,11 @@ class EventPrinter:
                 self._tool(event, prefix)
             case ToolProgress():
                 name = self._tool_names.get(event.tool_call_id, "tool")
-                amount = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+                amount = f" {event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+                if event.message and not event.progress and not event.total:
+                    amount = ""  # a line only ("checking with hook `…`…"): no count to show
                 detail = f" {one_line(event.message, 60)}" if event.message else ""
-                self.note(f"{prefix}… {name} {amount}{detail}")
+                self.note(f"{prefix}… {name}{amount}{detail}")
             case Notice():
                 self.note(f"agent-tui: {event.level}: {event.text}")
             case RunStateChanged():

@@ -270,6 +270,7 @@ class ToolCallView(Vertical, can_focus=True):
         result: str | None = None,
         error: str | None = None,
     ) -> None:
+        was_pending = self.state is ToolCallState.PENDING
         self.state = state
         if arguments is not None:
             self.arguments = arguments
@@ -282,7 +283,9 @@ class ToolCallView(Vertical, can_focus=True):
         try:
             self.query_one(".tool-header", Static).update(self._header())
             self._set_state_class()
-            if state.is_terminal:
+            if state.is_terminal or (was_pending and state is ToolCallState.RUNNING):
+                # What the call waited for before it ran (a before-tool hook) is over: the
+                # tool's own progress, if it has any, shows from here.
                 self.query_one("#progress", ProgressBar).display = False
                 self.query_one("#progress-line", Static).display = False
             if self.result is not None or self.error is not None:
@@ -389,7 +392,8 @@ class ToolCallView(Vertical, can_focus=True):
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Show progress while the tool runs: a bar (with a total) or a pulsing bar, and the
-        latest progress line (e.g. the last line a shell command printed)."""
+        latest progress line (e.g. the last line a shell command printed). Before it runs, the
+        line says what it waits for ("checking with hook `…`…")."""
         running = not self.state.is_terminal
         bar = self.query_one("#progress", ProgressBar)
         bar.display = running
