@@ -138,6 +138,24 @@ class Config(_Config):
             agents = ", ".join(sorted(known))
             raise InvalidInput(f"unknown agent {name!r}; configured agents: {agents}")
 
+    def check_agent_model(
+        self, name: str, workspace: Path, *, env: Mapping[str, str] | None = None
+    ) -> None:
+        """ConfigError naming the file, line and key (``agents.NAME.model``) when agent
+        ``name``'s own model cannot be used (unknown provider, no model, no key): what its new
+        jobs would be refused with at the first task. Nothing for an agent without a model of
+        its own. Cheap: no provider's SDK is imported."""
+        agent = self.agents.get(name)
+        if agent is None or agent.model is None:
+            return
+        from runtime.model_refs import check_reference
+
+        try:
+            check_reference(agent.model, env=env)
+        except ConfigError as exc:
+            loc = ("agents", name, "model")
+            raise located_error(exc.message, loc, workspace, env=env) from None
+
 
 # === loading ===================================================================================
 

@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from runtime.errors import AgentTuiError, DatabaseCorrupt
+from runtime.errors import AgentTuiError, ConfigError, DatabaseCorrupt
 from themes import THEMES_DIR, load_themes
 from tui.bindings import APP_BINDINGS
 from tui.screens.main import MainScreen
@@ -36,6 +36,7 @@ from tui.screens.main import MainScreen
 if TYPE_CHECKING:
     # Typing only: the engine is imported after the first frame (see ``program_app``).
     from runtime.api import RuntimeApi
+    from runtime.config import Config
     from runtime.models import Run
 
 log = logging.getLogger(__name__)
@@ -681,6 +682,8 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         # for by its id showed the root run's instead.
         open_run = named_runs[0] if named_runs else None
         app.settings = replace(app.settings, open_job=open_job, open_run=open_run)
+        if launch.agent is None:
+            _say_unusable_agent_model(app, config, workspace)
         # The default model's SDK, imported now on a thread, not by the first task on the
         # event loop (the anthropic SDK: a second or two, with the screen frozen).
         from runtime.providers.registry import preload_provider_soon
@@ -696,6 +699,29 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
         attach=launch.attach,
     )
     return create_app(_AfterFirstFrame(opener), settings)
+
+
+LASTING_NOTICE_SECONDS = 24 * 3600.0
+"""How long a notification about the configuration stays: until the person dismisses it
+(a click), in effect; the problem stays until the file is fixed."""
+
+
+def _say_unusable_agent_model(app: AgentTuiApp, config: Config, workspace: Path) -> None:
+    """The agent of new jobs (``[defaults] agent``) with a model that cannot be used: said
+    once the runtime is open, naming the file, line and key, as ``--agent`` with that agent is
+    refused at launch. The app stays: follow-ups, the browser and other agents still work (it
+    was learnt only from "Not sent" on the first task)."""
+    name = config.defaults.agent
+    try:
+        config.check_agent_model(name, workspace)
+    except ConfigError as error:
+        app.notify(
+            f"New jobs use agent {name!r} ([defaults] agent), whose model cannot be used: {error}",
+            title="Configuration",
+            severity="error",
+            timeout=LASTING_NOTICE_SECONDS,
+            markup=False,
+        )
 
 
 def _import_mcp() -> None:

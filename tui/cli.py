@@ -362,7 +362,9 @@ def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
     an empty database). An unknown ``--resume`` id in a database that exists is found once the
     database is open, behind the first frame. The configuration is read only for ``--agent``,
     whose own ``model`` (what its new jobs use, whatever ``--model`` says) is checked too,
-    the error naming file, line and key (a trial: the TUI opened and refused each task)."""
+    the error naming file, line and key (a trial: the TUI opened and refused each task). The
+    agent ``[defaults] agent`` names is checked the same way by the app, behind its first
+    frame (``tui.app.program_app``), and said there without ending it."""
     from runtime.model_refs import check_reference
     from tui._cli.settings import model_override
 
@@ -370,19 +372,12 @@ def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
     if model is not None:
         check_reference(model)
     if args.agent is not None:
-        from runtime.config import located_error
         from tui._cli.settings import load_config, resolve_workspace
 
         workspace = resolve_workspace(args.workspace)
         config = load_config(workspace)
         config.check_agent(args.agent)
-        agent = config.agents.get(args.agent)
-        if agent is not None and agent.model is not None:
-            try:
-                check_reference(agent.model)
-            except ConfigError as exc:
-                loc = ("agents", args.agent, "model")
-                raise located_error(exc.message, loc, workspace) from None
+        config.check_agent_model(args.agent, workspace)
     if args.resume is not None and isinstance(db_path, Path) and not db_path.exists():
         raise NotFoundError(
             f"no job id starts with {args.resume!r}: there is no database at {db_path} yet"

@@ -277,3 +277,47 @@ async def test_ctrl_q_while_the_database_opens_quits_cleanly(
     assert app.runtime is None
     assert app.return_code == 0
     assert app._exception is None
+
+
+async def test_a_default_agent_with_an_unusable_model_is_said_after_the_first_frame_naming_the_line(
+    tmp_path: Path, config_home: Path
+) -> None:
+    """``agent-tui --agent reviewer`` with a model nobody can use is refused at launch, naming
+    the file, line and key; the same agent named by ``[defaults] agent`` was learnt of only
+    from "Not sent" on the first task. It is said once the runtime is open, and the app stays
+    (follow-ups, the browser and the other agents still work)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    config = workspace / "agent-tui.toml"
+    config.write_text(
+        '[defaults]\nagent = "reviewer"\n\n[agents.reviewer]\nmodel = "nonsense:model"\n'
+    )
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.runtime is not None and app._notifications)
+        [notice] = list(app._notifications)
+        assert notice.title == "Configuration" and notice.severity == "error"
+        assert notice.message.startswith("New jobs use agent 'reviewer' ([defaults] agent)")
+        # The same located error as the launch check of ``--agent reviewer``.
+        assert (
+            f"{config}:5: agents.reviewer.model: unknown model provider 'nonsense'"
+            in notice.message
+        )
+        assert notice.timeout >= 3600  # it stays until dismissed
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+
+
+async def test_a_default_agent_whose_model_works_brings_no_notice(
+    tmp_path: Path, config_home: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent-tui.toml").write_text(
+        '[defaults]\nagent = "reviewer"\n\n[agents.reviewer]\nmodel = "demo:instant"\n'
+    )
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.runtime is not None)
+        await pilot.pause()
+        assert not [n for n in app._notifications if n.title == "Configuration"]
