@@ -6,13 +6,18 @@ the same name). ``review.md`` is ``/review``; ``git/commit.md`` is ``/git:commit
 convention). Optional front matter: ``description`` and ``argument-hint`` (shown in completion).
 The body is the prompt sent; ``$ARGUMENTS`` becomes everything typed after the name and
 ``$1`` … ``$9`` its whitespace-separated words.
+
+Which one ``/name`` runs is decided here, once, for the TUI, ``agent-tui run`` and the reports
+(``doctor``, ``/context``): a built-in command of the TUI first (``/help`` must always work), then
+a skill, then a custom command (then, in the TUI, an MCP server's ``/server:prompt``). A skill or
+command hidden that way is *shadowed*: never run, and reported as such (``invocables``).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,13 +26,39 @@ from runtime.frontmatter import FrontMatterError, located, read_markdown
 from runtime.skills import Skill, discover_skills, skill_text
 
 __all__ = [
+    "BUILTIN_COMMAND_NAMES",
     "CommandProblem",
     "CustomCommand",
+    "Invocables",
+    "Shadowed",
+    "SlashPrompt",
     "discover_commands",
+    "discover_invocables",
     "expand_command",
-    "expand_invocation",
     "expand_slash_prompt",
+    "invocables",
 ]
+
+BUILTIN_COMMAND_NAMES: frozenset[str] = frozenset(
+    {
+        "help",
+        "new",
+        "model",
+        "agent",
+        "retry",
+        "fork",
+        "export",
+        "theme",
+        "permissions",
+        "compact",
+        "context",
+        "inbox",
+        "quit",
+    }
+)
+"""The TUI's own slash commands. Kept here, not taken from the TUI, so that ``run`` and
+``doctor`` know what shadows a skill or command without importing it; a TUI test checks its
+command table against this set."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _POSITIONAL = re.compile(r"\$([1-9])")
@@ -127,33 +158,106 @@ def expand_command(command: CustomCommand, arguments: str) -> str:
     return body
 
 
-def expand_invocation(
-    name: str,
-    arguments: str,
-    *,
-    skills: Mapping[str, Skill],
-    commands: Mapping[str, CustomCommand],
-) -> str | None:
-    """What ``/name arguments`` sends when ``name`` is a skill (its body, files and the
-    arguments) or a custom command (its body with ``$ARGUMENTS``); None otherwise. Names match
-    without regard to case; the mappings are keyed by lower-case name."""
-    skill = skills.get(name.lower())
-    if skill is not None:
-        return skill_text(skill, arguments)
-    command = commands.get(name.lower())
-    if command is not None:
-        return expand_command(command, arguments)
-    return None
+@dataclass(frozen=True)
+class Shadowed:
+    """A skill or custom command that ``/name`` never runs, and what runs instead."""
+
+    name: str
+    """Lower-case, as matched."""
+    path: str
+    """Its ``SKILL.md`` or command file."""
+    by: str
+    """``the built-in /help``, ``the skill /review``, ``the command /review``."""
 
 
-def expand_slash_prompt(text: str, workspace: Path, *, env: Mapping[str, str] | None = None) -> str:
+@dataclass(frozen=True)
+class Invocables:
+    """What ``/name`` runs among a workspace's skills and custom commands (by lower-case name:
+    names match without regard to case), and what is shadowed."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    commands: dict[str, CustomCommand] = field(default_factory=dict)
+    shadowed: list[Shadowed] = field(default_factory=list)
+
+    def expand(self, name: str, arguments: str) -> str | None:
+        """What ``/name arguments`` sends when ``name`` is a skill (its body, files and the
+        arguments) or a custom command (its body with ``$ARGUMENTS``); None otherwise (a
+        built-in's name among them: the built-in runs)."""
+        skill = self.skills.get(name.lower())
+        if skill is not None:
+            return skill_text(skill, arguments)
+        command = self.commands.get(name.lower())
+        if command is not None:
+            return expand_command(command, arguments)
+        return None
+
+    def shadowed_by(self, path: str) -> str | None:
+        """What runs instead of the skill or command of file ``path``; None when it runs."""
+        return next((s.by for s in self.shadowed if s.path == path), None)
+
+    def shadowing(self, name: str) -> Shadowed | None:
+        """The skill or command named ``name`` that ``/name`` does not run, if any."""
+        return next((s for s in self.shadowed if s.name == name.lower()), None)
+
+
+def invocables(skills: Iterable[Skill], commands: Iterable[CustomCommand]) -> Invocables:
+    """The rule (nearest first within each kind, as discovered): a built-in's name is never a
+    skill's or a command's; a skill's name is never a command's."""
+    found = Invocables()
+
+    def shadow(key: str) -> str | None:
+        if key in BUILTIN_COMMAND_NAMES:
+            return f"the built-in /{key}"
+        if key in found.skills:
+            return f"the skill /{found.skills[key].name}"
+        if key in found.commands:
+            return f"the command /{found.commands[key].name}"
+        return None
+
+    for skill in skills:
+        by = shadow(key := skill.name.lower())
+        if by is None:
+            found.skills[key] = skill
+        else:
+            found.shadowed.append(Shadowed(name=key, path=skill.path, by=by))
+    for command in commands:
+        by = shadow(key := command.name.lower())
+        if by is None:
+            found.commands[key] = command
+        else:
+            found.shadowed.append(Shadowed(name=key, path=command.path, by=by))
+    return found
+
+
+def discover_invocables(workspace: Path, *, env: Mapping[str, str] | None = None) -> Invocables:
+    skills = discover_skills(workspace, env=env).skills.values()
+    return invocables(skills, discover_commands(workspace, env=env).commands.values())
+
+
+@dataclass(frozen=True)
+class SlashPrompt:
+    text: str
+    """What is sent: the expansion, or the prompt as typed."""
+    shadowed: str | None = None
+    """Why a skill or command of the typed name was not used (for a diagnostic line)."""
+
+
+def expand_slash_prompt(
+    text: str, workspace: Path, *, env: Mapping[str, str] | None = None
+) -> SlashPrompt:
     """A prompt typed as ``/name args`` (``agent-tui run "/review main.py"``) expanded when it
-    names a skill or a custom command of ``workspace``; any other text is returned unchanged."""
+    names a skill or a custom command of ``workspace`` that is not shadowed; any other text is
+    sent unchanged."""
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//"):
-        return text
+        return SlashPrompt(text)
     name, _, arguments = stripped[1:].partition(" ")
-    skills = {s.name.lower(): s for s in discover_skills(workspace, env=env).skills.values()}
-    commands = {c.name.lower(): c for c in discover_commands(workspace, env=env).commands.values()}
-    expanded = expand_invocation(name, arguments, skills=skills, commands=commands)
-    return text if expanded is None else expanded
+    found = discover_invocables(workspace, env=env)
+    expanded = found.expand(name, arguments)
+    if expanded is not None:
+        return SlashPrompt(expanded)
+    shadowed = found.shadowing(name)
+    if shadowed is None:
+        return SlashPrompt(text)
+    why = f"/{name}: {shadowed.path} is shadowed by {shadowed.by}; sent as typed"
+    return SlashPrompt(text, shadowed=why)

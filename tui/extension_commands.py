@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runtime.commands import CustomCommand, discover_commands, expand_invocation
-from runtime.skills import Skill, discover_skills
-from tui.widgets.composer import SLASH_COMMANDS, SlashCommand
+from runtime.commands import Invocables, discover_invocables
+from tui.widgets.composer import SlashCommand
 
 __all__ = ["ExtensionCommands"]
 
@@ -23,35 +22,29 @@ class ExtensionCommands:
         self.workspace = workspace
         self._clock = clock
         self._read_at: float | None = None
-        self._skills: dict[str, Skill] = {}
-        self._commands: dict[str, CustomCommand] = {}
+        self._invocables = Invocables()
 
     def _refresh(self) -> None:
         now = self._clock()
         if self._read_at is not None and now - self._read_at < REFRESH_SECONDS:
             return
         self._read_at = now
-        self._skills = {s.name.lower(): s for s in discover_skills(self.workspace).skills.values()}
-        self._commands = {
-            c.name.lower(): c for c in discover_commands(self.workspace).commands.values()
-        }
+        self._invocables = discover_invocables(self.workspace)
 
     def slash_commands(self) -> list[SlashCommand]:
-        """The menu entries: skills, then custom commands; a built-in name always wins."""
+        """The menu entries: skills, then custom commands; none that is shadowed (a built-in
+        name always wins: ``runtime.commands.invocables``)."""
         self._refresh()
-        builtin = {c.name for c in SLASH_COMMANDS}
         entries: list[SlashCommand] = []
-        for key, skill in sorted(self._skills.items()):
-            if key not in builtin:
-                entries.append(SlashCommand(skill.name, "[ARGS]", f"skill: {skill.description}"))
-        for key, command in sorted(self._commands.items()):
-            if key not in builtin and key not in self._skills:
-                hint = command.argument_hint or "[ARGS]"
-                entries.append(SlashCommand(command.name, hint, command.description or "command"))
+        for _, skill in sorted(self._invocables.skills.items()):
+            entries.append(SlashCommand(skill.name, "[ARGS]", f"skill: {skill.description}"))
+        for _, command in sorted(self._invocables.commands.items()):
+            hint = command.argument_hint or "[ARGS]"
+            entries.append(SlashCommand(command.name, hint, command.description or "command"))
         return entries
 
     def expand(self, name: str, argument: str) -> str | None:
-        """The message ``/name argument`` sends, or None when no skill or command has the name
-        (names are matched without regard to case, as the composer lowers them)."""
+        """The message ``/name argument`` sends, or None when no skill or command that is not
+        shadowed has the name (names are matched without regard to case)."""
         self._refresh()
-        return expand_invocation(name, argument, skills=self._skills, commands=self._commands)
+        return self._invocables.expand(name, argument)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.commands import CustomCommand
+from runtime.commands import CustomCommand, invocables
 from runtime.compaction import (
     SUMMARISER_SYSTEM,
     CompactionPlan,
@@ -776,6 +776,33 @@ def describe_extensions(
     )
 
 
+def _skill_and_command_lines(report: ExtensionReport) -> list[str]:
+    """Skills and commands, each shadowed one said to be (``runtime.commands.invocables``): the
+    TUI and ``run`` never run it, so a list saying it is in effect misled."""
+    found = invocables(report.skills, report.commands)
+    lines = ["Skills:"]
+    for skill in report.skills:
+        by = found.shadowed_by(skill.path)
+        if by is not None:
+            use = "the model may still load it" if skill.model_invocable else "unusable"
+            note = f" (/{skill.name} is shadowed by {by}: {use})"
+        else:
+            note = "" if skill.model_invocable else f" (only as /{skill.name})"
+        lines.append(f"  {skill.name}: {skill.description}{note} — {skill.path}")
+    if not report.skills:
+        lines.append("  none")
+    lines += [f"  warning: {problem}" for problem in report.skill_problems]
+    lines.append("Commands:")
+    for command in report.commands:
+        by = found.shadowed_by(command.path)
+        note = "" if by is None else f" (shadowed by {by}: never runs; rename it to use it)"
+        lines.append(f"  /{command.name}: {command.description} — {command.path}{note}")
+    if not report.commands:
+        lines.append("  none")
+    lines += [f"  warning: {problem}" for problem in report.command_problems]
+    return lines
+
+
 def report_lines(report: ExtensionReport) -> list[str]:
     """The report as lines for people (``doctor``, ``/context``)."""
     lines = ["Instructions (in prompt order):"]
@@ -783,17 +810,7 @@ def report_lines(report: ExtensionReport) -> list[str]:
         f"  {f.path} (sha256 {f.sha256[:12]}{', cut' if f.truncated else ''})"
         for f in report.instructions
     ] or ["  none (no AGENTS.md or CLAUDE.md applies)"]
-    lines.append("Skills:")
-    lines += [
-        f"  {s.name}: {s.description}"
-        + ("" if s.model_invocable else " (only as /" + s.name + ")")
-        + f" — {s.path}"
-        for s in report.skills
-    ] or ["  none"]
-    lines += [f"  warning: {problem}" for problem in report.skill_problems]
-    lines.append("Commands:")
-    lines += [f"  /{c.name}: {c.description} — {c.path}" for c in report.commands] or ["  none"]
-    lines += [f"  warning: {problem}" for problem in report.command_problems]
+    lines += _skill_and_command_lines(report)
     lines.append("Hooks:")
     hooks = report.hooks
     configured = [

@@ -90,6 +90,29 @@ def test_an_unknown_slash_prompt_is_sent_as_typed(cli: Cli) -> None:
     assert json.loads(shown.stdout)["run"]["input"] == "/nothing here"
 
 
+def test_a_command_named_like_a_built_in_is_reported_shadowed_and_run_sends_it_as_typed(
+    cli: Cli,
+) -> None:
+    """Found by a trial: ``help.md`` was listed as ``/help`` by doctor and expanded by ``run``,
+    while the TUI ran its built-in ``/help``. Built-ins win everywhere, and the reports say so."""
+    help_file = cli.workspace / ".agent-tui" / "commands" / "help.md"
+    write(help_file, "---\ndescription: Our help\n---\nExplain $ARGUMENTS.")
+    write(
+        cli.workspace / ".claude" / "skills" / "review" / "SKILL.md", "---\ndescription: R\n---\nR"
+    )
+    write(cli.workspace / ".claude" / "commands" / "review.md", "Review as a command.")
+
+    doctor = cli.run("doctor").stdout
+    assert f"  /help: Our help — {help_file} (shadowed by the built-in /help: never runs" in doctor
+    assert "review.md (shadowed by the skill /review: never runs" in doctor
+
+    result = cli.run("run", "/help me", "--model", "demo:instant", "--json")
+    run_id = boundary_of(json_lines(result.stdout))["run_id"]
+    shown = cli.run("show", run_id, "--json")
+    assert json.loads(shown.stdout)["run"]["input"] == "/help me"
+    assert f"/help: {help_file} is shadowed by the built-in /help; sent as typed" in result.stderr
+
+
 SECRET = "sk-ant-test123"
 NO_NOTES = """#!/bin/sh
 cat > /dev/null

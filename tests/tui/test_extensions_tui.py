@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
+from runtime.commands import BUILTIN_COMMAND_NAMES
 from runtime.kinds import Role
 from runtime.models import RunState
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
@@ -30,7 +31,7 @@ from tests.tui.helpers import (
 from tui.app import AgentTuiApp
 from tui.screens.help import HelpScreen
 from tui.screens.report import ReportBody, ReportScreen
-from tui.widgets.composer import ComposerInput
+from tui.widgets.composer import SLASH_COMMANDS, ComposerInput
 from tui.widgets.key_footer import FooterKey
 from tui.widgets.message_view import MessageView
 from tui.widgets.status_line import StatusLine
@@ -442,3 +443,34 @@ async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
             assert part in shown, part
         usage = await runtime.context_usage(run.job_id)
         assert f"({usage.tool_count} tools)" in shown
+
+
+def test_the_tuis_command_table_is_the_runtimes_list_of_built_in_names() -> None:
+    """``run``, ``doctor`` and ``/context`` say what a built-in shadows from the runtime's list:
+    a command added to the TUI's table and not there would shadow silently again."""
+    assert {command.name for command in SLASH_COMMANDS} == BUILTIN_COMMAND_NAMES
+
+
+async def test_a_command_named_like_a_built_in_runs_the_built_in_and_context_says_shadowed(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: ``help.md`` was listed by ``/context`` as ``/help``, while ``/help``
+    opened the help: the report says now that the file is shadowed."""
+    help_file = workspace / ".agent-tui" / "commands" / "help.md"
+    write(help_file, "---\ndescription: Our help\n---\nExplain $ARGUMENTS.")
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(160, 44)) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"/help me", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert ("/help [ARGS]", "Our help") not in app.screen.workspace_commands
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        screen.composer.focus_input()
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        report = app.screen
+        assert isinstance(report, ReportScreen)
+        line = next(line for line in report.lines if str(help_file) in line)
+        assert "shadowed by the built-in /help: never runs" in line
+    assert (await runtime.list_jobs()).items == []

@@ -253,3 +253,23 @@ async def test_text_typed_while_a_servers_prompt_is_fetched_stays_in_the_box(
             await pilot.pause()
     finally:
         await runtime.close()
+
+
+async def test_a_custom_command_in_a_folder_runs_as_folder_colon_name_beside_mcp_servers(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    """``git/commit.md`` is ``/git:commit``: offered in the menu and run by ``agent-tui run``,
+    it went to the MCP servers whenever one was configured ("no server git")."""
+    command = workspace / ".agent-tui" / "commands" / "git" / "commit.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("Write a commit message for $ARGUMENTS.")
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("slash", *"git:commit the parser fix", "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run = await mcp_runtime.get_run(screen.selected_run.id)
+        assert run.input == "Write a commit message for the parser fix."
+        assert notifications(app) == []

@@ -22,6 +22,7 @@ from tui._cli.parser import EXIT_OK
 from tui._cli.render import runs_table, show_text, step_in_progress
 
 if TYPE_CHECKING:
+    from runtime.commands import SlashPrompt
     from runtime.config import Config
     from tui._cli.driver import Observer
 
@@ -148,10 +149,18 @@ async def _follow(
         await observer.stop()
 
 
+def _expanded(ctx: Context, prompt: SlashPrompt) -> str:
+    """The text a ``/name args`` prompt sends, saying on stderr when a shadowed skill or command
+    of that name was not used (the TUI runs its built-in ``/help``: so does this, as text)."""
+    if prompt.shadowed is not None:
+        ctx.say(prompt.shadowed)
+    return prompt.text
+
+
 async def cmd_run(ctx: Context, runtime: Runtime, args: Any) -> int:
     from runtime.commands import expand_slash_prompt
 
-    prompt = expand_slash_prompt(args.prompt, ctx.workspace)
+    prompt = _expanded(ctx, expand_slash_prompt(args.prompt, ctx.workspace))
     detached = args.detach or args.attach
     run = await runtime.start(
         prompt, agent=args.agent, model=args.model or ctx.model, detached=detached
@@ -168,7 +177,7 @@ async def cmd_follow_up(ctx: Context, runtime: Runtime, args: Any) -> int:
 
     job = await runtime.get_job(args.job_id)
     cursor = await event_cursor(runtime)
-    prompt = expand_slash_prompt(args.prompt, Path(job.workspace))
+    prompt = _expanded(ctx, expand_slash_prompt(args.prompt, Path(job.workspace)))
     run = await runtime.follow_up(args.job_id, prompt, model=ctx.model)
     _show_model_notice(ctx, runtime, run)
     if run.detached:  # a job of the workers stays theirs: watch it

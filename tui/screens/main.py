@@ -1875,12 +1875,8 @@ class MainScreen(Screen[None]):
         nothing. What was typed after its Enter stays in the box, whatever the command does."""
         composer = self.composer
         known = {command.name for command in SLASH_COMMANDS}
-        manager = self.runtime.mcp
-        if ":" in name and manager is not None:
-            follow_up_job_id = composer.follow_up_job_id
-            self._send_prompt(manager, name, argument, follow_up_job_id, typed=typed)
-            return
         if name not in known:
+            # Which of them /name runs is runtime.commands' rule, as in `run` and the reports.
             expanded = self.extension_commands.expand(name, argument)
             if expanded is not None:
                 # A skill or a custom command: what it expands to is the message.
@@ -1890,6 +1886,13 @@ class MainScreen(Screen[None]):
                 title = f"/{name} {argument}".strip()
                 self._submit(expanded, composer.follow_up_job_id, title=title)
                 return
+        manager = self.runtime.mcp
+        if ":" in name and manager is not None:
+            # Only after the custom commands (runtime.commands' order): `git/commit.md` is
+            # /git:commit whether or not an MCP server is configured.
+            follow_up_job_id = composer.follow_up_job_id
+            self._send_prompt(manager, name, argument, follow_up_job_id, typed=typed)
+            return
         if name not in known:
             # Under the box, where the person types (a toast at the top right went unread),
             # with the very text that sends it as a message.
