@@ -9,12 +9,21 @@ is provably gone (``runtime.owners``: its process is dead on this host; on anoth
 holds no live lease). A writer that never ran anything holds no lease: on this host its live
 process keeps its drafts its own.
 
+The last text typed wins: each save carries a revision (``draft_revision``, taken when the text
+was taken from the box), and a store drops a save older than one it has written for the same
+draft (``DraftRevisions``). Two saves running at once (two workers; one waiting for the write
+lock on a thread while the next one wrote at once) put an older text back over a newer one,
+and a restart showed it.
+
 Standard library only at import: the TUI imports it before its first frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,7 +32,40 @@ from runtime.owners import owner_gone
 if TYPE_CHECKING:  # the TUI imports this before its first frame: no pydantic
     from runtime.store.base import WrittenDraft
 
-__all__ = ["Restorable", "restorable"]
+__all__ = ["DraftRevisions", "Restorable", "draft_revision", "restorable"]
+
+_revisions = itertools.count(1)
+
+
+def draft_revision() -> int:
+    """A number greater than every one given before in this process: take it when the text to
+    save is taken from the box, so saves compare in the order the text was typed."""
+    return next(_revisions)
+
+
+class DraftRevisions:
+    """The newest revision a store object wrote of each draft (a table's key and writer).
+
+    Kept in memory: a writer is one process (its owner id), so its drafts are written by this
+    process only, and a new process is a new writer. A blank save deletes the row, so the row
+    could not carry the revision that makes a late older save stale."""
+
+    def __init__(self) -> None:
+        self._newest: dict[tuple[str, str, str], int] = {}
+        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def turn(self, draft: tuple[str, str, str], revision: int) -> AsyncIterator[bool]:
+        """Held while one save of ``draft`` is written (so saves of it commit one at a time,
+        on any number of connections); yields whether ``revision`` may be written: not older
+        than the newest written. Recorded once the block ends without an error."""
+        lock = self._locks.setdefault(draft, asyncio.Lock())
+        async with lock:
+            newest = self._newest.get(draft)
+            fresh = newest is None or revision >= newest
+            yield fresh
+            if fresh:
+                self._newest[draft] = revision
 
 
 @dataclass(frozen=True)

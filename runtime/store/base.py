@@ -655,11 +655,19 @@ class Store(Protocol):
         ...
 
     async def save_composer_draft(
-        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+        self,
+        job_id: str | None,
+        text: str,
+        *,
+        writer: str,
+        replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
         """Keep ``text`` as ``writer``'s draft of ``job_id`` (blank text deletes it; its queued
         messages stay), and delete the drafts of ``replacing`` (gone writers' drafts just
-        restored into this one), in one transaction."""
+        restored into this one), in one transaction. ``revision``: when ``text`` was taken
+        from the box (``runtime.drafts.draft_revision``; None: now); a save older than one this
+        store already wrote of the draft keeps the newer text (``replacing`` still goes)."""
         ...
 
     async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
@@ -679,10 +687,11 @@ class Store(Protocol):
         job_id: str,
         writer: str,
         replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
         """Keep ``text`` as ``writer``'s answer being typed to ``request_id`` (of ``job_id``:
         deleted with it, and deleted, every writer's, when the request is answered); blank text
-        deletes it. ``replacing``: as ``save_composer_draft``."""
+        deletes it. ``replacing`` and ``revision``: as ``save_composer_draft``."""
         ...
 
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:

@@ -46,12 +46,14 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from runtime import errors
 from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
+from runtime.drafts import DraftRevisions, draft_revision
 from runtime.events import (
     DURABLE_EVENT_ADAPTER,
     EVENT_ADAPTER,
@@ -238,6 +240,7 @@ class PostgresStore:
         self._dsn, self.schema = _split_schema(url)
         self._where = redacted(self._dsn)
         self._clock: Clock = clock or SystemClock()
+        self._draft_revisions = DraftRevisions()
         self._pool_size = pool_size
         self._pool: Any = None
         self._listeners: list[Callable[[int, list[DurableEvent]], None]] = []
@@ -1799,21 +1802,29 @@ class PostgresStore:
         return await self._written_drafts("composer_drafts", "job_id", job_id or "")
 
     async def save_composer_draft(
-        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+        self,
+        job_id: str | None,
+        text: str,
+        *,
+        writer: str,
+        replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
+        revision = draft_revision() if revision is None else revision
         now, key = self._now(), job_id or ""
 
-        async def tx(t: _Tx) -> None:
-            await t.conn.execute(
-                "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
-                " VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, writer) DO UPDATE"
-                " SET text = excluded.text, updated_at = excluded.updated_at",
-                key,
-                writer,
-                text if text.strip() else "",
-                now,
-            )
-            await t.conn.execute(_DELETE_EMPTY_DRAFT, key, writer)
+        async def tx(t: _Tx, fresh: bool) -> None:
+            if fresh:
+                await t.conn.execute(
+                    "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
+                    " VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, writer) DO UPDATE"
+                    " SET text = excluded.text, updated_at = excluded.updated_at",
+                    key,
+                    writer,
+                    text if text.strip() else "",
+                    now,
+                )
+                await t.conn.execute(_DELETE_EMPTY_DRAFT, key, writer)
             gone = [other for other in replacing if other != writer]
             if gone:
                 await t.conn.execute(
@@ -1822,7 +1833,9 @@ class PostgresStore:
                     gone,
                 )
 
-        await self._write(tx)
+        async with self._draft_revisions.turn(("composer", key, writer), revision) as fresh:
+            if fresh or replacing:  # else nothing to write: a newer text is kept
+                await self._write(partial(tx, fresh=fresh))
 
     async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
         now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
@@ -1852,11 +1865,13 @@ class PostgresStore:
         job_id: str,
         writer: str,
         replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
+        revision = draft_revision() if revision is None else revision
         now = self._now()
 
-        async def tx(t: _Tx) -> None:
-            if text.strip():
+        async def tx(t: _Tx, fresh: bool) -> None:
+            if fresh and text.strip():
                 await t.conn.execute(
                     "INSERT INTO answer_drafts (request_id, writer, job_id, text, updated_at)"
                     " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_id, writer) DO UPDATE"
@@ -1867,7 +1882,7 @@ class PostgresStore:
                     text,
                     now,
                 )
-            else:
+            elif fresh:
                 await t.conn.execute(
                     "DELETE FROM answer_drafts WHERE request_id = $1 AND writer = $2",
                     request_id,
@@ -1881,7 +1896,9 @@ class PostgresStore:
                     gone,
                 )
 
-        await self._write(tx)
+        async with self._draft_revisions.turn(("answer", request_id, writer), revision) as fresh:
+            if fresh or replacing:  # else nothing to write: a newer text is kept
+                await self._write(partial(tx, fresh=fresh))
 
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
         table = {"job": "jobs", "run": "runs", "checkpoint": "checkpoints"}.get(kind)

@@ -45,6 +45,7 @@ from pydantic import TypeAdapter
 from runtime import errors
 from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
+from runtime.drafts import DraftRevisions, draft_revision
 from runtime.events import (
     DURABLE_EVENT_ADAPTER,
     EVENT_ADAPTER,
@@ -429,6 +430,7 @@ class SqliteStore:
         search (a search then finds what the writers indexed) nor copies the WAL back on close,
         so it takes no write lock a process working runs would wait for."""
         self._clock: Clock = clock or SystemClock()
+        self._draft_revisions = DraftRevisions()
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         """Held by whichever thread runs an operation on the connection, for that operation."""
@@ -2117,24 +2119,34 @@ class SqliteStore:
         return await self._read(self._written_drafts("composer_drafts", "job_id", job_id or ""))
 
     async def save_composer_draft(
-        self, job_id: str | None, text: str, *, writer: str, replacing: Sequence[str] = ()
+        self,
+        job_id: str | None,
+        text: str,
+        *,
+        writer: str,
+        replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
+        revision = draft_revision() if revision is None else revision
         now, key = self._now(), job_id or ""
 
-        def write(conn: Conn) -> None:
-            conn.execute(
-                "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (job_id, writer) DO UPDATE"
-                " SET text = excluded.text, updated_at = excluded.updated_at",
-                (key, writer, text if text.strip() else "", now),
-            )
-            conn.execute(_DELETE_EMPTY_DRAFT, (key, writer))
+        def write(conn: Conn, fresh: bool) -> None:
+            if fresh:
+                conn.execute(
+                    "INSERT INTO composer_drafts (job_id, writer, text, updated_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (job_id, writer) DO UPDATE"
+                    " SET text = excluded.text, updated_at = excluded.updated_at",
+                    (key, writer, text if text.strip() else "", now),
+                )
+                conn.execute(_DELETE_EMPTY_DRAFT, (key, writer))
             conn.executemany(
                 "DELETE FROM composer_drafts WHERE job_id = ? AND writer = ?",
                 [(key, gone) for gone in replacing if gone != writer],
             )
 
-        await self._write(write)
+        async with self._draft_revisions.turn(("composer", key, writer), revision) as fresh:
+            if fresh or replacing:  # else nothing to write: a newer text is kept
+                await self._write(partial(write, fresh=fresh))
 
     async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
         now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
@@ -2161,18 +2173,20 @@ class SqliteStore:
         job_id: str,
         writer: str,
         replacing: Sequence[str] = (),
+        revision: int | None = None,
     ) -> None:
+        revision = draft_revision() if revision is None else revision
         now = self._now()
 
-        def write(conn: Conn) -> None:
-            if text.strip():
+        def write(conn: Conn, fresh: bool) -> None:
+            if fresh and text.strip():
                 conn.execute(
                     "INSERT INTO answer_drafts (request_id, writer, job_id, text, updated_at)"
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_id, writer) DO UPDATE SET"
                     " text = excluded.text, updated_at = excluded.updated_at",
                     (request_id, writer, job_id, text, now),
                 )
-            else:
+            elif fresh:
                 conn.execute(
                     "DELETE FROM answer_drafts WHERE request_id = ? AND writer = ?",
                     (request_id, writer),
@@ -2182,7 +2196,9 @@ class SqliteStore:
                 [(request_id, gone) for gone in replacing if gone != writer],
             )
 
-        await self._write(write)
+        async with self._draft_revisions.turn(("answer", request_id, writer), revision) as fresh:
+            if fresh or replacing:  # else nothing to write: a newer text is kept
+                await self._write(partial(write, fresh=fresh))
 
     async def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 2) -> list[str]:
         table = {"job": "jobs", "run": "runs", "checkpoint": "checkpoints"}.get(kind)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from runtime import errors
 from runtime.clock import ManualClock
+from runtime.drafts import draft_revision
 from runtime.events import (
     CheckpointCreated,
     HistoryRepaired,
@@ -1406,6 +1409,64 @@ async def test_an_answer_being_typed_is_kept_per_question_until_blanked(store: S
     assert await answer_text(store, "another-request") == ""
     await store.save_answer_draft(request.id, "  ", job_id=run.job_id, writer=WRITER)
     assert await answer_text(store, request.id) == ""
+
+
+async def test_a_draft_save_landing_after_a_newer_one_leaves_the_newer_text(store: Store) -> None:
+    """Saves run side by side (two workers; one waiting for the write lock while the next
+    wrote): the text taken from the box last is what a restart shows, in whatever order the
+    saves land, a blank (deleted) one included."""
+    run, token = await running_run(store)
+    _, request = await store.open_input_request(run.id, token=token, request=QUESTION)
+    older, newer = draft_revision(), draft_revision()
+    await store.save_composer_draft(run.job_id, "typed on", writer=WRITER, revision=newer)
+    await store.save_composer_draft(run.job_id, "typed", writer=WRITER, revision=older)
+    assert await composer_text(store, run.job_id) == "typed on"
+    await store.save_answer_draft(
+        request.id, "the tests", job_id=run.job_id, writer=WRITER, revision=newer
+    )
+    await store.save_answer_draft(
+        request.id, "the", job_id=run.job_id, writer=WRITER, revision=older
+    )
+    assert await answer_text(store, request.id) == "the tests"
+
+    # Sent (the box emptied: the row deleted), then the save of what it held before lands.
+    sent, before = draft_revision(), older
+    await store.save_composer_draft(run.job_id, "", writer=WRITER, revision=sent)
+    await store.save_composer_draft(run.job_id, "typed on", writer=WRITER, revision=before)
+    assert await composer_text(store, run.job_id) == ""
+    await store.save_answer_draft(request.id, " ", job_id=run.job_id, writer=WRITER, revision=sent)
+    await store.save_answer_draft(
+        request.id, "the tests", job_id=run.job_id, writer=WRITER, revision=before
+    )
+    assert await answer_text(store, request.id) == ""
+
+    # Saves started at once, the newest first: the newest text stays.
+    revisions = [draft_revision() for _ in range(12)]
+    await asyncio.gather(
+        *(
+            store.save_composer_draft(None, f"version {n}", writer=WRITER, revision=revision)
+            for n, revision in reversed(list(enumerate(revisions)))
+        )
+    )
+    assert await composer_text(store, None) == "version 11"
+
+
+async def test_a_stale_draft_save_still_replaces_the_drafts_it_took_in(store: Store) -> None:
+    """A restore lands after a newer save of the box: the newer text stays, and the gone
+    writer's draft the restore took in goes (else the next launch restored it twice)."""
+    run, _ = await running_run(store)
+    gone = "host:1:quit"
+    await store.save_composer_draft(run.job_id, "left by a quit", writer=gone)
+    restored, typed_on = draft_revision(), draft_revision()
+    await store.save_composer_draft(
+        run.job_id, "left by a quit and more", writer=WRITER, revision=typed_on
+    )
+    await store.save_composer_draft(
+        run.job_id, "left by a quit", writer=WRITER, replacing=[gone], revision=restored
+    )
+    assert [(d.writer, d.text) for d in await store.get_composer_drafts(run.job_id)] == [
+        (WRITER, "left by a quit and more")
+    ]
 
 
 async def test_drafts_are_kept_per_writer_and_a_restored_one_replaces_those_it_took_in(

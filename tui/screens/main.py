@@ -26,7 +26,7 @@ from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tr
 from textual.widgets.collapsible import CollapsibleTitle
 from textual.worker import Worker, WorkerState
 
-from runtime.drafts import restorable
+from runtime.drafts import draft_revision, restorable
 from runtime.errors import (
     AgentTuiError,
     AlreadyAnswered,
@@ -491,14 +491,17 @@ class MainScreen(Screen[None]):
             # stayed held for good (a review). They go on, the next one merging in the store.
             self.composer.merge_failed(job_id)
 
-    async def _save_merged(self, job_id: str | None, text: str) -> str:
+    async def _save_merged(self, job_id: str | None, text: str, *, revision: int) -> str:
         """Save ``text`` as ``job_id``'s draft with the draft saved there under it (text carried
-        there by ctrl+t, whose own draft was never put in the box); that draft is returned."""
+        there by ctrl+t, whose own draft was never put in the box); that draft is returned.
+        ``revision``: as the store's, taken when ``text`` was taken from the box."""
         store, writer = self.runtime.store, self.runtime.owner_id
         drafts = restorable(await store.get_composer_drafts(job_id), writer=writer)
         replacing = drafts.left_by if drafts.left else []
         merged = merge_texts(text, drafts.text)
-        await store.save_composer_draft(job_id, merged, writer=writer, replacing=replacing)
+        await store.save_composer_draft(
+            job_id, merged, writer=writer, replacing=replacing, revision=revision
+        )
         return drafts.text
 
     @on(Composer.QueueChanged)
@@ -538,15 +541,20 @@ class MainScreen(Screen[None]):
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
         message.stop()
-        self._save_draft(message.job_id, message.text, merge=message.merge)
+        self._save_draft(message.job_id, message.text, message.revision, merge=message.merge)
 
     @work(exit_on_error=False, group="draft-save")
-    async def _save_draft(self, job_id: str | None, text: str, *, merge: bool = False) -> None:
+    async def _save_draft(
+        self, job_id: str | None, text: str, revision: int, *, merge: bool = False
+    ) -> None:
+        """Saves run side by side: the store keeps the text of the highest ``revision``."""
         if merge:
-            draft = await self._save_merged(job_id, text)
+            draft = await self._save_merged(job_id, text, revision=revision)
             self.composer.merged_in_store(job_id, text, draft)
             return
-        await self.runtime.store.save_composer_draft(job_id, text, writer=self.runtime.owner_id)
+        await self.runtime.store.save_composer_draft(
+            job_id, text, writer=self.runtime.owner_id, revision=revision
+        )
 
     async def save_drafts_now(self) -> None:
         """Before quitting: the drafts being typed are saved, whatever the debounce, and the
@@ -560,7 +568,9 @@ class MainScreen(Screen[None]):
             if composer.merge_pending:
                 # Carried there by ctrl+t, the target's own draft not read yet: kept under it,
                 # not saved over (a review).
-                await self._save_merged(composer.follow_up_job_id, composer.input.text)
+                await self._save_merged(
+                    composer.follow_up_job_id, composer.input.text, revision=draft_revision()
+                )
             else:
                 await store.save_composer_draft(
                     composer.follow_up_job_id, composer.input.text, writer=writer
@@ -2304,12 +2314,12 @@ class MainScreen(Screen[None]):
         self, message: QuestionPrompt.AnswerDraftChanged
     ) -> None:
         message.stop()
-        self._save_answer_draft(message.request, message.text)
+        self._save_answer_draft(message.request, message.text, message.revision)
 
     @work(exit_on_error=False, group="answer-draft-save")
-    async def _save_answer_draft(self, request: InputRequest, text: str) -> None:
+    async def _save_answer_draft(self, request: InputRequest, text: str, revision: int) -> None:
         await self.runtime.store.save_answer_draft(
-            request.id, text, job_id=request.job_id, writer=self.runtime.owner_id
+            request.id, text, job_id=request.job_id, writer=self.runtime.owner_id, revision=revision
         )
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:

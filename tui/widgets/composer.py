@@ -32,6 +32,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from runtime.drafts import draft_revision
 from runtime.textsafe import terminal_safe_line, terminal_safe_title
 from tui.widgets._format import short
 from tui.widgets._options import WidgetOptions
@@ -320,13 +321,15 @@ class Composer(Vertical):
         """The unsent text of a target changed (posted after a quiet moment, or at once when
         the target changes). ``merge``: the target's saved draft was never put in the box
         (text carried there by ctrl+t, its draft still being read): it is kept under ``text``
-        (``merge_texts``), not saved over."""
+        (``merge_texts``), not saved over. ``revision``: taken now, as the text is taken from
+        the box, so a save of it landing after a later one's keeps the later text."""
 
         def __init__(self, job_id: str | None, text: str, *, merge: bool = False) -> None:
             super().__init__()
             self.job_id = job_id
             self.text = text
             self.merge = merge
+            self.revision = draft_revision()
 
     class DraftWanted(TextualMessage):
         """The box addresses ``job_id`` now, empty: its saved draft goes in, if it has one

@@ -21,6 +21,7 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
+from runtime.drafts import draft_revision
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
 from tui.widgets.ordered_keys import OrderedInput, run_own_binding
@@ -74,12 +75,14 @@ class AnswerInput(OrderedInput):
 
 class QuestionPrompt(Vertical, can_focus=True):
     class AnswerDraftChanged(TextualMessage):
-        """The answer being typed changed (blank: nothing to keep)."""
+        """The answer being typed changed (blank: nothing to keep). ``revision``: as
+        ``Composer.DraftChanged``'s."""
 
         def __init__(self, request: InputRequest, text: str) -> None:
             super().__init__()
             self.request = request
             self.text = text
+            self.revision = draft_revision()
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "move(-1)", "Previous option", show=False),
