@@ -470,8 +470,10 @@ def _write_notes_turn(prompt: str, findings: _Findings, write_file: ToolSpec) ->
             "",
         ]
     )
+    # An answer typed in its own words is not one of the options: "You chose …" misread it.
+    answer = "You chose" if findings.focus in FOCUS_OPTIONS else "You answered:"
     return _Turn(
-        f"You chose **{findings.focus}**. I would like to save these notes to `{NOTES_FILE}`.",
+        f"{answer} **{findings.focus}**. I would like to save these notes to `{NOTES_FILE}`.",
         [("write_file", _args(write_file, path=NOTES_FILE, content=notes))],
     )
 

@@ -75,3 +75,34 @@ async def test_the_demo_counts_the_tool_definitions_offered_in_its_input_tokens(
     assert bare < one < every
     # The tools add what `/context` counts for their definitions (give or take the rounding).
     assert abs(every - bare - tool_specs_chars(specs) // CHARS_PER_TOKEN) <= 1
+
+
+async def _answer_the_focus_question(db_path: Path, workspace: Path, answer: str) -> str:
+    """The demo's line after the person answered its question with ``answer``."""
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("Look around")
+        asked = await runtime.wait(run.id, timeout=30)
+        assert asked.request is not None
+        await runtime.respond(run.id, asked.request.id, answer)
+        await runtime.wait(run.id, timeout=30)  # the approval of its notes file
+        messages = await runtime.all_messages(run.id)
+    finally:
+        await runtime.close()
+    return [m.text for m in messages if m.role is Role.ASSISTANT][-1]
+
+
+async def test_an_answer_in_the_persons_own_words_is_not_called_a_choice(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: an answer typed instead of picking an option read back as
+    "You chose **Focus on the calc module**"."""
+    said = await _answer_the_focus_question(db_path, workspace, "Focus on the calc module")
+    assert said.startswith("You answered: **Focus on the calc module**.")
+
+
+async def test_an_option_picked_is_called_a_choice(db_path: Path, workspace: Path) -> None:
+    said = await _answer_the_focus_question(db_path, workspace, "The files, one by one")
+    assert said.startswith("You chose **The files, one by one**.")
