@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 
 from runtime.api import Runtime
 from runtime.kinds import RunState
-from runtime.models import Run, ToolResultBlock
+from runtime.models import Job, Run, ToolResultBlock
 from runtime.store.base import NewRun
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.store.helpers import composer_text
@@ -1287,5 +1287,85 @@ async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(
             monkeypatch.setattr(tree, "_redraw_rows", redraw)
             tree._show_live()  # the tick
             assert tree.row_text(run_row) != shown  # counted: the tick shows it
+    finally:
+        await runtime.close()
+
+
+async def _started_elsewhere(db_path: Path, workspace: Path, task: str) -> str:
+    """``task`` run to its end by another agent-tui on the same database; its job's id."""
+    elsewhere = await open_runtime(db_path, workspace)
+    try:
+        run = await elsewhere.start(task)
+        await finish_run(elsewhere, run.id)
+        return run.job_id
+    finally:
+        await elsewhere.close()
+
+
+async def _tab_to_the_browser(pilot: Pilot[Any], screen: MainScreen) -> Job | None:
+    """Tab from the composer, as a person goes to the browser: the job under its cursor."""
+    await pilot.press("tab")
+    await wait_until(pilot, lambda: screen.app.focused is screen.job_tree)
+    return screen.job_tree.cursor_job()
+
+
+async def test_a_job_started_elsewhere_takes_the_cursor_that_waits_on_the_newest_job(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a second agent-tui, launched and untouched, was sent a job by
+    the first; Tab from its composer landed on the job below it, not on the newest one."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        await finish_run(runtime, (await runtime.start("the older job")).id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: tree.cursor_node is not None)
+            newer = await _started_elsewhere(db_path, workspace, "the newer job")
+            await wait_until(pilot, lambda: _job_order(tree)[:1] == [newer])
+            job = await _tab_to_the_browser(pilot, screen)
+            assert job is not None and job.id == newer
+    finally:
+        await runtime.close()
+
+
+async def test_on_an_empty_database_the_first_job_started_elsewhere_gets_the_cursor(
+    db_path: Path, workspace: Path
+) -> None:
+    """The same trial: on a database with no job at launch, Tab found no cursor at all."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen._recovery_reported)  # its first page, empty
+            job_id = await _started_elsewhere(db_path, workspace, "the first job")
+            await wait_until(pilot, lambda: _job_order(screen.job_tree) == [job_id])
+            job = await _tab_to_the_browser(pilot, screen)
+            assert job is not None and job.id == job_id
+    finally:
+        await runtime.close()
+
+
+async def test_a_cursor_the_person_moved_stays_on_its_row_when_a_job_comes_from_elsewhere(
+    db_path: Path, workspace: Path
+) -> None:
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        await _two_finished_jobs(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_for_browser(pilot, app)
+            await wait_until(pilot, lambda: len(_job_order(tree)) == 2)
+            older = _job_order(tree)[1]
+            await pilot.press("down", "shift+tab")  # back to the composer
+            await wait_until(pilot, lambda: app.focused is screen.composer.input)
+            newer = await _started_elsewhere(db_path, workspace, "the newer job")
+            await wait_until(pilot, lambda: _job_order(tree)[:1] == [newer])
+            job = await _tab_to_the_browser(pilot, screen)
+            assert job is not None and job.id == older
     finally:
         await runtime.close()

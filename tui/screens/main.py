@@ -790,7 +790,7 @@ class MainScreen(Screen[None]):
         opened at start, ``--continue``, selects its own row: it keeps it)."""
         tree = self.job_tree
         if tree.cursor_line == -1 and tree.root.children:
-            tree.move_cursor_to_line(0)
+            tree.wait_on_top()
 
     @work(exit_on_error=False, group="interrupted")
     async def _check_interrupted(self, job_ids: list[str]) -> None:

@@ -307,6 +307,10 @@ class JobTree(Tree[NodeData]):
         self._live: dict[str, LiveCount] = {}
         """Runs streaming (the run on screen), by id: their rows show live figures."""
         self._live_timer: Timer | None = None
+        self.cursor_waits_on_top = False
+        """The cursor was put on the first row for the person (``wait_on_top``) and has not
+        moved since: a job that comes above it, from another process, takes it, so Tab goes to
+        the newest job. Any other move of the cursor ends it."""
 
     # --- rows ----------------------------------------------------------------------------------
     def columns(self, room: int | None = None) -> tuple[str, ...]:
@@ -641,10 +645,18 @@ class JobTree(Tree[NodeData]):
         self._rows_width = event.size.width
         self._sync_labels()
 
+    def wait_on_top(self) -> None:
+        """The cursor on the first row, where it stays as jobs come above it until it moves
+        (``cursor_waits_on_top``)."""
+        self.move_cursor_to_line(0)
+        self.cursor_waits_on_top = True
+
     def watch_cursor_line(self, previous_line: int, line: int) -> None:
         before = self.cursor_node
         super().watch_cursor_line(previous_line, line)
         node = self.cursor_node
+        if node is not self._top_row():
+            self.cursor_waits_on_top = False
         if previous_line == line and node is not None and node is not before:
             # The row under the cursor went (archived) and the next one took its line: Tree
             # says nothing then, and the composer's ctrl+t went on addressing the job archived.
@@ -702,8 +714,14 @@ class JobTree(Tree[NodeData]):
         self._more = None
         self.loaded_runs.clear()
 
+    def _top_row(self) -> TreeNode[NodeData] | None:
+        return self.root.children[0] if self.root.children else None
+
     def upsert_job(self, job: Job) -> TreeNode[NodeData]:
         self._saw_agents((job.agent,))
+        # No cursor yet (an empty browser at start) waits on top as well. Not while the browser
+        # has the focus: a person looking at the rows keeps the one under the cursor.
+        on_top = (self.cursor_waits_on_top or self.cursor_line == -1) and not self.has_focus
         node = self._jobs.get(job.id)
         if node is None:
             for child in list(self.root.children):
@@ -717,6 +735,10 @@ class JobTree(Tree[NodeData]):
                 node = self._move_up(node, JobEntry(job, interrupted=interrupted))
             else:
                 self._replace_data(node, JobEntry(job, interrupted=interrupted))
+        top = self._top_row()
+        if on_top and top is not None and top is not self.cursor_node:
+            self.move_cursor(top)
+            self.cursor_waits_on_top = True  # the lines rebuilt for the move had ended it
         self._sync_labels()
         return node
 
