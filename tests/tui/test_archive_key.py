@@ -294,3 +294,41 @@ async def test_after_x_ctrl_t_in_the_composer_follows_up_the_row_in_the_archived
         await wait_until(pilot, lambda: screen.composer.follow_up_job_id is not None)
         assert screen.composer.follow_up_job_id == kept.job_id
         assert "Follow-up in: keep this one" in screen_text(app)
+
+
+async def test_the_job_on_screen_archived_elsewhere_says_so_and_keeps_the_message_typed(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: while a follow-up was being typed to the job on screen,
+    `agent-tui archive JOB` in a shell (or `x` in a second agent-tui) emptied the
+    conversation and the box, with not a word: the text typed was gone from sight."""
+    elsewhere = await open_runtime(db_path, workspace)
+    watching = await open_runtime(db_path, workspace)
+    try:
+        _kept, gone = await _kept_and_gone(elsewhere)
+        app = make_app(watching, workspace, open_job=gone.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            composer = screen.composer
+            await wait_until(pilot, lambda: composer.follow_up_job_id == gone.job_id)
+            composer.focus_input()
+            await pilot.press(*"and the tests too")
+            await elsewhere.store.set_job_archived(gone.job_id, True)
+            await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+            await wait_until(pilot, lambda: composer.follow_up_job_id is None)
+            await pilot.pause()
+            assert composer.input.text == "and the tests too"  # now for a new job
+            [told] = [t for t in notifications(app) if "archive this one" in t]
+            assert "archived elsewhere" in told and f"agent-tui unarchive {gone.job_id[:8]}" in told
+            await pilot.press("enter")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_job is not None
+                    and screen.selected_job.title == "and the tests too"
+                ),
+            )
+        assert [r.id for r in await watching.job_runs(gone.job_id)] == [gone.id]
+    finally:
+        await watching.close()
+        await elsewhere.close()

@@ -1313,13 +1313,32 @@ class MainScreen(Screen[None]):
 
     def _leave_archived(self, job_id: str) -> None:
         """The job's rows go; if it was on screen, a new job takes its place: a message typed
-        next must not go into a job nobody sees any more (nor into the row below it)."""
+        next must not go into a job nobody sees any more (nor into the row below it). Archived
+        elsewhere, that is said, and what the box holds stays there, for the new job."""
+        node = self.job_tree.job_node(job_id)
+        shown_job = self.selected_job
+        if node is not None and isinstance(node.data, JobEntry):
+            title = node.data.job.title
+        elif shown_job is not None and shown_job.id == job_id:  # its row filtered out
+            title = shown_job.title
+        else:
+            title = job_id[:8]
         self.job_tree.remove_job(job_id)
-        shown = self.selected_job.id if self.selected_job is not None else None
+        shown = shown_job.id if shown_job is not None else None
         if job_id in (shown, self.composer.follow_up_job_id):
+            here = job_id in self._archived_here
             # The keys stay where they are: after x in the browser, u there brings the job
             # back at once (given to the new job's box, a trial's u was typed into it).
-            self.action_new_job(take_keys=False)
+            self.action_new_job(take_keys=False, carry=not here)
+            if not here:
+                typed = self.composer.input.text.strip()
+                kept = " What you typed stays in the box, for a new job." if typed else ""
+                self.notify(
+                    f"{title!r} was archived elsewhere (another agent-tui, or `agent-tui"
+                    f" archive`): `agent-tui unarchive {job_id[:8]}` brings it back.{kept}",
+                    title="Archived",
+                    markup=False,
+                )
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
@@ -3036,9 +3055,13 @@ class MainScreen(Screen[None]):
 
     @work(exit_on_error=False, group="archive")
     async def _archive(self, job_id: str) -> None:
+        # Counted as archived here before its event can come back (``_leave_archived`` tells
+        # an archive made here from one made elsewhere).
+        self._archived_here.append(job_id)
         try:
             job = await self.runtime.store.set_job_archived(job_id, True)
         except JobRunOpen as exc:
+            self._archived_here.remove(job_id)
             on_screen = self.selected_job is not None and self.selected_job.id == job_id
             self.notify(
                 archive_refusal(exc, on_screen=on_screen),
@@ -3048,9 +3071,9 @@ class MainScreen(Screen[None]):
             )
             return
         except AgentTuiError as exc:
+            self._archived_here.remove(job_id)
             self.notify(str(exc), title="Not archived", severity="warning")
             return
-        self._archived_here.append(job.id)
         self.refresh_bindings()
         # Archiving leaves the keys where they are; in a text field u is a letter.
         undo = f"{self._way_out()}, then u brings it back" if self.typing() else "u brings it back"
