@@ -245,6 +245,16 @@ def _matching_lines(result: ToolResultBlock) -> list[str]:
     return [line for line in result.content.splitlines()[:-1] if line]
 
 
+def _search_stopped(result: ToolResultBlock) -> bool:
+    """Whether a `search` stopped before the end (its limit of matches or files, its output
+    cut): its count of matching lines is then a lower bound."""
+    content = result.content
+    return any(
+        mark in content
+        for mark in ("stopped at max_results=", "files were searched", "[output cut;")
+    )
+
+
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         # Numbered listings ("   1→text" or "1: text") keep only the text.
@@ -436,16 +446,18 @@ class _Findings:
     focus: str
     lines: list[str]
     """One Markdown list item per file read."""
-    todo_hits: int
+    todo_hits: str
+    """How many ``TODO`` lines the search found: "at least N" when it stopped before the end."""
 
 
 def _findings(done: _ResultsByTool, workspace: Path, files: list[str]) -> _Findings:
     focus = done["ask_user"][0][1].content.strip() if "ask_user" in done else FOCUS_OPTIONS[0]
     reads = [(u.input.get("path", "?"), r) for u, r in done.get("read_file", [])]
     searches = [r for _, r in done.get("search", [])]
-    todo_hits = 0
+    todo_hits = "0"
     if searches and not searches[0].is_error:
-        todo_hits = sum(1 for line in _matching_lines(searches[0]) if "TODO" in line)
+        found = sum(1 for line in _matching_lines(searches[0]) if "TODO" in line)
+        todo_hits = f"at least {found}" if _search_stopped(searches[0]) else str(found)
 
     lines = [
         f"- `{path}`: {'could not be read' if r.is_error else _first_line(r.content)}"

@@ -106,3 +106,26 @@ async def test_an_answer_in_the_persons_own_words_is_not_called_a_choice(
 async def test_an_option_picked_is_called_a_choice(db_path: Path, workspace: Path) -> None:
     said = await _answer_the_focus_question(db_path, workspace, "The files, one by one")
     assert said.startswith("You chose **The files, one by one**.")
+
+
+async def test_a_search_stopped_at_its_limit_is_counted_as_at_least_its_matches(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: with 33,000 TODO lines in the folder the demo wrote "TODO
+    markers found: 200", the search's limit, as if it were the count."""
+    (workspace / "todos.txt").write_text("TODO: one more\n" * 500)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("Look around")
+        asked = await runtime.wait(run.id, timeout=30)
+        assert asked.request is not None
+        await runtime.respond(run.id, asked.request.id, "1")
+        approval = await runtime.wait(run.id, timeout=30)  # the approval of its notes file
+        assert approval.request is not None and approval.request.tool_call_id is not None
+        calls = {call.id: call for call in await runtime.tool_calls(run.id)}
+        notes = calls[approval.request.tool_call_id].arguments
+    finally:
+        await runtime.close()
+    assert "- `TODO` markers found: at least 200\n" in notes["content"]
