@@ -11,7 +11,8 @@ process keeps its drafts its own.
 
 The last text typed wins: each save carries a revision (``draft_revision``, taken when the text
 was taken from the box), and a store drops a save older than one it has written for the same
-draft (``DraftRevisions``). Two saves running at once (two workers; one waiting for the write
+draft (``DraftRevisions``); the messages queued for a job are saved under the same rule, apart
+from its text. Two saves running at once (two workers; one waiting for the write
 lock on a thread while the next one wrote at once) put an older text back over a newer one,
 and a restart showed it.
 
@@ -44,7 +45,8 @@ def draft_revision() -> int:
 
 
 class DraftRevisions:
-    """The newest revision a store object wrote of each draft (a table's key and writer).
+    """The newest revision a store object wrote of each draft: what it is (composer text,
+    queue, answer), its key (job or request) and its writer.
 
     Kept in memory: a writer is one process (its owner id), so its drafts are written by this
     process only, and a new process is a new writer. A blank save deletes the row, so the row

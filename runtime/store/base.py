@@ -670,8 +670,12 @@ class Store(Protocol):
         store already wrote of the draft keeps the newer text (``replacing`` still goes)."""
         ...
 
-    async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
-        """Keep ``texts`` as the messages ``writer`` queued for ``job_id`` (none: empty)."""
+    async def save_queued_messages(
+        self, job_id: str, texts: Sequence[str], *, writer: str, revision: int | None = None
+    ) -> None:
+        """Keep ``texts`` as the messages ``writer`` queued for ``job_id`` (none: empty).
+        ``revision``: when ``texts`` were taken from the composer (as ``save_composer_draft``'s;
+        None: now); a save older than one this store already wrote keeps the newer queue."""
         ...
 
     async def get_answer_drafts(self, request_id: str) -> list[WrittenDraft]:

@@ -1837,7 +1837,10 @@ class PostgresStore:
             if fresh or replacing:  # else nothing to write: a newer text is kept
                 await self._write(partial(tx, fresh=fresh))
 
-    async def save_queued_messages(self, job_id: str, texts: Sequence[str], *, writer: str) -> None:
+    async def save_queued_messages(
+        self, job_id: str, texts: Sequence[str], *, writer: str, revision: int | None = None
+    ) -> None:
+        revision = draft_revision() if revision is None else revision
         now, queued = self._now(), json.dumps(list(texts), ensure_ascii=False)
 
         async def tx(t: _Tx) -> None:
@@ -1852,7 +1855,9 @@ class PostgresStore:
             )
             await t.conn.execute(_DELETE_EMPTY_DRAFT, job_id, writer)
 
-        await self._write(tx)
+        async with self._draft_revisions.turn(("queue", job_id, writer), revision) as fresh:
+            if fresh:  # else a newer queue is kept
+                await self._write(tx)
 
     async def get_answer_drafts(self, request_id: str) -> list[WrittenDraft]:
         return await self._written_drafts("answer_drafts", "request_id", request_id)

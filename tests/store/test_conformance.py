@@ -1451,6 +1451,46 @@ async def test_a_draft_save_landing_after_a_newer_one_leaves_the_newer_text(stor
     assert await composer_text(store, None) == "version 11"
 
 
+async def test_a_queue_save_landing_after_a_newer_one_leaves_the_newer_queue(
+    store: Store,
+) -> None:
+    """The messages queued for a job are saved from workers side by side too: an older queue
+    landing last neither brings back a message already sent nor loses one queued since, and
+    the draft beside it keeps its own text."""
+    run, _ = await running_run(store)
+    older, newer = draft_revision(), draft_revision()
+    await store.save_queued_messages(
+        run.job_id, ["then the tests", "and the docs"], writer=WRITER, revision=newer
+    )
+    await store.save_queued_messages(run.job_id, ["then the tests"], writer=WRITER, revision=older)
+    assert await queued_messages(store, run.job_id) == ["then the tests", "and the docs"]
+
+    # Sent (the queue taken: the row deleted), then the save of what it held before lands.
+    sent = draft_revision()
+    await store.save_queued_messages(run.job_id, [], writer=WRITER, revision=sent)
+    await store.save_queued_messages(run.job_id, ["then the tests"], writer=WRITER, revision=newer)
+    assert await store.get_composer_drafts(run.job_id) == []
+
+    # The draft's revisions are its own: a queue saved later does not make its text stale.
+    typed = draft_revision()
+    await store.save_queued_messages(run.job_id, ["one more"], writer=WRITER)
+    await store.save_composer_draft(run.job_id, "half typed", writer=WRITER, revision=typed)
+    assert await composer_text(store, run.job_id) == "half typed"
+    assert await queued_messages(store, run.job_id) == ["one more"]
+
+    # Saves started at once, the newest first: the newest queue stays.
+    revisions = [draft_revision() for _ in range(12)]
+    await asyncio.gather(
+        *(
+            store.save_queued_messages(
+                run.job_id, [f"message {k}" for k in range(n + 1)], writer=WRITER, revision=revision
+            )
+            for n, revision in reversed(list(enumerate(revisions)))
+        )
+    )
+    assert await queued_messages(store, run.job_id) == [f"message {k}" for k in range(12)]
+
+
 async def test_a_stale_draft_save_still_replaces_the_drafts_it_took_in(store: Store) -> None:
     """A restore lands after a newer save of the box: the newer text stays, and the gone
     writer's draft the restore took in goes (else the next launch restored it twice)."""

@@ -507,7 +507,8 @@ class MainScreen(Screen[None]):
     @on(Composer.QueueChanged)
     def _queue_changed(self, message: Composer.QueueChanged) -> None:
         message.stop()
-        self._save_queue(message.job_id, self.composer.queued(message.job_id))
+        job_id = message.job_id
+        self._save_queue(job_id, self.composer.queued(job_id), draft_revision())
         self._sync_prompt_queue()
 
     def _sync_prompt_queue(self) -> None:
@@ -535,8 +536,12 @@ class MainScreen(Screen[None]):
         line.display = bool(said)
 
     @work(exit_on_error=False, group="queue-save")
-    async def _save_queue(self, job_id: str, texts: list[str]) -> None:
-        await self.runtime.store.save_queued_messages(job_id, texts, writer=self.runtime.owner_id)
+    async def _save_queue(self, job_id: str, texts: list[str], revision: int) -> None:
+        """Saves run side by side: the store keeps the queue of the highest ``revision``, taken
+        with ``texts`` (else an older queue landing last brought back a message already sent)."""
+        await self.runtime.store.save_queued_messages(
+            job_id, texts, writer=self.runtime.owner_id, revision=revision
+        )
 
     @on(Composer.DraftChanged)
     def _draft_changed(self, message: Composer.DraftChanged) -> None:
