@@ -206,8 +206,10 @@ def skill_invocation(text: str, skills: Mapping[str, Skill]) -> SkillInvocation 
     The store keeps only the expanded message (what the model reads), so a screen showing what
     the person typed reads it back from there. The text alone does not tell: a person may paste
     a SKILL.md (``# Skill: deploy`` … ``Arguments: --prod``) for review, and recalling that as
-    ``/deploy --prod`` would run the skill on Enter. So the skill must exist and rebuilding its
-    expansion must give ``text`` exactly. A body ending in an ``Arguments:`` paragraph, invoked
+    ``/deploy --prod`` would run the skill on Enter. So the skill must exist, be what ``/name``
+    runs (``runtime.commands.invocables``: not one named like a built-in, which ``/name`` opens,
+    nor one a nearer skill of the name hides), and rebuilding its expansion must give ``text``
+    exactly. A body ending in an ``Arguments:`` paragraph, invoked
     without arguments, expands to what the same skill invoked with that paragraph's words does:
     that one reads as invoked without (the model read the same either way)."""
     heading, blank, rest = text.partition("\n")
@@ -216,6 +218,11 @@ def skill_invocation(text: str, skills: Mapping[str, Skill]) -> SkillInvocation 
     skill = skills.get(heading[len(_HEADING) :])
     if skill is None:
         return None
+    # The rule of what /name runs is in runtime.commands, which imports this module.
+    from runtime.commands import invocables
+
+    if invocables(skills.values(), ()).skills.get(skill.name.lower()) is not skill:
+        return None  # ``/name`` runs something else: recalled as it, Enter would not run this
     _, found, arguments = text.rpartition(f"\n\n{_ARGUMENTS}")
     for candidate in ("", arguments.strip()) if found else ("",):
         if skill_text(skill, candidate) == text:

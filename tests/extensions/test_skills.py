@@ -137,6 +137,22 @@ def test_text_that_is_not_exactly_a_skills_expansion_is_not_read_as_its_invocati
     assert skill_invocation(skill_text(skill, "--prod"), {"review": skill}) is not None
 
 
+def test_a_skills_expansion_is_read_as_its_invocation_only_when_slash_name_runs_that_skill(
+    tmp_path: Path,
+) -> None:
+    """A skill named like a built-in (``/help`` opens the help) or hidden by a nearer skill
+    of the name in another case: the message it left (``agent-tui run "/help me"``, before
+    built-ins won there too) is not read as ``/help me``, which would open the help on Enter."""
+    skills = {
+        name: Skill(name=name, description="d", path=str(tmp_path / name / "SKILL.md"), body=body)
+        for name, body in [("help", "Explain."), ("Review", "Near."), ("review", "Far.")]
+    }
+    assert skill_invocation(skill_text(skills["help"], "me"), skills) is None
+    assert skill_invocation(skill_text(skills["review"], "a.py"), skills) is None
+    invocation = skill_invocation(skill_text(skills["Review"], "a.py"), skills)
+    assert invocation is not None and invocation.typed == "/Review a.py"
+
+
 def test_a_workspaces_skills_are_read_again_when_one_is_added_or_edited(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

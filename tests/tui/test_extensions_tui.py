@@ -16,6 +16,7 @@ from runtime.api import Runtime
 from runtime.commands import BUILTIN_COMMAND_NAMES
 from runtime.kinds import Role
 from runtime.models import RunState
+from runtime.skills import discover_skills, skill_text
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
@@ -443,6 +444,43 @@ async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
             assert part in shown, part
         usage = await runtime.context_usage(run.job_id)
         assert f"({usage.tool_count} tools)" in shown
+
+
+async def test_a_message_left_by_a_skill_named_like_a_built_in_is_shown_and_recalled_as_sent(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a review: ``agent-tui run "/help me"`` expanded a skill named ``help`` before
+    built-ins won there too. The TUI showed that message as ``/help me`` (in the conversation
+    and the browser) and ↑ put ``/help me`` in the box, which opens the help: it reads as the
+    text the model read."""
+    write(
+        workspace / ".agent-tui" / "skills" / "help" / "SKILL.md",
+        "---\ndescription: Our help\n---\nHELP-BODY: explain the repo.",
+    )
+    [skill] = discover_skills(workspace).skills.values()
+    sent = skill_text(skill, "me")
+    runtime = await open_scripted(ScriptedProvider([Turn(text="Explained.")]), db_path, workspace)
+    try:
+        run = await runtime.start(sent)
+        await runtime.wait(run.id, timeout=10)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for_browser(pilot, app)
+            screen = main_screen(app)
+            await pilot.press("enter")
+            view = await _user_message(pilot, app)
+            rows = _rows_of(app, view)
+            assert rows[0] == "# Skill: help", rows
+            assert "HELP-BODY: explain the repo." in rows, rows
+            tree = screen.job_tree
+            assert not any(
+                "/help me" in str(tree.render_line(y).text) for y in range(tree.last_line + 1)
+            )
+            screen.composer.input.focus()
+            await pilot.press("up")
+            assert screen.composer.input.text == sent
+    finally:
+        await runtime.close()
 
 
 def test_the_tuis_command_table_is_the_runtimes_list_of_built_in_names() -> None:
