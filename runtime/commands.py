@@ -191,6 +191,11 @@ class Invocables:
             return expand_command(command, arguments)
         return None
 
+    def runs(self, name: str) -> bool:
+        """Whether ``/name`` runs a skill or custom command: then an MCP server's prompt of the
+        name (``/server:prompt``, tried after them) never runs."""
+        return name.lower() in self.skills or name.lower() in self.commands
+
     def shadowed_by(self, path: str) -> str | None:
         """What runs instead of the skill or command of file ``path``; None when it runs."""
         return next((s.by for s in self.shadowed if s.path == path), None)

@@ -43,6 +43,11 @@ class ExtensionCommands:
             entries.append(SlashCommand(command.name, hint, command.description or "command"))
         return entries
 
+    def runs(self, name: str) -> bool:
+        """Whether ``/name`` runs a skill or custom command (so no MCP prompt of the name)."""
+        self._refresh()
+        return self._invocables.runs(name)
+
     def expand(self, name: str, argument: str) -> str | None:
         """The message ``/name argument`` sends, or None when no skill or command that is not
         shadowed has the name (names are matched without regard to case)."""

@@ -273,3 +273,45 @@ async def test_a_custom_command_in_a_folder_runs_as_folder_colon_name_beside_mcp
         run = await mcp_runtime.get_run(screen.selected_run.id)
         assert run.input == "Write a commit message for the parser fix."
         assert notifications(app) == []
+
+
+@pytest.mark.parametrize("file_name", ["review.md", "Review.md"])
+async def test_a_prompt_hidden_by_a_custom_command_of_its_name_is_not_offered_beside_it(
+    db_path: Path, workspace: Path, file_name: str
+) -> None:
+    """``basic/review.md`` is ``/basic:review``, which runs the command (tried before the MCP
+    prompts): the menu offered the server's prompt of that name, which never runs, in its place
+    (or, the name cased otherwise, both). It offers the command once, and so does the help."""
+    command = workspace / ".agent-tui" / "commands" / "basic" / file_name
+    command.parent.mkdir(parents=True)
+    command.write_text("---\ndescription: Our review\n---\nReview $ARGUMENTS our way.")
+    name = f"basic:{file_name.removesuffix('.md')}"
+    # A second server, its prompt not hidden: it shows once the servers' prompts are read.
+    servers = {
+        name: InMemoryServer(build_server("basic"), timeout=5.0) for name in ("basic", "other")
+    }
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="demo:instant",
+        mcp=McpManager(servers, workspace=workspace),
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press("slash")
+            await wait_until(pilot, lambda: any("/other:review" in o for o in _menu(screen)))
+            offered = [o for o in _menu(screen) if o.lower().startswith("/basic:review")]
+            assert offered == [f"/{name} [ARGS]  Our review"]
+            listed = [n for n, _ in screen.workspace_commands() if n.lower().startswith("/basic:")]
+            assert listed == [f"/{name} [ARGS]"]
+            await pilot.press(*"basic:review the parser", "enter")
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            assert screen.selected_run is not None
+            run = await runtime.get_run(screen.selected_run.id)
+            assert run.input == "Review the parser our way."
+    finally:
+        await runtime.close()

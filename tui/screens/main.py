@@ -366,8 +366,14 @@ class MainScreen(Screen[None]):
     def workspace_commands(self) -> list[tuple[str, str]]:
         """This workspace's skills, custom commands and MCP prompts as the help lists them:
         (``/name ARGS``, what it does)."""
-        commands = [*self.extension_commands.slash_commands(), *self._prompt_commands]
+        commands = [*self.extension_commands.slash_commands(), *self._prompts_that_run()]
         return [(f"/{c.name} {c.argument}".strip(), c.help) for c in commands]
+
+    def _prompts_that_run(self) -> list[SlashCommand]:
+        """The MCP prompts found, but those a custom command of the same name (case aside)
+        hides: ``/name`` runs the command, tried first (``run_command``)."""
+        extension_commands = self.extension_commands
+        return [c for c in self._prompt_commands if not extension_commands.runs(c.name)]
 
     def _mcp_prompt_commands(self) -> list[SlashCommand]:
         """The composer's menu asks: the MCP servers' prompts as ``/server:prompt`` commands.
@@ -386,7 +392,7 @@ class MainScreen(Screen[None]):
             self._prompts_asked_at = time.monotonic()
             self._prompts_servers = dict(manager.servers)
             self._load_prompt_commands(manager)
-        return self._prompt_commands
+        return self._prompts_that_run()
 
     @work(exit_on_error=False, group="mcp-prompts")
     async def _load_prompt_commands(self, manager: McpManager) -> None:
