@@ -18,6 +18,8 @@ from runtime.errors import ConfigError, ToolError
 from runtime.fileio import FileStamp, file_stamp
 from runtime.hooks import ClaudeHookReport, HooksConfig, files_stamp, hook_config_files
 from runtime.hooks import FileStamp as HookFilesStamp
+from runtime.mcp.names import SEPARATOR as MCP_SEPARATOR
+from runtime.mcp.names import tool_name as mcp_tool_name
 from runtime.providers.base import ModelProvider, ToolSpec
 from runtime.skills import USE_SKILL_NAME, UseSkillTool, discover_skills
 from runtime.tools.base import Tool, ToolContext, ToolOutput
@@ -49,10 +51,6 @@ def tool_allowed(agent: AgentConfig, name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in agent.tools)
 
 
-MCP_NAME_SEPARATOR = "__"
-"""An MCP tool is named ``server__tool`` (``runtime.mcp.manager.tool_name``)."""
-
-
 def unknown_tool_warnings(
     config: Config, agent_name: str, workspace: Path, builtin: Iterable[str]
 ) -> list[str]:
@@ -77,14 +75,21 @@ def unknown_tool_warnings(
 
 
 def _unknown_tool(name: str, known: list[str], servers: list[str]) -> str | None:
-    """What is wrong with ``name`` of an agent's ``tools``, or None while it may name a tool."""
-    if MCP_NAME_SEPARATOR in name:
-        server = name.split(MCP_NAME_SEPARATOR, 1)[0]
-        if server in servers or any(char in server for char in "*?["):
+    """What is wrong with ``name`` of an agent's ``tools``, or None while it may name a tool.
+    An MCP tool's name starts with its server's name as ``mcp_tool_name`` writes it (``my.srv``
+    → ``my_srv__``), whatever the server's own tools turn out to be."""
+    if MCP_SEPARATOR in name:
+        prefixes = {mcp_tool_name(server, ""): server for server in servers}
+        if any(name.startswith(prefix) for prefix in prefixes):
             return None
-        close = difflib.get_close_matches(server, servers, n=1)
+        server, tool = name.split(MCP_SEPARATOR, 1)
+        if any(char in server for char in "*?["):
+            return None
+        close = difflib.get_close_matches(
+            server, [p.removesuffix(MCP_SEPARATOR) for p in prefixes], n=1
+        )
         hint = (
-            f"did you mean {close[0]!r}?"
+            f"did you mean {close[0] + MCP_SEPARATOR + tool!r}?"
             if close
             else f"servers: {', '.join(servers)}"
             if servers

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
         McpTool,
         ServerConfig,
         ServerReport,
-        tool_name,
     )
+    from runtime.mcp.names import tool_name
     from runtime.mcp.workspaces import WorkspaceManagers
 
 __all__ = [
@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 _HOMES = {name: "runtime.mcp.manager" for name in __all__} | {
-    "WorkspaceManagers": "runtime.mcp.workspaces"
+    "WorkspaceManagers": "runtime.mcp.workspaces",
+    "tool_name": "runtime.mcp.names",
 }
 
 

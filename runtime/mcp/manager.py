@@ -14,7 +14,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -39,6 +38,7 @@ from runtime.config import HttpServerConfig, SseServerConfig, StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
 from runtime.mcp._content import render
 from runtime.mcp._stdio import ProcessState, stdio_transport
+from runtime.mcp.names import tool_name
 from runtime.models import InputKind
 from runtime.store.base import NewInputRequest
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
@@ -51,8 +51,6 @@ logger = logging.getLogger(__name__)
 _CLIENT_INFO = types.Implementation(name="agent-tui", version="0.1.0")
 _STOP_GRACE = 10.0
 """Seconds a server's task gets to shut its server down before it is cancelled."""
-_TOOL_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_TOOL_NAME = 64
 
 
 @dataclass(frozen=True)
@@ -134,12 +132,6 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def tool_name(server: str, tool: str) -> str:
-    """``server__tool``, with characters model APIs refuse replaced by ``_``."""
-    name = _TOOL_NAME_CHARS.sub("_", f"{server}__{tool}")
-    return name[:_MAX_TOOL_NAME]
 
 
 @dataclass(frozen=True)

@@ -201,21 +201,29 @@ def test_an_agents_tool_naming_no_configured_mcp_server_is_a_warning_with_the_cl
                         "jira__*",
                         "*__read",
                         "github__*",
+                        "my_server__read",
+                        "my.server__read",
+                        "acme__tools__query",
                     ]
                 }
             },
             "mcp_servers": {
                 "github": {"type": "stdio", "command": "github-mcp"},
                 "postgres": {"type": "stdio", "command": "pg-mcp"},
+                "my.server": {"type": "stdio", "command": "my-mcp"},
+                "acme__tools": {"type": "stdio", "command": "acme-mcp"},
             },
         }
     )
 
     warnings = unknown_tool_warnings(config, "x", tmp_path, ["read_file"])
 
+    # A server's tools are named as the model sees them: `my.server`'s `my_server__read`.
     assert [w.split(": ", 1)[1] for w in warnings] == [
-        "no MCP server named 'githb' for 'githb__create_issue' (did you mean 'github'?);"
-        " the agent runs without it",
-        "no MCP server named 'jira' for 'jira__*' (servers: github, postgres);"
-        " the agent runs without it",
+        "no MCP server named 'githb' for 'githb__create_issue' (did you mean"
+        " 'github__create_issue'?); the agent runs without it",
+        "no MCP server named 'jira' for 'jira__*' (servers: acme__tools, github, my.server,"
+        " postgres); the agent runs without it",
+        "no MCP server named 'my.server' for 'my.server__read' (did you mean"
+        " 'my_server__read'?); the agent runs without it",
     ]
