@@ -701,9 +701,10 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
     return create_app(_AfterFirstFrame(opener), settings)
 
 
-LASTING_NOTICE_SECONDS = 24 * 3600.0
-"""How long a notification about the configuration stays: until the person dismisses it
-(a click), in effect; the problem stays until the file is fixed."""
+LASTING_NOTICE_SECONDS = 30.0
+"""How long a notification about the configuration stays: long enough to read its file, line
+and key. Not for the whole session: Textual's toasts go only at a click, and the keyboard has
+no way to them (a review); a new job with that agent is refused in the same words."""
 
 
 def _say_unusable_agent_model(app: AgentTuiApp, config: Config, workspace: Path) -> None:
