@@ -170,7 +170,7 @@ class Shadowed:
     """``the built-in /help``, ``the skill /review``, ``the command /review``."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Invocables:
     """What ``/name`` runs among a workspace's skills and custom commands (by lower-case name:
     names match without regard to case), and what is shadowed."""

@@ -60,6 +60,13 @@ from runtime.tools.base import Tool, ToolContext
 log = logging.getLogger("runtime.engine")
 
 
+async def _started(call: ToolCall, workspace: Path) -> ToolStateChange:
+    """``call`` set running, with the file a write is about to change snapshotted."""
+    return ToolStateChange(
+        tool_call_id=call.id, to=ToolCallState.RUNNING, file_before=await _file_now(call, workspace)
+    )
+
+
 async def _file_now(call: ToolCall, workspace: Path) -> FileContent | None:
     """The content of the file a write_file / edit_file call names (None for other tools)."""
     if call.name not in FILE_WRITING_TOOLS:
@@ -154,12 +161,7 @@ class ToolCalls:
         that never ran indeterminate."""
         hooks, _ = self._catalog.hooks_for(str(workspace))
         starting = plan.decided + [
-            ToolStateChange(
-                tool_call_id=call.id,
-                to=ToolCallState.RUNNING,
-                # The file a write is about to change, snapshotted as the call starts.
-                file_before=await _file_now(call, workspace),
-            )
+            await _started(call, workspace)
             for call, _ in plan.to_run
             if call.id not in plan.already_running and not checked_first(hooks, call.name)
         ]
@@ -326,11 +328,7 @@ class ToolCalls:
             if refusal is not None:
                 return ToolCallState.FAILED, None, refusal
         if execution.calls.get(call.id, call).state is ToolCallState.PENDING:
-            started = ToolStateChange(
-                tool_call_id=call.id,
-                to=ToolCallState.RUNNING,
-                file_before=await _file_now(call, workspace),
-            )
+            started = await _started(call, workspace)
             execution.note_calls(
                 await self._store.set_tool_states(run.id, token=execution.token, changes=[started])
             )

@@ -247,12 +247,13 @@ def _matching_lines(result: ToolResultBlock) -> list[str]:
 
 def _search_stopped(result: ToolResultBlock) -> bool:
     """Whether a `search` stopped before the end (its limit of matches or files, its output
-    cut): its count of matching lines is then a lower bound."""
-    content = result.content
-    return any(
-        mark in content
-        for mark in ("stopped at max_results=", "files were searched", "[output cut;")
-    )
+    cut): its count of matching lines is then a lower bound. Read from its summary, the last
+    line (``runtime.tools.builtin``'s words), and the cut mark's line before it: a matching
+    line may say anything."""
+    lines = result.content.splitlines()
+    summary = lines[-1] if lines else ""
+    cut = len(lines) > 1 and lines[-2].startswith("… [output cut;")
+    return cut or "; stopped at max_results=" in summary or "files were searched" in summary
 
 
 def _first_line(text: str) -> str:

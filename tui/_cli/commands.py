@@ -151,7 +151,8 @@ async def _follow(
 
 def _expanded(ctx: Context, prompt: SlashPrompt) -> str:
     """The text a ``/name args`` prompt sends, saying on stderr when a shadowed skill or command
-    of that name was not used (the TUI runs its built-in ``/help``: so does this, as text)."""
+    of that name was not used (``/help me`` goes to the model as typed, where the TUI would
+    open its built-in ``/help``)."""
     if prompt.shadowed is not None:
         ctx.say(prompt.shadowed)
     return prompt.text
