@@ -4,8 +4,9 @@ model, and the history that replaces the older part.
 Before a model call the engine decides as ``needs_compaction`` does (with a ``HistoryTally``),
 counting the whole request: its messages, its system prompt and its tool definitions
 (``tool_specs_tokens``, as ``/context`` counts them). When the system prompt and the tool
-definitions alone are past the share of the window, compacting cannot make room and the engine
-does not compact (``compaction_can_help``).
+definitions, with room for the summary (``summary_allowance``), leave the recent history
+(almost) no room below the share of the window, compacting cannot make room and the engine does
+not compact (``compaction_can_help``).
 ``plan_compaction`` picks the older messages to summarise and the recent ones to keep
 (``kept_share`` of the window), never splitting a ``tool_use`` from its ``tool_result`` (the
 kept part never starts with a tool message); ``summary_request_text`` is the transcript the
@@ -36,14 +37,17 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPACTION_INSTRUCTIONS",
     "SUMMARISER_SYSTEM",
+    "SUMMARY_MAX_TOKENS",
     "CompactionPlan",
     "HistoryTally",
     "compacted_history",
     "compaction_can_help",
+    "compaction_room",
     "estimate_tokens",
     "kept_share",
     "needs_compaction",
     "plan_compaction",
+    "summary_allowance",
     "summary_request_text",
     "tool_specs_chars",
     "tool_specs_tokens",
@@ -54,6 +58,13 @@ CHARS_PER_TOKEN = 4
 DEFAULT_SHARE = 0.8
 KEEP_RECENT_SHARE = 0.25
 """Of the context window, how much recent history is kept verbatim after a compaction."""
+SUMMARY_MAX_TOKENS = 4096
+"""The most a summary call may answer."""
+FIRST_SUMMARY_SHARE = 0.05
+"""Of the context window, what a first summary is expected to take (``summary_allowance``)."""
+MIN_ROOM_SHARE = 0.02
+"""Of the context window, the least room a compaction must leave the recent history to be
+worth its call (``compaction_can_help``)."""
 
 COMPACTION_INSTRUCTIONS = (
     "Summarise the conversation below so that the work can continue from the summary alone. "
@@ -188,19 +199,38 @@ def needs_compaction(
     return estimate_tokens(messages, system=system, tools=tools) > context_window * share
 
 
-def compaction_can_help(overhead: int, *, context_window: int, share: float) -> bool:
-    """False when what every request sends besides its messages (``overhead``: the system
-    prompt and the tool definitions) is alone past ``share`` of the window: no summary makes
-    such a request small enough, and compacting before each step would only cost calls."""
-    return overhead <= context_window * share
+def summary_allowance(*, context_window: int, previous_summary: str | None = None) -> int:
+    """The tokens the summary of a compaction is expected to take in the requests after it:
+    as many as the previous summary's, which it folds in; a first one ``FIRST_SUMMARY_SHARE``
+    of the window, at most ``SUMMARY_MAX_TOKENS`` (what the summary call may answer)."""
+    first = min(SUMMARY_MAX_TOKENS, int(context_window * FIRST_SUMMARY_SHARE))
+    if not previous_summary:
+        return first
+    header = len(SUMMARY_HEADER) + 2
+    return max(first, (header + len(previous_summary)) // CHARS_PER_TOKEN + MESSAGE_TOKENS)
 
 
-def kept_share(overhead: int, *, context_window: int, share: float) -> float:
+def compaction_room(
+    overhead: int, *, context_window: int, share: float, summary_tokens: int
+) -> float:
+    """The tokens a compaction leaves the recent history below ``share`` of the window: what
+    remains once every request's ``overhead`` (the system prompt and the tool definitions) and
+    the summary (``summary_tokens``, as ``summary_allowance`` expects it) are counted."""
+    return context_window * share - overhead - summary_tokens
+
+
+def compaction_can_help(room: float, *, context_window: int) -> bool:
+    """False when a compaction would leave the recent history less than ``MIN_ROOM_SHARE`` of
+    the window (``room``, from ``compaction_room``): the request after it would still be past
+    the threshold, or soon again, and compacting before each step would only cost calls."""
+    return room >= context_window * MIN_ROOM_SHARE
+
+
+def kept_share(room: float, *, context_window: int) -> float:
     """Of the window, how much recent history a compaction keeps: ``KEEP_RECENT_SHARE``, or
-    less when the system prompt and the tool definitions (``overhead``) leave the messages
-    less room below ``share`` of the window: half that room, so that the requests after a
-    compaction can grow for a while before the next one (not compact again at once)."""
-    room = context_window * share - overhead
+    less when the system prompt, the tool definitions and the summary leave the messages less
+    ``room`` below the threshold (``compaction_room``): half that room, so that the requests
+    after a compaction can grow for a while before the next one (not compact again at once)."""
     return max(0.0, min(KEEP_RECENT_SHARE, room / 2 / context_window))
 
 

@@ -30,13 +30,16 @@ from typing import Any
 from runtime.commands import CustomCommand, invocables
 from runtime.compaction import (
     SUMMARISER_SYSTEM,
+    SUMMARY_MAX_TOKENS,
     CompactionPlan,
     HistoryTally,
     compacted_history,
     compaction_can_help,
+    compaction_room,
     estimate_tokens,
     kept_share,
     plan_compaction,
+    summary_allowance,
     summary_request_text,
 )
 from runtime.engine.catalog import Catalog
@@ -83,8 +86,6 @@ __all__ = [
     "summarise",
 ]
 
-SUMMARY_MAX_TOKENS = 4096
-
 
 @dataclass
 class AppliedCompaction:
@@ -111,6 +112,11 @@ class ExtensionState:
     """The history's size in characters, each message counted once (``request_messages``)."""
     branch: bool = False
     """A child run of a ``route`` to several phases: it stays in its phase (no ``route``)."""
+    no_room_at: int | None = None
+    """The overhead (system prompt and tool definitions, in tokens) of requests compacting was
+    found unable to make room for: not tried again until the overhead changes (a phase move)."""
+    told_no_room: bool = False
+    """This execution said that compacting cannot make room (it says so once)."""
 
     @property
     def current(self) -> Phase | None:
@@ -406,8 +412,6 @@ class Extensions:
         self._store = store
         self._pump = pump
         self._env = env
-        self._told_no_room: set[str] = set()
-        """Runs told that compacting cannot make room for their requests (told once)."""
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -597,20 +601,66 @@ class Extensions:
     ) -> list[Message]:
         """The messages of the next request: the history with the latest compaction applied,
         compacted again first when the request (``system``, the tool definitions ``specs`` and
-        the messages) would take more than ``share`` of the window, unless the system prompt
-        and the tool definitions alone do: then nothing is compacted, and the run is told."""
+        the messages) would take more than ``share`` of the window, unless compacting cannot
+        make room (``compaction_can_help``, or a compaction that left the request past
+        ``share``): then the run is told, and nothing is compacted until the system prompt and
+        the tool definitions change."""
         messages, originals = compacted_messages(state.compaction, history)
         tokens = state.tally.estimate(messages, history, system=system, tools=specs)
         if not force and tokens <= context_window * share:
             return messages
         overhead = state.tally.overhead(system=system, tools=specs)
-        if not force and not compaction_can_help(
-            overhead, context_window=context_window, share=share
+        room = compaction_room(
+            overhead,
+            context_window=context_window,
+            share=share,
+            summary_tokens=summary_allowance(
+                context_window=context_window,
+                previous_summary=state.compaction.summary if state.compaction else None,
+            ),
+        )
+        if not force and (
+            state.no_room_at == overhead
+            or not compaction_can_help(room, context_window=context_window)
         ):
-            self._tell_no_room(run, overhead, len(specs), window=context_window, share=share)
+            self._tell_no_room(run, state, overhead, len(specs), window=context_window, share=share)
             return messages
-        keep = kept_share(overhead, context_window=context_window, share=share)
-        plan = plan_compaction(originals, context_window=context_window, keep_share=keep)
+        compacted = await self._compact(
+            run,
+            token,
+            state,
+            provider=provider,
+            history=history,
+            messages=messages,
+            plan=plan_compaction(
+                originals,
+                context_window=context_window,
+                keep_share=kept_share(room, context_window=context_window),
+            ),
+            workspace=workspace,
+        )
+        after = state.tally.estimate(compacted, history, system=system, tools=specs)
+        if compacted is not messages and not force and after > context_window * share:
+            self._tell_no_room(
+                run, state, overhead, len(specs), window=context_window, share=share, after=after
+            )
+        return compacted
+
+    async def _compact(
+        self,
+        run: Run,
+        token: str,
+        state: ExtensionState,
+        *,
+        provider: ModelProvider,
+        history: Sequence[Message],
+        messages: list[Message],
+        plan: CompactionPlan | None,
+        workspace: str,
+    ) -> list[Message]:
+        """Summarise ``plan.summarised`` and record the compaction: the messages of the request
+        with it applied (``messages``, the request without it, when there is nothing to
+        summarise or the model fails)."""
         if plan is None:
             return messages
         previous = state.compaction.summary if state.compaction else None
@@ -652,17 +702,39 @@ class Extensions:
         return compacted_messages(state.compaction, history)[0]
 
     def _tell_no_room(
-        self, run: Run, overhead: int, tool_count: int, *, window: int, share: float
+        self,
+        run: Run,
+        state: ExtensionState,
+        overhead: int,
+        tool_count: int,
+        *,
+        window: int,
+        share: float,
+        after: int | None = None,
     ) -> None:
-        """Once a run: its requests are past the compaction threshold before any message."""
-        if run.id in self._told_no_room:
+        """Compacting cannot make room for the requests of this overhead (``after``: a
+        compaction left the request at that many tokens, still past the threshold): not tried
+        again until the overhead changes, and said once an execution."""
+        state.no_room_at = overhead
+        if state.told_no_room:
             return
-        self._told_no_room.add(run.id)
+        state.told_no_room = True
+        threshold = f"compact_at ({share:.0%}) of the {window:,}-token context window"
+        definitions = f"the system prompt and the {tool_count} tool definitions"
+        if after is None:
+            cause = (
+                f"{definitions} alone take about {overhead:,} tokens, too close to {threshold} "
+                "to leave room for a summary and recent messages"
+            )
+        else:
+            cause = (
+                f"after compacting, the request still takes about {after:,} tokens, more than "
+                f"{threshold} ({definitions} take {overhead:,})"
+            )
         text = (
-            f"the system prompt and the {tool_count} tool definitions alone take about "
-            f"{overhead:,} tokens, more than compact_at ({share:.0%}) of the {window:,}-token "
-            "context window: compacting cannot make room, so the history is not compacted; "
-            "offer fewer tools (MCP servers, the agent's tools) or use a larger window"
+            f"{cause}: compacting cannot make room, so the history is not compacted (again "
+            "while the tools stay the same); offer fewer tools (MCP servers, the agent's tools) "
+            "or use a larger window"
         )
         self._pump.publish(Notice(job_id=run.job_id, run_id=run.id, level="warning", text=text))
 

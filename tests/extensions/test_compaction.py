@@ -7,13 +7,16 @@ import pytest
 
 from runtime.compaction import (
     SUMMARY_HEADER,
+    SUMMARY_MAX_TOKENS,
     HistoryTally,
     compacted_history,
     compaction_can_help,
+    compaction_room,
     estimate_tokens,
     kept_share,
     needs_compaction,
     plan_compaction,
+    summary_allowance,
     summary_request_text,
     tool_specs_tokens,
 )
@@ -80,21 +83,44 @@ def test_tool_definitions_count_in_the_estimate_and_can_take_a_request_past_the_
     assert needs_compaction(messages, context_window=window, system="sys", tools=specs)
 
 
-def test_compaction_cannot_help_when_the_definitions_alone_are_past_the_share() -> None:
-    assert compaction_can_help(8_000, context_window=10_000, share=0.8)
-    assert not compaction_can_help(8_001, context_window=10_000, share=0.8)
+def test_compaction_cannot_help_when_the_definitions_and_a_summary_leave_no_room() -> None:
+    # 10,000-token window, threshold 8,000: a first summary is expected to take 500 tokens,
+    # and a compaction must leave the recent history at least 200.
+    assert summary_allowance(context_window=10_000) == 500
+    room = compaction_room(7_000, context_window=10_000, share=0.8, summary_tokens=500)
+    assert room == 500 and compaction_can_help(room, context_window=10_000)
+    # The definitions at 97% of the threshold: under it, yet no summary fits beside them.
+    room = compaction_room(7_791, context_window=10_000, share=0.8, summary_tokens=500)
+    assert room < 0 and not compaction_can_help(room, context_window=10_000)
+    room = compaction_room(7_350, context_window=10_000, share=0.8, summary_tokens=500)
+    assert not compaction_can_help(room, context_window=10_000)  # 150 tokens: too little
+    assert compaction_can_help(200, context_window=10_000)
+
+
+def test_the_summary_allowance_is_the_previous_summary_and_at_most_the_cap_for_a_first() -> None:
+    assert summary_allowance(context_window=1_000_000) == SUMMARY_MAX_TOKENS
+    assert summary_allowance(context_window=10_000, previous_summary="short") == 500
+    previous = "x" * 8_000  # ~2,000 tokens: the next summary folds it in
+    assert summary_allowance(context_window=10_000, previous_summary=previous) > 2_000
+    room = compaction_room(
+        6_000,
+        context_window=10_000,
+        share=0.8,
+        summary_tokens=summary_allowance(context_window=10_000, previous_summary=previous),
+    )
+    assert not compaction_can_help(room, context_window=10_000)
 
 
 def test_a_compaction_keeps_less_recent_history_when_the_definitions_leave_less_room() -> None:
-    assert kept_share(500, context_window=10_000, share=0.8) == 0.25
-    # 1,000 tokens of room below the threshold: half of it is kept.
-    assert kept_share(7_000, context_window=10_000, share=0.8) == pytest.approx(0.05)
-    assert kept_share(9_000, context_window=10_000, share=0.8) == 0.0
+    assert kept_share(7_500, context_window=10_000) == 0.25
+    # 1,000 tokens of room below the threshold, beside the summary: half of it is kept.
+    assert kept_share(1_000, context_window=10_000) == pytest.approx(0.05)
+    assert kept_share(-500, context_window=10_000) == 0.0
     messages = _conversation(30)
     plan = plan_compaction(
         messages,
         context_window=10_000,
-        keep_share=kept_share(7_000, context_window=10_000, share=0.8),
+        keep_share=kept_share(1_000, context_window=10_000),
     )
     assert plan is not None and estimate_tokens(plan.kept) <= 500
 

@@ -13,6 +13,7 @@ from runtime.compaction import SUMMARISER_SYSTEM, estimate_tokens, tool_specs_to
 from runtime.config import Config, Defaults
 from runtime.events import Notice, RunStateChanged
 from runtime.models import RunState
+from runtime.providers.base import ModelRequest
 from runtime.tools.base import Tool, ToolContext, ToolOutput
 from runtime.tools.builtin import builtin_tools
 from tests.extensions.conftest import Factory
@@ -53,14 +54,15 @@ def _read_big() -> Turn:
 async def test_tool_definitions_that_take_a_short_conversation_past_the_threshold_compact_it(
     make_runtime: Factory, workspace: Path
 ) -> None:
-    (workspace / "big.txt").write_text("lorem ipsum dolor " * 70)  # ~320 tokens read
+    (workspace / "big.txt").write_text("lorem ipsum dolor " * 110)  # ~500 tokens read
     window = 10_000  # compacted past 8,000 tokens
     runtime, provider = await make_runtime(
         [_read_big(), _read_big(), Turn(text="SUMMARY-TOOLS"), Turn(text="final")],
         config=Config(defaults=Defaults(context_window=window, compact_at=0.8)),
-        # ~7,500 tokens a request before its messages: 40 × 150 tokens of catalogue tools,
-        # the built-in tools' definitions and the system prompt.
-        tools=_many_tools(40),
+        # ~7,200 tokens a request before its messages: 38 × 150 tokens of catalogue tools,
+        # the built-in tools' definitions and the system prompt. That leaves room below the
+        # threshold for a summary (500 tokens expected) and the last read.
+        tools=_many_tools(38),
     )
     run = await runtime.start("read big.txt twice")
     assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
@@ -76,7 +78,7 @@ async def test_tool_definitions_that_take_a_short_conversation_past_the_threshol
     before = stored[:5]  # the history when the third request was about to go
     second = provider.requests[1]
     # The conversation alone was far under the threshold; with the definitions it was over.
-    assert estimate_tokens(before, system=second.system) < 1_000
+    assert estimate_tokens(before, system=second.system) < 1_500
     assert estimate_tokens(before, system=second.system, tools=second.tools) > 0.8 * window
     [note] = [n for n in await runtime.extensions.notes(run.id) if n.note == "compaction"]
     assert note.data["summary"] == "SUMMARY-TOOLS"
@@ -86,10 +88,10 @@ async def test_tool_definitions_that_take_a_short_conversation_past_the_threshol
     assert estimate_tokens(after.messages, system=after.system, tools=after.tools) <= 0.8 * window
     # /context shows the definitions as compaction counted them.
     usage = await runtime.context_usage(run.job_id)
-    assert usage.tools == tool_specs_tokens(after.tools) and usage.tool_count == 47
+    assert usage.tools == tool_specs_tokens(after.tools) and usage.tool_count == 45
 
 
-async def test_tool_definitions_alone_past_the_threshold_are_told_once_and_nothing_is_compacted(
+async def test_definitions_alone_past_the_threshold_are_told_once_an_execution_and_not_compacted(
     make_runtime: Factory, workspace: Path
 ) -> None:
     (workspace / "big.txt").write_text("lorem ipsum dolor " * 70)
@@ -129,7 +131,98 @@ async def test_tool_definitions_alone_past_the_threshold_are_told_once_and_nothi
     assert len(provider.requests) == 4
     assert all(r.system != SUMMARISER_SYSTEM for r in provider.requests)
     assert [n.note for n in await runtime.extensions.notes(run.id)].count("compaction") == 0
+    # Said once in each execution: before the question, and after the answer.
     told = [n for n in notices if "tool definitions" in n.text]
-    assert len(told) == 1 and told[0].level == "warning" and told[0].run_id == run.id
+    assert len(told) == 2 and all(n.level == "warning" and n.run_id == run.id for n in told)
     assert "compacting cannot make room" in told[0].text
     assert "1,000-token context window" in told[0].text
+
+
+async def test_definitions_just_under_the_threshold_compact_at_most_once_and_say_so_once(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    (workspace / "big.txt").write_text("lorem ipsum dolor " * 70)
+    window = 10_000  # compacted past 8,000 tokens
+    steps = [*(_read_big() for _ in range(5)), Turn(text="final")]
+
+    def answer(request: ModelRequest) -> Turn:
+        # A summary request gets a summary whenever it comes; a step gets the next step.
+        return Turn(text="SUMMARY") if request.system == SUMMARISER_SYSTEM else steps.pop(0)
+
+    runtime, provider = await make_runtime(
+        [answer] * 12,
+        config=Config(defaults=Defaults(context_window=window, compact_at=0.8)),
+        # ~7,800 tokens a request before its messages (~97% of the threshold): 42 × 150 tokens
+        # of catalogue tools, the built-in tools' definitions and the system prompt.
+        tools=_many_tools(42),
+    )
+    notices: list[Notice] = []
+    completed = asyncio.Event()
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if isinstance(event, Notice):
+                notices.append(event)
+            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
+                completed.set()
+                return
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)  # subscribed before the run starts
+    run = await runtime.start("read big.txt five times")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    async with asyncio.timeout(WAIT):
+        await completed.wait()
+        await watcher
+
+    summary_calls = [r for r in provider.requests if r.system == SUMMARISER_SYSTEM]
+    assert len(summary_calls) <= 1
+    steps = [r for r in provider.requests if r.system != SUMMARISER_SYSTEM]
+    assert len(steps) == 6  # five reads and the answer
+    told = [n for n in notices if n.level == "warning" and "compact" in n.text]
+    assert len(told) == 1 and told[0].run_id == run.id
+    assert "10,000-token context window" in told[0].text
+
+
+async def test_a_compaction_that_leaves_the_request_past_the_threshold_is_not_tried_again(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    # Five reads in one turn (~2,600 tokens) cannot be summarised away while they are the last
+    # turn: a compaction keeps them, and the request after it is still past the threshold.
+    (workspace / "big.txt").write_text("lorem ipsum dolor " * 510)
+    window = 10_000  # compacted past 8,000 tokens
+    five_reads = Turn(tool_calls=[("read_file", {"path": "big.txt"})] * 5)
+    steps = [five_reads, *(_read_big() for _ in range(3)), Turn(text="final")]
+
+    def answer(request: ModelRequest) -> Turn:
+        return Turn(text="SUMMARY") if request.system == SUMMARISER_SYSTEM else steps.pop(0)
+
+    runtime, provider = await make_runtime(
+        [answer] * 12,
+        config=Config(defaults=Defaults(context_window=window, compact_at=0.8)),
+        tools=_many_tools(30),  # ~5,800 tokens a request before its messages
+    )
+    notices: list[Notice] = []
+    completed = asyncio.Event()
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if isinstance(event, Notice):
+                notices.append(event)
+            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
+                completed.set()
+                return
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)  # subscribed before the run starts
+    run = await runtime.start("read big.txt four times")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    async with asyncio.timeout(WAIT):
+        await completed.wait()
+        await watcher
+
+    assert [r.system == SUMMARISER_SYSTEM for r in provider.requests].count(True) == 1
+    assert [n.note for n in await runtime.extensions.notes(run.id)].count("compaction") == 1
+    told = [n for n in notices if n.level == "warning" and "compact" in n.text]
+    assert len(told) == 1 and told[0].run_id == run.id
+    assert "after compacting, the request still takes about" in told[0].text
