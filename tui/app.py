@@ -77,26 +77,27 @@ QUIT_NOTE_IDS = 3
 """The runs a quit note names (``quit_note``); more are counted."""
 
 
-def quit_note(run_ids: Sequence[str]) -> str | None:
+def quit_note(run_ids: Sequence[str], *, command: str = "agent-tui") -> str | None:
     """What the terminal is told after a quit stopped ``run_ids`` (None: nothing was working):
     each as the command that resumes it, with the id's first 8 characters (the CLI takes any
-    unique prefix), so it can be copied."""
+    unique prefix), so it can be copied. ``command``: ``agent-tui`` as it must be typed
+    (``tui._cli.settings.command_line``)."""
     if not run_ids:
         return None
     resumable = "stopped now, resumable next time"
     if len(run_ids) == 1:
         return (
             f"agent-tui: 1 run was still working; {resumable} (select it and press R, or"
-            f" agent-tui retry {run_ids[0][:8]})."
+            f" {command} retry {run_ids[0][:8]})."
         )
     lines = [
         f"agent-tui: {len(run_ids)} runs were still working; {resumable} (select one and press"
         " R, or use these commands):"
     ]
-    lines.extend(f"  agent-tui retry {run_id[:8]}" for run_id in run_ids[:QUIT_NOTE_IDS])
+    lines.extend(f"  {command} retry {run_id[:8]}" for run_id in run_ids[:QUIT_NOTE_IDS])
     if len(run_ids) > QUIT_NOTE_IDS:
         lines.append(
-            f"  and {len(run_ids) - QUIT_NOTE_IDS} more: agent-tui runs --state interrupted"
+            f"  and {len(run_ids) - QUIT_NOTE_IDS} more: {command} runs --state interrupted"
         )
     return "\n".join(lines)
 
@@ -422,7 +423,13 @@ class AgentTuiApp(App[int]):
         except AgentTuiError as error:
             log.warning("before quitting: %s", error)
             working = []
-        self.quit_note = quit_note([run.id for run in working])
+        if working and self.runtime is not None:
+            from tui._cli.settings import command_line
+
+            command = command_line(self.runtime.store.location)
+            self.quit_note = quit_note([run.id for run in working], command=command)
+        else:
+            self.quit_note = None
         self.exit(0)
 
     async def _working_runs(self) -> list[Run]:

@@ -387,19 +387,10 @@ def _check_launch(args: argparse.Namespace, db_path: Path | str) -> None:
 def _name_the_database(db_path: Path | str) -> None:
     """Hints printed for a later command ("Answer with: agent-tui respond …") carry ``--db``
     when this database is not the one a bare ``agent-tui`` would open."""
-    import shlex
-
-    from runtime.locations import ENV_DB
-    from runtime.locations import resolve_db_path as default_db_path
     from tui._cli import render
-    from tui._cli.settings import absolute, shown
+    from tui._cli.settings import command_line
 
-    plain_env = {key: value for key, value in os.environ.items() if key != ENV_DB}
-    if absolute(default_db_path(None, plain_env).expanduser()) != absolute(db_path):
-        # Absolute: the hint is for another shell, perhaps in another folder.
-        render.COMMAND = f"agent-tui --db {shlex.quote(shown(absolute(db_path)))}"
-    else:
-        render.COMMAND = "agent-tui"
+    render.COMMAND = command_line(db_path)
 
 
 def _main(args: argparse.Namespace, db_path: Path | str) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -216,6 +217,11 @@ class FileSnapshot(BaseModel):
 
 @runtime_checkable
 class Store(Protocol):
+    @property
+    def location(self) -> Path | str:
+        """The database: an SQLite file, or the ``postgresql://`` URL it was opened with."""
+        ...
+
     # --- lifecycle ---------------------------------------------------------------------------
     async def open(self) -> None:
         """Open (creating and migrating if needed). Refuses non-databases and newer schemas."""

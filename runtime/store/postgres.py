@@ -322,6 +322,10 @@ class PostgresStore:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    @property
+    def location(self) -> str:
+        return self.url
+
     async def open(self) -> None:
         if self._pool is not None:
             return

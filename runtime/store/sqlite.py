@@ -645,6 +645,10 @@ class SqliteStore:
         finally:
             self._checkpointing.clear()
 
+    @property
+    def location(self) -> Path:
+        return self.path
+
     async def open(self) -> None:
         if self._conn is not None:
             return

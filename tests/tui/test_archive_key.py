@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import shlex
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from runtime.api import Runtime
 from runtime.models import Run, RunState
+from tests.cli.harness import Cli
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -22,6 +26,7 @@ from tests.tui.helpers import (
 )
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
+from tui.widgets._format import short
 from tui.widgets.job_tree import BrowserDetail
 from tui.widgets.question_prompt import QuestionPrompt
 
@@ -94,7 +99,10 @@ async def test_u_brings_back_the_job_archived_last(runtime: Runtime, workspace: 
         screen.job_tree.move_cursor(screen.job_tree.job_node(kept.job_id))
         await pilot.press("x")
         await wait_until(pilot, lambda: kept.job_id not in screen.job_tree.job_ids)
-        assert any("u brings it back" in text for text in notifications(app))
+        [archived] = [text for text in notifications(app) if "u brings it back" in text]
+        # Or the command, naming this database (not the default one a bare agent-tui opens).
+        assert "(or `agent-tui --db " in archived
+        assert f" unarchive {kept.job_id[:8]}`)" in archived
         await pilot.press("u")
         await wait_until(pilot, lambda: kept.job_id in screen.job_tree.job_ids)
         assert any("is back" in text for text in notifications(app))
@@ -319,7 +327,7 @@ async def test_the_job_on_screen_archived_elsewhere_says_so_and_keeps_the_messag
             await pilot.pause()
             assert composer.input.text == "and the tests too"  # now for a new job
             [told] = [t for t in notifications(app) if "archive this one" in t]
-            assert "archived elsewhere" in told and f"agent-tui unarchive {gone.job_id[:8]}" in told
+            assert "archived elsewhere" in told and f" unarchive {gone.job_id[:8]}`" in told
             await pilot.press("enter")
             await wait_until(
                 pilot,
@@ -329,6 +337,41 @@ async def test_the_job_on_screen_archived_elsewhere_says_so_and_keeps_the_messag
                 ),
             )
         assert [r.id for r in await watching.job_runs(gone.job_id)] == [gone.id]
+    finally:
+        await watching.close()
+        await elsewhere.close()
+
+
+async def test_the_archived_elsewhere_notice_names_the_job_shortened_and_a_command_for_this_db(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review: the title was a Python repr (quotes switching with its content), not
+    shortened, and `agent-tui unarchive ID` opened the default database, not this one."""
+    cli = Cli.create(tmp_path, workspace)  # the database is not the default one (--db)
+    for key in ("HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(key, cli.env[key])
+    monkeypatch.delenv("AGENT_TUI_DB", raising=False)
+    title = "don't rename the old package's modules before the release branch is cut"
+    elsewhere = await open_runtime(cli.db, workspace)
+    watching = await open_runtime(cli.db, workspace)
+    try:
+        gone = await elsewhere.start("rename them", title=title)
+        await finish_run(elsewhere, gone.id)
+        app = make_app(watching, workspace, open_job=gone.job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == gone.job_id)
+            await elsewhere.store.set_job_archived(gone.job_id, True)
+            await wait_until(pilot, lambda: any("elsewhere" in t for t in notifications(app)))
+            [told] = [t for t in notifications(app) if "elsewhere" in t]
+        assert told.startswith(f"Archived: {short(title, 40)} was archived elsewhere")
+        found = re.search(r"`(agent-tui [^`]*) unarchive ([0-9a-f]+)` brings it back", told)
+        assert found is not None, told
+        command = shlex.split(found.group(1))
+        assert command == ["agent-tui", "--db", str(cli.db.resolve())]
+        result = cli.run(*command[1:], "unarchive", found.group(2), global_options=False)
+        assert result.returncode == 0, result.stderr
+        assert not (await watching.get_job(gone.job_id)).archived
     finally:
         await watching.close()
         await elsewhere.close()

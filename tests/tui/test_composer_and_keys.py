@@ -1075,7 +1075,7 @@ async def test_ctrl_c_interrupts_then_a_second_ctrl_c_quits_saying_what_still_wo
         assert app.quit_note is not None
         assert app.quit_note == (
             "agent-tui: 1 run was still working; stopped now, resumable next time (select it"
-            f" and press R, or agent-tui retry {other.id[:8]})."
+            f" and press R, or agent-tui --db {db_path.resolve()} retry {other.id[:8]})."
         )
         assert not (await runtime.get_run(other.id)).state.is_terminal
     finally:
@@ -1098,13 +1098,15 @@ async def test_a_quit_while_several_runs_work_names_the_first_three_as_commands_
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: not app.is_running)
         newest = [run.id[:8] for run in reversed(started)]
+        # This database is not the default one: the commands must name it.
+        command = f"agent-tui --db {db_path.resolve()}"
         assert app.quit_note == (
             "agent-tui: 5 runs were still working; stopped now, resumable next time (select one"
             " and press R, or use these commands):\n"
-            f"  agent-tui retry {newest[0]}\n"
-            f"  agent-tui retry {newest[1]}\n"
-            f"  agent-tui retry {newest[2]}\n"
-            "  and 2 more: agent-tui runs --state interrupted"
+            f"  {command} retry {newest[0]}\n"
+            f"  {command} retry {newest[1]}\n"
+            f"  {command} retry {newest[2]}\n"
+            f"  and 2 more: {command} runs --state interrupted"
         )
         for prefix, run in zip(newest, reversed(started), strict=True):
             assert await resolve_id(runtime.store, "run", prefix, db_path=db_path) == run.id

@@ -46,6 +46,18 @@ def absolute(db: DbLocation) -> DbLocation:
     return db if isinstance(db, str) else db.resolve()
 
 
+def command_line(db: DbLocation) -> str:
+    """``agent-tui`` as a hint to type it names it: with ``--db`` when ``db`` is not the
+    database a bare ``agent-tui`` opens (``AGENT_TUI_DB`` aside: the hint may be typed in
+    another shell), as an absolute path (perhaps in another folder)."""
+    import shlex
+
+    plain_env = {key: value for key, value in os.environ.items() if key != locations.ENV_DB}
+    if absolute(locations.resolve_db_path(None, plain_env).expanduser()) != absolute(db):
+        return f"agent-tui --db {shlex.quote(shown(absolute(db)))}"
+    return "agent-tui"
+
+
 def resolve_db_path(option: str | None) -> DbLocation:
     """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
     ``postgresql://`` URL is kept as it is (a ``str``)."""

@@ -1344,12 +1344,23 @@ class MainScreen(Screen[None]):
             if not here:
                 typed = self.composer.input.text.strip()
                 kept = " What you typed stays in the box, for a new job." if typed else ""
+                command = self._command_line()
                 self.notify(
-                    f"{title!r} was archived elsewhere (another agent-tui, or `agent-tui"
-                    f" archive`): `agent-tui unarchive {job_id[:8]}` brings it back.{kept}",
+                    terminal_safe_line(
+                        f"{short(title, 40)} was archived elsewhere (another agent-tui, or"
+                        f" `{command} archive`): `{command} unarchive {job_id[:8]}` brings it"
+                        f" back.{kept}"
+                    ),
                     title="Archived",
                     markup=False,
                 )
+
+    def _command_line(self) -> str:
+        """``agent-tui`` as a command this screen suggests must be typed: with ``--db`` when
+        this database is not the one it opens by default."""
+        from tui._cli.settings import command_line
+
+        return command_line(self.runtime.store.location)
 
     def on_notice_received(self, message: bridge.NoticeReceived) -> None:
         event = message.event
@@ -3088,10 +3099,14 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         # Archiving leaves the keys where they are; in a text field u is a letter.
         undo = f"{self._way_out()}, then u brings it back" if self.typing() else "u brings it back"
+        command = self._command_line()
         self.notify(
-            f"Archived {job.title!r}: hidden here and from `agent-tui runs`. {undo}"
-            f" (or `agent-tui unarchive {job.id[:8]}`).",
+            terminal_safe_line(
+                f"Archived {short(job.title, 40)}: hidden here and from `{command} runs`. {undo}"
+                f" (or `{command} unarchive {job.id[:8]}`)."
+            ),
             title="Archived",
+            markup=False,
         )  # its job_archived event takes the rows away (``on_job_archived``)
 
     def action_unarchive_last(self) -> None:
@@ -3106,7 +3121,11 @@ class MainScreen(Screen[None]):
         except AgentTuiError as exc:
             self.notify(str(exc), title="Not brought back", severity="warning")
             return
-        self.notify(f"{job.title!r} is back.", title="Archive undone")
+        self.notify(
+            terminal_safe_line(f"{short(job.title, 40)} is back."),
+            title="Archive undone",
+            markup=False,
+        )
         # Its job_archived event (archived: false) puts the rows back (``on_job_archived``).
 
     def action_cycle_filter(self) -> None:
