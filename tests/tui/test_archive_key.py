@@ -11,7 +11,10 @@ import pytest
 from textual.pilot import Pilot
 
 from runtime.api import Runtime
-from runtime.models import Run, RunState
+from runtime.config import Config
+from runtime.events import JobArchived
+from runtime.models import Job, Run, RunState
+from runtime.store.sqlite import SqliteStore
 from tests.cli.harness import Cli
 from tests.tui.helpers import (
     SIZE,
@@ -342,6 +345,62 @@ async def test_the_job_on_screen_archived_elsewhere_says_so_and_keeps_the_messag
         await elsewhere.close()
 
 
+class ArchiveHeld(SqliteStore):
+    """A real SQLite store whose next archive (``set_job_archived(..., True)``) waits for
+    ``gate`` before it writes (``reached`` once it waits)."""
+
+    def __init__(self, db_path: Path) -> None:
+        super().__init__(db_path)
+        self.holding = False
+        self.reached = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def set_job_archived(self, job_id: str, archived: bool) -> Job:
+        if archived and self.holding:
+            self.holding = False
+            self.reached.set()
+            await self.gate.wait()
+        return await super().set_job_archived(job_id, archived)
+
+
+async def test_u_pressed_while_the_archive_is_being_written_brings_the_job_back_once_it_landed(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found in review: u pressed while x's archive was still being written said "is back"
+    at once, then the archive landed: the job stayed archived, and u had nothing left to undo."""
+    store = ArchiveHeld(db_path)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", store=store
+    )
+    try:
+        kept, _gone = await _kept_and_gone(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            screen.job_tree.focus()
+            screen.job_tree.move_cursor(screen.job_tree.job_node(kept.job_id))
+            store.holding = True
+            await pilot.press("x")
+            async with asyncio.timeout(30):
+                await store.reached.wait()
+            assert screen.check_action("unarchive_last", ())  # the archive asked for last
+            await pilot.press("u")
+            await pilot.pause()
+            assert not any("is back" in text for text in notifications(app))  # not yet
+            assert not screen.check_action("unarchive_last", ())  # that one is being undone
+            store.gate.set()
+            await wait_until(pilot, lambda: any("is back" in t for t in notifications(app)))
+            await wait_until(pilot, lambda: kept.job_id in screen.job_tree.job_ids)
+            assert not screen.check_action("unarchive_last", ())
+            assert not any("u brings it back" in text for text in notifications(app))
+        assert not (await runtime.get_job(kept.job_id)).archived
+        events = await runtime.events(job_id=kept.job_id)
+        assert [e.archived for e in events if isinstance(e, JobArchived)] == [True, False]
+    finally:
+        await runtime.close()
+
+
 async def test_the_archived_elsewhere_notice_names_the_job_shortened_and_a_command_for_this_db(
     tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,3 +434,81 @@ async def test_the_archived_elsewhere_notice_names_the_job_shortened_and_a_comma
     finally:
         await watching.close()
         await elsewhere.close()
+
+
+async def test_a_job_archived_here_brought_back_elsewhere_then_archived_elsewhere_is_said_so(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found in review: a job x archived here stayed counted as archived here once brought
+    back elsewhere, so its next archive, made elsewhere, was taken for this one's: no notice,
+    and the message being typed to it was not kept in the box."""
+    elsewhere = await open_runtime(db_path, workspace)
+    watching = await open_runtime(db_path, workspace)
+    try:
+        _kept, gone = await _kept_and_gone(elsewhere)
+        app = make_app(watching, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            screen.job_tree.focus()
+            screen.job_tree.move_cursor(screen.job_tree.job_node(gone.job_id))
+            await pilot.press("x")
+            await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+            await elsewhere.store.set_job_archived(gone.job_id, False)
+            await wait_until(pilot, lambda: gone.job_id in screen.job_tree.job_ids)
+            assert not screen.check_action("unarchive_last", ())  # back already
+            screen.job_tree.move_cursor(screen.job_tree.job_node(gone.job_id))
+            await pilot.press("enter")
+            composer = screen.composer
+            await wait_until(pilot, lambda: composer.follow_up_job_id == gone.job_id)
+            composer.focus_input()
+            await pilot.press(*"and the docs")
+            await elsewhere.store.set_job_archived(gone.job_id, True)
+            await wait_until(pilot, lambda: composer.follow_up_job_id is None)
+            await pilot.pause()
+            assert composer.input.text == "and the docs"
+            assert any("archived elsewhere" in text for text in notifications(app))
+    finally:
+        await watching.close()
+        await elsewhere.close()
+
+
+async def test_u_pressed_while_an_archive_that_is_then_refused_is_written_brings_nothing_back(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found in review: u took the job off the undo list while its archive was on its way; the
+    archive then refused (a run waits for input) and its clean-up failed (ValueError)."""
+    store = ArchiveHeld(db_path)
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", store=store
+    )
+    try:
+        kept, _gone = await _kept_and_gone(runtime)
+        waiting = await runtime.start("summarise")
+        await runtime.wait(waiting.id, timeout=10)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            screen.job_tree.focus()
+            screen.job_tree.move_cursor(screen.job_tree.job_node(kept.job_id))
+            await pilot.press("x")
+            await wait_until(pilot, lambda: kept.job_id not in screen.job_tree.job_ids)
+            screen.job_tree.move_cursor(screen.job_tree.job_node(waiting.job_id))
+            store.holding = True
+            await pilot.press("x")
+            async with asyncio.timeout(30):
+                await store.reached.wait()
+            await pilot.press("u")  # meant for the archive on its way: that one is refused
+            await pilot.pause()
+            assert not any("is back" in text for text in notifications(app))
+            store.gate.set()
+            await wait_until(pilot, lambda: any("Not archived" in t for t in notifications(app)))
+            await pilot.pause()
+            assert not any("is back" in text for text in notifications(app))
+            assert screen.check_action("unarchive_last", ())  # the earlier archive is still u's
+            assert app.is_running
+        assert (await runtime.get_job(kept.job_id)).archived
+        assert not (await runtime.get_job(waiting.job_id)).archived
+    finally:
+        await runtime.close()

@@ -6,6 +6,7 @@ past-tense message back; the app turns any worker failure into a notification.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sys
@@ -217,7 +218,16 @@ class MainScreen(Screen[None]):
         self._recovery_runs: set[str] = set()
         """The runs that notification counts and nobody resumed yet."""
         self._archived_here: list[str] = []
-        """Jobs archived in this session, the last one first to come back with u."""
+        """Jobs archived in this session, the last one first to come back with u: each once
+        its archive was written (and until it is brought back, from anywhere)."""
+        self._archiving: list[str] = []
+        """Jobs whose archive, asked for here with x, is still being written (in the order x
+        was pressed): their event is told from an archive made elsewhere by this."""
+        self._undoing: set[str] = set()
+        """Jobs a u pressed is about to bring back (a second u undoes the archive before)."""
+        self._archive_writes = asyncio.Lock()
+        """Archives and their undoing, written one at a time in the order the keys came: u
+        pressed while an archive is on its way undoes it once it landed."""
         self._prompt_lines_mounted = False
         self._waiting_prompt: Widget | None = None
         """The open request's prompt while it waits for the message being typed: docked once
@@ -1320,6 +1330,11 @@ class MainScreen(Screen[None]):
         if event.archived:
             self._leave_archived(event.job_id)
         else:
+            # Back (brought back here or elsewhere): archived again elsewhere later, it is
+            # not this session's archive, and u has nothing of it to undo.
+            if event.job_id in self._archived_here:
+                self._archived_here.remove(event.job_id)
+                self.refresh_bindings()
             self.refresh_run(event.run_id)
 
     def _leave_archived(self, job_id: str) -> None:
@@ -1337,7 +1352,7 @@ class MainScreen(Screen[None]):
         self.job_tree.remove_job(job_id)
         shown = shown_job.id if shown_job is not None else None
         if job_id in (shown, self.composer.follow_up_job_id):
-            here = job_id in self._archived_here
+            here = job_id in self._archiving or job_id in self._archived_here
             # The keys stay where they are: after x in the browser, u there brings the job
             # back at once (given to the new job's box, a trial's u was typed into it).
             self.action_new_job(take_keys=False, carry=not here)
@@ -2751,7 +2766,7 @@ class MainScreen(Screen[None]):
             node = self.job_tree.cursor_node
             return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
         if action == "unarchive_last":
-            return bool(self._archived_here)
+            return self._archive_to_undo() is not None
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -2770,7 +2785,7 @@ class MainScreen(Screen[None]):
         if action == "thinking":
             return self._pane_of(self.focused) == 1 and bool(self._thinking_blocks())
         if action == "unarchive_last":
-            return bool(self._archived_here)
+            return self._archive_to_undo() is not None
         searching = self.focused is not None and self.focused.id in ("search", "search-results")
         if action == "interrupt":
             return self._working_run() is not None and not searching
@@ -3073,17 +3088,20 @@ class MainScreen(Screen[None]):
         if job is None:
             self.notify("Select a job first.", severity="warning")
             return
+        # Counted as being archived here before its event can come back (``_leave_archived``
+        # tells an archive made here from one made elsewhere), and before a u pressed next.
+        self._archiving.append(job.id)
+        self.refresh_bindings()
         self._archive(job.id)
 
     @work(exit_on_error=False, group="archive")
     async def _archive(self, job_id: str) -> None:
-        # Counted as archived here before its event can come back (``_leave_archived`` tells
-        # an archive made here from one made elsewhere).
-        self._archived_here.append(job_id)
         try:
-            job = await self.runtime.store.set_job_archived(job_id, True)
+            async with self._archive_writes:
+                job = await self.runtime.store.set_job_archived(job_id, True)
+                # On the undo stack only once written: a u pressed meanwhile waits for it.
+                self._archived_here.append(job_id)
         except JobRunOpen as exc:
-            self._archived_here.remove(job_id)
             on_screen = self.selected_job is not None and self.selected_job.id == job_id
             self.notify(
                 archive_refusal(exc, on_screen=on_screen),
@@ -3093,10 +3111,13 @@ class MainScreen(Screen[None]):
             )
             return
         except AgentTuiError as exc:
-            self._archived_here.remove(job_id)
             self.notify(str(exc), title="Not archived", severity="warning")
             return
-        self.refresh_bindings()
+        finally:
+            self._archiving.remove(job_id)
+            self.refresh_bindings()
+        if job_id in self._undoing:
+            return  # u was pressed already: "is back" follows
         # Archiving leaves the keys where they are; in a text field u is a letter.
         undo = f"{self._way_out()}, then u brings it back" if self.typing() else "u brings it back"
         command = self._command_line()
@@ -3110,17 +3131,32 @@ class MainScreen(Screen[None]):
         )  # its job_archived event takes the rows away (``on_job_archived``)
 
     def action_unarchive_last(self) -> None:
-        if self._archived_here:
-            self._unarchive(self._archived_here.pop())
+        """The archive asked for last comes undone; one still being written, once it landed
+        (refused, there is nothing to undo: its refusal says so)."""
+        job_id = self._archive_to_undo()
+        if job_id is not None:
+            self._undoing.add(job_id)
             self.refresh_bindings()
+            self._unarchive(job_id)
+
+    def _archive_to_undo(self) -> str | None:
+        pressed = [*self._archived_here, *self._archiving]  # those written came first
+        return next((job_id for job_id in reversed(pressed) if job_id not in self._undoing), None)
 
     @work(exit_on_error=False, group="archive")
     async def _unarchive(self, job_id: str) -> None:
         try:
-            job = await self.runtime.store.set_job_archived(job_id, False)
+            async with self._archive_writes:
+                if job_id not in self._archived_here:
+                    return  # not archived after all (its refusal said so), or brought back
+                self._archived_here.remove(job_id)
+                job = await self.runtime.store.set_job_archived(job_id, False)
         except AgentTuiError as exc:
             self.notify(str(exc), title="Not brought back", severity="warning")
             return
+        finally:
+            self._undoing.discard(job_id)
+            self.refresh_bindings()
         self.notify(
             terminal_safe_line(f"{short(job.title, 40)} is back."),
             title="Archive undone",
