@@ -237,6 +237,22 @@ async def test_letters_on_a_form_s_choice_list_are_not_the_screen_s_single_lette
     assert received == DEFAULTS | {"instruments": ["Guitar", "Piano"]}
 
 
+async def test_shift_tab_from_the_first_field_never_stops_on_the_form_s_invisible_scroller(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # Found by a new-user trial: shift+tab from the first field went to the fields' scroll
+    # container, which shows no focus and takes no text: the letters typed next vanished.
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        form = await _open_form(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("shift+tab")
+        assert app.focused is screen.conversation  # the pane before the prompt
+        await pilot.press("tab")  # and back to the form's first field
+        assert app.focused is form.query_one("#input-opening")
+
+
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 async def test_text_fields_use_the_form_s_width_and_the_buttons_stay_in_view(
     runtime: Runtime, workspace: Path, size: tuple[int, int]

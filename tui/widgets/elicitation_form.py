@@ -92,7 +92,10 @@ class ElicitationForm(Vertical):
             yield Static(title, classes="prompt-title", markup=False)
             # At the top, outside the scrolled fields: a refused submit is said where it is seen.
             yield Static("", id="error-form", markup=False)
-        with VerticalScroll(id="fields"):
+        # Not a focus stop of its own: it shows no focus and takes no text (shift+tab from the
+        # first field stopped there, and the letters typed next vanished). Focusing a field
+        # scrolls it into view.
+        with VerticalScroll(id="fields", can_focus=False):
             for field in self.fields:
                 with Vertical(classes="field", id=f"field-{field.name}"):
                     with Horizontal(classes="field-row"):
