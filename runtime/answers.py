@@ -14,6 +14,9 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from runtime.canonical import arguments_digest
@@ -21,6 +24,8 @@ from runtime.errors import AlreadyAnswered, InvalidInput, InvalidResponse, RunSt
 from runtime.kinds import InputKind, InputRequestState, RunState
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from runtime.models import InputRequest, Run
     from runtime.store.base import Store
 
@@ -95,22 +100,85 @@ def parse_cli_answer(request: InputRequest, text: str) -> Any:
             return {"action": "accept", "content": content}
 
 
-def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+_FORMATS = {
+    "email": "an email address",
+    "uri": "a URI with its scheme (https://…)",
+    "date": "a date (YYYY-MM-DD)",
+    "date-time": "a date and time (YYYY-MM-DDTHH:MM:SS and a time zone, Z or +01:00)",
+}
+"""The string formats an MCP form may ask for (``StringSchema.format``), as a person reads
+them. jsonschema only annotates ``format`` unless told to check it, and checks ``uri`` and
+``date-time`` only with optional packages: a trial's form sent the server ``ada`` as an
+email address and ``example.com`` as a URI."""
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _is_format(name: str, value: object) -> bool:
+    """Whether ``value`` is a string of format ``name`` (anything else is not checked)."""
+    if not isinstance(value, str):
+        return True
+    match name:
+        case "email":
+            return _EMAIL.fullmatch(value) is not None
+        case "uri":
+            return _URI.fullmatch(value) is not None
+        case "date":
+            return _DATE.fullmatch(value) is not None and _parses(date.fromisoformat, value)
+        case "date-time":
+            iso = value[:-1] + "+00:00" if value[-1:] in "Zz" else value
+            return _DATE_TIME.fullmatch(value) is not None and _parses(datetime.fromisoformat, iso)
+    return True
+
+
+def _parses(parse: Callable[[str], object], value: str) -> bool:
+    try:
+        parse(value)
+    except ValueError:  # 2026-02-30: the right shape, no such day
+        return False
+    return True
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
     import jsonschema  # only when an answer is checked: a CLI query never loads it
 
-    validator = jsonschema.Draft202012Validator(schema)
+    formats = jsonschema.FormatChecker(formats=())
+    for name in _FORMATS:
+        formats.checks(name)(_checker(name))
+    return jsonschema.Draft202012Validator(schema, format_checker=formats)
+
+
+def _checker(name: str) -> Callable[[object], bool]:
+    return lambda value: _is_format(name, value)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, in words for a format (not "'ada' is not a 'email'")."""
+    wanted = _FORMATS.get(str(error.validator_value)) if error.validator == "format" else None
+    return f"{error.instance!r} is not {wanted}" if wanted else error.message
+
+
+def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    validator = _validator(schema)
     messages = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.path)):
         where = ".".join(str(p) for p in error.path)
-        messages.append(f"{where}: {error.message}" if where else error.message)
+        messages.append(f"{where}: {_message(error)}" if where else _message(error))
     return messages
+
+
+def field_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """What is wrong with ``value`` as the value of one field of ``schema`` (a property's
+    schema), if anything: the first of ``_schema_errors``."""
+    errors = _schema_errors(schema, value)
+    return errors[0] if errors else None
 
 
 def field_errors(schema: dict[str, Any], value: Any) -> dict[str, str]:
     """Validation messages by top-level field name ('' for the whole value), for forms."""
-    import jsonschema  # only when an answer is checked: a CLI query never loads it
-
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     result: dict[str, str] = {}
     for error in validator.iter_errors(value):
         if error.validator == "required" and isinstance(error.instance, dict):
@@ -119,7 +187,7 @@ def field_errors(schema: dict[str, Any], value: Any) -> dict[str, str]:
                 result.setdefault(str(key), "required")
             continue
         key = str(error.path[0]) if error.path else ""
-        result.setdefault(key, error.message)
+        result.setdefault(key, _message(error))
     return result
 
 

@@ -171,3 +171,26 @@ async def test_a_prompt_answered_elsewhere_is_left_and_the_run_followed_to_its_e
     assert answered >= 2  # the question, then the approval: each left at its prompt here
     assert code == 0
     assert err.getvalue().count("was answered elsewhere; going on with the run.") == answered
+
+
+async def test_a_form_s_email_and_date_fields_ask_again_until_they_hold_one() -> None:
+    # Found by a new-user trial: "ada" went to the server as an email address.
+    form = _request(
+        InputKind.ELICITATION,
+        prompt="Contact",
+        schema={
+            "type": "object",
+            "properties": {
+                "email": {"type": "string", "format": "email"},
+                "born": {"type": "string", "format": "date"},
+            },
+            "required": ["email"],
+        },
+    )
+    value, shown = await _answer(form, "", "ada", "ada@example.org", "10 Dec 1815", "1815-12-10")
+    assert value == {
+        "action": "accept",
+        "content": {"email": "ada@example.org", "born": "1815-12-10"},
+    }
+    assert "email: 'ada' is not an email address — try again." in shown
+    assert "born: '10 Dec 1815' is not a date (YYYY-MM-DD) — try again." in shown

@@ -341,3 +341,61 @@ async def test_server_everything_s_form_is_accepted_with_its_defaults_and_a_type
             "legacyTitledEnum": "pet-1",
         },
     }
+
+
+@pytest.mark.slow  # a Node server process
+async def test_an_email_field_holding_no_email_address_is_refused_before_the_server_gets_it(
+    db_path: Path, workspace: Path
+) -> None:
+    # Found by a new-user trial: server-everything's form took "ada" as an email address
+    # and "example.com" as a URI, and the server was sent both.
+    from runtime.config import Permissions
+    from tests.mcp import published
+
+    model = ScriptedProvider(
+        [Turn(tool_calls=[("everything__trigger-elicitation-request", {})]), Turn(text="Ok.")]
+    )
+    manager = McpManager(
+        {"everything": published.stdio("everything", "stdio")}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(permissions=Permissions(allow=["everything__*"])),
+        model="scripted:test",
+        providers=lambda reference: model,
+        mcp=manager,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(140, 45)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await pilot.press(*"try the form", "enter")
+            await wait_until(pilot, lambda: screen.query(ElicitationForm), timeout=60)
+            form = screen.query_one(ElicitationForm)
+            await wait_until(pilot, lambda: app.focused in form.query("#input-name"))
+            await pilot.press(*"Ada", "tab", "tab", "tab", *"ada", "ctrl+s")
+            top = form.query_one("#error-form", Static)
+            await wait_until(pilot, lambda: top.region.height > 0, timeout=WAIT)
+            assert str(top.render()) == (
+                "✗ Not sent: 1 field needs attention: String with email format"
+            )
+            error = form.query_one("#error-email", Static)
+            assert str(error.render()) == "'ada' is not an email address"
+            assert app.focused is form.query_one("#input-email")
+            await pilot.press(*"@example.org", "ctrl+s")
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.selected_run is not None
+                    and screen.selected_run.state is RunState.COMPLETED
+                ),
+                timeout=60,
+            )
+            run = screen.selected_run
+            assert run is not None
+            [call] = await runtime.tool_calls(run.id)
+    finally:
+        await runtime.close()
+    assert call.result is not None and "- Email: ada@example.org" in call.result

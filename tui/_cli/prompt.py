@@ -11,9 +11,7 @@ import json
 import os
 from typing import Any, Protocol, TextIO
 
-import jsonschema
-
-from runtime.answers import parse_cli_answer, validate_answer
+from runtime.answers import field_problem, parse_cli_answer, validate_answer
 from runtime.errors import InvalidResponse
 from runtime.models import InputKind, InputRequest
 from tui._cli.render import describe_request, field_type, schema_fields
@@ -174,10 +172,12 @@ class Prompter:
                     continue
                 try:
                     value = coerce_field(prop, text)
-                    jsonschema.Draft202012Validator(prop).validate(value)
-                except (ValueError, jsonschema.ValidationError) as exc:
-                    message = exc.message if isinstance(exc, jsonschema.ValidationError) else exc
-                    self.say(f"{name}: {message} — try again.")
+                except ValueError as exc:
+                    self.say(f"{name}: {exc} — try again.")
+                    continue
+                problem = field_problem(prop, value)
+                if problem is not None:
+                    self.say(f"{name}: {problem} — try again.")
                     continue
                 content[name] = value
                 break
