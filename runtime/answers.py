@@ -155,9 +155,17 @@ def _checker(name: str) -> Callable[[object], bool]:
 
 
 def _message(error: jsonschema.ValidationError) -> str:
-    """jsonschema's message, in words for a format (not "'ada' is not a 'email'")."""
+    """jsonschema's message, in words for a format (not "'ada' is not a 'email'") and for a
+    choice titled by ``oneOf``/``anyOf`` (not "is not valid under any of the given schemas")."""
     wanted = _FORMATS.get(str(error.validator_value)) if error.validator == "format" else None
-    return f"{error.instance!r} is not {wanted}" if wanted else error.message
+    if wanted:
+        return f"{error.instance!r} is not {wanted}"
+    options = error.validator_value if error.validator in ("oneOf", "anyOf") else None
+    if isinstance(options, list) and all(isinstance(o, dict) and "const" in o for o in options):
+        return f"{error.instance!r} is not one of " + ", ".join(
+            f"{o['const']}" + (f" ({o['title']})" if o.get("title") else "") for o in options
+        )
+    return error.message
 
 
 def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:

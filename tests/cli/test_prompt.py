@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from runtime.answers import APPROVAL_SCHEMA, question_schema
+from runtime.answers import APPROVAL_SCHEMA, question_schema, validate_answer
 from runtime.api import Runtime
 from runtime.config import Config
+from runtime.errors import InvalidResponse
 from runtime.models import InputKind, InputRequest
+from tests.fakes.mcp_servers import FAVOURITES_SCHEMA
 from tui._cli.driver import EventPrinter, Observer, drive
 from tui._cli.prompt import GaveUp, Prompter, coerce_field
 
@@ -194,3 +196,54 @@ async def test_a_form_s_email_and_date_fields_ask_again_until_they_hold_one() ->
     }
     assert "email: 'ada' is not an email address — try again." in shown
     assert "born: '10 Dec 1815' is not a date (YYYY-MM-DD) — try again." in shown
+
+
+FAVOURITES = _request(
+    InputKind.ELICITATION,
+    prompt="Your favourites",
+    detail={"server": "basic"},
+    schema=FAVOURITES_SCHEMA,
+)
+
+
+async def test_a_form_s_titled_choices_are_listed_with_titles_and_taken_by_title_or_number() -> (
+    None
+):
+    # Found by a new-user trial: `hero` read "(string, optional)", and typing "Superman" or
+    # "2" was refused as "not valid under any of the given schemas".
+    value, shown = await _answer(FAVOURITES, "", "", "Piano, 4", "superman", "Salmon, 3", "2")
+    assert value == {
+        "action": "accept",
+        "content": {
+            "opening": "It was a dark and stormy night.",
+            "instruments": ["Piano", "Drums"],
+            "hero": "hero-1",
+            "fish": ["fish-2", "fish-3"],
+            "pet": "pet-2",
+        },
+    }
+    assert "hero (one of hero-1 (Superman), hero-2 (Green Lantern), hero-3 (Wonder Woman)" in shown
+    assert "fish (a list of fish-1 (Tuna), fish-2 (Salmon), fish-3 (Trout), optional)" in shown
+    assert "instruments (a list of Guitar, Piano, Violin, Drums, Bass; 1 to 2 of them" in shown
+    assert "pet (one of pet-1 (Cats), pet-2 (Dogs), pet-3 (Birds), optional)" in shown
+    assert "not valid under" not in shown
+
+
+async def test_a_choice_that_names_none_is_asked_again_listing_them() -> None:
+    value, shown = await _answer(FAVOURITES, "", "", "", "Batman", "3", "", "")
+    assert value["content"]["hero"] == "hero-3"
+    assert (
+        "hero: choose one of hero-1 (Superman), hero-2 (Green Lantern), hero-3 (Wonder Woman)"
+        " — try again." in shown
+    )
+
+
+def test_a_json_answer_naming_a_choice_by_its_title_is_refused_listing_the_values() -> None:
+    with pytest.raises(InvalidResponse) as refused:
+        validate_answer(
+            FAVOURITES, {"action": "accept", "content": {"opening": "Hi", "hero": "Superman"}}
+        )
+    assert refused.value.message == (
+        "answer does not fit the form: hero: 'Superman' is not one of hero-1 (Superman),"
+        " hero-2 (Green Lantern), hero-3 (Wonder Woman)"
+    )

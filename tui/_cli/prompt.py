@@ -13,8 +13,9 @@ from typing import Any, Protocol, TextIO
 
 from runtime.answers import field_problem, parse_cli_answer, validate_answer
 from runtime.errors import InvalidResponse
+from runtime.form_fields import Choice, FieldKind, form_fields
 from runtime.models import InputKind, InputRequest
-from tui._cli.render import describe_request, field_type, schema_fields
+from tui._cli.render import choice_text, describe_request, field_type, schema_fields
 
 APPROVAL_KEYS = "[y] once  [a] this run  [A] always here  [n] deny  [r] deny with reason"
 _APPROVAL_BY_KEY = {"y": "allow_once", "a": "allow_run", "A": "allow_always", "n": "deny"}
@@ -188,16 +189,28 @@ _TRUE = {"y", "yes", "true", "1", "on"}
 _FALSE = {"n", "no", "false", "0", "off"}
 
 
+def _chosen(choices: tuple[Choice, ...], text: str) -> Any:
+    """The value of the choice ``text`` names: its value, its title (in any case) or its
+    number, counted from 1."""
+    for choice in choices:
+        if str(choice.value) == text:
+            return choice.value
+    for choice in choices:
+        if choice.title.casefold() == text.casefold():
+            return choice.value
+    if text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1].value
+    raise ValueError("choose one of " + ", ".join(choice_text(c) for c in choices))
+
+
 def coerce_field(prop: dict[str, Any], text: str) -> Any:
-    """A typed value for one form field from what a person typed."""
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        if text.isdigit() and 1 <= int(text) <= len(enum) and text not in map(str, enum):
-            return enum[int(text) - 1]
-        for choice in enum:
-            if str(choice) == text:
-                return choice
-        raise ValueError("choose one of " + ", ".join(str(v) for v in enum))
+    """A typed value for one form field from what a person typed. A choice is named by its
+    value, its title or its number; several choices are separated by commas."""
+    [field] = form_fields({"properties": {"field": prop}})
+    if field.kind is FieldKind.ONE_OF:
+        return _chosen(field.choices, text)
+    if field.kind is FieldKind.MANY_OF:
+        return [_chosen(field.choices, item.strip()) for item in text.split(",") if item.strip()]
     kind = prop.get("type", "string")
     kinds = kind if isinstance(kind, list) else [kind]
     if "integer" in kinds:

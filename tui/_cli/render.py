@@ -7,6 +7,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from runtime.form_fields import Choice, FieldKind, form_fields
 from runtime.interrupted import needs_resume, owner_gone
 from runtime.models import (
     Checkpoint,
@@ -119,9 +120,25 @@ def schema_fields(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], boo
     ]
 
 
+def choice_text(choice: Choice) -> str:
+    """A choice as the command line shows it: its value, and its title when that differs
+    (``hero-1 (Superman)``): the value is what a JSON answer holds."""
+    value = str(choice.value)
+    return value if choice.title == value else f"{value} ({choice.title})"
+
+
 def field_type(prop: dict[str, Any]) -> str:
-    if "enum" in prop:
-        return "one of " + ", ".join(str(v) for v in prop["enum"])
+    """What one form field takes, in words: its type, or the choices it offers (titled
+    ``oneOf``/``anyOf``/``enumNames`` choices with their titles, as the TUI's form shows them:
+    a trial's ``hero`` read "string", and "Superman" was refused as not valid)."""
+    [field] = form_fields({"properties": {"field": prop}})
+    choices = ", ".join(choice_text(choice) for choice in field.choices)
+    if field.kind is FieldKind.ONE_OF:
+        return f"one of {choices}"
+    if field.kind is FieldKind.MANY_OF:
+        low, high = field.min_items, field.max_items
+        bounds = "" if low is None and high is None else f"; {low or 0} to {high or 'all'} of them"
+        return f"a list of {choices}{bounds}"
     kind = prop.get("type", "string")
     if isinstance(kind, list):
         return " or ".join(str(k) for k in kind)
