@@ -71,6 +71,16 @@ def not_waiting_for_input(run: Run) -> str:
             f"run {run.id} is not waiting for input: it was interrupted and waits for a retry,"
             f" so there is nothing to answer; {retry_or_cancel(run.id)}"
         )
+    failure = run.failure if run.state is RunState.FAILED else None
+    if failure is not None:
+        # Why it failed, not only that it did: a form whose MCP session ended fails its run
+        # (DESIGN §4.1), and `respond` is where a person finds out.
+        again = (
+            f"; retry it to be asked again (agent-tui retry {run.id})"
+            if failure.code == "input_unanswerable"
+            else ""
+        )
+        return f"run {run.id} is not waiting for input: it failed — {failure.message}{again}"
     return f"run {run.id} is not waiting for input (it is {run.state.value}): nothing to answer"
 
 

@@ -152,3 +152,33 @@ def test_a_shared_mcp_json_with_entries_agent_tui_cannot_use_is_warned_about_not
     assert "basic (stdio): starts" in doctor.stdout
     assert "not offered: basic__background (requires MCP tasks)" in doctor.stdout
     assert "legacy (sse): error: could not connect to http://127.0.0.1:9/sse" in doctor.stdout
+
+
+def test_respond_after_the_process_holding_the_form_died_says_why_and_how_to_go_on(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Found by a new-user trial: the answer was refused with "it is failed: nothing to
+    # answer", and only `show` said that the form's MCP session had ended.
+    configure(cli, allow=["basic__ask"])
+    script = [tool_use_response([("toolu_a", "basic__ask", {})])]
+    with spawn_fake_server(script, directory=tmp_path) as server:
+        use_fake(cli, server.base_url)
+        holder = cli.spawn("run", "who am I?", "--json", "--model", MODEL)
+        try:
+            seen = LineStream(holder).json_until(
+                lambda item, _: (
+                    item["kind"] == "run_state_changed" and item["to"] == "input_required"
+                )
+            )
+        finally:
+            kill_hard(holder)
+    run_id, request_id = seen[-1]["run_id"], seen[-1]["request"]["id"]
+
+    answer = cli.run("respond", run_id, '{"name": "Ada", "age": 36}')
+    assert (answer.returncode, answer.stdout) == (2, "")
+    assert answer.stderr == (
+        f"agent-tui: error: run {run_id} is not waiting for input: it failed — the request"
+        f" for input {request_id} ('Who are you?') can no longer be answered: the MCP server"
+        " session that asked for this ended when agent-tui stopped; retry it to be asked again"
+        f" (agent-tui retry {run_id})\n"
+    )
