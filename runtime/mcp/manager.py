@@ -773,7 +773,12 @@ class McpManager:
             self._failed_at.pop(name, None)
             self._failures_told.discard(name)
             self._locks.setdefault(name, asyncio.Lock())
-            what = "its new configuration is used" if name in wanted else "removed"
+            if name not in wanted:
+                what = "removed"
+            elif name not in self.servers:
+                what = "added"
+            else:
+                what = "its new configuration is used"
             self._add_notice(
                 McpNotice(server=name, level="info", text=f"MCP server '{name}': {what}")
             )

@@ -95,3 +95,22 @@ async def test_a_server_that_cannot_start_is_said_once_until_its_configuration_c
         "MCP server 'ghost' could not start: command not found: "
         "'agent-tui-still-missing-xyz'; its tools are not available",
     ]
+
+
+async def test_a_server_added_to_the_configuration_is_said_to_be_added_not_changed(
+    workspace: Path,
+) -> None:
+    """Found by a new-user trial: a server added to .mcp.json while agent-tui ran was said
+    as "its new configuration is used", as if it had been there before."""
+    before = StdioServerConfig(command="agent-tui-before-xyz")
+    added = StdioServerConfig(command="agent-tui-added-xyz")
+    async with McpManager({"old": before}, workspace=workspace) as manager:
+        manager.reconfigure({"old": before, "web": added})
+        on_add = [notice.text for notice in manager.take_notices()]
+        manager.reconfigure({"old": StdioServerConfig(command="agent-tui-after-xyz")})
+        on_change = [notice.text for notice in manager.take_notices()]
+    assert on_add == ["MCP server 'web': added"]
+    assert on_change == [
+        "MCP server 'old': its new configuration is used",
+        "MCP server 'web': removed",
+    ]
