@@ -306,6 +306,12 @@ class Catalog:
             )
         return self._mcp_managers.for_workspace(workspace)
 
+    def mcp_down(self, workspace: str) -> dict[str, str]:
+        """Why each of the workspace's MCP servers that could not start did not (by server
+        name); empty when none failed, or none was started yet."""
+        manager = self._mcp_managers.for_workspace(workspace) if self._mcp_managers else None
+        return dict(manager.errors) if manager is not None else {}
+
     def _follow_mcp_files(self, workspace: str) -> None:
         """Once per step: when the workspace's configuration files changed, its MCP servers
         follow what they say now (a server fixed, added or removed in ``.mcp.json`` is used at

@@ -127,6 +127,7 @@ class ToolCalls:
             started_here=execution.started,
             allowed=allowed_here,
             decide=self._catalog.decider(job.workspace),
+            servers_down=self._catalog.mcp_down(job.workspace),
         )
         allowed_here |= plan.allowed
         if plan.stop is not None:

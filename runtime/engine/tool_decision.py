@@ -4,7 +4,7 @@ next. No I/O: the plan is carried out by ``runtime.engine.tool_calls``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -84,8 +84,10 @@ def plan_calls(
     started_here: set[str],
     allowed: set[str],
     decide: Decide,
+    servers_down: Mapping[str, str] | None = None,
 ) -> Plan:
-    """What to do with each call, in call order, up to the first one that waits for a person."""
+    """What to do with each call, in call order, up to the first one that waits for a person.
+    ``servers_down``: why each MCP server that could not start did not, by name."""
     by_call = {each.tool_call_id: each for each in requests if each.tool_call_id}
     plan = Plan(allowed=set(allowed) | allowed_by_answers(requests))
     for call in calls:
@@ -98,8 +100,7 @@ def plan_calls(
         elif call.state is not ToolCallState.PENDING:
             continue
         elif tool is None:
-            known = ", ".join(sorted(tools))
-            plan.fail(call, f"there is no tool named {call.name!r}; available tools: {known}")
+            plan.fail(call, unknown_tool(call.name, tools, servers_down or {}))
         elif (problem := argument_problem(tool, call.arguments)) is not None:
             plan.fail(call, problem)
         elif call.name == ASK_USER:
@@ -109,6 +110,18 @@ def plan_calls(
         if plan.stop is not None:
             break
     return plan
+
+
+def unknown_tool(name: str, tools: Mapping[str, Tool], servers_down: Mapping[str, str]) -> str:
+    """Why there is no tool ``name``: its MCP server could not start (said with its reason, not
+    as a tool nobody knows, with a list of every tool there is), or no such tool."""
+    server, separator, _ = name.partition("__")
+    if separator and server in servers_down:
+        return (
+            f"MCP server '{server}' could not start: {servers_down[server]};"
+            f" {name} cannot be called until it starts"
+        )
+    return f"there is no tool named {name!r}; available tools: {', '.join(sorted(tools))}"
 
 
 def _started_elsewhere(plan: Plan, call: ToolCall, request: InputRequest | None) -> None:

@@ -257,3 +257,34 @@ async def test_a_session_that_dies_while_its_form_waits_does_not_leave_the_run_w
         assert withdrawn.state.value == "cancelled"
     finally:
         await runtime.close()
+
+
+async def test_a_call_to_a_server_that_could_not_start_says_so_not_that_the_tool_is_unknown(
+    db_path: Path, workspace: Path
+) -> None:
+    # Found by a new-user trial: a call to a server that was down read "there is no tool named
+    # 'web__echo'; available tools: …" (a hundred names), in the TUI and to the model.
+    from runtime.config import StdioServerConfig
+
+    provider = ScriptedProvider([Turn("", [("ghost__echo", {"text": "hi"})]), Turn("ok")])
+    missing = StdioServerConfig(command="agent-tui-no-such-command-xyz")
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        mcp=McpManager({"ghost": missing}, workspace=workspace),
+    )
+    try:
+        run = await runtime.start("echo hi")
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+        [call] = await runtime.tool_calls(run.id)
+    finally:
+        await runtime.close()
+    said = (
+        "MCP server 'ghost' could not start: command not found: 'agent-tui-no-such-command-xyz';"
+        " ghost__echo cannot be called until it starts"
+    )
+    assert (call.state, call.error) == (ToolCallState.FAILED, said)
+    assert [result.content for result in results(provider, 1)] == [said]
