@@ -63,6 +63,9 @@ class ProcessState:
     server is its child."""
     returncode: int | None = None
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
+    stdout_noise: deque[str] = field(default_factory=lambda: deque(maxlen=3))
+    """The last lines of stdout that were not MCP messages (a banner, a log line): the reason
+    a server that never answers did not, more often than not."""
     stdout_closed: bool = False
     process: asyncio.subprocess.Process | None = None
     requests_written: int = 0
@@ -86,6 +89,16 @@ class ProcessState:
     def stderr_summary(self, lines: int = 5) -> str:
         tail = [line for line in self.stderr_tail if line.strip()][-lines:]
         return " | ".join(tail)
+
+    def noise_summary(self) -> str:
+        """What the server wrote on stdout that was not MCP, for a message ('' if nothing)."""
+        if not self.stdout_noise:
+            return ""
+        lines = " | ".join(self.stdout_noise)
+        return (
+            f"it wrote this on stdout, which is not MCP (JSON-RPC): {lines!r}"
+            " (logs belong on stderr)"
+        )
 
     def exit_detail(self) -> str:
         """``code 3; stderr: …`` / ``killed by SIGKILL`` — how the process ended, for messages."""
@@ -216,7 +229,10 @@ async def _read_stdout(
                 for line in lines:
                     if not line.strip():
                         continue
-                    await read_writer.send(_parse_message(line))
+                    message = _parse_message(line)
+                    if isinstance(message, Exception):
+                        state.stdout_noise.append(line.strip()[:STDERR_LINE_CHARS])
+                    await read_writer.send(message)
         state.stdout_closed = True
         # Learn the exit code before the session reports the closed connection, so the
         # error can say how the server ended.

@@ -384,9 +384,17 @@ class _Connection:
                 await asyncio.shield(self._ready)
         except TimeoutError:
             self.stop(f"did not start within {timeout:g} s")
-            reason = f"did not finish starting within {timeout:g} s"
             stderr = self.process.stderr_summary()
-            raise _StartFailed(f"{reason}; stderr: {stderr}" if stderr else reason) from None
+            reason = "; ".join(
+                part
+                for part in (
+                    f"did not finish starting within {timeout:g} s",
+                    self.process.noise_summary(),
+                    f"stderr: {stderr}" if stderr else "",
+                )
+                if part
+            )
+            raise _StartFailed(reason) from None
         except asyncio.CancelledError:
             if self._ready.cancelled() and not _current_task_cancelling():
                 raise _StartFailed("was stopped while starting") from None

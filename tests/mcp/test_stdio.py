@@ -200,3 +200,20 @@ async def test_a_command_that_is_not_executable_is_reported_as_such(workspace: P
 
     assert report.ok is False
     assert report.error == "command is not executable: './server.sh'"
+
+
+async def test_a_server_that_writes_other_things_than_mcp_on_its_output_is_said_to(
+    workspace: Path,
+) -> None:
+    # Found by a new-user trial: a server printing a banner on stdout and never answering read
+    # only "did not finish starting within 30 s", with nothing to say what went wrong.
+    script = "import sys, time; print('Listening on port 8080'); sys.stdout.flush(); time.sleep(60)"
+    chatty = StdioServerConfig(command=sys.executable, args=["-c", script])
+    async with McpManager({"chatty": chatty}, workspace=workspace) as manager:
+        [report] = await manager.check(timeout=2.0)
+
+    assert report.ok is False
+    assert report.error == (
+        "did not finish starting within 2 s; it wrote this on stdout, which is not MCP"
+        " (JSON-RPC): 'Listening on port 8080' (logs belong on stderr)"
+    )
