@@ -20,7 +20,7 @@ from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import RunState, ToolCallState
 from tests.fakes.mcp_servers import build_server
 from tests.fakes.scripted import ScriptedProvider, Turn
-from tests.tui.helpers import make_app, wait_until
+from tests.tui.helpers import make_app, send_burst, wait_until
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.widgets.elicitation_form import ElicitationForm
@@ -251,6 +251,25 @@ async def test_shift_tab_from_the_first_field_never_stops_on_the_form_s_invisibl
         assert app.focused is screen.conversation  # the pane before the prompt
         await pilot.press("tab")  # and back to the form's first field
         assert app.focused is form.query_one("#input-opening")
+
+
+async def test_text_typed_in_a_burst_after_tab_goes_into_the_field_tab_moved_to(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # Found by a new-user trial (tmux, keys sent at once): Tab, Tab, Tab and "ada" put "ada"
+    # into the first field, and the focus went one field down: it moved behind the keys
+    # already queued, and each Tab started again from the first field.
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        form = await _open_form(pilot, app)
+        opening = form.query_one("#input-opening", Input)
+        send_burst(app, ["tab", "tab", *"Ada", "shift+tab", "shift+tab", *" The end."])
+        await wait_until(pilot, lambda: opening.value.endswith("The end."), timeout=WAIT)
+        assert app.focused is opening
+        assert opening.value == DEFAULTS["opening"] + " The end."  # "Ada" went to the hero
+        await pilot.press("ctrl+s")
+        received = await _server_received(runtime, pilot, app)
+    assert received == DEFAULTS | {"opening": DEFAULTS["opening"] + " The end."}
 
 
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])

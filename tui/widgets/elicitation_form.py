@@ -47,6 +47,12 @@ class ElicitationForm(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "submit", "Submit form"),
         Binding("ctrl+r", "decline", "Decline"),
+        # With priority: run as the app reads the key, before the keys typed after it (at once,
+        # as tmux sends them) are handed on. As the screen's plain Tab they ran once the key had
+        # passed through the field, and the text typed next had been handed to that field by
+        # then: a trial's Tab Tab Tab "ada" typed "ada" into the first field.
+        Binding("tab", "next_field", "Next field", priority=True),
+        Binding("shift+tab", "previous_field", show=False, priority=True),
     ]
 
     DEFAULT_CSS = """
@@ -163,6 +169,25 @@ class ElicitationForm(Vertical):
         )
         if fields:
             fields.first().focus()
+
+    async def _step(self, step: int) -> None:
+        """Focus the form's next (or previous) field or button at once; past its first or last,
+        the screen's next (or previous) pane."""
+        screen = self.screen
+        stops = [widget for widget in screen.focus_chain if self in widget.ancestors]
+        focused = screen.focused
+        index = stops.index(focused) + step if focused in stops else -1
+        if 0 <= index < len(stops):
+            # Now, not as ``focus()`` does it, behind the keys already queued.
+            screen.set_focus(stops[index])
+        else:
+            await screen.run_action("next_pane" if step > 0 else "previous_pane")
+
+    async def action_next_field(self) -> None:
+        await self._step(1)
+
+    async def action_previous_field(self) -> None:
+        await self._step(-1)
 
     def _value_of(self, field: FormField) -> Any:
         """What ``field`` holds, typed by its schema; None when it is left out."""
