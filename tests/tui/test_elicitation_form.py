@@ -6,7 +6,8 @@ values; a refused submit says so at the top and goes to the field; fields use th
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from textual.widgets import Input, Select, SelectionList, Static
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.mcp import InMemoryServer, McpManager
-from runtime.models import RunState, ToolCallState
+from runtime.models import RunState, ToolCall, ToolCallState
 from tests.fakes.mcp_servers import build_server
 from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import make_app, send_burst, wait_until
@@ -296,11 +297,13 @@ def _texts(form: ElicitationForm) -> str:
     return "\n".join(str(static.render()) for static in form.query(Static))
 
 
-@pytest.mark.slow  # a Node server process
-async def test_server_everything_s_form_is_accepted_with_its_defaults_and_a_typed_name(
+@asynccontextmanager
+async def _everything_form(
     db_path: Path, workspace: Path
-) -> None:
-    # The new-user trial's form, from the published server: only Decline worked.
+) -> AsyncIterator[tuple[Any, ElicitationForm, Callable[[], Awaitable[ToolCall]]]]:
+    """The published server-everything's elicitation form, docked in the real app for a task
+    whose only tool call asks for it (its name field focused); ``finished()`` waits for the run
+    to complete and gives that call."""
     from runtime.config import Permissions
     from tests.mcp import published
 
@@ -327,20 +330,34 @@ async def test_server_everything_s_form_is_accepted_with_its_defaults_and_a_type
             await wait_until(pilot, lambda: screen.query(ElicitationForm), timeout=60)
             form = screen.query_one(ElicitationForm)
             await wait_until(pilot, lambda: app.focused in form.query("#input-name"))
-            await pilot.press(*"Ada Lovelace", "ctrl+s")
-            await wait_until(
-                pilot,
-                lambda: (
-                    screen.selected_run is not None
-                    and screen.selected_run.state is RunState.COMPLETED
-                ),
-                timeout=60,
-            )
-            run = screen.selected_run
-            assert run is not None
-            [call] = await runtime.tool_calls(run.id)
+
+            async def finished() -> ToolCall:
+                await wait_until(
+                    pilot,
+                    lambda: (
+                        screen.selected_run is not None
+                        and screen.selected_run.state is RunState.COMPLETED
+                    ),
+                    timeout=60,
+                )
+                run = screen.selected_run
+                assert run is not None
+                [call] = await runtime.tool_calls(run.id)
+                return call
+
+            yield pilot, form, finished
     finally:
         await runtime.close()
+
+
+@pytest.mark.slow  # a Node server process
+async def test_server_everything_s_form_is_accepted_with_its_defaults_and_a_typed_name(
+    db_path: Path, workspace: Path
+) -> None:
+    # The new-user trial's form, from the published server: only Decline worked.
+    async with _everything_form(db_path, workspace) as (pilot, _form, finished):
+        await pilot.press(*"Ada Lovelace", "ctrl+s")
+        call = await finished()
 
     assert call.state is ToolCallState.COMPLETED and call.result is not None
     assert "User provided the requested information" in call.result
@@ -368,53 +385,16 @@ async def test_an_email_field_holding_no_email_address_is_refused_before_the_ser
 ) -> None:
     # Found by a new-user trial: server-everything's form took "ada" as an email address
     # and "example.com" as a URI, and the server was sent both.
-    from runtime.config import Permissions
-    from tests.mcp import published
-
-    model = ScriptedProvider(
-        [Turn(tool_calls=[("everything__trigger-elicitation-request", {})]), Turn(text="Ok.")]
-    )
-    manager = McpManager(
-        {"everything": published.stdio("everything", "stdio")}, workspace=workspace
-    )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(permissions=Permissions(allow=["everything__*"])),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
-    try:
-        app = make_app(runtime, workspace)
-        async with app.run_test(size=(140, 45)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, MainScreen)
-            await pilot.press(*"try the form", "enter")
-            await wait_until(pilot, lambda: screen.query(ElicitationForm), timeout=60)
-            form = screen.query_one(ElicitationForm)
-            await wait_until(pilot, lambda: app.focused in form.query("#input-name"))
-            await pilot.press(*"Ada", "tab", "tab", "tab", *"ada", "ctrl+s")
-            top = form.query_one("#error-form", Static)
-            await wait_until(pilot, lambda: top.region.height > 0, timeout=WAIT)
-            assert str(top.render()) == (
-                "✗ Not sent: 1 field needs attention: String with email format"
-            )
-            error = form.query_one("#error-email", Static)
-            assert str(error.render()) == "'ada' is not an email address"
-            assert app.focused is form.query_one("#input-email")
-            await pilot.press(*"@example.org", "ctrl+s")
-            await wait_until(
-                pilot,
-                lambda: (
-                    screen.selected_run is not None
-                    and screen.selected_run.state is RunState.COMPLETED
-                ),
-                timeout=60,
-            )
-            run = screen.selected_run
-            assert run is not None
-            [call] = await runtime.tool_calls(run.id)
-    finally:
-        await runtime.close()
+    async with _everything_form(db_path, workspace) as (pilot, form, finished):
+        await pilot.press(*"Ada", "tab", "tab", "tab", *"ada", "ctrl+s")
+        top = form.query_one("#error-form", Static)
+        await wait_until(pilot, lambda: top.region.height > 0, timeout=WAIT)
+        assert str(top.render()) == (
+            "✗ Not sent: 1 field needs attention: String with email format"
+        )
+        error = form.query_one("#error-email", Static)
+        assert str(error.render()) == "'ada' is not an email address"
+        assert pilot.app.focused is form.query_one("#input-email")
+        await pilot.press(*"@example.org", "ctrl+s")
+        call = await finished()
     assert call.result is not None and "- Email: ada@example.org" in call.result
