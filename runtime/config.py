@@ -79,6 +79,11 @@ class AgentConfig(_Config):
         return self.model
 
 
+STARTUP_TIMEOUT = 10.0
+"""Seconds an MCP server may take to start unless its ``startup_timeout`` says otherwise (what
+Codex uses; a server that never speaks MCP is said to be broken after this long)."""
+
+
 class StdioServerConfig(_Config):
     type: Literal["stdio"] = "stdio"
     command: str
@@ -87,6 +92,8 @@ class StdioServerConfig(_Config):
     cwd: str | None = None
     timeout: float = Field(default=60.0, gt=0)
     """Seconds one tool call may take before the server is considered hung."""
+    startup_timeout: float = Field(default=STARTUP_TIMEOUT, gt=0)
+    """Seconds the server may take to start (process or connection, MCP handshake, tool list)."""
 
 
 class HttpServerConfig(_Config):
@@ -94,6 +101,7 @@ class HttpServerConfig(_Config):
     url: str
     headers: dict[str, str] = {}
     timeout: float = Field(default=60.0, gt=0)
+    startup_timeout: float = Field(default=STARTUP_TIMEOUT, gt=0)
     oauth: bool = False
     """Sign in with OAuth (authorization code with PKCE); tokens are kept outside the database."""
 
@@ -105,6 +113,7 @@ class SseServerConfig(_Config):
     url: str
     headers: dict[str, str] = {}
     timeout: float = Field(default=60.0, gt=0)
+    startup_timeout: float = Field(default=STARTUP_TIMEOUT, gt=0)
 
 
 McpServerConfig = Annotated[

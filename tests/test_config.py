@@ -253,6 +253,48 @@ def test_a_server_missing_its_command_points_at_its_table(workspace: Path, user_
     assert error_of(workspace, user_file) == (f"{path}:1: mcp_servers.time.command: Field required")
 
 
+def test_a_server_gets_ten_seconds_to_start_unless_its_startup_timeout_says_otherwise(
+    workspace: Path, user_file: Path
+) -> None:
+    write(
+        workspace / "agent-tui.toml",
+        '[mcp_servers.fast]\ncommand = "a"\n\n'
+        '[mcp_servers.slow]\ncommand = "b"\nstartup_timeout = 45\n\n'
+        '[mcp_servers.web]\ntype = "http"\nurl = "http://h"\nstartup_timeout = 2.5\n',
+    )
+    servers = load(workspace, user_file).mcp_servers
+    assert {name: server.startup_timeout for name, server in servers.items()} == {
+        "fast": 10.0,
+        "slow": 45.0,
+        "web": 2.5,
+    }
+
+
+def test_a_startup_timeout_that_is_not_a_positive_number_points_at_its_line(
+    workspace: Path, user_file: Path
+) -> None:
+    path = write(
+        workspace / "agent-tui.toml", '[mcp_servers.time]\ncommand = "x"\nstartup_timeout = 0\n'
+    )
+    assert error_of(workspace, user_file) == (
+        f"{path}:3: mcp_servers.time.startup_timeout: Input should be greater than 0"
+    )
+
+
+def test_a_misspelt_startup_timeout_is_an_unknown_key_that_names_the_right_one(
+    workspace: Path, user_file: Path
+) -> None:
+    path = write(
+        workspace / "agent-tui.toml",
+        '[mcp_servers.time]\ncommand = "x"\nstartup_timeout_sec = 30\n',
+    )
+    message = error_of(workspace, user_file)
+    assert message.startswith(f"{path}:3: mcp_servers.time.startup_timeout_sec: unknown key")
+    assert "startup_timeout" in message.removeprefix(
+        f"{path}:3: mcp_servers.time.startup_timeout_sec"
+    )
+
+
 def test_a_delegate_that_does_not_exist_is_named(workspace: Path, user_file: Path) -> None:
     path = write(
         workspace / "agent-tui.toml",

@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -34,7 +35,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from runtime.config import HttpServerConfig, SseServerConfig, StdioServerConfig
+from runtime.clock import Clock, SystemClock
+from runtime.config import STARTUP_TIMEOUT, HttpServerConfig, SseServerConfig, StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
 from runtime.mcp._content import render
 from runtime.mcp._stdio import ProcessState, stdio_transport
@@ -51,6 +53,9 @@ logger = logging.getLogger(__name__)
 _CLIENT_INFO = types.Implementation(name="agent-tui", version="0.1.0")
 _STOP_GRACE = 10.0
 """Seconds a server's task gets to shut its server down before it is cancelled."""
+RETRY_FAILED_AFTER = 5.0
+"""Seconds after a failed start before the next use tries the server again (a changed
+configuration is tried at once): short, so a server fixed in place is soon used."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class InMemoryServer:
 
     server: Any
     timeout: float = 60.0
+    startup_timeout: float = STARTUP_TIMEOUT
     type: Literal["memory"] = "memory"
 
 
@@ -388,7 +394,7 @@ class _Connection:
             reason = "; ".join(
                 part
                 for part in (
-                    f"did not finish starting within {timeout:g} s",
+                    f"did not finish starting within {timeout:g} s (its startup_timeout)",
                     self.process.noise_summary(),
                     f"stderr: {stderr}" if stderr else "",
                 )
@@ -641,19 +647,22 @@ class McpManager:
         servers: Mapping[str, ServerConfig],
         *,
         workspace: Path,
-        startup_timeout: float = 30.0,
-        retry_failed_after: float = 30.0,
+        retry_failed_after: float = RETRY_FAILED_AFTER,
         on_authorize_url: Callable[[str, str], None] | None = None,
         token_dir: Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        """``on_authorize_url(server, url)`` is told the sign-in URL of an OAuth server (the
-        TUI / CLI show it); ``token_dir`` overrides where OAuth tokens are kept."""
+        """Each server gets its ``startup_timeout`` to start; one that could not start is tried
+        again by the first use ``retry_failed_after`` seconds later (on ``clock``), or by the
+        next use when its configuration changed. ``on_authorize_url(server, url)`` is told the
+        sign-in URL of an OAuth server (the TUI / CLI show it); ``token_dir`` overrides where
+        OAuth tokens are kept."""
         self.on_authorize_url = on_authorize_url
         self.token_dir = token_dir
         self.servers: dict[str, ServerConfig] = dict(servers)
         self.workspace = workspace
-        self.startup_timeout = startup_timeout
         self.retry_failed_after = retry_failed_after
+        self._clock: Clock = clock or SystemClock()
         self.errors: dict[str, str] = {}
         """Why a server could not be started, by server name (cleared once it starts)."""
         self._connections: dict[str, _Connection] = {}
@@ -681,14 +690,9 @@ class McpManager:
 
     async def tools(self) -> list[McpTool]:
         """Every reachable server's tools, named ``server__tool``. Servers that fail to start
-        are left out (see ``errors``); one that failed recently is not retried yet."""
-        now = time.monotonic()
-        names = [
-            name
-            for name in self.servers
-            if name not in self.errors
-            or now - self._failed_at.get(name, 0.0) >= self.retry_failed_after
-        ]
+        are left out (see ``errors``); one that failed less than ``retry_failed_after`` s ago
+        is not tried again yet."""
+        names = [name for name in self.servers if self._retry_in(name) is None]
         connections = await asyncio.gather(*(self._try_connection(name) for name in names))
         return self._tools_of(zip(names, connections, strict=True))
 
@@ -724,13 +728,14 @@ class McpManager:
                 result.append(tool)
         return result
 
-    async def check(self, *, timeout: float = 15.0) -> list[ServerReport]:
-        """Start every server (at most ``timeout`` s each, concurrently) and report on it."""
+    async def check(self) -> list[ServerReport]:
+        """Start every server (concurrently, each within its ``startup_timeout``) and report on
+        it."""
 
         async def one(name: str) -> ServerReport:
             config = self.servers[name]
             try:
-                connection = await self._connection(name, startup_timeout=timeout)
+                connection = await self._connection(name)
             except _StartFailed as exc:
                 return ServerReport(name=name, transport=config.type, ok=False, error=exc.reason)
             usable = [remote for remote in connection.tools if not _requires_tasks(remote)]
@@ -754,7 +759,7 @@ class McpManager:
         for name in self.servers:
             connection = self._connections.get(name)
             if name in self.errors:
-                states[name] = f"could not start: {self.errors[name]}"
+                states[name] = f"could not start: {self.errors[name]} ({self._retry_words(name)})"
             elif connection is not None and connection.usable:
                 count = len(connection.tools)
                 states[name] = f"running, {count} tool{'' if count == 1 else 's'}"
@@ -843,11 +848,31 @@ class McpManager:
         except _StartFailed:
             return None
 
-    async def _connection(self, name: str, *, startup_timeout: float | None = None) -> _Connection:
+    def _retry_in(self, name: str) -> float | None:
+        """Seconds until server ``name``, which could not start, is tried again; None when its
+        next use tries it (it did not fail, or long enough ago)."""
+        if name not in self.errors:
+            return None
+        failed_at = self._failed_at.get(name)
+        if failed_at is None:
+            return None
+        left = failed_at + self.retry_failed_after - self._clock.monotonic()
+        return left if left > 0 else None
+
+    def _retry_words(self, name: str) -> str:
+        """When server ``name``, which could not start, is tried again, for a person."""
+        left = self._retry_in(name)
+        if left is None:
+            return "tried again when next used"
+        return (
+            f"tried again when next used after {math.ceil(left)} s,"
+            " or at once if its configuration changes"
+        )
+
+    async def _connection(self, name: str) -> _Connection:
         if self._closed:
             raise _StartFailed("the MCP manager is closed")
         config = self.servers[name]
-        timeout = startup_timeout or self.startup_timeout
         async with self._locks[name]:
             connection = self._connections.get(name)
             if connection is not None and not connection.usable and not connection.starting:
@@ -865,11 +890,11 @@ class McpManager:
                 self._connections[name] = connection
             if not connection.usable:
                 try:
-                    await connection.wait_ready(timeout)
+                    await connection.wait_ready(config.startup_timeout)
                 except _StartFailed as exc:
                     self._retire(connection, exc.reason)
                     self.errors[name] = exc.reason
-                    self._failed_at[name] = time.monotonic()
+                    self._failed_at[name] = self._clock.monotonic()
                     logger.warning("MCP server %r could not start: %s", name, exc.reason)
                     if name not in self._failures_told:
                         self._failures_told.add(name)
@@ -881,7 +906,7 @@ class McpManager:
                                 # then completed).
                                 level="warning",
                                 text=f"MCP server '{name}' could not start: {exc.reason}; "
-                                "its tools are not available",
+                                f"its tools are not available ({self._retry_words(name)})",
                             )
                         )
                     raise

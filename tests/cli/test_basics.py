@@ -195,6 +195,25 @@ def test_doctor_starts_each_mcp_server_and_lists_its_tools(cli: Cli) -> None:
     assert "broken (stdio): error" in result.stdout
 
 
+def test_doctor_gives_a_server_that_never_speaks_mcp_its_startup_timeout(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Found by a new-user trial: doctor waited a fixed 30 s for a server that printed
+    # "hello world" and then nothing.
+    script = tmp_path / "hello.py"
+    script.write_text("import time\nprint('hello world', flush=True)\ntime.sleep(600)\n")
+    (cli.workspace / "agent-tui.toml").write_text(
+        f"[mcp_servers.hello]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(script))}]\nstartup_timeout = 2\n"
+    )
+    result = cli.run("doctor", timeout=25)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "hello (stdio): error: did not finish starting within 2 s (its startup_timeout); it"
+        " wrote this on stdout, which is not MCP (JSON-RPC): 'hello world'"
+    ) in result.stdout
+
+
 def test_doctor_reports_the_integrity_and_schema_checks_without_touching_the_file(
     cli: Cli,
 ) -> None:

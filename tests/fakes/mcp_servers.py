@@ -269,8 +269,11 @@ def run_lingering() -> None:
     server.run("stdio")
 
 
-def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
-    """Config that runs test server ``name`` as a stdio subprocess of this interpreter."""
+def stdio_config(
+    name: str, *, timeout: float = 30.0, startup_timeout: float = 30.0
+) -> StdioServerConfig:
+    """Config that runs test server ``name`` as a stdio subprocess of this interpreter (given
+    longer than the default to start: the test machine may be busy)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return StdioServerConfig(
         command=sys.executable,
@@ -278,6 +281,7 @@ def stdio_config(name: str, *, timeout: float = 30.0) -> StdioServerConfig:
         env={"PYTHONPATH": root, "PYTHONUNBUFFERED": "1"},
         cwd=root,
         timeout=timeout,
+        startup_timeout=startup_timeout,
     )
 
 

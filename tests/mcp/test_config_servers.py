@@ -44,7 +44,7 @@ async def test_good_and_sse_servers_work_while_a_disabled_entry_and_an_unset_var
             legacy_echo = await tool_named(manager, "legacy__echo")
             from_good = await good_echo.run({"text": "over stdio"}, ctx)
             from_legacy = await legacy_echo.run({"text": "over sse"}, ctx)
-            reports = {report.name: report for report in await manager.check(timeout=20.0)}
+            reports = {report.name: report for report in await manager.check()}
 
     assert (from_good.content, from_legacy.content) == ("over stdio", "over sse")
     assert set(config.mcp_servers) == {"good", "legacy", "token"}

@@ -48,7 +48,7 @@ async def test_an_unreachable_http_server_is_reported_without_its_headers(worksp
     url = f"http://127.0.0.1:{unused_port()}/mcp"
     config = HttpServerConfig(url=url, headers={"Authorization": TOKEN})
     async with McpManager({"down": config}, workspace=workspace) as manager:
-        [report] = await manager.check(timeout=10.0)
+        [report] = await manager.check()
         tools = await manager.tools()
 
     assert tools == []
@@ -62,7 +62,7 @@ async def test_a_401_says_so_and_how_to_fix_it(workspace: Path) -> None:
     with serve_http("basic", require_token="right") as url:
         config = HttpServerConfig(url=url, headers={"Authorization": "Bearer wrong"})
         async with McpManager({"guarded": config}, workspace=workspace) as manager:
-            [report] = await manager.check(timeout=10.0)
+            [report] = await manager.check()
 
     assert report.ok is False
     assert report.error == f"{url} answered 401 Unauthorized: set headers or OAuth"

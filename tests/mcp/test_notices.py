@@ -22,7 +22,7 @@ async def test_a_server_that_cannot_start_gives_a_notice_with_its_reason_and_std
         "missing": StdioServerConfig(command="agent-tui-no-such-command-xyz"),
     }
     with caplog.at_level(logging.WARNING, logger="runtime.mcp"):
-        async with McpManager(servers, workspace=workspace, startup_timeout=20.0) as manager:
+        async with McpManager(servers, workspace=workspace) as manager:
             assert await manager.tools() == []
             notices = manager.take_notices()
             again = manager.take_notices()
@@ -35,7 +35,8 @@ async def test_a_server_that_cannot_start_gives_a_notice_with_its_reason_and_std
     assert "fatal: the broken server refuses to start" in broken.text
     assert by_server["missing"].text == (
         "MCP server 'missing' could not start: command not found: "
-        "'agent-tui-no-such-command-xyz'; its tools are not available"
+        "'agent-tui-no-such-command-xyz'; its tools are not available (tried again when next"
+        " used after 5 s, or at once if its configuration changes)"
     )
     assert again == []
     assert "fatal: the broken server refuses to start" in caplog.text
@@ -87,13 +88,15 @@ async def test_a_server_that_cannot_start_is_said_once_until_its_configuration_c
 
     assert [notice.text for notice in first] == [
         "MCP server 'ghost' could not start: command not found: "
-        "'agent-tui-no-such-command-xyz'; its tools are not available"
+        "'agent-tui-no-such-command-xyz'; its tools are not available (tried again when next"
+        " used)"
     ]
     assert again == []
     assert changed == [
         "MCP server 'ghost': its new configuration is used",
         "MCP server 'ghost' could not start: command not found: "
-        "'agent-tui-still-missing-xyz'; its tools are not available",
+        "'agent-tui-still-missing-xyz'; its tools are not available (tried again when next"
+        " used)",
     ]
 
 

@@ -38,7 +38,7 @@ async def run_collecting_notices(
         config=Config(permissions=Permissions(allow=["basic__*"])),
         model="scripted:test",
         providers=lambda reference: provider,
-        mcp=McpManager(servers, workspace=workspace, startup_timeout=20.0),
+        mcp=McpManager(servers, workspace=workspace),
     )
     notices: list[Notice] = []
     ended = asyncio.Event()
@@ -86,7 +86,8 @@ async def test_servers_that_cannot_start_during_a_run_give_notices_with_reason_a
     assert "fatal: the broken server refuses to start" in texts[0]
     assert texts[1] == (
         "MCP server 'missing' could not start: command not found: "
-        "'agent-tui-no-such-command-xyz'; its tools are not available"
+        "'agent-tui-no-such-command-xyz'; its tools are not available (tried again when next"
+        " used after 5 s, or at once if its configuration changes)"
     )
     # The good server's tools are offered all the same.
     offered = {tool.name for tool in provider.requests[0].tools}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.clock import ManualClock
 from runtime.config import StdioServerConfig
 from runtime.errors import ToolError, ToolOutcomeUnknown
 from runtime.mcp import McpManager
@@ -123,7 +124,7 @@ async def test_a_server_that_exits_at_startup_is_reported_with_its_exit_code_and
     workspace: Path,
 ) -> None:
     async with McpManager({"broken": stdio_config("broken")}, workspace=workspace) as manager:
-        [report] = await manager.check(timeout=20.0)
+        [report] = await manager.check()
         tools = await manager.tools()
 
     assert tools == []
@@ -208,12 +209,84 @@ async def test_a_server_that_writes_other_things_than_mcp_on_its_output_is_said_
     # Found by a new-user trial: a server printing a banner on stdout and never answering read
     # only "did not finish starting within 30 s", with nothing to say what went wrong.
     script = "import sys, time; print('Listening on port 8080'); sys.stdout.flush(); time.sleep(60)"
-    chatty = StdioServerConfig(command=sys.executable, args=["-c", script])
+    chatty = StdioServerConfig(command=sys.executable, args=["-c", script], startup_timeout=2.0)
     async with McpManager({"chatty": chatty}, workspace=workspace) as manager:
-        [report] = await manager.check(timeout=2.0)
+        async with asyncio.timeout(20):  # its startup_timeout, not a fixed 30 s
+            [report] = await manager.check()
 
     assert report.ok is False
     assert report.error == (
-        "did not finish starting within 2 s; it wrote this on stdout, which is not MCP"
-        " (JSON-RPC): 'Listening on port 8080' (logs belong on stderr)"
+        "did not finish starting within 2 s (its startup_timeout); it wrote this on stdout,"
+        " which is not MCP (JSON-RPC): 'Listening on port 8080' (logs belong on stderr)"
     )
+
+
+async def test_a_server_that_never_speaks_mcp_fails_at_first_use_after_its_startup_timeout(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Found by a new-user trial: a server printing "hello world" and then nothing held the
+    # first run for a fixed 30 s, whatever its configuration said.
+    script = tmp_path / "hello.py"
+    script.write_text("import time\nprint('hello world', flush=True)\ntime.sleep(600)\n")
+    hello = StdioServerConfig(command=sys.executable, args=[str(script)], startup_timeout=2.0)
+    async with McpManager({"hello": hello}, workspace=workspace) as manager:
+        async with asyncio.timeout(20):
+            tools = await manager.tools()
+        [notice] = manager.take_notices()
+
+    assert tools == []
+    assert notice.text == (
+        "MCP server 'hello' could not start: did not finish starting within 2 s (its"
+        " startup_timeout); it wrote this on stdout, which is not MCP (JSON-RPC): 'hello world'"
+        " (logs belong on stderr); its tools are not available (tried again when next used"
+        " after 5 s, or at once if its configuration changes)"
+    )
+
+
+_FAILING_SERVER = "import sys\nsys.stderr.write('fatal: no API key\\n')\nsys.exit(1)\n"
+_WORKING_SERVER = "from tests.fakes.mcp_servers import main\nmain(['--server', 'basic'])\n"
+
+
+async def test_a_server_fixed_in_place_is_tried_again_a_few_seconds_after_it_failed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Found by a new-user trial: a server that could not start was not tried again for 30 s,
+    # so its tools stayed away for that long after the person fixed it.
+    script = tmp_path / "server.py"
+    script.write_text(_FAILING_SERVER)
+    config = StdioServerConfig(
+        command=sys.executable,
+        args=[str(script)],
+        env=stdio_config("basic").env,
+        startup_timeout=30.0,  # the fixed server has all the time it needs on a busy machine
+    )
+    clock = ManualClock()
+    async with McpManager({"mine": config}, workspace=workspace, clock=clock) as manager:
+        assert await manager.tools() == []
+        [notice] = manager.take_notices()
+        script.write_text(_WORKING_SERVER)  # fixed; its configuration is the same
+        assert await manager.tools() == []  # not tried again at once
+        waiting = manager.status()["mine"]
+        clock.advance(4.0)
+        assert await manager.tools() == []
+        later = manager.status()["mine"]
+        clock.advance(1.0)
+        tools = {tool.name for tool in await manager.tools()}
+        running = manager.status()["mine"]
+
+    assert notice.text.startswith(
+        "MCP server 'mine' could not start: exited with code 1 during startup;"
+    )
+    assert "fatal: no API key" in notice.text
+    assert notice.text.endswith(
+        "its tools are not available (tried again when next used after 5 s, or at once if its"
+        " configuration changes)"
+    )
+    assert waiting.endswith(
+        "(tried again when next used after 5 s, or at once if its configuration changes)"
+    )
+    assert later.endswith(
+        "(tried again when next used after 1 s, or at once if its configuration changes)"
+    )
+    assert "mine__echo" in tools
+    assert running.startswith("running, ")

@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from runtime.hooks import ClaudeHookReport, HookEntry, HooksConfig
     from runtime.models import Run
 
-MCP_CHECK_SECONDS = 30.0
-
 
 def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
     """``PRAGMA user_version``, ``PRAGMA integrity_check``'s complaints and the schema check's
@@ -388,7 +386,7 @@ async def _check_mcp(ctx: Context, config: Config | None) -> bool:
         return False
     manager = McpManager(servers, workspace=ctx.workspace)
     try:
-        reports = await manager.check(timeout=MCP_CHECK_SECONDS)
+        reports = await manager.check()  # each server within its startup_timeout
     finally:
         await manager.aclose()
     healthy = True
