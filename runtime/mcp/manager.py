@@ -55,7 +55,10 @@ _STOP_GRACE = 10.0
 """Seconds a server's task gets to shut its server down before it is cancelled."""
 RETRY_FAILED_AFTER = 5.0
 """Seconds after a failed start before the next use tries the server again (a changed
-configuration is tried at once): short, so a server fixed in place is soon used."""
+configuration is tried at once): short, so a server fixed in place is soon used. Doubled after
+each failure in a row, up to ``RETRY_FAILED_AT_MOST``: a server that hangs at start-up costs a
+step its ``startup_timeout`` less and less often."""
+RETRY_FAILED_AT_MOST = 120.0
 
 
 @dataclass(frozen=True)
@@ -669,6 +672,8 @@ class McpManager:
         self._retired: set[_Connection] = set()
         self._locks: dict[str, asyncio.Lock] = {name: asyncio.Lock() for name in self.servers}
         self._failed_at: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
+        """Failed starts in a row, by server: each doubles the wait before the next try."""
         self._notices: list[McpNotice] = []
         self._failures_told: set[str] = set()
         """Servers whose failure to start was said: said again only after the server started
@@ -784,6 +789,7 @@ class McpManager:
                 self._retire(connection, "was stopped: its configuration changed")
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)
+            self._failures.pop(name, None)
             self._failures_told.discard(name)
             self._locks.setdefault(name, asyncio.Lock())
             if name not in wanted:
@@ -856,7 +862,9 @@ class McpManager:
         failed_at = self._failed_at.get(name)
         if failed_at is None:
             return None
-        left = failed_at + self.retry_failed_after - self._clock.monotonic()
+        in_a_row = self._failures.get(name, 1)
+        wait = min(self.retry_failed_after * 2 ** (in_a_row - 1), RETRY_FAILED_AT_MOST)
+        left = failed_at + wait - self._clock.monotonic()
         return left if left > 0 else None
 
     def _retry_words(self, name: str) -> str:
@@ -895,6 +903,7 @@ class McpManager:
                     self._retire(connection, exc.reason)
                     self.errors[name] = exc.reason
                     self._failed_at[name] = self._clock.monotonic()
+                    self._failures[name] = self._failures.get(name, 0) + 1
                     logger.warning("MCP server %r could not start: %s", name, exc.reason)
                     if name not in self._failures_told:
                         self._failures_told.add(name)
@@ -912,6 +921,7 @@ class McpManager:
                     raise
             self.errors.pop(name, None)
             self._failed_at.pop(name, None)
+            self._failures.pop(name, None)
             self._failures_told.discard(name)
             return connection
 

@@ -290,3 +290,29 @@ async def test_a_server_fixed_in_place_is_tried_again_a_few_seconds_after_it_fai
     )
     assert "mine__echo" in tools
     assert running.startswith("running, ")
+
+
+async def test_a_server_failing_again_and_again_is_tried_less_and_less_often(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A server that hangs at start-up costs the step that tries it its startup_timeout: a
+    retry every 5 s would hold most steps of a run. The wait doubles with each failure in a
+    row (5, 10, 20 s …), and starts over once the server started."""
+    script = tmp_path / "server.py"
+    script.write_text(_FAILING_SERVER)
+    config = StdioServerConfig(
+        command=sys.executable, args=[str(script)], env=stdio_config("basic").env
+    )
+    clock = ManualClock()
+    waits = []
+    async with McpManager({"mine": config}, workspace=workspace, clock=clock) as manager:
+        for _ in range(4):
+            assert await manager.tools() == []  # fails, and the wait before the next try …
+            status = manager.status()["mine"]
+            waits.append(int(status.split("after ", 1)[1].split(" s,", 1)[0]))
+            clock.advance(waits[-1] - 1)
+            assert await manager.tools() == []  # … holds until it is over
+            assert manager.status()["mine"].split("after ", 1)[1].startswith("1 s,")
+            clock.advance(1)
+
+    assert waits == [5, 10, 20, 40]
