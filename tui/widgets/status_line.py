@@ -43,8 +43,8 @@ SANDBOX_HINT = "shell not sandboxed: every shell call asks"
 ATTACHED_HINT = "attached: new jobs go to workers"
 """Shown in attach mode (``agent-tui --attach``)."""
 STOP_HINT = "esc to interrupt"
-"""Where Esc stops the run on screen (the screen's binding)."""
-SHORT_STOP_HINT = "esc stops"
+"""Where Esc stops the run on screen (the screen's binding). It has no shorter wording (the
+README's keys say this one): where the line is short, the figures give way before it."""
 ELSEWHERE = "worked by another process"
 
 
@@ -261,10 +261,10 @@ class StatusLine(Static):
         )
 
     def _stop_part(self) -> _Part:
-        """The keys that stop the run, as they work where the focus is: "esc stops" read while
+        """The keys that stop the run, as they work where the focus is: the Esc hint was read while
         a sub-run's question had the keys, where Esc leaves the prompt (a new-user trial)."""
         if self.stop_keys == "esc":
-            return _Part(STOP_HINT, ((SHORT_STOP_HINT, 3), ("", 10)))
+            return _Part(STOP_HINT, (("", 10),))
         cancels = f"{self.stop_keys} cancels"
         if self.elsewhere:
             return _Part(f"{ELSEWHERE} · {cancels}", ((cancels, 3), ("", 10)))
