@@ -35,7 +35,9 @@ FORM_SCHEMA = {
 }
 
 
-async def _waiting_elicitation(runtime: Runtime, workspace: Path) -> tuple[str, str]:
+async def _waiting_elicitation(
+    runtime: Runtime, workspace: Path, schema: dict[str, Any] = FORM_SCHEMA
+) -> tuple[str, str]:
     """A run waiting on an MCP-style form, made through the store as the engine would."""
     store = runtime.store
     run = await store.create_run(
@@ -54,7 +56,7 @@ async def _waiting_elicitation(runtime: Runtime, workspace: Path) -> tuple[str, 
         request=NewInputRequest(
             kind=InputKind.ELICITATION,
             prompt="Details for the booking",
-            schema=FORM_SCHEMA,
+            schema=schema,
             detail={"server": "bookings"},
         ),
     )
@@ -93,6 +95,37 @@ async def test_an_elicitation_form_shows_errors_beside_fields_then_sends_the_ans
     assert answered.state is InputRequestState.ANSWERED
     assert answered.answer["content"] == {"name": "Ada", "count": 4, "urgent": False}
     assert run_id
+
+
+async def test_a_number_typed_over_its_default_replaces_it_and_is_kept_when_focus_returns(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # Found by a trial: Tab into a field whose default is 42, type 500, and it read 42500
+    # ("greater than the maximum of 100"). What was typed is still kept when the focus comes
+    # back (it was once replaced whole by the next key).
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "guests": {"type": "integer", "title": "Guests", "default": 42, "maximum": 100},
+        },
+    }
+    _, request_id = await _waiting_elicitation(runtime, workspace, schema)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.query(ElicitationForm))
+        form = screen.query_one(ElicitationForm)
+        guests = form.query_one("#input-guests", Input)
+        await pilot.press(*"Ada", "tab", "5")
+        await wait_until(pilot, lambda: guests.value == "5")
+        await pilot.press("shift+tab", "tab", "0", "ctrl+s")
+        await wait_until(pilot, lambda: not screen.query(ElicitationForm))
+    answered = await runtime.store.get_input_request(request_id)
+    assert answered.answer["content"] == {"name": "Ada", "guests": 50}
 
 
 def test_the_project_themes_load_and_validate() -> None:

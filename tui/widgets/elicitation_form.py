@@ -147,18 +147,29 @@ class ElicitationForm(Vertical):
                     id=widget_id,
                 )
             case FieldKind.TEXT | FieldKind.INTEGER | FieldKind.NUMBER | FieldKind.LIST:
+                default = field.default_text()
                 return OrderedInput(
-                    value=field.default_text(),
+                    value=default,
                     placeholder=_PLACEHOLDERS[field.kind],
                     type=_INPUT_TYPES.get(field.kind, "text"),
                     id=widget_id,
-                    select_on_focus=False,  # back to a field: what it holds is kept, not replaced
+                    # Back to a field, what it holds is kept, not replaced. Except a number
+                    # still holding the form's default: what is typed replaces it (a default
+                    # of 42 and "500" typed read 42500). Typed in once, it is kept
+                    # (``on_input_changed``).
+                    select_on_focus=field.kind in _INPUT_TYPES and bool(default),
                 )
             case _:
                 assert_never(field.kind)
 
     def on_mount(self) -> None:
         self.focus_first_field()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """A field typed in keeps what it holds when the focus comes back to it."""
+        field = next((f for f in self.fields if event.input.id == f"input-{f.name}"), None)
+        if field is not None and event.value != field.default_text():
+            event.input.select_on_focus = False
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
