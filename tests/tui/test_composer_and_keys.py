@@ -89,6 +89,22 @@ async def test_typing_an_answer_with_action_letters_is_text_and_neither_cancels_
     assert not (workspace / ".agent-tui" / "exports").exists()  # nothing exported
 
 
+async def test_shift_tab_from_a_question_s_answer_field_goes_back_to_the_conversation(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: from the answer field shift+tab left the focus where it was (Tab went
+    to the browser)."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, _ = await asked_in_the_tui(pilot, app)
+        field = screen.query_one(AnswerInput)
+        await wait_until(pilot, lambda: app.focused is field)
+        await pilot.press("shift+tab")
+        await wait_until(pilot, lambda: app.focused is screen.conversation)
+        await pilot.press("tab")  # and forward again, to the field
+        await wait_until(pilot, lambda: app.focused is field)
+
+
 async def test_a_prompt_that_comes_after_an_answer_takes_the_keys_from_the_message_kept_meanwhile(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -134,6 +134,10 @@ class QuestionPrompt(Vertical, can_focus=True):
         yield Static(" · ".join(keys), classes="prompt-keys", markup=False)
 
     def on_mount(self) -> None:
+        # With an answer field, the field is the prompt's only focus stop: the prompt itself
+        # redirects its focus there, so as a stop before the field it kept shift+tab from ever
+        # leaving (shift+tab went to the prompt, which gave the focus back to the field).
+        self.can_focus = not allows_free_text(self.request)
         self._show_highlight()
 
     def focus(self, scroll_visible: bool = True) -> QuestionPrompt:
