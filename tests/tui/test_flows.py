@@ -135,6 +135,34 @@ async def test_notifications_never_cover_the_composer(runtime: Runtime, workspac
             assert not toast.region.overlaps(composer), (toast.region, composer)
 
 
+GHOST_NOTICE = (
+    "MCP server 'ghost' could not start: command not found: '/nonexistent/bin/mcp-ghost'; its"
+    " tools are not available"
+)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (92, 30), (80, 24)])
+async def test_every_word_of_a_long_notification_is_on_screen(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a trial: at 120 columns this notice showed two lines and "available" never
+    appeared (its height was worked out two columns wider than it was drawn)."""
+    import html
+
+    from textual.widgets._toast import Toast
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        screen = main_screen(app)
+        app.notify(GHOST_NOTICE, severity="warning", markup=False)
+        await wait_until(pilot, lambda: bool(screen.query(Toast)))
+        await pilot.pause()
+        # Simplified: a word's letters in one piece of the picture; spaces drawn as no-break.
+        drawn = html.unescape(app.export_screenshot(simplify=True)).replace("\xa0", " ")
+    missing = [word for word in GHOST_NOTICE.split() if word not in drawn]
+    assert missing == []
+
+
 async def test_denying_with_a_reason_sends_the_reason(runtime: Runtime, workspace: Path) -> None:
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
