@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from runtime.errors import RunStateConflict, RunSuperseded
+from runtime.hints import command
 from runtime.kinds import RunState
 from runtime.owners import ACTIVE_STATES, gone_owners
 
@@ -61,7 +62,7 @@ def state_as_seen(run: Run) -> str:
 
 def retry_or_cancel(run_id: str) -> str:
     """What a person can do with a run that ``waits_for_retry``, as commands to copy."""
-    return f"retry it (agent-tui retry {run_id}) or cancel it (agent-tui cancel {run_id})"
+    return f"retry it ({command('retry', run_id)}) or cancel it ({command('cancel', run_id)})"
 
 
 def not_waiting_for_input(run: Run) -> str:
@@ -76,7 +77,7 @@ def not_waiting_for_input(run: Run) -> str:
         # Why it failed, not only that it did: a form whose MCP session ended fails its run
         # (DESIGN §4.1), and `respond` is where a person finds out.
         again = (
-            f"; retry it to be asked again (agent-tui retry {run.id})"
+            f"; retry it to be asked again ({command('retry', run.id)})"
             if failure.code == "input_unanswerable"
             else ""
         )
@@ -130,14 +131,14 @@ def superseded_error(
     if checkpoints:
         branch = (
             "to go on from this run instead, fork its last checkpoint into a new job: "
-            f"agent-tui fork {checkpoints[-1].id} [PROMPT]"
+            f"{command('fork', checkpoints[-1].id, '[PROMPT]')}"
         )
     else:
         branch = "it has no checkpoint to fork from"
     return RunSuperseded(
         f"run {run.id} cannot be retried: {went_on} continued its job (the latest is run "
         f"{later[-1].id}), and a retry would go on from this run without their turns; "
-        f"{branch}; or continue the job: agent-tui follow-up {run.job_id} PROMPT"
+        f"{branch}; or continue the job: {command('follow-up', run.job_id, 'PROMPT')}"
     )
 
 

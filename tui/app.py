@@ -196,6 +196,15 @@ class AgentTuiApp(App[int]):
             raise RuntimeError("the runtime is not open yet")
         return self.runtime
 
+    def error_text(self, error: AgentTuiError) -> str:
+        """A runtime error as this app shows it: the commands it names (``agent-tui retry
+        ID``) with this database's ``--db``, or typed in a shell they would open another."""
+        if self.runtime is None:
+            return str(error)
+        from tui._cli.settings import naming_the_database
+
+        return naming_the_database(str(error), self.runtime.store.location)
+
     CSS_PATH = "screens/main.tcss"
     """The main screen's stylesheet, read with the app's own at start: as the screen's
     ``CSS_PATH`` it had every stylesheet parsed and applied again when the screen was first
@@ -336,7 +345,12 @@ class AgentTuiApp(App[int]):
                 self.notify(f"Live updates are off: {error}", severity="error")
             return
         if isinstance(error, AgentTuiError):
-            self.notify(str(error), title=error.code.replace("_", " "), severity="error")
+            self.notify(
+                self.error_text(error),
+                title=error.code.replace("_", " "),
+                severity="error",
+                markup=False,  # a refusal names commands with [OPTIONAL] words
+            )
         else:
             log.error("worker %s failed", event.worker.name, exc_info=error)
             self.notify(f"{type(error).__name__}: {error}", title="Error", severity="error")

@@ -98,13 +98,16 @@ def _logging_to(path: Path, *, own_folder: bool = False) -> Iterator[None]:
 
 
 def _error_message(exc: AgentTuiError, db_path: Path | str | None) -> str:
-    from tui._cli.settings import shown
+    from tui._cli.settings import naming_the_database, shown
 
-    db_path = shown(db_path) if db_path is not None else None
     message = _one_line(exc.message or exc.code)
-    if isinstance(exc, DatabaseError) and db_path is not None and str(db_path) not in message:
+    if db_path is None:
+        return message
+    message = naming_the_database(message, db_path)  # its commands open this database
+    db_path = shown(db_path)
+    if isinstance(exc, DatabaseError) and str(db_path) not in message:
         message = f"{db_path}: {message}"
-    elif isinstance(exc, NotFoundError) and db_path is not None and str(db_path) not in message:
+    elif isinstance(exc, NotFoundError) and str(db_path) not in message:
         message = f"{message} (looked in {db_path})"
     return message
 

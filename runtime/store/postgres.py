@@ -50,7 +50,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from runtime import errors
+from runtime import errors, hints
 from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
 from runtime.drafts import DraftRevisions, draft_revision
@@ -1583,7 +1583,8 @@ class PostgresStore:
                 raise errors.JobNotFound(f"job {job_id} not found")
             if not row["archived"]:
                 raise errors.ConflictError(
-                    f"job {job_id} is not archived; archive it first (agent-tui archive {job_id})"
+                    f"job {job_id} is not archived; archive it first"
+                    f" ({hints.command('archive', job_id)})"
                 )
             forks = await conn.fetch(
                 "SELECT DISTINCT r.job_id FROM runs AS r JOIN runs AS h ON h.id = r.history_run_id"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from runtime import errors
+from runtime import errors, hints
 from runtime.canonical import canonical_hash
 from runtime.events import (
     CheckpointCreated,
@@ -356,7 +356,7 @@ def active_root_conflict(active_root: Run) -> errors.RunStateConflict:
     if waits_for_retry(active_root):
         return errors.RunStateConflict(
             f"{where} was interrupted and waits for a retry; retry that one "
-            f"(agent-tui retry {active_root.id}) or cancel it first"
+            f"({hints.command('retry', active_root.id)}) or cancel it first"
         )
     return errors.RunStateConflict(
         f"{where} is {active_root.state.value}; wait for it, answer it or cancel it first"
@@ -387,7 +387,8 @@ def create_run(
     elif is_root:
         if job_archived:
             raise errors.ConflictError(
-                f"job {job_id} is archived; `agent-tui unarchive {job_id}` brings it back first"
+                f"job {job_id} is archived; `{hints.command('unarchive', job_id)}` brings it"
+                " back first"
             )
         if active_root is not None:
             raise active_root_conflict(active_root)
@@ -1009,7 +1010,7 @@ def _job_run_open(job: Job, open_run: Run) -> errors.JobRunOpen:
     elif open_run.state is RunState.INPUT_REQUIRED:
         message = (
             f"job {job.id} has a run that is input_required ({run_id}); answer it"
-            f" (agent-tui respond {run_id} ANSWER) or cancel it before archiving"
+            f" ({hints.command('respond', run_id, 'ANSWER')}) or cancel it before archiving"
         )
     else:
         message = (

@@ -42,7 +42,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import TypeAdapter
 
-from runtime import errors
+from runtime import errors, hints
 from runtime.canonical import canonical_hash
 from runtime.clock import Clock, SystemClock
 from runtime.drafts import DraftRevisions, draft_revision
@@ -1815,7 +1815,8 @@ class SqliteStore:
                 raise errors.JobNotFound(f"job {job_id} not found")
             if not row["archived"]:
                 raise errors.ConflictError(
-                    f"job {job_id} is not archived; archive it first (agent-tui archive {job_id})"
+                    f"job {job_id} is not archived; archive it first"
+                    f" ({hints.command('archive', job_id)})"
                 )
             forks = conn.execute(
                 "SELECT DISTINCT r.job_id FROM runs AS r JOIN runs AS h ON h.id = r.history_run_id"

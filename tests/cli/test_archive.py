@@ -90,7 +90,7 @@ def test_a_job_waiting_for_input_cannot_be_archived(cli: Cli) -> None:
     assert result.returncode == 2
     assert "input_required" in result.stderr and "cancel it" in result.stderr
     # The command line's own way to answer it (the TUI words its refusal with its keys).
-    assert "agent-tui respond" in result.stderr
+    assert f"agent-tui --db {cli.db.resolve()} respond " in result.stderr  # this database
     assert "Traceback" not in result.stderr
     assert _count(cli, "SELECT archived FROM jobs WHERE id = ?", job_id) == 0
 
@@ -100,7 +100,10 @@ def test_delete_is_refused_on_a_job_that_is_not_archived(cli: Cli) -> None:
     before = _count(cli, "SELECT count(*) FROM messages WHERE job_id = ?", job_id)
     result = cli.run("delete", job_id, "--yes")
     assert result.returncode == 2
-    assert "not archived" in result.stderr and f"agent-tui archive {job_id}" in result.stderr
+    assert (
+        "not archived" in result.stderr
+        and f"agent-tui --db {cli.db.resolve()} archive {job_id}" in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert _count(cli, "SELECT count(*) FROM messages WHERE job_id = ?", job_id) == before > 0
 

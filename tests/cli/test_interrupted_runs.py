@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shlex
 import sqlite3
 import time
 from pathlib import Path
@@ -228,9 +230,11 @@ def test_retrying_an_old_run_of_a_job_whose_newer_run_waits_for_retry_names_it_i
     assert "interrupted (waits for retry)" in _line_of(cli.run("runs").stdout, newer.id)
     counts = _rows(cli.db)
 
+    # The database is not the default one (--db): the command names it, or it opens another.
+    command = f"agent-tui --db {cli.db.resolve()}"
     refusal = (
         f"agent-tui: error: run {newer.id} of job {first.job_id} was interrupted and waits for a"
-        f" retry; retry that one (agent-tui retry {newer.id}) or cancel it first\n"
+        f" retry; retry that one ({command} retry {newer.id}) or cancel it first\n"
     )
     retried = cli.run("retry", first.id)
     assert (retried.returncode, retried.stdout, retried.stderr) == (2, "", refusal)
@@ -246,7 +250,8 @@ def test_respond_and_archive_call_an_interrupted_run_interrupted_and_say_how_to_
     for a retry (found by a new-user trial)."""
     first, newer = asyncio.run(_cancelled_then_interrupted(cli))
     counts, before = _rows(cli.db), _contents(cli.db)
-    go_on = f"retry it (agent-tui retry {newer.id}) or cancel it (agent-tui cancel {newer.id})"
+    command = f"agent-tui --db {cli.db.resolve()}"  # not the default database
+    go_on = f"retry it ({command} retry {newer.id}) or cancel it ({command} cancel {newer.id})"
 
     answered = cli.run("respond", newer.id, "yes")
     assert (answered.returncode, answered.stdout, answered.stderr) == (
@@ -263,6 +268,22 @@ def test_respond_and_archive_call_an_interrupted_run_interrupted_and_say_how_to_
         f" retry ({newer.id}); {go_on} before archiving\n",
     )
     assert _rows(cli.db) == counts and _contents(cli.db) == before  # nothing was changed
+
+
+def test_the_commands_a_refusal_names_open_the_database_given_with_db(cli: Cli) -> None:
+    """The runtime's "retry it (agent-tui retry ID) or cancel it (agent-tui cancel ID)" said
+    no --db: typed in a shell, it opened the default database and found no such run."""
+    _, newer = asyncio.run(_cancelled_then_interrupted(cli))
+    refused = cli.run("respond", newer.id, "yes")
+    found = re.search(r"cancel it \((agent-tui [^()]*) cancel ([0-9a-f]+)\)", refused.stderr)
+    assert found is not None, refused.stderr
+    command = shlex.split(found.group(1))
+    assert command == ["agent-tui", "--db", str(cli.db.resolve())]
+    cancelled = cli.run(*command[1:], "cancel", found.group(2), global_options=False)
+    assert cancelled.returncode == 0, cancelled.stderr
+    with sqlite3.connect(f"file:{cli.db}?mode=ro", uri=True) as conn:
+        [state] = conn.execute("SELECT state FROM runs WHERE id = ?", (newer.id,)).fetchone()
+    assert state == RunState.CANCELLED.value
 
 
 def test_runs_state_queued_lists_the_runs_about_to_start_and_interrupted_ones_only_as_interrupted(

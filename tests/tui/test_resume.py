@@ -664,3 +664,39 @@ async def test_resume_with_a_sub_runs_id_opens_that_sub_run_not_its_jobs_root_ru
 
         # Its row in the browser is the one under the cursor (under its parent's, unfolded).
         await wait_until(pilot, lambda: under_the_cursor() == child.id, timeout=15)
+
+
+async def test_r_on_a_run_later_runs_went_past_names_commands_for_this_database(
+    db_path: Path, workspace: Path
+) -> None:
+    """The runtime's refusal says what to type instead ("agent-tui fork …", "agent-tui
+    follow-up …"); shown as it was, without --db, those commands opened the default
+    database, not this one, and found no such job."""
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        first = await runtime.start("summarise")
+        await runtime.wait(first.id, timeout=10)  # the demo model asks a question
+        await runtime.cancel(first.id, reason="not now")
+        later = await runtime.follow_up(first.job_id, "and the tests")
+        await finish_run(runtime, later.id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            screen.open_run(first.id)
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == first.id,
+            )
+            screen.job_tree.focus()
+            await pilot.press("R")
+            await wait_until(
+                pilot, lambda: any("cannot be retried" in t for t in notifications(app))
+            )
+            [told] = [t for t in notifications(app) if "cannot be retried" in t]
+        command = f"agent-tui --db {db_path.resolve()}"  # not the default database
+        assert f"or continue the job: {command} follow-up {first.job_id} PROMPT" in told
+        assert "agent-tui fork" not in told and "agent-tui follow-up" not in told
+        assert len(await runtime.job_runs(first.job_id)) == 2  # nothing was retried
+    finally:
+        await runtime.close()

@@ -58,6 +58,22 @@ def command_line(db: DbLocation) -> str:
     return "agent-tui"
 
 
+def naming_the_database(text: str, db: DbLocation) -> str:
+    """``text``, a runtime message, with each command it names (``runtime.hints.command``:
+    ``agent-tui retry ID``) as ``command_line`` types it for ``db``: the runtime does not
+    know which database its client opened."""
+    import re
+
+    from runtime.hints import COMMANDS, PROGRAM
+
+    line = command_line(db)
+    if line == PROGRAM:
+        return text
+    names = "|".join(re.escape(name) for name in sorted(COMMANDS))
+    found = re.compile(rf"(?<![\w./-]){re.escape(PROGRAM)} (?=(?:{names}) )")
+    return found.sub(lambda _: f"{line} ", text)
+
+
 def resolve_db_path(option: str | None) -> DbLocation:
     """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
     ``postgresql://`` URL is kept as it is (a ``str``)."""

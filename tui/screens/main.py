@@ -430,7 +430,9 @@ class MainScreen(Screen[None]):
         try:
             text = await prompt_text(manager, name, argument)
         except AgentTuiError as error:
-            self.notify(str(error), title=f"/{name}", severity="error")
+            self.notify(
+                self.agent_app.error_text(error), title=f"/{name}", severity="error", markup=False
+            )
         finally:
             if self.is_attached:
                 # Failed (an error of any kind), the command comes back, to be corrected.
@@ -1788,7 +1790,12 @@ class MainScreen(Screen[None]):
             composer.input.value = message.text
         run = message.interrupted_run
         if run is None or message.job_id is None or composer.follow_up_job_id != message.job_id:
-            self.notify(str(message.error), title="Not sent", severity="error")
+            self.notify(
+                self.agent_app.error_text(message.error),
+                title="Not sent",
+                severity="error",
+                markup=False,
+            )
             return
         from tui.widgets.confirm_bar import ConfirmBar
 
@@ -2379,7 +2386,7 @@ class MainScreen(Screen[None]):
         )
 
     async def on_answer_failed(self, message: AnswerFailed) -> None:
-        text = str(message.error)
+        text = self.agent_app.error_text(message.error)
         typed = message.value if isinstance(message.value, str) else None
         if isinstance(message.error, AlreadyAnswered):
             # Said without the request's internal id (a trial read a 32-digit hex in it).
@@ -3111,7 +3118,12 @@ class MainScreen(Screen[None]):
             )
             return
         except AgentTuiError as exc:
-            self.notify(str(exc), title="Not archived", severity="warning")
+            self.notify(
+                self.agent_app.error_text(exc),
+                title="Not archived",
+                severity="warning",
+                markup=False,
+            )
             return
         finally:
             self._archiving.remove(job_id)
@@ -3152,7 +3164,12 @@ class MainScreen(Screen[None]):
                 self._archived_here.remove(job_id)
                 job = await self.runtime.store.set_job_archived(job_id, False)
         except AgentTuiError as exc:
-            self.notify(str(exc), title="Not brought back", severity="warning")
+            self.notify(
+                self.agent_app.error_text(exc),
+                title="Not brought back",
+                severity="warning",
+                markup=False,
+            )
             return
         finally:
             self._undoing.discard(job_id)
