@@ -138,7 +138,8 @@ def test_retry_of_a_failed_run_a_later_follow_up_went_past_is_refused_in_one_lin
             f"agent-tui: error: run {run_id} cannot be retried: a later run continued its job "
             f"(the latest is run {follow_up_id})"
         )
-        assert "agent-tui follow-up" in line and "--rerun" not in line
+        # The command names this database (the test's is not the default one).
+        assert f"agent-tui --db {cli.db} follow-up" in line and "--rerun" not in line
     with sqlite3.connect(cli.db) as conn:
         assert [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES] == counts
     listed = cli.run("runs", "--state", "interrupted")

@@ -180,5 +180,5 @@ def test_respond_after_the_process_holding_the_form_died_says_why_and_how_to_go_
         f"agent-tui: error: run {run_id} is not waiting for input: it failed — the request"
         f" for input {request_id} ('Who are you?') can no longer be answered: the MCP server"
         " session that asked for this ended when agent-tui stopped; retry it to be asked again"
-        f" (agent-tui retry {run_id})\n"
+        f" (agent-tui --db {cli.db} retry {run_id})\n"
     )
