@@ -6,6 +6,8 @@ standing for an MCP server's."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,29 @@ def _many_tools(count: int) -> dict[str, Tool]:
     tools: dict[str, Tool] = dict(builtin_tools())
     tools.update((tool.name, tool) for tool in map(_CatalogueTool, range(count)))
     return tools
+
+
+@asynccontextmanager
+async def _notices_until_the_run_ends(runtime: Any) -> AsyncIterator[list[Notice]]:
+    """The notices published while the block runs, and until the run it starts ends (they are
+    transient: observed from before the run starts)."""
+    notices: list[Notice] = []
+    ended = asyncio.Event()
+
+    async def collect() -> None:
+        async for event in runtime.observe():
+            if isinstance(event, Notice):
+                notices.append(event)
+            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
+                ended.set()
+                return
+
+    watcher = asyncio.create_task(collect())
+    await asyncio.sleep(0)  # subscribed before the run starts
+    yield notices
+    async with asyncio.timeout(WAIT):
+        await ended.wait()
+        await watcher
 
 
 def _read_big() -> Turn:
@@ -105,27 +130,12 @@ async def test_definitions_alone_past_the_threshold_are_told_once_an_execution_a
         ],
         config=Config(defaults=Defaults(context_window=1000, compact_at=0.8)),
     )
-    notices: list[Notice] = []
-    completed = asyncio.Event()
-
-    async def collect() -> None:
-        async for event in runtime.observe():
-            if isinstance(event, Notice):
-                notices.append(event)
-            elif isinstance(event, RunStateChanged) and event.to_state is RunState.COMPLETED:
-                completed.set()
-                return
-
-    watcher = asyncio.create_task(collect())
-    await asyncio.sleep(0)  # subscribed before the run starts
-    run = await runtime.start("read big.txt")
-    asked = await runtime.wait(run.id, timeout=WAIT)
-    assert asked.state is RunState.INPUT_REQUIRED and asked.request is not None
-    await runtime.respond(run.id, asked.request.id, "big.txt")  # a second execution
-    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-    async with asyncio.timeout(WAIT):
-        await completed.wait()
-        await watcher
+    async with _notices_until_the_run_ends(runtime) as notices:
+        run = await runtime.start("read big.txt")
+        asked = await runtime.wait(run.id, timeout=WAIT)
+        assert asked.state is RunState.INPUT_REQUIRED and asked.request is not None
+        await runtime.respond(run.id, asked.request.id, "big.txt")  # a second execution
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
 
     # Every request went without a summary call in between: four steps, four requests.
     assert len(provider.requests) == 4
@@ -156,24 +166,9 @@ async def test_definitions_just_under_the_threshold_compact_at_most_once_and_say
         # of catalogue tools, the built-in tools' definitions and the system prompt.
         tools=_many_tools(42),
     )
-    notices: list[Notice] = []
-    completed = asyncio.Event()
-
-    async def collect() -> None:
-        async for event in runtime.observe():
-            if isinstance(event, Notice):
-                notices.append(event)
-            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
-                completed.set()
-                return
-
-    watcher = asyncio.create_task(collect())
-    await asyncio.sleep(0)  # subscribed before the run starts
-    run = await runtime.start("read big.txt five times")
-    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-    async with asyncio.timeout(WAIT):
-        await completed.wait()
-        await watcher
+    async with _notices_until_the_run_ends(runtime) as notices:
+        run = await runtime.start("read big.txt five times")
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
 
     summary_calls = [r for r in provider.requests if r.system == SUMMARISER_SYSTEM]
     assert len(summary_calls) <= 1
@@ -202,24 +197,9 @@ async def test_a_compaction_that_leaves_the_request_past_the_threshold_is_not_tr
         config=Config(defaults=Defaults(context_window=window, compact_at=0.8)),
         tools=_many_tools(30),  # ~5,800 tokens a request before its messages
     )
-    notices: list[Notice] = []
-    completed = asyncio.Event()
-
-    async def collect() -> None:
-        async for event in runtime.observe():
-            if isinstance(event, Notice):
-                notices.append(event)
-            elif isinstance(event, RunStateChanged) and event.to_state.is_terminal:
-                completed.set()
-                return
-
-    watcher = asyncio.create_task(collect())
-    await asyncio.sleep(0)  # subscribed before the run starts
-    run = await runtime.start("read big.txt four times")
-    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
-    async with asyncio.timeout(WAIT):
-        await completed.wait()
-        await watcher
+    async with _notices_until_the_run_ends(runtime) as notices:
+        run = await runtime.start("read big.txt four times")
+        assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
 
     assert [r.system == SUMMARISER_SYSTEM for r in provider.requests].count(True) == 1
     assert [n.note for n in await runtime.extensions.notes(run.id)].count("compaction") == 1
