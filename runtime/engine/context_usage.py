@@ -2,7 +2,8 @@
 definitions, a compaction's summary and its messages by who wrote them, each estimated the way
 compaction estimates a request (characters / ``CHARS_PER_TOKEN``; the tool definitions with the
 same ``tool_specs_tokens`` compaction counts), beside what the job's latest model call measured
-and the model's window.
+and the model's window; and whether compacting could bring the request under ``compact_at``
+at all, asked as the engine asks it (``compaction_room``, ``compaction_can_help``).
 
 Read only: the request is put together from the job's latest root run as the executor would
 (its history read once, the compaction applied, its phase found from its route calls), but
@@ -15,7 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, message_chars, tool_specs_tokens
+from runtime.compaction import (
+    CHARS_PER_TOKEN,
+    DEFAULT_SHARE,
+    MESSAGE_TOKENS,
+    compaction_can_help,
+    compaction_room,
+    message_chars,
+    summary_allowance,
+    tool_specs_tokens,
+)
 from runtime.engine.catalog import Catalog, tool_allowed
 from runtime.engine.executor import system_prompt
 from runtime.engine.extensions import (
@@ -57,10 +67,32 @@ class ContextUsage:
     messages: int = 0
     mcp_not_counted: list[str] = field(default_factory=list)
     """MCP servers not running: their tools' definitions are not counted."""
+    compact_at: float = DEFAULT_SHARE
+    """``[defaults] compact_at``: the share of the window past which the engine compacts."""
+    summary_allowance: int = 0
+    """What the next compaction's summary is expected to take (``summary_allowance``)."""
 
     @property
     def estimated(self) -> int:
         return self.system + self.tools + self.summary + sum(self.by_writer.values())
+
+    @property
+    def threshold(self) -> int:
+        """The tokens ``compact_at`` of the window allows a request."""
+        return int(self.window * self.compact_at)
+
+    @property
+    def compaction_can_help(self) -> bool:
+        """Whether a compaction could leave the recent history room below ``compact_at``, as
+        the engine decides before compacting: not when the system prompt and the tool
+        definitions, with the summary, take (almost) all the threshold allows."""
+        room = compaction_room(
+            self.system + self.tools,
+            context_window=self.window,
+            share=self.compact_at,
+            summary_tokens=self.summary_allowance,
+        )
+        return compaction_can_help(room, context_window=self.window)
 
 
 def _tokens(chars: int) -> int:
@@ -118,8 +150,9 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
     specs = catalog.offered(specs, job.workspace)
     sent, kept = compacted_messages(state.compaction, history)
     summary = sent[: len(sent) - len(kept)]
+    window = catalog.context_window(catalog.provider(run.model), job.workspace)
     return ContextUsage(
-        window=catalog.context_window(catalog.provider(run.model), job.workspace),
+        window=window,
         measured=run.context_tokens or max((r.context_tokens for r in roots), default=0),
         system=_tokens(len(system)),
         tools=tool_specs_tokens(specs),
@@ -129,6 +162,27 @@ async def context_usage(store: Store, catalog: Catalog, job_id: str) -> ContextU
         by_writer=_by_writer(kept),
         messages=len(kept),
         mcp_not_counted=mcp_not_counted,
+        compact_at=catalog.config_for(job.workspace).defaults.compact_at,
+        summary_allowance=summary_allowance(
+            context_window=window,
+            previous_summary=state.compaction.summary if state.compaction else None,
+        ),
+    )
+
+
+def _no_room(usage: ContextUsage) -> str:
+    """Why compacting cannot bring ``usage``'s requests under ``compact_at``."""
+    overhead = usage.system + usage.tools
+    allowed = f"compact_at ({usage.compact_at:.0%}) of the window allows"
+    taken = (
+        f"take ~{overhead:,} tokens, more than the {usage.threshold:,} {allowed}"
+        if overhead > usage.threshold
+        else f"take ~{overhead:,} of the {usage.threshold:,} tokens {allowed}"
+    )
+    return (
+        f"the system prompt and the tool definitions {taken}, leaving too little room for a"
+        f" summary (~{usage.summary_allowance:,}) and recent messages; the history is not"
+        " compacted: offer fewer tools (MCP servers, the agent's tools) or use a larger window"
     )
 
 
@@ -164,4 +218,7 @@ def usage_lines(usage: ContextUsage) -> list[str]:
         lines.append(part(f"messages: {writer}", tokens))
     free = max(0, usage.window - usage.estimated)
     lines.append(part("free", free, f"  ({usage.messages} messages in the next request)"))
+    if usage.window and not usage.compaction_can_help:
+        # The engine says so once an execution, in a notice; the report says it every time.
+        lines.append(f"  compaction cannot help: {_no_room(usage)}")
     return lines

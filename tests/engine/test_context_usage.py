@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS
-from runtime.engine.context_usage import usage_lines
+from runtime.compaction import CHARS_PER_TOKEN, MESSAGE_TOKENS, summary_allowance
+from runtime.engine.context_usage import ContextUsage, usage_lines
 from runtime.errors import JobNotFound
 from runtime.models import Usage
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
@@ -95,3 +95,35 @@ async def test_context_counts_the_tools_of_mcp_servers_running_and_starts_none(
         assert any("not those of basic: not running" in line for line in usage_lines(stopped))
     finally:
         await runtime.close()
+
+
+def test_the_report_says_compaction_cannot_help_when_the_summary_would_leave_too_little_room() -> (
+    None
+):
+    """Under the threshold but with less than 2% of the window left for recent messages once a
+    summary (4,096 tokens here) is counted, the engine does not compact: the report says so."""
+
+    def usage(tools: int) -> ContextUsage:
+        return ContextUsage(
+            window=100_000,
+            measured=0,
+            system=1_000,
+            tools=tools,
+            tool_count=300,
+            summary=0,
+            summarised=0,
+            compact_at=0.8,
+            summary_allowance=summary_allowance(context_window=100_000),
+        )
+
+    crowded = usage(73_500)  # 80,000 - 74,500 - 4,096 = 1,404 tokens of room: under 2,000
+    assert not crowded.compaction_can_help
+    assert usage_lines(crowded)[-1] == (
+        "  compaction cannot help: the system prompt and the tool definitions take ~74,500 of"
+        " the 80,000 tokens compact_at (80%) of the window allows, leaving too little room for"
+        " a summary (~4,096) and recent messages; the history is not compacted: offer fewer"
+        " tools (MCP servers, the agent's tools) or use a larger window"
+    )
+    roomy = usage(70_000)  # 4,904 tokens of room
+    assert roomy.compaction_can_help
+    assert not any("compaction cannot help" in line for line in usage_lines(roomy))

@@ -14,6 +14,7 @@ from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
 from runtime.commands import BUILTIN_COMMAND_NAMES
+from runtime.config import Config, Defaults
 from runtime.kinds import Role
 from runtime.models import RunState
 from runtime.skills import discover_skills, skill_text
@@ -444,6 +445,45 @@ async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
             assert part in shown, part
         usage = await runtime.context_usage(run.job_id)
         assert f"({usage.tool_count} tools)" in shown
+        assert "compaction cannot help" not in shown  # a large window: it can
+
+
+async def test_context_says_when_the_tool_definitions_leave_compaction_no_room(
+    db_path: Path, workspace: Path
+) -> None:
+    """``/context`` showed the figures but not that compacting could not bring the request
+    under ``compact_at`` (the engine says it once an execution, in a notice that passes): the
+    built-in tools' definitions alone are past 80% of a 1,000-token window."""
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(defaults=Defaults(context_window=1000, compact_at=0.8)),
+        model="demo:instant",
+    )
+    try:
+        run = await runtime.start("list the files here")
+        await finish_run(runtime, run.id)
+        usage = await runtime.context_usage(run.job_id)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+            screen.composer.focus_input()
+            await pilot.press(*"/context", "enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+            await pilot.pause()
+            shown = " ".join(screen_text(app).split())
+    finally:
+        await runtime.close()
+    overhead = usage.system + usage.tools
+    assert overhead > 800
+    assert (
+        f"compaction cannot help: the system prompt and the tool definitions take"
+        f" ~{overhead:,} tokens, more than the 800 compact_at (80%) of the window allows"
+    ) in shown
+    assert "offer fewer tools" in shown
 
 
 async def test_a_message_left_by_a_skill_named_like_a_built_in_is_shown_and_recalled_as_sent(
