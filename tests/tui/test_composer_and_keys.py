@@ -195,6 +195,35 @@ async def test_a_pasted_answer_of_several_lines_is_kept_whole_on_its_one_line(
     assert len((await runtime.list_jobs()).items) == 1  # no line went on as a message
 
 
+async def test_a_paste_with_windows_or_carriage_return_line_breaks_keeps_one_break_each(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A paste of Windows text (CRLF) or of text whose line breaks came as carriage returns
+    (xterm and tmux send a line feed as CR in a paste) has the lines it had, in the composer
+    and in the answer field: never a doubled blank line, never a CR left in the text."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        box = main_screen(app).composer.input
+        app.post_message(events.Paste("a\r\nb\r\n\r\nc"))
+        await wait_until(pilot, lambda: box.text != "")
+        await pilot.pause()
+        assert box.text == "a\nb\n\nc"
+        box.clear()
+        app.post_message(events.Paste("a\rb\r\rc"))
+        await wait_until(pilot, lambda: box.text != "")
+        await pilot.pause()
+        assert box.text == "a\nb\n\nc"
+        box.clear()
+
+        screen, _ = await asked_in_the_tui(pilot, app)
+        field = screen.query_one(AnswerInput)
+        await wait_until(pilot, lambda: app.focused is field)
+        app.post_message(events.Paste("first\r\n\r\nsecond\rthird\r\n"))
+        await wait_until(pilot, lambda: field.value != "")
+        await pilot.pause()
+        assert field.value == "first second third"
+
+
 async def test_a_long_paste_into_the_empty_answer_field_shows_its_end_and_the_cursor(
     runtime: Runtime, workspace: Path
 ) -> None:
