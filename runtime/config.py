@@ -4,7 +4,9 @@ Files, later ones win: the user's ``config.toml`` (``$XDG_CONFIG_HOME/agent-tui`
 workspace's ``.mcp.json`` (MCP servers only, Claude Code's format), then the workspace's
 ``agent-tui.toml``. Tables merge key by key; ``[permissions]`` lists are concatenated; an MCP
 server is taken whole from the last file that names it. ``AGENT_TUI_MODEL`` overrides
-``defaults.model``. Every problem is a ``ConfigError`` naming the file, the line and the key.
+``defaults.model``; ``MCP_TIMEOUT`` (milliseconds, as in Claude Code) is the ``startup_timeout``
+of the MCP servers that do not set one. Every problem is a ``ConfigError`` naming the file, the
+line and the key.
 
 Config files are edited with ``tomlkit`` (``runtime.config_edit``), so comments and layout
 survive; writes are atomic (temp file, then rename).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import tomllib
@@ -170,6 +173,9 @@ class Config(_Config):
 
 MCP_JSON_NAME = ".mcp.json"
 ENV_MODEL = "AGENT_TUI_MODEL"
+ENV_MCP_TIMEOUT = "MCP_TIMEOUT"
+"""Milliseconds an MCP server may take to start when its entry sets no ``startup_timeout``
+(the variable Claude Code reads for the same)."""
 
 _RESERVED_KEYS = ("sources", "warnings")
 """Fields of ``Config`` filled by the loader, not by a file."""
@@ -225,6 +231,13 @@ def load_config(
     if model_override:
         merged.setdefault("defaults", {})
         merged["defaults"] = {**merged["defaults"], "model": model_override}
+    startup_timeout, problem = env_startup_timeout(env)
+    if problem is not None:
+        warnings.append(problem)
+    if startup_timeout is not None:
+        for server in merged.get("mcp_servers", {}).values():
+            if isinstance(server, dict):
+                server.setdefault("startup_timeout", startup_timeout)
     merged["sources"] = [str(path) for path, _ in layers]
     merged["warnings"] = warnings
     try:
@@ -239,6 +252,24 @@ def load_config(
         ) from None
     _check_references(config, scanned)
     return config
+
+
+def env_startup_timeout(env: Mapping[str, str]) -> tuple[float | None, str | None]:
+    """``MCP_TIMEOUT`` in seconds (None when it is unset or not a positive number of
+    milliseconds), and the warning for a value that is not."""
+    text = env.get(ENV_MCP_TIMEOUT, "").strip()
+    if not text:
+        return None, None
+    try:
+        milliseconds = float(text)
+    except ValueError:
+        milliseconds = math.nan
+    if math.isfinite(milliseconds) and milliseconds > 0:
+        return milliseconds / 1000, None
+    return None, (
+        f"{ENV_MCP_TIMEOUT}={text!r} is not a positive number of milliseconds; MCP servers get"
+        f" the default {STARTUP_TIMEOUT:g} s to start"
+    )
 
 
 def redacted(config: Config) -> dict[str, Any]:

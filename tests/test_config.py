@@ -270,6 +270,51 @@ def test_a_server_gets_ten_seconds_to_start_unless_its_startup_timeout_says_othe
     }
 
 
+def test_mcp_timeout_in_milliseconds_is_the_startup_timeout_of_servers_that_set_none(
+    workspace: Path, user_file: Path
+) -> None:
+    """``MCP_TIMEOUT``, the variable Claude Code reads (milliseconds), was not read: every
+    server without a ``startup_timeout`` got 10 s whatever it said."""
+    write(
+        workspace / ".mcp.json",
+        json.dumps({"mcpServers": {"claude": {"command": "c"}}}),
+    )
+    write(
+        workspace / "agent-tui.toml",
+        '[mcp_servers.fast]\ncommand = "a"\n\n'
+        '[mcp_servers.slow]\ncommand = "b"\nstartup_timeout = 45\n\n'
+        '[mcp_servers.web]\ntype = "http"\nurl = "http://h"\n',
+    )
+    config = load(workspace, user_file, env={"MCP_TIMEOUT": "2500"})
+    assert {name: server.startup_timeout for name, server in config.mcp_servers.items()} == {
+        "claude": 2.5,
+        "fast": 2.5,
+        "slow": 45.0,  # its own startup_timeout wins over the variable
+        "web": 2.5,
+    }
+    assert config.warnings == []
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-500", "nan", "inf", "2.5s"])
+def test_an_mcp_timeout_that_is_not_a_positive_number_warns_and_keeps_ten_seconds(
+    workspace: Path, user_file: Path, value: str
+) -> None:
+    write(
+        workspace / "agent-tui.toml",
+        '[mcp_servers.fast]\ncommand = "a"\n\n'
+        '[mcp_servers.slow]\ncommand = "b"\nstartup_timeout = 45\n',
+    )
+    config = load(workspace, user_file, env={"MCP_TIMEOUT": f" {value} "})
+    assert {name: server.startup_timeout for name, server in config.mcp_servers.items()} == {
+        "fast": 10.0,
+        "slow": 45.0,
+    }
+    assert config.warnings == [
+        f"MCP_TIMEOUT={value!r} is not a positive number of milliseconds; MCP servers get the"
+        " default 10 s to start"
+    ]
+
+
 def test_a_startup_timeout_that_is_not_a_positive_number_points_at_its_line(
     workspace: Path, user_file: Path
 ) -> None:

@@ -31,6 +31,7 @@ SCRUBBED_ENV = (
     "OPENAI_BASE_URL",
     "AGENT_TUI_DB",
     "AGENT_TUI_MODEL",
+    "MCP_TIMEOUT",
 )
 
 

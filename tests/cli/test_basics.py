@@ -214,6 +214,42 @@ def test_doctor_gives_a_server_that_never_speaks_mcp_its_startup_timeout(
     ) in result.stdout
 
 
+def test_doctor_gives_a_server_without_a_startup_timeout_the_mcp_timeout_milliseconds(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """``MCP_TIMEOUT`` (milliseconds, as Claude Code reads it) was not read: a server that
+    never speaks MCP held doctor for the default 10 s."""
+    script = tmp_path / "hello.py"
+    script.write_text("import time\nprint('hello world', flush=True)\ntime.sleep(600)\n")
+    (cli.workspace / "agent-tui.toml").write_text(
+        f"[mcp_servers.hello]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(script))}]\n"
+    )
+    cli.env["MCP_TIMEOUT"] = "1500"
+    result = cli.run("doctor", timeout=25)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "  MCP_TIMEOUT: 1500 ms: MCP servers without a startup_timeout get 1.5 s to start"
+    ) in result.stdout.splitlines()
+    assert "hello (stdio): error: did not finish starting within 1.5 s" in result.stdout
+
+
+def test_doctor_warns_of_an_mcp_timeout_that_is_not_a_number_and_keeps_ten_seconds(
+    cli: Cli,
+) -> None:
+    cli.env["MCP_TIMEOUT"] = "10s"
+    result = cli.run("doctor")
+    lines = result.stdout.splitlines()
+    assert (
+        "  warning: MCP_TIMEOUT='10s' is not a positive number of milliseconds; MCP servers get"
+        " the default 10 s to start"
+    ) in lines, result.stdout
+    assert (
+        "  MCP_TIMEOUT: '10s', not a positive number of milliseconds: MCP servers without a"
+        " startup_timeout get 10 s to start"
+    ) in lines
+
+
 def test_doctor_reports_the_integrity_and_schema_checks_without_touching_the_file(
     cli: Cli,
 ) -> None:

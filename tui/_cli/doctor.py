@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
+from runtime.config import ENV_MCP_TIMEOUT, STARTUP_TIMEOUT, env_startup_timeout
 from runtime.errors import AgentTuiError, ConfigError, DatabaseError
 from runtime.store.checks import read_only_uri
 from runtime.store.migrations import LATEST_VERSION
@@ -134,6 +135,7 @@ async def cmd_doctor(ctx: Context) -> int:
         status = key_status(name)
         label = "(secret) " if name in SECRET_ENV_KEYS else ""
         out(f"  {name}: {label}{status}")
+    out(f"  {ENV_MCP_TIMEOUT}: {_mcp_timeout_status()}")
 
     out("")
     out("Shell sandbox:")
@@ -198,6 +200,20 @@ def _check_database(ctx: Context, *, db_exists: bool, unwritable: str | None) ->
     else:
         out("  schema check: ok")
     return healthy
+
+
+def _mcp_timeout_status() -> str:
+    """``MCP_TIMEOUT``, and the start-up time the MCP servers that set none get."""
+    value = os.environ.get(ENV_MCP_TIMEOUT, "").strip()
+    seconds, problem = env_startup_timeout(os.environ)
+    if seconds is not None:
+        shown = f"{value} ms"
+    elif problem is not None:
+        shown = f"{value!r}, not a positive number of milliseconds"
+    else:
+        shown = "not set"
+    given = seconds if seconds is not None else STARTUP_TIMEOUT
+    return f"{shown}: MCP servers without a startup_timeout get {given:g} s to start"
 
 
 def _check_config(ctx: Context) -> tuple[Config | None, bool]:
