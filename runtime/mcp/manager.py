@@ -397,7 +397,8 @@ class _Connection:
             reason = "; ".join(
                 part
                 for part in (
-                    f"did not finish starting within {timeout:g} s (its startup_timeout)",
+                    f"did not finish starting within {timeout:g} s"
+                    " (more: startup_timeout or MCP_TIMEOUT)",
                     self.process.noise_summary(),
                     f"stderr: {stderr}" if stderr else "",
                 )

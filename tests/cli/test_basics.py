@@ -209,8 +209,9 @@ def test_doctor_gives_a_server_that_never_speaks_mcp_its_startup_timeout(
     result = cli.run("doctor", timeout=25)
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
-        "hello (stdio): error: did not finish starting within 2 s (its startup_timeout); it"
-        " wrote this on stdout, which is not MCP (JSON-RPC): 'hello world'"
+        "hello (stdio): error: did not finish starting within 2 s"
+        " (more: startup_timeout or MCP_TIMEOUT); it wrote this on stdout,"
+        " which is not MCP (JSON-RPC): 'hello world'"
     ) in result.stdout
 
 

@@ -216,8 +216,9 @@ async def test_a_server_that_writes_other_things_than_mcp_on_its_output_is_said_
 
     assert report.ok is False
     assert report.error == (
-        "did not finish starting within 2 s (its startup_timeout); it wrote this on stdout,"
-        " which is not MCP (JSON-RPC): 'Listening on port 8080' (logs belong on stderr)"
+        "did not finish starting within 2 s (more: startup_timeout or MCP_TIMEOUT);"
+        " it wrote this on stdout, which is not MCP (JSON-RPC): 'Listening on port 8080'"
+        " (logs belong on stderr)"
     )
 
 
@@ -236,8 +237,9 @@ async def test_a_server_that_never_speaks_mcp_fails_at_first_use_after_its_start
 
     assert tools == []
     assert notice.text == (
-        "MCP server 'hello' could not start: did not finish starting within 2 s (its"
-        " startup_timeout); it wrote this on stdout, which is not MCP (JSON-RPC): 'hello world'"
+        "MCP server 'hello' could not start: did not finish starting within 2 s (more:"
+        " startup_timeout or MCP_TIMEOUT); it wrote this on stdout, which is not MCP"
+        " (JSON-RPC): 'hello world'"
         " (logs belong on stderr); its tools are not available (tried again when next used"
         " after 5 s, or at once if its configuration changes)"
     )
