@@ -72,6 +72,7 @@ from runtime.models import (
     Run,
     RunState,
     SearchHit,
+    TextBlock,
     ToolCall,
     ToolCallState,
     ToolResultBlock,
@@ -118,6 +119,7 @@ from runtime.store.stored_content import (
     encode_content,
     parse_json,
     register_functions,
+    remember_text,
 )
 
 __all__ = ["SNIPPET_CLOSE", "SNIPPET_OPEN", "SqliteStore", "canonical_hash", "open_sqlite_store"]
@@ -223,9 +225,24 @@ def _content(value: str | bytes) -> list[ContentBlock]:
 
 
 def _stored_content(content: list[ContentBlock]) -> str | bytes:
-    """The ``messages.content`` value of ``content`` (JSON, compressed when that saves space)."""
+    """The ``messages.content`` value of ``content`` (JSON, compressed when that saves space),
+    its searchable text noted for the search indexing (``remember_text``)."""
     has_images = any(isinstance(b, ToolResultBlock) and b.images for b in content)
-    return encode_content(_CONTENT.dump_json(content), has_images=has_images)
+    value = encode_content(_CONTENT.dump_json(content), has_images=has_images)
+    remember_text(value, _searchable_text(content))
+    return value
+
+
+def _searchable_text(content: list[ContentBlock]) -> str:
+    """``message_text`` of content stored from ``content``: its text blocks and tool result
+    contents, one per line (both are strings by their models)."""
+    return "\n".join(
+        [
+            block.text if isinstance(block, TextBlock) else block.content
+            for block in content
+            if isinstance(block, (TextBlock, ToolResultBlock))
+        ]
+    )
 
 
 def _job(row: sqlite3.Row) -> Job:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
+from collections import OrderedDict
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -83,11 +84,40 @@ def parse_json(data: str | bytes) -> Any:
         return json.loads(data)
 
 
+KNOWN_TEXTS_KEPT = 512
+"""Stored values whose text ``remember_text`` keeps for the search indexing, at most."""
+KNOWN_TEXT_CHARS = 64 * 1024
+"""A text longer than this is not kept (its indexing costs far more than its parse)."""
+_known_texts: OrderedDict[str | bytes, str] = OrderedDict()
+"""Stored value -> its text, for the values this process wrote and has not indexed yet."""
+
+
+def remember_text(value: str | bytes, text: str) -> None:
+    """Note that ``message_text(value)`` is ``text``, known when the value was made from the
+    message's blocks: the search indexing (a batch every CHECKPOINT_EVERY commits, on the
+    store's worker) then takes it instead of decompressing and parsing the value again (a
+    third of the indexing's cost, store_bench). The text is a function of the value, so any
+    connection of this process may take it; a value indexed elsewhere, or dropped as the
+    oldest of KNOWN_TEXTS_KEPT, is read from the value as before. The dict's single calls are
+    atomic under the GIL: the caller's thread adds, the worker takes."""
+    if len(text) > KNOWN_TEXT_CHARS:
+        return
+    _known_texts[value] = text
+    while len(_known_texts) > KNOWN_TEXTS_KEPT:
+        try:
+            _known_texts.popitem(last=False)
+        except KeyError:  # emptied by the worker meanwhile
+            break
+
+
 def message_text(value: str | bytes | None) -> str:
     """The searchable text of stored content: its text blocks and tool result contents, one
     per line ('' when it has none)."""
     if value is None:
         return ""
+    known = _known_texts.pop(value, None)
+    if known is not None:
+        return known
     try:
         blocks = parse_json(content_json(value))
     except (ValueError, zlib.error):

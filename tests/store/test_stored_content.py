@@ -13,16 +13,19 @@ from pathlib import Path
 import pytest
 
 from runtime.models import (
+    ContentBlock,
     ImageBlock,
     Role,
     RunState,
     TextBlock,
+    ThinkingBlock,
     ToolCallState,
     ToolResultBlock,
+    ToolUseBlock,
 )
 from runtime.store.base import NewMessage, ToolStateChange
 from runtime.store.migrations import _MESSAGE_TEXT, LATEST_VERSION, migrate
-from runtime.store.sqlite import SqliteStore
+from runtime.store.sqlite import SqliteStore, _stored_content
 from runtime.store.stored_content import (
     content_json,
     encode_content,
@@ -198,6 +201,41 @@ def test_the_text_function_gives_what_the_json_expression_gave(content: list[obj
     finally:
         conn.close()
     assert message_text(stored) == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [TextBlock(text="plain words")],
+        [TextBlock(text=SOURCE[:2000]), TextBlock(text="second, é \u2028 \x00 end")],
+        [
+            ThinkingBlock(thinking="not searched"),
+            ToolUseBlock(id="t", tool_call_id="c", name="n", input={"path": "x"}),
+            ToolResultBlock(tool_use_id="t", tool_call_id="c", content=SOURCE[:3000]),
+            ToolResultBlock(tool_use_id="u", tool_call_id="d", content=" padded\n"),
+            ToolResultBlock(tool_use_id="v", tool_call_id="e", content=""),
+            TextBlock(text="last"),
+        ],
+        [
+            ToolResultBlock(
+                tool_use_id="t",
+                tool_call_id="c",
+                content=SOURCE[:3000],
+                images=[ImageBlock(media_type="image/png", sha256="ab" * 32, size=3)],
+            )
+        ],
+        [ThinkingBlock(thinking="nothing searchable")],
+        [],
+    ],
+)
+def test_the_text_noted_when_content_is_stored_is_the_text_read_from_the_stored_value(
+    content: list[ContentBlock],
+) -> None:
+    """The search indexing takes the text noted at the commit instead of reading the value:
+    the two must agree, or the index would differ from what a later delete takes out."""
+    value = _stored_content(content)
+    noted = message_text(value)  # taken from what the commit noted
+    assert message_text(value) == noted  # read from the value itself
 
 
 def test_text_the_fast_json_parser_refuses_is_read_as_json_reads_it() -> None:
