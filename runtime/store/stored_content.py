@@ -94,10 +94,12 @@ def parse_json(data: str | bytes) -> Any:
         return json.loads(data)
 
 
-KNOWN_TEXTS_KEPT = 512
-"""Stored values whose text ``remember_text`` keeps for the search indexing, at most."""
-KNOWN_TEXT_CHARS = 64 * 1024
-"""A text longer than this is not kept (its indexing costs far more than its parse)."""
+KNOWN_TEXTS_KEPT = 256
+"""Stored values whose text ``remember_text`` keeps for the search indexing, at most (the
+indexing takes them every CHECKPOINT_EVERY = 100 commits, most of a message each)."""
+KNOWN_TEXT_CHARS = 16 * 1024
+"""A text longer than this is not kept (its indexing costs far more than its parse): what is
+kept stays under a few MB even when nothing takes it."""
 _known_texts: OrderedDict[str | bytes, str] = OrderedDict()
 """Stored value -> its text, for the values this process wrote and has not indexed yet."""
 

@@ -239,6 +239,20 @@ def test_the_text_noted_when_content_is_stored_is_the_text_read_from_the_stored_
     assert message_text(value) == noted  # read from the value itself
 
 
+def test_the_texts_noted_for_the_indexing_stay_bounded_when_nothing_indexes_them() -> None:
+    """Another process may index what this one wrote: what it noted is dropped oldest first,
+    and a long text is never kept."""
+    from runtime.store import stored_content
+
+    for index in range(stored_content.KNOWN_TEXTS_KEPT + 50):
+        _stored_content([TextBlock(text=f"message {index} " + SOURCE[:400])])
+    _stored_content([TextBlock(text=SOURCE[: stored_content.KNOWN_TEXT_CHARS + 1])])
+    kept = stored_content._known_texts
+    assert len(kept) <= stored_content.KNOWN_TEXTS_KEPT
+    assert all(len(text) <= stored_content.KNOWN_TEXT_CHARS for text in kept.values())
+    kept.clear()
+
+
 def test_text_the_fast_json_parser_refuses_is_read_as_json_reads_it() -> None:
     stored = '[{"type": "text", "text": "lone \\ud800 surrogate"}]'
     assert message_text(stored) == json.loads(stored)[0]["text"] == "lone \ud800 surrogate"
