@@ -429,23 +429,28 @@ async def test_context_in_a_job_says_what_its_context_holds_part_by_part(
     job's context held (Claude Code's /context shows the parts and the room left)."""
     run = await runtime.start("list the files here")
     await finish_run(runtime, run.id)
+    shown = await _context_report(runtime, workspace, run.job_id)
+    assert "Context of this job:" in shown and "its window:" in shown
+    for part in ("system prompt", "tool definitions", "messages: you", "tool results", "free"):
+        assert part in shown, part
+    usage = await runtime.context_usage(run.job_id)
+    assert f"({usage.tool_count} tools)" in shown
+    assert "compaction cannot help" not in shown  # a large window: it can
+
+
+async def _context_report(runtime: Runtime, workspace: Path, job_id: str) -> str:
+    """The screen's text once ``/context`` was typed in the composer of job ``job_id``."""
     app = make_app(runtime, workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
         screen.composer.focus_input()
         await pilot.press(*"/context", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
         await pilot.pause()
-        shown = screen_text(app)
-        assert "Context of this job:" in shown and "its window:" in shown
-        for part in ("system prompt", "tool definitions", "messages: you", "tool results", "free"):
-            assert part in shown, part
-        usage = await runtime.context_usage(run.job_id)
-        assert f"({usage.tool_count} tools)" in shown
-        assert "compaction cannot help" not in shown  # a large window: it can
+        return screen_text(app)
 
 
 async def test_context_says_when_the_tool_definitions_leave_compaction_no_room(
@@ -464,17 +469,7 @@ async def test_context_says_when_the_tool_definitions_leave_compaction_no_room(
         run = await runtime.start("list the files here")
         await finish_run(runtime, run.id)
         usage = await runtime.context_usage(run.job_id)
-        app = make_app(runtime, workspace)
-        async with app.run_test(size=(120, 40)) as pilot:
-            screen = main_screen(app)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
-            screen.composer.focus_input()
-            await pilot.press(*"/context", "enter")
-            await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
-            await pilot.pause()
-            shown = " ".join(screen_text(app).split())
+        shown = " ".join((await _context_report(runtime, workspace, run.job_id)).split())
     finally:
         await runtime.close()
     overhead = usage.system + usage.tools
