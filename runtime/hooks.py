@@ -510,6 +510,42 @@ def hook_config_files(workspace: Path, *, env: Mapping[str, str] | None = None) 
     return [user_config_path(env), workspace_config_path(workspace)]
 
 
+def hook_files_stamps(
+    workspace: Path | str, *, env: Mapping[str, str] | None = None
+) -> tuple[FileStamp, FileStamp]:
+    """``files_stamp`` of ``hook_config_files`` and of ``claude_settings_files``: what is
+    looked at in each step, so the paths are made once per workspace and environment (making
+    them again took most of the check's time) and each file costs one ``stat``."""
+    env = os.environ if env is None else env
+    config_paths, claude_paths = _hook_paths(
+        str(workspace), env.get("XDG_CONFIG_HOME", ""), env.get("HOME") or ""
+    )
+    return _stamp_of(config_paths), _stamp_of(claude_paths)
+
+
+@functools.lru_cache(maxsize=64)
+def _hook_paths(workspace: str, xdg_config_home: str, home: str) -> tuple[tuple[str, ...], ...]:
+    env = {"XDG_CONFIG_HOME": xdg_config_home, "HOME": home}
+    folder = Path(workspace)
+    return (
+        tuple(str(path) for path in hook_config_files(folder, env=env)),
+        tuple(str(path) for path in claude_settings_files(folder, env=env)),
+    )
+
+
+def _stamp_of(paths: tuple[str, ...]) -> FileStamp:
+    """``files_stamp`` of paths given as text."""
+    stamps: list[tuple[str, int, int] | None] = []
+    for path in paths:
+        try:
+            found = os.stat(path)
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((path, found.st_mtime_ns, found.st_size))
+    return tuple(stamps)
+
+
 def claude_settings_files(workspace: Path, *, env: Mapping[str, str] | None = None) -> list[Path]:
     """The Claude Code settings files whose hooks apply in ``workspace``."""
     return _claude_settings_files(workspace, os.environ if env is None else env)

@@ -398,7 +398,7 @@ class Catalog:
         self._hooks_checked[workspace] = self._step
         fresh = current_hooks(
             found,
-            Path(workspace),
+            workspace,
             lambda: self.config_for(workspace).hooks,
             read_at=self._config_stamps.get(workspace),
         )

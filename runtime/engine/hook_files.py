@@ -17,9 +17,7 @@ from runtime.hooks import (
     ClaudeHookReport,
     FileStamp,
     HooksConfig,
-    claude_settings_files,
-    files_stamp,
-    hook_config_files,
+    hook_files_stamps,
     load_claude_hooks,
 )
 
@@ -57,7 +55,7 @@ def _reload_configured(workspace: Path, previous: HooksConfig) -> HooksConfig:
 
 def current_hooks(
     loaded: LoadedHooks | None,
-    workspace: Path,
+    workspace: Path | str,
     configured: Callable[[], HooksConfig],
     *,
     read_at: FileStamp | None = None,
@@ -67,20 +65,23 @@ def current_hooks(
     unless the config files changed since it was read (``read_at``: their stamp then): a hook
     added between the start and the first tool call was taken as known and never ran (found
     by a new-user trial: a deny hook ignored by the TUI, applied by ``agent-tui run``)."""
-    config_stamp = files_stamp(hook_config_files(workspace))
-    claude_stamp = files_stamp(claude_settings_files(workspace))
+    config_stamp, claude_stamp = hook_files_stamps(workspace)
+    if loaded is not None and (loaded.config_stamp, loaded.claude_stamp) == (
+        config_stamp,
+        claude_stamp,
+    ):
+        return loaded
+    folder = Path(workspace)
     if loaded is None:
         hooks = configured()
         if read_at is not None and read_at != config_stamp:
-            hooks = _reload_configured(workspace, hooks)
-        claude, report = load_claude_hooks(workspace)
+            hooks = _reload_configured(folder, hooks)
+        claude, report = load_claude_hooks(folder)
         return LoadedHooks(hooks, config_stamp, claude, claude_stamp, report)
-    if loaded.config_stamp == config_stamp and loaded.claude_stamp == claude_stamp:
-        return loaded
     hooks = loaded.configured
     if loaded.config_stamp != config_stamp:
-        hooks = _reload_configured(workspace, loaded.configured)
+        hooks = _reload_configured(folder, loaded.configured)
     claude, report = loaded.claude, loaded.report
     if loaded.claude_stamp != claude_stamp:
-        claude, report = load_claude_hooks(workspace)
+        claude, report = load_claude_hooks(folder)
     return LoadedHooks(hooks, config_stamp, claude, claude_stamp, report)
