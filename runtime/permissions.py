@@ -10,6 +10,7 @@ tool call without a restart, and an unchanged file costs two ``stat`` calls.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Mapping
@@ -160,7 +161,7 @@ def _merged(layers: list[Permissions]) -> Permissions:
 
 
 def current_permissions(
-    workspace: Path,
+    workspace: Path | str,
     config: Config,
     *,
     user_config: Path | None = None,
@@ -175,23 +176,31 @@ def current_permissions(
     merges them. A file that is broken right now (e.g. half-way through an edit) keeps the last
     good rules, minus every ``allow``: a mistake can make the agent ask more, never less.
     """
-    files = _files(workspace, user_config, env)
-    stamps = tuple(file_stamp(path) for _, path in files)
+    user = user_config if user_config is not None else user_config_path(env)
+    folder, workspace_file = _workspace_file(str(workspace))
+    stamps = (file_stamp(user), file_stamp(workspace_file))
     if not config.sources and all(stamp is None for stamp in stamps):
         return config.permissions
-    key = (str(Path(workspace)), str(files[0][1]))
+    key = (folder, str(user))
     with _lock:
         cached = _cache.get(key)
         if cached is not None and cached.stamps == stamps:
             return cached.permissions
         try:
-            permissions = _merged([_file_permissions(path) for _, path in files])
+            permissions = _merged([_file_permissions(user), _file_permissions(workspace_file)])
         except ConfigError as exc:
             last = cached.permissions if cached is not None else config.permissions
             permissions = last.model_copy(update={"allow": []})
             log.warning("permissions: %s; asking for every tool until it is fixed", exc)
         _cache[key] = _Cached(stamps=stamps, permissions=permissions)
         return permissions
+
+
+@functools.lru_cache(maxsize=64)
+def _workspace_file(workspace: str) -> tuple[str, Path]:
+    """(the workspace folder as a key, its config file), made once per folder: they are looked
+    up before every step's decisions."""
+    return str(Path(workspace)), workspace_config_path(Path(workspace))
 
 
 def _forget_cache() -> None:

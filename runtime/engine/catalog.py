@@ -431,7 +431,7 @@ class Catalog:
 
         def decide(name: str, tool: Tool, allowed_here: set[str]) -> Decision:
             if not read:
-                read.append(current_permissions(Path(workspace), self.config_for(workspace)))
+                read.append(current_permissions(workspace, self.config_for(workspace)))
             policy = ApprovalPolicy(read[0], run_allowed=allowed_here)
             return policy.decide(name, default=tool.approval_default)
 
