@@ -12,7 +12,12 @@ import pytest
 
 from runtime.errors import PathOutsideWorkspace, ToolError
 from runtime.tools import ASK_USER_SPEC, builtin_tools, validate_arguments
-from runtime.tools.builtin import MAX_TEXT_FILE_BYTES, READ_ON_LOOP_BYTES
+from runtime.tools.builtin import (
+    MAX_LINE_CHARS,
+    MAX_OUTPUT_CHARS,
+    MAX_TEXT_FILE_BYTES,
+    READ_ON_LOOP_BYTES,
+)
 from tests.tools.helpers import ProgressLog, context
 
 TOOLS = builtin_tools()
@@ -293,6 +298,49 @@ async def test_read_file_reads_large_files_and_small_ones_alike(workspace: Path)
     small = await call(workspace, "read_file", path="small.txt", limit=2)
     assert big.splitlines()[:2] == small.splitlines()[:2] == [f"{n:>6}\t{'x' * 99}" for n in (1, 2)]
     assert "[lines 1-2 of 2631; read on with offset=3]" in big
+
+
+def _numbered_as_documented(text: str, offset: int, limit: int) -> str:
+    """What read_file answers, computed line by line: each line numbered and clipped, lines
+    added while the answer stays within MAX_OUTPUT_CHARS (at least one), then where to go on."""
+    lines = text.splitlines()
+    out: list[str] = []
+    last = offset - 1
+    for number in range(offset, min(len(lines), offset + limit - 1) + 1):
+        line = lines[number - 1]
+        if len(line) > MAX_LINE_CHARS:
+            line = f"{line[:MAX_LINE_CHARS]}… [{len(line) - MAX_LINE_CHARS:,} more characters]"
+        numbered = f"{number:>6}\t{line}"
+        if out and len("\n".join([*out, numbered])) > MAX_OUTPUT_CHARS:
+            break
+        out.append(numbered)
+        last = number
+    content = "\n".join(out)
+    if last < len(lines):
+        content += f"\n[lines {offset}-{last} of {len(lines)}; read on with offset={last + 1}]"
+    return content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # 49 lines just over the clip length (each grows when clipped), then one that takes
+        # the answer past the output limit although the file itself is within it.
+        ("x" * (MAX_LINE_CHARS + 1) + "\n") * 49 + "y" * 1501 + "\n",
+        ("z" * 90 + "\n") * 1020,  # short lines, cut near the limit
+        ("z" * 90 + "\n") * 1010,  # short lines, all within the limit
+        "a\n" * 40 + "b" * 99_000,  # one long line clipped, all kept
+        "c" * 5 + "\n" + "d" * (MAX_LINE_CHARS * 60),  # a huge line after a short one
+    ],
+    ids=["clipped-lines-past-the-limit", "cut", "all-kept", "clipped-kept", "huge-line"],
+)
+@pytest.mark.parametrize(("offset", "limit"), [(1, 2000), (2, 30), (1, 1)])
+async def test_read_file_numbers_clips_and_cuts_lines_as_documented(
+    workspace: Path, text: str, offset: int, limit: int
+) -> None:
+    (workspace / "lines.txt").write_text(text)
+    content = await call(workspace, "read_file", path="lines.txt", offset=offset, limit=limit)
+    assert content == _numbered_as_documented(text, offset, limit)
 
 
 async def test_read_file_through_an_escaping_symlink_is_refused(
