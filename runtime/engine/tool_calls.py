@@ -433,9 +433,16 @@ class ToolCalls:
                     )
                     ready = []
         finally:
+            unfinished: list[asyncio.Task[Outcome]] = []
             for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+                if not task.done():
+                    task.cancel()
+                    unfinished.append(task)
+                elif not task.cancelled():
+                    task.exception()  # retrieved (as gathering it would): never logged as lost
+            if unfinished:
+                # Gathering calls that all ended would only cost a turn of the loop.
+                await asyncio.gather(*unfinished, return_exceptions=True)
         return ready
 
     def _change(
