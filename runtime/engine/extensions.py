@@ -93,6 +93,9 @@ class AppliedCompaction:
     through_message_id: str
     cut: int | None = None
     """Index in the history of the first message kept (found once, then kept)."""
+    head: tuple[Message, list[Message]] | None = None
+    """The first message kept, and what requests send in its place (the summary merged into
+    it, or the summary then it): made once, not at every step."""
 
 
 @dataclass
@@ -352,8 +355,13 @@ def compacted_messages(
         whole = list(messages)
         return whole, whole
     kept = list(messages[cut:])
+    head = compaction.head
+    if head is not None and head[0] is kept[0]:
+        return [*head[1], *kept[1:]], kept
     plan = CompactionPlan(summarised=list(messages[:cut]), kept=kept)
-    return compacted_history(compaction.summary, plan), kept
+    sent = compacted_history(compaction.summary, plan)
+    compaction.head = (kept[0], sent[: len(sent) - len(kept) + 1])
+    return sent, kept
 
 
 async def summarise(

@@ -8,6 +8,7 @@ import pytest
 from runtime.compaction import (
     SUMMARY_HEADER,
     SUMMARY_MAX_TOKENS,
+    CompactionPlan,
     HistoryTally,
     compacted_history,
     compaction_can_help,
@@ -20,6 +21,7 @@ from runtime.compaction import (
     summary_request_text,
     tool_specs_tokens,
 )
+from runtime.engine.extensions import AppliedCompaction, compacted_messages
 from runtime.history import repair
 from runtime.models import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 from runtime.providers.base import ToolSpec
@@ -194,3 +196,34 @@ def test_the_running_tally_counts_again_for_another_history() -> None:
     assert tally.estimate(reloaded, reloaded) == estimate_tokens(reloaded)
     same_length = _conversation(10, size=7)
     assert tally.estimate(same_length, same_length) == estimate_tokens(same_length)
+
+
+@pytest.mark.parametrize("kept_from", ["assistant", "user"])
+def test_a_compacted_request_is_the_summary_then_the_kept_tail_at_every_step(
+    kept_from: str,
+) -> None:
+    """``compacted_messages`` as the history grows after a compaction, when the history is
+    read again, and after another compaction: always the summary and the tail from the cut,
+    as ``compacted_history`` makes them."""
+    whole = _conversation(12)
+    if kept_from == "user":  # the first kept message a user turn: the summary merged into it
+        whole.insert(9, whole[0].model_copy(update={"id": "u9", "position": 9}))
+    cut = 9
+    applied = AppliedCompaction(summary="GOAL was to tidy", through_message_id=whole[cut - 1].id)
+
+    def expected(history: list[Message], summary: str, at: int) -> list[Message]:
+        plan = CompactionPlan(summarised=history[:at], kept=history[at:])
+        return compacted_history(summary, plan)
+
+    for end in range(cut + 1, len(whole) + 1):
+        history = whole[:end]
+        sent, kept = compacted_messages(applied, history)
+        assert (sent, kept) == (expected(history, applied.summary, cut), history[cut:])
+    reread = [message.model_copy() for message in whole]
+    assert compacted_messages(applied, reread)[0] == expected(reread, applied.summary, cut)
+    edited = [*whole[:cut], whole[cut].model_copy(update={"content": [TextBlock(text="new")]})]
+    assert compacted_messages(applied, edited)[0] == expected(edited, applied.summary, cut)
+    later = AppliedCompaction(summary="Tidied: now tests", through_message_id=whole[12].id)
+    sent, _ = compacted_messages(later, whole)
+    assert sent == expected(whole, "Tidied: now tests", 13)
+    assert "Tidied: now tests" in sent[0].text
