@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from runtime.compaction import (
     compaction_room,
     estimate_tokens,
     kept_share,
+    message_chars,
     plan_compaction,
     summary_allowance,
     summary_request_text,
@@ -644,6 +645,7 @@ class Extensions:
                 originals,
                 context_window=context_window,
                 keep_share=kept_share(room, context_window=context_window),
+                chars_of=state.tally.chars_of,
             ),
             workspace=workspace,
         )
@@ -699,7 +701,13 @@ class Extensions:
             )
             return messages
         note = compaction_note(
-            run, plan, summary, messages, previous_through=state.compaction, usage=usage
+            run,
+            plan,
+            summary,
+            messages,
+            previous_through=state.compaction,
+            usage=usage,
+            chars_of=state.tally.chars_of,
         )
         await self._store.record_note(
             run.id, token=token, note=note, usage=usage, cost_usd=provider.cost_usd(usage)
@@ -789,9 +797,12 @@ def compaction_note(
     *,
     previous_through: AppliedCompaction | None,
     usage: Usage | None = None,
+    chars_of: Callable[[Message], int] = message_chars,
 ) -> RunNoted:
+    """``chars_of`` as for ``estimate_tokens``."""
     after = compacted_history(summary, plan)
-    tokens_before, tokens_after = estimate_tokens(before), estimate_tokens(after)
+    tokens_before = estimate_tokens(before, chars_of=chars_of)
+    tokens_after = estimate_tokens(after, chars_of=chars_of)
     return RunNoted(
         job_id=run.job_id,
         run_id=run.id,

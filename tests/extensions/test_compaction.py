@@ -227,3 +227,23 @@ def test_a_compacted_request_is_the_summary_then_the_kept_tail_at_every_step(
     sent, _ = compacted_messages(later, whole)
     assert sent == expected(whole, "Tidied: now tests", 13)
     assert "Tidied: now tests" in sent[0].text
+
+
+def test_the_tallys_character_counts_plan_and_estimate_as_counting_each_message_does() -> None:
+    """The engine plans a compaction and notes its sizes with the counts the running tally
+    already has: the same cut and the same estimates as counting every message again, for
+    the history it counted, for another list of equal messages, and for a summary message
+    it never saw."""
+    history = _conversation(40, size=300)
+    tally = HistoryTally()
+    tally.estimate(history, history)
+    for window in (2_000, 5_000, 9_000):
+        assert plan_compaction(
+            history, context_window=window, chars_of=tally.chars_of
+        ) == plan_compaction(history, context_window=window)
+    plan = plan_compaction(history, context_window=5_000)
+    assert plan is not None
+    request = compacted_history("a summary " * 50, plan)
+    copies = [message.model_copy(update={"content": []}) for message in history]
+    for messages in (history, request, copies, history[7:]):
+        assert estimate_tokens(messages, chars_of=tally.chars_of) == estimate_tokens(messages)
