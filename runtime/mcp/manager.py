@@ -54,10 +54,10 @@ _CLIENT_INFO = types.Implementation(name="agent-tui", version="0.1.0")
 _STOP_GRACE = 10.0
 """Seconds a server's task gets to shut its server down before it is cancelled."""
 RETRY_FAILED_AFTER = 5.0
-"""Seconds after a failed start before the next use tries the server again (a changed
-configuration is tried at once): short, so a server fixed in place is soon used. Doubled after
-each failure in a row, up to ``RETRY_FAILED_AT_MOST``: a server that hangs at start-up costs a
-step its ``startup_timeout`` less and less often."""
+"""Seconds after a failed start before the next use tries the server again, in the background
+(a changed configuration is tried at once): short, so a server fixed in place is soon used.
+Doubled after each failure in a row, up to ``RETRY_FAILED_AT_MOST``: a server that hangs at
+start-up does not start a process every few seconds."""
 RETRY_FAILED_AT_MOST = 120.0
 
 
@@ -642,8 +642,10 @@ class McpManager:
     """The configured MCP servers, as tools.
 
     A server starts on first use (``tools()`` or a call) and stays up until ``aclose()``. A
-    server that fails to start is skipped and its reason kept in ``errors``; one that exits or
-    stops answering mid-call fails that call and is restarted on next use.
+    server that fails to start is skipped and its reason kept in ``errors``; ``tools()`` tries it
+    again in the background (a step never waits for a server that failed), and it is offered
+    once it started. One that exits or stops answering mid-call fails that call and is restarted
+    on next use.
     """
 
     def __init__(
@@ -657,8 +659,9 @@ class McpManager:
         clock: Clock | None = None,
     ) -> None:
         """Each server gets its ``startup_timeout`` to start; one that could not start is tried
-        again by the first use ``retry_failed_after`` seconds later (on ``clock``), or by the
-        next use when its configuration changed. ``on_authorize_url(server, url)`` is told the
+        again in the background by the first ``tools()`` ``retry_failed_after`` seconds later
+        (on ``clock``), or by the next use, as at its first start, when its configuration
+        changed. ``on_authorize_url(server, url)`` is told the
         sign-in URL of an OAuth server (the TUI / CLI show it); ``token_dir`` overrides where
         OAuth tokens are kept."""
         self.on_authorize_url = on_authorize_url
@@ -679,6 +682,8 @@ class McpManager:
         self._failures_told: set[str] = set()
         """Servers whose failure to start was said: said again only after the server started
         or its configuration changed (a trial read it on every run)."""
+        self._retries: dict[str, asyncio.Task[None]] = {}
+        """Background starts of servers that could not start, by server (while in flight)."""
         self._closed = False
 
     async def __aenter__(self) -> McpManager:
@@ -695,12 +700,27 @@ class McpManager:
     # -- public -----------------------------------------------------------------------------
 
     async def tools(self) -> list[McpTool]:
-        """Every reachable server's tools, named ``server__tool``. Servers that fail to start
-        are left out (see ``errors``); one that failed less than ``retry_failed_after`` s ago
-        is not tried again yet."""
-        names = [name for name in self.servers if self._retry_in(name) is None]
+        """Every reachable server's tools, named ``server__tool``. A server not started yet is
+        started (within its ``startup_timeout``: a run's first step has its tools). Servers that
+        fail to start are left out (see ``errors``); one that could not start is not waited
+        for again: it is tried again in the background once ``retry_failed_after`` s (doubled
+        with each failure in a row) have passed, and offered by the first call after it
+        started."""
+        names: list[str] = []
+        for name in self.servers:
+            if name in self.errors:
+                self._retry_in_background(name)
+            else:
+                names.append(name)
         connections = await asyncio.gather(*(self._try_connection(name) for name in names))
         return self._tools_of(zip(names, connections, strict=True))
+
+    async def settle(self) -> None:
+        """Wait until the background starts in flight have ended (each within its server's
+        ``startup_timeout``), whether the server started or not."""
+        retries = list(self._retries.values())
+        if retries:
+            await asyncio.wait(retries)
 
     def running_tools(self) -> tuple[list[McpTool], list[str]]:
         """The tools of the servers running now, none started for it (``/context`` counts
@@ -764,7 +784,9 @@ class McpManager:
         states: dict[str, str] = {}
         for name in self.servers:
             connection = self._connections.get(name)
-            if name in self.errors:
+            if name in self.errors and name in self._retries:
+                states[name] = f"could not start: {self.errors[name]} (being tried again now)"
+            elif name in self.errors:
                 states[name] = f"could not start: {self.errors[name]} ({self._retry_words(name)})"
             elif connection is not None and connection.usable:
                 count = len(connection.tools)
@@ -785,6 +807,9 @@ class McpManager:
             name for name in {*self.servers, *wanted} if self.servers.get(name) != wanted.get(name)
         )
         for name in changed:
+            retry = self._retries.pop(name, None)
+            if retry is not None:  # it would start the server as configured before
+                retry.cancel()
             connection = self._connections.get(name)
             if connection is not None:
                 self._retire(connection, "was stopped: its configuration changed")
@@ -820,6 +845,12 @@ class McpManager:
     async def aclose(self) -> None:
         """Stop every server (bounded; stdio processes are terminated and reaped)."""
         self._closed = True
+        retries = list(self._retries.values())
+        self._retries.clear()
+        for retry in retries:
+            retry.cancel()
+        if retries:  # each leaves its server (still starting) in _connections, stopped below
+            await asyncio.wait(retries)
         connections = [*self._connections.values(), *self._retired]
         self._connections.clear()
         self._retired.clear()
@@ -854,6 +885,42 @@ class McpManager:
             return await self._connection(name)
         except _StartFailed:
             return None
+
+    def _retry_in_background(self, name: str) -> None:
+        """Start server ``name``, which could not start, again in a task of ours, unless one is
+        in flight or its wait after the last failure is not over."""
+        if self._closed or name in self._retries or self._retry_in(name) is not None:
+            return
+        retry = asyncio.create_task(self._retry(name), name=f"mcp-retry:{name}")
+        self._retries[name] = retry
+
+        def forget(task: asyncio.Task[None]) -> None:
+            if self._retries.get(name) is task:
+                del self._retries[name]
+
+        retry.add_done_callback(forget)
+
+    async def _retry(self, name: str) -> None:
+        """One background start of server ``name``: a failure is recorded as at a first
+        start (``errors``, the wait before the next try); a success is said, since the runs
+        that did without the server's tools offer them from their next step."""
+        try:
+            connection = await self._connection(name)
+        except _StartFailed:
+            return
+        except Exception:  # the top of a task nobody awaits: logged, never lost
+            logger.exception("MCP server %r: trying it again failed", name)
+            return
+        count = sum(not _requires_tasks(remote) for remote in connection.tools)
+        logger.info("MCP server %r started when tried again", name)
+        self._add_notice(
+            McpNotice(
+                server=name,
+                level="info",
+                text=f"MCP server '{name}' started when tried again: its {count}"
+                f" {'tool is' if count == 1 else 'tools are'} offered from the next step",
+            )
+        )
 
     def _retry_in(self, name: str) -> float | None:
         """Seconds until server ``name``, which could not start, is tried again; None when its

@@ -80,7 +80,8 @@ async def test_a_server_that_cannot_start_is_said_once_until_its_configuration_c
     ) as manager:
         assert await manager.tools() == []
         first = manager.take_notices()
-        assert await manager.tools() == []  # tried again, failed again: nothing new to say
+        assert await manager.tools() == []  # tried again (in the background) …
+        await manager.settle()  # … failed again: nothing new to say
         again = manager.take_notices()
         manager.reconfigure({"ghost": StdioServerConfig(command="agent-tui-still-missing-xyz")})
         assert await manager.tools() == []

@@ -249,11 +249,12 @@ _FAILING_SERVER = "import sys\nsys.stderr.write('fatal: no API key\\n')\nsys.exi
 _WORKING_SERVER = "from tests.fakes.mcp_servers import main\nmain(['--server', 'basic'])\n"
 
 
-async def test_a_server_fixed_in_place_is_tried_again_a_few_seconds_after_it_failed(
+async def test_a_server_fixed_in_place_is_tried_again_in_the_background_seconds_after_it_failed(
     workspace: Path, tmp_path: Path
 ) -> None:
     # Found by a new-user trial: a server that could not start was not tried again for 30 s,
-    # so its tools stayed away for that long after the person fixed it.
+    # so its tools stayed away for that long after the person fixed it. The step that tries it
+    # again does not wait for it: the steps after it offer its tools, and the person is told.
     script = tmp_path / "server.py"
     script.write_text(_FAILING_SERVER)
     config = StdioServerConfig(
@@ -273,8 +274,12 @@ async def test_a_server_fixed_in_place_is_tried_again_a_few_seconds_after_it_fai
         assert await manager.tools() == []
         later = manager.status()["mine"]
         clock.advance(1.0)
+        assert await manager.tools() == []  # tried again, in the background
+        trying = manager.status()["mine"]
+        await manager.settle()
         tools = {tool.name for tool in await manager.tools()}
         running = manager.status()["mine"]
+        [started] = manager.take_notices()
 
     assert notice.text.startswith(
         "MCP server 'mine' could not start: exited with code 1 during startup;"
@@ -290,16 +295,22 @@ async def test_a_server_fixed_in_place_is_tried_again_a_few_seconds_after_it_fai
     assert later.endswith(
         "(tried again when next used after 1 s, or at once if its configuration changes)"
     )
+    assert trying.endswith("(being tried again now)")
     assert "mine__echo" in tools
     assert running.startswith("running, ")
+    assert started.level == "info"
+    assert started.text == (
+        f"MCP server 'mine' started when tried again: its {len(tools)} tools are offered from the"
+        " next step"
+    )
 
 
 async def test_a_server_failing_again_and_again_is_tried_less_and_less_often(
     workspace: Path, tmp_path: Path
 ) -> None:
-    """A server that hangs at start-up costs the step that tries it its startup_timeout: a
-    retry every 5 s would hold most steps of a run. The wait doubles with each failure in a
-    row (5, 10, 20 s …), and starts over once the server started."""
+    """A server that hangs at start-up holds a process for its startup_timeout each time it is
+    tried: a retry every 5 s would keep one starting all the time. The wait doubles with each
+    failure in a row (5, 10, 20 s …), and starts over once the server started."""
     script = tmp_path / "server.py"
     script.write_text(_FAILING_SERVER)
     config = StdioServerConfig(
@@ -308,13 +319,90 @@ async def test_a_server_failing_again_and_again_is_tried_less_and_less_often(
     clock = ManualClock()
     waits = []
     async with McpManager({"mine": config}, workspace=workspace, clock=clock) as manager:
+        assert await manager.tools() == []  # the first start fails
         for _ in range(4):
-            assert await manager.tools() == []  # fails, and the wait before the next try …
-            status = manager.status()["mine"]
+            status = manager.status()["mine"]  # the wait before the next try …
             waits.append(int(status.split("after ", 1)[1].split(" s,", 1)[0]))
             clock.advance(waits[-1] - 1)
             assert await manager.tools() == []  # … holds until it is over
             assert manager.status()["mine"].split("after ", 1)[1].startswith("1 s,")
             clock.advance(1)
+            assert await manager.tools() == []
+            assert manager.status()["mine"].endswith("(being tried again now)")
+            await manager.settle()  # it failed again
 
     assert waits == [5, 10, 20, 40]
+
+
+def _exits_then_hangs(tmp_path: Path) -> tuple[Path, Path]:
+    """A server script that exits with an error the first time it runs, and hangs without a
+    word every time after, its pid in a file; the script and that file."""
+    script, pid_file = tmp_path / "server.py", tmp_path / "server.pid"
+    failed_once = tmp_path / "failed-once"
+    script.write_text(
+        "import os, sys, time\n"
+        f"if not os.path.exists({str(failed_once)!r}):\n"
+        f"    open({str(failed_once)!r}, 'w').close()\n"
+        "    sys.exit('fatal: not yet')\n"
+        f"with open({str(pid_file)!r} + '.tmp', 'w') as out:\n"
+        "    out.write(str(os.getpid()))\n"
+        f"os.replace({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
+        "time.sleep(600)\n"
+    )
+    return script, pid_file
+
+
+async def _pid_in(pid_file: Path) -> int:
+    while not pid_file.exists():  # a process we do not own: polled, bounded by the caller
+        await asyncio.sleep(0.02)
+    return int(pid_file.read_text())
+
+
+async def test_a_step_does_not_wait_for_a_server_that_failed_and_is_being_tried_again(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A server that hangs at start-up held the step that tried it again for its whole
+    startup_timeout (every 2 minutes at worst). The try runs in the background: the steps made
+    meanwhile go on with the servers that are ready."""
+    script, pid_file = _exits_then_hangs(tmp_path)
+    hanging = StdioServerConfig(command=sys.executable, args=[str(script)], startup_timeout=60.0)
+    servers = {"mine": hanging, "basic": stdio_config("basic")}
+    clock = ManualClock()
+    async with McpManager(servers, workspace=workspace, clock=clock) as manager:
+        first = {tool.name for tool in await manager.tools()}
+        assert "mine" in manager.errors
+        clock.advance(5.0)
+        async with asyncio.timeout(20):  # a third of its startup_timeout
+            after_the_wait = {tool.name for tool in await manager.tools()}
+            await _pid_in(pid_file)  # the server is being started again, and hangs
+            meanwhile = {tool.name for tool in await manager.tools()}
+        trying = manager.status()["mine"]
+
+    assert not any(name.startswith("mine__") for name in first)
+    assert "basic__echo" in first
+    assert after_the_wait == meanwhile == first
+    assert trying == (
+        "could not start: exited with code 1 during startup; stderr: fatal: not yet"
+        " (being tried again now)"
+    )
+
+
+async def test_closing_while_a_server_is_tried_again_in_the_background_leaves_no_process(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script, pid_file = _exits_then_hangs(tmp_path)
+    hanging = StdioServerConfig(command=sys.executable, args=[str(script)], startup_timeout=60.0)
+    clock = ManualClock()
+    manager = McpManager({"mine": hanging}, workspace=workspace, clock=clock)
+    try:
+        assert await manager.tools() == []
+        clock.advance(5.0)
+        async with asyncio.timeout(20):
+            assert await manager.tools() == []
+            pid = await _pid_in(pid_file)
+    finally:
+        async with asyncio.timeout(20):
+            await manager.aclose()
+
+    assert _process_gone(pid), "aclose left the server being tried again behind"
+    assert manager.status()["mine"].startswith("could not start: exited with code 1")
