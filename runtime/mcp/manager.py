@@ -263,6 +263,7 @@ class _Connection:
         self.started_at = time.monotonic()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
+        self._handshake_cancelled = False
         self._task = asyncio.create_task(self._main(), name=f"mcp-server:{name}")
         self._task.add_done_callback(_consume_outcome)
 
@@ -460,8 +461,11 @@ class _Connection:
         if reason and not self.closed_reason:
             self.closed_reason = reason
         self._stop.set()
-        if not self._ready.done():
-            # Still starting: nothing to leave cleanly, cancel the handshake.
+        if not self._ready.done() and not self._handshake_cancelled:
+            # Still starting: nothing to leave cleanly, cancel the handshake. Once: a second
+            # cancel would interrupt the transport stopping the server (an anyio shield does
+            # not hold off asyncio's own cancellation), and leave the process running.
+            self._handshake_cancelled = True
             self._task.cancel()
 
     async def wait_closed(self, reason: str, timeout: float = _STOP_GRACE) -> None:

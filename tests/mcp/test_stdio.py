@@ -406,3 +406,27 @@ async def test_closing_while_a_server_is_tried_again_in_the_background_leaves_no
 
     assert _process_gone(pid), "aclose left the server being tried again behind"
     assert manager.status()["mine"].startswith("could not start: exited with code 1")
+
+
+async def test_a_configuration_change_while_a_server_is_tried_again_starts_the_new_one_at_once(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script, pid_file = _exits_then_hangs(tmp_path)
+    hanging = StdioServerConfig(command=sys.executable, args=[str(script)], startup_timeout=60.0)
+    clock = ManualClock()
+    async with McpManager({"mine": hanging}, workspace=workspace, clock=clock) as manager:
+        assert await manager.tools() == []
+        clock.advance(5.0)
+        async with asyncio.timeout(20):
+            assert await manager.tools() == []
+            pid = await _pid_in(pid_file)
+        manager.reconfigure({"mine": stdio_config("basic")})
+        tools = {tool.name for tool in await manager.tools()}
+        await manager.settle()
+        notices = [notice.text for notice in manager.take_notices()]
+        running = manager.status()["mine"]
+
+    assert "mine__echo" in tools
+    assert running.startswith("running, ")
+    assert notices[1:] == ["MCP server 'mine': its new configuration is used"]
+    assert _process_gone(pid), "the server started as configured before was left running"
