@@ -3,8 +3,10 @@ that asks for three ``read_file`` calls per step, the real built-in tools, for N
 
 Prints ms per step at steps 1–10, 490–500 and 990–1,000 (the last window at N), the ratio
 late/early, CPU time per step (all threads, and the event loop's thread alone), store round
-trips (hops to the database thread) and SQL statements per step,
-database bytes per step against the raw bytes of the messages it holds, and the machine load.
+trips (hops to the database thread) and SQL statements per step (traced in those windows
+only: tracing costs SQLite ~3% of a step's instructions, which is the benchmark's, not the
+engine's), database bytes per step against the raw bytes of the messages it holds, and the
+machine load.
 With ``langgraph`` and ``langgraph-checkpoint-sqlite`` installed (``pip install -e '.[bench]'``)
 it runs the same conversation through LangGraph's ``AsyncSqliteSaver`` side by side (fewer steps
 by default: its database grows with the square of the steps).
@@ -66,9 +68,17 @@ class InstantModel:
     """Answers at once: a sentence and three read_file calls per step, then a final answer.
     Records when each call started (a step runs from one call to the next)."""
 
-    def __init__(self, steps: int, count: Callable[[], tuple[int, int, int]]) -> None:
+    def __init__(
+        self,
+        steps: int,
+        count: Callable[[], tuple[int, int, int]],
+        trace: Callable[[bool], None] = lambda on: None,
+    ) -> None:
         self.steps = steps
         self.calls = 0
+        self._traced = {step for first, last in _windows(steps) for step in range(first, last + 1)}
+        """The steps whose SQL statements are counted (the windows reported)."""
+        self._trace = trace
         self.stamps: list[float] = []
         self.cpu: list[float] = []
         self.loop_cpu: list[float] = []
@@ -98,6 +108,7 @@ class InstantModel:
         self.loop_cpu.append(time.thread_time())
         self.counts.append(self._count())
         self.calls += 1
+        self._trace(self.calls in self._traced)
         if self.wal is not None and self.wal.exists():
             self.largest_wal = max(self.largest_wal, self.wal.stat().st_size)
         if self.calls > self.steps:
@@ -123,6 +134,8 @@ class Counted:
         self.execution_hops = 0
         """Round trips made by the executions themselves (not by ``wait`` or the pump's poll)."""
         self.statements = 0
+        self._tracing = False
+        self._conn: Any = None
         inside = contextvars.ContextVar("inside", default=False)
 
         def counting(original: Any) -> Any:
@@ -146,11 +159,19 @@ class Counted:
             setattr(store, name, counting(getattr(store, name)))
 
     async def trace(self) -> None:
-        def on_statement(_sql: str) -> None:
-            self.statements += 1
-
-        await self._original(lambda conn: conn.set_trace_callback(on_statement))
+        self._conn = await self._original(lambda conn: conn)
         self.hops = self.execution_hops = 0
+
+    def statements_counted(self, on: bool) -> None:
+        """Count the statements from now on, or stop. Only the steps of the windows reported
+        are counted: SQLite expands every traced statement with its values, about 3% of a
+        step's instructions (callgrind), which is the benchmark's cost, not the engine's."""
+        if on != self._tracing:
+            self._tracing = on
+            self._conn.set_trace_callback(self._on_statement if on else None)
+
+    def _on_statement(self, _sql: str) -> None:
+        self.statements += 1
 
     def now(self) -> tuple[int, int, int]:
         return self.hops, self.statements, self.execution_hops
@@ -172,7 +193,7 @@ async def engine(steps: int, tmp: Path) -> dict[str, Any]:
     db = tmp / "engine.db"
     store = SqliteStore(db)
     counter = Counted(store)
-    model = InstantModel(steps, counter.now)
+    model = InstantModel(steps, counter.now, counter.statements_counted)
     model.wal = db.with_name(db.name + "-wal")
     config = Config(defaults=Defaults(max_steps=steps + 5, job_step_budget=steps + 5))
     runtime = await Runtime.open(
