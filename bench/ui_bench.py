@@ -112,6 +112,8 @@ async def app_streaming(size_kib: int) -> tuple[float, float, int]:
                 assert isinstance(screen, MainScreen)
                 composer_input = screen.composer.input
                 composer_input.value = f"//stream {size_kib}"  # //: a message
+                composer_input.focus()
+                await pilot.pause()
 
                 def shown() -> bool:
                     run = screen.selected_run
@@ -122,7 +124,7 @@ async def app_streaming(size_kib: int) -> tuple[float, float, int]:
 
                 with StallMonitor() as monitor:
                     started = time.perf_counter()
-                    await composer_input.action_submit()
+                    await pilot.press("enter")  # the composer's Enter: sent
                     await _until(pilot, shown)
                     elapsed = time.perf_counter() - started
                 text = max(len(v.text) for v in screen.query(MessageView))
