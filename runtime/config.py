@@ -264,8 +264,11 @@ def env_startup_timeout(env: Mapping[str, str]) -> tuple[float | None, str | Non
         milliseconds = float(text)
     except ValueError:
         milliseconds = math.nan
-    if math.isfinite(milliseconds) and milliseconds > 0:
-        return milliseconds / 1000, None
+    seconds = milliseconds / 1000
+    # Checked in seconds: a few milliseconds past zero (5e-324) make 0 s, which the config
+    # would refuse as the servers' own startup_timeout instead of warning.
+    if math.isfinite(seconds) and seconds > 0:
+        return seconds, None
     return None, (
         f"{ENV_MCP_TIMEOUT}={text!r} is not a positive number of milliseconds; MCP servers get"
         f" the default {STARTUP_TIMEOUT:g} s to start"

@@ -295,7 +295,7 @@ def test_mcp_timeout_in_milliseconds_is_the_startup_timeout_of_servers_that_set_
     assert config.warnings == []
 
 
-@pytest.mark.parametrize("value", ["soon", "0", "-500", "nan", "inf", "2.5s"])
+@pytest.mark.parametrize("value", ["soon", "0", "-500", "nan", "inf", "2.5s", "5e-324"])
 def test_an_mcp_timeout_that_is_not_a_positive_number_warns_and_keeps_ten_seconds(
     workspace: Path, user_file: Path, value: str
 ) -> None:
