@@ -234,8 +234,12 @@ def test_the_text_noted_when_content_is_stored_is_the_text_read_from_the_stored_
 ) -> None:
     """The search indexing takes the text noted at the commit instead of reading the value:
     the two must agree, or the index would differ from what a later delete takes out."""
+    from runtime.store import stored_content
+
     value = _stored_content(content)
+    assert value in stored_content._known_texts  # else both reads below parse the value
     noted = message_text(value)  # taken from what the commit noted
+    assert value not in stored_content._known_texts
     assert message_text(value) == noted  # read from the value itself
 
 
