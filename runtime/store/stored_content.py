@@ -98,8 +98,11 @@ KNOWN_TEXTS_KEPT = 256
 """Stored values whose text ``remember_text`` keeps for the search indexing, at most (the
 indexing takes them every CHECKPOINT_EVERY = 100 commits, most of a message each)."""
 KNOWN_TEXT_CHARS = 16 * 1024
-"""A text longer than this is not kept (its indexing costs far more than its parse): what is
-kept stays under a few MB even when nothing takes it."""
+"""A text longer than this is not kept (its indexing costs far more than its parse)."""
+KNOWN_VALUE_SIZE = 32 * 1024
+"""Nor is one whose stored value (the key it is kept by) is larger than this: a message with
+little text may hold a large tool input (a file written whole). What is kept stays under about
+12 MB even when nothing takes it."""
 _known_texts: OrderedDict[str | bytes, str] = OrderedDict()
 """Stored value -> its text, for the values this process wrote and has not indexed yet."""
 
@@ -112,7 +115,7 @@ def remember_text(value: str | bytes, text: str) -> None:
     connection of this process may take it; a value indexed elsewhere, or dropped as the
     oldest of KNOWN_TEXTS_KEPT, is read from the value as before. The dict's single calls are
     atomic under the GIL: the caller's thread adds, the worker takes."""
-    if len(text) > KNOWN_TEXT_CHARS:
+    if len(text) > KNOWN_TEXT_CHARS or len(value) > KNOWN_VALUE_SIZE:
         return
     _known_texts[value] = text
     while len(_known_texts) > KNOWN_TEXTS_KEPT:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import zlib
 from pathlib import Path
@@ -251,9 +252,20 @@ def test_the_texts_noted_for_the_indexing_stay_bounded_when_nothing_indexes_them
     for index in range(stored_content.KNOWN_TEXTS_KEPT + 50):
         _stored_content([TextBlock(text=f"message {index} " + SOURCE[:400])])
     _stored_content([TextBlock(text=SOURCE[: stored_content.KNOWN_TEXT_CHARS + 1])])
+    # Little text, a large value: a file written whole is a tool input, not searchable text.
+    written = os.urandom(stored_content.KNOWN_VALUE_SIZE).hex()
+    _stored_content(
+        [
+            TextBlock(text="I will write it."),
+            ToolUseBlock(
+                id="t", tool_call_id="c", name="write_file", input={"path": "a", "content": written}
+            ),
+        ]
+    )
     kept = stored_content._known_texts
     assert len(kept) <= stored_content.KNOWN_TEXTS_KEPT
     assert all(len(text) <= stored_content.KNOWN_TEXT_CHARS for text in kept.values())
+    assert all(len(value) <= stored_content.KNOWN_VALUE_SIZE for value in kept)
     kept.clear()
 
 
