@@ -1369,3 +1369,29 @@ async def test_a_cursor_the_person_moved_stays_on_its_row_when_a_job_comes_from_
             assert job is not None and job.id == older
     finally:
         await runtime.close()
+
+
+async def test_a_job_titled_with_square_brackets_is_shown_as_typed_not_read_as_markup(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A prompt with brackets that read as markup ("[/usr]" closes a tag never opened) made the
+    browser raise MarkupError: the app quit at every start while that job was in the database.
+    Others lost their brackets ("a [b] c" showed "a  c") or turned into emoji (":smile:")."""
+    earlier = "fix the [/usr] path"
+    run = await runtime.start(earlier)
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        typed = "keep a [b] c and :smile: as typed"
+        screen.composer.focus_input()
+        assert screen.composer.follow_up_job_id is None  # a new job
+        await pilot.press(*typed, "enter")
+        tree = screen.job_tree
+        await wait_until(pilot, lambda: len(tree._jobs) == 2)
+        await pilot.pause()
+        rows = [tree.row_text(node) for node in tree._visible_nodes()]
+        assert any(earlier in row for row in rows), rows
+        assert any(typed[:30] in row for row in rows), rows
+        assert app.is_running

@@ -431,6 +431,13 @@ class JobTree(Tree[NodeData]):
             ancestor = ancestor.parent
         return self._width_room(depth=depth, expandable=node.allow_expand)
 
+    def process_label(self, label: str | Text) -> Text:
+        """A node's label as given, never read as markup: ``render_label`` draws each row from
+        its node's data, and what is given here is a job's title, a person's prompt (Tree's own
+        reading of "fix the [/usr] path" as markup raised MarkupError, and the app quit at every
+        start while that job was in the database; "a [b] c" lost its "[b]")."""
+        return Text(label) if isinstance(label, str) else label
+
     def render_label(self, node: TreeNode[NodeData], base_style: Style, style: Style) -> Text:
         label = self._label(node)
         label.stylize(style)
