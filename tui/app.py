@@ -20,10 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from textual import events, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.events import AppBlur, AppFocus
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
@@ -462,6 +463,32 @@ class AgentTuiApp(App[int]):
         ids = {run.id for run in working}
         working.sort(key=lambda run: run.created_at, reverse=True)
         return [run for run in working if run.parent_run_id not in ids]
+
+    # --- notifications -------------------------------------------------------------------------
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice shows its words as written, never read as markup (``markup`` is
+        ignored: a widget's ``notify`` passes Textual's default, True). A notice quotes what is
+        not ours: a job's title, a typed name, a path, an error's words. Read as markup, "No
+        theme '[/usr]'" raised MarkupError as its toast was drawn and the app quit, and
+        "site[b]" read "site". No notice of ours is styled with markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    @on(events.DeliveryComplete)
+    def _screenshot_saved(self, event: events.DeliveryComplete) -> None:
+        """Textual's own notice of a saved screenshot styles the path with markup, which
+        ``notify`` shows as written: this one says it plainly, in its place."""
+        if event.name == "screenshot":
+            event.prevent_default()  # Textual's handler (the class's base) is not called
+            where = "" if event.path is None else f" to {str(event.path)!r}"
+            self.notify(f"Saved screenshot{where}", title="Screenshot")
 
     # --- help and the command palette ----------------------------------------------------------
     def action_help(self) -> None:

@@ -1,0 +1,77 @@
+"""Texts that are not ours (a person's prompt, a typed name, a path, an error's words, a
+server's choices, a command file's description) show as written wherever they reach a widget
+that reads Textual markup by default. Read as markup, "fix [/usr] path" raised MarkupError and
+the app quit; "app/[slug]/page.tsx" lost its "[slug]", "[WIP] draft" its "[WIP]"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widget import Widget
+from textual.widgets._toast import Toast
+
+from runtime.api import Runtime
+from tests.tui.helpers import (
+    SIZE,
+    main_screen,
+    make_app,
+    open_runtime,
+    wait_until,
+)
+from tui.app import AgentTuiApp
+
+CRASHED = "fix [/usr] path please"
+"""Read as markup: a closing tag that closes nothing, MarkupError."""
+ROUTE = "app/[slug]/page.tsx"
+"""Read as markup: ``[slug]`` is a style, dropped."""
+
+
+def drawn(widget: Widget) -> str:
+    """The screen's text where ``widget`` lies, row by row: what a person reads there."""
+    strips = widget.screen._compositor.render_strips()
+    region = widget.region
+    return "\n".join(
+        strips[y].crop(region.x, region.right).text.rstrip() for y in range(region.y, region.bottom)
+    )
+
+
+def toasts(app: AgentTuiApp) -> list[str]:
+    """The text of each notification on screen (title, then message)."""
+    return [str(toast.render()) for toast in app.screen.query(Toast)]
+
+
+async def test_a_notice_quoting_what_was_typed_shows_it_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press(*"/theme [/usr]", "enter")
+        await wait_until(pilot, lambda: any("[/usr]" in toast for toast in toasts(app)))
+        screen.composer.input.text = ""
+        await pilot.press(*"/theme [slug]", "enter")
+        await wait_until(pilot, lambda: any("'[slug]'" in toast for toast in toasts(app)))
+        assert app.is_running
+
+
+async def test_a_saved_screenshot_names_a_folder_with_brackets_as_written(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """Textual's own notice styled the path with markup: in a folder ``site[b]`` it read
+    ``site``."""
+    workspace = tmp_path / "site[b]"
+    workspace.mkdir()
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            app.action_screenshot()
+            await wait_until(
+                pilot, lambda: any(n.title == "Screenshot" for n in app._notifications)
+            )
+            [picture] = (workspace / ".agent-tui" / "exports").glob("*.svg")
+            await wait_until(pilot, lambda: toasts(app))
+            assert toasts(app) == [f"Screenshot\nSaved screenshot to {str(picture)!r}"]
+    finally:
+        await runtime.close()
