@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widget import Widget
+from textual.widgets import OptionList
 from textual.widgets._toast import Toast
 
 from runtime.api import Runtime
@@ -16,6 +17,7 @@ from tests.tui.helpers import (
     main_screen,
     make_app,
     open_runtime,
+    wait_for_browser,
     wait_until,
 )
 from tui.app import AgentTuiApp
@@ -75,3 +77,60 @@ async def test_a_saved_screenshot_names_a_folder_with_brackets_as_written(
             assert toasts(app) == [f"Screenshot\nSaved screenshot to {str(picture)!r}"]
     finally:
         await runtime.close()
+
+
+async def test_the_inbox_shows_titles_and_questions_with_brackets_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    from tui.screens.inbox import InboxScreen
+
+    for task in (CRASHED, f"see {ROUTE}"):
+        run = await runtime.start(task)
+        boundary = await runtime.wait(run.id, timeout=10)
+        assert boundary.request is not None  # the demo model's question
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_browser(pilot, app)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        await pilot.pause()
+        shown = drawn(app.screen.query_one("#inbox-list", OptionList))
+        assert CRASHED in shown and f"see {ROUTE}" in shown
+        assert app.is_running
+
+
+async def test_the_composer_menus_say_what_was_typed_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        menu = screen.query_one("#completions", OptionList)
+        await pilot.press(*"/[slug]")
+        await wait_until(pilot, lambda: "no command starts with" in drawn(menu))
+        assert "no command starts with /[slug]" in drawn(menu)
+        screen.composer.input.text = ""
+        await pilot.press(*"/[/usr]")
+        await wait_until(pilot, lambda: "no command starts with /[/usr]" in drawn(menu))
+        screen.composer.input.text = ""
+        await pilot.press(*f"@{ROUTE}")
+        await wait_until(pilot, lambda: "no file matches" in drawn(menu))
+        assert f"no file matches '{ROUTE}'" in drawn(menu)
+        assert app.is_running
+
+
+async def test_a_search_without_hits_repeats_the_words_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    await runtime.start("count the herons")
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("slash", *"[/usr]", "enter")
+        results = screen.query_one("#search-results", OptionList)
+        await wait_until(pilot, lambda: results.display and results.option_count)
+        await pilot.pause()
+        assert "No message matches '[/usr]'" in drawn(results)
+        assert app.is_running

@@ -46,7 +46,9 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(id="inbox-box"):
             yield Static("Inbox — runs waiting for you", id="inbox-title")
-            yield OptionList(id="inbox-list")
+            # Plain options: a job's title and a question are not markup (a job "fix [/usr]
+            # path" raised MarkupError as the inbox was drawn).
+            yield OptionList(id="inbox-list", markup=False)
             yield Static("Enter open · Esc close", id="inbox-keys")
         # Its own keys at the bottom: the main screen's showed through, with a docked
         # approval's y/a/n that do nothing here (a new-user trial).

@@ -408,7 +408,9 @@ class Composer(Vertical):
         self._mode_shown = self._mode_text()
         yield Static(self._mode_shown, id="mode", markup=False, classes=self._mode_class())
         yield Static("", id="queue", markup=False)
-        completions = OptionList(id="completions")
+        # Plain options: what was typed is quoted ("no command starts with /[slug]" read
+        # "/"; "/[/]" raised MarkupError).
+        completions = OptionList(id="completions", markup=False)
         completions.can_focus = False
         yield completions
         yield ComposerInput(id="composer-input")

@@ -40,7 +40,8 @@ class SearchResults(OptionList):
         """Up on the first hit: back to the search field, to change the words."""
 
     def __init__(self, *, hide_ages: bool = False, id: str | None = None) -> None:
-        super().__init__(id=id)
+        # Plain options: "No message matches '[/usr]'" raised MarkupError (hits are Text).
+        super().__init__(id=id, markup=False)
         self.hide_ages = hide_ages
         self.hits: list[SearchHit] = []
         self._query = ""
