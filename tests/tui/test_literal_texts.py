@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widget import Widget
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 from textual.widgets._toast import Toast
 
 from runtime.api import Runtime
@@ -134,3 +134,26 @@ async def test_a_search_without_hits_repeats_the_words_as_written(
         await pilot.pause()
         assert "No message matches '[/usr]'" in drawn(results)
         assert app.is_running
+
+
+async def test_the_permissions_screen_names_a_broken_file_in_a_folder_with_brackets_as_written(
+    db_path: Path, tmp_path: Path
+) -> None:
+    from tui.screens.permissions import PermissionsScreen
+
+    workspace = tmp_path / "site [b]"
+    workspace.mkdir()
+    (workspace / "agent-tui.toml").write_text('permissions = "[/usr]"\n')
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            app.action_permissions()
+            await wait_until(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+            await pilot.pause()
+            status = app.screen.query_one("#permissions-status", Static)
+            assert str(status.render()) == (
+                f"⚠ {workspace / 'agent-tui.toml'}: permissions: must be a table"
+            )
+    finally:
+        await runtime.close()

@@ -73,7 +73,7 @@ class PermissionsScreen(ModalScreen[None]):
             said = Static("", id="permissions-said", markup=False)
             said.display = False
             yield said
-            yield Static("", id="permissions-status")
+            yield Static("", id="permissions-status", markup=False)  # it quotes an error
             yield Static("d revoke · / search · ctrl+r reload · esc close", id="permissions-keys")
         # Its own keys at the bottom: the main screen's showed through, with keys that do not
         # work here (a new-user trial).
