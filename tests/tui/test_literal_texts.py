@@ -5,13 +5,21 @@ the app quit; "app/[slug]/page.tsx" lost its "[slug]", "[WIP] draft" its "[WIP]"
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
 from textual.widget import Widget
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList, Select, SelectionList, Static
 from textual.widgets._toast import Toast
 
 from runtime.api import Runtime
+from runtime.config import Config
+from runtime.mcp import InMemoryServer, McpManager
+from tests.fakes.scripted import ScriptedProvider, Turn
 from tests.tui.helpers import (
     SIZE,
     main_screen,
@@ -21,6 +29,7 @@ from tests.tui.helpers import (
     wait_until,
 )
 from tui.app import AgentTuiApp
+from tui.widgets.elicitation_form import ElicitationForm
 
 CRASHED = "fix [/usr] path please"
 """Read as markup: a closing tag that closes nothing, MarkupError."""
@@ -157,3 +166,79 @@ async def test_the_permissions_screen_names_a_broken_file_in_a_folder_with_brack
             )
     finally:
         await runtime.close()
+
+
+# --- a form of an MCP server -------------------------------------------------------------------
+
+CHOICES = [CRASHED, "[WIP] draft", ":smile:"]
+FORM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "one": {
+            "type": "string",
+            "title": "One",
+            "oneOf": [{"const": f"c{i}", "title": title} for i, title in enumerate(CHOICES)],
+            "default": "c0",
+        },
+        "many": {
+            "type": "array",
+            "title": "Many",
+            "items": {"anyOf": [{"const": f"c{i}", "title": t} for i, t in enumerate(CHOICES)]},
+        },
+    },
+}
+
+
+def _form_server() -> MCPServer:
+    server = MCPServer("forms")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def pick(ctx: Context) -> str:
+        """Ask for a choice."""
+        answer = await ctx.session.elicit_form(
+            "Pick", FORM_SCHEMA, related_request_id=ctx.request_id
+        )
+        return answer.action
+
+    return server
+
+
+@pytest.fixture
+async def form_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
+    model = ScriptedProvider([Turn(tool_calls=[("forms__pick", {})]), Turn(text="Noted.")])
+    manager = McpManager({"forms": InMemoryServer(_form_server(), timeout=30)}, workspace=workspace)
+    opened = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+        mcp=manager,
+    )
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_forms_choices_with_brackets_show_as_written(
+    form_runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(form_runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"pick", "enter")
+        await wait_until(pilot, lambda: screen.query(ElicitationForm), timeout=20)
+        form = screen.query_one(ElicitationForm)
+        await pilot.pause()
+        one = form.query_one("#input-one", Select)
+        assert CRASHED in drawn(one)
+        many = drawn(form.query_one("#input-many", SelectionList))
+        assert all(choice in many for choice in CHOICES)
+        await wait_until(pilot, lambda: app.focused is one)  # the form's first field
+        await pilot.press("enter")  # its drop-down, open
+        await wait_until(pilot, lambda: one.expanded)
+        await pilot.pause()
+        listed = drawn(one.query_one(OptionList))
+        assert all(choice in listed for choice in CHOICES)
+        assert app.is_running

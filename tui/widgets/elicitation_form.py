@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, assert_never
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -131,8 +132,10 @@ class ElicitationForm(Vertical):
                 return Checkbox(value=bool(field.default), id=widget_id)
             case FieldKind.ONE_OF:
                 chosen = field.default_choices()
+                # A choice's title is the server's words, never markup (as ``Text``): "[WIP]
+                # draft" read " draft", and "fix [/usr] path" raised MarkupError.
                 return Select(
-                    [(choice.title, index) for index, choice in enumerate(field.choices)],
+                    [(Text(choice.title), index) for index, choice in enumerate(field.choices)],
                     value=min(chosen) if chosen else Select.NULL,
                     id=widget_id,
                     allow_blank=True,
@@ -141,7 +144,7 @@ class ElicitationForm(Vertical):
                 chosen = field.default_choices()
                 return SelectionList[int](
                     *(
-                        (choice.title, index, index in chosen)
+                        (Text(choice.title), index, index in chosen)
                         for index, choice in enumerate(field.choices)
                     ),
                     id=widget_id,
