@@ -576,7 +576,10 @@ class AgentTuiApp(App[int]):
             return
         for command in main.extension_commands.slash_commands():
             kind = "Skill" if command.help.startswith("skill: ") else "Command"
-            help_text = command.help.removeprefix("skill: ")
+            # The palette reads a command's help as markup: a file's "Review the [WIP] change"
+            # lost its "[WIP]", and with a "[/usr]" in it the palette listed nothing. Every
+            # bracket is escaped (``textual.markup.escape`` leaves "[WIP]", a tag to Textual).
+            help_text = command.help.removeprefix("skill: ").replace("[", "\\[")
 
             def type_it(screen: MainScreen = main, name: str = command.name) -> None:
                 screen.composer.input.value = f"/{name} "

@@ -168,6 +168,27 @@ async def test_the_permissions_screen_names_a_broken_file_in_a_folder_with_brack
         await runtime.close()
 
 
+async def test_the_palette_shows_a_command_files_description_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    from textual.command import CommandList, CommandPalette
+
+    commands = workspace / ".agent-tui" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text(
+        f"---\ndescription: Review the [WIP] change, {CRASHED}\n---\nReview $ARGUMENTS\n"
+    )
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"/review")
+        hits = app.screen.query_one(CommandList)
+        await wait_until(pilot, lambda: "Command /review" in drawn(hits))
+        assert f"Review the [WIP] change, {CRASHED}" in drawn(hits)
+        assert app.is_running
+
+
 # --- a form of an MCP server -------------------------------------------------------------------
 
 CHOICES = [CRASHED, "[WIP] draft", ":smile:"]
