@@ -66,6 +66,18 @@ async def test_a_notice_quoting_what_was_typed_shows_it_as_written(
         assert app.is_running
 
 
+async def test_a_start_up_notice_quoting_a_theme_setting_shows_it_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """The config's ``[defaults] theme`` is quoted at every start when it is not installed:
+    read as markup, "[/usr]" in it quit the app at every start."""
+    app = make_app(runtime, workspace, theme="fix[/usr]")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: toasts(app))
+        assert toasts(app) == ["Theme\ntheme 'fix[/usr]' is not installed; using the default"]
+        assert app.is_running
+
+
 async def test_a_saved_screenshot_names_a_folder_with_brackets_as_written(
     db_path: Path, tmp_path: Path
 ) -> None:
