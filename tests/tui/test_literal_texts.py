@@ -275,3 +275,66 @@ async def test_a_forms_choices_with_brackets_show_as_written(
         listed = drawn(one.query_one(OptionList))
         assert all(choice in listed for choice in CHOICES)
         assert app.is_running
+
+
+# --- a run's own texts (already plain: these guard them) ---------------------------------------
+
+PAGE = "export default function Page() { return '[/usr]' }\n"
+
+
+@pytest.fixture
+async def scripted_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
+    """A run that writes ``app/[slug]/page.tsx`` (approval), asks a question whose options
+    read as markup, and answers with such words."""
+    model = ScriptedProvider(
+        [
+            Turn(tool_calls=[("write_file", {"path": ROUTE, "content": PAGE})]),
+            Turn(
+                tool_calls=[("ask_user", {"question": "Keep [WIP] or [/usr]?", "options": CHOICES})]
+            ),
+            Turn(text=f"Wrote {ROUTE}: [bold]x[/bold] :smile: a [b] c"),
+        ]
+    )
+    opened = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+    )
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_runs_approval_question_tool_call_and_answer_show_brackets_as_written(
+    scripted_runtime: Runtime, workspace: Path
+) -> None:
+    from tui.widgets.approval_prompt import ApprovalPrompt
+    from tui.widgets.question_prompt import QuestionPrompt
+
+    app = make_app(scripted_runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*CRASHED, "enter")
+        await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+        await pilot.pause()
+        approval = drawn(screen.query_one(ApprovalPrompt))
+        assert (
+            f"{ROUTE} (new file)" in approval
+            and "+export default function Page() { return '[/usr]' }" in approval
+        )
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+        await pilot.pause()
+        question = drawn(screen.query_one(QuestionPrompt))
+        assert "? Keep [WIP] or [/usr]?" in question
+        assert all(f"{n}. {choice}" in question for n, choice in enumerate(CHOICES, 1))
+        await pilot.press("1", "enter")
+        await wait_until(pilot, lambda: "[bold]x[/bold] :smile: a [b] c" in drawn(screen))
+        shown = drawn(screen)
+        assert f"write_file(path={ROUTE}" in shown  # the tool calls, their results
+        assert f"+++ b/{ROUTE}" in shown and "ask_user(question=Keep [WIP] or [/usr]?" in shown
+        assert CRASHED in shown  # the prompt, in the conversation and as the job's title
+        assert app.is_running
