@@ -338,3 +338,38 @@ async def test_a_runs_approval_question_tool_call_and_answer_show_brackets_as_wr
         assert f"+++ b/{ROUTE}" in shown and "ask_user(question=Keep [WIP] or [/usr]?" in shown
         assert CRASHED in shown  # the prompt, in the conversation and as the job's title
         assert app.is_running
+
+
+async def test_the_help_and_the_context_report_show_command_files_as_written(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A command file's description in the help, and in ``/context`` the problem of a file
+    ``[slug].md`` (not a usable name). Already plain: this guards them."""
+    from tui.screens.help import HelpScreen
+    from tui.screens.report import ReportScreen
+
+    commands = workspace / ".agent-tui" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text(
+        f"---\ndescription: Review the [WIP] change, {CRASHED}\n---\nReview $ARGUMENTS\n"
+    )
+    (commands / "[slug].md").write_text("Not a usable name\n")
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        app.screen.query_one("#help-body").scroll_end(animate=False)
+        await pilot.pause()
+        assert "/review [ARGS]         Review the [WIP] change, fix [/usr] path" in drawn(
+            app.screen
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        await pilot.press(*"/context", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ReportScreen))
+        await pilot.pause()
+        report = "\n".join(str(line.render()) for line in app.screen.query(Static))
+        assert "'[slug]' is not a usable command name" in report
+        assert app.is_running
