@@ -116,7 +116,7 @@ from runtime.store.sqlite import (
     written_draft,
 )
 
-__all__ = ["PostgresStore", "is_postgres_url", "redacted"]
+__all__ = ["PostgresStore", "check_url", "is_postgres_url", "redacted"]
 
 R = TypeVar("R")
 Conn = Any  # asyncpg.Connection (asyncpg ships no type hints)
@@ -131,15 +131,29 @@ def is_postgres_url(value: str) -> bool:
 
 
 def redacted(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
+    """The URL without its password (for messages and logs). Only the text of the user part
+    is looked at, so a URL that does not parse (a port that is not a number) is redacted too."""
     parts = urlsplit(url)
-    if parts.password is None:
+    user, at, host = parts.netloc.rpartition("@")
+    if not at or ":" not in user:
         return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ""
+    name = user.partition(":")[0]
+    user = f"{name}:***@" if name else ""
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def check_url(url: str) -> None:
+    """Refuse, in one line naming the URL without its password, a port asyncpg could not parse
+    (it raises a bare ``ValueError`` on connecting). Each host of a list (``h1:5432,h2``) may
+    have its own."""
+    for host in urlsplit(url).netloc.rpartition("@")[2].split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        port = port.rpartition(":")[2] if ":" in port else ""
+        if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+            raise errors.ConfigError(
+                f"{redacted(url)}: the port {port!r} is not a port number "
+                "(postgresql://USER@HOST:PORT/DATABASE)"
+            )
 
 
 def _split_schema(url: str) -> tuple[str, str]:
@@ -237,6 +251,7 @@ class PostgresStore:
 
     def __init__(self, url: str, *, clock: Clock | None = None, pool_size: int = POOL_SIZE):
         self.url = url
+        check_url(url)
         self._dsn, self.schema = _split_schema(url)
         self._where = redacted(self._dsn)
         self._clock: Clock = clock or SystemClock()

@@ -171,3 +171,52 @@ def test_an_export_stdout_cannot_take_is_one_line_naming_it_with_exit_1(
     assert result.stderr == (
         "agent-tui: error: cannot write the export to stdout: No space left on device\n"
     )
+
+
+# --- database URLs: a typo is refused before anything is created ----------------------------
+
+MISTYPED_URLS = [
+    "postgresq://me:hunter2@127.0.0.1:5432/agents",  # the scheme misspelt
+    "postgresql:/me:hunter2@127.0.0.1:5432/agents",  # one slash
+    "postgresql//me:hunter2@127.0.0.1:5432/agents",  # no colon
+    "mysql://me:hunter2@127.0.0.1/agents",  # another database
+]
+
+
+@pytest.mark.parametrize("url", MISTYPED_URLS)
+@pytest.mark.parametrize("source", ["--db", "AGENT_TUI_DB"])
+@pytest.mark.parametrize(
+    "command", [["run", "--detach", "hello"], ["worker"], ["runs"]], ids=" ".join
+)
+def test_a_mistyped_database_url_is_one_line_exit_2_and_creates_nothing(
+    cli: Cli, url: str, source: str, command: list[str]
+) -> None:
+    """Found by a new-user trial: `--db postgresq://…` was taken as an SQLite path, so `run
+    --detach` and `worker` made the folders `postgresq:/me@127.0.0.1:5432/` and a database in
+    the current folder (the worker then waited there for ever), and `runs` said "No database
+    yet at …"."""
+    before = folder_state(cli.root)
+    options = ["--workspace", str(cli.workspace)]
+    if source == "--db":
+        options = ["--db", url, *options]
+    else:
+        cli.env["AGENT_TUI_DB"] = url
+    result = cli.run(*options, *command, global_options=False, timeout=30)
+    assert_one_line_error(result, source, "postgresql://", "is not a database agent-tui can open")
+    assert "hunter2" not in result.stderr
+    assert folder_state(cli.root) == before
+
+
+@pytest.mark.parametrize("port", ["notaport", "99999"])
+@pytest.mark.parametrize("command", [["runs"], ["worker"]], ids=" ".join)
+def test_a_database_url_whose_port_is_not_a_number_is_one_line_exit_2_and_logs_nothing(
+    cli: Cli, port: str, command: list[str]
+) -> None:
+    """Found by a new-user trial: it was "agent-tui: unexpected error: Port could not be cast
+    to integer value as 'notaport'", exit 1, with a traceback in the log."""
+    before = folder_state(cli.root)
+    url = f"postgresql://me:hunter2@127.0.0.1:{port}/agents"
+    result = cli.run("--db", url, *command, global_options=False, timeout=30)
+    assert_one_line_error(result, f"postgresql://me:***@127.0.0.1:{port}/agents", repr(port))
+    assert "hunter2" not in result.stderr
+    assert folder_state(cli.root) == before  # no log file either

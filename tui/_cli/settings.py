@@ -32,6 +32,26 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
 
 
+def _mistyped_url(value: str) -> bool:
+    """A URL that is not ``postgresql://`` (``postgresq://``, ``postgresql:/``, ``mysql://``), or
+    a ``postgres…`` with its ``//`` but not its colon: taken as an SQLite path, it would create
+    folders named after it in the current folder."""
+    import re
+
+    return bool(
+        re.match(r"[A-Za-z][A-Za-z0-9+.-]+:/", value)
+        or re.match(r"postgres[a-z]*/{1,2}[^/]*@", value, re.IGNORECASE)
+    )
+
+
+def _without_password(value: str) -> str:
+    """``value`` with whatever stands where a URL's password would (``user:PASSWORD@``) hidden:
+    over-hiding is fine in an error message that names what was mistyped."""
+    import re
+
+    return re.sub(r"^([^/]*/{1,2}[^/@:]*:)[^@]*@", r"\1***@", value)
+
+
 def shown(db: DbLocation) -> str:
     """The database as messages name it (a URL without its password)."""
     if isinstance(db, str):
@@ -79,7 +99,17 @@ def resolve_db_path(option: str | None) -> DbLocation:
     ``postgresql://`` URL is kept as it is (a ``str``)."""
     raw = option or os.environ.get(locations.ENV_DB, "")
     if is_url(raw):
+        from runtime.store.postgres import check_url
+
+        check_url(raw)
         return raw
+    if _mistyped_url(raw):
+        given = "--db" if option else locations.ENV_DB
+        raise ConfigError(
+            f"{given} {_without_password(raw)} is not a database agent-tui can open: a "
+            "PostgreSQL URL starts with postgresql:// (postgresql://USER@HOST/DATABASE), an "
+            "SQLite database is given by its file path"
+        )
     path = locations.resolve_db_path(option).expanduser()
     if path.is_dir():
         raise ConfigError(f"database path {path} is a folder, not a file")

@@ -1,0 +1,51 @@
+"""PostgreSQL URLs as agent-tui shows and checks them: never with their password, and a port
+asyncpg could not parse refused in one line before any connection is tried."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.errors import ConfigError
+from runtime.store.postgres import PostgresStore, redacted
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://me:hunter2@db:5432/agents", "postgresql://me:***@db:5432/agents"),
+        ("postgresql://me@db/agents", "postgresql://me@db/agents"),
+        (
+            "postgresql://me:hunter2@[::1]:5432/a?schema=s",
+            "postgresql://me:***@[::1]:5432/a?schema=s",
+        ),
+        ("postgresql://me:hunter2@db:notaport/agents", "postgresql://me:***@db:notaport/agents"),
+        ("postgresql://me:hunter2@db1:5432,db2/agents", "postgresql://me:***@db1:5432,db2/agents"),
+    ],
+)
+def test_a_url_is_shown_without_its_password_even_when_it_does_not_parse(
+    url: str, shown: str
+) -> None:
+    assert redacted(url) == shown
+
+
+@pytest.mark.parametrize("port", ["notaport", "99999", "5432x"])
+def test_a_store_refuses_a_port_that_is_not_a_port_number_naming_the_url_without_password(
+    port: str,
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        PostgresStore(f"postgresql://me:hunter2@db:{port}/agents")
+    assert f"postgresql://me:***@db:{port}/agents" in refused.value.message
+    assert "hunter2" not in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://me@db:5432/agents",
+        "postgresql://db1:5432,db2:5433/agents",  # several hosts, as asyncpg takes them
+        "postgresql://[::1]/agents",
+        "postgresql:///agents?host=/run/postgresql",
+    ],
+)
+def test_a_store_takes_every_url_form_asyncpg_parses(url: str) -> None:
+    PostgresStore(url)
