@@ -61,11 +61,21 @@ class WorkerReport:
     """The durable event that recorded it (a claim, the run leaving ``running``)."""
     state: str | None = None
     workspace: str | None = None
+    database: str | None = None
+    """The database it serves (``started``; a URL without its password)."""
 
     def as_json(self) -> dict[str, Any]:
         data = {key: value for key, value in asdict(self).items() if value is not None}
         data["kind"] = f"worker_{self.kind}"
         return data
+
+
+def _shown(location: str | Path) -> str:
+    if isinstance(location, str):
+        from runtime.store.postgres import redacted
+
+        return redacted(location)
+    return str(location)
 
 
 def unreachable(workspace: str, roots: Sequence[Path]) -> str | None:
@@ -152,10 +162,14 @@ class Worker:
         step and give its run back (waiting at most ``drain_timeout`` seconds; executions
         still going then are stopped by ``Runtime.close``, their runs recoverable)."""
         roots = ", ".join(str(root) for root in self.roots)
+        database = _shown(self._runtime.store.location)
+        # The database is named: a worker whose ``--db`` (or AGENT_TUI_DB) was left out serves
+        # the default SQLite file, and waits there for runs queued elsewhere.
         self._say(
             "started",
-            f"worker {self.owner_id}: executing queued runs under {roots} "
+            f"worker {self.owner_id}: executing queued runs of {database} under {roots} "
             f"(up to {self.concurrency} at a time)",
+            database=database,
         )
         while not stop.is_set():
             await self._reap()

@@ -3,6 +3,7 @@ store; a run started by one command is answered and finished by later ones."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,36 @@ def test_a_worker_on_postgresql_executes_what_attached_clients_create_and_answer
         assert executor.finish(timeout=60) == 0, executor.stderr()
     finally:
         executor.kill()
+
+
+def test_a_worker_names_the_database_it_serves_without_the_password(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: the worker's first line named only its folders, so one
+    started without ``--db`` (serving the default SQLite file while runs were queued on
+    PostgreSQL) looked the same as the right one. (The test cluster trusts every connection,
+    so the password in the URL is accepted and ignored.)"""
+    import dataclasses
+    import signal
+
+    from tests.workers.procs import worker
+
+    base = _cli(tmp_path)
+    with_password = pg_database.replace(
+        "postgresql://agent_tui@", "postgresql://agent_tui:hunter2@"
+    )
+    assert "hunter2" in with_password
+    url: Any = with_password
+    executor = worker(dataclasses.replace(base, db=url), "worker")
+    try:
+        started = executor.items[
+            executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        ]
+        shown = pg_database.replace("postgresql://agent_tui@", "postgresql://agent_tui:***@")
+        assert started["database"] == shown
+        assert f"executing queued runs of {shown} under {base.workspace}" in started["text"]
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+    finally:
+        executor.kill()
+    assert "hunter2" not in json.dumps(executor.items) + executor.stderr()

@@ -248,3 +248,25 @@ def test_a_worker_with_a_root_that_is_not_a_folder_says_so_and_exits_2(
     assert result.stderr.strip().splitlines() == [
         f"agent-tui: error: --root {tmp_path / 'missing'} is not a folder"
     ]
+
+
+def test_a_worker_started_without_db_names_the_default_database_it_serves(cli: Cli) -> None:
+    """Found by a new-user trial: a worker whose ``--db postgresql://…`` was left out served
+    the default SQLite file, and its first line ("executing queued runs under FOLDER") did not
+    say so: it waited for ever for runs queued on PostgreSQL."""
+    default = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.db"
+    executor = Proc(
+        cli.argv("--workspace", str(cli.workspace), "worker", "--json", global_options=False),
+        cli=cli,
+        name="worker",
+    )
+    try:
+        started = executor.items[
+            executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=TIMEOUT)
+        ]
+        assert started["database"] == str(default)
+        assert f"executing queued runs of {default} under {cli.workspace}" in started["text"]
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=TIMEOUT) == 0, executor.stderr()
+    finally:
+        executor.kill()
