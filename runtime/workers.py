@@ -26,12 +26,13 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.errors import AgentTuiError
+from runtime.errors import AgentTuiError, DatabaseCorrupt, DatabaseError
 from runtime.events import DurableEvent, RunStateChanged
 from runtime.models import Run, RunState
 
@@ -43,9 +44,20 @@ log = logging.getLogger("runtime.workers")
 DEFAULT_CONCURRENCY = 4
 CANDIDATES = 200
 """Queued runs looked at per pass (oldest first)."""
+RETRY_MIN = 0.5
+RETRY_MAX = 10.0
+"""Seconds between looks at a database that cannot be reached (growing from the first)."""
 
 ReportKind = Literal[
-    "started", "claimed", "released", "skipped", "recovered", "stopping", "stopped"
+    "started",
+    "claimed",
+    "released",
+    "skipped",
+    "recovered",
+    "unreachable",
+    "reconnected",
+    "stopping",
+    "stopped",
 ]
 
 
@@ -171,10 +183,22 @@ class Worker:
             f"(up to {self.concurrency} at a time)",
             database=database,
         )
+        unreachable_since: float | None = None
         while not stop.is_set():
-            await self._reap()
-            if len(self._tasks) < self.concurrency:
-                await self._take(self.concurrency - len(self._tasks))
+            try:
+                await self._reap()
+                if len(self._tasks) < self.concurrency:
+                    await self._take(self.concurrency - len(self._tasks))
+            except DatabaseCorrupt:
+                raise
+            except DatabaseError as exc:
+                # The server restarting, a network blip: wait and look again, as a service
+                # should; the runs it was executing are recovered by the usual rules.
+                unreachable_since = await self._wait_for_database(exc, unreachable_since, stop)
+                continue
+            if unreachable_since is not None:
+                unreachable_since = None
+                self._say("reconnected", f"worker {self.owner_id}: the database answers again")
             await self._next_change(stop)
         self._runtime.dispatch.give_back_at_step_end()
         running = [task for task in self._tasks.values() if not task.done()]
@@ -187,6 +211,24 @@ class Worker:
             await asyncio.wait(running, timeout=drain_timeout)
         await self._reap()
         self._say("stopped", f"worker {self.owner_id}: stopped")
+
+    async def _wait_for_database(
+        self, exc: DatabaseError, since: float | None, stop: asyncio.Event
+    ) -> float:
+        """Say once that the database cannot be reached, then wait (longer each time, at most
+        ``RETRY_MAX`` seconds) unless ``stop`` comes first. Returns when it first failed."""
+        now = time.monotonic()
+        if since is None:
+            since = now
+            self._say(
+                "unreachable",
+                f"worker {self.owner_id}: cannot reach the database ({exc.message}); "
+                f"trying again every {RETRY_MAX:g} s at most",
+            )
+        delay = min(RETRY_MAX, max(RETRY_MIN, (now - since) / 2))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        return since
 
     async def _take(self, free: int) -> None:
         candidates = await self._runtime.store.queued_for_workers(limit=CANDIDATES)

@@ -55,9 +55,23 @@ class PgCluster:
     bin_dir: Path
     data_dir: Path
     port: int
+    options: str = ""
+    """The server options it was started with (``start`` after ``stop`` uses them again)."""
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        """Stop the server (fast: clients are disconnected), as a restart or an outage does."""
+        _run(
+            [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"],
+            _unprivileged(),
+            timeout=60,
+        )
+
+    def start(self) -> None:
+        """Start the server again on the same port, with the same options."""
+        _pg_ctl_start(self.bin_dir, self.data_dir, self.options, _unprivileged())
 
 
 def _run(args: list[str], user: pwd.struct_passwd | None, *, timeout: float) -> None:
@@ -81,6 +95,28 @@ def _run(args: list[str], user: pwd.struct_passwd | None, *, timeout: float) -> 
             f"{Path(args[0]).name} failed ({completed.returncode}): "
             f"{(completed.stderr or completed.stdout).strip()[-2000:]}"
         )
+
+
+def _pg_ctl_start(
+    bin_dir: Path, data_dir: Path, options: str, user: pwd.struct_passwd | None
+) -> None:
+    _run(
+        [
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data_dir),
+            "-o",
+            options,
+            "-l",
+            str(data_dir.parent / "server.log"),
+            "-w",
+            "-t",
+            "120",
+            "start",
+        ],
+        user,
+        timeout=150,
+    )
 
 
 @contextlib.contextmanager
@@ -115,25 +151,9 @@ def running_cluster() -> Iterator[PgCluster]:
             f"-p {port} -c listen_addresses=127.0.0.1 -k {root} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
-        _run(
-            [
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(data_dir),
-                "-o",
-                options,
-                "-l",
-                str(root / "server.log"),
-                "-w",
-                "-t",
-                "120",
-                "start",
-            ],
-            user,
-            timeout=150,
-        )
+        _pg_ctl_start(bin_dir, data_dir, options, user)
         try:
-            yield PgCluster(bin_dir=bin_dir, data_dir=data_dir, port=port)
+            yield PgCluster(bin_dir=bin_dir, data_dir=data_dir, port=port, options=options)
         finally:
             with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
                 _run(

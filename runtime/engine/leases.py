@@ -162,6 +162,7 @@ class Leases:
         """Processes that die while this one runs (a CLI run killed while the TUI is open)
         leave runs that only recovery frees: recover them now, not at the next launch."""
         interval = max(0.05, self._lease_seconds / 3)
+        failing = False  # a database that cannot be reached is logged once, not every pass
         while not closing.is_set():
             await asyncio.sleep(interval)
             try:
@@ -169,7 +170,13 @@ class Leases:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("recovery failed")
+                if not failing:
+                    log.exception("recovery failed (not logged again until it works)")
+                failing = True
+            else:
+                if failing:
+                    log.warning("recovery works again")
+                failing = False
 
     async def cancel_orphaned_elicitations(self) -> None:
         """An MCP server's request for input dies with the process that held its session."""

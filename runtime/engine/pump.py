@@ -147,6 +147,7 @@ class Pump:
                 await self._run_changed.wait()
 
     async def loop(self, closing: asyncio.Event) -> None:
+        failing = False  # a database that cannot be reached is logged once, not twice a second
         while not closing.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(POLL_INTERVAL):
@@ -158,8 +159,14 @@ class Pump:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("reading events failed")
+                if not failing:
+                    log.exception("reading events failed (not logged again until it works)")
+                failing = True
                 await asyncio.sleep(POLL_INTERVAL)
+            else:
+                if failing:
+                    log.warning("reading events works again")
+                failing = False
 
     async def mirror_drafts(self) -> None:
         """Text that another process streams reaches this one's observers too: its drafts (in

@@ -4,6 +4,8 @@ store; a run started by one command is answered and finished by later ones."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 from runtime.providers.demo import NOTES_FILE
 from tests.cli.harness import Cli, boundary_of, json_lines
+from tests.pg_cluster import PgCluster, find_pg_bin, running_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -160,3 +163,61 @@ def test_a_worker_names_the_database_it_serves_without_the_password(
     finally:
         executor.kill()
     assert "hunter2" not in json.dumps(executor.items) + executor.stderr()
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own, which it may stop and start (the session's is shared)."""
+    bin_dir, why = find_pg_bin()
+    if bin_dir is None:
+        pytest.skip(why)
+    with running_cluster() as cluster:
+        yield cluster
+
+
+def test_a_worker_waits_out_a_server_restart_then_executes_what_is_queued(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: stopping PostgreSQL (a restart, an upgrade, a failover)
+    ended every worker ("agent-tui: error: …: Connect call failed", exit 2), and a worker's
+    log took a traceback twice a second while the server was down. Now the worker says once
+    that it cannot reach the database, looks again, says when it answers, and goes on; the
+    log has one traceback per background loop for the whole outage."""
+    import dataclasses
+    import signal
+
+    from tests.workers.procs import query, worker
+
+    base = _cli(tmp_path)
+    url: Any = own_cluster.dsn()
+    cli = dataclasses.replace(base, db=url)
+    executor = worker(cli, "worker")
+    try:
+        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        own_cluster.stop()
+        down = executor.wait_for(lambda i: i["kind"] == "worker_unreachable", timeout=60)
+        assert "cannot reach the database" in executor.items[down]["text"]
+        # Down until the slowest background loop (recovery, every third of the lease) failed
+        # too: by then the events loop (every poll interval) failed several times.
+        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
+        deadline = time.monotonic() + 60
+        while "recovery failed" not in (log_file.read_text() if log_file.exists() else ""):
+            assert time.monotonic() < deadline, "the recovery loop never met the outage"
+            time.sleep(0.1)
+        own_cluster.start()
+        executor.wait_for(lambda i: i["kind"] == "worker_reconnected", timeout=60, start=down)
+
+        queued = cli.run("run", "--detach", "--model", "demo:instant", "look around")
+        assert queued.returncode == 0, queued.stderr
+        run_id = queued.stdout.strip()
+        executor.wait_for(
+            lambda i: i["kind"] == "worker_released" and i.get("run_id") == run_id, timeout=60
+        )
+        assert query(url, "SELECT state FROM runs WHERE id = ?", run_id) == [("input_required",)]
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+    finally:
+        executor.kill()
+    log = log_file.read_text()
+    assert log.count("reading events failed") <= 1, log[-3000:]
+    assert log.count("recovery failed") <= 1, log[-3000:]
