@@ -1978,7 +1978,15 @@ class PostgresLeaseRenewer:
                 return self._loop.run_until_complete(
                     asyncio.wait_for(self._renew(lease_seconds), 10)
                 )
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+            except (
+                asyncpg.PostgresError,
+                asyncpg.InterfaceError,
+                # What asyncpg raises on the next query over a connection the server closed
+                # (it stopped, restarted): not an InterfaceError.
+                asyncpg.InternalClientError,
+                OSError,
+                TimeoutError,
+            ):
                 self._drop()
                 return "busy"
 

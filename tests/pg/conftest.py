@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from tests.pg_cluster import PgCluster
+from tests.pg_cluster import PgCluster, find_pg_bin, running_cluster
 
 
 @pytest.fixture
@@ -27,3 +27,14 @@ async def pg_database(pg_cluster: PgCluster) -> AsyncIterator[str]:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own, which it may stop and start (the session's is shared)."""
+    bin_dir, why = find_pg_bin()
+    if bin_dir is None:
+        pytest.skip(why)
+    pytest.importorskip("asyncpg", reason="asyncpg is not installed (pip install '.[postgres]')")
+    with running_cluster() as cluster:
+        yield cluster

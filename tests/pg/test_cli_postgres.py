@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from runtime.providers.demo import NOTES_FILE
 from tests.cli.harness import Cli, boundary_of, json_lines
-from tests.pg_cluster import PgCluster, find_pg_bin, running_cluster
+from tests.pg_cluster import PgCluster
 
 pytestmark = pytest.mark.slow
 
@@ -165,16 +164,6 @@ def test_a_worker_names_the_database_it_serves_without_the_password(
     assert "hunter2" not in json.dumps(executor.items) + executor.stderr()
 
 
-@pytest.fixture
-def own_cluster() -> Iterator[PgCluster]:
-    """A cluster of the test's own, which it may stop and start (the session's is shared)."""
-    bin_dir, why = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip(why)
-    with running_cluster() as cluster:
-        yield cluster
-
-
 def test_a_worker_waits_out_a_server_restart_then_executes_what_is_queued(
     own_cluster: PgCluster, tmp_path: Path
 ) -> None:
@@ -214,10 +203,18 @@ def test_a_worker_waits_out_a_server_restart_then_executes_what_is_queued(
             lambda i: i["kind"] == "worker_released" and i.get("run_id") == run_id, timeout=60
         )
         assert query(url, "SELECT state FROM runs WHERE id = ?", run_id) == [("input_required",)]
+        # Its lease is renewed again (the thread that renews it lived through the outage).
+        [(renewed_at,)] = query(url, "SELECT heartbeat_at FROM owners")
+        deadline = time.monotonic() + 60
+        while query(url, "SELECT heartbeat_at FROM owners")[0][0] == renewed_at:
+            assert time.monotonic() < deadline, "the lease is not renewed any more"
+            time.sleep(0.1)
         executor.signal(signal.SIGTERM)
         assert executor.finish(timeout=60) == 0, executor.stderr()
     finally:
         executor.kill()
+    assert "Traceback" not in executor.stderr()
     log = log_file.read_text()
     assert log.count("reading events failed") <= 1, log[-3000:]
     assert log.count("recovery failed") <= 1, log[-3000:]
+
