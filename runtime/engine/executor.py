@@ -23,7 +23,13 @@ from runtime.engine.hooked import notify_run_finished
 from runtime.engine.model_call import ModelCall
 from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
-from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict
+from runtime.errors import (
+    AgentTuiError,
+    DatabaseCorrupt,
+    DatabaseError,
+    OwnershipLost,
+    RunStateConflict,
+)
 from runtime.events import RepairNote
 from runtime.history import load_history
 from runtime.images import RequestImages
@@ -33,6 +39,10 @@ from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
 
 log = logging.getLogger("runtime.engine")
+
+FINISH_RETRY_MIN = 0.5
+FINISH_RETRY_MAX = 10.0
+"""Seconds between tries at recording a run's failure in a database that cannot be reached."""
 
 
 def system_prompt(run: Run, agent: AgentConfig, workspace: Path) -> str:
@@ -166,15 +176,42 @@ class Executor:
             )
 
     async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
-        with contextlib.suppress(AgentTuiError):
+        """Record the failure. A database that cannot be reached (PostgreSQL restarting: what
+        failed the run, often) is waited for: given up, the run would read ``running`` under
+        this live process for as long as it lives, and nothing recovers that."""
+        delay = FINISH_RETRY_MIN
+        while True:
+            try:
+                await self._record_failure(execution, exc)
+                return
+            except (DatabaseCorrupt, OwnershipLost, RunStateConflict):
+                return
+            except DatabaseError as error:
+                if delay == FINISH_RETRY_MIN:
+                    log.warning(
+                        "run %s: cannot record its failure yet (%s); trying again until it works",
+                        execution.run_id,
+                        error.message,
+                    )
+            except AgentTuiError:
+                return
+            await asyncio.sleep(delay)
+            delay = min(FINISH_RETRY_MAX, delay * 2)
+
+    async def _record_failure(self, execution: Execution, exc: Exception) -> None:
+        try:
             await self._close_open_calls(execution)
+        except DatabaseError:
+            raise
+        except AgentTuiError:
+            pass  # the run fails all the same
+        ended = await self._store.finish_run(
+            execution.run_id,
+            token=execution.token,
+            to=RunState.FAILED,
+            failure=Failure(code="internal_error", message=f"{type(exc).__name__}: {exc}"),
+        )
         with contextlib.suppress(AgentTuiError):
-            ended = await self._store.finish_run(
-                execution.run_id,
-                token=execution.token,
-                to=RunState.FAILED,
-                failure=Failure(code="internal_error", message=f"{type(exc).__name__}: {exc}"),
-            )
             await self._delegation.cancel_descendants(ended, reason="its parent run failed")
 
     async def _run_steps(self, execution: Execution, run: Run) -> None:

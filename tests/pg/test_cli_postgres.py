@@ -218,3 +218,56 @@ def test_a_worker_waits_out_a_server_restart_then_executes_what_is_queued(
     assert log.count("reading events failed") <= 1, log[-3000:]
     assert log.count("recovery failed") <= 1, log[-3000:]
 
+
+def test_a_run_the_server_stopped_under_ends_failed_once_it_is_back_not_running_for_ever(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: PostgreSQL stopped while a worker executed a run; the engine
+    could not record the run's failure then, gave up, and the run read ``running`` under the
+    live worker for as long as it lived (nothing recovers a live owner's run). Now the failure
+    is recorded once the server is back, naming what happened, and the run can be retried."""
+    import dataclasses
+    import signal
+
+    from tests.workers.procs import query, worker
+
+    base = _cli(tmp_path)
+    url: Any = own_cluster.dsn()
+    cli = dataclasses.replace(base, db=url)
+    executor = worker(cli, "worker")
+    try:
+        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        # The demo model at its reading pace: the run streams (and saves drafts) for seconds.
+        queued = cli.run("run", "--detach", "--model", "demo", "look around")
+        assert queued.returncode == 0, queued.stderr
+        run_id = queued.stdout.strip()
+        executor.wait_for(
+            lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id, timeout=60
+        )
+        own_cluster.stop()
+        # Down until the execution failed for it (its next write found no server).
+        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
+        deadline = time.monotonic() + 60
+        while "failed inside the engine" not in (log_file.read_text() if log_file.exists() else ""):
+            assert time.monotonic() < deadline, "the execution never met the outage"
+            time.sleep(0.1)
+        own_cluster.start()
+
+        deadline = time.monotonic() + 60
+        while (state := _state(url, run_id)) == "running":
+            assert time.monotonic() < deadline, "the run reads running for ever"
+            time.sleep(0.1)
+        assert state == "failed"
+        [(failure,)] = query(url, "SELECT failure FROM runs WHERE id = ?", run_id)
+        assert "internal_error" in failure and "DatabaseError" in failure, failure
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+    finally:
+        executor.kill()
+
+
+def _state(url: str, run_id: str) -> str:
+    from tests.workers.procs import query
+
+    [(state,)] = query(url, "SELECT state FROM runs WHERE id = ?", run_id)
+    return str(state)
