@@ -371,9 +371,31 @@ def too_new_message(where: str, version: int) -> str:
     )
 
 
+async def _version(conn: Any, schema: str) -> int | None:
+    """The schema's version, read without writing (None: no ledger there yet)."""
+    ledger = await conn.fetchval(
+        "SELECT to_regclass(format('%I.agent_tui_migrations', $1::text))", schema
+    )
+    if ledger is None:
+        return None
+    return int(
+        await conn.fetchval(
+            f'SELECT coalesce(max(version), 0) FROM "{schema}".agent_tui_migrations'
+        )
+    )
+
+
 async def migrate(conn: Any, *, schema: str, where: str) -> list[int]:
     """Bring ``schema`` up to ``LATEST_VERSION`` in one transaction under the migration lock;
-    returns the versions this call applied (empty when another process had done it)."""
+    returns the versions this call applied (empty when another process had done it).
+
+    A schema already at the latest version is only read: a role that may only read (a team
+    member who watches) opens it, where ``CREATE SCHEMA IF NOT EXISTS`` is refused."""
+    current = await _version(conn, schema)
+    if current is not None and current > LATEST_VERSION:
+        raise SchemaTooNew(too_new_message(where, current))
+    if current == LATEST_VERSION:
+        return []
     applied: list[int] = []
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", MIGRATION_LOCK, schema)

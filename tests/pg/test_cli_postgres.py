@@ -271,3 +271,43 @@ def _state(url: str, run_id: str) -> str:
 
     [(state,)] = query(url, "SELECT state FROM runs WHERE id = ?", run_id)
     return str(state)
+
+
+async def test_a_role_that_may_only_read_lists_and_shows_the_runs_of_a_team_database(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: every open ran ``CREATE SCHEMA IF NOT EXISTS`` (and the
+    ledger's ``CREATE TABLE IF NOT EXISTS``) under the migration lock, so a team member with
+    a SELECT-only role got "permission denied for database" from ``runs`` and ``show``. A
+    database already at the latest schema is now only read on open; writing stays refused."""
+    cli = _cli(tmp_path)
+    where = ("--db", pg_database, "--workspace", str(cli.workspace))
+    started = cli.run(
+        *where, "run", "look around", "--json", "--model", "demo:instant", global_options=False
+    )
+    assert started.returncode == 3, started.stderr
+    run_id = boundary_of(json_lines(started.stdout))["run_id"]
+
+    viewer = f"viewer_{run_id[:12]}"
+    admin = await asyncpg.connect(pg_database)
+    try:
+        await admin.execute(f'CREATE ROLE "{viewer}" LOGIN')
+        await admin.execute(f'GRANT USAGE ON SCHEMA agent_tui TO "{viewer}"')
+        await admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA agent_tui TO "{viewer}"')
+        as_viewer = pg_database.replace("postgresql://agent_tui@", f"postgresql://{viewer}@")
+        seen = ("--db", as_viewer, "--workspace", str(cli.workspace))
+
+        listed = cli.run(*seen, "runs", global_options=False)
+        assert listed.returncode == 0, listed.stderr
+        assert run_id in listed.stdout
+        shown = cli.run(*seen, "show", run_id, global_options=False)
+        assert shown.returncode == 0, shown.stderr
+        assert "input_required" in shown.stdout
+        written = cli.run(*seen, "run", "--detach", "hello", global_options=False)
+        assert written.returncode == 2
+        assert "permission denied" in written.stderr
+        assert "Traceback" not in written.stderr
+    finally:
+        await admin.execute(f'DROP OWNED BY "{viewer}"')
+        await admin.execute(f'DROP ROLE IF EXISTS "{viewer}"')
+        await admin.close()
