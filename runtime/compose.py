@@ -49,16 +49,22 @@ def reference_checker(env: Mapping[str, str]) -> Callable[[str], None]:
 
 
 def open_store(
-    db_path: str | Path, *, clock: Clock | None = None, read_only: bool = False
+    db_path: str | Path,
+    *,
+    clock: Clock | None = None,
+    read_only: bool = False,
+    create: bool = True,
 ) -> Store:
     """The store for a database: a ``postgresql://`` URL opens PostgreSQL (the ``postgres``
     extra), anything else is an SQLite file path. ``read_only``: for a process that only looks
     (``runs``, ``show``, ``export``, DESIGN §4.4), whose SQLite store then does no upkeep of
-    its own (search indexing) when it searches or closes."""
+    its own (search indexing) when it searches or closes. ``create=False``: a PostgreSQL
+    schema agent-tui never set up is refused (``DatabaseNotCreated``), not created (an SQLite
+    file that does not exist is its caller's to refuse)."""
     if isinstance(db_path, str) and db_path.startswith(("postgresql://", "postgres://")):
         from runtime.store.postgres import PostgresStore
 
-        return PostgresStore(db_path, clock=clock)
+        return PostgresStore(db_path, clock=clock, create=create)
     from runtime.store.sqlite import SqliteStore
 
     return SqliteStore(Path(db_path), clock=clock, read_only=read_only)

@@ -2,7 +2,9 @@
 
 AgentTuiError
 ├── NotFoundError            run_not_found, job_not_found, checkpoint_not_found,
-│                            request_not_found, tool_call_not_found
+│   │                        request_not_found, tool_call_not_found
+│   └── DatabaseNotCreated   database_not_created (nothing of agent-tui's there yet, and the
+│                            store was opened not to create it)
 ├── ConflictError
 │   ├── IllegalTransition    illegal_transition (a state machine refused the change)
 │   ├── RunStateConflict     run_state_conflict (the run is not in a state that allows this)
@@ -50,6 +52,10 @@ class AgentTuiError(Exception):
 
 class NotFoundError(AgentTuiError):
     code = "not_found"
+
+
+class DatabaseNotCreated(NotFoundError):
+    code = "database_not_created"
 
 
 class RunNotFound(NotFoundError):

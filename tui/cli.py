@@ -23,6 +23,7 @@ from runtime.errors import (
     ConfigError,
     ConflictError,
     DatabaseError,
+    DatabaseNotCreated,
     InvalidInput,
     NotFoundError,
 )
@@ -153,6 +154,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         # forwarded), not a subclass: mypy cannot see it is one.
         out=sys.stdout if exact else TerminalSafeWriter(sys.stdout),  # type: ignore[arg-type]
         err=TerminalSafeWriter(sys.stderr),  # type: ignore[arg-type]
+        creates=_creates_the_database(args),
     )
     task = asyncio.current_task()
     assert task is not None
@@ -305,16 +307,20 @@ def _needs_a_database(args: argparse.Namespace) -> bool:
     return not _creates_the_database(args) and args.command != "doctor"
 
 
-def _without_a_database(args: argparse.Namespace, db_path: Path) -> int:
-    """What a command that creates nothing does on ``db_path``, a file that does not exist:
-    a listing says there is nothing yet (exit 0), anything else is an error naming the file."""
-    from tui._cli.settings import absolute
+def _without_a_database(args: argparse.Namespace, db_path: Path | str) -> int:
+    """What a command that creates nothing does on ``db_path``, a file that does not exist (or
+    a PostgreSQL database agent-tui never set up): a listing says there is nothing yet (exit 0),
+    anything else is an error naming the database."""
+    from tui._cli.settings import absolute, shown
 
-    where = absolute(db_path)
+    where = shown(absolute(db_path))
+    # A PostgreSQL database is there (someone made it); agent-tui's tables are not, yet.
+    nothing = "are no agent-tui tables" if isinstance(db_path, str) else "is no database"
     if args.command == "runs" or (args.command == "events" and not args.follow):
-        _say(f"No database yet at {where}.")  # nothing to list is not an error
+        what = "No agent-tui tables" if isinstance(db_path, str) else "No database"
+        _say(f"{what} yet at {where}.")  # nothing to list is not an error
         return EXIT_OK
-    _say(f"agent-tui: error: there is no database at {where} (check --db or AGENT_TUI_DB)")
+    _say(f"agent-tui: error: there {nothing} at {where} (check --db or AGENT_TUI_DB)")
     return EXIT_USAGE
 
 
@@ -418,6 +424,8 @@ def _main(args: argparse.Namespace, db_path: Path | str) -> int:
             import asyncio
 
             return asyncio.run(_run_command(args, db_path, workspace))
+    except DatabaseNotCreated:
+        return _without_a_database(args, db_path)
     except AgentTuiError as exc:
         _say(f"agent-tui: error: {_error_message(exc, db_path)}")
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED

@@ -371,7 +371,7 @@ def too_new_message(where: str, version: int) -> str:
     )
 
 
-async def _version(conn: Any, schema: str) -> int | None:
+async def schema_version(conn: Any, schema: str) -> int | None:
     """The schema's version, read without writing (None: no ledger there yet)."""
     ledger = await conn.fetchval(
         "SELECT to_regclass(format('%I.agent_tui_migrations', $1::text))", schema
@@ -391,7 +391,7 @@ async def migrate(conn: Any, *, schema: str, where: str) -> list[int]:
 
     A schema already at the latest version is only read: a role that may only read (a team
     member who watches) opens it, where ``CREATE SCHEMA IF NOT EXISTS`` is refused."""
-    current = await _version(conn, schema)
+    current = await schema_version(conn, schema)
     if current is not None and current > LATEST_VERSION:
         raise SchemaTooNew(too_new_message(where, current))
     if current == LATEST_VERSION:

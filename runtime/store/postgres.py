@@ -249,8 +249,18 @@ class _Tx:
 class PostgresStore:
     """A ``Store`` on one PostgreSQL schema. ``await open()`` before use, ``await close()``."""
 
-    def __init__(self, url: str, *, clock: Clock | None = None, pool_size: int = POOL_SIZE):
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        pool_size: int = POOL_SIZE,
+        create: bool = True,
+    ):
         self.url = url
+        self._create = create
+        """False: ``open`` refuses (``DatabaseNotCreated``) a schema agent-tui never set up,
+        instead of creating it (a command that only looks creates nothing)."""
         check_url(url)
         self._dsn, self.schema = _split_schema(url)
         self._where = redacted(self._dsn)
@@ -350,6 +360,11 @@ class PostgresStore:
         except (asyncpg.PostgresError, OSError) as exc:
             raise errors.DatabaseError(f"{self._where}: cannot connect ({exc})") from exc
         try:
+            if not self._create and await pg_schema.schema_version(conn, self.schema) is None:
+                raise errors.DatabaseNotCreated(
+                    f"{self._where}: agent-tui has not set up its tables here yet "
+                    f"(schema {self.schema})"
+                )
             self.applied_migrations = await pg_schema.migrate(
                 conn, schema=self.schema, where=self._where
             )

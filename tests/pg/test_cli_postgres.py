@@ -311,3 +311,44 @@ async def test_a_role_that_may_only_read_lists_and_shows_the_runs_of_a_team_data
         await admin.execute(f'DROP OWNED BY "{viewer}"')
         await admin.execute(f'DROP ROLE IF EXISTS "{viewer}"')
         await admin.close()
+
+
+async def test_commands_that_only_look_create_nothing_in_a_database_agent_tui_never_set_up(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: `runs`, `show`, `events` and `doctor` on a fresh PostgreSQL
+    database created agent-tui's schema and tables (a listing is not a first use), where on
+    SQLite they create nothing and say so. Now they say there is nothing there yet, as on
+    SQLite, and leave the database as it was; `run` sets it up."""
+    cli = _cli(tmp_path)
+    where = ("--db", pg_database, "--workspace", str(cli.workspace))
+
+    listed = cli.run(*where, "runs", global_options=False)
+    assert (listed.returncode, listed.stdout) == (0, "")
+    assert listed.stderr == f"No agent-tui tables yet at {pg_database}.\n"
+    events = cli.run(*where, "events", global_options=False)
+    assert (events.returncode, events.stderr) == (0, listed.stderr)
+    for command in (["show", "abc"], ["events", "--follow"]):
+        refused = cli.run(*where, *command, global_options=False)
+        assert refused.returncode == 2, (command, refused.stderr)
+        assert refused.stderr == (
+            f"agent-tui: error: there are no agent-tui tables at {pg_database} "
+            "(check --db or AGENT_TUI_DB)\n"
+        )
+    doctor = cli.run(*where, "doctor", global_options=False)
+    assert doctor.returncode == 0, doctor.stdout
+    assert "no agent-tui tables yet (made on the first run)" in doctor.stdout
+
+    conn = await asyncpg.connect(pg_database)
+    try:
+        schema = await conn.fetchval(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'agent_tui'"
+        )
+    finally:
+        await conn.close()
+    assert schema == 0
+
+    queued = cli.run(*where, "run", "--detach", "hello", global_options=False)
+    assert queued.returncode == 0, queued.stderr
+    listed = cli.run(*where, "runs", global_options=False)
+    assert listed.returncode == 0 and queued.stdout.strip() in listed.stdout

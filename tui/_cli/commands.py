@@ -50,6 +50,9 @@ class Context:
     """The request being asked at the terminal right now (for the Ctrl+C message)."""
     watching: bool = False
     """The current run is a worker's: this command only watches it (attach mode)."""
+    creates: bool = True
+    """The command may create the database where there is none yet (``run``, ``worker``, a
+    consumer); the others find nothing there (PostgreSQL: its schema not set up)."""
 
     def set_prompting(self, request: InputRequest | None) -> None:
         self.prompting = request
@@ -86,7 +89,7 @@ class Context:
 async def open_runtime(ctx: Context, *, read_only: bool = False) -> AsyncIterator[Runtime]:
     from runtime.compose import open_store
 
-    store = open_store(ctx.db_path, read_only=read_only)
+    store = open_store(ctx.db_path, read_only=read_only, create=ctx.creates)
     runtime = await Runtime.open(
         db_path=ctx.db_path,
         workspace=ctx.workspace,

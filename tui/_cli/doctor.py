@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
 from runtime.config import ENV_MCP_TIMEOUT, STARTUP_TIMEOUT, env_startup_timeout
-from runtime.errors import AgentTuiError, ConfigError, DatabaseError
+from runtime.errors import AgentTuiError, ConfigError, DatabaseError, DatabaseNotCreated
 from runtime.store.checks import read_only_uri
 from runtime.store.migrations import LATEST_VERSION
 from runtime.store.schema import expected_shape, schema_problems, shape_of
@@ -80,8 +80,16 @@ async def _open_and_close(
     import asyncio
     import contextlib
 
+    from runtime.compose import open_store
+
     runtime = await Runtime.open(
-        db_path=db_path, workspace=ctx.workspace, config=config, model=ctx.model, read_only=True
+        db_path=db_path,
+        workspace=ctx.workspace,
+        config=config,
+        model=ctx.model,
+        read_only=True,
+        # Checking creates nothing: a PostgreSQL database agent-tui never set up is said so.
+        store=open_store(db_path, read_only=True, create=False),
     )
     try:
         opened = _Opened(runtime.default_model, runtime.model_notice)
@@ -357,10 +365,14 @@ async def _check_runtime(ctx: Context, config: Config | None, *, open_database: 
         out("Default model: not checked: fix the configuration first")
         return True
     try:
+        opened = None
         if open_database:
-            opened = await _open_and_close(ctx, ctx.db_path, config, look_at_runs=True)
-            out("Database opens: yes")
-        else:
+            try:
+                opened = await _open_and_close(ctx, ctx.db_path, config, look_at_runs=True)
+                out("Database opens: yes")
+            except DatabaseNotCreated:
+                out("Database opens: yes; no agent-tui tables yet (made on the first run)")
+        if opened is None:
             with tempfile.TemporaryDirectory(prefix="agent-tui-doctor-") as scratch:
                 opened = await _open_and_close(
                     ctx, Path(scratch) / "probe.db", config, look_at_runs=False
