@@ -123,6 +123,9 @@ Conn = Any  # asyncpg.Connection (asyncpg ships no type hints)
 SEARCH_WINDOW = 2_000
 RETRIES = 8
 POOL_SIZE = 4
+RELISTEN_MIN = 0.2
+RELISTEN_MAX = 5.0
+"""Seconds between tries at listening again after the server ended the listening connection."""
 _OPEN_RUN_STATES = ("queued", "running", "input_required")
 
 
@@ -275,6 +278,7 @@ class PostgresStore:
         self._remote: list[Callable[[int], None]] = []
         self._listen_conn: Any = None
         self._listen_task: asyncio.Task[None] | None = None
+        self._relisten_task: asyncio.Task[None] | None = None
         self._origin = uuid.uuid4().hex
         self._channel = f"agent_tui_events_{hashlib.sha1(self.schema.encode()).hexdigest()[:12]}"
         self.applied_migrations: list[int] = []
@@ -387,11 +391,12 @@ class PostgresStore:
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         listen, self._listen_conn = self._listen_conn, None
-        task, self._listen_task = self._listen_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        for task in (self._listen_task, self._relisten_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        self._listen_task = self._relisten_task = None
         if listen is not None:
             with contextlib.suppress(Exception):
                 await listen.close(timeout=5)
@@ -416,15 +421,36 @@ class PostgresStore:
             if self._listen_conn is None:
                 conn = await asyncpg.connect(self._dsn)
                 await conn.add_listener(self._channel, self._notified)
+                conn.add_termination_listener(self._listen_lost)
                 self._listen_conn = conn
         except (asyncpg.PostgresError, OSError):
             return  # polling covers it
         finally:
             self._listen_task = None
         if catch_up:
-            last = await self.last_seq()
+            try:
+                last = await self.last_seq()
+            except errors.DatabaseError:
+                return  # closing, or the server went away again: polling covers it
             for callback in list(self._remote):
                 callback(last)
+
+    def _listen_lost(self, conn: Any) -> None:
+        """The listening connection ended (the server restarted): listen again once it is
+        back, or every notice from then on is lost and only polling is left."""
+        if conn is not self._listen_conn or self._pool is None:
+            return  # closed on purpose
+        self._listen_conn = None
+        if self._relisten_task is None or self._relisten_task.done():
+            self._relisten_task = asyncio.get_running_loop().create_task(self._relisten())
+
+    async def _relisten(self) -> None:
+        delay = RELISTEN_MIN
+        while self._pool is not None and self._listen_conn is None:
+            await self._listen(catch_up=True)
+            if self._listen_conn is None:
+                await asyncio.sleep(delay)
+                delay = min(RELISTEN_MAX, delay * 2)
 
     def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         seq, _, origin = payload.partition(" ")

@@ -33,3 +33,36 @@ async def test_the_lease_renewer_says_busy_while_the_server_is_down_and_renews_o
             await asyncio.to_thread(renewer.close)
     finally:
         await store.close()
+
+
+async def test_a_listening_store_listens_again_once_the_server_is_back(
+    own_cluster: PgCluster,
+) -> None:
+    """Found by a new-user trial: after a restart, the connection that LISTENed was gone for
+    good, so workers and TUIs heard of nothing another machine committed (polling only). Now
+    the store listens again once the server answers, and hears the next commit."""
+    from runtime.store.base import NewRun
+
+    woken: asyncio.Queue[int] = asyncio.Queue()
+    store = PostgresStore(own_cluster.dsn())
+    store.on_remote_commit(woken.put_nowait)
+    await store.open()
+    other: PostgresStore | None = None
+    try:
+        await asyncio.to_thread(own_cluster.stop)
+        await asyncio.to_thread(own_cluster.start)
+        async with asyncio.timeout(60):
+            # Listening again, it catches up once (what it may have missed: read by cursor).
+            assert await woken.get() == 0
+            other = PostgresStore(own_cluster.dsn())
+            await other.open()
+            run = await other.create_run(
+                NewRun(agent="default", model="demo", input="hello", workspace="/w")
+            )
+            heard = await woken.get()
+        assert heard == await store.last_seq() > 0
+        assert (await store.read_events(after=0))[0].run_id == run.id
+    finally:
+        if other is not None:
+            await other.close()
+        await store.close()
