@@ -27,6 +27,7 @@ from runtime.providers.base import (
 
 if TYPE_CHECKING:
     from runtime.api import Runtime
+    from runtime.mcp.manager import McpManager
 
 
 @dataclass
@@ -118,8 +119,11 @@ class ScriptedProvider:
             self.closed_streams += 1
 
 
-async def open_scripted(provider: ScriptedProvider, db_path: Path, workspace: Path) -> Runtime:
-    """A runtime on ``db_path`` whose model, whatever the reference, is ``provider``."""
+async def open_scripted(
+    provider: ScriptedProvider, db_path: Path, workspace: Path, *, mcp: McpManager | None = None
+) -> Runtime:
+    """A runtime on ``db_path`` whose model, whatever the reference, is ``provider`` (and whose
+    MCP servers are ``mcp``'s, when given)."""
     from runtime.api import Runtime
     from runtime.config import Config
 
@@ -129,4 +133,5 @@ async def open_scripted(provider: ScriptedProvider, db_path: Path, workspace: Pa
         config=Config(),
         model="scripted:test",
         providers=lambda reference: provider,
+        mcp=mcp,
     )

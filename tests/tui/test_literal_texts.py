@@ -17,9 +17,8 @@ from textual.widgets import OptionList, Select, SelectionList, Static
 from textual.widgets._toast import Toast
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.mcp import InMemoryServer, McpManager
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
     SIZE,
     main_screen,
@@ -240,14 +239,7 @@ def _form_server() -> MCPServer:
 async def form_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
     model = ScriptedProvider([Turn(tool_calls=[("forms__pick", {})]), Turn(text="Noted.")])
     manager = McpManager({"forms": InMemoryServer(_form_server(), timeout=30)}, workspace=workspace)
-    opened = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    opened = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         yield opened
     finally:
@@ -295,13 +287,7 @@ async def scripted_runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runt
             Turn(text=f"Wrote {ROUTE}: [bold]x[/bold] :smile: a [b] c"),
         ]
     )
-    opened = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
+    opened = await open_scripted(model, db_path, workspace)
     try:
         yield opened
     finally:
