@@ -178,7 +178,9 @@ class Executor:
     async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
         """Record the failure. A database that cannot be reached (PostgreSQL restarting: what
         failed the run, often) is waited for: given up, the run would read ``running`` under
-        this live process for as long as it lives, and nothing recovers that."""
+        this live process for as long as it lives, and nothing recovers that. Unless the
+        process is going away (a worker stopping): its run is then recovered once it is gone,
+        as a close leaves it, and the worker stops without waiting out the outage."""
         delay = FINISH_RETRY_MIN
         while True:
             try:
@@ -187,6 +189,8 @@ class Executor:
             except (DatabaseCorrupt, OwnershipLost, RunStateConflict):
                 return
             except DatabaseError as error:
+                if execution.release_at_step_end:
+                    return
                 if delay == FINISH_RETRY_MIN:
                     log.warning(
                         "run %s: cannot record its failure yet (%s); trying again until it works",

@@ -266,6 +266,48 @@ def test_a_run_the_server_stopped_under_ends_failed_once_it_is_back_not_running_
         executor.kill()
 
 
+def test_a_worker_stopped_while_the_server_is_down_stops_without_waiting_out_its_drain(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """A run failed by the outage keeps trying to record its failure; a worker asked to stop
+    then waited for it until ``--drain-timeout`` ran out (120 s by default, past systemd's 90 s
+    before SIGKILL). It stops now, and the run is left as a close leaves it (``running`` under
+    an owner that is gone: recovered by the usual rules)."""
+    import dataclasses
+    import signal
+
+    from tests.workers.procs import worker
+
+    base = _cli(tmp_path)
+    url: Any = own_cluster.dsn()
+    cli = dataclasses.replace(base, db=url)
+    executor = worker(cli, "worker", "--drain-timeout", "300")
+    try:
+        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        # The demo model at its reading pace: the run streams (and saves drafts) for seconds.
+        queued = cli.run("run", "--detach", "--model", "demo", "look around")
+        assert queued.returncode == 0, queued.stderr
+        run_id = queued.stdout.strip()
+        executor.wait_for(
+            lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id, timeout=60
+        )
+        own_cluster.stop()
+        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
+        deadline = time.monotonic() + 60
+        while "cannot record its failure yet" not in (
+            log_file.read_text() if log_file.exists() else ""
+        ):
+            assert time.monotonic() < deadline, "the execution never met the outage"
+            time.sleep(0.1)
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+    finally:
+        executor.kill()
+    assert executor.items[-1]["kind"] == "worker_stopped"
+    own_cluster.start()
+    assert _state(url, run_id) == "running"  # as a close leaves it: recoverable
+
+
 def _state(url: str, run_id: str) -> str:
     from tests.workers.procs import query
 
