@@ -133,30 +133,69 @@ def is_postgres_url(value: str) -> bool:
     return value.startswith(("postgresql://", "postgres://"))
 
 
+_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&#]*")
+
+
+def _split_authority(url: str) -> tuple[str, str, str]:
+    """``scheme://``, the host part as ``urlsplit`` reads it (up to the first ``/``, ``?`` or
+    ``#``), and what follows it; by text alone, so a URL that does not parse splits too."""
+    scheme, slashes, rest = url.partition("://")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    return scheme + slashes, rest[:end], rest[end:]
+
+
+def _password_cut_short(netloc: str, after: str) -> bool:
+    """Whether a password whose ``/``, ``?`` or ``#`` was not percent-encoded ended the host part
+    early: ``me:pa#ss@db`` reads as host ``me``, port ``pa``, and ``ss@db`` beyond it."""
+    if "@" in netloc or "@" not in after or ":" not in netloc or netloc.startswith("["):
+        return False
+    port = netloc.partition(":")[2]
+    path = re.split(r"[?#]", after, maxsplit=1)[0]
+    return not (port.isascii() and port.isdigit()) or "@" in path
+
+
 def redacted(url: str) -> str:
-    """The URL without its password (for messages and logs). Only the text of the user part
-    is looked at, so a URL that does not parse (a port that is not a number) is redacted too."""
-    parts = urlsplit(url)
-    user, at, host = parts.netloc.rpartition("@")
-    if not at or ":" not in user:
-        return url
-    name = user.partition(":")[0]
-    user = f"{name}:***@" if name else ""
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    """The URL without its password (for messages and logs): the one in ``USER:PASSWORD@``,
+    and a ``password=`` parameter (asyncpg takes both). Only text is looked at, so a URL that
+    does not parse (a port that is not a number) is redacted too; a password cut short (see
+    ``_password_cut_short``) is hidden from the user's ``:`` up to the last ``@``."""
+    head, netloc, after = _split_authority(url)
+    user, at, host = netloc.rpartition("@")
+    if at and ":" in user:
+        name = user.partition(":")[0]
+        url = head + (f"{name}:***@" if name else "") + host + after
+    elif head and _password_cut_short(netloc, after):
+        name = netloc.partition(":")[0]
+        url = f"{head}{name}:***@{after.rpartition('@')[2]}"
+    return _PASSWORD_PARAMETER.sub(r"\1***", url)
 
 
 def check_url(url: str) -> None:
-    """Refuse, in one line naming the URL without its password, a port asyncpg could not parse
-    (it raises a bare ``ValueError`` on connecting). Each host of a list (``h1:5432,h2``) may
-    have its own."""
-    for host in urlsplit(url).netloc.rpartition("@")[2].split(","):
+    """Refuse, in one line naming the URL without its password, what asyncpg could not parse
+    (it raises a bare ``ValueError`` on connecting): a port that is not a number (each host of
+    a list, ``h1:5432,h2``, may have its own), an IPv6 address without its closing bracket."""
+    try:
+        urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        raise errors.ConfigError(
+            f"{redacted(url)}: {exc} (postgresql://USER@[ADDRESS]:PORT/DATABASE)"
+        ) from None
+    _, netloc, after = _split_authority(url)
+    for host in netloc.rpartition("@")[2].split(","):
         port = host.rpartition("]")[2] if host.startswith("[") else host
         port = port.rpartition(":")[2] if ":" in port else ""
-        if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        if not port or (port.isascii() and port.isdigit() and int(port) <= 65535):
+            continue
+        if _password_cut_short(netloc, after):
+            # Its first characters read as the port: quoting them would show them.
             raise errors.ConfigError(
-                f"{redacted(url)}: the port {port!r} is not a port number "
-                "(postgresql://USER@HOST:PORT/DATABASE)"
+                f"{redacted(url)}: a password with /, ? or # in it is written percent-encoded "
+                "(%2F, %3F, %23); as written, its start reads as the port"
             )
+        raise errors.ConfigError(
+            f"{redacted(url)}: the port {port!r} is not a port number "
+            "(postgresql://USER@HOST:PORT/DATABASE)"
+        )
 
 
 def _split_schema(url: str) -> tuple[str, str]:

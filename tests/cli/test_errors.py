@@ -180,6 +180,7 @@ MISTYPED_URLS = [
     "postgresql:/me:hunter2@127.0.0.1:5432/agents",  # one slash
     "postgresql//me:hunter2@127.0.0.1:5432/agents",  # no colon
     "mysql://me:hunter2@127.0.0.1/agents",  # another database
+    "postgresq://me@127.0.0.1/agents?password=hunter2",  # its password as a parameter
 ]
 
 
@@ -220,3 +221,35 @@ def test_a_database_url_whose_port_is_not_a_number_is_one_line_exit_2_and_logs_n
     assert_one_line_error(result, f"postgresql://me:***@127.0.0.1:{port}/agents", repr(port))
     assert "hunter2" not in result.stderr
     assert folder_state(cli.root) == before  # no log file either
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://me:Xy7#secret9@127.0.0.1/agents",
+        "postgresql://me:Xy7?secret9@127.0.0.1/agents",
+        "postgresql://me:Xy7/secret9@127.0.0.1/agents",
+    ],
+)
+def test_a_database_url_whose_password_is_not_percent_encoded_is_refused_without_showing_it(
+    cli: Cli, url: str
+) -> None:
+    """A password with a ``#``, ``?`` or ``/`` written as it is ends the host part early: its
+    first characters read as the port. The refusal printed the whole URL, password and all
+    ("postgresql://me:Xy7#secret9@…: the port 'Xy7' is not a port number")."""
+    before = folder_state(cli.root)
+    result = cli.run("--db", url, "runs", global_options=False, timeout=30)
+    assert_one_line_error(result, "postgresql://me:***@127.0.0.1/agents", "percent-encoded")
+    assert "Xy7" not in result.stderr and "secret9" not in result.stderr
+    assert folder_state(cli.root) == before
+
+
+def test_a_database_url_with_an_unclosed_ipv6_bracket_is_one_line_exit_2(cli: Cli) -> None:
+    """It was "agent-tui: unexpected error: Invalid IPv6 URL" (exit 1), a traceback in the
+    log."""
+    before = folder_state(cli.root)
+    url = "postgresql://me:hunter2@[::1/agents"
+    result = cli.run("--db", url, "runs", global_options=False, timeout=30)
+    assert_one_line_error(result, "postgresql://me:***@[::1/agents", "Invalid IPv6 URL")
+    assert "hunter2" not in result.stderr
+    assert folder_state(cli.root) == before

@@ -131,22 +131,30 @@ def test_a_worker_on_postgresql_executes_what_attached_clients_create_and_answer
         executor.kill()
 
 
+@pytest.mark.parametrize("where", ["user part", "parameter"])
 def test_a_worker_names_the_database_it_serves_without_the_password(
-    pg_database: str, tmp_path: Path
+    pg_database: str, tmp_path: Path, where: str
 ) -> None:
     """Found by a new-user trial: the worker's first line named only its folders, so one
     started without ``--db`` (serving the default SQLite file while runs were queued on
     PostgreSQL) looked the same as the right one. (The test cluster trusts every connection,
-    so the password in the URL is accepted and ignored.)"""
+    so the password in the URL is accepted and ignored.) A password given as a parameter
+    (``?password=``, which asyncpg takes too) was shown as it is."""
     import dataclasses
     import signal
 
     from tests.workers.procs import worker
 
     base = _cli(tmp_path)
-    with_password = pg_database.replace(
-        "postgresql://agent_tui@", "postgresql://agent_tui:hunter2@"
-    )
+    if where == "user part":
+        with_password = pg_database.replace(
+            "postgresql://agent_tui@", "postgresql://agent_tui:hunter2@"
+        )
+        shown = pg_database.replace("postgresql://agent_tui@", "postgresql://agent_tui:***@")
+    else:
+        assert "?" not in pg_database
+        with_password = f"{pg_database}?password=hunter2"
+        shown = f"{pg_database}?password=***"
     assert "hunter2" in with_password
     url: Any = with_password
     executor = worker(dataclasses.replace(base, db=url), "worker")
@@ -154,7 +162,6 @@ def test_a_worker_names_the_database_it_serves_without_the_password(
         started = executor.items[
             executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
         ]
-        shown = pg_database.replace("postgresql://agent_tui@", "postgresql://agent_tui:***@")
         assert started["database"] == shown
         assert f"executing queued runs of {shown} under {base.workspace}" in started["text"]
         executor.signal(signal.SIGTERM)

@@ -20,6 +20,16 @@ from runtime.store.postgres import PostgresStore, redacted
         ),
         ("postgresql://me:hunter2@db:notaport/agents", "postgresql://me:***@db:notaport/agents"),
         ("postgresql://me:hunter2@db1:5432,db2/agents", "postgresql://me:***@db1:5432,db2/agents"),
+        # asyncpg takes the password as a parameter too
+        ("postgresql://me@db/agents?password=hunter2", "postgresql://me@db/agents?password=***"),
+        (
+            "postgresql://me@db/agents?sslmode=require&password=hunter2&schema=s",
+            "postgresql://me@db/agents?sslmode=require&password=***&schema=s",
+        ),
+        # a password whose #, ? or / was not percent-encoded ends the host part early
+        ("postgresql://me:hun#ter2@db/agents", "postgresql://me:***@db/agents"),
+        ("postgresql://me:hun?ter2@db:5432/agents", "postgresql://me:***@db:5432/agents"),
+        ("postgresql://me:12/ter2@db/agents", "postgresql://me:***@db/agents"),
     ],
 )
 def test_a_url_is_shown_without_its_password_even_when_it_does_not_parse(
@@ -49,3 +59,21 @@ def test_a_store_refuses_a_port_that_is_not_a_port_number_naming_the_url_without
 )
 def test_a_store_takes_every_url_form_asyncpg_parses(url: str) -> None:
     PostgresStore(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://me:hun#ter2@db/agents",
+        "postgresql://me:hun?ter2@db/agents",
+        "postgresql://me:hun/ter2@db/agents",
+        "postgresql://me:hunter2@[::1/agents",
+    ],
+)
+def test_a_store_refuses_a_url_asyncpg_cannot_parse_without_showing_its_password(
+    url: str,
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        PostgresStore(url)
+    assert "postgresql://me:***@" in refused.value.message
+    assert "hun" not in refused.value.message and "ter2" not in refused.value.message

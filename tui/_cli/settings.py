@@ -45,11 +45,13 @@ def _mistyped_url(value: str) -> bool:
 
 
 def _without_password(value: str) -> str:
-    """``value`` with whatever stands where a URL's password would (``user:PASSWORD@``) hidden:
-    over-hiding is fine in an error message that names what was mistyped."""
+    """``value`` with whatever stands where a URL's password would (``user:PASSWORD@``, a
+    ``password=`` parameter) hidden: over-hiding is fine in an error message that names what
+    was mistyped."""
     import re
 
-    return re.sub(r"^([^/]*/{1,2}[^/@:]*:)[^@]*@", r"\1***@", value)
+    value = re.sub(r"^([^/]*/{1,2}[^/@:]*:)[^@]*@", r"\1***@", value)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", value)
 
 
 def shown(db: DbLocation) -> str:
