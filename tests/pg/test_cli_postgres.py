@@ -179,27 +179,19 @@ def test_a_worker_waits_out_a_server_restart_then_executes_what_is_queued(
     log took a traceback twice a second while the server was down. Now the worker says once
     that it cannot reach the database, looks again, says when it answers, and goes on; the
     log has one traceback per background loop for the whole outage."""
-    import dataclasses
     import signal
 
-    from tests.workers.procs import query, worker
+    from tests.workers.procs import query
 
-    base = _cli(tmp_path)
-    url: Any = own_cluster.dsn()
-    cli = dataclasses.replace(base, db=url)
-    executor = worker(cli, "worker")
+    cli, url, executor = _worker_on(own_cluster, tmp_path)
+    log_file = _log_file(cli)
     try:
-        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
         own_cluster.stop()
         down = executor.wait_for(lambda i: i["kind"] == "worker_unreachable", timeout=60)
         assert "cannot reach the database" in executor.items[down]["text"]
         # Down until the slowest background loop (recovery, every third of the lease) failed
         # too: by then the events loop (every poll interval) failed several times.
-        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
-        deadline = time.monotonic() + 60
-        while "recovery failed" not in (log_file.read_text() if log_file.exists() else ""):
-            assert time.monotonic() < deadline, "the recovery loop never met the outage"
-            time.sleep(0.1)
+        _wait_in_log(cli, "recovery failed", "the recovery loop never met the outage")
         own_cluster.start()
         executor.wait_for(lambda i: i["kind"] == "worker_reconnected", timeout=60, start=down)
 
@@ -233,31 +225,16 @@ def test_a_run_the_server_stopped_under_ends_failed_once_it_is_back_not_running_
     could not record the run's failure then, gave up, and the run read ``running`` under the
     live worker for as long as it lived (nothing recovers a live owner's run). Now the failure
     is recorded once the server is back, naming what happened, and the run can be retried."""
-    import dataclasses
     import signal
 
-    from tests.workers.procs import query, worker
+    from tests.workers.procs import query
 
-    base = _cli(tmp_path)
-    url: Any = own_cluster.dsn()
-    cli = dataclasses.replace(base, db=url)
-    executor = worker(cli, "worker")
+    cli, url, executor = _worker_on(own_cluster, tmp_path)
     try:
-        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
-        # The demo model at its reading pace: the run streams (and saves drafts) for seconds.
-        queued = cli.run("run", "--detach", "--model", "demo", "look around")
-        assert queued.returncode == 0, queued.stderr
-        run_id = queued.stdout.strip()
-        executor.wait_for(
-            lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id, timeout=60
-        )
+        run_id = _claimed_run(cli, executor)
         own_cluster.stop()
         # Down until the execution failed for it (its next write found no server).
-        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
-        deadline = time.monotonic() + 60
-        while "failed inside the engine" not in (log_file.read_text() if log_file.exists() else ""):
-            assert time.monotonic() < deadline, "the execution never met the outage"
-            time.sleep(0.1)
+        _wait_in_log(cli, "failed inside the engine", "the execution never met the outage")
         own_cluster.start()
 
         deadline = time.monotonic() + 60
@@ -280,32 +257,13 @@ def test_a_worker_stopped_while_the_server_is_down_stops_without_waiting_out_its
     then waited for it until ``--drain-timeout`` ran out (120 s by default, past systemd's 90 s
     before SIGKILL). It stops now, and the run is left as a close leaves it (``running`` under
     an owner that is gone: recovered by the usual rules)."""
-    import dataclasses
     import signal
 
-    from tests.workers.procs import worker
-
-    base = _cli(tmp_path)
-    url: Any = own_cluster.dsn()
-    cli = dataclasses.replace(base, db=url)
-    executor = worker(cli, "worker", "--drain-timeout", "300")
+    cli, url, executor = _worker_on(own_cluster, tmp_path, "--drain-timeout", "300")
     try:
-        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
-        # The demo model at its reading pace: the run streams (and saves drafts) for seconds.
-        queued = cli.run("run", "--detach", "--model", "demo", "look around")
-        assert queued.returncode == 0, queued.stderr
-        run_id = queued.stdout.strip()
-        executor.wait_for(
-            lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id, timeout=60
-        )
+        run_id = _claimed_run(cli, executor)
         own_cluster.stop()
-        log_file = Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
-        deadline = time.monotonic() + 60
-        while "cannot record its failure yet" not in (
-            log_file.read_text() if log_file.exists() else ""
-        ):
-            assert time.monotonic() < deadline, "the execution never met the outage"
-            time.sleep(0.1)
+        _wait_in_log(cli, "cannot record its failure yet", "the execution never met the outage")
         executor.signal(signal.SIGTERM)
         assert executor.finish(timeout=60) == 0, executor.stderr()
     finally:
@@ -313,6 +271,49 @@ def test_a_worker_stopped_while_the_server_is_down_stops_without_waiting_out_its
     assert executor.items[-1]["kind"] == "worker_stopped"
     own_cluster.start()
     assert _state(url, run_id) == "running"  # as a close leaves it: recoverable
+
+
+def _worker_on(own_cluster: PgCluster, tmp_path: Path, *options: str) -> tuple[Cli, Any, Any]:
+    """A CLI on ``own_cluster``'s database, its URL, and a worker started on it (``options``
+    added), once it said so."""
+    import dataclasses
+
+    from tests.workers.procs import worker
+
+    url: Any = own_cluster.dsn()
+    cli = dataclasses.replace(_cli(tmp_path), db=url)
+    executor = worker(cli, "worker", *options)
+    try:
+        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+    except BaseException:
+        executor.kill()
+        raise
+    return cli, url, executor
+
+
+def _claimed_run(cli: Cli, executor: Any) -> str:
+    """A run queued for the worker and claimed by it: the demo model at its reading pace, so
+    it streams (and saves drafts) for seconds."""
+    queued = cli.run("run", "--detach", "--model", "demo", "look around")
+    assert queued.returncode == 0, queued.stderr
+    run_id = queued.stdout.strip()
+    executor.wait_for(
+        lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id, timeout=60
+    )
+    return run_id
+
+
+def _log_file(cli: Cli) -> Path:
+    return Path(cli.env["XDG_DATA_HOME"]) / "agent-tui" / "agent-tui.log"
+
+
+def _wait_in_log(cli: Cli, text: str, problem: str, *, timeout: float = 60) -> None:
+    """Until the CLI's log file holds ``text`` (``problem`` says what failed if it never does)."""
+    log_file = _log_file(cli)
+    deadline = time.monotonic() + timeout
+    while text not in (log_file.read_text() if log_file.exists() else ""):
+        assert time.monotonic() < deadline, problem
+        time.sleep(0.1)
 
 
 def _state(url: str, run_id: str) -> str:
