@@ -26,7 +26,12 @@ from typing import Any
 from pydantic import Field
 
 from runtime.errors import ToolError
-from runtime.supervisor import group_alive, parent_death_signal, supervised_shell
+from runtime.supervisor import (
+    group_alive,
+    parent_death_signal,
+    supervised_command,
+    supervised_shell,
+)
 from runtime.tools.arguments import ToolArguments
 from runtime.tools.base import ApprovalDefault, ToolContext, ToolOutput
 from runtime.tools.builtin import _BuiltinTool, _clip_line
@@ -180,19 +185,22 @@ async def _stop_group(process: asyncio.subprocess.Process, pgid: int) -> None:
 
 
 def _read_namespace(fd: int) -> int | None:
-    """The pid namespace bwrap reports on its info fd (read to its end, then closed), or None
-    if bwrap ended before it wrote one."""
+    """The pid namespace bwrap reports on its info fd (read until it is a whole JSON object,
+    then closed), or None if bwrap ended before it wrote one. Not to the pipe's end: the
+    supervisor between agent-tui and bwrap keeps its copy of the pipe open while it waits."""
     data = b""
     try:
         while chunk := os.read(fd, 4096):
             data += chunk
+            try:
+                info = json.loads(data)
+            except ValueError:
+                continue  # not all of it yet
+            found = info.get("pid-namespace") if isinstance(info, dict) else None
+            return found if isinstance(found, int) else None
     finally:
         os.close(fd)
-    try:
-        found = json.loads(data).get("pid-namespace")
-    except (ValueError, AttributeError):
-        return None
-    return found if isinstance(found, int) else None
+    return None
 
 
 def _namespace_alive(namespace: int) -> bool:
@@ -363,10 +371,13 @@ class ShellTool(_BuiltinTool):
                 network=ctx.shell_network,
                 info_fd=info[1],
             )
-            preexec = None
+            # Under the supervisor too: bwrap's own --die-with-parent is armed in the sandbox
+            # only once its setup is done, and a kill -9 of agent-tui in those first
+            # milliseconds left the command running. The supervisor is armed before bwrap
+            # starts and kills its whole process group, the sandbox's init included.
+            argv = supervised_command(argv, name="agent-tui-sandbox")
         else:
             argv = supervised_shell(command, name="agent-tui-shell")
-            preexec = parent_death_signal()
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -376,7 +387,7 @@ class ShellTool(_BuiltinTool):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=preexec,
+                preexec_fn=parent_death_signal(),
                 pass_fds=(info[1],) if info is not None else (),
             )
         except OSError as exc:

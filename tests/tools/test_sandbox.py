@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from runtime.tools.base import ToolContext
 from runtime.tools.sandbox import sandbox_status
 from runtime.tools.shell import ShellTool
+from tests.cli.test_tool_orphans import live_processes_mentioning
 from tests.tools.conftest import require_sandbox
 from tests.tools.helpers import ProgressLog
 
@@ -189,6 +192,53 @@ async def test_cancelling_a_sandboxed_command_leaves_no_process_alive(workspace:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert live_processes_with(f"sleep {marker}") == []
+
+
+_KILLED_AT_SPAWN = """
+import asyncio, os, signal, sys
+from pathlib import Path
+
+import runtime.tools.shell as shell
+from runtime.tools.base import ToolContext
+
+spawn = asyncio.create_subprocess_exec
+
+
+async def spawn_then_die(*args, **kwargs):
+    process = await spawn(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)  # kill -9 at the worst moment: the sandbox is setting up
+    return process
+
+
+shell.asyncio.create_subprocess_exec = spawn_then_die
+sandboxed = sys.argv[1] == "sandboxed"
+context = ToolContext(workspace=Path(sys.argv[3]))
+asyncio.run(shell.ShellTool(sandbox=sandboxed).run({"command": sys.argv[2]}, context))
+"""
+
+
+@pytest.mark.parametrize("mode", ["sandboxed", "unconfined"])
+async def test_a_kill_9_as_the_command_starts_leaves_nothing_running(
+    workspace: Path, mode: str
+) -> None:
+    """agent-tui killed in the first milliseconds of a command, while bwrap sets its sandbox up:
+    bwrap arms its own ``--die-with-parent`` only once that is done, and the command then ran
+    on, alone (every one of 20 such kills left it running)."""
+    if mode == "sandboxed":
+        require_sandbox()
+    for _ in range(3):
+        marker = f"go{secrets.randbelow(10**9):09d}"
+        command = f"until [ -e {marker} ]; do sleep 0.05; done; echo late >> orphan.log"
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _KILLED_AT_SPAWN, mode, command, str(workspace), env=env
+        )
+        assert await asyncio.wait_for(child.wait(), 60) == -signal.SIGKILL
+        async with asyncio.timeout(30):  # a killed process waits to be scheduled to die
+            while live_processes_mentioning(marker):
+                await asyncio.sleep(0.05)
+        (workspace / marker).touch()  # what is left of the command would now write
+    assert not (workspace / "orphan.log").exists()
 
 
 async def test_a_tool_that_insists_on_the_sandbox_fails_clearly_without_one(
