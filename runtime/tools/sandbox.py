@@ -11,8 +11,9 @@ Inside the sandbox a command sees the whole filesystem read-only, except:
 
 It has no network (only its own loopback) unless ``[permissions] shell_network = true``; it runs
 in its own pid namespace, so every process the command started dies when the command ends (no
-background survivors) and, with ``--die-with-parent``, when agent-tui dies; all capabilities are
-dropped (root inside cannot remount anything).
+background survivors) and when agent-tui dies (the shell tool runs bwrap under the supervisor of
+``runtime.supervisor``: bwrap's own ``--die-with-parent`` holds only once its setup is done); all
+capabilities are dropped (root inside cannot remount anything).
 
 Where bwrap is missing or cannot start (not Linux, no user namespaces, a container that forbids
 them) ``sandbox_status()`` says why, once per process; the shell then runs as before, unconfined,
