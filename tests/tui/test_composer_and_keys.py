@@ -1470,6 +1470,34 @@ async def test_an_unknown_command_says_so_under_the_box_with_how_to_send_it_as_a
     assert await user_inputs(runtime) == ["/stream 200"]
 
 
+async def test_a_command_that_takes_no_argument_refuses_one_and_does_nothing(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: ``/export notes.md`` wrote an export under another name,
+    ``/quit now`` quit, ``/retry --rerun`` retried as if bare: the words were dropped unsaid."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    exports = workspace / ".agent-tui" / "exports"
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = main_screen(app)
+        composer = screen.composer
+        await _open_first_job(pilot, app, run.job_id)
+        screen.composer.focus_input()
+        await pilot.press(*"/export notes.md", "enter")
+        said = "/export takes no argument (notes.md): /export alone does it — write this job"
+        await wait_until(pilot, lambda: composer.error.startswith(said))
+        assert composer.input.text == "/export notes.md"  # kept, to fix
+        assert not exports.exists() and not notifications(app)
+        await pilot.press("ctrl+u", *"/quit now", "enter")
+        await wait_until(pilot, lambda: composer.error.startswith("/quit takes no argument"))
+        assert app.is_running and composer.input.text == "/quit now"
+        # Fixed as it says: the bare command does it.
+        await pilot.press("ctrl+u", *"/export", "enter")
+        await wait_until(pilot, lambda: exports.exists() and any(exports.glob("*.md")))
+        assert composer.error == ""
+
+
 async def test_a_message_that_starts_with_a_path_is_sent_as_a_message(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -1966,15 +1966,7 @@ class MainScreen(Screen[None]):
             follow_up_job_id = composer.follow_up_job_id
             self._send_prompt(manager, name, argument, follow_up_job_id, typed=typed)
             return
-        if name not in known:
-            # Under the box, where the person types (a toast at the top right went unread),
-            # with the very text that sends it as a message.
-            composer.command_done(typed, keep_text=True)
-            shown = short(" ".join(typed.split()), 40)
-            composer.show_error(
-                f"/{terminal_safe_line(short(name, 24))} is not a command."
-                f" To send it as a message: /{terminal_safe_line(shown)} · /help lists commands"
-            )
+        if self._refused(name, argument, typed):
             return
         keep = False
         if name == "help":
@@ -2017,6 +2009,31 @@ class MainScreen(Screen[None]):
             self.app.call_later(self.agent_app.action_quit)
             return
         composer.command_done(typed, keep_text=keep)
+
+    def _refused(self, name: str, argument: str, typed: str) -> bool:
+        """An unknown command, or one given an argument it does not take, is refused under the
+        box (a toast at the top right went unread), ``typed`` given back to be corrected."""
+        command = next((known for known in SLASH_COMMANDS if known.name == name), None)
+        if command is None:
+            # With the very text that sends it as a message.
+            shown = short(" ".join(typed.split()), 40)
+            said = (
+                f"/{terminal_safe_line(short(name, 24))} is not a command."
+                f" To send it as a message: /{terminal_safe_line(shown)} · /help lists commands"
+            )
+        elif argument and not command.argument and name != "help":
+            # `/export notes.md`, `/retry --rerun`, `/quit now` ran as if bare, the words
+            # dropped unsaid: the file was not named so, the call not run again (a new-user
+            # trial). /help opens whatever follows it.
+            said = (
+                f"/{name} takes no argument ({terminal_safe_line(short(argument, 24))}):"
+                f" /{name} alone does it — {command.help}"
+            )
+        else:
+            return False
+        self.composer.command_done(typed, keep_text=True)
+        self.composer.show_error(said)
+        return True
 
     def _new_from_command(self, task: str) -> None:
         """``/new [TASK]``; what was typed after its Enter (in the box now) goes to the new job."""
