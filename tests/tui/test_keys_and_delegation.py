@@ -482,3 +482,37 @@ def test_the_composer_input_has_no_border_of_its_own() -> None:
     # A bordered input inside the composer's rounded border drew two frames, one in another.
     assert "Composer ComposerInput:focus" in Composer.DEFAULT_CSS
     assert "border: none" in Composer.DEFAULT_CSS
+
+
+@pytest.mark.parametrize("theme", ["agent-dusk", "agent-moss", "agent-paper"])
+async def test_a_tool_block_the_keys_reach_is_drawn_highlighted(
+    runtime: Runtime, workspace: Path, theme: str
+) -> None:
+    """Found by a new-user trial: ``]``/``[`` focused a tool block with nothing on screen to
+    show which one (``$boost`` is transparent in a theme that sets its ``panel``): only the
+    footer changed, and Enter unfolded a result out of sight."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    app = make_app(runtime, workspace, theme=theme)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(screen.conversation.query(ToolCallView)) >= 2)
+        await pilot.press("g")
+        await pilot.press("left_square_bracket")
+        block = app.focused
+        assert isinstance(block, ToolCallView)
+        await pilot.pause()
+        x, y = block.region.x + 4, block.region.y  # on its header line, past the state mark
+
+        def background() -> object:
+            return app.screen.get_style_at(x, y).bgcolor
+
+        focused = background()
+        screen.conversation.focus()
+        await wait_until(pilot, lambda: app.focused is screen.conversation)
+        await pilot.pause()
+        # Unfocused, it is drawn as the conversation around it; focused, it was not.
+        assert background() == app.screen.get_style_at(x, block.region.bottom).bgcolor
+        assert focused != background()

@@ -80,9 +80,11 @@ class ToolCallView(Vertical, can_focus=True):
         Binding("o", "open_images", "Open image"),
     ]
 
+    # Focused, on $panel: $boost is transparent in a theme that sets its panel (all of ours),
+    # and the block the keys had reached did not show.
     DEFAULT_CSS = """
     ToolCallView { height: auto; margin: 0 0 1 2; padding: 0 1; border-left: wide $secondary; }
-    ToolCallView:focus { background: $boost; }
+    ToolCallView:focus { background: $panel; }
     ToolCallView.-failed, ToolCallView.-indeterminate { border-left: wide $error; }
     ToolCallView.-failed.-denied { border-left: wide $warning; }
     ToolCallView .tool-denial { color: $text-warning; }
