@@ -1765,6 +1765,21 @@ async def test_help_descriptions_wrap_within_their_column_at_80_columns(
         assert [line for line in lines if line.strip() and not line.startswith("  ")] == []
 
 
+async def test_the_help_says_what_each_command_does(runtime: Runtime, workspace: Path) -> None:
+    """Found by a new-user trial: the help named the commands in one row ("/help /new /model
+    …") and said what none of them does; the workspace's own commands had their descriptions."""
+    from tui.screens.help import KEY_WIDTH
+    from tui.widgets.composer import SLASH_COMMANDS
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        lines = await _help_lines(pilot, app)
+    for command in SLASH_COMMANDS:
+        [row] = [line for line in lines if line.split()[:1] == [f"/{command.name}"]]
+        # Beside the command, in the description's column: its first words.
+        assert row[KEY_WIDTH:].lower().split()[:2] == command.help.lower().split()[:2]
+
+
 @pytest.mark.parametrize("size", [SIZE, (80, 24)], ids=["usual", "80x24"])
 async def test_every_key_in_the_help_shows_whole_in_its_column(
     runtime: Runtime, workspace: Path, size: tuple[int, int]

@@ -42,19 +42,30 @@ def _rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
 
 
 def _composer_rows() -> list[tuple[str, str]]:
-    from tui.widgets.composer import SLASH_COMMANDS, Composer
+    from tui.widgets.composer import Composer
 
     return [
         ("enter", "Send (queued while the job's run works)"),
         ("ctrl+j / \\ enter", "New line (shift+enter, alt+enter: if the terminal tells)"),
         ("↑ / ↓", "Earlier prompts (at the first / last line)"),
         ("↑ on an empty box", "Take the last queued message back to edit"),
-        ("/", "Commands: " + " ".join(f"/{c.name}" for c in SLASH_COMMANDS)),
+        ("/", "The command menu (the commands below; Tab or Enter completes)"),
         ("@", "Attach a workspace file (fuzzy; Tab or Enter takes it)"),
         ("//text", "Send a message that starts with /"),
         ("ctrl+u / ctrl+k", "Delete to the start / end of the typed line"),
         ("ctrl+a / ctrl+e", "To the start / end of the typed line (home / end: of the row)"),
         *_rows(Composer.BINDINGS),
+    ]
+
+
+def _command_rows() -> list[tuple[str, str]]:
+    """Each built-in command with what it does: the help named them only (a new-user trial
+    looked here for what /compact and /context do)."""
+    from tui.widgets.composer import SLASH_COMMANDS
+
+    # Capitalised as the keys' rows are (the menu beside the box shows them in lower case).
+    return [
+        (f"/{c.name} {c.argument}".strip(), c.help[:1].upper() + c.help[1:]) for c in SLASH_COMMANDS
     ]
 
 
@@ -90,6 +101,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
             _rows(MainScreen.BINDINGS),
         ),
         ("Composer", _composer_rows()),
+        ("Commands (typed in the composer)", _command_rows()),
         ("Approval prompt", _rows(ApprovalPrompt.BINDINGS)),
         (
             "Question prompt",
