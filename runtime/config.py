@@ -140,6 +140,9 @@ class Config(_Config):
     hooks: HooksConfig = HooksConfig()
     sources: list[str] = []
     """The files this config was read from, in order (later ones won)."""
+    folder: str | None = None
+    """The workspace whose files ``load_config`` looked for (None: a config a program gave,
+    never read again). Read from no file, ``sources`` is empty: one made later counts."""
     warnings: list[str] = []
     """Problems that do not stop loading (e.g. an unset ``${VAR}`` in an MCP server entry)."""
 
@@ -177,7 +180,7 @@ ENV_MCP_TIMEOUT = "MCP_TIMEOUT"
 """Milliseconds an MCP server may take to start when its entry sets no ``startup_timeout``
 (the variable Claude Code reads for the same)."""
 
-_RESERVED_KEYS = ("sources", "warnings")
+_RESERVED_KEYS = ("sources", "folder", "warnings")
 """Fields of ``Config`` filled by the loader, not by a file."""
 
 
@@ -239,6 +242,7 @@ def load_config(
             if isinstance(server, dict):
                 server.setdefault("startup_timeout", startup_timeout)
     merged["sources"] = [str(path) for path, _ in layers]
+    merged["folder"] = str(workspace)
     merged["warnings"] = warnings
     try:
         config = Config.model_validate(merged)

@@ -236,12 +236,13 @@ class Catalog:
     def _read_again_if_changed(self, workspace: str | None) -> Config:
         """The workspace's config read again when its files changed since it was read from them
         (an agent added to agent-tui.toml while the TUI ran was "unknown" until a restart,
-        while ``agent-tui run`` knew it); as it was otherwise, or when it was given, not read
-        (it has no ``sources``), or cannot be read now."""
+        while ``agent-tui run`` knew it; so was one in a file made after a start in a folder
+        with none); as it was otherwise, or when a program gave it (no ``folder``), or cannot
+        be read now."""
         key = str(self.workspace) if workspace is None else workspace
         config = self.config_for(key)
         stamp = files_stamp(hook_config_files(Path(key)))
-        if not config.sources or self._config_stamps.get(key) == stamp:
+        if config.folder is None or self._config_stamps.get(key) == stamp:
             return config
         from runtime.config import load_config
 

@@ -348,6 +348,29 @@ async def test_an_agent_added_to_the_config_while_the_process_runs_can_be_used_a
         await runtime.start("review that", agent="nobody")
 
 
+async def test_an_agent_in_a_config_file_made_while_the_process_runs_can_be_used_at_once(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    """Found by a new-user trial: opened in a folder with no config file, then given an
+    agent-tui.toml with agents, the TUI kept saying "unknown agent" for them (``/agent``, and a
+    fork of a sub-run's checkpoint failed at once) until a restart: a config read from no file
+    was taken for one a program gave, which is never read again."""
+    runtime, _ = await make_runtime([Turn(text="reviewed")], config=load_config(workspace))
+    write(workspace / "agent-tui.toml", '[agents.reviewer]\ninstructions = "Review."\n')
+    run = await runtime.start("review this", agent="reviewer")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    assert (await runtime.get_run(run.id)).agent == "reviewer"
+
+
+async def test_a_config_a_program_gives_stays_as_given_when_a_config_file_appears(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    runtime, _ = await make_runtime([], config=Config())
+    write(workspace / "agent-tui.toml", '[agents.reviewer]\ninstructions = "Review."\n')
+    with pytest.raises(InvalidInput, match="unknown agent"):
+        await runtime.start("review this", agent="reviewer")
+
+
 async def test_a_tool_the_rules_deny_is_not_offered_to_the_model_and_a_call_of_it_is_refused(
     make_runtime: Factory, workspace: Path
 ) -> None:
