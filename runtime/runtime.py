@@ -343,12 +343,12 @@ class Runtime:
         return (await unknown_calls(self.store, await self.store.get_run(run_id)))[1]
 
     async def fork(self, checkpoint_id: str, input: str | None = None) -> Run:
-        """A new job whose history is the checkpoint's; runs at once. With no ``input``, only
-        from a checkpoint the run went on from: at the one where it ended with its answer,
-        the model would only be asked again for the answer it gave (InvalidInput)."""
+        """A new job whose history is the checkpoint's; runs at once. InvalidInput when its
+        agent is unknown now, or with no ``input`` at the step where the run gave its answer."""
         checkpoint = await self.store.get_checkpoint(checkpoint_id)
         source = await self.store.get_run(checkpoint.run_id)
         job = await self.store.get_job(source.job_id)
+        self._catalog.agent(source.agent, job.workspace)  # not a job whose run fails at once
         text = input.strip() if input and input.strip() else None
         if text is None and source.state is RunState.COMPLETED:
             last = (await self.store.list_checkpoints(source.id))[-1]

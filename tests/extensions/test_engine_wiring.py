@@ -371,6 +371,26 @@ async def test_a_config_a_program_gives_stays_as_given_when_a_config_file_appear
         await runtime.start("review this", agent="reviewer")
 
 
+async def test_a_fork_of_a_run_whose_agent_is_gone_from_the_config_is_refused(
+    make_runtime: Factory, workspace: Path
+) -> None:
+    """Found by a new-user trial: a fork made a new job whose run failed at once, with
+    ``internal_error: InvalidInput: unknown agent``; it is refused before anything is stored,
+    saying so, as ``start`` refuses an unknown agent (here: one removed since, by a later
+    process)."""
+    write(workspace / "agent-tui.toml", '[agents.reviewer]\ninstructions = "Review."\n')
+    runtime, _ = await make_runtime([Turn(text="reviewed")], config=load_config(workspace))
+    run = await runtime.start("review this", agent="reviewer")
+    assert (await runtime.wait(run.id, timeout=WAIT)).state is RunState.COMPLETED
+    [checkpoint] = await runtime.store.list_checkpoints(run.id)
+    await runtime.close()
+    write(workspace / "agent-tui.toml", "[defaults]\nmax_steps = 20\n")
+    later, _ = await make_runtime([], config=load_config(workspace))
+    with pytest.raises(InvalidInput, match="unknown agent 'reviewer'"):
+        await later.fork(checkpoint.id, "and again")
+    assert len((await later.list_jobs()).items) == 1
+
+
 async def test_a_tool_the_rules_deny_is_not_offered_to_the_model_and_a_call_of_it_is_refused(
     make_runtime: Factory, workspace: Path
 ) -> None:
