@@ -119,6 +119,37 @@ async def test_the_inbox_shows_titles_and_questions_with_brackets_as_written(
         assert app.is_running
 
 
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_the_inbox_shows_as_much_of_a_title_and_question_as_fits_on_their_rows(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: a job's title was cut at 30 characters beside an empty rest of
+    the row, and at 80x24 a long question wrapped back under the kind's column."""
+    from tui.screens.inbox import InboxScreen
+
+    indent = len("question    ")  # the kind's column
+    title = "summarise the second task with a fairly long title that runs on " * 2
+    run = await runtime.start(title)
+    await runtime.wait(run.id, timeout=10)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size) as pilot:
+        await wait_for_browser(pilot, app)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        inbox = app.screen.query_one("#inbox-list", OptionList)
+        await wait_until(pilot, lambda: inbox.option_count == 1 and inbox.options[0].id)
+        await pilot.pause()
+        rows = [row for row in drawn(inbox).splitlines() if row.strip()]
+    margin = len(rows[0]) - len(rows[0].lstrip())  # the options' own padding
+    rows = [row[margin:] for row in rows]
+    # Two rows, each cut to the list's width: no third, wrapped back to the left edge.
+    assert len(rows) == 2, rows
+    assert rows[0].startswith("question") and rows[1].startswith(" " * indent)
+    shown_title = rows[0][indent:].strip()
+    assert shown_title.endswith("…") and len(shown_title) > 40
+    assert title.startswith(shown_title.removesuffix("…"))
+
+
 async def test_the_composer_menus_say_what_was_typed_as_written(
     runtime: Runtime, workspace: Path
 ) -> None:

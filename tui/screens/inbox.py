@@ -29,6 +29,9 @@ class InboxLoaded(TextualMessage):
         self.titles = titles
 
 
+INDENT = 12
+"""Where a request's title and question start: after its kind (``question``)."""
+
 INBOX_REFRESH = 2.0
 """Seconds between reads of the open requests while the inbox is open."""
 
@@ -94,12 +97,15 @@ class InboxScreen(ModalScreen["InputRequest | None"]):
         options.clear_options()
         if not message.requests:
             options.add_option(Option("No run is waiting for input.", disabled=True))
+        # As wide as the list: a title was cut at 30 characters beside an empty rest of the
+        # row, and at 80x24 a question wrapped back under the kind's column (a new-user trial).
+        room = max(20, options.scrollable_content_region.width - INDENT - 1)
         for index, request in enumerate(message.requests):
             title = message.titles.get(request.job_id, request.job_id)
             options.add_option(
                 Option(
-                    f"{request.kind.value:<11} {short(title, 30)}\n"
-                    f"            {short(request.prompt, 70)}",
+                    f"{request.kind.value:<{INDENT - 1}} {short(title, room)}\n"
+                    f"{' ' * INDENT}{short(request.prompt, room)}",
                     id=str(index),
                 )
             )
