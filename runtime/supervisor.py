@@ -41,21 +41,29 @@ def supervised_shell(command: str, *, name: str) -> list[str]:
 _COMMAND_SUPERVISOR = (
     'trap "kill -KILL 0" HUP; exec 3<&0; "$@" <&3 3<&- & '
     'trap "" TERM; exec 3<&- 0<&- >/dev/null 2>&1; wait $!; s=$?; '
-    "case $s in 129|130|137|141|143) trap - HUP TERM; kill -$((s - 128)) $$;; esac; exit $s"
 )
 """The supervisor for a long-lived program spoken to through its standard streams. Unlike the
 shell's, it hands the streams over whole: it keeps none of them open itself, so the program's
 end of input and output is the program's own. It ignores SIGTERM, from after the program
 started (which keeps the default), so a SIGTERM to the group stops the program while the
-supervisor stays to wait for it; and it ends the way the program did, by the same signal for
-the usual ones (killed by SIGKILL, not "code 137"), so the caller can tell."""
+supervisor stays to wait for it."""
+
+_AS_THE_PROGRAM_ENDED = (
+    "case $s in 129|130|137|141|143) trap - HUP TERM; kill -$((s - 128)) $$;; esac; exit $s"
+)
+"""Ends the supervisor the way the program did, by the same signal for the usual ones (killed
+by SIGKILL, not "code 137"), so the caller can tell."""
 
 
-def supervised_command(argv: list[str], *, name: str) -> list[str]:
+def supervised_command(argv: list[str], *, name: str, signals: bool = True) -> list[str]:
     """The argv running ``argv`` (no shell in between: the program found on ``PATH`` is run
     with these arguments) under the supervisor for a program spoken to through its standard
-    streams (``name`` is its ``$0``). Start it as ``supervised_shell`` says."""
-    return ["/bin/sh", "-c", _COMMAND_SUPERVISOR, name, *argv]
+    streams (``name`` is its ``$0``). Start it as ``supervised_shell`` says. With ``signals``
+    the supervisor ends by the signal that ended the program; without, it exits with the
+    program's status as it is (bwrap's: the command's exit code, 128 + N when a signal N ended
+    it, which a command's own ``exit 130`` gives too)."""
+    ending = _AS_THE_PROGRAM_ENDED if signals else "exit $s"
+    return ["/bin/sh", "-c", _COMMAND_SUPERVISOR + ending, name, *argv]
 
 
 def parent_death_signal() -> Callable[[], None] | None:

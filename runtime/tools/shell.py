@@ -375,7 +375,7 @@ class ShellTool(_BuiltinTool):
             # only once its setup is done, and a kill -9 of agent-tui in those first
             # milliseconds left the command running. The supervisor is armed before bwrap
             # starts and kills its whole process group, the sandbox's init included.
-            argv = supervised_command(argv, name="agent-tui-sandbox")
+            argv = supervised_command(argv, name="agent-tui-sandbox", signals=False)
         else:
             argv = supervised_shell(command, name="agent-tui-shell")
         try:

@@ -80,6 +80,15 @@ async def test_a_failing_command_reports_its_exit_code_as_an_error(
     assert output.is_error is True
 
 
+@pytest.mark.parametrize("code", [130, 137, 143])
+async def test_an_exit_code_a_signal_would_give_is_reported_as_the_exit_code(
+    workspace: Path, shell_tool: ShellTool, code: int
+) -> None:
+    """``exit 130`` is an exit code, sandboxed or not: not "killed by SIGINT"."""
+    output, _ = await run_shell(workspace, f"exit {code}", tool=shell_tool)
+    assert output.content == f"(no output)\nexit code {code}"
+
+
 async def test_a_command_without_output_says_so(workspace: Path, shell_tool: ShellTool) -> None:
     output, _ = await run_shell(workspace, "true", tool=shell_tool)
     assert output.content == "(no output)\nexit code 0"
