@@ -13,10 +13,21 @@ from textual.widgets import Checkbox, Input, Static
 from runtime.api import Runtime
 from runtime.models import InputKind, InputRequestState
 from runtime.store.base import NewInputRequest, NewRun
-from tests.tui.helpers import SIZE, make_app, notifications, wait_for_browser, wait_until
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
+from tests.tui.helpers import (
+    SIZE,
+    main_screen,
+    make_app,
+    notifications,
+    wait_for_browser,
+    wait_until,
+)
 from themes import load_theme_file, load_themes
 from tui.screens.main import MainScreen
+from tui.widgets.approval_prompt import ApprovalPrompt
 from tui.widgets.elicitation_form import ElicitationForm
+from tui.widgets.message_view import MessageView
+from tui.widgets.question_prompt import AnswerInput, QuestionPrompt
 
 FORM_SCHEMA = {
     "type": "object",
@@ -279,3 +290,64 @@ async def test_the_palette_s_screenshot_lands_in_the_exports_folder_and_says_whe
     assert svg.read_text().lstrip().startswith("<svg")
     assert (exports / ".gitignore").exists()  # kept out of git, as the exports are
     assert not (tmp_path / "home" / "Downloads").exists()
+
+
+ASK_THEN_SHELL = [
+    Turn(
+        "One question first.",
+        [("ask_user", {"question": "Which folder?", "options": ["src"], "allow_free_text": True})],
+    ),
+    Turn("Collecting the TODOs.", [("shell", {"command": "grep -rn TODO src"})]),
+]
+
+
+@pytest.mark.parametrize(
+    "theme", ["agent-dusk", "agent-moss", "agent-paper", "textual-dark", "textual-light"]
+)
+async def test_a_person_s_message_and_the_prompts_text_fields_stand_apart_from_their_ground(
+    db_path: Path, workspace: Path, theme: str
+) -> None:
+    """Found by a new-user trial: the person's message in the conversation, an approval's
+    command line and reason field, and a question's answer field had no background of their
+    own (``$boost``, transparent in every theme but textual-dark). Fields are checked without
+    the focus: a focused Input's own tint hid the fault."""
+    runtime = await open_scripted(ScriptedProvider(list(ASK_THEN_SHELL)), db_path, workspace)
+    app = make_app(runtime, workspace, theme=theme)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+
+            def ground(x: int, y: int) -> object:
+                return app.screen.get_style_at(x, y).bgcolor
+
+            await pilot.press(*"list the TODOs", "enter")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt))
+            question = screen.query_one(QuestionPrompt)
+            answer = question.query_one(AnswerInput)
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: app.focused is not answer)
+            await pilot.pause()
+            message = screen.conversation.query_one("MessageView.-user", MessageView)
+            # Each on its padding column, beside its ground: the column left of it (the
+            # conversation's padding, the prompt's).
+            row = message.region.y
+            assert ground(message.region.x + 1, row) != ground(message.region.x - 1, row)
+            assert ground(answer.region.x, answer.region.y) != ground(
+                answer.region.x - 1, answer.region.y
+            )
+
+            answer.focus()
+            await pilot.press("1", "enter")
+            await wait_until(pilot, lambda: screen.query(ApprovalPrompt))
+            approval = screen.query_one(ApprovalPrompt)
+            await wait_until(pilot, lambda: app.focused is approval)
+            await pilot.press("r", *"not now", "tab")
+            reason = approval.query_one("#reason")
+            await wait_until(pilot, lambda: app.focused is not reason)
+            await pilot.pause()
+            command = approval.query_one(".prompt-command")
+            for field in (command, reason):
+                x, y = field.region.x, field.region.y
+                assert ground(x, y) != ground(approval.region.x + 1, y)
+    finally:
+        await runtime.close()

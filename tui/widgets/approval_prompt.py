@@ -53,13 +53,15 @@ class ApprovalPrompt(Vertical, can_focus=True):
         Binding("pageup", "scroll_details(-1, True)", "Page the details up", show=False),
     ]
 
+    # $panel, not $boost: Textual's $boost is transparent in any theme that sets its panel or is
+    # light (all but textual-dark).
     DEFAULT_CSS = """
     ApprovalPrompt { height: auto; max-height: 50vh; border: round $warning; padding: 0 1;
                      background: $surface; }
     ApprovalPrompt:focus-within { border: round $accent; }
     ApprovalPrompt .prompt-title { text-style: bold; color: $warning; }
     ApprovalPrompt .prompt-keys { color: $text-muted; }
-    ApprovalPrompt .prompt-command { background: $boost; padding: 0 1; }
+    ApprovalPrompt .prompt-command { background: $panel; padding: 0 1; }
     ApprovalPrompt .prompt-where { color: $text-muted; }
     ApprovalPrompt .prompt-changed { color: $warning; text-style: bold; }
     ApprovalPrompt #details { height: auto; max-height: 40vh; }
@@ -67,7 +69,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ApprovalPrompt.-reason #reason-row { display: block; }
     ApprovalPrompt .prompt-reason-label { width: auto; color: $warning; text-style: bold; }
     ApprovalPrompt #reason { width: 1fr; height: 1; border: none; padding: 0 1;
-                             background: $boost; }
+                             background: $panel; }
     """
 
     KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"

@@ -126,9 +126,11 @@ def toggle_thinking(blocks: Sequence[Collapsible], focused: Widget | None) -> Co
 
 
 class MessageView(SizedByLayout, Vertical):
+    # $panel, not $boost: Textual's $boost is transparent in any theme that sets its panel or is
+    # light (all but textual-dark).
     DEFAULT_CSS = """
     MessageView { height: auto; margin: 0 0 1 0; }
-    MessageView.-user { border-left: thick $primary; background: $boost; padding: 0 1; }
+    MessageView.-user { border-left: thick $primary; background: $panel; padding: 0 1; }
     MessageView.-assistant { padding: 0 1; }
     /* The message's own bottom margin separates it; a blank row only before a plain tail. */
     MessageView > FrozenMarkdown.-head { margin: 0 0 1 0; }

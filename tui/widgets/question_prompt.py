@@ -90,6 +90,8 @@ class QuestionPrompt(Vertical, can_focus=True):
         Binding("enter", "choose", "Choose", show=False),
     ]
 
+    # $panel, not $boost: Textual's $boost is transparent in any theme that sets its panel or is
+    # light (all but textual-dark).
     DEFAULT_CSS = """
     QuestionPrompt { height: auto; max-height: 20; border: round $accent; padding: 0 1;
                      background: $surface; }
@@ -98,7 +100,7 @@ class QuestionPrompt(Vertical, can_focus=True):
     QuestionPrompt .option.-highlighted { background: $accent 30%; }
     QuestionPrompt .prompt-keys { color: $text-muted; }
     QuestionPrompt #free-text, QuestionPrompt #free-text:focus { border: none; height: 1;
-                     padding: 0 1; background: $boost; margin: 1 0 0 0; }
+                     padding: 0 1; background: $panel; margin: 1 0 0 0; }
     """
 
     def __init__(self, request: InputRequest, *, draft: str = "") -> None:
