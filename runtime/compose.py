@@ -15,6 +15,7 @@ from runtime.clock import Clock, SystemClock
 from runtime.config import Config
 from runtime.engine.execution import LEASE_SECONDS, ProviderFactory, SleepFn
 from runtime.errors import InvalidInput
+from runtime.locations import is_postgres_url
 from runtime.owners import new_owner_id
 from runtime.providers.base import ModelProvider
 from runtime.store.base import Store
@@ -61,7 +62,7 @@ def open_store(
     its own (search indexing) when it searches or closes. ``create=False``: a PostgreSQL
     schema agent-tui never set up is refused (``DatabaseNotCreated``), not created (an SQLite
     file that does not exist is its caller's to refuse)."""
-    if isinstance(db_path, str) and db_path.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(db_path):
         from runtime.store.postgres import PostgresStore
 
         return PostgresStore(db_path, clock=clock, create=create)

@@ -10,8 +10,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 ENV_DB = "AGENT_TUI_DB"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 CONFIG_FILE_NAME = "agent-tui.toml"
 """The workspace's own configuration file (in the workspace folder)."""
 
@@ -40,6 +42,12 @@ def _user_config_path(xdg_config_home: str, home: str) -> Path:
     """Made once per pair of values (it is looked up before every tool call)."""
     env = {"XDG_CONFIG_HOME": xdg_config_home, "HOME": home}
     return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "agent-tui" / "config.toml"
+
+
+def is_postgres_url(value: object) -> TypeGuard[str]:
+    """Whether ``value`` names a PostgreSQL database: ``postgresql://`` or ``postgres://``, the
+    scheme in any case (RFC 3986: ``PostgreSQL://`` is the same URL)."""
+    return isinstance(value, str) and value[:13].lower().startswith(POSTGRES_SCHEMES)
 
 
 def resolve_db_path(cli_db: str | None, env: Mapping[str, str] | None = None) -> Path:

@@ -62,6 +62,7 @@ from runtime.events import (
     RepairNote,
     RunNoted,
 )
+from runtime.locations import is_postgres_url
 from runtime.models import (
     Checkpoint,
     Draft,
@@ -127,10 +128,6 @@ RELISTEN_MIN = 0.2
 RELISTEN_MAX = 5.0
 """Seconds between tries at listening again after the server ended the listening connection."""
 _OPEN_RUN_STATES = ("queued", "running", "input_required")
-
-
-def is_postgres_url(value: str) -> bool:
-    return value.startswith(("postgresql://", "postgres://"))
 
 
 _PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&#]*")

@@ -181,6 +181,8 @@ MISTYPED_URLS = [
     "postgresql//me:hunter2@127.0.0.1:5432/agents",  # no colon
     "mysql://me:hunter2@127.0.0.1/agents",  # another database
     "postgresq://me@127.0.0.1/agents?password=hunter2",  # its password as a parameter
+    "postgresql:me:hunter2@127.0.0.1:5432/agents",  # no slashes: it made a file named so
+    "sqlite:agents.db",  # SQLite is given by its path, not a URL: it made "sqlite:agents.db"
 ]
 
 

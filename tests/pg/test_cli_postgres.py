@@ -81,6 +81,30 @@ def test_an_unreachable_postgresql_url_is_one_clear_line(tmp_path: Path) -> None
     assert "secret" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("scheme", "source"), [("PostgreSQL", "--db"), ("POSTGRES", "AGENT_TUI_DB")]
+)
+def test_a_database_url_whose_scheme_is_in_capitals_opens_postgresql(
+    pg_database: str, tmp_path: Path, scheme: str, source: str
+) -> None:
+    """URL schemes are case-insensitive (RFC 3986); ``--db PostgreSQL://…`` was refused as
+    "not a database agent-tui can open"."""
+    cli = _cli(tmp_path)
+    url = scheme + pg_database.removeprefix("postgresql")
+    options = ["--workspace", str(cli.workspace)]
+    if source == "--db":
+        options = ["--db", url, *options]
+    else:
+        cli.env["AGENT_TUI_DB"] = url
+    queued = cli.run(*options, "run", "--detach", "hello", global_options=False)
+    assert queued.returncode == 0, queued.stderr
+    run_id = queued.stdout.strip()
+    listed = cli.run("--db", pg_database, "runs", "--json", global_options=False)
+    assert listed.returncode == 0, listed.stderr
+    assert run_id in listed.stdout
+    assert not cli.db.exists()  # no SQLite file was created on the side
+
+
 def test_a_worker_on_postgresql_executes_what_attached_clients_create_and_answer(
     pg_database: str, tmp_path: Path
 ) -> None:

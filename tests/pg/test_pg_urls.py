@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.compose import open_store
 from runtime.errors import ConfigError
 from runtime.store.postgres import PostgresStore, redacted
 
@@ -77,3 +78,12 @@ def test_a_store_refuses_a_url_asyncpg_cannot_parse_without_showing_its_password
         PostgresStore(url)
     assert "postgresql://me:***@" in refused.value.message
     assert "hun" not in refused.value.message and "ter2" not in refused.value.message
+
+
+@pytest.mark.parametrize("scheme", ["PostgreSQL", "POSTGRES", "Postgres"])
+def test_a_url_whose_scheme_is_not_in_lower_case_opens_postgresql_not_an_sqlite_file(
+    scheme: str,
+) -> None:
+    """URL schemes are case-insensitive (RFC 3986): ``Runtime.open(db_path="PostgreSQL://…")``
+    took it for an SQLite path and made the folders ``PostgreSQL:/me@db`` and a database."""
+    assert isinstance(open_store(f"{scheme}://me@db:5432/agents"), PostgresStore)

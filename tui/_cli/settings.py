@@ -28,19 +28,17 @@ DbLocation = Path | str
 """An SQLite file (a ``Path``), or a PostgreSQL URL (a ``str``, ``postgresql://…``)."""
 
 
-def is_url(value: object) -> bool:
-    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
-
-
 def _mistyped_url(value: str) -> bool:
-    """A URL that is not ``postgresql://`` (``postgresq://``, ``postgresql:/``, ``mysql://``), or
-    a ``postgres…`` with its ``//`` but not its colon: taken as an SQLite path, it would create
-    folders named after it in the current folder."""
+    """A URL that is not ``postgresql://`` (``postgresq://``, ``postgresql:/``, ``mysql://``),
+    a ``postgres…`` with its ``//`` but not its colon, or a ``postgres…:`` or ``sqlite…:``
+    without its ``//`` (``postgresql:me@db/agents``, ``sqlite:agents.db``): taken as an SQLite
+    path, it would create a file, or folders, named after it in the current folder."""
     import re
 
     return bool(
         re.match(r"[A-Za-z][A-Za-z0-9+.-]+:/", value)
         or re.match(r"postgres[a-z]*/{1,2}[^/]*@", value, re.IGNORECASE)
+        or re.match(r"(postgres|sqlite)[a-z0-9]*:", value, re.IGNORECASE)
     )
 
 
@@ -50,7 +48,7 @@ def _without_password(value: str) -> str:
     was mistyped."""
     import re
 
-    value = re.sub(r"^([^/]*/{1,2}[^/@:]*:)[^@]*@", r"\1***@", value)
+    value = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/{0,2}|/{1,2})[^/@:]*:)[^@]*@", r"\1***@", value)
     return re.sub(r"([?&]password=)[^&#]*", r"\1***", value)
 
 
@@ -100,7 +98,7 @@ def resolve_db_path(option: str | None) -> DbLocation:
     """--db, else AGENT_TUI_DB, else $XDG_DATA_HOME/agent-tui/agent-tui.db. A
     ``postgresql://`` URL is kept as it is (a ``str``)."""
     raw = option or os.environ.get(locations.ENV_DB, "")
-    if is_url(raw):
+    if locations.is_postgres_url(raw):
         from runtime.store.postgres import check_url
 
         check_url(raw)
