@@ -222,6 +222,15 @@ def _asyncpg() -> Any:
     return asyncpg
 
 
+def _failures(asyncpg: Any) -> tuple[type[BaseException], ...]:
+    """What asyncpg raises when the server refuses or goes away: its errors, the network's,
+    and those of a connection the server ended (a restart ends every session) that the client
+    has not seen close yet: ``InterfaceError`` ("connection is closed"), ``InternalClientError``
+    ("cannot switch to state 12; another operation (2) is in progress", on the next query over
+    it, or on the pool's reset of it when it is given back)."""
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
+
+
 # --- rows → records -------------------------------------------------------------------------------
 
 
@@ -356,7 +365,7 @@ class PostgresStore:
         try:
             async with pool.acquire() as conn:
                 return await fn(conn)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+        except _failures(asyncpg) as exc:
             raise self._translated(exc) from exc
 
     async def _write(self, fn: Callable[[_Tx], Awaitable[R]]) -> R:
@@ -378,7 +387,7 @@ class PostgresStore:
                 if attempt + 1 < RETRIES:
                     continue
                 raise self._translated(exc) from exc
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            except _failures(asyncpg) as exc:
                 raise self._translated(exc) from exc
             if tx.events:
                 before = (tx.events[0].seq or 1) - 1
@@ -459,8 +468,8 @@ class PostgresStore:
                 await conn.add_listener(self._channel, self._notified)
                 conn.add_termination_listener(self._listen_lost)
                 self._listen_conn = conn
-        except (asyncpg.PostgresError, OSError):
-            return  # polling covers it
+        except _failures(asyncpg):
+            return  # polling covers it (after a restart, ``_relisten`` tries again)
         finally:
             self._listen_task = None
         if catch_up:
