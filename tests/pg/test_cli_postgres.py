@@ -297,6 +297,96 @@ def test_a_worker_stopped_while_the_server_is_down_stops_without_waiting_out_its
     assert _state(url, run_id) == "running"  # as a close leaves it: recoverable
 
 
+@pytest.mark.parametrize("consumer", [[], ["--consumer", "bot"]], ids=["plain", "consumer"])
+def test_events_follow_waits_out_a_server_restart_and_goes_on_with_no_event_lost_or_repeated(
+    own_cluster: PgCluster, tmp_path: Path, consumer: list[str]
+) -> None:
+    """Found by review: ``events --follow`` (with or without ``--consumer``) ended with exit
+    2 when PostgreSQL restarted ("agent-tui: error: …: Connect call failed"), where a worker
+    waits. Now it says once that it cannot reach the database, looks again, says when it
+    answers, and prints what committed meanwhile and after, each event once."""
+    import signal
+
+    from tests.workers.procs import Proc, query
+
+    cli, url = _cli_on(own_cluster, tmp_path)
+    follower = Proc(
+        cli.argv("events", "--follow", "--json", "--after", "0", *consumer), cli=cli, name="events"
+    )
+    try:
+        _printed_up_to_the_newest(follower, url)
+        own_cluster.stop()
+        _said(follower, "cannot reach the database", "it never met the outage")
+        own_cluster.start()
+        _said(follower, "the database answers again", "it never reconnected")
+        queued = cli.run("run", "--detach", "--model", "demo:instant", "look again")
+        assert queued.returncode == 0, queued.stderr
+        newest = _printed_up_to_the_newest(follower, url)
+        follower.signal(signal.SIGTERM)
+        assert follower.finish(timeout=60) == 0, follower.stderr()
+    finally:
+        follower.kill()
+    assert [item["seq"] for item in follower.items] == list(range(1, newest + 1))
+    if consumer:
+        assert query(url, "SELECT cursor FROM consumers WHERE consumer_id = 'bot'") == [(newest,)]
+    assert "Traceback" not in follower.stderr()
+
+
+def test_events_follow_waiting_for_the_server_ends_at_ctrl_c(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Ctrl+C while it waits for the database ends it at once, as while it follows."""
+    import signal
+
+    from tests.workers.procs import Proc
+
+    cli, url = _cli_on(own_cluster, tmp_path)
+    follower = Proc(
+        cli.argv("events", "--follow", "--json", "--after", "0", "--consumer", "bot"),
+        cli=cli,
+        name="events",
+    )
+    try:
+        _printed_up_to_the_newest(follower, url)
+        own_cluster.stop()
+        _said(follower, "cannot reach the database", "it never met the outage")
+        follower.signal(signal.SIGINT)
+        assert follower.finish(timeout=30) == 0, follower.stderr()
+    finally:
+        follower.kill()
+        own_cluster.start()
+
+
+def _cli_on(own_cluster: PgCluster, tmp_path: Path) -> tuple[Cli, Any]:
+    """A CLI on ``own_cluster``'s database, with a run queued there (tables and events)."""
+    import dataclasses
+
+    url: Any = own_cluster.dsn()
+    cli = dataclasses.replace(_cli(tmp_path), db=url)
+    queued = cli.run("run", "--detach", "--model", "demo:instant", "look around")
+    assert queued.returncode == 0, queued.stderr
+    return cli, url
+
+
+def _printed_up_to_the_newest(follower: Any, url: str) -> int:
+    """Until ``follower`` printed the newest event in the database; its seq."""
+    from tests.workers.procs import query
+
+    [(newest,)] = query(url, "SELECT max(seq) FROM events")
+    follower.wait_for(lambda item: item["seq"] == newest, timeout=60)
+    return int(newest)
+
+
+def _said(follower: Any, text: str, problem: str, *, timeout: float = 60) -> None:
+    """Until ``follower`` wrote ``text`` to its stderr, going on (an end fails at once)."""
+    deadline = time.monotonic() + timeout
+    while text not in follower.stderr():
+        code = follower.proc.poll()
+        assert code is None, f"{problem}: it ended ({code}): {follower.stderr()[-2000:]}"
+        assert time.monotonic() < deadline, problem
+        time.sleep(0.1)
+
+
 def _worker_on(own_cluster: PgCluster, tmp_path: Path, *options: str) -> tuple[Cli, Any, Any]:
     """A CLI on ``own_cluster``'s database, its URL, and a worker started on it (``options``
     added), once it said so."""

@@ -1,6 +1,7 @@
 """``agent-tui worker`` and ``agent-tui events`` (DESIGN §11, §15): executing the runs queued
 for workers, and printing durable events for scripts (with a consumer: at least once, resumed
-after the last one printed)."""
+after the last one printed). Both wait out a database that cannot be reached (PostgreSQL
+restarting) and go on where they were."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import asyncio
 import contextlib
 import json
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
-from runtime.errors import InvalidInput
+from runtime.errors import DatabaseCorrupt, DatabaseError, InvalidInput
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
@@ -24,7 +26,7 @@ from runtime.events import (
     dump_event,
 )
 from runtime.store.checks import opens_immutable
-from runtime.workers import Worker, WorkerReport
+from runtime.workers import RETRY_MAX, RETRY_MIN, Worker, WorkerReport
 from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tui._cli.render import one_line
 
@@ -150,7 +152,7 @@ async def print_events(ctx: Context, runtime: Runtime, args: Any) -> int:
             if len(page) < PAGE:
                 return EXIT_OK
     stop = asyncio.Event()
-    following = asyncio.create_task(_follow_events(runtime, args, emit, stop))
+    following = asyncio.create_task(_follow_events(runtime, args, emit, ctx.say, stop))
 
     def force() -> None:
         following.cancel()
@@ -161,24 +163,73 @@ async def print_events(ctx: Context, runtime: Runtime, args: Any) -> int:
 
 
 async def _follow_events(
-    runtime: Runtime, args: Any, emit: Callable[[DurableEvent], None], stop: asyncio.Event
+    runtime: Runtime,
+    args: Any,
+    emit: Callable[[DurableEvent], None],
+    say: Callable[[str], None],
+    stop: asyncio.Event,
 ) -> None:
     """Print events as they commit until ``stop``. With a consumer, each event is printed
-    (and flushed) before it is acknowledged: a process killed in between prints it again."""
+    (and flushed) before it is acknowledged: a process killed in between prints it again.
+    A database that cannot be reached is waited for (``_wait_for_database``); following then
+    goes on after the last event printed, so none is lost or printed twice."""
     if args.consumer is not None:
         async with runtime.consume(args.consumer, after=args.after) as consumer:
-            async for event in _until(consumer, stop):
-                emit(event)
-                await consumer.ack(event)
+            while not stop.is_set():
+                try:
+                    if consumer.delivered > consumer.cursor:
+                        await consumer.ack(consumer.delivered)  # printed before an outage
+                    async for event in _until(consumer, stop):
+                        emit(event)
+                        await consumer.ack(event)
+                except DatabaseCorrupt:
+                    raise
+                except DatabaseError as exc:
+                    await _wait_for_database(runtime, exc, say, stop)
         return
-    cursor = await runtime.last_seq() if args.after is None else args.after
+    cursor = args.after
     while not stop.is_set():
-        page = await runtime.events(after=cursor, limit=PAGE)
+        try:
+            if cursor is None:
+                cursor = await runtime.last_seq()
+            page = await runtime.events(after=cursor, limit=PAGE)
+        except DatabaseCorrupt:
+            raise
+        except DatabaseError as exc:
+            await _wait_for_database(runtime, exc, say, stop)
+            continue
         for event in page:
             emit(event)
             cursor = event.seq
         if len(page) < PAGE:
             await _first(stop.wait(), runtime.dispatch.await_change())
+
+
+async def _wait_for_database(
+    runtime: Runtime, exc: DatabaseError, say: Callable[[str], None], stop: asyncio.Event
+) -> None:
+    """As a worker waits out an outage: say once that the database cannot be reached, look
+    again (longer each time, at most ``RETRY_MAX`` seconds) until it answers, then say so;
+    or until ``stop`` (Ctrl+C, SIGTERM) comes first."""
+    say(
+        f"agent-tui events: cannot reach the database ({exc.message}); "
+        f"trying again every {RETRY_MAX:g} s at most"
+    )
+    since = time.monotonic()
+    while True:
+        delay = min(RETRY_MAX, max(RETRY_MIN, (time.monotonic() - since) / 2))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return
+        try:
+            await runtime.last_seq()
+        except DatabaseCorrupt:
+            raise
+        except DatabaseError:
+            continue
+        say("agent-tui events: the database answers again")
+        return
 
 
 async def _until(events: Any, stop: asyncio.Event) -> Any:
