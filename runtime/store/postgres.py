@@ -99,6 +99,7 @@ from runtime.store.base import (
     ToolStateChange,
     WrittenDraft,
 )
+from runtime.store.pg_passwords import missing_password_hint
 from runtime.store.rules import Plan
 from runtime.store.sqlite import (
     _CONTENT,
@@ -407,7 +408,11 @@ class PostgresStore:
         try:
             conn = await asyncpg.connect(self._dsn)
         except (asyncpg.PostgresError, OSError) as exc:
-            raise errors.DatabaseError(f"{self._where}: cannot connect ({exc})") from exc
+            why = f"{self._where}: cannot connect ({exc})"
+            if isinstance(exc, asyncpg.InvalidPasswordError):
+                hint = missing_password_hint(self._dsn, os.environ)
+                why += f"; {hint}" if hint else ""
+            raise errors.DatabaseError(why) from exc
         try:
             if not self._create and await pg_schema.schema_version(conn, self.schema) is None:
                 raise errors.DatabaseNotCreated(

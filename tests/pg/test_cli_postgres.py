@@ -387,6 +387,59 @@ def _said(follower: Any, text: str, problem: str, *, timeout: float = 60) -> Non
         time.sleep(0.1)
 
 
+PASSWORD = "Xy7-secret9"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("nowhere", "no password was given: put it in PGPASSWORD or ~/.pgpass"),
+        ("in a ~/.pgpass others may read", "is not read, as others may read it (chmod 600"),
+        ("wrong, in PGPASSWORD", 'password authentication failed for user "secretive"'),
+        ("in ~/.pgpass", "Database opens: yes"),
+    ],
+)
+async def test_doctor_says_how_to_give_the_password_the_server_asks_for_when_none_was_given(
+    own_cluster: PgCluster, tmp_path: Path, given: str, said: str
+) -> None:
+    """Found by review: with no password in the URL, PGPASSWORD or ~/.pgpass, doctor said
+    only the server's "password authentication failed for user …", as for a wrong one. Now
+    it says none was given and where to put it; a password is never printed."""
+    admin = await asyncpg.connect(own_cluster.dsn())
+    try:
+        await admin.execute(f"CREATE ROLE secretive LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
+        hba = own_cluster.data_dir / "pg_hba.conf"
+        hba.write_text(f"host all secretive 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
+        await admin.fetchval("SELECT pg_reload_conf()")
+    finally:
+        await admin.close()
+    cli = _cli(tmp_path)
+    for name in ("PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGUSER", "PGDATABASE"):
+        cli.env.pop(name, None)
+    pgpass = Path(cli.env["HOME"]) / ".pgpass"
+    if "pgpass" in given:
+        pgpass.write_text(f"127.0.0.1:{own_cluster.port}:postgres:secretive:{PASSWORD}\n")
+        pgpass.chmod(0o644 if "others" in given else 0o600)
+    elif "PGPASSWORD" in given:
+        cli.env["PGPASSWORD"] = "wrong-one"
+    url = own_cluster.dsn().replace("agent_tui@", "secretive@")
+    doctor = cli.run("--db", url, "--workspace", str(cli.workspace), "doctor", global_options=False)
+    assert said in doctor.stdout, doctor.stdout
+    [finding] = [
+        line
+        for line in doctor.stdout.splitlines()
+        if line.startswith(("Runtime: error:", "Database opens:"))
+    ]
+    if given == "in ~/.pgpass":
+        assert finding.startswith("Database opens: yes")
+    else:
+        assert finding.startswith(f"Runtime: error: {url}: cannot connect (password "), finding
+        assert ("no password was given" in finding) == (given != "wrong, in PGPASSWORD")
+        assert doctor.returncode == 1
+    assert PASSWORD not in doctor.stdout + doctor.stderr
+    assert "wrong-one" not in doctor.stdout + doctor.stderr
+
+
 def _worker_on(own_cluster: PgCluster, tmp_path: Path, *options: str) -> tuple[Cli, Any, Any]:
     """A CLI on ``own_cluster``'s database, its URL, and a worker started on it (``options``
     added), once it said so."""

@@ -3,10 +3,13 @@ asyncpg could not parse refused in one line before any connection is tried."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from runtime.compose import open_store
 from runtime.errors import ConfigError
+from runtime.store.pg_passwords import missing_password_hint
 from runtime.store.postgres import PostgresStore, redacted
 
 
@@ -87,3 +90,41 @@ def test_a_url_whose_scheme_is_not_in_lower_case_opens_postgresql_not_an_sqlite_
     """URL schemes are case-insensitive (RFC 3986): ``Runtime.open(db_path="PostgreSQL://…")``
     took it for an SQLite path and made the folders ``PostgreSQL:/me@db`` and a database."""
     assert isinstance(open_store(f"{scheme}://me@db:5432/agents"), PostgresStore)
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "pgpass", "given"),
+    [
+        ("postgresql://me@db/agents", {}, None, False),
+        ("postgresql://me:secret@db/agents", {}, None, True),
+        ("postgresql://me:@db/agents", {}, None, False),  # empty: asyncpg sends none
+        ("postgresql://me@db/agents?password=secret", {}, None, True),
+        ("postgresql://me@db/agents", {"PGPASSWORD": "secret"}, None, True),
+        ("postgresql://me@db/agents", {}, "db:5432:agents:me:secret", True),
+        ("postgresql://me@db:5433/agents", {}, "db:5432:agents:me:secret", False),
+        ("postgresql://me@db/agents", {}, "db:5432:agents:you:secret", False),
+        ("postgresql://me@db/agents", {}, "db:5432:other:me:secret", False),
+        ("postgresql://me@db1,db2:6000/agents", {}, "db2:6000:*:me:secret", True),
+        (
+            "postgresql:///agents?host=/run/postgresql&user=me",
+            {},
+            "localhost:*:agents:me:secret",
+            True,
+        ),
+        ("postgresql://me@db", {}, "*:*:me:me:secret", True),  # the database is the user's name
+        ("postgresql://me@[::1]/agents", {}, "\\:\\:1:5432:agents:me:secret", False),  # as asyncpg
+    ],
+)
+def test_a_refused_password_is_said_to_be_missing_only_where_asyncpg_found_none(
+    tmp_path: Path, url: str, env: dict[str, str], pgpass: str | None, given: bool
+) -> None:
+    """The server's refusal reads the same for no password and a wrong one; where asyncpg
+    found none (URL, PGPASSWORD, the password file's lines), the hint says where to put one."""
+    passfile = tmp_path / "pgpass"
+    if pgpass is not None:
+        passfile.write_text(f"# a comment\n{pgpass}\n")
+        passfile.chmod(0o600)
+    hint = missing_password_hint(url, {**env, "PGPASSFILE": str(passfile)})
+    assert (hint is None) == given, hint
+    if hint is not None:
+        assert "put it in PGPASSWORD or ~/.pgpass" in hint and "secret" not in hint
