@@ -25,6 +25,8 @@ AgentTuiError
 │   ├── SchemaDamaged        schema_damaged (a table, column, index or trigger is missing)
 │   ├── DatabaseCorrupt      database_corrupt (a page of the file is damaged: found when it
 │   │                        is read; the store writes nothing more, clients stop)
+│   ├── DatabaseReadOnly     database_read_only (SQLite refuses this process's writes: it
+│   │                        opened the file read-only; waiting does not change that)
 │   └── CursorOutOfRange     cursor_out_of_range
 ├── ConfigError              config_error (names the file, line and key)
 ├── ModelError               model_error (``retryable`` says whether to try again)
@@ -182,6 +184,14 @@ class DatabaseCorrupt(DatabaseError):
     (the TUI leaves with this one line and exit status 2, as the CLI does)."""
 
     code = "database_corrupt"
+
+
+class DatabaseReadOnly(DatabaseError):
+    """SQLite refuses to write ("attempt to write a readonly database"): it opened the file
+    read-only (its mode, a read-only mount), and a connection stays so until it is opened
+    again. Unlike a server that went away, waiting does not help."""
+
+    code = "database_read_only"
 
 
 class CursorOutOfRange(DatabaseError):

@@ -27,6 +27,7 @@ from runtime.errors import (
     AgentTuiError,
     DatabaseCorrupt,
     DatabaseError,
+    DatabaseReadOnly,
     OwnershipLost,
     RunStateConflict,
 )
@@ -134,11 +135,7 @@ class Executor:
             try:
                 await self._run_steps(execution, run)
             except RunFailed as failed:
-                await self._close_open_calls(execution)
-                await self._store.finish_run(
-                    run_id, token=execution.token, to=RunState.FAILED, failure=failed.failure
-                )
-                await self._delegation.cancel_descendants(run, reason="its parent run failed")
+                await self._fail(execution, failed.failure)
         except OwnershipLost:
             log.info("run %s: execution superseded (cancelled or recovered)", run_id)
         except asyncio.CancelledError:
@@ -146,7 +143,8 @@ class Executor:
             raise
         except Exception as exc:
             log.exception("run %s failed inside the engine", run_id)
-            await self._fail_internally(execution, exc)
+            failure = Failure(code="internal_error", message=f"{type(exc).__name__}: {exc}")
+            await self._fail(execution, failure)
         finally:
             self._executions.pop(run_id, None)
             self._pump.notify()  # waiters look again: nobody executes the run here now
@@ -175,34 +173,53 @@ class Executor:
                 execution.run_id, token=execution.token, changes=changes
             )
 
-    async def _fail_internally(self, execution: Execution, exc: Exception) -> None:
+    async def _fail(self, execution: Execution, failure: Failure) -> None:
         """Record the failure. A database that cannot be reached (PostgreSQL restarting: what
         failed the run, often) is waited for: given up, the run would read ``running`` under
-        this live process for as long as it lives, and nothing recovers that. Unless the
-        process is going away (a worker stopping): its run is then recovered once it is gone,
-        as a close leaves it, and the worker stops without waiting out the outage."""
+        this live process for as long as it lives, and nothing recovers that. So is a full disk:
+        freeing space fixes it while the process lives, and the record is a few hundred bytes.
+        Not a read-only database (SQLite opened the file read-only and stays so) or a damaged
+        one, nor a process going away (a worker stopping: its run is recovered once it is gone,
+        as a close leaves it, and the worker stops without waiting out the outage). A failure
+        not recorded is logged once, with what failed the run."""
         delay = FINISH_RETRY_MIN
         while True:
             try:
-                await self._record_failure(execution, exc)
+                await self._record_failure(execution, failure)
                 return
-            except (DatabaseCorrupt, OwnershipLost, RunStateConflict):
-                return
+            except (OwnershipLost, RunStateConflict):
+                return  # cancelled or recovered meanwhile: nothing of this execution to record
             except DatabaseError as error:
-                if execution.release_at_step_end:
+                waits = not isinstance(error, DatabaseReadOnly | DatabaseCorrupt)
+                if not waits or execution.release_at_step_end:
+                    self._not_recorded(execution, failure, error)
                     return
                 if delay == FINISH_RETRY_MIN:
                     log.warning(
-                        "run %s: cannot record its failure yet (%s); trying again until it works",
+                        "run %s failed (%s: %s); cannot record its failure yet (%s); trying "
+                        "again until it works",
                         execution.run_id,
+                        failure.code,
+                        failure.message,
                         error.message,
                     )
-            except AgentTuiError:
+            except AgentTuiError as error:
+                self._not_recorded(execution, failure, error)
                 return
             await asyncio.sleep(delay)
             delay = min(FINISH_RETRY_MAX, delay * 2)
 
-    async def _record_failure(self, execution: Execution, exc: Exception) -> None:
+    @staticmethod
+    def _not_recorded(execution: Execution, failure: Failure, error: AgentTuiError) -> None:
+        log.error(
+            "run %s failed (%s: %s), and that is not recorded: %s",
+            execution.run_id,
+            failure.code,
+            failure.message,
+            error.message,
+        )
+
+    async def _record_failure(self, execution: Execution, failure: Failure) -> None:
         try:
             await self._close_open_calls(execution)
         except DatabaseError:
@@ -210,10 +227,7 @@ class Executor:
         except AgentTuiError:
             pass  # the run fails all the same
         ended = await self._store.finish_run(
-            execution.run_id,
-            token=execution.token,
-            to=RunState.FAILED,
-            failure=Failure(code="internal_error", message=f"{type(exc).__name__}: {exc}"),
+            execution.run_id, token=execution.token, to=RunState.FAILED, failure=failure
         )
         with contextlib.suppress(AgentTuiError):
             await self._delegation.cancel_descendants(ended, reason="its parent run failed")

@@ -531,6 +531,8 @@ class SqliteStore:
             return errors.ConflictError(f"{self.path}: {exc}")
         damage = damaged_file(self.path, exc)
         if damage is None:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+                return errors.DatabaseReadOnly(f"{self.path}: {exc}")
             return errors.DatabaseError(f"{self.path}: {exc}")
         if self._damage is None:
             self._damage = damage
