@@ -55,6 +55,15 @@ def _search(cli: Cli, text: str) -> list[str]:
     return asyncio.run(go())
 
 
+def test_the_unarchive_hint_names_the_database_of_the_archived_job(cli: Cli) -> None:
+    """Found by a README audit: "agent-tui unarchive ID brings it back" left out `--db`, so
+    the command as printed looked for the job in the default database."""
+    job_id, _ = _finished_job(cli)
+    archived = cli.run("archive", job_id)
+    assert archived.returncode == 0, archived.stderr
+    assert f"agent-tui --db {cli.db} unarchive {job_id} brings it back" in archived.stdout
+
+
 def test_an_archived_job_is_hidden_from_runs_unless_archived_is_asked(cli: Cli) -> None:
     job_id, run_id = _finished_job(cli)
     assert run_id in _listed_run_ids(cli)

@@ -52,6 +52,17 @@ def test_rewind_shows_the_diff_then_restores_with_files_and_yes(cli: Cli) -> Non
     assert again.returncode == 0 and "Nothing to rewind" in again.stdout
 
 
+def test_the_rewind_hint_names_the_database_it_looked_in(cli: Cli) -> None:
+    """Found by a README audit: every other hint carried `--db` for a database that is not the
+    default, but the preview's "To restore these files: agent-tui rewind …" did not, so the
+    command as printed looked in the default database."""
+    first = str(_completed_demo_run(cli)[0]["id"])
+    preview = cli.run("rewind", first)
+    assert preview.returncode == 0, preview.stderr
+    assert f"agent-tui --db {cli.db} rewind {first} --files" in preview.stderr
+    assert f"agent-tui --db {cli.db} fork {first} PROMPT" in preview.stderr
+
+
 def test_a_hand_edited_file_is_listed_and_kept_unless_forced(cli: Cli) -> None:
     checkpoints = _completed_demo_run(cli)
     first = str(checkpoints[0]["id"])

@@ -505,7 +505,9 @@ async def cmd_archive(ctx: Context, runtime: Runtime, args: Any) -> int:
         ctx.print(f"Job {job.id} ({job.title}) is already archived: nothing changed.")
         return EXIT_OK
     job = await runtime.store.set_job_archived(args.job_id, True)
-    ctx.print(f"Archived job {job.id} ({job.title}); agent-tui unarchive {job.id} brings it back.")
+    ctx.print(
+        f"Archived job {job.id} ({job.title}); {render.COMMAND} unarchive {job.id} brings it back."
+    )
     return EXIT_OK
 
 
@@ -602,8 +604,8 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
     ctx.out.flush()
     if not args.files:
         ctx.say(
-            f"Nothing changed. To restore these files: agent-tui rewind {plan.checkpoint_id} "
-            "--files (to start over from there: agent-tui fork "
+            f"Nothing changed. To restore these files: {render.COMMAND} rewind "
+            f"{plan.checkpoint_id} --files (to start over from there: {render.COMMAND} fork "
             f"{plan.checkpoint_id} PROMPT)"
         )
         return EXIT_OK
