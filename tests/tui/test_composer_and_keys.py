@@ -1732,6 +1732,22 @@ def test_help_lists_the_line_deletions_and_the_search_keys() -> None:
     assert "field" in search["↑ on the first hit"] and "esc" in search
 
 
+def test_the_help_names_every_key_of_a_form_once_in_words() -> None:
+    """Found by a README audit: the help's Form section listed tab twice and shift+tab as
+    "previous_field", the action's name, instead of what it does."""
+    form = help_sections_rows("Form")
+    keys = [key for key, _ in form]
+    assert len(keys) == len(set(keys)), keys
+    described = dict(form)
+    assert described["shift+tab"] == "Previous field"
+    assert described["tab"] == "Next field"
+    assert all("_" not in what for _, what in form), form
+
+
+def help_sections_rows(title: str) -> list[tuple[str, str]]:
+    return dict(help_sections())[title]
+
+
 async def _help_lines(pilot: Pilot[object], app: AgentTuiApp) -> list[str]:
     """F1, then every line of the help's key tables as the screen lays them out (all of them,
     those scrolled out of view too)."""

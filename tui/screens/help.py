@@ -115,7 +115,6 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
             "Form",
             [
                 *_rows(ElicitationForm.BINDINGS),
-                ("tab", "Next field"),
                 ("enter", "Submit (in a text field); open a drop-down, take its choice"),
                 ("↑ ↓ / space", "Move in a list of choices / tick or untick one"),
             ],

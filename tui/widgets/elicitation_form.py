@@ -53,7 +53,7 @@ class ElicitationForm(Vertical):
         # passed through the field, and the text typed next had been handed to that field by
         # then: a trial's Tab Tab Tab "ada" typed "ada" into the first field.
         Binding("tab", "next_field", "Next field", priority=True),
-        Binding("shift+tab", "previous_field", show=False, priority=True),
+        Binding("shift+tab", "previous_field", "Previous field", show=False, priority=True),
     ]
 
     DEFAULT_CSS = """
