@@ -932,6 +932,46 @@ async def test_a_second_escape_after_an_interrupt_goes_to_the_browser_and_stays_
         await runtime.close()
 
 
+@pytest.mark.parametrize("pane", ["browser", "conversation"])
+async def test_escape_in_a_pane_interrupts_the_run_and_leaves_the_keys_in_that_pane(
+    db_path: Path, workspace: Path, pane: str
+) -> None:
+    """Found by a new-user trial: Esc in the browser while a run streamed interrupted it (as
+    the README says) and then took the keys to the composer, so the `b` typed next went into
+    the box and Enter sent it as a follow-up. The keys stay where Esc was pressed."""
+    runtime = await open_runtime(db_path, workspace, model="demo")
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(pilot, lambda: screen._working_run() is not None)
+            run = screen._working_run()
+            assert run is not None
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            if pane == "conversation":
+                await pilot.press("g")
+                await wait_until(pilot, lambda: screen._pane_of(app.focused) == 1)
+            where = app.focused
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: any("Interrupted." in n for n in notifications(app)))
+            await pilot.pause()
+            assert app.focused is where
+            [notice] = [n for n in notifications(app) if "Interrupted." in n]
+            assert "Press R to retry" in notice and "/retry" not in notice
+            # The next keys are the pane's: b goes to the browser, Enter opens the row there.
+            await pilot.press("b", "enter")
+            await pilot.pause()
+            assert app.focused is screen.job_tree
+            assert not screen.composer.input.text
+            stopped = await runtime.get_run(run.id)
+            assert stopped.state is RunState.CANCELLED and stopped.cancel_reason == "interrupted"
+            assert [r.input for r in await runtime.job_runs(run.job_id)] == ["/stream 400"]
+    finally:
+        await runtime.close()
+
+
 async def test_while_the_run_on_screen_works_a_waiting_run_is_reached_by_tab_not_esc(
     db_path: Path, workspace: Path
 ) -> None:

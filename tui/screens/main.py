@@ -258,9 +258,6 @@ class MainScreen(Screen[None]):
         self._stopping: set[str] = set()
         """Runs on screen Esc (or ctrl+c) asked to stop, until they end: a second Esc leaves
         for the browser rather than interrupting again, however soon it comes."""
-        self._focus_at_interrupt: Widget | None = None
-        """Where the keys were when Esc stopped the run: the notice that it stopped moves them
-        to the composer only if they are still there."""
         self._repairs_told: set[tuple[str, frozenset[str]]] = set()
         """The history repairs said: (job, the tool calls repaired). Each follow-up of a job
         repairs the same calls again before its model call; a person is told once."""
@@ -2539,7 +2536,6 @@ class MainScreen(Screen[None]):
         if self.composer.follow_up_job_id == run.job_id:
             self._into_box(self.composer.take_queue(run.job_id))
         self._stopping.add(run.id)
-        self._focus_at_interrupt = self.focused
         self.refresh_bindings()  # Esc means "leave" again (the footer, the status line)
         self._interrupt(run)
         return True
@@ -2565,23 +2561,21 @@ class MainScreen(Screen[None]):
 
     def on_run_interrupted(self, message: RunInterrupted) -> None:
         composer = self.composer
-        # To the composer, for a follow-up, only from where Esc was pressed: a person who
-        # pressed Esc again meanwhile is in the browser, and ↑ Enter there, taken back to
-        # the box, sent the last prompt again (a new-user trial).
-        typing = (
-            composer.follow_up_job_id == message.run.job_id
+        # The keys stay where they are: Esc pressed in the composer leaves them there, for a
+        # follow-up; pressed in the browser (or again meanwhile, to get there), they stay in the
+        # browser. Taken to the composer, the browser's next key (b) went into the box and Enter
+        # sent it as a follow-up (a new-user trial); Esc, Esc, ↑, Enter sent the last prompt
+        # again (another).
+        in_box = (
+            self.focused is composer.input
+            and composer.follow_up_job_id == message.run.job_id
             and self.open_request is None
-            and self.focused is self._focus_at_interrupt
         )
-        if typing:
-            composer.focus_input()
-        # Name what works where the keys go now: in a text field, R is a letter. Where they go,
-        # not where they were: ``focus_input`` moves the focus after this handler, and from the
-        # browser the notice said "press R" while R went into the box (a new-user trial). In
-        # a box holding text (the queued messages given back), /retry would be added to it.
-        if typing and not composer.input.text.strip():
+        # Name what works where the keys are: in a text field, R is a letter. In a box holding
+        # text (the queued messages given back), /retry would be added to it.
+        if in_box and not composer.input.text.strip():
             text = "Interrupted. Type a follow-up or send /retry to retry; Esc: the browser."
-        elif typing or self.typing():
+        elif self.typing():
             text = "Interrupted. Type a follow-up, or press Esc, then R to retry."
         else:
             text = "Interrupted. Press R to retry."
