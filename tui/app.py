@@ -534,8 +534,15 @@ class AgentTuiApp(App[int]):
             # Textual's "Keys" panel lists the text box's own keys: F1's help lists ours.
             if command.title != "Keys":
                 yield command
+        # Every action, and every command of the composer's / menu (a new-user trial looked
+        # here for /context and /compact in vain). Textual's own give /theme and /quit.
         commands = [
-            ("New job / follow-up", "Focus the composer", "compose"),
+            ("Composer", "Focus the composer (a new job or a follow-up, as it says)", "compose"),
+            (
+                "New job",
+                "An empty conversation; the composer addresses a new job (/new)",
+                "new_job",
+            ),
             ("Inbox", "Runs waiting for your input", "inbox"),
             ("Cancel run", "Cancel the run on screen", "cancel_run"),
             ("Fork", "Fork a new job from the selected checkpoint", "fork"),
@@ -556,12 +563,29 @@ class AgentTuiApp(App[int]):
                 "Open / close the thinking (and a skill's instructions) in view",
                 "thinking",
             ),
+            (
+                "Compact",
+                "Summarise this job's history so far; originals are kept (/compact)",
+                "compact",
+            ),
+            (
+                "Context",
+                "Instructions, skills, hooks, servers, agents in effect (/context)",
+                "context",
+            ),
         ]
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         for title, help_text, action in commands:
             if main is not None and not main.offers(action):
                 continue  # a new-user trial was offered "Cancel run" on a completed run
             yield SystemCommand(title, help_text, lambda a=action: self._main_action(a))
+        if main is not None:
+            for name in ("model", "agent"):
+                yield SystemCommand(
+                    name.title(),
+                    f"The {name} of the next run in this job: /{name} in the box, then its name",
+                    lambda n=name, screen=main: screen.type_command(n),
+                )
         yield SystemCommand(
             "Permissions", "Every allow / ask / deny rule, revocable", self.action_permissions
         )

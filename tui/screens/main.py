@@ -1993,14 +1993,9 @@ class MainScreen(Screen[None]):
         elif name == "inbox":
             self.action_inbox()
         elif name == "compact":
-            job_id = composer.follow_up_job_id
-            if job_id is None:
-                self.notify("Open a job first: /compact summarises its history.", title="/compact")
-                keep = True
-            else:
-                self._compact(job_id)
+            keep = not self.compact_job()
         elif name == "context":
-            self._show_context(composer.follow_up_job_id)
+            self.action_context()
         elif name == "quit":
             composer.command_done(typed)
             self.app.call_later(self.agent_app.action_quit)
@@ -2048,6 +2043,42 @@ class MainScreen(Screen[None]):
         # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream 20`` sent
         # both slashes; ``/new /stream 20`` sent one).
         self._submit(task[1:] if task.startswith("//") else task, None)
+
+    def action_compact(self) -> None:
+        self.compact_job()
+
+    def compact_job(self) -> bool:
+        """``/compact`` (and the palette's "Compact"): the job the box addresses, summarised.
+        False when it addresses none (said)."""
+        job_id = self.composer.follow_up_job_id
+        if job_id is None:
+            self.notify("Open a job first: /compact summarises its history.", title="/compact")
+            return False
+        self._compact(job_id)
+        return True
+
+    def action_context(self) -> None:
+        """``/context`` (and the palette's "Context"): what is in effect, for the job the box
+        addresses."""
+        self._show_context(self.composer.follow_up_job_id)
+
+    def type_command(self, name: str) -> None:
+        """The palette's "Model" and "Agent": ``/name `` in the box, for the name to follow.
+        Not over a message being typed (it would be lost), nor while the box is hidden."""
+        composer = self.composer
+        if not composer.display:
+            self.notify("Answer the prompt first.", severity="warning")
+            self._focus_pane(2)
+            return
+        if composer.input.text.strip():
+            self.notify(
+                f"The box holds a message: send or clear it, then type /{name} NAME.",
+                title=f"/{name}",
+                severity="warning",
+            )
+        else:
+            composer.input.value = f"/{name} "
+        composer.focus_input()
 
     @work(exit_on_error=False, group="compact")
     async def _compact(self, job_id: str) -> None:
@@ -2785,6 +2816,8 @@ class MainScreen(Screen[None]):
             return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
         if action == "unarchive_last":
             return self._archive_to_undo() is not None
+        if action == "compact":
+            return self.composer.follow_up_job_id is not None
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
