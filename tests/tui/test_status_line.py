@@ -30,7 +30,14 @@ from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import layout_requests, make_app, open_runtime, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets._format import cost, plain_markdown, search_snippet, state_text, tokens
-from tui.widgets.status_line import DEMO_HINTS, SPINNER, STOP_HINT, StatusLine, format_elapsed
+from tui.widgets.status_line import (
+    CANCEL_QUESTION_HINTS,
+    DEMO_HINTS,
+    SPINNER,
+    STOP_HINT,
+    StatusLine,
+    format_elapsed,
+)
 
 SIZE = (140, 45)
 
@@ -636,5 +643,47 @@ async def test_while_a_sub_runs_question_has_the_keys_the_hint_names_what_stops_
                 pilot, lambda: status.run is not None and status.run.state is RunState.CANCELLED
             )
         assert (await runtime.get_run(parent.id)).state is RunState.CANCELLED
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_while_the_cancel_question_has_the_keys_the_hint_says_what_esc_does_there(
+    db_path: Path, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: with "Cancel the run?" docked and focused, the status line
+    still said "esc to interrupt", but Esc there answers no and the run goes on."""
+    from tui.widgets.confirm_bar import ConfirmBar
+
+    runtime = await open_runtime(db_path, workspace, model="demo")  # streams slowly
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=size) as pilot:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            status = screen.query_one(StatusLine)
+            await pilot.press(*"//stream 400", "enter")
+            await wait_until(pilot, lambda: status.working and status.streamed_chars > 40)
+            run = status.run
+            assert run is not None
+            await pilot.press("tab")  # the browser, where c asks to cancel
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            assert STOP_HINT in status.text
+            await pilot.press("c")
+            await wait_until(pilot, lambda: isinstance(app.focused, ConfirmBar))
+            await wait_until(pilot, lambda: STOP_HINT not in status.text)
+            # Esc answers no there; y cancels. (At 80 columns in the shorter words.)
+            wording = CANCEL_QUESTION_HINTS[0 if size[0] >= 120 else 1]
+            assert f"│ {wording}" in status.text, status.text
+            await pilot.press("escape")  # no: the run goes on, the keys back in the browser
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            await wait_until(pilot, lambda: STOP_HINT in status.text)
+            assert (await runtime.get_run(run.id)).state is RunState.RUNNING
+            await pilot.press("c")
+            await wait_until(pilot, lambda: isinstance(app.focused, ConfirmBar))
+            await pilot.press("y")
+            await wait_until(
+                pilot, lambda: status.run is not None and status.run.state is RunState.CANCELLED
+            )
     finally:
         await runtime.close()

@@ -75,7 +75,12 @@ from tui.widgets.job_tree import (
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.search_field import SearchField
 from tui.widgets.search_results import SearchResults
-from tui.widgets.status_line import StatusLine
+from tui.widgets.status_line import (
+    CANCEL_QUESTION_HINTS,
+    QUESTION_HINT,
+    STOP_HINT,
+    StatusLine,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -2532,15 +2537,21 @@ class MainScreen(Screen[None]):
     def _show_stop_keys(self, _screen: object = None) -> None:
         """The status line names what stops the run from where the focus is: Esc where it
         interrupts, else c (asking first), else the way to c (Esc from a text field: the
-        answer field of a sub-run's question, the composer while another process works)."""
-        if self.check_action("interrupt", ()):
-            keys = "esc"
+        answer field of a sub-run's question, the composer while another process works). On a
+        yes/no question, what Esc does there: it answers no (with "Cancel the run?" docked,
+        the line said "esc to interrupt" while Esc kept the run going: a new-user trial)."""
+        bar = _confirm_bar(self.focused)
+        hint: tuple[str, ...]
+        if bar is not None:
+            hint = CANCEL_QUESTION_HINTS if bar.stops_run else (QUESTION_HINT,)
+        elif self.check_action("interrupt", ()):
+            hint = (STOP_HINT,)
         elif self.check_action("cancel_run", ()):
-            keys = "c"
+            hint = ("c cancels",)
         else:
-            keys = "esc, then c"
-        if keys != self.status.stop_keys:
-            self.status.stop_keys = keys
+            hint = ("esc, then c cancels",)
+        if hint != self.status.stop_hint:
+            self.status.stop_hint = hint
             self.status.redraw()
 
     def _worked_elsewhere(self, run: Run) -> bool:
@@ -2878,6 +2889,7 @@ class MainScreen(Screen[None]):
             f"Cancel the run {run.id[:8]} ({run.state.value.replace('_', ' ')})?",
             lambda: self._cancel(run.id),
             returning_to=self.focused,
+            stops_run=True,
         )
         await self._ask(bar)
 
@@ -3404,6 +3416,15 @@ def _in_form(widget: Widget | None) -> bool:
         and widget is not None
         and any(isinstance(node, form.ElicitationForm) for node in widget.ancestors)
     )
+
+
+def _confirm_bar(widget: Widget | None) -> ConfirmBar | None:
+    """``widget`` as a yes/no question, if it is one (its module is imported once one is
+    asked)."""
+    confirm_bar = sys.modules.get("tui.widgets.confirm_bar")
+    if confirm_bar is not None and isinstance(widget, confirm_bar.ConfirmBar):
+        return cast("ConfirmBar", widget)
+    return None
 
 
 def _is_retry_choice(widget: Widget | None) -> bool:

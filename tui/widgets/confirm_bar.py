@@ -43,15 +43,19 @@ class ConfirmBar(Static, can_focus=True):
         declined: str = "Nothing was cancelled.",
         about_run: str | None = None,
         also_yes: Sequence[str] = (),
+        stops_run: bool = False,
     ) -> None:
         """``about_run``: the run the question is about, when the question no longer stands
         once that run's state changes (the screen then takes the question away).
-        ``also_yes``: keys that confirm besides y (``d`` again, after ``d`` asked)."""
+        ``also_yes``: keys that confirm besides y (``d`` again, after ``d`` asked).
+        ``stops_run``: y stops the run on screen ("Cancel the run?"; the status line says so
+        while the question has the keys)."""
         yes = " / ".join([*also_yes, "y"])
         super().__init__(f"{question}   {yes} yes · n / Esc no", markup=False, id="confirm")
         self.yes_keys = frozenset({"y", *also_yes})
         self.on_confirm = on_confirm
         self.about_run = about_run
+        self.stops_run = stops_run
         self.returning_to = returning_to
         """The widget focused before the question, focused again once it is answered."""
         self.declined = declined

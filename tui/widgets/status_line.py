@@ -45,6 +45,10 @@ ATTACHED_HINT = "attached: new jobs go to workers"
 STOP_HINT = "esc to interrupt"
 """Where Esc stops the run on screen (the screen's binding). It has no shorter wording (the
 README's keys say this one): where the line is short, the figures give way before it."""
+CANCEL_QUESTION_HINTS = ("y cancels · esc keeps it running", "y cancels · esc: no")
+"""While "Cancel the run?" has the keys: there Esc answers no (the run goes on), y stops it."""
+QUESTION_HINT = "esc answers no"
+"""While another yes/no question has the keys (fork this step?): Esc answers it."""
 ELSEWHERE = "worked by another process"
 
 
@@ -109,9 +113,10 @@ class StatusLine(Static):
         self.attached = False
         self.elsewhere = False
         """The run shown is executed by another process: Esc does not stop it here."""
-        self.stop_keys = "esc"
-        """What stops the run shown from where the focus is (the screen says): ``esc``, which
-        interrupts it, or else the keys to its cancel (``c``, ``esc, then c``)."""
+        self.stop_hint: tuple[str, ...] = (STOP_HINT,)
+        """What stops the run shown from where the focus is, and what Esc does there (the
+        screen says), longest wording first: ``STOP_HINT`` where Esc interrupts it, else the
+        keys to its cancel (``c cancels``, ``esc, then c cancels``), or a question's keys."""
         self.gone_past = False
         """Later runs of its job went on past the run shown: it is not retried, only forked."""
         self.run: Run | None = None
@@ -263,12 +268,11 @@ class StatusLine(Static):
     def _stop_part(self) -> _Part:
         """The keys that stop the run, as they work where the focus is: the Esc hint was read while
         a sub-run's question had the keys, where Esc leaves the prompt (a new-user trial)."""
-        if self.stop_keys == "esc":
-            return _Part(STOP_HINT, (("", 10),))
-        cancels = f"{self.stop_keys} cancels"
-        if self.elsewhere:
-            return _Part(f"{ELSEWHERE} · {cancels}", ((cancels, 3), ("", 10)))
-        return _Part(cancels, (("", 10),))
+        hint, *shorter = self.stop_hint
+        steps = tuple((wording, 3) for wording in shorter)
+        if self.elsewhere and hint != STOP_HINT:
+            return _Part(f"{ELSEWHERE} · {hint}", ((hint, 3), *steps, ("", 10)))
+        return _Part(hint, (*steps, ("", 10)))
 
     @property
     def text(self) -> str:
