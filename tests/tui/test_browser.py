@@ -74,7 +74,9 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
         assert header.split() == ["job", "upd", "tok", "cost"]
         rows = [tree.row_text(node) for node in tree._visible_nodes()]
         assert any("summarise this project and th" in row for row in rows)  # 11 cells before
-        # A second agent: every row gets the column, under its name.
+        # A second agent: every row gets the column, under its name (in the wide browser,
+        # where the titles keep their room beside it).
+        await pilot.press("w")
         elsewhere = await runtime.store.create_run(
             NewRun(
                 agent="reviewer",
@@ -102,6 +104,96 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
             assert row.index(agent) == header.index("agent")
             assert len(row.rstrip()) == len(header.rstrip())  # the cost ends under "cost"
             assert row.rstrip().endswith("$0.00")
+
+
+def _drawn_rows(tree: JobTree) -> list[str]:
+    """The browser's rows as drawn, guides and expanders included."""
+    return [str(tree.render_line(y).text).rstrip() for y in range(tree.last_line + 1)]
+
+
+async def test_the_agent_column_shows_only_while_the_listed_jobs_name_two_agents(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: with agents configured, the sub-runs of a delegation
+    (researcher, reviewer) brought the agent column, which then repeated the one agent of
+    every job on each job's row. It shows while the jobs listed name two agents."""
+    from tests.tui.test_keys_and_delegation import delegation_config
+
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=delegation_config(), model="demo:instant"
+    )
+    try:
+        for task in ("survey the parser", "survey the store"):
+            run = await runtime.start(task)  # the coordinator delegates to two sub-agents
+            await finish_run(runtime, run.id)
+        sub_runs = [r for r in await runtime.job_runs(run.job_id) if r.parent_run_id]
+        assert {r.agent for r in sub_runs} == {"researcher", "reviewer"}
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_for_browser(pilot, app)
+            await pilot.press("w")  # the wide browser: room for every column
+            await pilot.press("enter")  # the job's runs and sub-runs are listed
+            await wait_until(pilot, lambda: all(tree.run_node(r.id) for r in sub_runs))
+            await pilot.pause()
+            header = rendered(screen.query_one(BrowserHeader)).split()
+            assert header == ["job", "tok", "cost"]
+            assert not any("coordinat" in row for row in _drawn_rows(tree))
+            # A job of another agent: now the column tells which is which.
+            other = await runtime.start("review the store", agent="reviewer")
+            await wait_until(
+                pilot, lambda: "agent" in rendered(screen.query_one(BrowserHeader)).split()
+            )
+            await wait_until(pilot, lambda: any("reviewer" in r for r in _drawn_rows(tree)))
+            assert any("coordinat…" in row for row in _drawn_rows(tree))
+            # Archived, it is no longer listed: the column goes with it.
+            await finish_run(runtime, other.id)
+            await runtime.store.set_job_archived(other.job_id, True)
+            await wait_until(pilot, lambda: tree.job_node(other.job_id) is None)
+            await wait_until(
+                pilot, lambda: "agent" not in rendered(screen.query_one(BrowserHeader)).split()
+            )
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_agent_column_never_leaves_a_title_fewer_than_24_cells(
+    db_path: Path, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: with two agents' jobs listed, the agent column cut the
+    titles to 13 cells at 120 columns ("summarise this p…"). It shows only where each title
+    keeps at least 24 cells: not at 80 columns nor in the browser's normal width at 120, but
+    in its wide one there."""
+    from runtime.config import AgentConfig, Config
+
+    config = Config(agents={"reviewer": AgentConfig(description="reviews")})
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=config, model="demo:instant"
+    )
+    try:
+        title = "summarise this project and then some more words"
+        for task, agent in ((title, None), ("review the parser module", "reviewer")):
+            run = await runtime.start(task, agent=agent)
+            await finish_run(runtime, run.id)
+        app = make_app(runtime, workspace, hide_ages=False)
+        async with app.run_test(size=size) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_for_browser(pilot, app)
+            shown = {}
+            for width in ("normal", "wide", "narrow"):
+                await pilot.pause()
+                rows = _drawn_rows(tree)
+                shown[width] = "agent" in rendered(screen.query_one(BrowserHeader)).split()
+                if shown[width]:
+                    assert any("reviewer" in row for row in rows), rows
+                    assert any(title[:23] in row for row in rows), rows
+                await pilot.press("w")
+            assert shown == {"normal": False, "wide": size[0] >= 120, "narrow": False}
+    finally:
+        await runtime.close()
 
 
 async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(

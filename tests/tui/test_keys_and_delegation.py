@@ -264,8 +264,12 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
                 node = tree.run_node(child.id)
                 assert node is not None and node.parent is parent_node
             rows = tree_rows(tree)
-            assert any("researcher" in row for row in rows)
-            assert any("reviewer" in row for row in rows)
+            assert any("Part 1 of: summarise" in row for row in rows)
+            assert any("Part 2 of: summarise" in row for row in rows)
+            # Each sub-run's agent: under the tree for the row under the cursor (every job's
+            # agent being the coordinator, the browser has no agent column).
+            tree.move_cursor(tree.run_node(children[0].id))
+            await wait_until(pilot, lambda: children[0].agent in tree.detail_text())
 
             # Jump from the delegation block to the sub-run that asks, and back.
             await pilot.press("g")  # typed into the answer field: text, not a key

@@ -3,12 +3,14 @@ tree paged lazily.
 
 Each row is laid out in columns for the width the tree has: the state icon, the title
 (ellipsised), then fixed-width columns of agent, age ("updated … ago"), tokens and cost, named
-by a header row over the tree. The agent column shows only once the rows name two agents or
-more (with one, it repeated "default" on every row and left the titles 11 cells at 120 columns).
-When the pane is narrow the age column goes first, then the agent, then the tokens: the cost is
-never dropped. Every row shows the same columns, so they line up and a wide cost never shifts
-the agent. The ages tick while the screen is open: a
-timer recomputes them from the rows' timestamps (no query) and redraws the rows that changed.
+by a header row over the tree. The agent column shows only while the jobs listed name two agents
+or more (with one, it repeated "default" on every row; the agents of a delegation's sub-runs do
+not count: above them, every job's row read "coordinator"), and only where the titles keep
+``AGENT_TITLE_MIN`` cells beside it (it left them 13 cells at 120 columns). When the pane is
+narrow the age column goes first, then the agent, then the tokens: the cost is never dropped.
+Every row shows the same columns, so they line up and a wide cost never shifts the agent. The
+ages tick while the screen is open: a timer recomputes them from the rows' timestamps (no query)
+and redraws the rows that changed.
 A detail line under the tree says what the row under the cursor is, its age in words, on as
 many lines as its width needs (in shorter words when the long ones take more than two).
 
@@ -26,6 +28,7 @@ process streamed read "upd 25s" while that one read "now")."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +70,9 @@ COLUMN_TITLES = {"agent": "agent", "age": "upd", "tokens": "tok", "cost": "cost"
 TITLE_MIN = 13
 """A title keeps at least this many cells before figure columns are dropped: at 80 columns
 the tokens give way (the detail line says them), or titles were cut to "list the TO…"."""
+AGENT_TITLE_MIN = 24
+"""The agent column shows only where the titles keep this many cells beside it: with it, the
+browser at 120 columns cut them to "summarise this p…" (the detail line names the agent)."""
 INTERRUPTED_ICON = "⚠"
 LIVE_TICK = 1.0
 """Seconds between two redraws of a streaming run's rows (its deltas come many times a second)."""
@@ -300,8 +306,9 @@ class JobTree(Tree[NodeData]):
         self.now: float | None = None
         """The clock the ages are computed against (None: the wall clock)."""
         self._shown_ages: dict[int, str] = {}
-        self._agents: set[str] = set()
-        """The agents the rows name (the agent column shows once there are two)."""
+        self._job_agents: Counter[str] = Counter()
+        """How many of the jobs listed each agent coordinates (the agent column shows while
+        there are two)."""
         self.empty_text = ""
         """Shown as the only row when a first page has no job ("" shows nothing)."""
         self._live: dict[str, LiveCount] = {}
@@ -315,24 +322,27 @@ class JobTree(Tree[NodeData]):
     # --- rows ----------------------------------------------------------------------------------
     def columns(self, room: int | None = None) -> tuple[str, ...]:
         """The figure columns shown at this width, left to right (a subset of ``COLUMNS``):
-        every row uses the same set, so the header names them and they line up. The title
-        keeps ``TITLE_MIN`` cells first; the age goes first, then the agent, then the tokens;
-        the cost always stays."""
+        every row uses the same set, so the header names them and they line up. The cost
+        always stays; then, as the room allows, the tokens, the agent and the age, each while
+        the title keeps ``TITLE_MIN`` cells (``AGENT_TITLE_MIN`` beside the agent column)."""
         if room is None:
             room = self._width_room(depth=0, expandable=True)
-        wanted = [
-            name
-            for name in COLUMNS
-            if not (name == "age" and self.hide_ages)
-            and not (name == "agent" and len(self._agents) < 2)
-        ]
-        for drop in ("age", "agent", "tokens"):
-            used = 2 + TITLE_MIN + sum(COLUMN_WIDTHS[name] + 1 for name in wanted)
-            if used <= room:
-                break
-            if drop in wanted:
-                wanted.remove(drop)
-        return tuple(wanted)
+        kept = ["cost"]
+        for name in ("tokens", "agent", "age"):
+            if (name == "age" and self.hide_ages) or (name == "agent" and not self.names_agents):
+                continue
+            tried = [*kept, name]
+            title = room - 2 - sum(COLUMN_WIDTHS[shown] + 1 for shown in tried)
+            if title >= (AGENT_TITLE_MIN if "agent" in tried else TITLE_MIN):
+                kept = tried
+            elif name != "agent":
+                break  # the agent alone needs more room than the title keeps beside it
+        return tuple(name for name in COLUMNS if name in kept)
+
+    @property
+    def names_agents(self) -> bool:
+        """Whether the agent column tells something: the jobs listed name two agents."""
+        return len(self._job_agents) >= 2
 
     def _cells(self, data: NodeData | None) -> tuple[str, str, dict[str, str]]:
         """(icon, title, figure per column) of a row."""
@@ -678,11 +688,14 @@ class JobTree(Tree[NodeData]):
         super().move_cursor(node, animate=animate)
 
     # --- feeding -------------------------------------------------------------------------------
-    def _saw_agents(self, agents: Iterable[str]) -> None:
-        """The rows name ``agents``: with a second agent, every row gets the agent column."""
-        before = len(self._agents)
-        self._agents.update(agents)
-        if before < 2 <= len(self._agents):
+    def _count_agents(self, listed: Iterable[str] = (), gone: Iterable[str] = ()) -> None:
+        """The agents of jobs ``listed`` now and of jobs ``gone`` from the list: when that
+        shows or hides the agent column, every row is drawn again."""
+        before = self.names_agents
+        self._job_agents.update(listed)
+        self._job_agents.subtract(gone)
+        self._job_agents = +self._job_agents  # the agents of no job listed go
+        if self.names_agents != before:
             for node in self._visible_nodes():
                 self._redraw_node(node)
 
@@ -701,12 +714,14 @@ class JobTree(Tree[NodeData]):
         if self._more is not None:
             self._more.remove()
             self._more = None
-        self._saw_agents(job.agent for job in jobs)
+        listed = []
         for job in jobs:
             if job.id in self._jobs:
                 continue
             node = self.root.add(job.title, JobEntry(job))
             self._jobs[job.id] = node
+            listed.append(job.agent)
+        self._count_agents(listed)
         if next_cursor is not None:
             self._more = self.root.add_leaf("… more", MoreEntry(next_cursor))
         if not self._jobs and self.empty_text:
@@ -716,6 +731,7 @@ class JobTree(Tree[NodeData]):
     def clear_jobs(self) -> None:
         self.clear()
         self._jobs.clear()
+        self._job_agents.clear()
         self._runs.clear()
         self._job_runs.clear()
         self._more = None
@@ -725,7 +741,6 @@ class JobTree(Tree[NodeData]):
         return self.root.children[0] if self.root.children else None
 
     def upsert_job(self, job: Job) -> TreeNode[NodeData]:
-        self._saw_agents((job.agent,))
         # No cursor yet (an empty browser at start) waits on top as well. Not while the browser
         # has the focus: a person looking at the rows keeps the one under the cursor.
         on_top = (self.cursor_waits_on_top or self.cursor_line == -1) and not self.has_focus
@@ -735,9 +750,12 @@ class JobTree(Tree[NodeData]):
                 if isinstance(child.data, EmptyEntry):
                     child.remove()
             node = self._insert_job(job)
+            self._count_agents((job.agent,))
             self._mark_interrupted(job.id)
         else:
             interrupted = isinstance(node.data, JobEntry) and node.data.interrupted
+            if isinstance(node.data, JobEntry) and node.data.job.agent != job.agent:
+                self._count_agents((job.agent,), gone=(node.data.job.agent,))
             if self._moves_up(node, job):
                 node = self._move_up(node, JobEntry(job, interrupted=interrupted))
             else:
@@ -821,6 +839,8 @@ class JobTree(Tree[NodeData]):
         node = self._jobs.pop(job_id, None)
         if node is None:
             return
+        if isinstance(node.data, JobEntry):
+            self._count_agents(gone=(node.data.job.agent,))
         for run_id in self._job_runs.pop(job_id, {}):
             self._runs.pop(run_id, None)
         self.loaded_runs.discard(job_id)
@@ -856,7 +876,6 @@ class JobTree(Tree[NodeData]):
             # once for the expanded row): rebuilding the rows would only redraw the whole tree.
             return
         self._job_runs[job_id] = by_id
-        self._saw_agents(run.agent for run in runs)
         job_node = self._jobs.get(job_id)
         if job_node is None:
             return
@@ -898,7 +917,6 @@ class JobTree(Tree[NodeData]):
         return node
 
     def upsert_run(self, run: Run) -> None:
-        self._saw_agents((run.agent,))
         self._job_runs.setdefault(run.job_id, {})[run.id] = run
         live = self._live.get(run.id)
         if live is not None and (
