@@ -214,3 +214,39 @@ async def test_with_the_command_palette_open_the_footer_shows_only_what_works_in
         await wait_until(pilot, lambda: shown() == [("escape", "Exit the command palette")])
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is main and shown() == before)
+
+
+APPROVAL_ANSWERS = (
+    "decide('allow_once')",
+    "decide('allow_run')",
+    "decide('allow_always')",
+    "decide('deny')",
+    "reason",
+)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_an_approval_keeps_all_its_answers_in_the_footer_in_shorter_words_where_narrow(
+    request: pytest.FixtureRequest, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: at 80x24 the footer of an approval dropped "r Deny with
+    reason" (the prompt still showed it). Where its answers do not all fit, they take
+    shorter words; where they do, the full ones."""
+    width = size[0]
+    app = _app_factory(request.node.name, SHELL)()
+    async with app.run_test(size=size) as pilot:
+        await _until_approval(pilot)
+        await wait_until(pilot, lambda: _fits(app, width))
+        keys, _ = _keys(app)
+        shown = {key.action: key for key in keys}
+        assert all(answer in shown for answer in APPROVAL_ANSWERS), list(shown)
+        line = _footer_line(app)
+        assert "f1 Help" in line and line.rstrip().endswith("^p palette")
+        reason = shown["reason"]
+        assert f"r {reason.description}" in line, line
+        if width >= 120:
+            assert reason.description == "Deny with reason"
+        else:
+            assert reason.description == "Deny, why"
+            assert "tab Pane" in line  # the way out of the prompt stays too
+            assert reason.tooltip == "Deny with reason"  # the full words, on hover

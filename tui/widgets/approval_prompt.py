@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -16,6 +17,7 @@ from textual.widgets import Input, Static
 from runtime.approval_detail import CHANGED_SINCE_ASKED
 from runtime.textsafe import terminal_safe
 from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets.key_footer import ShortKeys
 from tui.widgets.one_line_input import OneLineInput
 from tui.widgets.ordered_keys import run_own_binding
 
@@ -38,7 +40,7 @@ class ReasonInput(OneLineInput):
             prompt.back_to_keys()
 
 
-class ApprovalPrompt(Vertical, can_focus=True):
+class ApprovalPrompt(Vertical, ShortKeys, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "decide('allow_once')", "Allow once"),
         Binding("a", "decide('allow_run')", "Allow this run"),
@@ -71,6 +73,13 @@ class ApprovalPrompt(Vertical, can_focus=True):
     ApprovalPrompt #reason { width: 1fr; height: 1; border: none; padding: 0 1;
                              background: $panel; }
     """
+
+    SHORT_DESCRIPTIONS: ClassVar[Mapping[str, str]] = {
+        "decide('allow_run')": "This run",
+        "decide('allow_always')": "Always",
+        "reason": "Deny, why",
+    }
+    """In a narrow footer (80 columns), so that all five answers show, and Tab."""
 
     KEYS = "y allow once · a allow this run · A always here · n deny · r deny with a reason"
     SHORT_KEYS = "y once · a run · A always · n deny · r why"

@@ -1,7 +1,8 @@
 """The footer: Textual's, fitted to its width (DESIGN §12: it shows the keys that work where the
 focus is). Keys that do nothing right now are left out rather than dimmed; when the rest do not
-fit, the least specific ones (the app's, then the screen's) give way whole, never cut mid-label,
-and the help key stays, so nothing runs into the palette key on the right.
+fit, the keys that have shorter words (``ShortKeys``) take them first, then the least specific
+ones (the app's, then the screen's) give way whole, never cut mid-label, and the help key stays,
+so nothing runs into the palette key on the right.
 
 Its keys are our own ``FooterKey`` (Textual's lives in a private module): named alike, so the
 rules Textual's ``Footer`` has for its keys (compact spacing, the palette key's border) style
@@ -10,7 +11,7 @@ these too, and drawn alike."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -32,6 +33,15 @@ KEPT_ACTIONS = frozenset({"help", "app.help"})
 """Shown whatever the width: the way to every other key."""
 PALETTE_WIDTH = 11
 """``▏^p palette`` in the compact style (its border, key, space, label)."""
+
+
+class ShortKeys:
+    """A widget whose keys have shorter descriptions too, for a footer too narrow for the
+    full ones: at 80 columns an approval's "r Deny with reason" gave way whole (a new-user
+    trial). The full words stay the key's tooltip."""
+
+    SHORT_DESCRIPTIONS: ClassVar[Mapping[str, str]] = {}
+    """By action: the description a narrow footer shows instead."""
 
 
 class FooterKey(SizedByLayout, Widget):
@@ -219,9 +229,12 @@ class KeyFooter(Footer):
         )
         shown: dict[str, Binding] = {}
         extras: dict[str, Binding] = {}
-        for key, (_, binding, enabled, _tooltip) in active_bindings.items():
+        shorter: dict[str, str] = {}
+        for key, (node, binding, enabled, _tooltip) in active_bindings.items():
             if key == palette_key or not binding.show or not enabled:
                 continue
+            if isinstance(node, ShortKeys) and binding.action in node.SHORT_DESCRIPTIONS:
+                shorter.setdefault(binding.action, node.SHORT_DESCRIPTIONS[binding.action])
             # A widget's key for one of the screen's actions (``screen.…``: the browser's f, e,
             # x) comes after the screen's and the app's own, as room allows: with them first,
             # an 80-column footer had no room left for "i Inbox" while a run waited.
@@ -235,13 +248,22 @@ class KeyFooter(Footer):
         if palette is not None:
             width -= PALETTE_WIDTH
         displays = {action: self.app.get_key_display(binding) for action, binding in shown.items()}
-        fitted = fit_keys(
-            ((action, displays[action], b.description) for action, b in shown.items()), width
-        )
-        keys = [
-            _Key(shown[action].key, display, description, action, shown[action].tooltip)
-            for action, display, description in fitted
-        ]
+        entries = [(action, displays[action], b.description) for action, b in shown.items()]
+        fitted = fit_keys(entries, width)
+        if any(entry not in fitted for entry in entries if entry[0] in shorter):
+            # A key with shorter words would give way: all such keys take them.
+            fitted = fit_keys(
+                [
+                    (action, shown_as, shorter.get(action, words))
+                    for action, shown_as, words in entries
+                ],
+                width,
+            )
+        keys = []
+        for action, display, description in fitted:
+            binding = shown[action]
+            full = binding.description if description != binding.description else ""
+            keys.append(_Key(binding.key, display, description, action, binding.tooltip or full))
         if palette is not None:
             keys.append(
                 _Key(
