@@ -71,7 +71,16 @@ async def test_a_partial_answer_cut_inside_bold_shows_no_raw_stars(
                 views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
                 return views[0] if views else None
 
-            await wait_until(pilot, lambda: partial() is not None)
+            def drawn() -> bool:
+                # The view shows the draft as it streamed, then settles it as the stopped answer
+                # it is (closed): the settled text is what stays (a run once looked in between).
+                view = partial()
+                return view is not None and any(
+                    m.source == "It keeps **nothing committed is**"
+                    for m in view.query(FrozenMarkdown)
+                )
+
+            await wait_until(pilot, drawn)
             view = partial()
             assert view is not None
             markdown = view.query_one(FrozenMarkdown)
