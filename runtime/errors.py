@@ -27,6 +27,8 @@ AgentTuiError
 │   │                        is read; the store writes nothing more, clients stop)
 │   ├── DatabaseReadOnly     database_read_only (SQLite refuses this process's writes: it
 │   │                        opened the file read-only; waiting does not change that)
+│   ├── DatabaseUnreachable  database_unreachable (the server is away or ended the session:
+│   │                        waiting helps; workers and `events --follow` wait)
 │   └── CursorOutOfRange     cursor_out_of_range
 ├── ConfigError              config_error (names the file, line and key)
 ├── ModelError               model_error (``retryable`` says whether to try again)
@@ -184,6 +186,14 @@ class DatabaseCorrupt(DatabaseError):
     (the TUI leaves with this one line and exit status 2, as the CLI does)."""
 
     code = "database_corrupt"
+
+
+class DatabaseUnreachable(DatabaseError):
+    """The database server cannot be reached or ended the session (PostgreSQL restarting or
+    shutting down, the network, a connection it closed): waiting and trying again helps, as a
+    worker and ``events --follow`` do. Not a refusal that would be the same next time."""
+
+    code = "database_unreachable"
 
 
 class DatabaseReadOnly(DatabaseError):

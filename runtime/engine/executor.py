@@ -28,8 +28,11 @@ from runtime.errors import (
     DatabaseCorrupt,
     DatabaseError,
     DatabaseReadOnly,
+    NotADatabase,
     OwnershipLost,
     RunStateConflict,
+    SchemaDamaged,
+    SchemaTooNew,
 )
 from runtime.events import RepairNote
 from runtime.history import load_history
@@ -40,6 +43,10 @@ from runtime.store.base import Store, ToolStateChange
 from runtime.tools.base import Tool
 
 log = logging.getLogger("runtime.engine")
+
+_FOR_GOOD = (DatabaseReadOnly, DatabaseCorrupt, NotADatabase, SchemaDamaged, SchemaTooNew)
+"""Database errors that waiting does not mend: a run's failure they refuse is logged, not
+retried (a full disk or a server away are waited for)."""
 
 FINISH_RETRY_MIN = 0.5
 FINISH_RETRY_MAX = 10.0
@@ -190,7 +197,7 @@ class Executor:
             except (OwnershipLost, RunStateConflict):
                 return  # cancelled or recovered meanwhile: nothing of this execution to record
             except DatabaseError as error:
-                waits = not isinstance(error, DatabaseReadOnly | DatabaseCorrupt)
+                waits = not isinstance(error, _FOR_GOOD)
                 if not waits or execution.release_at_step_end:
                     self._not_recorded(execution, failure, error)
                     return

@@ -232,6 +232,22 @@ def _failures(asyncpg: Any) -> tuple[type[BaseException], ...]:
     return (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
 
 
+def _unreachable(asyncpg: Any) -> tuple[type[BaseException], ...]:
+    """Of ``_failures``, those of a server that cannot be reached or ended the session: the
+    network's (a refused or timed-out connection included), a closed connection's, class 08
+    (connection exception), and a server starting up, shutting down or ended by its
+    administrator (57P01-57P03). Waiting helps with these only."""
+    return (
+        OSError,
+        asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.CannotConnectNowError,
+        asyncpg.AdminShutdownError,
+        asyncpg.CrashShutdownError,
+    )
+
+
 # --- rows → records -------------------------------------------------------------------------------
 
 
@@ -353,6 +369,8 @@ class PostgresStore:
                 for listener in list(self._damage_listeners):
                     listener(damage)
             return damage
+        if isinstance(exc, _unreachable(asyncpg)):
+            return errors.DatabaseUnreachable(f"{self._where}: {exc}")
         return errors.DatabaseError(f"{self._where}: {exc}")
 
     def _pool_or_raise(self) -> Any:

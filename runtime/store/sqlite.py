@@ -174,6 +174,11 @@ def written_draft(row: Mapping[str, Any]) -> WrittenDraft:
     )
 
 
+_READ_ONLY_FOR_GOOD = frozenset((8, 8 | 4 << 8, 8 | 6 << 8))
+"""SQLITE_READONLY and its DBMOVED and DIRECTORY forms: the file (or its folder, or where it
+was) cannot be written, and will not be until it is opened again. Not the forms another
+connection's recovery or a lock being set up give (RECOVERY, CANTLOCK, CANTINIT), which pass."""
+
 PAGE_SIZE = 8_192
 TITLE_LENGTH = rules.TITLE_LENGTH
 SNIPPET_OPEN = "«"
@@ -531,7 +536,7 @@ class SqliteStore:
             return errors.ConflictError(f"{self.path}: {exc}")
         damage = damaged_file(self.path, exc)
         if damage is None:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+            if getattr(exc, "sqlite_errorcode", 0) in _READ_ONLY_FOR_GOOD:
                 return errors.DatabaseReadOnly(f"{self.path}: {exc}")
             return errors.DatabaseError(f"{self.path}: {exc}")
         if self._damage is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import fcntl
 import json
 import logging
 import os
@@ -362,7 +363,11 @@ class ShellTool(_BuiltinTool):
         info: tuple[int, int] | None = None  # bwrap reports its namespaces on this pipe
         if program is not None:
             home = env.get("HOME")
-            info = os.pipe()
+            read_end, write_end = os.pipe()
+            # Above the supervisor's fd 3 (its way of handing standard input on): a pipe passed
+            # on keeps its number, and bwrap would find /dev/null there.
+            info = (read_end, fcntl.fcntl(write_end, fcntl.F_DUPFD_CLOEXEC, 10))
+            os.close(write_end)
             argv = bwrap_arguments(
                 program,
                 command,

@@ -183,6 +183,8 @@ MISTYPED_URLS = [
     "postgresq://me@127.0.0.1/agents?password=hunter2",  # its password as a parameter
     "postgresql:me:hunter2@127.0.0.1:5432/agents",  # no slashes: it made a file named so
     "sqlite:agents.db",  # SQLite is given by its path, not a URL: it made "sqlite:agents.db"
+    "postgresql:me:hunter2@hunter2@127.0.0.1/agents",  # an "@" in the password (a review)
+    "postgresq:///me:hunter2@127.0.0.1/agents",  # three slashes (a review: shown whole)
 ]
 
 

@@ -10,6 +10,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from runtime.api import Runtime
 from runtime.config import Config
 from tests.cli.harness import Cli, LineStream, finish, json_lines, kill_hard
@@ -111,3 +113,19 @@ async def test_events_without_follow_print_the_log_and_a_consumer_needs_follow(c
     assert "--consumer needs --follow" in refused.stderr
     with sqlite3.connect(cli.db) as conn:
         assert conn.execute("SELECT count(*) FROM consumers").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("consumer", [[], ["--consumer", "bot"]], ids=["plain", "consumer"])
+async def test_following_from_past_the_end_of_the_log_is_one_line_and_exit_2(
+    cli: Cli, consumer: list[str]
+) -> None:
+    """A review found ``events --follow --after 500`` on a log of a few events saying "cannot
+    reach the database (event cursor 500 is outside the log …)" and "the database answers
+    again" every half second, for ever: only a server that cannot be reached is waited for."""
+    newest = await _make_events(cli, 1)
+    after = str(newest + 500)
+    result = cli.run("events", "--follow", "--after", after, *consumer, timeout=TIMEOUT)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("agent-tui: error: ") and after in line
+    assert "cannot reach" not in line

@@ -267,7 +267,7 @@ def test_a_run_the_server_stopped_under_ends_failed_once_it_is_back_not_running_
             time.sleep(0.1)
         assert state == "failed"
         [(failure,)] = query(url, "SELECT failure FROM runs WHERE id = ?", run_id)
-        assert "internal_error" in failure and "DatabaseError" in failure, failure
+        assert "internal_error" in failure and "DatabaseUnreachable" in failure, failure
         executor.signal(signal.SIGTERM)
         assert executor.finish(timeout=60) == 0, executor.stderr()
     finally:

@@ -48,7 +48,8 @@ def _without_password(value: str) -> str:
     was mistyped."""
     import re
 
-    value = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/{0,2}|/{1,2})[^/@:]*:)[^@]*@", r"\1***@", value)
+    # Up to the last "@": a password may hold "@" or "/" when not percent-encoded.
+    value = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|/+)[^/@:]*:).*@", r"\1***@", value)
     return re.sub(r"([?&]password=)[^&#]*", r"\1***", value)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
-from runtime.errors import DatabaseCorrupt, DatabaseError, InvalidInput
+from runtime.errors import DatabaseError, DatabaseUnreachable, InvalidInput
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
@@ -182,9 +182,7 @@ async def _follow_events(
                     async for event in _until(consumer, stop):
                         emit(event)
                         await consumer.ack(event)
-                except DatabaseCorrupt:
-                    raise
-                except DatabaseError as exc:
+                except DatabaseUnreachable as exc:
                     await _wait_for_database(runtime, exc, say, stop)
         return
     cursor = args.after
@@ -193,9 +191,7 @@ async def _follow_events(
             if cursor is None:
                 cursor = await runtime.last_seq()
             page = await runtime.events(after=cursor, limit=PAGE)
-        except DatabaseCorrupt:
-            raise
-        except DatabaseError as exc:
+        except DatabaseUnreachable as exc:
             await _wait_for_database(runtime, exc, say, stop)
             continue
         for event in page:
@@ -224,9 +220,7 @@ async def _wait_for_database(
             return
         try:
             await runtime.last_seq()
-        except DatabaseCorrupt:
-            raise
-        except DatabaseError:
+        except DatabaseUnreachable:
             continue
         say("agent-tui events: the database answers again")
         return

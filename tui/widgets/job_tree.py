@@ -6,8 +6,9 @@ Each row is laid out in columns for the width the tree has: the state icon, the 
 by a header row over the tree. The agent column shows only while the jobs listed name two agents
 or more (with one, it repeated "default" on every row; the agents of a delegation's sub-runs do
 not count: above them, every job's row read "coordinator"), and only where the titles keep
-``AGENT_TITLE_MIN`` cells beside it (it left them 13 cells at 120 columns). When the pane is
-narrow the age column goes first, then the agent, then the tokens: the cost is never dropped.
+``AGENT_TITLE_MIN`` cells beside it (it left them 13 cells at 120 columns). The cost is never
+dropped; the tokens, the agent and the age are kept in that order as the room allows (the age
+may stay where the agent does not fit).
 Every row shows the same columns, so they line up and a wide cost never shifts the agent. The
 ages tick while the screen is open: a timer recomputes them from the rows' timestamps (no query)
 and redraws the rows that changed.
