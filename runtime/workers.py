@@ -16,6 +16,9 @@ again by itself). A detached run back in the queue, interrupted or not, is taken
 A worker executes only runs whose workspace it can reach: the folder exists and lies under one
 of its roots. It says so, once per run, for the others and leaves them for another worker.
 
+A server that cannot be reached (``DatabaseUnreachable``: PostgreSQL restarting) is waited for
+(``runtime.outages``); any other database error ends ``serve`` with that error.
+
 Shutting down (SIGTERM): the worker stops taking runs, each execution finishes the step it is
 in and gives its run back to the queue, then the worker releases its lease.
 """
@@ -26,15 +29,15 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.errors import AgentTuiError, DatabaseCorrupt, DatabaseError
+from runtime.errors import AgentTuiError, DatabaseUnreachable
 from runtime.events import DurableEvent, RunStateChanged
 from runtime.models import Run, RunState
+from runtime.outages import OutageReport, wait_out_outage
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime
@@ -44,9 +47,6 @@ log = logging.getLogger("runtime.workers")
 DEFAULT_CONCURRENCY = 4
 CANDIDATES = 200
 """Queued runs looked at per pass (oldest first)."""
-RETRY_MIN = 0.5
-RETRY_MAX = 10.0
-"""Seconds between looks at a database that cannot be reached (growing from the first)."""
 
 ReportKind = Literal[
     "started",
@@ -183,22 +183,20 @@ class Worker:
             f"(up to {self.concurrency} at a time)",
             database=database,
         )
-        unreachable_since: float | None = None
         while not stop.is_set():
             try:
                 await self._reap()
                 if len(self._tasks) < self.concurrency:
                     await self._take(self.concurrency - len(self._tasks))
-            except DatabaseCorrupt:
-                raise
-            except DatabaseError as exc:
+            except DatabaseUnreachable as outage:
                 # The server restarting, a network blip: wait and look again, as a service
-                # should; the runs it was executing are recovered by the usual rules.
-                unreachable_since = await self._wait_for_database(exc, unreachable_since, stop)
+                # should; the runs it was executing are recovered by the usual rules. Any
+                # other database error (a permission, a password, a damaged file) is raised:
+                # it would be the same next time.
+                await wait_out_outage(
+                    outage, probe=self._runtime.last_seq, stop=stop, say=self._say_outage
+                )
                 continue
-            if unreachable_since is not None:
-                unreachable_since = None
-                self._say("reconnected", f"worker {self.owner_id}: the database answers again")
             await self._next_change(stop)
         self._runtime.dispatch.give_back_at_step_end()
         running = [task for task in self._tasks.values() if not task.done()]
@@ -212,23 +210,8 @@ class Worker:
         await self._reap()
         self._say("stopped", f"worker {self.owner_id}: stopped")
 
-    async def _wait_for_database(
-        self, exc: DatabaseError, since: float | None, stop: asyncio.Event
-    ) -> float:
-        """Say once that the database cannot be reached, then wait (longer each time, at most
-        ``RETRY_MAX`` seconds) unless ``stop`` comes first. Returns when it first failed."""
-        now = time.monotonic()
-        if since is None:
-            since = now
-            self._say(
-                "unreachable",
-                f"worker {self.owner_id}: cannot reach the database ({exc.message}); "
-                f"trying again every {RETRY_MAX:g} s at most",
-            )
-        delay = min(RETRY_MAX, max(RETRY_MIN, (now - since) / 2))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-        return since
+    def _say_outage(self, kind: OutageReport, text: str) -> None:
+        self._say(kind, f"worker {self.owner_id}: {text}")
 
     async def _take(self, free: int) -> None:
         candidates = await self._runtime.store.queued_for_workers(limit=CANDIDATES)

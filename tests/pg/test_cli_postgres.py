@@ -357,6 +357,76 @@ def test_events_follow_waiting_for_the_server_ends_at_ctrl_c(
         own_cluster.start()
 
 
+async def test_a_worker_whose_role_loses_its_permission_ends_with_one_line_naming_it(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """Found by review: a worker waited out any database error as an outage, saying "cannot
+    reach the database (…: permission denied for table runs)" every 10 s, for ever. A refusal
+    that would be the same next time ends the worker in one line naming it, exit status 2."""
+    import dataclasses
+
+    from tests.workers.procs import ended_on_a_refusal, worker
+
+    cli = _cli(tmp_path)
+    queued = cli.run("--db", pg_database, "run", "--detach", "--model", "demo:instant", "look")
+    assert queued.returncode == 0, queued.stderr  # agent-tui's tables, made by their owner
+    run_id = queued.stdout.strip()
+    role = f"worker_{run_id[:12]}"
+    admin = await asyncpg.connect(pg_database)
+    executor = None
+    try:
+        await admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        await admin.execute(f'GRANT USAGE ON SCHEMA agent_tui TO "{role}"')
+        await admin.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA agent_tui TO "{role}"')
+        await admin.execute(f'GRANT ALL ON ALL SEQUENCES IN SCHEMA agent_tui TO "{role}"')
+        as_role: Any = pg_database.replace("postgresql://agent_tui@", f"postgresql://{role}@")
+        executor = worker(dataclasses.replace(cli, db=as_role), "worker")
+        executor.wait_for(
+            lambda i: i["kind"] == "worker_released" and i.get("run_id") == run_id, timeout=60
+        )
+        await admin.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA agent_tui FROM "{role}"')
+        ended_on_a_refusal(executor, "permission denied for table")
+    finally:
+        if executor is not None:
+            executor.kill()
+        await _drop_role(admin, role)
+
+
+async def test_a_worker_back_from_a_restart_that_refuses_its_password_ends_saying_so(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Found by review: a worker waited out any database error as an outage. A server
+    restarted after the worker's password was changed (a rotation) answered again refusing it,
+    and the worker went on saying "cannot reach the database (…: password authentication
+    failed …)" for ever. The restart is waited for; the refusal then ends the worker in one
+    line naming it, exit status 2, and the password is not shown."""
+    import dataclasses
+
+    from tests.workers.procs import ended_on_a_refusal, worker
+
+    await _role_with_a_password(own_cluster)
+    url: Any = own_cluster.dsn().replace("agent_tui@", "secretive@")
+    cli = dataclasses.replace(_cli(tmp_path), db=url)
+    for name in ("PGPASSFILE", "PGSERVICE", "PGUSER", "PGDATABASE"):
+        cli.env.pop(name, None)
+    cli.env["PGPASSWORD"] = PASSWORD
+    executor = worker(cli, "worker")
+    try:
+        executor.wait_for(lambda i: i["kind"] == "worker_started", timeout=60)
+        admin = await asyncpg.connect(own_cluster.dsn())
+        try:
+            await admin.execute("ALTER ROLE secretive PASSWORD 'changed-meanwhile'")
+        finally:
+            await admin.close()
+        own_cluster.stop()
+        executor.wait_for(lambda i: i["kind"] == "worker_unreachable", timeout=60)
+        own_cluster.start()
+        line = ended_on_a_refusal(executor, 'password authentication failed for user "secretive"')
+    finally:
+        executor.kill()
+    assert PASSWORD not in line + json.dumps(executor.items)
+
+
 def _cli_on(own_cluster: PgCluster, tmp_path: Path) -> tuple[Cli, Any]:
     """A CLI on ``own_cluster``'s database, with a run queued there (tables and events)."""
     import dataclasses
@@ -390,6 +460,27 @@ def _said(follower: Any, text: str, problem: str, *, timeout: float = 60) -> Non
 PASSWORD = "Xy7-secret9"
 
 
+async def _role_with_a_password(own_cluster: PgCluster) -> None:
+    """Role ``secretive`` (a superuser), whose password ``PASSWORD`` the server asks for."""
+    admin = await asyncpg.connect(own_cluster.dsn())
+    try:
+        await admin.execute(f"CREATE ROLE secretive LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
+        hba = own_cluster.data_dir / "pg_hba.conf"
+        hba.write_text(f"host all secretive 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
+        await admin.fetchval("SELECT pg_reload_conf()")
+    finally:
+        await admin.close()
+
+
+async def _drop_role(admin: Any, role: str) -> None:
+    """Drop ``role`` (after what it was granted) on the shared cluster; close ``admin``."""
+    try:
+        await admin.execute(f'DROP OWNED BY "{role}"')
+        await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+    finally:
+        await admin.close()
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [
@@ -405,14 +496,7 @@ async def test_doctor_says_how_to_give_the_password_the_server_asks_for_when_non
     """Found by review: with no password in the URL, PGPASSWORD or ~/.pgpass, doctor said
     only the server's "password authentication failed for user …", as for a wrong one. Now
     it says none was given and where to put it; a password is never printed."""
-    admin = await asyncpg.connect(own_cluster.dsn())
-    try:
-        await admin.execute(f"CREATE ROLE secretive LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
-        hba = own_cluster.data_dir / "pg_hba.conf"
-        hba.write_text(f"host all secretive 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
-        await admin.fetchval("SELECT pg_reload_conf()")
-    finally:
-        await admin.close()
+    await _role_with_a_password(own_cluster)
     cli = _cli(tmp_path)
     for name in ("PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGUSER", "PGDATABASE"):
         cli.env.pop(name, None)
@@ -525,9 +609,7 @@ async def test_a_role_that_may_only_read_lists_and_shows_the_runs_of_a_team_data
         assert "permission denied" in written.stderr
         assert "Traceback" not in written.stderr
     finally:
-        await admin.execute(f'DROP OWNED BY "{viewer}"')
-        await admin.execute(f'DROP ROLE IF EXISTS "{viewer}"')
-        await admin.close()
+        await _drop_role(admin, viewer)
 
 
 async def test_commands_that_only_look_create_nothing_in_a_database_agent_tui_never_set_up(

@@ -161,3 +161,24 @@ def _pg_query(url: str, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ..
     # The tests calling this run inside an event loop: the query gets a loop of its own.
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, fetch()).result(timeout=30)
+
+
+def ended_on_a_refusal(executor: Proc, cause: str, *, timeout: float = 60) -> str:
+    """The one line a worker ended with (exit status 2) once the database refused it with an
+    error naming ``cause``. Reporting that refusal as an outage to wait for fails at once."""
+    deadline = time.monotonic() + timeout
+    while (code := executor.proc.poll()) is None:
+        waited = [
+            item["text"]
+            for item in list(executor.items)
+            if item["kind"] == "worker_unreachable" and cause in item["text"]
+        ]
+        assert not waited, f"it waits for a refusal as for an outage: {waited[0]}"
+        assert time.monotonic() < deadline, f"it never ended: {executor.stderr()[-2000:]}"
+        time.sleep(0.1)
+    executor.finish(timeout=10)
+    assert code == 2, executor.stderr()
+    [line] = executor.stderr().splitlines()
+    assert line.startswith("agent-tui: error: ") and cause in line, line
+    assert "cannot reach" not in line
+    return line

@@ -3,8 +3,10 @@ create and answer, workers execute; workspace roots; SIGTERM gives runs back at 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import sqlite3
 import time
 import urllib.request
 from collections.abc import Callable
@@ -21,7 +23,7 @@ from tests.fakes.anthropic_server import (
     text_response,
     tool_use_block,
 )
-from tests.workers.procs import Proc, query, worker
+from tests.workers.procs import Proc, ended_on_a_refusal, query, worker
 
 TIMEOUT = 60.0
 
@@ -268,5 +270,22 @@ def test_a_worker_started_without_db_names_the_default_database_it_serves(cli: C
         assert f"executing queued runs of {default} under {cli.workspace}" in started["text"]
         executor.signal(signal.SIGTERM)
         assert executor.finish(timeout=TIMEOUT) == 0, executor.stderr()
+    finally:
+        executor.kill()
+
+
+def test_a_worker_whose_database_loses_a_table_ends_with_one_line_naming_it(cli: Cli) -> None:
+    """Found by review: a worker waited out any database error as an outage, "cannot reach
+    the database (…: no such table: runs)" every 10 s, for ever. Only a server that cannot be
+    reached is waited for; a database that refuses (here a table renamed under it: SQLite has
+    no outage, its file stays open) ends the worker in one line, exit status 2."""
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    executor = worker(cli, "worker")
+    try:
+        _started(executor)
+        with contextlib.closing(sqlite3.connect(cli.db, timeout=10)) as conn:
+            conn.execute("ALTER TABLE runs RENAME TO runs_elsewhere")
+            conn.commit()
+        ended_on_a_refusal(executor, "no such table: runs")
     finally:
         executor.kill()

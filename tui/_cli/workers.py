@@ -1,7 +1,8 @@
 """``agent-tui worker`` and ``agent-tui events`` (DESIGN §11, §15): executing the runs queued
 for workers, and printing durable events for scripts (with a consumer: at least once, resumed
 after the last one printed). Both wait out a database that cannot be reached (PostgreSQL
-restarting) and go on where they were."""
+restarting: ``runtime.outages``) and go on where they were; any other database error ends
+them in one line, exit status 2."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import asyncio
 import contextlib
 import json
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.api import Runtime
-from runtime.errors import DatabaseError, DatabaseUnreachable, InvalidInput
+from runtime.errors import DatabaseUnreachable, InvalidInput
 from runtime.events import (
     CheckpointCreated,
     DurableEvent,
@@ -25,8 +25,9 @@ from runtime.events import (
     ToolStateChanged,
     dump_event,
 )
+from runtime.outages import OutageReport, wait_out_outage
 from runtime.store.checks import opens_immutable
-from runtime.workers import RETRY_MAX, RETRY_MIN, Worker, WorkerReport
+from runtime.workers import Worker, WorkerReport
 from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tui._cli.render import one_line
 
@@ -171,8 +172,15 @@ async def _follow_events(
 ) -> None:
     """Print events as they commit until ``stop``. With a consumer, each event is printed
     (and flushed) before it is acknowledged: a process killed in between prints it again.
-    A database that cannot be reached is waited for (``_wait_for_database``); following then
+    A database that cannot be reached is waited for (``wait_out_outage``); following then
     goes on after the last event printed, so none is lost or printed twice."""
+
+    def said(_kind: OutageReport, text: str) -> None:
+        say(f"agent-tui events: {text}")
+
+    async def wait_out(outage: DatabaseUnreachable) -> None:
+        await wait_out_outage(outage, probe=runtime.last_seq, stop=stop, say=said)
+
     if args.consumer is not None:
         async with runtime.consume(args.consumer, after=args.after) as consumer:
             while not stop.is_set():
@@ -182,8 +190,8 @@ async def _follow_events(
                     async for event in _until(consumer, stop):
                         emit(event)
                         await consumer.ack(event)
-                except DatabaseUnreachable as exc:
-                    await _wait_for_database(runtime, exc, say, stop)
+                except DatabaseUnreachable as outage:
+                    await wait_out(outage)
         return
     cursor = args.after
     while not stop.is_set():
@@ -191,39 +199,14 @@ async def _follow_events(
             if cursor is None:
                 cursor = await runtime.last_seq()
             page = await runtime.events(after=cursor, limit=PAGE)
-        except DatabaseUnreachable as exc:
-            await _wait_for_database(runtime, exc, say, stop)
+        except DatabaseUnreachable as outage:
+            await wait_out(outage)
             continue
         for event in page:
             emit(event)
             cursor = event.seq
         if len(page) < PAGE:
             await _first(stop.wait(), runtime.dispatch.await_change())
-
-
-async def _wait_for_database(
-    runtime: Runtime, exc: DatabaseError, say: Callable[[str], None], stop: asyncio.Event
-) -> None:
-    """As a worker waits out an outage: say once that the database cannot be reached, look
-    again (longer each time, at most ``RETRY_MAX`` seconds) until it answers, then say so;
-    or until ``stop`` (Ctrl+C, SIGTERM) comes first."""
-    say(
-        f"agent-tui events: cannot reach the database ({exc.message}); "
-        f"trying again every {RETRY_MAX:g} s at most"
-    )
-    since = time.monotonic()
-    while True:
-        delay = min(RETRY_MAX, max(RETRY_MIN, (time.monotonic() - since) / 2))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-        if stop.is_set():
-            return
-        try:
-            await runtime.last_seq()
-        except DatabaseUnreachable:
-            continue
-        say("agent-tui events: the database answers again")
-        return
 
 
 async def _until(events: Any, stop: asyncio.Event) -> Any:
