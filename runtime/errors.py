@@ -190,8 +190,9 @@ class DatabaseCorrupt(DatabaseError):
 
 class DatabaseUnreachable(DatabaseError):
     """The database server cannot be reached or ended the session (PostgreSQL restarting or
-    shutting down, the network, a connection it closed): waiting and trying again helps, as a
-    worker and ``events --follow`` do. Not a refusal that would be the same next time."""
+    shutting down, the network, a connection it closed), or has no connection free for this
+    client: waiting and trying again helps, as a worker and ``events --follow`` do. Not a
+    refusal that would be the same next time."""
 
     code = "database_unreachable"
 

@@ -235,8 +235,10 @@ def _failures(asyncpg: Any) -> tuple[type[BaseException], ...]:
 def _unreachable(asyncpg: Any) -> tuple[type[BaseException], ...]:
     """Of ``_failures``, those of a server that cannot be reached or ended the session: the
     network's (a refused or timed-out connection included), a closed connection's, class 08
-    (connection exception), and a server starting up, shutting down or ended by its
-    administrator (57P01-57P03). Waiting helps with these only."""
+    (connection exception), a server starting up, shutting down or ended by its administrator
+    (57P01-57P03), and one with no connection free for this client (53300: every slot taken,
+    as when all its clients reconnect after a restart, or the role's connection limit).
+    Waiting helps with these only."""
     return (
         OSError,
         asyncpg.InterfaceError,
@@ -245,6 +247,7 @@ def _unreachable(asyncpg: Any) -> tuple[type[BaseException], ...]:
         asyncpg.CannotConnectNowError,
         asyncpg.AdminShutdownError,
         asyncpg.CrashShutdownError,
+        asyncpg.TooManyConnectionsError,
     )
 
 

@@ -3,8 +3,10 @@ store; a run started by one command is answered and finished by later ones."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 from runtime.providers.demo import NOTES_FILE
 from tests.cli.harness import Cli, boundary_of, json_lines
 from tests.pg_cluster import PgCluster
+from tests.workers.procs import Proc
 
 pytestmark = pytest.mark.slow
 
@@ -363,9 +366,54 @@ async def test_a_worker_whose_role_loses_its_permission_ends_with_one_line_namin
     """Found by review: a worker waited out any database error as an outage, saying "cannot
     reach the database (…: permission denied for table runs)" every 10 s, for ever. A refusal
     that would be the same next time ends the worker in one line naming it, exit status 2."""
+    from tests.workers.procs import ended_on_a_refusal
+
+    async with _worker_as_a_role(pg_database, tmp_path) as (_, admin, role, executor):
+        await admin.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA agent_tui FROM "{role}"')
+        ended_on_a_refusal(executor, "permission denied for table")
+
+
+async def test_a_worker_the_server_has_no_connection_for_waits_until_it_has_one(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """A server that ended a worker's sessions and has no connection for it when it answers
+    again (53300: every slot taken after a restart, or here the role's connection limit) is
+    waited for like a server away, not taken for a refusal that ends the worker: once a
+    connection is free it says the database answers again and takes the next run."""
+    import signal
+
+    async with _worker_as_a_role(pg_database, tmp_path) as (cli, admin, role, executor):
+        await admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT 0')
+        await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = $1",
+            role,
+        )
+        down = executor.wait_for(lambda i: i["kind"] == "worker_unreachable", timeout=60)
+        # Refused for want of a connection (its events loop logs it), and still there.
+        _wait_in_log(cli, "too many connections", "it was never refused a connection")
+        assert executor.proc.poll() is None, executor.stderr()
+        await admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT -1')
+        executor.wait_for(lambda i: i["kind"] == "worker_reconnected", timeout=60, start=down)
+        queued = cli.run("--db", pg_database, "run", "--detach", "--model", "demo:instant", "hi")
+        assert queued.returncode == 0, queued.stderr
+        run_id = queued.stdout.strip()
+        executor.wait_for(
+            lambda i: i["kind"] == "worker_released" and i.get("run_id") == run_id, timeout=60
+        )
+        executor.signal(signal.SIGTERM)
+        assert executor.finish(timeout=60) == 0, executor.stderr()
+
+
+@contextlib.asynccontextmanager
+async def _worker_as_a_role(
+    pg_database: str, tmp_path: Path
+) -> AsyncIterator[tuple[Cli, Any, str, Proc]]:
+    """A worker on ``pg_database`` logged in as a role of its own (granted what a worker
+    needs), once it executed a first run; with the CLI (as the tables' owner), an admin
+    connection and the role's name."""
     import dataclasses
 
-    from tests.workers.procs import ended_on_a_refusal, worker
+    from tests.workers.procs import worker
 
     cli = _cli(tmp_path)
     queued = cli.run("--db", pg_database, "run", "--detach", "--model", "demo:instant", "look")
@@ -384,8 +432,7 @@ async def test_a_worker_whose_role_loses_its_permission_ends_with_one_line_namin
         executor.wait_for(
             lambda i: i["kind"] == "worker_released" and i.get("run_id") == run_id, timeout=60
         )
-        await admin.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA agent_tui FROM "{role}"')
-        ended_on_a_refusal(executor, "permission denied for table")
+        yield cli, admin, role, executor
     finally:
         if executor is not None:
             executor.kill()
