@@ -31,6 +31,7 @@ from tests.tui.helpers import (
     wait_until,
 )
 from tui.app import AgentTuiApp
+from tui.formatting import format_tokens
 from tui.screens.help import HelpScreen
 from tui.screens.report import ReportBody, ReportScreen
 from tui.widgets.composer import SLASH_COMMANDS, ComposerInput
@@ -391,6 +392,40 @@ async def test_slash_compact_records_a_visible_compaction_and_keeps_every_messag
     assert note.data["summary"].startswith("- The person asked: summarise this folder")
     assert len(await runtime.all_messages(run_id)) == before
     assert (await runtime.get_run(run_id)).state is RunState.COMPLETED
+
+
+async def test_slash_compact_counts_the_summary_call_in_the_status_line_and_the_browser_rows(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: after ``/compact`` ``agent-tui runs`` counted the summary call's tokens
+    in the run's total (14.8k) while the status line and the browser's rows kept the total from
+    before it (11.4k) until agent-tui was started again."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"summarise this folder", "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run_id = screen.selected_run.id
+        await finish_run(runtime, run_id)
+        status = screen.query_one(StatusLine)
+        await wait_until(
+            pilot,
+            lambda: "completed" in str(status.render()) and isinstance(app.focused, ComposerInput),
+        )
+        before = (await runtime.get_run(run_id)).usage.total_tokens
+        await pilot.press(*"/compact", "enter")
+        await wait_until(pilot, lambda: "⇲ compacted" in screen_text(app))
+        run = await runtime.get_run(run_id)
+        job = await runtime.get_job(run.job_id)
+        assert run.usage.total_tokens > before  # the summary call counts
+        counted = format_tokens(run.usage.total_tokens)
+        await wait_until(pilot, lambda: f"{counted} tok" in str(status.render()))
+        tree = screen.job_tree
+        run_row, job_row = tree.run_node(run_id), tree.job_node(run.job_id)
+        assert run_row is not None and job_row is not None
+        await wait_until(pilot, lambda: counted in tree.row_text(run_row))
+        assert format_tokens(job.usage.total_tokens) in tree.row_text(job_row)
 
 
 async def test_the_help_lists_this_workspaces_skills_and_commands(

@@ -1303,6 +1303,11 @@ class MainScreen(Screen[None]):
         event = message.event
         if event.note == "cut_short":
             self._cut_short_counted(event.run_id, str(event.data.get("message_id", "")))
+        elif event.note == "compaction":
+            # The summary call's usage is committed with the note: the run's and the job's
+            # totals changed, and nothing else may come to say so (`/compact` after the run
+            # ended; a trial saw the rows keep the old total until a restart).
+            self.refresh_run(event.run_id)
         await self._route(event.run_id, message)
 
     @work(exit_on_error=False, group="cut-short")
