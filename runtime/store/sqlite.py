@@ -1786,17 +1786,18 @@ class SqliteStore:
                 (match, SEARCH_WINDOW),
             ).fetchone()[0]
             # Archived jobs are hidden from search as from the browser: the best 2 x limit
-            # hits are ranked, those of archived jobs dropped.
+            # hits are ranked, those of archived jobs dropped. Equal ranks (the same file read
+            # in several jobs) go newest first, as on PostgreSQL.
             rows = conn.execute(
                 "WITH hits AS (SELECT rowid, rank,"
                 "   snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet"
                 "   FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ?"
-                "   ORDER BY rank LIMIT ?)"
+                "   ORDER BY rank, rowid DESC LIMIT ?)"
                 " SELECT m.id, m.run_id, m.job_id, j.title, m.created_at, m.position, m.role,"
                 "   hits.snippet"
                 " FROM hits JOIN messages AS m ON m.n = hits.rowid"
                 " JOIN jobs AS j ON j.id = m.job_id WHERE j.archived = 0"
-                " ORDER BY hits.rank LIMIT ?",
+                " ORDER BY hits.rank, hits.rowid DESC LIMIT ?",
                 (SNIPPET_OPEN, SNIPPET_CLOSE, match, oldest, 2 * limit, limit),
             ).fetchall()
             return [

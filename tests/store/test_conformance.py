@@ -1646,6 +1646,14 @@ async def test_archiving_a_job_and_bringing_it_back_are_events_every_browser_hea
     ]
 
 
+async def test_search_lists_equally_good_hits_newest_first(store: Store) -> None:
+    """Found by a trial: the same file read in five jobs gave five equal hits, and SQLite listed
+    them oldest first (PostgreSQL newest first), so the job just worked on came last."""
+    runs = [await store.create_run(new_run("where do the pelicans nest")) for _ in range(4)]
+    hits = await store.search_messages("pelicans")
+    assert [hit.job_id for hit in hits] == [run.job_id for run in reversed(runs)]
+
+
 async def test_search_leaves_out_the_messages_of_archived_jobs(store: Store) -> None:
     kept = await store.create_run(new_run("where do the pelicans nest"))
     gone = await store.create_run(new_run("the pelicans left in spring"))
