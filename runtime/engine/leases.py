@@ -134,8 +134,13 @@ class Leases:
         if self.held or not self.read_only:
             # Also when it never held the lease: if it left drafts, the owner row then says
             # it quit, so they are restorable at once (``runtime.drafts``).
-            self.held = False
+            held, self.held = self.held, False
             await self._store.release_owner(self.owner_id)
+            if held:
+                # Its MCP sessions end with it, and the forms they asked for: their runs fail
+                # now, naming the request, as the next process's recovery would fail them
+                # (until then `runs` and `show` offered an answer nobody could take).
+                await self.cancel_orphaned_elicitations(ended_owner=self.owner_id)
 
     # --- recovery ------------------------------------------------------------------------------
     async def gone_owners(self) -> list[str]:
@@ -178,14 +183,16 @@ class Leases:
                     log.warning("recovery works again")
                 failing = False
 
-    async def cancel_orphaned_elicitations(self) -> None:
-        """An MCP server's request for input dies with the process that held its session."""
-        live = set(await self._store.live_owners())
+    async def cancel_orphaned_elicitations(self, *, ended_owner: str | None = None) -> None:
+        """An MCP server's request for input dies with the process that held its session:
+        those of owners that are not alive, or only those of ``ended_owner`` (this process,
+        closing)."""
+        live = set(await self._store.live_owners()) if ended_owner is None else set()
         for request in await self._store.pending_input_requests(limit=1000):
             if request.kind is not InputKind.ELICITATION:
                 continue
             run = await self._store.get_run(request.run_id)
-            if run.owner_id in live:
+            if run.owner_id in live or ended_owner not in (None, run.owner_id):
                 continue
             reason = "the MCP server session that asked for this ended when agent-tui stopped"
             if request.tool_call_id is None:

@@ -165,6 +165,33 @@ async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_
     assert results(model, 0) == [] and retried.retry_of_run_id == run.id
 
 
+async def test_closing_fails_the_runs_whose_forms_its_sessions_held_at_once(
+    make_runtime: Factory, db_path: Path, workspace: Path
+) -> None:
+    """Found by a trial: after quitting agent-tui with an MCP form open, `runs` and `show` read
+    the run as waiting for input and offered `agent-tui respond` until some agent-tui opened the
+    database again; the form had ended with its session."""
+    first, _ = await make_runtime([Turn("", [("basic__ask", {})])])
+    run = await first.start("who am I?")
+    approval = await first.wait(run.id, timeout=WAIT)
+    assert approval.request is not None
+    await first.respond(run.id, approval.request.id, {"decision": "allow_once"})
+    waiting = await first.wait(run.id, timeout=WAIT)
+    assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
+    await first.close()
+
+    # What a command that only reads sees now (it recovers nothing).
+    reader = await Runtime.open(db_path=db_path, workspace=workspace, read_only=True)
+    try:
+        closed = await reader.get_run(run.id)
+        assert closed.state is RunState.FAILED and closed.failure is not None
+        assert closed.failure.code == "input_unanswerable"
+        assert waiting.request.id in closed.failure.message
+        assert await reader.inbox() == []
+    finally:
+        await reader.close()
+
+
 async def test_a_hanging_read_only_tool_fails_the_call_without_hanging_the_run(
     make_runtime: Factory,
 ) -> None:
