@@ -103,6 +103,26 @@ def quit_note(run_ids: Sequence[str], *, command: str = "agent-tui") -> str | No
     return "\n".join(lines)
 
 
+def forms_note(run_ids: Sequence[str], *, command: str = "agent-tui") -> str | None:
+    """What the terminal is told after a quit ended the forms MCP servers asked for in
+    ``run_ids`` (None: there were none). A form lives in its server's session, which ends with
+    agent-tui, so its run fails (``runtime.engine.leases``); a retry asks the model again from
+    before the call that asked."""
+    if not run_ids:
+        return None
+    if len(run_ids) == 1:
+        return (
+            "agent-tui: the form an MCP server asked for ended with its session, and its run"
+            f" failed (select it and press R, or {command} retry {run_ids[0][:8]}, to go on)."
+        )
+    retries = ", ".join(f"{command} retry {run_id[:8]}" for run_id in run_ids[:QUIT_NOTE_IDS])
+    more = f" and {len(run_ids) - QUIT_NOTE_IDS} more" if len(run_ids) > QUIT_NOTE_IDS else ""
+    return (
+        f"agent-tui: the forms MCP servers asked for in {len(run_ids)} runs ended with their"
+        f" sessions, and those runs failed (R, or {retries}{more}, to go on)."
+    )
+
+
 def _home_relative(path: Path) -> str:
     """``path`` as people write it: ``~/…`` under the home folder."""
     try:
@@ -435,17 +455,39 @@ class AgentTuiApp(App[int]):
             if main is not None:
                 await main.save_drafts_now()
             working = await self._working_runs()
+            forms = await self._forms_held()
         except AgentTuiError as error:
             log.warning("before quitting: %s", error)
-            working = []
-        if working and self.runtime is not None:
+            working, forms = [], []
+        if (working or forms) and self.runtime is not None:
             from tui._cli.settings import command_line
 
             command = command_line(self.runtime.store.location)
-            self.quit_note = quit_note([run.id for run in working], command=command)
+            notes = [
+                quit_note([run.id for run in working], command=command),
+                forms_note(forms, command=command),
+            ]
+            self.quit_note = "\n".join(note for note in notes if note)
         else:
             self.quit_note = None
         self.exit(0)
+
+    async def _forms_held(self) -> list[str]:
+        """The runs this process's MCP sessions hold a form for (an elicitation), oldest
+        first: the forms end with the sessions as the app closes (a trial typed into one,
+        quit, and was not told it was gone)."""
+        from runtime.models import InputKind
+
+        runtime = self.runtime
+        if runtime is None:
+            return []
+        held: list[str] = []
+        for request in await runtime.inbox(limit=1000):
+            if request.kind is not InputKind.ELICITATION or request.run_id in held:
+                continue
+            if (await runtime.get_run(request.run_id)).owner_id == runtime.owner_id:
+                held.append(request.run_id)
+        return held
 
     async def _working_runs(self) -> list[Run]:
         """The runs this process works on, newest first, less those whose parent is one of them

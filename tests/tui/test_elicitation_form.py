@@ -97,6 +97,27 @@ async def test_a_form_sent_untouched_gives_the_server_its_own_defaults_in_the_sh
     assert received == DEFAULTS
 
 
+async def test_a_quit_with_a_form_open_says_the_form_ended_and_how_to_go_on(
+    runtime: Runtime, workspace: Path, db_path: Path
+) -> None:
+    """Found by a trial: quitting with a form typed into said nothing, and the README promised
+    that an MCP server's request for input survives a restart; it ends with its session."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await _open_form(pilot, app)
+        await pilot.press(*"Once upon a time")
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen.selected_run is not None
+        run_id = screen.selected_run.id
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=WAIT)
+    assert app.quit_note == (
+        "agent-tui: the form an MCP server asked for ended with its session, and its run failed"
+        f" (select it and press R, or agent-tui --db {db_path.resolve()} retry {run_id[:8]},"
+        " to go on)."
+    )
+
+
 async def test_choices_show_their_titles_and_are_made_with_tab_arrows_space_and_enter(
     runtime: Runtime, workspace: Path
 ) -> None:
