@@ -4,7 +4,9 @@ It plays a real agent's part on a real workspace so that a new user sees agent-t
 first launch: it streams a Markdown plan, lists the workspace, reads a few files and searches them
 (the search reports progress), asks the person a question with options, asks to write a notes
 file (which needs approval), and ends with a summary built from what it read. With delegate tools
-(``delegate_to_*``) it hands parts of the task to sub-agents in parallel instead.
+(``delegate_to_*``) it hands parts of the task to sub-agents in parallel instead. A prompt that
+names tools (an MCP tool's ``server__tool``, any tool in backticks) has it call those, so an MCP
+server's tools, forms and approvals can be tried without a key.
 
 The model decides from the conversation alone — the turns since the latest user prompt — so it is
 resumable from any committed state, exactly like a real model.
@@ -326,6 +328,9 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     bench = _STREAM_COMMAND.match(prompt)
     if bench:
         return _Turn(_filler(int(bench.group(1)) * 1024))
+    named = _named_tools(prompt, tools)
+    if named:
+        return _named_tools_turn(named, done)
     if delegates:
         return _coordinator_turn(prompt, delegates, done)
     if request.system.startswith("You are a sub-agent"):
@@ -333,6 +338,93 @@ def _plan_turn(request: ModelRequest) -> _Turn:
     if earlier_runs:
         return _follow_up_turn(prompt, tools, done)
     return _tour_turn(prompt, tools, done, Path(request.workspace))
+
+
+_BACKTICKED = re.compile(r"`([A-Za-z0-9_.-]+)`")
+_MCP_NAME = re.compile(r"(?<![\w.-])([A-Za-z0-9_.-]+__[A-Za-z0-9_.-]*[A-Za-z0-9_])")
+_JOINING_WORDS = re.compile(r"[\s,]+(?:and|then|and then)$")
+_SHOWN_RESULT = 2_000
+"""Characters of a named tool's result the demo quotes back."""
+
+
+def _named_tools(prompt: str, tools: list[ToolSpec]) -> list[tuple[ToolSpec, str]]:
+    """The offered tools the prompt names, each with the words after its name up to the next
+    name or the end of the line (its argument, or a JSON object of arguments): an MCP tool by
+    its ``server__tool`` name as it is, any tool by its name in backticks (`` `shell` ls ``)."""
+    offered = {t.name: t for t in tools}
+    mentions: list[tuple[int, int, str]] = []
+    for pattern in (_BACKTICKED, _MCP_NAME):
+        for match in pattern.finditer(prompt):
+            if match.group(1) in offered:
+                mentions.append((match.start(), match.end(), match.group(1)))
+    kept: list[tuple[int, int, str]] = []
+    for mention in sorted(mentions):  # `basic__echo` is one mention, not two
+        if not kept or mention[0] >= kept[-1][1]:
+            kept.append(mention)
+    named: dict[str, tuple[ToolSpec, str]] = {}
+    for index, (_, end, name) in enumerate(kept):
+        stop = kept[index + 1][0] if index + 1 < len(kept) else len(prompt)
+        given = prompt[end:stop].split("\n", 1)[0].strip(" `:,.")
+        given = _JOINING_WORDS.sub("", given)  # "echo hi and basic__add": "hi"
+        named.setdefault(name, (offered[name], given))
+    return list(named.values())
+
+
+def _example_value(schema: dict[str, Any]) -> Any:
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    examples: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": []}
+    return examples.get(str(kind), {} if kind == "object" else "example")
+
+
+def _arguments_for(spec: ToolSpec, given: str) -> dict[str, Any]:
+    """A named tool's arguments: the JSON object typed after its name, else its required
+    parameters, the first string one taking the words typed after the name and the others
+    an example of their type."""
+    if given.startswith("{"):
+        try:
+            typed, _ = json.JSONDecoder().raw_decode(given)  # words may follow it
+        except ValueError:
+            typed = None
+        if isinstance(typed, dict):
+            return typed
+    words = re.sub(r"^(with|using)\s+", "", given)
+    properties: dict[str, Any] = spec.input_schema.get("properties", {})
+    arguments: dict[str, Any] = {}
+    for key in spec.input_schema.get("required", []):
+        schema = properties.get(key, {})
+        if words and schema.get("type") == "string" and "enum" not in schema:
+            arguments[key], words = words, ""
+        else:
+            arguments[key] = _example_value(schema)
+    return arguments
+
+
+def _named_tools_turn(named: list[tuple[ToolSpec, str]], done: _ResultsByTool) -> _Turn:
+    """Call the tools the person named (each once), then say what each returned."""
+    waiting = [(spec, given) for spec, given in named if spec.name not in done]
+    if waiting:
+        calls = [(spec.name, _arguments_for(spec, given)) for spec, given in waiting]
+        names = ", ".join(f"`{name}`" for name, _ in calls)
+        return _Turn(
+            f"You named {names}: calling {'it' if len(calls) == 1 else 'them'} with the "
+            "arguments below.\n\n_This is the offline demo model: it calls the tools you "
+            "name, with the words after each name as its argument (or a JSON object of "
+            "arguments)._",
+            calls,
+        )
+    lines: list[str] = []
+    for spec, _ in named:
+        _, result = done[spec.name][-1]
+        text = result.content.strip() or "(nothing)"
+        if len(text) > _SHOWN_RESULT:
+            text = text[:_SHOWN_RESULT] + f"\n… ({len(result.content):,} characters in all)"
+        verb = "failed" if result.is_error else "returned"
+        lines += [f"`{spec.name}` {verb}:", "", "```text", text.replace("```", "ʼʼʼ"), "```", ""]
+    return _Turn("\n".join(lines).rstrip())
 
 
 def _route_turn(system: str, tools: list[ToolSpec], done: _ResultsByTool) -> _Turn | None:

@@ -9,10 +9,12 @@ from pathlib import Path
 from runtime.api import Runtime
 from runtime.compaction import CHARS_PER_TOKEN, tool_specs_chars
 from runtime.config import Config
-from runtime.models import Message, Role, TextBlock
+from runtime.mcp import InMemoryServer, McpManager
+from runtime.models import InputKind, Message, Role, RunState, TextBlock
 from runtime.providers.base import ModelRequest, ToolSpec, UsageReport
 from runtime.providers.demo import DemoProvider
 from runtime.tools.builtin import builtin_tools
+from tests.fakes.mcp_servers import build_server
 
 
 async def test_the_plan_quotes_a_task_of_several_paragraphs_line_by_line(
@@ -129,3 +131,63 @@ async def test_a_search_stopped_at_its_limit_is_counted_as_at_least_its_matches(
     finally:
         await runtime.close()
     assert "- `TODO` markers found: at least 200\n" in notes["content"]
+
+
+async def test_a_prompt_naming_mcp_tools_has_the_demo_call_them_and_say_what_they_returned(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a trial: the demo never called an MCP server's tools, so a person with no key
+    could not see a configured server's tools, its approvals or its forms work at all."""
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant", mcp=manager
+    )
+    try:
+        run = await runtime.start(
+            'call basic__echo hello world and then basic__add {"a": 2, "b": 3}'
+        )
+        approval = await runtime.wait(run.id, timeout=30)  # `add` is not read-only: it asks
+        assert approval.request is not None and approval.request.kind is InputKind.APPROVAL
+        await runtime.respond(run.id, approval.request.id, {"decision": "allow_once"})
+        assert (await runtime.wait(run.id, timeout=30)).state is RunState.COMPLETED
+        calls = {c.name: c for c in await runtime.tool_calls(run.id)}
+        assert calls["basic__echo"].arguments == {"text": "hello world"}
+        assert calls["basic__add"].arguments == {"a": 2, "b": 3}
+        answer = (await runtime.all_messages(run.id))[-1].text
+        assert "`basic__echo` returned:" in answer and "hello world" in answer
+        assert "`basic__add` returned:" in answer and "5" in answer
+
+        # A form its server asks for comes to the person.
+        asking = await runtime.start("try `basic__ask`")
+        approval = await runtime.wait(asking.id, timeout=30)
+        assert approval.request is not None and approval.request.kind is InputKind.APPROVAL
+        await runtime.respond(asking.id, approval.request.id, {"decision": "allow_once"})
+        form = await runtime.wait(asking.id, timeout=30)
+        assert form.request is not None and form.request.kind is InputKind.ELICITATION
+        await runtime.respond(
+            asking.id, form.request.id, {"action": "accept", "content": {"name": "Ada", "age": 36}}
+        )
+        assert (await runtime.wait(asking.id, timeout=30)).state is RunState.COMPLETED
+        assert "hello Ada, aged 36" in (await runtime.all_messages(asking.id))[-1].text
+    finally:
+        await runtime.close()
+
+
+async def test_a_prompt_naming_no_offered_tool_still_gets_the_tour(
+    db_path: Path, workspace: Path
+) -> None:
+    """Common words that are tool names ("search", "shell") and unknown MCP-like names leave
+    the tour as it was: only a name in backticks, or an offered ``server__tool``, is a call."""
+    (workspace / "README.md").write_text("# A project\n")
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("search the shell scripts, and github__issues")
+        await runtime.wait(run.id, timeout=30)
+        [first, *_] = await runtime.tool_calls(run.id)
+    finally:
+        await runtime.close()
+    assert first.name == "list_dir"
