@@ -2162,3 +2162,33 @@ async def test_up_in_a_wrapped_line_moves_up_a_row_and_recalls_an_earlier_prompt
         box.move_cursor((0, 0))
         await pilot.press("down")
         assert box.text == line and row() == 1
+
+
+async def test_slash_retry_on_a_completed_run_says_what_to_do_in_the_app_and_starts_nothing(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a trial: /retry on a completed run read "run state conflict: run 3fa2… completed;
+    use follow-up to continue its job", the command line's words (a hex id, a CLI command)."""
+    run_id = await finished_earlier(db_path, workspace, "summarise this folder")
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(
+                pilot,
+                lambda: screen.selected_run is not None and screen.selected_run.id == run_id,
+            )
+            screen.composer.focus_input()
+            await pilot.press(*"/retry", "enter")
+            await wait_until(pilot, lambda: any("/retry" in n for n in notifications(app)))
+            [notice] = [n for n in notifications(app) if "/retry" in n]
+            assert "completed" in notice and "f or /fork" in notice
+            assert "conflict" not in notice and "use follow-up" not in notice
+            assert run_id not in notice
+        job_id = (await runtime.get_run(run_id)).job_id
+        assert [r.id for r in await runtime.job_runs(job_id)] == [run_id]
+    finally:
+        await runtime.close()

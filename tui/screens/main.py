@@ -2941,8 +2941,18 @@ class MainScreen(Screen[None]):
 
     def action_retry(self) -> None:
         run = self._selected_run_or_warn()
-        if run is not None:
-            self._retry(run.id)
+        if run is None:
+            return
+        if run.state is RunState.COMPLETED:
+            # `R` is not offered here, but /retry and the palette reach it: say what to do in
+            # the app, not the runtime's refusal (a hex id and the command line's "follow-up").
+            self.notify(
+                "This run completed: there is nothing to retry. Type a follow-up in the box, or"
+                " fork it (f or /fork MESSAGE) to take another way from one of its steps.",
+                title="/retry",
+            )
+            return
+        self._retry(run.id)
 
     def action_retry_superseded(self) -> None:
         """R on a run later runs went past: not offered, but answered with the runtime's
