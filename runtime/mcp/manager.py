@@ -793,8 +793,16 @@ class McpManager:
             elif name in self.errors:
                 states[name] = f"could not start: {self.errors[name]} ({self._retry_words(name)})"
             elif connection is not None and connection.usable:
-                count = len(connection.tools)
-                states[name] = f"running, {count} tool{'' if count == 1 else 's'}"
+                # The tools the model is offered, as `doctor` counts them: not those that
+                # require MCP tasks (a trial read 17 here and 16 in doctor).
+                count = sum(not _requires_tasks(remote) for remote in connection.tools)
+                unsupported = len(connection.tools) - count
+                states[name] = f"running, {count} tool{'' if count == 1 else 's'}" + (
+                    f" ({unsupported} more not offered:"
+                    f" {'it requires' if unsupported == 1 else 'they require'} MCP tasks)"
+                    if unsupported
+                    else ""
+                )
             elif connection is not None and connection.starting:
                 states[name] = "starting"
             else:

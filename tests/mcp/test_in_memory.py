@@ -201,3 +201,14 @@ async def test_a_tool_that_requires_mcp_tasks_is_not_offered_and_doctor_says_why
     assert "basic__echo" in names
     assert "basic__background" not in report.tools
     assert report.unsupported == ["basic__background (requires MCP tasks)"]
+
+
+async def test_context_counts_the_tools_offered_as_doctor_does_and_names_the_rest(
+    manager: McpManager,
+) -> None:
+    """Found by a trial: `/context` read "basic: running, 17 tools" where `doctor` listed 16
+    and the model was offered 16 (the 17th requires MCP tasks)."""
+    offered = [tool for tool in await manager.tools() if tool.name.startswith("basic__")]
+    assert manager.status()["basic"] == (
+        f"running, {len(offered)} tools (1 more not offered: it requires MCP tasks)"
+    )
