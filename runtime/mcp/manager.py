@@ -614,6 +614,10 @@ def _tool_output(tool: McpTool, result: types.CallToolResult) -> ToolOutput:
     )
 
 
+DESCRIPTION_SHOWN = 300
+"""Characters of a tool's description an approval shows."""
+
+
 @dataclass(frozen=True)
 class McpTool:
     """One server tool as a ``runtime.tools.base.Tool``."""
@@ -633,7 +637,12 @@ class McpTool:
         return await self._manager._call(self, arguments, ctx)
 
     def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        return {"server": self.server, "tool": self.remote_name}
+        # What the tool says it does: often all there is to go by (a call with no arguments
+        # showed a trial only "Allow basic__ask?").
+        said = " ".join(self.description.split())
+        if len(said) > DESCRIPTION_SHOWN:
+            said = said[: DESCRIPTION_SHOWN - 1].rstrip() + "…"
+        return {"server": self.server, "tool": self.remote_name, "description": said}
 
 
 if TYPE_CHECKING:

@@ -113,3 +113,40 @@ async def test_a_server_that_cannot_start_during_a_run_is_a_notification_in_the_
         "'agent-tui-no-such-command-xyz'; its tools are not available" in n
         for n in notifications(app)
     )
+
+
+async def test_an_mcp_tools_approval_names_its_server_and_says_what_the_tool_does(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a trial: the approval of an MCP tool called with no arguments read only "Allow
+    basic__ask?", with nothing to go by; the command line named the server at least."""
+    from runtime.mcp import InMemoryServer, McpManager
+    from tests.fakes.mcp_servers import build_server
+    from tui._cli.render import describe_request
+    from tui.widgets.approval_prompt import ApprovalPrompt
+
+    model = ScriptedProvider([Turn(tool_calls=[("basic__add", {"a": 1, "b": 2})]), Turn("3")])
+    manager = McpManager(
+        {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
+    )
+    runtime = await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: model,
+        mcp=manager,
+    )
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(140, 44)) as pilot:
+            screen: Any = app.screen
+            await pilot.press(*"add them", "enter")
+            await wait_until(pilot, lambda: bool(screen.query(ApprovalPrompt)))
+            prompt = screen.query_one(ApprovalPrompt)
+            shown = "\n".join(str(s.render()) for s in prompt.query(Static))
+            assert "MCP server basic: Add two integers." in shown
+            request = prompt.request
+    finally:
+        await runtime.close()
+    assert "What it does, as the server says: Add two integers." in describe_request(request)

@@ -155,6 +155,8 @@ def describe_request(request: InputRequest) -> list[str]:
             server = detail.get("server")
             where = f" (MCP server {server})" if server else ""
             lines.append(f"Approval needed: the agent wants to run {tool}{where}.")
+            if server and detail.get("description"):
+                lines.append(f"What it does, as the server says: {detail['description']}")
             if request.prompt:
                 lines.append(request.prompt)
             arguments = detail.get("arguments")

@@ -168,6 +168,14 @@ class ApprovalPrompt(Vertical, ShortKeys, can_focus=True):
             yield Static(
                 terminal_safe(f"⚠ {detail['error']}"), classes="prompt-where", markup=False
             )
+        server = detail.get("server")
+        if server:
+            # An MCP tool: which server, and what the tool says it does (a call with no
+            # arguments showed a trial nothing but the tool's name).
+            said = detail.get("description") or "(it gives no description)"
+            yield Static(
+                terminal_safe(f"MCP server {server}: {said}"), classes="prompt-where", markup=False
+            )
         if arguments:
             text = json.dumps(arguments, indent=2, ensure_ascii=False)
             if len(text) > 2000:
