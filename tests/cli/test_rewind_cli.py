@@ -69,9 +69,16 @@ def test_a_hand_edited_file_is_listed_and_kept_unless_forced(cli: Cli) -> None:
     notes = cli.workspace / NOTES_FILE
     notes.write_text("my own notes\n")
 
+    # Found by a trial: the preview's hint said `--files`, which restores none of them.
+    preview = cli.run("rewind", first)
+    assert preview.returncode == 0, preview.stderr
+    assert "(changed since this job last wrote it: left alone)" in preview.stdout
+    assert f"To restore them anyway: agent-tui --db {cli.db} rewind {first} --files --force" in (
+        preview.stderr
+    )
     kept = cli.run("rewind", first, "--files", "--yes")
     assert kept.returncode == 0, kept.stderr
-    assert "changed outside agent-tui" in kept.stdout
+    assert "changed since this job last wrote it" in kept.stdout
     assert f"left alone: {NOTES_FILE}" in kept.stderr
     assert notes.read_text() == "my own notes\n"
 

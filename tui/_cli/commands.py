@@ -595,7 +595,7 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
         return EXIT_OK
     for change in plan.changes:
         outside = (
-            "  (changed outside agent-tui since: left alone)" if change.changed_outside else ""
+            "  (changed since this job last wrote it: left alone)" if change.changed_outside else ""
         )
         ctx.print(f"{change.action} {change.path}{outside}")
     ctx.print()
@@ -603,10 +603,19 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
         ctx.out.write(change.diff())
     ctx.out.flush()
     if not args.files:
+        # A file changed since this job wrote it (by hand, another program, another job) is
+        # only restored with --force: a hint of --files alone would restore none of them.
+        if not plan.safe:
+            restore = f"To restore them anyway: {render.COMMAND} rewind {plan.checkpoint_id}"
+            restore += " --files --force"
+        else:
+            restore = f"To restore these files: {render.COMMAND} rewind {plan.checkpoint_id}"
+            restore += " --files"
+            if plan.changed_outside:
+                restore += " (add --force to overwrite those changed since too)"
         ctx.say(
-            f"Nothing changed. To restore these files: {render.COMMAND} rewind "
-            f"{plan.checkpoint_id} --files (to start over from there: {render.COMMAND} fork "
-            f"{plan.checkpoint_id} PROMPT)"
+            f"Nothing changed. {restore}; to start over from there: {render.COMMAND} fork "
+            f"{plan.checkpoint_id} PROMPT"
         )
         return EXIT_OK
     include_outside = bool(args.force)
@@ -622,14 +631,16 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
         if plan.changed_outside and not include_outside:
             names = ", ".join(change.path for change in plan.changed_outside)
             include_outside = await _confirm(
-                ctx, f"Also overwrite {names}, changed outside agent-tui since?"
+                ctx, f"Also overwrite {names}, changed since this job last wrote it?"
             )
     done = apply_rewind(plan, include_changed_outside=include_outside)
     for change in done:
         ctx.print(f"{'removed' if change.target is None else 'restored'} {change.path}")
     skipped = [change for change in plan.changes if change not in done]
     for change in skipped:
-        why = "changed outside agent-tui" if change.changed_outside else "changed while asking"
+        why = (
+            "changed since this job wrote it" if change.changed_outside else "changed while asking"
+        )
         ctx.say(f"left alone: {change.path} ({why}; --force overwrites it)")
     return EXIT_OK
 

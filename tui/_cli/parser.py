@@ -296,7 +296,8 @@ def _add_job_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     rewind.add_argument(
         "--force",
         action="store_true",
-        help="also overwrite files changed outside agent-tui since (listed otherwise)",
+        help="also overwrite files changed since the job last wrote them: by hand, by another"
+        " program or by another job (listed otherwise)",
     )
 
 
