@@ -21,6 +21,7 @@ from runtime.events import (
     DurableEvent,
     JobArchived,
     MessageCommitted,
+    RunNoted,
     RunStateChanged,
     ToolStateChanged,
     dump_event,
@@ -32,6 +33,7 @@ from tui._cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tui._cli.render import one_line
 
 if TYPE_CHECKING:
+    from runtime.models import Message
     from tui._cli.commands import Context  # typing only: commands imports this module
 
 PAGE = 500
@@ -97,6 +99,20 @@ async def run_worker(ctx: Context, runtime: Runtime, args: Any) -> int:
 # --- agent-tui events ---------------------------------------------------------------------------
 
 
+def _message_words(message: Message) -> str:
+    """A message in a few words: its text, else the tools it calls, else its results (a tool
+    message has no text: it read "tool:" and nothing more)."""
+    if message.text.strip():
+        return one_line(message.text, 80)
+    if message.tool_uses:
+        return "calls " + ", ".join(use.name for use in message.tool_uses)
+    results = message.tool_results
+    if results:
+        count = f"{len(results)} result{'' if len(results) == 1 else 's'}"
+        return f"{count}: {one_line(results[0].content, 60)}"
+    return ""
+
+
 def event_line(event: DurableEvent) -> str:
     """One durable event as a short line of text."""
     head = f"{event.seq} {event.kind} run {event.run_id}"
@@ -112,8 +128,9 @@ def event_line(event: DurableEvent) -> str:
                 extra = f" ({one_line(event.reason, 80)})"
             return f"{head} {before} -> {event.to_state.value}{extra}"
         case MessageCommitted():
-            message = event.message
-            return f"{head} {message.role.value}: {one_line(message.text, 80)}"
+            return f"{head} {event.message.role.value}: {_message_words(event.message)}"
+        case RunNoted():
+            return f"{head} {event.note}: {one_line(event.text, 80)}"
         case ToolStateChanged():
             before = event.from_state.value if event.from_state else "-"
             return f"{head} {event.name} {before} -> {event.to_state.value}"
