@@ -363,7 +363,8 @@ class ListDirTool(_BuiltinTool):
                     entries.append(f"{relative}  ({size:,} bytes)")
 
         await asyncio.to_thread(visit, folder, "")
-        header = f"{shown}/ ({len(entries)} entries{', truncated' if truncated else ''})"
+        count = "1 entry" if len(entries) == 1 else f"{len(entries)} entries"
+        header = f"{shown}/ ({count}{', truncated' if truncated else ''})"
         if not entries:
             header = f"{shown}/ is empty"
         body = "\n".join([header, *entries])

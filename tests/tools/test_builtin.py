@@ -186,6 +186,13 @@ async def test_list_dir_lists_folders_with_a_slash_and_files_with_sizes(workspac
     assert "src/main.py" not in content
 
 
+async def test_list_dir_counts_one_entry_in_the_singular(workspace: Path) -> None:
+    (workspace / "lonely").mkdir()
+    (workspace / "lonely" / "one.txt").write_text("x")
+    content = await call(workspace, "list_dir", path="lonely")
+    assert content.splitlines()[0] == "lonely/ (1 entry)"
+
+
 async def test_list_dir_recursive_walks_the_tree_but_not_vcs_folders(workspace: Path) -> None:
     (workspace / ".git").mkdir()
     (workspace / ".git" / "HEAD").write_text("ref\n")
