@@ -229,3 +229,23 @@ async def test_a_command_that_fails_keeps_what_was_typed_after_it_and_up_brings_
         await pilot.press("down")
         assert composer.input.text == "hello"
     assert (await runtime.list_jobs()).items == []
+
+
+async def test_a_model_chosen_then_slash_new_task_goes_with_the_new_job(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: ``/agent coordinator`` on the job on screen, then ``/new survey``,
+    ran the new job on the default agent (the choice stayed with the job left, unused)."""
+    old = await runtime.start("the old job")
+    await finish_run(runtime, old.id)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _box_on(pilot, app, old.job_id)
+        await pilot.press(*"/model demo", "enter")
+        await wait_until(pilot, lambda: screen.composer.next_run.get(old.job_id))
+        await pilot.press(*"/new survey this", "enter")
+        job_id = await _the_job_of(pilot, runtime, "survey this")
+        await _settled(pilot, runtime, job_id)
+        assert old.job_id not in screen.composer.next_run
+    [run] = await runtime.job_runs(job_id)
+    assert run.model == "demo" and old.model == "demo:instant"

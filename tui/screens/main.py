@@ -2038,7 +2038,10 @@ class MainScreen(Screen[None]):
         return True
 
     def _new_from_command(self, task: str) -> None:
-        """``/new [TASK]``; what was typed after its Enter (in the box now) goes to the new job."""
+        """``/new [TASK]``; what was typed after its Enter (in the box now) goes to the new job,
+        and so does a ``/model`` or ``/agent`` chosen for the job left and not used yet (a
+        trial typed ``/agent coordinator``, then ``/new survey``, and got the default agent)."""
+        self._choices_to_new_job()
         if not task:
             self.action_new_job(carry=True)
             return
@@ -2053,6 +2056,17 @@ class MainScreen(Screen[None]):
         # ``//`` at its start escapes a slash as in the box (a trial's ``/new //stream 20`` sent
         # both slashes; ``/new /stream 20`` sent one).
         self._submit(task[1:] if task.startswith("//") else task, None)
+
+    def _choices_to_new_job(self) -> None:
+        composer = self.composer
+        left = composer.follow_up_job_id
+        if left is None or not composer.next_run.get(left):
+            return
+        moved = composer.take_next_run(left)
+        for key, value in moved.items():
+            composer.next_run.setdefault(None, {}).setdefault(key, value)
+        chosen = " and ".join(f"{key} {value}" for key, value in moved.items())
+        self.notify(f"The new job's first run uses {chosen}.", title="/new")
 
     def action_compact(self) -> None:
         self.compact_job()
