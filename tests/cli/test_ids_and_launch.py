@@ -402,3 +402,22 @@ def test_help_and_mistakes_are_answered_by_the_whole_parser(
         parse_arguments(argv)
     assert fast.value.code == whole.value.code
     assert capsys.readouterr() == expected
+
+
+def test_every_option_of_every_command_says_what_it_does_in_its_help() -> None:
+    """Found by a trial: `runs --help` listed `--limit N` and `export --help` `--format` with
+    no word on what they do or their default."""
+    import argparse
+
+    unexplained: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for command, sub in action.choices.items():
+                    walk(sub, command)
+            elif action.option_strings and not action.help:
+                unexplained.append(f"{name} {action.option_strings[0]}")
+
+    walk(build_parser(), "agent-tui")
+    assert unexplained == []

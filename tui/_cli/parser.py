@@ -197,7 +197,9 @@ def _add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         + ", or interrupted (a crash or a quit stopped it; nobody retried it). queued: about to"
         " start (an interrupted run waits for a retry: it is listed as interrupted only)",
     )
-    runs.add_argument("--limit", metavar="N", type=_positive_int, default=20)
+    runs.add_argument(
+        "--limit", metavar="N", type=_positive_int, default=20, help="at most N runs (default 20)"
+    )
     _json_option(runs, "one JSON object per run")
     runs.add_argument("--archived", action="store_true", help="include the runs of archived jobs")
 
@@ -269,7 +271,12 @@ def _add_job_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     """``export``, ``archive``, ``unarchive``, ``delete`` and ``rewind``: a job and its files."""
     export = _command(commands, "export", "export a job to stdout")
     export.add_argument("job_id", metavar="JOB_ID")
-    export.add_argument("--format", choices=["md", "json"], default="md")
+    export.add_argument(
+        "--format",
+        choices=["md", "json"],
+        default="md",
+        help="md: Markdown to read (the default); json: every record, exact",
+    )
 
     archive = _command(
         commands, "archive", "hide a job from the browser and `runs` (undo with unarchive)"
