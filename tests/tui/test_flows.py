@@ -279,6 +279,34 @@ async def test_the_inbox_lists_every_waiting_run_and_opens_its_prompt(
         assert main_screen(app).selected_run.id in {run.id for run in waiting}
 
 
+async def test_a_prompt_left_with_esc_takes_the_keys_when_the_inbox_opens_its_run(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: Esc from a question to the browser, then i and Enter on that run: the
+    question stayed docked but the keys stayed in the browser, so the "1" typed to answer went
+    nowhere and the "n" after it started a new job."""
+    run = await runtime.start("a task")
+    assert (await runtime.wait(run.id, timeout=10)).state is RunState.INPUT_REQUIRED
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        await pilot.press("enter")  # the job: its question docks and takes the keys
+        await wait_until(pilot, lambda: isinstance(app.focused, AnswerInput))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.focused is screen.job_tree)
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+        inbox = app.screen.query_one("#inbox-list", OptionList)
+        await wait_until(pilot, lambda: inbox.option_count == 1)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.focused, AnswerInput))
+        await pilot.press("1", "enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    [call] = [c for c in await runtime.tool_calls(run.id) if c.name == "ask_user"]
+    assert call.result == "A short overview"
+
+
 async def test_the_inbox_stays_current_while_it_is_open(runtime: Runtime, workspace: Path) -> None:
     """Found by a new-user trial: a run answered elsewhere (`agent-tui respond`, another
     agent-tui) stayed listed, with its old question, while the inbox was open."""

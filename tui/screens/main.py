@@ -246,6 +246,9 @@ class MainScreen(Screen[None]):
         self._context_windows: dict[str, int | None] = {}
         self._return_to_tool: str | None = None
         """After jumping back to a parent run: the delegation block to focus again."""
+        self._answer_wanted: str | None = None
+        """The request the inbox opened a run to answer: its prompt takes the keys once shown,
+        also when it was docked already (left with Esc), which showing it again did not do."""
         self._files: list[str] | None = None
         self._listing_files = False
         self._resources: list[str] = []
@@ -1064,8 +1067,11 @@ class MainScreen(Screen[None]):
             self.refresh_run(message.run.id)
         if request is not None:
             await self.show_prompt(request, asker=asker)
+            if request.id == self._answer_wanted and not self.prompt_waits:
+                self._focus_pane(2)
         else:
             await self.hide_prompt()
+        self._answer_wanted = None
         back_to, self._return_to_tool = self._return_to_tool, None
         if back_to is not None:
             block = self.conversation.tool_view(back_to)
@@ -2883,6 +2889,7 @@ class MainScreen(Screen[None]):
 
         def chosen(request: InputRequest | None) -> None:
             if request is not None:
+                self._answer_wanted = request.id
                 self.open_run(request.run_id)
 
         self.app.push_screen(InboxScreen(), chosen)
