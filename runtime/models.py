@@ -7,7 +7,9 @@ sent to clients. No model holds a live object or a closure.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from enum import Enum
+from functools import cache
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,11 +38,14 @@ class Usage(_Model):
     cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        return trusted(
+            Usage,
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens + other.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens + other.cache_write_tokens,
+            },
         )
 
     @property
@@ -296,3 +301,67 @@ class SearchHit(_Model):
     role: Role | None = None
     """Who wrote the message (the person, the agent, a tool's result); None from a store that
     did not say. Hits of similar jobs read alike without it."""
+
+
+# --- records from trusted values ---------------------------------------------------------------
+
+_Record = TypeVar("_Record", bound=BaseModel)
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, Enum, tuple, frozenset)
+
+
+@cache
+def _construction(cls: type[BaseModel]) -> tuple[frozenset[str], dict[str, Any], tuple[str, ...]]:
+    """``cls``'s field names, the defaults that may be shared (immutable), and the fields whose
+    default must be made for each record (a factory, or a mutable value pydantic copies)."""
+    shared: dict[str, Any] = {}
+    made: list[str] = []
+    for name, info in cls.model_fields.items():
+        if info.is_required():
+            continue
+        if info.default_factory is None and isinstance(info.default, _IMMUTABLE):
+            shared[name] = info.default
+        else:
+            made.append(name)
+    return frozenset(cls.model_fields), shared, tuple(made)
+
+
+def trusted(cls: type[_Record], values: dict[str, Any], /) -> _Record:
+    """``cls.model_validate(values)`` without validating, for values already valid: fields of
+    records and inputs that were validated, of rows the store wrote. What ``model_construct``
+    makes (fields by name, defaults for those left out; ``values`` becomes the record's dict),
+    in under half of its time: it loops over the fields in Python, so it cost more than
+    validating (4.3 against 2.3 us a ``ToolCall``, pydantic 2.14); this takes 1.3. A name that
+    is no field, or a required field left out, is a ``TypeError``."""
+    names, shared, made = _construction(cls)
+    given = set(values)
+    if len(values) != len(names):
+        for name, default in shared.items():
+            values.setdefault(name, default)
+        for name in made:
+            if name not in values:
+                values[name] = cls.model_fields[name].get_default(call_default_factory=True)
+    if values.keys() != names:
+        unknown, missing = sorted(values.keys() - names), sorted(names - values.keys())
+        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    record = cls.__new__(cls)
+    object.__setattr__(record, "__dict__", values)
+    object.__setattr__(record, "__pydantic_fields_set__", given)
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+def replaced(record: _Record, /, **changes: Any) -> _Record:
+    """``record.model_copy(update=changes)`` for a record with no private attributes nor extra
+    fields (every model here): the copy of its dict updated, without ``copy.copy``'s protocol
+    (1.4 against 2.1 us). The changes are trusted, as ``model_copy``'s are."""
+    cls = type(record)
+    data = {**record.__dict__, **changes}
+    copied = cls.__new__(cls)
+    object.__setattr__(copied, "__dict__", data)
+    object.__setattr__(
+        copied, "__pydantic_fields_set__", record.__pydantic_fields_set__ | changes.keys()
+    )
+    object.__setattr__(copied, "__pydantic_extra__", None)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied

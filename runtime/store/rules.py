@@ -12,7 +12,7 @@ the rule returns. Nothing here does I/O, and nothing here knows SQL. The rules d
 - which durable events each change emits, in order.
 
 Records passed in are trusted (they came out of the store); the plans construct records with
-``model_copy``/``model_construct`` so nothing is validated twice.
+``replaced``/``trusted`` (``runtime.models``) so nothing is validated twice.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from runtime.models import (
     ToolCall,
     ToolCallState,
     Usage,
+    replaced,
+    trusted,
 )
 from runtime.states import (
     INPUT_INITIAL,
@@ -232,7 +234,7 @@ _NO_USAGE = Usage()
 
 def _changed_run(run: Run, now: float, **fields: Any) -> Run:
     """Every change of a run row bumps its revision."""
-    return run.model_copy(update={"revision": run.revision + 1, "updated_at": now, **fields})
+    return replaced(run, revision=run.revision + 1, updated_at=now, **fields)
 
 
 def _run_event(
@@ -547,18 +549,21 @@ def _tool_change(
     """The call moved to ``to`` with ``fields`` changed, and its event; the event tells
     ``said`` (result, error) when given, else the result and error of ``fields``."""
     check_tool(call.state, to)
-    after = call.model_copy(update={"state": to, **fields})
+    after = replaced(call, state=to, **fields)
     result, error = said if said is not None else (fields.get("result"), fields.get("error"))
-    event = ToolStateChanged(
-        job_id=call.job_id,
-        run_id=call.run_id,
-        created_at=now,
-        tool_call_id=call.id,
-        name=call.name,
-        from_state=call.state,
-        to_state=to,
-        result=result,
-        error=error,
+    event = trusted(
+        ToolStateChanged,
+        {
+            "job_id": call.job_id,
+            "run_id": call.run_id,
+            "created_at": now,
+            "tool_call_id": call.id,
+            "name": call.name,
+            "from_state": call.state,
+            "to_state": to,
+            "result": result,
+            "error": error,
+        },
     )
     return after, event
 
@@ -758,20 +763,26 @@ def commit_message(
     check_token(run, token)
     message_id = message.id or ids()
     call_step = run.step if step is None else step
-    committed = Message.model_construct(
-        id=message_id,
-        run_id=run.id,
-        job_id=run.job_id,
-        position=position,
-        role=message.role,
-        content=message.content,
-        model=message.model,
-        usage=message.usage,
-        cost_usd=message.cost_usd,
-        created_at=now,
+    committed = trusted(
+        Message,
+        {
+            "id": message_id,
+            "run_id": run.id,
+            "job_id": run.job_id,
+            "position": position,
+            "role": message.role,
+            "content": message.content,
+            "model": message.model,
+            "usage": message.usage,
+            "cost_usd": message.cost_usd,
+            "created_at": now,
+        },
     )
     events: list[DurableEvent] = [
-        MessageCommitted(job_id=run.job_id, run_id=run.id, created_at=now, message=committed)
+        trusted(
+            MessageCommitted,
+            {"job_id": run.job_id, "run_id": run.id, "created_at": now, "message": committed},
+        )
     ]
     calls = _reserved_calls(run, message_id, tool_calls, call_step, now, ids, events)
     usage = message.usage or _NO_USAGE
@@ -814,35 +825,42 @@ def _reserved_calls(
     asked); their events are appended to ``events``."""
     calls: list[ToolCall] = []
     for index, new_call in enumerate(tool_calls):
-        call = ToolCall(
-            id=new_call.id or ids(),
-            run_id=run.id,
-            job_id=run.job_id,
-            message_id=message_id,
-            index=index,
-            provider_id=new_call.provider_id,
-            name=new_call.name,
-            arguments=new_call.arguments,
-            state=TOOL_INITIAL,
-            idempotent=new_call.idempotent,
-            step=step,
-            result=None,
-            error=None,
-            child_run_id=None,
-            created_at=now,
-            started_at=None,
-            finished_at=None,
+        call = trusted(
+            ToolCall,
+            {
+                "id": new_call.id or ids(),
+                "run_id": run.id,
+                "job_id": run.job_id,
+                "message_id": message_id,
+                "index": index,
+                "provider_id": new_call.provider_id,
+                "name": new_call.name,
+                # A copy, as validating made one: the record shares no dict with the input.
+                "arguments": dict(new_call.arguments),
+                "state": TOOL_INITIAL,
+                "idempotent": new_call.idempotent,
+                "step": int(step),
+                "result": None,
+                "error": None,
+                "child_run_id": None,
+                "created_at": now,
+                "started_at": None,
+                "finished_at": None,
+            },
         )
         events.append(
-            ToolStateChanged(
-                job_id=run.job_id,
-                run_id=run.id,
-                created_at=now,
-                tool_call_id=call.id,
-                name=call.name,
-                from_state=None,
-                to_state=TOOL_INITIAL,
-                arguments=call.arguments,
+            trusted(
+                ToolStateChanged,
+                {
+                    "job_id": run.job_id,
+                    "run_id": run.id,
+                    "created_at": now,
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "from_state": None,
+                    "to_state": TOOL_INITIAL,
+                    "arguments": call.arguments,
+                },
             )
         )
         if new_call.start:
@@ -952,18 +970,28 @@ def checkpoint(
 ) -> tuple[Plan, Checkpoint]:
     """The end of a step: covers the run's messages so far (never copies them)."""
     check_token(run, token)
-    created = Checkpoint(
-        id=ids(),
-        run_id=run.id,
-        job_id=run.job_id,
-        step=step,
-        last_position=last_position,
-        usage=run.usage,
-        pending_tool_call_ids=list(pending_tool_call_ids),
-        created_at=now,
+    created = trusted(
+        Checkpoint,
+        {
+            "id": ids(),
+            "run_id": run.id,
+            "job_id": run.job_id,
+            "step": int(step),
+            "last_position": int(last_position),
+            "usage": run.usage,
+            "pending_tool_call_ids": list(pending_tool_call_ids),
+            "created_at": now,
+        },
     )
-    event = CheckpointCreated(
-        job_id=run.job_id, run_id=run.id, created_at=now, checkpoint_id=created.id, step=step
+    event = trusted(
+        CheckpointCreated,
+        {
+            "job_id": run.job_id,
+            "run_id": run.id,
+            "created_at": now,
+            "checkpoint_id": created.id,
+            "step": created.step,
+        },
     )
     return Plan(checkpoints=[created], events=[event]), created
 

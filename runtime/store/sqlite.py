@@ -77,6 +77,7 @@ from runtime.models import (
     ToolCallState,
     ToolResultBlock,
     Usage,
+    trusted,
 )
 from runtime.store import rules
 from runtime.store.base import (
@@ -204,9 +205,10 @@ def _dumps(value: Any) -> str:
 
 # --- rows → records -----------------------------------------------------------------------------
 #
-# Records read on every step are validated from the row (pydantic-core's path, from a dict or
-# straight from JSON text): in pydantic 2.14 that costs a third to a half of ``model_construct``,
-# which loops over the fields in Python. Rows read rarely are constructed.
+# Records read on every step are made from the row with ``trusted`` (the tool calls: the store
+# wrote those rows from validated records) or validated from it (pydantic-core's path, from a
+# dict or straight from JSON text): in pydantic 2.14 that costs a third to a half of
+# ``model_construct``, which loops over the fields in Python. Rows read rarely are constructed.
 
 
 def _usage_of(row: sqlite3.Row) -> Usage:
@@ -394,7 +396,9 @@ def _tool_call(row: sqlite3.Row) -> ToolCall:
     result = row["result"]
     if result is None and row["result_in"] is not None and row["result_message"] is not None:
         result = _carried_result(row["result_message"], row["id"])
-    return ToolCall.model_validate(
+    # A row this store wrote from a validated record: made without validating it again.
+    return trusted(
+        ToolCall,
         {
             "id": row["id"],
             "run_id": row["run_id"],
@@ -404,8 +408,8 @@ def _tool_call(row: sqlite3.Row) -> ToolCall:
             "provider_id": row["provider_id"],
             "name": row["name"],
             "arguments": json.loads(row["arguments"]),
-            "state": row["state"],
-            "idempotent": row["idempotent"],
+            "state": ToolCallState(row["state"]),
+            "idempotent": bool(row["idempotent"]),
             "step": row["step"],
             "result": result,
             "error": row["error"],
@@ -413,7 +417,7 @@ def _tool_call(row: sqlite3.Row) -> ToolCall:
             "created_at": row["created_at"],
             "started_at": row["started_at"],
             "finished_at": row["finished_at"],
-        }
+        },
     )
 
 
