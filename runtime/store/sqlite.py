@@ -3048,14 +3048,19 @@ def _insert_messages(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -
         )
 
 
+_TOOL_CALL_INSERT = (
+    "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
+    " name, arguments, state, idempotent, step, created_at, started_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def _insert_tool_calls(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
-    """New tool calls (their row numbers noted for the events)."""
-    for c in plan.new_tool_calls:
-        refs[("tool_calls", c.id)] = _inserted(
-            conn,
-            "INSERT INTO tool_calls (id, run_id, job_id, message_id, idx, provider_id,"
-            " name, arguments, state, idempotent, step, created_at, started_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    """New tool calls, in one statement (their row numbers noted for the events)."""
+    calls = plan.new_tool_calls
+    for start in range(0, len(calls), _ROWS_PER_INSERT):
+        chunk = calls[start : start + _ROWS_PER_INSERT]
+        values = [
             (
                 c.id,
                 c.run_id,
@@ -3070,8 +3075,12 @@ def _insert_tool_calls(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int])
                 c.step,
                 c.created_at,
                 c.started_at,
-            ),
-        )
+            )
+            for c in chunk
+        ]
+        last = _inserted(conn, _rows_insert(_TOOL_CALL_INSERT, len(chunk)), _flat(values))
+        for n, c in enumerate(chunk, start=last - len(chunk) + 1):
+            refs[("tool_calls", c.id)] = n
 
 
 def _update_tool_calls(conn: Conn, plan: Plan, refs: dict[tuple[str, str], int]) -> None:
@@ -3187,10 +3196,30 @@ def _insert_receipts(conn: Conn, plan: Plan) -> None:
 
 
 def _inserted(conn: Conn, sql: str, values: Sequence[Any]) -> int:
-    """Run one INSERT; the new row's number (its INTEGER PRIMARY KEY)."""
+    """Run one INSERT; the new row's number (its INTEGER PRIMARY KEY), the last one's when it
+    inserts several."""
     n = conn.execute(sql, values).lastrowid
     assert n is not None
     return n
+
+
+_ROWS_PER_INSERT = 64
+"""Rows one INSERT of ``_rows_insert`` writes at most (5-13 values a row: far below SQLite's
+limit on a statement's parameters); more go through ``executemany``."""
+
+
+@cache
+def _rows_insert(single: str, count: int) -> str:
+    """``single`` (an INSERT of one row, ending with its VALUES list) inserting ``count`` rows
+    in one statement: one call into SQLite instead of ``count``, and the last row's number
+    from the cursor (the rows before it have the numbers just below it: the transaction holds
+    the write lock, and SQLite numbers a statement's rows in the order of its VALUES)."""
+    head, values = single.rsplit(" VALUES ", 1)
+    return f"{head} VALUES {', '.join([values] * count)}"
+
+
+def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    return [value for row in rows for value in row]
 
 
 def _carried_results(plan: Plan) -> dict[str, tuple[str, str]]:
@@ -3311,13 +3340,16 @@ def _emit(
         if run_n is None or (table is not None and ref_n is None):
             break
         numbered.append((run_n, code, ref_n, created_at, payload))
-    if len(numbered) == len(rows):
-        conn.executemany(_EVENT_INSERT_BY_N, numbered)
-    else:  # some row is known only by its text id: looked up by the statement
-        conn.executemany(_EVENT_INSERT, rows)
     # One writer holds the database (BEGIN IMMEDIATE): the rows just inserted have the last
     # len(events) sequence numbers.
-    last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+    if len(numbered) == len(rows) and len(rows) <= _ROWS_PER_INSERT:
+        last = _inserted(conn, _rows_insert(_EVENT_INSERT_BY_N, len(rows)), _flat(numbered))
+    else:
+        if len(numbered) == len(rows):
+            conn.executemany(_EVENT_INSERT_BY_N, numbered)
+        else:  # some row is known only by its text id: looked up by the statement
+            conn.executemany(_EVENT_INSERT, rows)
+        last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
     first = last - len(events) + 1
     published = list(events)
     for offset, event in enumerate(published):
