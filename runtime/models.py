@@ -328,15 +328,14 @@ def _construction(cls: type[BaseModel]) -> tuple[frozenset[str], dict[str, Any],
 def trusted(cls: type[_Record], values: dict[str, Any], /) -> _Record:
     """``cls.model_validate(values)`` without validating, for values already valid: fields of
     records and inputs that were validated, of rows the store wrote. What ``model_construct``
-    makes (fields by name, defaults for those left out; ``values`` becomes the record's dict),
-    in under half of its time: it loops over the fields in Python, so it cost more than
-    validating (4.3 against 2.3 us a ``ToolCall``, pydantic 2.14); this takes 1.3. A name that
-    is no field, or a required field left out, is a ``TypeError``."""
+    makes (fields by name, defaults for those left out; ``values`` is the record's dict when it
+    names every field) in under half of its time: it loops over the fields in Python, so it
+    cost more than validating (4.3 against 2.3 us a ``ToolCall``, pydantic 2.14); this takes
+    1.3. A name that is no field, or a required field left out, is a ``TypeError``."""
     names, shared, made = _construction(cls)
     given = set(values)
     if len(values) != len(names):
-        for name, default in shared.items():
-            values.setdefault(name, default)
+        values = shared | values
         for name in made:
             if name not in values:
                 values[name] = cls.model_fields[name].get_default(call_default_factory=True)

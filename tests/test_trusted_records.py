@@ -110,3 +110,11 @@ def test_usage_sums_are_usage_records() -> None:
     total = Usage(input_tokens=1, output_tokens=2) + Usage(input_tokens=10, cache_read_tokens=4)
     assert total == Usage(input_tokens=11, output_tokens=2, cache_read_tokens=4)
     assert total.context_tokens == 15
+
+
+def test_filling_defaults_leaves_the_values_given_as_they_were() -> None:
+    values: dict[str, Any] = {"job_id": "j1", "run_id": "r1", "checkpoint_id": "k1", "step": 2}
+    given = dict(values)
+    made = trusted(CheckpointCreated, values)
+    assert values == given
+    assert made.seq == 0

@@ -182,13 +182,16 @@ class Plan:
 
     def extend(self, other: Plan) -> Plan:
         """Append ``other``'s changes and events after this plan's own."""
-        for item in dataclass_fields(self):
-            mine = getattr(self, item.name)
+        for name in _PLAN_FIELDS:
+            mine = getattr(self, name)
             if isinstance(mine, list):
-                mine.extend(getattr(other, item.name))
-            elif getattr(other, item.name) is not None:
-                setattr(self, item.name, getattr(other, item.name))
+                mine.extend(getattr(other, name))
+            elif getattr(other, name) is not None:
+                setattr(self, name, getattr(other, name))
         return self
+
+
+_PLAN_FIELDS = tuple(item.name for item in dataclass_fields(Plan))
 
 
 # --- guards -------------------------------------------------------------------------------------
