@@ -1223,8 +1223,7 @@ def fail_unanswerable_request(
     prompt = request.prompt.splitlines()[0] if request.prompt.strip() else request.kind.value
     failure = Failure(
         code="input_unanswerable",
-        message=f"the request for input {request.id} ({prompt!r}) can no longer be answered:"
-        f" {reason}",
+        message=f"the request for input {prompt!r} can no longer be answered: {reason}",
     )
     event = _run_event(run, RunState.FAILED, now, failure=failure)
     return plan.extend(

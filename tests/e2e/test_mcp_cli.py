@@ -172,13 +172,13 @@ def test_respond_after_the_process_holding_the_form_died_says_why_and_how_to_go_
             )
         finally:
             kill_hard(holder)
-    run_id, request_id = seen[-1]["run_id"], seen[-1]["request"]["id"]
+    run_id = seen[-1]["run_id"]
 
     answer = cli.run("respond", run_id, '{"name": "Ada", "age": 36}')
     assert (answer.returncode, answer.stdout) == (2, "")
     assert answer.stderr == (
         f"agent-tui: error: run {run_id} is not waiting for input: it failed — the request"
-        f" for input {request_id} ('Who are you?') can no longer be answered: the MCP server"
+        " for input 'Who are you?' can no longer be answered: the MCP server"
         " session that asked for this ended when agent-tui stopped; retry it to be asked again"
         f" (agent-tui --db {cli.db} retry {run_id})\n"
     )
