@@ -1361,6 +1361,10 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
             # docked prompt push the box off the bottom at 80x24).
             box = screen.composer.input.region
             assert box.height >= 1 and box.bottom <= app.size.height - 2
+            # The footer says what Tab does here, as the line above the box does (it said
+            # "tab Pane").
+            shown = {(k.key, k.description) for k in screen.query_one(KeyFooter).query(FooterKey)}
+            assert ("tab", "Answer") in shown and ("tab", "Pane") not in shown
             await pilot.press("tab")
             await wait_until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
             assert not screen.composer.display

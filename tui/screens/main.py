@@ -130,6 +130,14 @@ class MainScreen(Screen[None]):
     AUTO_FOCUS = "#composer-input"
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Before "tab Pane": while a prompt waits behind the message being typed, Tab takes it
+        # (the line above the box says so), and the footer says the same.
+        Binding(
+            "tab",
+            "take_prompt",
+            "Answer",
+            tooltip="While the agent asks as you type: answer now (your message stays in the box)",
+        ),
         Binding(
             "tab",
             "next_pane",
@@ -2729,10 +2737,6 @@ class MainScreen(Screen[None]):
 
     def _cycle(self, step: int) -> None:
         focused = self.focused
-        if self.prompt_waits and step > 0 and focused is self.composer.input:
-            # The message stays in the box, hidden until the prompt is answered.
-            self.run_worker(self._take_prompt(), exit_on_error=False, group="prompt")
-            return
         pane = self._pane_of(focused)
         if pane is None:
             self._focus_pane(0 if step > 0 else 2)
@@ -2749,6 +2753,14 @@ class MainScreen(Screen[None]):
                 chain[neighbour].focus()
                 return
         self._focus_pane((pane + step) % len(self.PANES))
+
+    def _prompt_takes_tab(self) -> bool:
+        """A prompt waits behind the message being typed in the composer: Tab answers it."""
+        return self.prompt_waits and self.focused is self.composer.input
+
+    def action_take_prompt(self) -> None:
+        # The message stays in the box, hidden until the prompt is answered.
+        self.run_worker(self._take_prompt(), exit_on_error=False, group="prompt")
 
     def action_next_pane(self) -> None:
         self._cycle(1)
@@ -2873,6 +2885,8 @@ class MainScreen(Screen[None]):
             return self._pane_of(self.focused) == 1 and bool(self._thinking_blocks())
         if action == "unarchive_last":
             return self._archive_to_undo() is not None
+        if action == "take_prompt":
+            return self._prompt_takes_tab()
         searching = self.focused is not None and self.focused.id in ("search", "search-results")
         if action == "interrupt":
             return self._working_run() is not None and not searching
