@@ -152,6 +152,24 @@ class LayoutCount:
         self.count += 1
 
 
+class FrameCount:
+    """How many frames ``screen`` has drawn since this was made: updates of the screen that
+    had something to draw (headless, nothing is written; the frame is rendered all the same)."""
+
+    def __init__(self, screen: Screen[object]) -> None:
+        self.count = 0
+        compositor = screen._compositor
+        render_update = compositor.render_update
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            update = render_update(*args, **kwargs)
+            if update is not None:
+                self.count += 1
+            return update
+
+        compositor.render_update = counted  # type: ignore[method-assign]
+
+
 def main_screen(app: App[Any]) -> MainScreen:
     """The app's screen, which the test expects to be the main one."""
     screen = app.screen

@@ -14,7 +14,7 @@ from textual.widgets import Markdown
 
 from runtime.api import Runtime
 from runtime.models import Message, Role, RunState, TextBlock
-from tests.tui.helpers import SIZE, LayoutCount, make_app, wait_until
+from tests.tui.helpers import SIZE, FrameCount, LayoutCount, make_app, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.conversation import Conversation
 from tui.widgets.frozen_markdown import FrozenMarkdown
@@ -201,6 +201,46 @@ async def test_a_streamed_piece_is_laid_out_once() -> None:
             rows.append(len(tail.rows))
         assert all(after > before for before, after in itertools.pairwise(rows))
         assert layouts.count == 5
+
+
+async def test_a_streamed_piece_is_drawn_in_one_frame_scroll_bar_and_all() -> None:
+    """The layout that places a piece draws the conversation's region whole, its scroll bar
+    included; the bar is not drawn again, the same, in a frame of its own (before, each
+    piece cost a second frame, and a finished answer's last frame came ~35 ms late)."""
+    text = "Some words that wrap across the width of the view, again and again.\n" * 400
+    start, piece = 3_000, 700
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, "plain\n\n" + "x" * 9000 + "\n\n", thinking=False)
+        view = conversation.message_views[0]
+        await wait_until(
+            pilot, lambda: view.query(".plain") and view.query_one(FrozenMarkdown).settled
+        )
+        await pilot.pause()
+        await pilot.pause()
+        conversation.anchor()  # following the tail, as a run's conversation does
+        await pilot.pause()
+        assert conversation.max_scroll_y > 0 and conversation.vertical_scrollbar.display
+        frames, layouts = FrameCount(pilot.app.screen), LayoutCount(pilot.app.screen)
+        offset = len("plain\n\n" + "x" * 9000 + "\n\n")
+        before = conversation.max_scroll_y
+        for start in range(0, 5 * piece, piece):
+            await conversation.delta(
+                "m1", offset + start, text[start : start + piece], thinking=False
+            )
+            for _ in range(4):  # more than a frame's worth of turns: a late frame would come
+                await pilot.pause()
+        assert conversation.max_scroll_y > before
+        assert conversation.scroll_y == conversation.max_scroll_y  # it followed the tail
+        assert layouts.count == 5
+        assert frames.count == 5
+        # What was drawn is what the bar draws afresh: its thumb at the bottom, not stale.
+        compositor = pilot.app.screen._compositor
+        drawn = [list(strip) for strip in compositor.render_strips()]
+        conversation.vertical_scrollbar.refresh()
+        await pilot.pause()
+        assert [list(strip) for strip in compositor.render_strips()] == drawn
 
 
 def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:
