@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Markdown
 
 from runtime.api import Runtime
@@ -241,6 +244,61 @@ async def test_a_streamed_piece_is_drawn_in_one_frame_scroll_bar_and_all() -> No
         conversation.vertical_scrollbar.refresh()
         await pilot.pause()
         assert [list(strip) for strip in compositor.render_strips()] == drawn
+
+
+async def test_a_growing_answer_does_not_draw_its_message_box_again() -> None:
+    """What shows of a message's own box (its side padding, its border) is the same row from
+    top to bottom: drawn once, not again each time a streamed piece makes the message taller
+    (Textual drew the rows on screen again at every size change)."""
+    text = "Some words that wrap across the width of the view, again and again.\n" * 400
+    head = "plain\n\n" + "x" * 9000 + "\n\n"
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, head, thinking=False)
+        view = conversation.message_views[0]
+        await wait_until(pilot, lambda: view.query_one(FrozenMarkdown).settled)
+        conversation.anchor()
+        await pilot.pause()
+        drawn_rows: list[int] = []
+        draw_row = view.render_line
+
+        def counted(y: int) -> Strip:
+            drawn_rows.append(y)
+            return draw_row(y)
+
+        view.render_line = counted  # type: ignore[method-assign]
+        heights = [view.size.height]
+        for start in range(0, 5 * 700, 700):
+            await conversation.delta(
+                "m1", len(head) + start, text[start : start + 700], thinking=False
+            )
+            for _ in range(4):
+                await pilot.pause()
+            heights.append(view.size.height)
+        assert all(after > before for before, after in itertools.pairwise(heights))
+        assert drawn_rows == []
+
+
+async def test_a_message_box_is_drawn_as_textual_draws_it_row_for_row() -> None:
+    """The box's row, drawn once and repeated, is the row Textual draws for each line: a
+    person's message (border and background), an answer, and either marked as a search hit."""
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.committed(_message("u1", "a question\nover two lines", Role.USER))
+        await conversation.delta("m1", 0, "An answer.\n\n" + "word " * 400, thinking=False)
+        await pilot.pause()
+        for view in conversation.message_views:
+            for found in (False, True, False):
+                view.set_class(found, "-found")
+                await pilot.pause()
+                width, height = view.size
+                assert height > 1
+                for crop in (Region(0, 0, width, height), Region(1, height - 1, width - 2, 1)):
+                    view.refresh()
+                    textual = [list(strip) for strip in Widget.render_lines(view, crop)]
+                    assert [list(strip) for strip in view.render_lines(crop)] == textual
 
 
 def test_appending_piece_by_piece_wraps_like_wrapping_the_whole_text() -> None:

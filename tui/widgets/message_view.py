@@ -16,10 +16,12 @@ same, nothing is redrawn at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible
@@ -181,6 +183,39 @@ class MessageView(SizedByLayout, Vertical):
         if skill is not None:
             self._tail = StreamText(terminal_safe(skill.typed), classes="plain")
             self._skill_body = StreamText(text, classes="skill-text")
+        self._box_row: tuple[object, Strip] | None = None
+        """One row of the message's own box and what it was drawn for (``render_lines``)."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The message's own box: its children cover the middle, so what shows of it is its
+        background, side padding and left border, the same on every row (it has no top or
+        bottom edge). One row is drawn and repeated. Textual draws every row again whenever
+        the message grows (a new size empties a widget's drawn rows): while an answer
+        streams, each flush redrew the rows on screen (1.3 ms for 33 of a 1 MB answer, in
+        a frame of ~10 ms), and built the whole box's content before (its full height)."""
+        styles = self.styles
+        if not crop.height or styles.padding.top or styles.padding.bottom:
+            return super().render_lines(crop)
+        if styles.border_top[0] not in ("", "none") or styles.border_bottom[0] not in ("", "none"):
+            return super().render_lines(crop)
+        edges = (styles.border_left, styles.border_right, styles.padding)
+        key = (crop.x, crop.width, self.size.width, self.rich_style, edges)
+        if self._box_row is None or self._box_row[0] != key:
+            self._box_row = (key, super().render_lines(Region(crop.x, crop.y, crop.width, 1))[0])
+        return [self._box_row[1]] * crop.height
+
+    def notify_style_update(self) -> None:
+        self._box_row = None
+        super().notify_style_update()
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        # Asked to draw again (the app's colours or filters changed, say): the row too. A new
+        # size alone does not come through here.
+        if repaint:
+            self._box_row = None
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _cut(self, text: str) -> int | None:
         """Where the Markdown part ends. What the person typed or pasted is shown as they wrote
