@@ -8,7 +8,8 @@ against an honest baseline spawned or run the same way, median of N runs, with t
 - ``open-run``: Enter on a job whose run has 10,000 messages → the last frame written, and the
   app's RSS after scrolling up 2,000 messages, 5,000 and to the top;
 - ``stream``: a 1 MB answer (``/stream 1024``, demo model) from Enter to the last frame, against
-  the runtime alone (same machine, in-process); then one more run watched by
+  the runtime alone (same machine, in-process, run just before each pty run: the ratio of
+  medians, of the fastest runs, and run by run); then one more run watched by
   ``bench/loop_probe.py``: the TUI's event-loop stalls while it streams, the slowest callbacks
   and the garbage collector's pauses;
 - ``keys``: bytes of a keypress in → the frame that echoes it out, while 10 runs stream: 10
@@ -453,6 +454,13 @@ def bench_stream(tree: Path, runs: int, size_kib: int) -> None:
     # The runtime alone has been seen to swing between two speeds (380 and 630 ms) from one run
     # to the next, which swings the ratio of medians too: the fastest of each, side by side.
     print(f"  ratio of the fastest runs: {min(shown) / min(alone):.2f}x")
+    # Each pty run follows its own runtime-alone run: their ratio leaves out the machine's
+    # slow swings (both runs of a pair see the same), which the ratio of medians does not.
+    pairs = sorted(pty / ran for pty, ran in zip(shown, alone, strict=True))
+    print(
+        f"  ratio run by run (each pty run over the runtime-alone run just before it):"
+        f" median {median(pairs):.2f}x, from {pairs[0]:.2f}x to {pairs[-1]:.2f}x"
+    )
     if stalls is None:
         print("  (the probed run wrote no report: it did not exit cleanly)")
         return
