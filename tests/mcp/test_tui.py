@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from runtime.api import Runtime
-from runtime.config import Config
 from runtime.models import RunState
 from tests.fakes.mcp_servers import PNG_BYTES
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import make_app, notifications, wait_until
 from tui.screens.main import MainScreen
 from tui.screens.report import ReportScreen
@@ -30,13 +28,7 @@ async def test_o_on_a_result_with_an_image_saves_it_and_says_where(
     model = ScriptedProvider(
         [Turn(tool_calls=[("read_file", {"path": "pixel.png"})]), Turn(text="A pixel.")]
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
+    runtime = await open_scripted(model, db_path, workspace)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=(140, 44)) as pilot:
@@ -80,14 +72,7 @@ async def test_a_server_that_cannot_start_during_a_run_is_a_notification_in_the_
         {"missing": StdioServerConfig(command="agent-tui-no-such-command-xyz")},
         workspace=workspace,
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    runtime = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=(140, 44)) as pilot:
@@ -129,14 +114,7 @@ async def test_an_mcp_tools_approval_names_its_server_and_says_what_the_tool_doe
     manager = McpManager(
         {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    runtime = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=(140, 44)) as pilot:

@@ -20,7 +20,7 @@ from runtime.config import Config
 from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import RunState, ToolCall, ToolCallState
 from tests.fakes.mcp_servers import build_server
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import make_app, send_burst, wait_until
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
@@ -44,14 +44,7 @@ async def runtime(db_path: Path, workspace: Path) -> AsyncIterator[Runtime]:
     manager = McpManager(
         {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
     )
-    opened = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    opened = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         yield opened
     finally:

@@ -21,13 +21,12 @@ from textual.widgets._collapsible import CollapsibleTitle
 from textual.worker import Worker, WorkerState
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.errors import AlreadyAnswered
 from runtime.kinds import Role, ToolCallState
 from runtime.mcp import InMemoryServer, McpManager
 from runtime.models import ContentBlock, Message, TextBlock, ToolUseBlock
 from tests.fakes.mcp_servers import build_server
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import finish_run, main_screen, make_app, notifications, wait_until
 from tests.tui.test_keys_and_delegation import WIDE, delegation_config
 from tui.messages import AnswerFailed
@@ -189,14 +188,7 @@ async def test_an_answer_refused_as_its_form_goes_is_said_without_an_error(
     manager = McpManager(
         {"basic": InMemoryServer(build_server("basic"), timeout=30)}, workspace=workspace
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    runtime = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=WIDE) as pilot:

@@ -11,10 +11,9 @@ from rich.syntax import Syntax
 from textual.widgets import Collapsible, Static
 
 from runtime.api import Runtime
-from runtime.config import Config
 from runtime.models import DraftKind, RunState, ToolCallState
 from runtime.store.base import NewRun
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import SIZE, finish_run, main_screen, make_app, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.message_view import MessageView
@@ -116,13 +115,7 @@ async def test_a_retried_runs_answer_cut_short_by_a_crash_stays_shown_where_it_w
     partial answer is still shown with the run (a new-user trial saw it replaced, then gone),
     before the answer of the retry, marked as cut short, and counted."""
     model = ScriptedProvider([Turn(text="2. The whole answer, from the start.")])
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
+    runtime = await open_scripted(model, db_path, workspace)
     try:
         store = runtime.store
         run = await store.create_run(
@@ -180,13 +173,7 @@ async def _job_of_a_run_with_tools_and_a_follow_up(
             Turn(text="Nothing more to do."),  # the follow-up
         ]
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-    )
+    runtime = await open_scripted(model, db_path, workspace)
     first = await runtime.start("read the readme")
     boundary = await runtime.wait(first.id, timeout=20)
     assert boundary.request is not None  # the write asks first

@@ -11,7 +11,7 @@ from runtime.api import Runtime
 from runtime.config import Config, Permissions, StdioServerConfig
 from runtime.kinds import RunState, ToolCallState
 from runtime.mcp import McpManager
-from tests.fakes.scripted import ScriptedProvider, Turn
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import SIZE, main_screen, make_app, notifications, wait_until
 from tests.tui.test_status_line import _HeldTool
 from tui.screens.main import MainScreen
@@ -87,14 +87,7 @@ async def test_an_mcp_server_that_cannot_start_is_said_once_not_on_every_run(
         workspace=workspace,
         retry_failed_after=0.0,  # tried again by every run
     )
-    runtime = await Runtime.open(
-        db_path=db_path,
-        workspace=workspace,
-        config=Config(),
-        model="scripted:test",
-        providers=lambda reference: model,
-        mcp=manager,
-    )
+    runtime = await open_scripted(model, db_path, workspace, mcp=manager)
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
