@@ -147,7 +147,7 @@ async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_
     reopened = await second.get_run(run.id)
     assert reopened.state is RunState.FAILED and reopened.failure is not None
     assert reopened.failure.code == "input_unanswerable"
-    assert waiting.request.id in reopened.failure.message
+    assert repr(waiting.request.prompt) in reopened.failure.message
     states = [
         (e.from_state, e.to_state)
         for e in await second.events(run_id=run.id)
@@ -186,7 +186,7 @@ async def test_closing_fails_the_runs_whose_forms_its_sessions_held_at_once(
         closed = await reader.get_run(run.id)
         assert closed.state is RunState.FAILED and closed.failure is not None
         assert closed.failure.code == "input_unanswerable"
-        assert waiting.request.id in closed.failure.message
+        assert repr(waiting.request.prompt) in closed.failure.message
         assert await reader.inbox() == []
     finally:
         await reader.close()

@@ -247,7 +247,10 @@ async def test_a_request_that_can_no_longer_be_answered_fails_its_call_and_run(
     failed = await store.fail_unanswerable_request(opened.id, reason="the session ended")
     assert failed.state is RunState.FAILED and failed.execution_token is None
     assert failed.failure is not None and failed.failure.code == "input_unanswerable"
-    assert opened.id in failed.failure.message
+    # Named by its prompt (a person never saw the request's 32-hex id).
+    assert failed.failure.message == (
+        "the request for input 'Who are you?' can no longer be answered: the session ended"
+    )
     assert (await store.get_tool_call(call.id)).state is ToolCallState.FAILED
     assert (await store.get_input_request(opened.id)).state is InputRequestState.CANCELLED
     [*_, tool_event, run_event] = await store.read_events(run_id=run.id)
