@@ -2196,3 +2196,59 @@ async def test_slash_retry_on_a_completed_run_says_what_to_do_in_the_app_and_sta
         assert [r.id for r in await runtime.job_runs(job_id)] == [run_id]
     finally:
         await runtime.close()
+
+
+async def test_a_bare_slash_model_offers_the_models_to_choose_from(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: a bare /model only printed its usage (Claude Code offers a list)."""
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        await pilot.press(*"/model", "enter")  # the menu completes it: "/model "
+        await wait_until(pilot, lambda: screen.composer.input.text == "/model ")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        listed = app.screen.query_one(OptionList)
+        await wait_until(pilot, lambda: listed.option_count >= 2)
+        shown = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        # The model in effect first, said so; the offline demo always offered.
+        assert shown[0].startswith(runtime.default_model) and "in effect" in shown[0]
+        assert any(line.startswith("demo:instant") for line in shown)
+        await pilot.press(*"instant")
+        await wait_until(
+            pilot,
+            lambda: (
+                listed.option_count == 1
+                and str(listed.get_option_at_index(0).prompt).startswith("demo:instant")
+            ),
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.status.next_run == {"model": "demo:instant"})
+        assert screen.composer.next_run.get(None) == {"model": "demo:instant"}
+        assert screen.composer.input.text == ""
+
+
+async def test_a_bare_slash_theme_lists_the_theme_in_use_first_and_says_so(
+    runtime: Runtime, workspace: Path
+) -> None:
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.composer.focus_input()
+        in_use = app.theme
+        await pilot.press(*"/theme", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        listed = app.screen.query_one(OptionList)
+        await wait_until(pilot, lambda: listed.option_count == len(app.available_themes))
+        first = str(listed.get_option_at_index(0).prompt)
+        assert first.startswith(in_use) and "in use" in first
+        await pilot.press(*"textual-light", "enter")
+        await wait_until(pilot, lambda: app.theme == "textual-light")

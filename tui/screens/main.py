@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -2168,8 +2169,10 @@ class MainScreen(Screen[None]):
             shown = current or (
                 self.selected_run.model if key == "model" and self.selected_run else None
             )
-            usage = "/model MODEL (e.g. demo, anthropic:NAME)" if key == "model" else "/agent NAME"
-            self.notify(f"Usage: {usage}. Now: {shown or 'the default'}.", title=f"/{key}")
+            if key == "model":
+                self._pick_model(shown)
+                return True
+            self.notify(f"Usage: /agent NAME. Now: {shown or 'the default'}.", title=f"/{key}")
             return False
         if key == "model":
             try:
@@ -2196,10 +2199,55 @@ class MainScreen(Screen[None]):
         self.status.redraw()
         return True
 
+    def _model_choices(self, shown: str | None) -> dict[str, str]:
+        """The models a bare /model offers, each with why: the one in effect, the default,
+        the agents' own, the demo, and Claude's default when a key is set. (Any other
+        reference is typed: /model openai:llama3.1.)"""
+        from runtime.providers.registry import DEFAULT_CLAUDE_MODEL
+
+        default = self.runtime.default_model
+        choices: dict[str, list[str]] = {}
+
+        def offer(reference: str | None, why: str) -> None:
+            if reference:
+                choices.setdefault(reference, []).append(why)
+
+        offer(shown or default, "in effect")
+        offer(default, "the default")
+        for name, agent in self.runtime.config.agents.items():
+            offer(agent.model, f"agent {name}'s")
+        if os.environ.get("ANTHROPIC_API_KEY", "").strip():
+            offer(f"anthropic:{DEFAULT_CLAUDE_MODEL}", "Claude")
+        offer("demo", "offline demo")
+        offer("demo:instant", "offline demo, no pacing")
+        return {reference: ", ".join(reasons) for reference, reasons in choices.items()}
+
+    def _pick_model(self, shown: str | None) -> None:
+        """A bare /model: a list to choose the next run's model from, as Claude Code offers,
+        instead of only its usage."""
+        from textual.command import SimpleCommand
+
+        commands = [
+            SimpleCommand(reference, partial(self._choose_next, "model", reference), why)
+            for reference, why in self._model_choices(shown).items()
+        ]
+        self.app.search_commands(commands, placeholder="Model for the next run (or /model NAME)…")
+
     def _choose_theme(self, name: str) -> bool:
         app = self.app
         if not name:
-            app.action_change_theme()
+            # Textual's theme list, with the theme in use first and marked.
+            from textual.command import SimpleCommand
+
+            def use(theme: str) -> None:
+                app.theme = theme
+
+            in_use_first = sorted(app.available_themes, key=lambda theme: theme != app.theme)
+            commands = [
+                SimpleCommand(theme, partial(use, theme), "in use" if theme == app.theme else None)
+                for theme in in_use_first
+            ]
+            app.search_commands(commands, placeholder="Theme…")
             return True
         if name not in app.available_themes:
             names = ", ".join(sorted(app.available_themes))
