@@ -11,11 +11,18 @@ from typing import Any
 
 import pytest
 
-from runtime.api import Runtime
+from runtime.api import Boundary, Runtime
 from runtime.config import Config, Permissions
 from runtime.events import RunStateChanged, ToolProgress
 from runtime.mcp import InMemoryServer, McpManager
-from runtime.models import InputKind, InputRequestState, RunState, ToolCallState, ToolResultBlock
+from runtime.models import (
+    InputKind,
+    InputRequestState,
+    Run,
+    RunState,
+    ToolCallState,
+    ToolResultBlock,
+)
 from runtime.tools.base import ToolContext
 from runtime.tools.builtin import builtin_tools
 from tests.fakes.mcp_servers import build_server, stdio_config
@@ -126,9 +133,11 @@ async def test_a_declined_elicitation_reaches_the_server_as_a_decline(
     assert results(model, 1)[0].content == "no answer: decline"
 
 
-async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_the_request(
+async def _a_form_open_as_its_process_ends(
     make_runtime: Factory,
-) -> None:
+) -> tuple[Run, Boundary, Boundary]:
+    """A run whose ``basic__ask`` call (approved) waits on its MCP form when its process
+    closes: the run, and its boundaries at the approval and at the form."""
     first, _ = await make_runtime([Turn("", [("basic__ask", {})])])
     run = await first.start("who am I?")
     approval = await first.wait(run.id, timeout=WAIT)
@@ -137,6 +146,14 @@ async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_
     waiting = await first.wait(run.id, timeout=WAIT)
     assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
     await first.close()
+    return run, approval, waiting
+
+
+async def test_an_elicitation_open_at_restart_fails_its_call_and_the_run_naming_the_request(
+    make_runtime: Factory,
+) -> None:
+    run, approval, waiting = await _a_form_open_as_its_process_ends(make_runtime)
+    assert approval.request is not None and waiting.request is not None
 
     second, model = await make_runtime([Turn("I could not ask")])
     assert await second.inbox() == []
@@ -171,14 +188,8 @@ async def test_closing_fails_the_runs_whose_forms_its_sessions_held_at_once(
     """Found by a trial: after quitting agent-tui with an MCP form open, `runs` and `show` read
     the run as waiting for input and offered `agent-tui respond` until some agent-tui opened the
     database again; the form had ended with its session."""
-    first, _ = await make_runtime([Turn("", [("basic__ask", {})])])
-    run = await first.start("who am I?")
-    approval = await first.wait(run.id, timeout=WAIT)
-    assert approval.request is not None
-    await first.respond(run.id, approval.request.id, {"decision": "allow_once"})
-    waiting = await first.wait(run.id, timeout=WAIT)
-    assert waiting.request is not None and waiting.request.kind is InputKind.ELICITATION
-    await first.close()
+    run, approval, waiting = await _a_form_open_as_its_process_ends(make_runtime)
+    assert approval.request is not None and waiting.request is not None
 
     # What a command that only reads sees now (it recovers nothing).
     reader = await Runtime.open(db_path=db_path, workspace=workspace, read_only=True)
