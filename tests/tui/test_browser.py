@@ -4,6 +4,7 @@ under an expanded run, the interrupted filter, an empty filter result, a browser
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -69,6 +70,9 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
         tree = screen.job_tree
+        paid = (await runtime.list_jobs()).items[0]
+        tree.upsert_job(paid.model_copy(update={"cost_usd": 0.42}))  # as a paid model's run
+        await pilot.pause()
         header = rendered(screen.query_one(BrowserHeader))
         # One agent everywhere: no column repeating "default", the titles get its room.
         assert header.split() == ["job", "upd", "tok", "cost"]
@@ -103,7 +107,7 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
             agent = "reviewer" if job_id == job.id else "default"
             assert row.index(agent) == header.index("agent")
             assert len(row.rstrip()) == len(header.rstrip())  # the cost ends under "cost"
-            assert row.rstrip().endswith("$0.00")
+            assert row.rstrip().endswith("$0.42" if job_id == paid.id else "$0.00")
 
 
 def _drawn_rows(tree: JobTree) -> list[str]:
@@ -138,7 +142,7 @@ async def test_the_agent_column_shows_only_while_the_listed_jobs_name_two_agents
             await wait_until(pilot, lambda: all(tree.run_node(r.id) for r in sub_runs))
             await pilot.pause()
             header = rendered(screen.query_one(BrowserHeader)).split()
-            assert header == ["job", "tok", "cost"]
+            assert header == ["job", "tok"]  # ages hidden; nothing cost anything (demo)
             assert not any("coordinat" in row for row in _drawn_rows(tree))
             # A job of another agent: now the column tells which is which.
             other = await runtime.start("review the store", agent="reviewer")
@@ -204,16 +208,52 @@ async def test_at_80_columns_the_header_shows_only_the_columns_that_fit(
     async with app.run_test(size=(80, 24)) as pilot:
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        paid = (await runtime.list_jobs()).items[0]
+        tree.upsert_job(paid.model_copy(update={"cost_usd": 0.42}))  # as a paid model's run
+        await pilot.pause()
         header = rendered(screen.query_one(BrowserHeader)).split()
         assert header[0] == "job" and header[-1] == "cost"
         assert "upd" not in header  # the age goes first; the detail line still says it
-        tree = screen.job_tree
         for job_id in tree.job_ids:
             node = tree.job_node(job_id)
             assert node is not None
-            assert tree.row_text(node).rstrip().endswith("$0.00")
+            assert tree.row_text(node).rstrip().endswith("$0.42" if job_id == paid.id else "$0.00")
         # "0s ago": "updated" is left out at this width, so that the cost fits.
         await wait_until(pilot, lambda: " ago" in rendered(screen.query_one(BrowserDetail)))
+
+
+@pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"]
+)
+async def test_rows_show_their_age_not_a_cost_while_nothing_listed_cost_anything(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: on the free demo model every row at 80 columns read "$0.00"
+    and nothing else. While no job or run listed cost anything, the rows show how long ago
+    each was updated in that place; a job that costs something brings the cost back."""
+    await _two_finished_jobs(runtime)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=size) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await pilot.press("enter")  # the job's run rows too
+        await wait_until(pilot, lambda: len(tree.loaded_runs) == 1)
+        await pilot.pause()
+        header = rendered(screen.query_one(BrowserHeader)).split()
+        assert "cost" not in header and "upd" in header
+        rows = _drawn_rows(tree)
+        assert len(rows) == 3 and not any("$" in row for row in rows), rows
+        ages = re.compile(r" (now|\d+[smhd])(\s|$)")
+        assert all(ages.search(row) for row in rows), rows
+        job = (await runtime.list_jobs()).items[-1]
+        tree.upsert_job(job.model_copy(update={"cost_usd": 0.42}))  # as a paid model's run
+        await wait_until(pilot, lambda: any("$0.42" in row for row in _drawn_rows(tree)))
+        assert rendered(screen.query_one(BrowserHeader)).split()[-1] == "cost"
+        assert sum("$0.00" in row for row in _drawn_rows(tree)) == 2  # the free job and its run
+        tree.upsert_job(job)  # no cost again (e.g. another page): the age is back
+        await wait_until(pilot, lambda: not any("$" in row for row in _drawn_rows(tree)))
 
 
 async def test_the_tree_its_header_and_detail_fill_the_browser_with_no_strip_beside_them(
@@ -1213,9 +1253,9 @@ async def test_a_streaming_run_shows_its_live_token_estimate_and_updated_now_in_
             detail = screen.query_one(BrowserDetail)
             await wait_until(pilot, lambda: " · ~" in rendered(detail))
             for row in (run_row, job_row):
-                figures = tree.row_text(row).split()
-                assert figures[-3] == "now", figures
-                assert figures[-2].startswith("~") and figures[-2] != "~0", figures
+                figures = tree.row_text(row).split()  # no cost column: the demo is free
+                assert figures[-2] == "now", figures
+                assert figures[-1].startswith("~") and figures[-1] != "~0", figures
             assert "running · updated now · ~" in rendered(detail)
             estimate = int(rendered(detail).split("~")[1].split()[0])
             assert 0 < estimate * 4 <= screen.status.streamed_chars
@@ -1332,7 +1372,7 @@ async def test_a_run_working_in_another_process_reads_updated_now_here_with_its_
             tree.move_cursor(job_row)
             tree.now = time.time() + 25  # its row was last updated 25 s ago
             for row in (job_row, run_row):
-                assert tree.row_text(row).split()[-3:] == ["now", "0", "$0.00"]
+                assert tree.row_text(row).split()[-2:] == ["now", "0"]  # free: no cost column
             assert "updated now · 0 tokens" in tree.detail_text()
             gate.set()
 

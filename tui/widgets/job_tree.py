@@ -8,7 +8,9 @@ or more (with one, it repeated "default" on every row; the agents of a delegatio
 not count: above them, every job's row read "coordinator"), and only where the titles keep
 ``AGENT_TITLE_MIN`` cells beside it (it left them 13 cells at 120 columns). The cost is never
 dropped; the tokens, the agent and the age are kept in that order as the room allows (the age
-may stay where the agent does not fit).
+may stay where the agent does not fit). While no job or run listed cost anything (a free model:
+the demo, a local one), there is no cost column: the age takes its place, then the tokens and
+the agent as the room allows (at 80 columns every row read "$0.00" and nothing else).
 Every row shows the same columns, so they line up and a wide cost never shifts the agent. The
 ages tick while the screen is open: a timer recomputes them from the rows' timestamps (no query)
 and redraws the rows that changed.
@@ -310,6 +312,9 @@ class JobTree(Tree[NodeData]):
         self._job_agents: Counter[str] = Counter()
         """How many of the jobs listed each agent coordinates (the agent column shows while
         there are two)."""
+        self._costing: set[str] = set()
+        """The jobs and runs listed (by id) whose cost is not zero: the cost column shows while
+        there is one."""
         self.empty_text = ""
         """Shown as the only row when a first page has no job ("" shows nothing)."""
         self._live: dict[str, LiveCount] = {}
@@ -325,20 +330,31 @@ class JobTree(Tree[NodeData]):
         """The figure columns shown at this width, left to right (a subset of ``COLUMNS``):
         every row uses the same set, so the header names them and they line up. The cost
         always stays; then, as the room allows, the tokens, the agent and the age, each while
-        the title keeps ``TITLE_MIN`` cells (``AGENT_TITLE_MIN`` beside the agent column)."""
+        the title keeps ``TITLE_MIN`` cells (``AGENT_TITLE_MIN`` beside the agent column).
+        While nothing listed cost anything, the age always stays (the tokens, with the ages
+        hidden), then the tokens and the agent as the room allows."""
         if room is None:
             room = self._width_room(depth=0, expandable=True)
-        kept = ["cost"]
-        for name in ("tokens", "agent", "age"):
+        order = (
+            ("cost", "tokens", "agent", "age") if self.shows_costs else ("age", "tokens", "agent")
+        )
+        kept: list[str] = []
+        for name in order:
             if (name == "age" and self.hide_ages) or (name == "agent" and not self.names_agents):
                 continue
             tried = [*kept, name]
             title = room - 2 - sum(COLUMN_WIDTHS[shown] + 1 for shown in tried)
-            if title >= (AGENT_TITLE_MIN if "agent" in tried else TITLE_MIN):
-                kept = tried
+            if not kept or title >= (AGENT_TITLE_MIN if "agent" in tried else TITLE_MIN):
+                kept = tried  # the first column stays whatever the room
             elif name != "agent":
                 break  # the agent alone needs more room than the title keeps beside it
         return tuple(name for name in COLUMNS if name in kept)
+
+    @property
+    def shows_costs(self) -> bool:
+        """Whether the cost column tells something: a job or run listed cost money (with a
+        free model every row read "$0.00")."""
+        return bool(self._costing)
 
     @property
     def names_agents(self) -> bool:
@@ -697,8 +713,25 @@ class JobTree(Tree[NodeData]):
         self._job_agents.subtract(gone)
         self._job_agents = +self._job_agents  # the agents of no job listed go
         if self.names_agents != before:
-            for node in self._visible_nodes():
-                self._redraw_node(node)
+            self._redraw_rows_all()
+
+    def _count_costs(self, items: Iterable[Job | Run] = (), gone: Iterable[str] = ()) -> None:
+        """The costs of jobs or runs ``items`` listed now, and the ids of those ``gone`` from
+        the list: when that shows or hides the cost column, every row is drawn again."""
+        before = self.shows_costs
+        for item in items:
+            if item.cost_usd > 0:
+                self._costing.add(item.id)
+            else:
+                self._costing.discard(item.id)
+        self._costing.difference_update(gone)
+        if self.shows_costs != before:
+            self._redraw_rows_all()
+
+    def _redraw_rows_all(self) -> None:
+        """Every row drawn again (the set of columns changed)."""
+        for node in self._visible_nodes():
+            self._redraw_node(node)
 
     def _redraw_node(self, node: TreeNode[NodeData]) -> None:
         node.refresh()  # bumps the node's version: its line is drawn again
@@ -723,6 +756,7 @@ class JobTree(Tree[NodeData]):
             self._jobs[job.id] = node
             listed.append(job.agent)
         self._count_agents(listed)
+        self._count_costs(jobs)
         if next_cursor is not None:
             self._more = self.root.add_leaf("… more", MoreEntry(next_cursor))
         if not self._jobs and self.empty_text:
@@ -733,6 +767,7 @@ class JobTree(Tree[NodeData]):
         self.clear()
         self._jobs.clear()
         self._job_agents.clear()
+        self._costing.clear()
         self._runs.clear()
         self._job_runs.clear()
         self._more = None
@@ -745,6 +780,7 @@ class JobTree(Tree[NodeData]):
         # No cursor yet (an empty browser at start) waits on top as well. Not while the browser
         # has the focus: a person looking at the rows keeps the one under the cursor.
         on_top = (self.cursor_waits_on_top or self.cursor_line == -1) and not self.has_focus
+        self._count_costs((job,))
         node = self._jobs.get(job.id)
         if node is None:
             for child in list(self.root.children):
@@ -842,8 +878,10 @@ class JobTree(Tree[NodeData]):
             return
         if isinstance(node.data, JobEntry):
             self._count_agents(gone=(node.data.job.agent,))
-        for run_id in self._job_runs.pop(job_id, {}):
+        runs = self._job_runs.pop(job_id, {})
+        for run_id in runs:
             self._runs.pop(run_id, None)
+        self._count_costs(gone=(job_id, *runs))
         self.loaded_runs.discard(job_id)
         node.remove()
         if not self._jobs and self.empty_text:
@@ -880,6 +918,7 @@ class JobTree(Tree[NodeData]):
         job_node = self._jobs.get(job_id)
         if job_node is None:
             return
+        self._count_costs(runs)
         job_node.remove_children()
         self.loaded_runs.add(job_id)
         for run in runs:
@@ -919,6 +958,8 @@ class JobTree(Tree[NodeData]):
 
     def upsert_run(self, run: Run) -> None:
         self._job_runs.setdefault(run.job_id, {})[run.id] = run
+        if run.job_id in self._jobs:  # a run of a job listed (not one the filter leaves out)
+            self._count_costs((run,))
         live = self._live.get(run.id)
         if live is not None and (
             run.state is not RunState.RUNNING or run.usage.total_tokens != live.counted
