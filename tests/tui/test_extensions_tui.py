@@ -89,8 +89,12 @@ async def test_custom_commands_and_skills_complete_after_slash_and_expand_into_t
         assert screen.composer.input.text == "/review "
         await pilot.press(*"src/main.py", "enter")
         await wait_until(pilot, lambda: screen.selected_run is not None)
-        assert screen.selected_run is not None
-        await finish_run(runtime, screen.selected_run.id)
+        review = screen.selected_run
+        assert review is not None
+        await finish_run(runtime, review.id)
+        # Its run's row reads as its job's, as typed (it read "Review src/main.py carefully.").
+        await wait_until(pilot, lambda: screen.job_tree.job_node(review.job_id) is not None)
+        assert screen.job_tree._run_title(review) == "/review src/main.py"
 
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Skill /explain", "Command /review"} <= titles

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from mcp.server.mcpserver import MCPServer
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.mcp import InMemoryServer, McpManager
 from tests.fakes.mcp_servers import build_server
-from tests.tui.helpers import make_app, notifications, wait_until
+from tests.tui.helpers import finish_run, make_app, notifications, wait_until
 from tui.screens.main import MainScreen
 from tui.widgets.composer import RESOURCES_ASKED
 
@@ -60,6 +60,43 @@ async def test_a_servers_prompt_is_a_slash_command_that_sends_its_text(
         run = await mcp_runtime.get_run(screen.selected_run.id)
         assert run.input == "Please review the README, in a stern tone."
         assert screen.composer.input.text == ""
+
+
+async def test_a_job_a_prompt_started_and_its_run_are_titled_alike_as_typed(
+    mcp_runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: a job started by ``/basic:review …`` read the command on its
+    browser row and over the composer, its run's row "Please review the README, in a stern
+    tone." (the prompt's text). Both rows, and the composer, read what was typed; the
+    conversation shows the text sent, as the model read it."""
+    app = make_app(mcp_runtime, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("slash", *"bas")
+        await wait_until(pilot, lambda: any("/basic:review" in o for o in _menu(screen)))
+        await pilot.press("tab", *'"the README" tone=stern', "enter")
+        await wait_until(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None
+        run = await mcp_runtime.get_run(screen.selected_run.id)
+        typed = '/basic:review "the README" tone=stern'
+        assert (await mcp_runtime.get_job(run.job_id)).title == typed
+        tree = screen.job_tree
+        await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+        job_row, run_row = tree.job_node(run.job_id), tree.run_node(run.id)
+        assert job_row is not None and run_row is not None
+        assert tree._cells(job_row.data)[1] == tree._cells(run_row.data)[1] == typed
+        assert typed in str(screen.composer.query_one("#mode", Static).render())
+        # A follow-up's row reads its own message; a plain job's run, its text.
+        await finish_run(mcp_runtime, run.id)
+        later = await mcp_runtime.follow_up(run.job_id, "now the tests")
+        plain = await mcp_runtime.start("list the TODOs")
+        await wait_until(pilot, lambda: tree.run_node(later.id) is not None)
+        later_row = tree.run_node(later.id)
+        assert later_row is not None and tree._cells(later_row.data)[1] == "now the tests"
+        await finish_run(mcp_runtime, plain.id)
+        await wait_until(pilot, lambda: tree.job_node(plain.job_id) is not None)
+        assert tree._run_title(await mcp_runtime.get_run(plain.id)) == "list the TODOs"
 
 
 async def test_a_prompt_without_its_required_argument_says_so_and_creates_nothing(

@@ -386,6 +386,9 @@ class JobTree(Tree[NodeData]):
         """A run's row title: its message as typed, else what the run is. A fork with no
         message of its own reads as its job is titled, "Fork of survey the code at step 2", as
         `agent-tui runs` names it (it read "fork", which said nothing of where it came from)."""
+        started_as = self._started_as(run)
+        if started_as is not None:
+            return started_as
         typed = typed_text(run.input or "", self._workspace_of(run.job_id))
         if typed:
             return typed
@@ -404,6 +407,21 @@ class JobTree(Tree[NodeData]):
             node = self._jobs.get(run.job_id)
             return node.data.job.title if node and isinstance(node.data, JobEntry) else "fork"
         return "run"
+
+    def _started_as(self, run: Run) -> str | None:
+        """What the person typed to start ``run``'s job, as the job is titled, when ``run`` is
+        the run that started it and the job was titled as typed rather than by the text sent
+        (an MCP prompt, a custom command: ``/basic:review README``); else None. The job's row
+        read the command and its run's row the prompt's text ("Please review the README…")."""
+        if run.parent_run_id or run.history_run_id or run.retry_of_run_id:
+            return None  # a sub-run, a follow-up, a retry or a fork did not start the job
+        node = self._jobs.get(run.job_id)
+        if node is None or not isinstance(node.data, JobEntry):
+            return None
+        from runtime.store.rules import title_from  # the runtime's rule, loaded with it
+
+        title = node.data.job.title
+        return None if title == title_from(run.input) else title
 
     def _age(self, timestamp: float) -> str:
         return "" if self.hide_ages else age(timestamp, now=self.now)
