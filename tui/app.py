@@ -24,7 +24,7 @@ from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.events import AppBlur, AppFocus
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
@@ -35,6 +35,8 @@ from tui.bindings import APP_BINDINGS
 from tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     # Typing only: the engine is imported after the first frame (see ``program_app``).
     from runtime.api import RuntimeApi
     from runtime.config import Config
@@ -161,6 +163,8 @@ class AgentTuiApp(App[int]):
         self._start_variables: dict[str, str] | None = None
         """The stylesheet's variables as set before anything was styled (see refresh_css)."""
         self._last_ctrl_c = 0.0
+        self._notices: list[Notification] = []
+        """The notifications raised, oldest first, until they expire (``_make_room``)."""
         self.quit_note: str | None = None
         """Said on the terminal after the app closed (runs that were still working)."""
         self.exit_error: str | None = None
@@ -523,6 +527,26 @@ class AgentTuiApp(App[int]):
         "site[b]" read "site". No notice of ours is styled with markup."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
+    @on(Notify)
+    def _make_room(self, event: Notify) -> None:
+        """At most ``MAX_TOASTS`` notifications on screen: a new one takes the place of the
+        oldest, expired now (handled before Textual's own handler, which adds the new one,
+        drops the expired and removes their toasts). Seven at 80x24 reached over the
+        composer's field, and from the command palette's foot up over its input (a new-user
+        trial); the newest are the ones to read."""
+        notices = [notice for notice in self._notices if not notice.has_expired]
+        for oldest in notices[: max(0, len(notices) - MAX_TOASTS + 1)]:
+            oldest.timeout = 0.0
+        self._notices = [*notices[-(MAX_TOASTS - 1) :], event.notification]
+
+    def expire_toast(self, holder: Widget) -> None:
+        """The notification a toast shows goes now, and the toast (``holder``: Textual's
+        container of one toast, named after its notification's identity) with it."""
+        for notice in self._notices:
+            if holder.id == f"--textual-toast-{notice.identity}":
+                notice.timeout = 0.0  # expired: not shown again
+        holder.remove()
+
     @on(events.DeliveryComplete)
     def _screenshot_saved(self, event: events.DeliveryComplete) -> None:
         """Textual's own notice of a saved screenshot styles the path with markup, which
@@ -817,6 +841,10 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
     )
     return create_app(_AfterFirstFrame(opener), settings)
 
+
+MAX_TOASTS = 3
+"""Notifications on screen at once (``AgentTuiApp._make_room``): three fit over a prompt at
+80x24, and under the command palette's input."""
 
 LASTING_NOTICE_SECONDS = 30.0
 """How long a notification about the configuration stays: long enough to read its file, line

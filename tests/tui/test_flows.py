@@ -41,6 +41,7 @@ from tui.widgets.search_results import SearchResults
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
+    from textual.widget import Widget
 
     from runtime.models import Run
     from tui.app import AgentTuiApp
@@ -128,11 +129,89 @@ async def test_notifications_never_cover_the_composer(runtime: Runtime, workspac
         await wait_until(pilot, lambda: app.focused is screen.composer.input)
         for number in range(4):
             app.notify(f"A rather long notification number {number} about something else")
-        await wait_until(pilot, lambda: len(screen.query(Toast)) == 4)
+        await wait_until(pilot, lambda: len(screen.query(Toast)) == 3)  # the newest three
         await pilot.pause()
         composer = screen.composer.region
         for toast in screen.query(Toast):
             assert not toast.region.overlaps(composer), (toast.region, composer)
+
+
+def _cells_under_toasts(app: AgentTuiApp, widget: Widget) -> list[tuple[int, int]]:
+    """The cells of ``widget`` a notification is drawn over (what is on top there)."""
+    from textual.widgets._toast import Toast, ToastHolder
+
+    region = widget.region
+    return [
+        (x, y)
+        for y in range(region.y, region.bottom)
+        for x in range(region.x, region.right)
+        if isinstance(app.screen.get_widget_at(x, y)[0], Toast | ToastHolder)
+    ]
+
+
+def _raise_a_pile_of_notices(app: AgentTuiApp) -> None:
+    """Seven notifications at once, titled and not, as a busy moment makes them."""
+    for number in range(7):
+        app.notify(
+            f"A rather long notification number {number} about something else entirely",
+            title="Notice" if number % 2 else "",
+            severity="warning" if number == 6 else "information",
+        )
+
+
+def _toast_texts(app: AgentTuiApp) -> list[str]:
+    from textual.widgets._toast import Toast
+
+    return [str(toast.render()) for toast in app.screen.query(Toast)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_notifications_never_cover_the_command_palettes_input_and_the_newest_show(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: notifications, at the top right of every screen, covered
+    the end of the command palette's input (at the top of the screen) as one typed in it."""
+    from textual.command import CommandInput, CommandPalette
+
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"theme")
+        _raise_a_pile_of_notices(app)
+        await wait_until(pilot, lambda: any("number 6" in text for text in _toast_texts(app)))
+        await pilot.pause()
+        field = app.screen.query_one(CommandInput)
+        assert _cells_under_toasts(app, field) == []
+        shown = _toast_texts(app)
+        assert len(shown) == 3 and all(
+            f"number {n}" in t for n, t in zip((4, 5, 6), shown, strict=True)
+        )
+
+
+async def test_a_pile_of_notifications_never_covers_a_composer_of_many_lines(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: seven notifications at 80x24 reached down over the
+    composer's field. The newest three show, and never below the top of the bottom pane,
+    however tall the composer has grown."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: app.focused is screen.composer.input)
+        for line in range(12):  # the bottom pane at its tallest: 70% of the screen
+            await pilot.press(*f"line {line}", "ctrl+j")
+        await wait_until(pilot, lambda: screen.composer.input.size.height >= 8)
+        _raise_a_pile_of_notices(app)
+        await wait_until(pilot, lambda: any("number 6" in text for text in _toast_texts(app)))
+        for _ in range(3):  # each toast too many goes at a layout
+            await pilot.pause()
+        assert _cells_under_toasts(app, screen.composer) == []
+        assert _cells_under_toasts(app, screen.query_one("#search")) == []
+        shown = _toast_texts(app)  # fewer than three fit here; the newest is one of them
+        assert 1 <= len(shown) < 3 and "number 6" in shown[-1], shown
+        newest = list(app.screen.query("Toast"))[-1]  # drawn whole, not cut by the pane
+        assert len(_cells_under_toasts(app, newest)) == newest.region.area > 0
 
 
 GHOST_NOTICE = (

@@ -231,6 +231,8 @@ class MainScreen(Screen[None]):
         counts are all resumed (``_resumed``), not 10 s after R was pressed."""
         self._recovery_runs: set[str] = set()
         """The runs that notification counts and nobody resumed yet."""
+        self._toast_room: int | None = None  # rows the notifications may take (_fit_toasts)
+        self._bottom: Widget | None = None
         self._archived_here: list[str] = []
         """Jobs archived in this session, the last one first to come back with u: each once
         its archive was written (and until it is brought back, from anywhere)."""
@@ -359,8 +361,29 @@ class MainScreen(Screen[None]):
         )
         # The keys that work change with the focus and the run: the status line's hint too.
         self.bindings_updated_signal.subscribe(self, self._show_stop_keys)
+        self.screen_layout_refresh_signal.subscribe(self, self._fit_toasts)
         if self.agent_app.runtime is not None:  # else the app calls runtime_opened once open
             await self.runtime_opened()
+
+    def _fit_toasts(self, _screen: Screen[object] | None = None) -> None:
+        """The notifications end above the bottom pane (the composer or a prompt), however
+        tall it grows: the rack stops there, and while the newest would be cut there the
+        oldest goes (the app keeps ``MAX_TOASTS`` at most; seven at 80x24 reached down over
+        the composer's field, a new-user trial). Called after each layout."""
+        if self._bottom is None:
+            # Found once: a query walks the conversation's rows first, and this runs at every
+            # layout (a streamed answer lays the screen out many times a second).
+            self._bottom = self.query_one("#bottom")
+        top = self._bottom.region.y
+        for rack in self.query_children("#textual-toastrack"):
+            room = max(1, top - 1)  # less the rack's top margin (main.tcss)
+            if room != self._toast_room:
+                self._toast_room = room
+                rack.styles.max_height = room
+            toasts = list(rack.query("Toast"))
+            holder = toasts[0].parent if toasts else None
+            if len(toasts) > 1 and toasts[-1].region.bottom > top and isinstance(holder, Widget):
+                self.agent_app.expire_toast(holder)  # the next layout looks again
 
     async def runtime_opened(self) -> None:
         """The runtime is open (the program opens it after the first frame): fill the screen."""
