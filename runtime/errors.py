@@ -29,6 +29,8 @@ AgentTuiError
 │   │                        opened the file read-only; waiting does not change that)
 │   ├── DatabaseUnreachable  database_unreachable (the server is away or ended the session:
 │   │                        waiting helps; workers and `events --follow` wait)
+│   ├── DatabaseFull         database_full (the disk or the database's size limit is full:
+│   │                        freeing space helps while the process lives)
 │   └── CursorOutOfRange     cursor_out_of_range
 ├── ConfigError              config_error (names the file, line and key)
 ├── ModelError               model_error (``retryable`` says whether to try again)
@@ -195,6 +197,14 @@ class DatabaseUnreachable(DatabaseError):
     refusal that would be the same next time."""
 
     code = "database_unreachable"
+
+
+class DatabaseFull(DatabaseError):
+    """The database cannot grow: its disk is full (SQLite's "database or disk is full",
+    PostgreSQL's disk_full). Unlike a refusal, freeing space mends it while the process
+    lives; an engine that cannot record a run's failure waits for it."""
+
+    code = "database_full"
 
 
 class DatabaseReadOnly(DatabaseError):

@@ -25,14 +25,10 @@ from runtime.engine.pump import Pump
 from runtime.engine.tool_calls import ToolCalls
 from runtime.errors import (
     AgentTuiError,
-    DatabaseCorrupt,
-    DatabaseError,
-    DatabaseReadOnly,
-    NotADatabase,
+    DatabaseFull,
+    DatabaseUnreachable,
     OwnershipLost,
     RunStateConflict,
-    SchemaDamaged,
-    SchemaTooNew,
 )
 from runtime.events import RepairNote
 from runtime.history import load_history
@@ -44,9 +40,10 @@ from runtime.tools.base import Tool
 
 log = logging.getLogger("runtime.engine")
 
-_FOR_GOOD = (DatabaseReadOnly, DatabaseCorrupt, NotADatabase, SchemaDamaged, SchemaTooNew)
-"""Database errors that waiting does not mend: a run's failure they refuse is logged, not
-retried (a full disk or a server away are waited for)."""
+_WAITED_FOR = (DatabaseUnreachable, DatabaseFull)
+"""The database errors that waiting mends (a server away, a full disk): a run's failure they
+refuse is tried again until it is recorded. Any other (read-only, damaged, a table missing, a
+permission revoked) would refuse it the same way next time: it is logged once, not retried."""
 
 FINISH_RETRY_MIN = 0.5
 FINISH_RETRY_MAX = 10.0
@@ -185,10 +182,10 @@ class Executor:
         failed the run, often) is waited for: given up, the run would read ``running`` under
         this live process for as long as it lives, and nothing recovers that. So is a full disk:
         freeing space fixes it while the process lives, and the record is a few hundred bytes.
-        Not a read-only database (SQLite opened the file read-only and stays so) or a damaged
-        one, nor a process going away (a worker stopping: its run is recovered once it is gone,
-        as a close leaves it, and the worker stops without waiting out the outage). A failure
-        not recorded is logged once, with what failed the run."""
+        Not any other database error (read-only, damaged, a table missing, a permission
+        revoked: the same next time), nor a process going away (a worker stopping: its run is
+        recovered once it is gone, as a close leaves it, and the worker stops without waiting
+        out the outage). A failure not recorded is logged once, with what failed the run."""
         delay = FINISH_RETRY_MIN
         while True:
             try:
@@ -196,9 +193,8 @@ class Executor:
                 return
             except (OwnershipLost, RunStateConflict):
                 return  # cancelled or recovered meanwhile: nothing of this execution to record
-            except DatabaseError as error:
-                waits = not isinstance(error, _FOR_GOOD)
-                if not waits or execution.release_at_step_end:
+            except _WAITED_FOR as error:
+                if execution.release_at_step_end:
                     self._not_recorded(execution, failure, error)
                     return
                 if delay == FINISH_RETRY_MIN:
@@ -229,10 +225,11 @@ class Executor:
     async def _record_failure(self, execution: Execution, failure: Failure) -> None:
         try:
             await self._close_open_calls(execution)
-        except DatabaseError:
+        except _WAITED_FOR:
             raise
         except AgentTuiError:
-            pass  # the run fails all the same
+            # The run fails all the same (its calls' table refused: the run's row may not).
+            log.warning("run %s: its open tool calls could not be closed", execution.run_id)
         ended = await self._store.finish_run(
             execution.run_id, token=execution.token, to=RunState.FAILED, failure=failure
         )

@@ -374,6 +374,8 @@ class PostgresStore:
             return damage
         if isinstance(exc, _unreachable(asyncpg)):
             return errors.DatabaseUnreachable(f"{self._where}: {exc}")
+        if isinstance(exc, asyncpg.DiskFullError):
+            return errors.DatabaseFull(f"{self._where}: {exc}")
         return errors.DatabaseError(f"{self._where}: {exc}")
 
     def _pool_or_raise(self) -> Any:

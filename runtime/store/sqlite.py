@@ -175,6 +175,9 @@ def written_draft(row: Mapping[str, Any]) -> WrittenDraft:
     )
 
 
+_SQLITE_FULL = 13
+"""SQLITE_FULL: the disk (or ``max_page_count``) is full."""
+
 _READ_ONLY_FOR_GOOD = frozenset((8, 8 | 4 << 8, 8 | 6 << 8))
 """SQLITE_READONLY and its DBMOVED and DIRECTORY forms: the file (or its folder, or where it
 was) cannot be written, and will not be until it is opened again. Not the forms another
@@ -543,6 +546,8 @@ class SqliteStore:
         if damage is None:
             if getattr(exc, "sqlite_errorcode", 0) in _READ_ONLY_FOR_GOOD:
                 return errors.DatabaseReadOnly(f"{self.path}: {exc}")
+            if getattr(exc, "sqlite_errorcode", 0) == _SQLITE_FULL:
+                return errors.DatabaseFull(f"{self.path}: {exc}")
             return errors.DatabaseError(f"{self.path}: {exc}")
         if self._damage is None:
             self._damage = damage

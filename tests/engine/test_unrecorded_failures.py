@@ -8,14 +8,18 @@ import asyncio
 import logging
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.errors import ModelError
-from runtime.store.base import Store
+from runtime.errors import DatabaseFull, ModelError
+from runtime.models import RunState
+from runtime.store.base import NewRun, Store
 from runtime.store.sqlite import SqliteStore
+from runtime.tools.base import ToolContext, ToolOutput
+from runtime.tools.builtin import builtin_tools
 from tests.fakes.scripted import ScriptedProvider, Turn
 
 
@@ -68,3 +72,78 @@ async def test_a_failure_a_read_only_database_refuses_is_logged_once_with_its_ca
     with sqlite3.connect(db) as conn:  # nothing was written: the next writer recovers it
         [(state,)] = conn.execute("SELECT state FROM runs WHERE id = ?", (run.id,)).fetchall()
     assert state == "running"
+
+
+class _GatedRead:
+    """A read-only tool that finishes when its gate opens (to change the database meanwhile)."""
+
+    name = "gated_read"
+    read_only = True
+    approval_default = "allow"
+    description = "waits for a gate"
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.started.set()
+        await self.gate.wait()
+        return ToolOutput(content="read")
+
+    def approval_detail(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {}
+
+
+async def test_a_run_whose_tool_calls_table_is_gone_fails_with_that_error_instead_of_retrying(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by review: every database error but a few named ones was treated as an outage,
+    so a table dropped under a running run (as a revoked permission would on a server) made
+    the execution try to record the run's failure for ever ("trying again until it works"),
+    the run reading ``running``. Only a server away or a full disk is waited for now: the run
+    fails at once, naming the missing table."""
+    tool = _GatedRead()
+    provider = ScriptedProvider([Turn("", [("gated_read", {})]), Turn("never")])
+    db = tmp_path / "agent-tui.db"
+    runtime = await Runtime.open(
+        db_path=db,
+        workspace=tmp_path,
+        config=Config(),
+        model="scripted:test",
+        providers=lambda reference: provider,
+        tools={**builtin_tools(), tool.name: tool},
+    )
+    try:
+        run = await runtime.start("read it")
+        async with asyncio.timeout(10):
+            await tool.started.wait()
+        with sqlite3.connect(db) as conn:
+            conn.execute("DROP TABLE tool_calls")
+        with caplog.at_level(logging.INFO, logger="runtime.engine"):
+            tool.gate.set()
+            boundary = await runtime.wait(run.id, timeout=10)
+    finally:
+        await runtime.close()
+    assert boundary.run.state is RunState.FAILED
+    assert boundary.run.failure is not None
+    assert boundary.run.failure.code == "internal_error"
+    assert "no such table: tool_calls" in boundary.run.failure.message
+    assert "trying again" not in caplog.text
+
+
+async def test_a_full_database_is_said_as_full_the_one_refusal_besides_an_outage_waited_for(
+    tmp_path: Path,
+) -> None:
+    """Recording a failure is tried again on a full disk (freeing space mends it); so SQLite's
+    "database or disk is full" must be told apart from the refusals that are not retried."""
+    async with SqliteStore(tmp_path / "agent-tui.db") as store:
+        with store._lock:
+            assert store._conn is not None
+            [(pages,)] = store._conn.execute("PRAGMA page_count").fetchall()
+            store._conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(DatabaseFull, match="full"):
+            await store.create_run(
+                NewRun(agent="default", model="demo", input="x" * 200_000, workspace="/w")
+            )
