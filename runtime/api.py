@@ -240,6 +240,10 @@ class RuntimeApi(Protocol):
 
     def holds_session(self, request: InputRequest) -> bool: ...
 
+    async def calls_ended(self, run_id: str) -> None:
+        """Until the calls this process runs for the run beside its open request ended."""
+        ...
+
 
 def _implements(runtime: Runtime) -> RuntimeApi:
     return runtime  # mypy: Runtime must stay a RuntimeApi

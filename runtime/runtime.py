@@ -36,12 +36,7 @@ from runtime.engine.extensions import ExtensionPoints
 from runtime.engine.fairness import share_the_gil
 from runtime.engine.pump import stop_once
 from runtime.engine.retries import UnknownChoice, create_retry_run, unknown_calls
-from runtime.errors import (
-    AgentTuiError,
-    InvalidInput,
-    RevisionConflict,
-    RunStateConflict,
-)
+from runtime.errors import AgentTuiError, InvalidInput, RevisionConflict, RunStateConflict
 from runtime.events import DurableEvent, Event, RunStateChanged
 from runtime.history import all_messages, last_message
 from runtime.models import (
@@ -416,8 +411,7 @@ class Runtime:
                 future.set_result(answer)
             return claimed
         if here and run.state is RunState.QUEUED:
-            self._launch(run_id)
-            await self.dispatch.resume_ancestors(run)
+            await self.dispatch.go_on(run)
         return run
 
     def _find_elicitation(self, request_id: str) -> asyncio.Future[Any] | None:
@@ -497,6 +491,11 @@ class Runtime:
         """An MCP elicitation whose server session lives in this process: it can only be
         answered while this process runs (from here, or by `respond` from another shell)."""
         return request.kind is InputKind.ELICITATION and request.run_id in self._executions
+
+    async def calls_ended(self, run_id: str) -> None:
+        """Until the calls this process runs for ``run_id`` beside its open request ended: a
+        client that leaves at ``input_required`` would cut them short."""
+        await self.dispatch.calls_ended(run_id)
 
     async def get_request(self, request_id: str) -> InputRequest:
         return await self.store.get_input_request(request_id)

@@ -16,11 +16,11 @@ import logging
 from collections.abc import Callable
 
 from runtime.engine.delegation import held_elsewhere
-from runtime.engine.execution import Executions
+from runtime.engine.execution import Executions, take_back
 from runtime.engine.leases import Leases
 from runtime.engine.pump import Pump
 from runtime.errors import AgentTuiError, RunStateConflict
-from runtime.models import Run, RunState
+from runtime.models import Run, RunState, ToolCallState
 from runtime.store.base import NewRun, Store
 
 log = logging.getLogger("runtime.engine")
@@ -72,9 +72,13 @@ class Dispatch:
     async def goes_on_here(self, run: Run, *, elicitation: bool, detach: bool) -> bool:
         """Whether the process that answers ``run`` goes on with it (then it holds the lease
         from now on). Not for a run queued for workers, nor when another live process holds
-        the MCP session that asked (``elicitation``), nor with ``detach``: then the run's owner
-        goes on, and it must be alive (``RunStateConflict`` otherwise, nothing changed)."""
+        the MCP session that asked (``elicitation``) or runs calls of the run beside the
+        request, nor with ``detach``: then the run's owner goes on, and it must be alive
+        (``RunStateConflict`` otherwise, nothing changed)."""
         owned_elsewhere = await held_elsewhere(self._store, run, self._owner_id)
+        if owned_elsewhere and not elicitation:
+            calls = await self._store.list_tool_calls(run.id)
+            elicitation = any(c.state is ToolCallState.RUNNING for c in calls)
         if not (detach or run.detached or (elicitation and owned_elsewhere)):
             await self._leases.ensure()
             return True
@@ -84,6 +88,21 @@ class Dispatch:
                 "answer it without detaching to go on here"
             )
         return False
+
+    async def go_on(self, run: Run) -> None:
+        """Go on here with ``run``, answered here: the execution that runs calls beside the
+        request takes it back (``take_back``), else a new one starts; so do waiting parents."""
+        execution = self._executions.get(run.id)
+        if execution is None or not await take_back(self._store, self._owner_id, execution):
+            self._launch(run.id)
+        await self.resume_ancestors(run)
+
+    async def calls_ended(self, run_id: str) -> None:
+        """Until the execution of ``run_id`` that runs calls beside its request ended (it ends
+        with them, unless the answer came meanwhile: then it goes on with the run)."""
+        execution = self._executions.get(run_id)
+        if execution is not None and execution.awaiting is not None and execution.task:
+            await asyncio.wait({execution.task})
 
     async def resume_ancestors(self, run: Run) -> None:
         """A child answered after a restart: its waiting parents must run again too."""
@@ -95,8 +114,9 @@ class Dispatch:
             parent_id = parent.parent_run_id
 
     def answered_elsewhere(self, run_id: str) -> None:
-        """An answer requeued ``run_id``, which does not execute here: if this process owns
-        it (another process answered it and left it to its owner), go on with it."""
+        """An answer requeued ``run_id``: if this process owns it (another process answered
+        it and left it to its owner), go on with it, in the execution that runs calls beside
+        the request if there is one."""
         if self._leases.read_only:
             return
         task = asyncio.get_running_loop().create_task(self._go_on_if_ours(run_id))
@@ -106,13 +126,13 @@ class Dispatch:
     async def _go_on_if_ours(self, run_id: str) -> None:
         try:
             run = await self._store.get_run(run_id)
-            if (
-                run.state is not RunState.QUEUED
-                or run.detached
-                or run.owner_id != self._owner_id
-                or run_id in self._executions
-            ):
+            if run.state is not RunState.QUEUED or run.detached or run.owner_id != self._owner_id:
                 return
+            execution = self._executions.get(run_id)
+            if execution is not None and await take_back(self._store, self._owner_id, execution):
+                return  # it ran calls beside the request: it goes on with the answer
+            if run_id in self._executions:
+                return  # it goes on (an MCP form's call picks its answer up itself)
             await self._leases.ensure()
             self._launch(run_id)
             await self.resume_ancestors(run)

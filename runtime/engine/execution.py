@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.canonical import arguments_digest as arguments_digest
+from runtime.errors import RunStateConflict
 from runtime.history import RunHistory
 from runtime.models import Failure, InputRequest, Run, ToolCall
 from runtime.providers.base import ModelProvider
-from runtime.store.base import CutShortUsage
+from runtime.store.base import CutShortUsage, Store
 
 DELEGATE_PREFIX = "delegate_to_"
 ASK_USER = "ask_user"
@@ -74,6 +75,13 @@ class Execution:
     release_at_step_end: bool = False
     """Give the run back (queued, interrupted) once the step in progress ended, instead of
     calling the model again: a worker shutting down (``Runtime.give_back_at_step_end``)."""
+    awaiting: asyncio.Future[None] | None = None
+    """While calls run beside a question or approval of their batch (the run is
+    ``input_required``): done once the answer came and this execution claimed the run again
+    (``take_back``), to settle the batch with it. None otherwise."""
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while the calls' last results commit and while ``take_back`` claims the run: the
+    execution then either goes on with the answer, or ends, never neither."""
 
     def note_calls(self, calls: list[ToolCall]) -> None:
         """Remember tool calls as the store returned them from a commit."""
@@ -87,6 +95,31 @@ class Execution:
 
 
 Executions = dict[str, Execution]
+
+
+async def take_back(store: Store, owner_id: str, execution: Execution) -> bool:
+    """The run was answered (queued) while ``execution`` ran calls beside its request: claim
+    it again for the execution, which goes on with the answer. False when the execution does
+    not wait so (its calls ended first and it ended: a new execution goes on with the run) or
+    the run cannot be claimed (another process took it, or it was cancelled)."""
+    async with execution.writing:
+        return await reclaim(store, owner_id, execution)
+
+
+async def reclaim(store: Store, owner_id: str, execution: Execution) -> bool:
+    """``take_back`` with ``execution.writing`` held by the caller."""
+    awaiting = execution.awaiting
+    if awaiting is None:
+        return False
+    if awaiting.done():
+        return True
+    try:
+        claimed = await store.claim_run(execution.run_id, owner_id=owner_id)
+    except RunStateConflict:
+        return False
+    execution.token = claimed.execution_token or ""
+    awaiting.set_result(None)
+    return True
 
 
 @dataclass(frozen=True)

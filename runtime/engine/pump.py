@@ -51,8 +51,9 @@ class Pump:
         """Set (and replaced) when a run's state may have changed: a ``run_state_changed``
         committed here, events read from other processes, or ``notify``."""
         self.on_answered: Callable[[str], None] | None = None
-        """Told the id of each run that an answer requeued and that does not execute here:
-        if it is this process's run (answered with ``--detach`` elsewhere), it goes on here."""
+        """Told the id of each run that an answer requeued: if it is this process's run
+        (answered with ``--detach`` elsewhere, or while its calls ran here beside the
+        request), it goes on here."""
         self._mirrored: dict[tuple[str, bool], int] = {}
         """(message id, thinking or not) → how much of that part of its draft, streamed by another
         process, was handed out."""
@@ -97,7 +98,6 @@ class Pump:
             isinstance(event, RunStateChanged)
             and event.from_state is RunState.INPUT_REQUIRED
             and event.to_state is RunState.QUEUED
-            and event.run_id not in self._executions
             and self.on_answered is not None
         ):
             self.on_answered(event.run_id)

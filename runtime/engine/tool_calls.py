@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from runtime.engine.execution import (
     Execution,
     RunFailed,
     arguments_digest,
+    reclaim,
 )
 from runtime.engine.extensions import RouteTool, branch_input, branch_key, fan_out_result
 from runtime.engine.hooked import (
@@ -29,8 +31,8 @@ from runtime.engine.hooked import (
     notify_input_required,
 )
 from runtime.engine.pump import Pump
-from runtime.engine.tool_decision import Plan, plan_calls
-from runtime.errors import AgentTuiError, RunStateConflict, ToolOutcomeUnknown
+from runtime.engine.tool_decision import Plan, Stop, plan_calls
+from runtime.errors import AgentTuiError, OwnershipLost, RunStateConflict, ToolOutcomeUnknown
 from runtime.events import Notice, ToolProgress
 from runtime.images import store_images
 from runtime.models import (
@@ -72,6 +74,12 @@ async def _file_now(call: ToolCall, workspace: Path) -> FileContent | None:
     if call.name not in FILE_WRITING_TOOLS:
         return None
     return await asyncio.to_thread(file_content, call.name, call.arguments, workspace)
+
+
+def _runs_beside_a_request(tool: Tool) -> bool:
+    """Whether a call allowed to run may run while its batch waits for a person. Not a
+    delegation or a route to phases: their child runs wait on a parent that is running."""
+    return not isinstance(tool, DelegateTool | RouteTool)
 
 
 class ToolCalls:
@@ -131,20 +139,16 @@ class ToolCalls:
         )
         allowed_here |= plan.allowed
         if plan.stop is not None:
+            beside = [(c, t) for c, t in plan.to_run if _runs_beside_a_request(t)]
+            if plan.stop.kind != "wait" and beside:
+                return await self._run_while_asking(execution, run, plan, plan.stop, beside, job)
             if plan.decided:
                 execution.note_calls(
                     await self._store.set_tool_states(
                         run.id, token=execution.token, changes=plan.decided
                     )
                 )
-            if plan.stop.kind == "question" and plan.stop.call is not None:
-                await self._ask_question(execution, run, plan.stop.call)
-            elif plan.stop.kind == "approval" and plan.stop.call and plan.stop.tool:
-                await self._ask_approval(execution, run, plan.stop.call, plan.stop.tool, job)
-            if plan.stop.call is not None:
-                notify_input_required(
-                    self._catalog.hooks_for(job.workspace)[0], run, plan.stop.call, job.workspace
-                )
+            await self._ask(execution, run, plan.stop, job)
             return True
         workspace = Path(job.workspace)
         await self._start(execution, run, plan, workspace)
@@ -154,6 +158,61 @@ class ToolCalls:
         while execution.asked:
             await self._withdraw_request(execution, run, execution.asked.pop())
         return await self._commit_results(execution, run, assistant, calls, last_changes)
+
+    async def _ask(self, execution: Execution, run: Run, stop: Stop, job: Job) -> None:
+        """Open the question or approval the batch waits for (the run: ``input_required``)."""
+        if stop.kind == "question" and stop.call is not None:
+            await self._ask_question(execution, run, stop.call)
+        elif stop.kind == "approval" and stop.call and stop.tool:
+            await self._ask_approval(execution, run, stop.call, stop.tool, job)
+        if stop.call is not None:
+            notify_input_required(
+                self._catalog.hooks_for(job.workspace)[0], run, stop.call, job.workspace
+            )
+
+    async def _run_while_asking(
+        self,
+        execution: Execution,
+        run: Run,
+        plan: Plan,
+        stop: Stop,
+        beside: list[tuple[ToolCall, Tool]],
+        job: Job,
+    ) -> bool:
+        """Run the calls the policy allows while the batch waits for a person (``stop``):
+        they start, the request opens, and each result commits as its call ends, as usual
+        (never run twice after a crash; their progress streams meanwhile). The step's tool
+        message waits until every call of the batch settled. True when the run stopped
+        (nobody answered while they ran: the answer starts a new execution); False when the
+        answer came meanwhile and this execution claimed the run again (``take_back``): the
+        batch is settled again, with the answer."""
+        workspace = Path(job.workspace)
+        await self._start(execution, run, replace(plan, to_run=beside), workspace)
+        execution.awaiting = asyncio.get_running_loop().create_future()
+        try:
+            await self._ask(execution, run, stop, job)
+            last_changes = await self._run_calls(execution, run, beside, workspace)
+            async with execution.writing:
+                if last_changes:
+                    try:
+                        changed = await self._store.set_tool_states(
+                            run.id, token=execution.token, changes=last_changes
+                        )
+                    except OwnershipLost:
+                        # Answered from another process, and not handed back yet.
+                        if not await reclaim(self._store, self._owner_id, execution):
+                            raise
+                        changed = await self._store.set_tool_states(
+                            run.id, token=execution.token, changes=last_changes
+                        )
+                    execution.note_calls(changed)
+                answered = execution.awaiting.done()
+                # From here on, an answer starts a new execution: this one ends without
+                # giving the event loop a turn (``Dispatch.go_on``).
+                execution.awaiting = None
+        finally:
+            execution.awaiting = None
+        return not answered
 
     async def _start(self, execution: Execution, run: Run, plan: Plan, workspace: Path) -> None:
         """Commit the decided transitions, and start the calls about to run. A call that
@@ -426,11 +485,16 @@ class ToolCalls:
                     # Each result commits as soon as it is in (a finished call is never left
                     # to look indeterminate after a crash); the last ones commit with the
                     # tool message, which lists them in call order.
-                    execution.note_calls(
-                        await self._store.set_tool_states(
-                            run.id, token=execution.token, changes=ready
+                    try:
+                        execution.note_calls(
+                            await self._store.set_tool_states(
+                                run.id, token=execution.token, changes=ready
+                            )
                         )
-                    )
+                    except OwnershipLost:
+                        if execution.awaiting is None:
+                            raise
+                        continue  # answered meanwhile, not handed back yet: commit them later
                     ready = []
         finally:
             unfinished: list[asyncio.Task[Outcome]] = []

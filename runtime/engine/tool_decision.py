@@ -86,20 +86,26 @@ def plan_calls(
     decide: Decide,
     servers_down: Mapping[str, str] | None = None,
 ) -> Plan:
-    """What to do with each call, in call order, up to the first one that waits for a person.
+    """What to do with each call, in call order. The first call that waits for a person is
+    the plan's ``stop``; the calls allowed to run are in ``to_run`` whether they come before or
+    after it (they run while the person is asked), and a later call that would wait for a
+    person too stays ``pending`` (asked once the first is answered).
     ``servers_down``: why each MCP server that could not start did not, by name."""
     by_call = {each.tool_call_id: each for each in requests if each.tool_call_id}
     plan = Plan(allowed=set(allowed) | allowed_by_answers(requests))
     for call in calls:
         tool = tools.get(call.name)
+        first_stop = plan.stop
         if call.id in started_here and call.state is ToolCallState.RUNNING and tool is not None:
             plan.already_running.add(call.id)
             plan.to_run.append((call, tool))
-        elif call.state is ToolCallState.RUNNING:
-            _started_elsewhere(plan, call, by_call.get(call.id))
+            continue
+        if call.state is ToolCallState.RUNNING:
+            if not _started_elsewhere(plan, call, by_call.get(call.id)):
+                continue
         elif call.state is not ToolCallState.PENDING:
             continue
-        elif tool is None:
+        if tool is None:
             plan.fail(call, unknown_tool(call.name, tools, servers_down or {}))
         elif (problem := argument_problem(tool, call.arguments)) is not None:
             plan.fail(call, problem)
@@ -107,8 +113,8 @@ def plan_calls(
             _question(plan, call, by_call.get(call.id))
         else:
             _permission(plan, call, tool, by_call.get(call.id), decide)
-        if plan.stop is not None:
-            break
+        if first_stop is not None:
+            plan.stop = first_stop  # one person's question at a time
     return plan
 
 
@@ -124,14 +130,21 @@ def unknown_tool(name: str, tools: Mapping[str, Tool], servers_down: Mapping[str
     return f"there is no tool named {name!r}; available tools: {', '.join(sorted(tools))}"
 
 
-def _started_elsewhere(plan: Plan, call: ToolCall, request: InputRequest | None) -> None:
+def _started_elsewhere(plan: Plan, call: ToolCall, request: InputRequest | None) -> bool:
+    """A call left ``running`` by an execution that is gone (a process that stopped while the
+    call ran beside a request of its batch: recovery leaves a run waiting for a person as it
+    is). True when it is decided again as a pending call: a call that declared itself
+    idempotent is run again, as recovery does (DESIGN §4.2); any other's outcome is unknown."""
     if request is not None and request.state is InputRequestState.CANCELLED:
         plan.fail(call, cancelled_text(request))
-        return
-    # Started by an execution that is gone, and not recovered: outcome unknown.
+        return False
+    if request is None and call.idempotent:
+        plan.decided.append(ToolStateChange(tool_call_id=call.id, to=ToolCallState.PENDING))
+        return True
     plan.decided.append(
         ToolStateChange(tool_call_id=call.id, to=ToolCallState.INDETERMINATE, error=STOPPED_UNKNOWN)
     )
+    return False
 
 
 def _question(plan: Plan, call: ToolCall, request: InputRequest | None) -> None:

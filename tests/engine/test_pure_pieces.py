@@ -133,7 +133,7 @@ def test_the_text_since_any_offset_is_the_texts_tail_for_readers_at_their_own_pa
     assert fold.text_since(bus_at) == (text + " and more")[bus_at:]
 
 
-def test_the_plan_decides_unknown_invalid_denied_and_asks_before_anything_runs() -> None:
+def test_the_plan_decides_every_call_and_runs_the_allowed_ones_beside_the_first_question() -> None:
     tools = dict(builtin_tools())
     calls = [
         _call(0, "nope", {}, ToolCallState.PENDING),
@@ -153,9 +153,17 @@ def test_the_plan_decides_unknown_invalid_denied_and_asks_before_anything_runs()
         ("c2", ToolCallState.FAILED),
     ]
     assert "no tool named 'nope'" in (plan.decided[0].error or "")
-    assert [c.id for c, _ in plan.to_run] == ["c3"]
+    # Allowed calls before and after the one that asks run while it waits; a second call
+    # that asks stays pending until the first is answered.
+    calls.append(_call(6, "shell", {"command": "pwd"}, ToolCallState.PENDING))
+    calls.append(_call(7, "write_file", {"path": "b", "content": "y"}, ToolCallState.PENDING))
+    plan = plan_calls(
+        calls, [], tools, started_here=set(), allowed=set(), decide=lambda n, t, a: rules[n]
+    )
+    assert [c.id for c, _ in plan.to_run] == ["c3", "c5"]
     assert plan.stop is not None and plan.stop.kind == "approval"
     assert plan.stop.call is not None and plan.stop.call.id == "c4"
+    assert [c.tool_call_id for c in plan.decided] == ["c0", "c1", "c2", "c7"]
 
 
 def test_a_call_started_by_a_gone_execution_is_indeterminate_and_allow_run_answers_count() -> None:
@@ -184,6 +192,20 @@ def test_a_call_started_by_a_gone_execution_is_indeterminate_and_allow_run_answe
     assert [c.id for c, _ in plan.to_run] == ["c1"]
     assert plan.stop is None
     assert plan.allowed == {"shell"}
+
+
+def test_an_idempotent_call_a_gone_execution_left_running_is_run_again_not_indeterminate() -> None:
+    """A process that stopped while a read ran beside its batch's approval left the call
+    running (recovery leaves a run waiting for a person as it is): once answered, the read
+    runs again, as recovery re-runs idempotent calls (DESIGN §4.2)."""
+    tools = dict(builtin_tools())
+    read = _call(0, "read_file", {"path": "a"}, ToolCallState.RUNNING)
+    read = read.model_copy(update={"idempotent": True})
+    plan = plan_calls(
+        [read], [], tools, started_here=set(), allowed=set(), decide=lambda n, t, a: "allow"
+    )
+    assert [(c.tool_call_id, c.to) for c in plan.decided] == [("c0", ToolCallState.PENDING)]
+    assert [c.id for c, _ in plan.to_run] == ["c0"]
 
 
 def test_an_agents_tool_naming_no_configured_mcp_server_is_a_warning_with_the_closest_server(

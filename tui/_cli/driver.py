@@ -269,6 +269,22 @@ EXIT_BY_STATE = {
 }
 
 
+async def _stay_for(runtime: Runtime, request: InputRequest, printer: EventPrinter) -> bool:
+    """What this process does before it leaves a run at ``request`` with nobody to answer.
+    True when it waited for the answer instead: the MCP server session that asked lives in
+    this process, and exiting would end it. Else calls running beside the request end first:
+    leaving would cut them short (their outcome unknown)."""
+    if runtime.holds_session(request):
+        printer.note(
+            "agent-tui: the MCP server's session lives in this process; waiting for "
+            "that answer (Ctrl+C to stop)"
+        )
+        await runtime.wait_answered(request.id)
+        return True
+    await runtime.calls_ended(request.run_id)
+    return False
+
+
 async def drive(
     runtime: Runtime,
     run_id: str,
@@ -318,14 +334,7 @@ async def drive(
                     printer.note(line)
             for line in how_to_answer(request.run_id, request):
                 printer.note(line)
-            if runtime.holds_session(request):
-                # The MCP server session that asked lives in this process: exiting would end
-                # it, so wait for an answer from another shell instead.
-                printer.note(
-                    "agent-tui: the MCP server's session lives in this process; waiting for "
-                    "that answer (Ctrl+C to stop)"
-                )
-                await runtime.wait_answered(request.id)
+            if await _stay_for(runtime, request, printer):
                 continue
         elif boundary.state is RunState.FAILED:
             failure = boundary.run.failure
