@@ -51,6 +51,7 @@ BUILTIN_COMMAND_NAMES: frozenset[str] = frozenset(
         "theme",
         "permissions",
         "compact",
+        "rewind",
         "context",
         "inbox",
         "quit",

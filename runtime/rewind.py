@@ -9,10 +9,13 @@ transaction that records the call's result also records what it left there. A ca
 recorded as having started to write without the content it may have to put back.
 
 Rewinding to checkpoint C: every file the job's calls wrote after C goes back to its content
-before the first of those writes (a file that did not exist is removed). A file whose current
-content is not what agent-tui last left there (edited by hand, by another program, or a write
-that never reported back) is *changed outside*: it is listed and skipped unless the caller
-includes it explicitly. Works after a crash and across restarts: everything is in the database.
+before the first of those writes (a file that did not exist is removed). No checkpoint marks
+the job's start (a checkpoint ends a step): rewinding to it (``plan_rewind_to_start``) puts
+back every file the job's calls wrote, to its content before the job's first write. A file
+whose current content is not what agent-tui last left there (edited by hand, by another
+program, or a write that never reported back) is *changed outside*: it is listed and skipped
+unless the caller includes it explicitly. Works after a crash and across restarts: everything
+is in the database.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ __all__ = [
     "bytes_diff",
     "file_content",
     "plan_rewind",
+    "plan_rewind_to_start",
 ]
 
 FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file"})
@@ -92,6 +96,8 @@ class FileChange:
     """The file is not what agent-tui last left there."""
     writes: int
     """How many recorded writes since the checkpoint this undoes."""
+    at: str = "at the checkpoint"
+    """Where the rewind goes, for the diff's label."""
 
     @property
     def action(self) -> str:
@@ -106,7 +112,7 @@ class FileChange:
             self.target,
             self.path,
             before_label=f"{self.path} (now)",
-            after_label=f"{self.path} (at the checkpoint)",
+            after_label=f"{self.path} ({self.at})",
             limit=limit,
         )
 
@@ -179,7 +185,8 @@ async def _blob(store: Store, sha256: str) -> bytes:
 
 @dataclass(frozen=True)
 class RewindPlan:
-    checkpoint_id: str
+    checkpoint_id: str | None
+    """None: the job's start, before its first step."""
     job_id: str
     workspace: Path
     changes: list[FileChange] = field(default_factory=list)
@@ -202,7 +209,21 @@ async def plan_rewind(store: Store, checkpoint_id: str) -> RewindPlan:
     Reads the workspace; changes nothing."""
     checkpoint = await store.get_checkpoint(checkpoint_id)
     order = await store.checkpoint_order(checkpoint_id)
-    job = await store.get_job(checkpoint.job_id)
+    return await _plan(store, checkpoint.job_id, checkpoint_id, order)
+
+
+async def plan_rewind_to_start(store: Store, job_id: str) -> RewindPlan:
+    """What rewinding the files of job ``job_id`` to its start, before its first step, would
+    change: every file its calls wrote, back to its content before the first of those writes
+    (a file they created is removed). Reads the workspace; changes nothing."""
+    return await _plan(store, job_id, None, None)
+
+
+async def _plan(
+    store: Store, job_id: str, checkpoint_id: str | None, order: int | None
+) -> RewindPlan:
+    """The writes of the job after checkpoint ``order`` (None: all of them), undone."""
+    job = await store.get_job(job_id)
     workspace = Path(job.workspace)
     snapshots = await store.list_file_snapshots(job.id)
     latest: dict[str, FileSnapshot] = {}
@@ -211,7 +232,7 @@ async def plan_rewind(store: Store, checkpoint_id: str) -> RewindPlan:
     first_after: dict[str, FileSnapshot] = {}
     writes: dict[str, int] = {}
     for snapshot in snapshots:
-        if snapshot.checkpoint_n >= order:
+        if order is None or snapshot.checkpoint_n >= order:
             first_after.setdefault(snapshot.path, snapshot)
             writes[snapshot.path] = writes.get(snapshot.path, 0) + 1
     changes: list[FileChange] = []
@@ -236,6 +257,7 @@ async def plan_rewind(store: Store, checkpoint_id: str) -> RewindPlan:
                 current=current,
                 changed_outside=outside,
                 writes=writes[relative],
+                at="at the job's start" if order is None else "at the checkpoint",
             )
         )
     return RewindPlan(

@@ -17,7 +17,7 @@ from runtime.api import Runtime
 from runtime.config import Config
 from runtime.errors import AgentTuiError
 from runtime.models import Checkpoint, InputKind, RunState, ToolCallState
-from runtime.rewind import apply_rewind, plan_rewind
+from runtime.rewind import apply_rewind, plan_rewind, plan_rewind_to_start
 from runtime.store.base import FileContent, ToolStateChange
 from runtime.store.sqlite import SqliteStore
 from runtime.tools.base import Tool, ToolContext, ToolOutput
@@ -122,6 +122,31 @@ async def test_three_approved_edits_rewound_to_the_first_checkpoint_are_byte_ide
         assert len(shas) == len(set(shas))
         assert hashlib.sha256(ORIGINAL).hexdigest() in shas
         assert conn.execute("SELECT count(*) FROM file_snapshots").fetchone()[0] == 4
+
+
+async def test_the_jobs_start_undoes_the_first_steps_writes_which_no_checkpoint_precedes(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a trial: /rewind right after the first answer could go back no further than
+    the end of the first step (a checkpoint ends a step; none comes before the first), so
+    what the first step wrote could not be undone. The job's start can be rewound to."""
+    checkpoints, _ = await _three_approved_steps(runtime, workspace)
+    first = await plan_rewind(runtime.store, checkpoints[0].id)
+    assert {c.path for c in first.changes} == {"notes.txt", "new/other.txt"}
+    assert [c.target for c in first.changes if c.path == "notes.txt"] != [ORIGINAL]
+
+    plan = await plan_rewind_to_start(runtime.store, checkpoints[0].job_id)
+    assert plan.checkpoint_id is None and plan.job_id == checkpoints[0].job_id
+    by_path = {change.path: change for change in plan.changes}
+    assert set(by_path) == {"notes.txt", "new/other.txt"}
+    assert by_path["notes.txt"].writes == 3 and by_path["notes.txt"].action == "restore"
+    assert "(at the job's start)" in by_path["notes.txt"].diff()
+    done = apply_rewind(plan)
+    assert {change.path for change in done} == {"notes.txt", "new/other.txt"}
+    assert (workspace / "notes.txt").read_bytes() == ORIGINAL
+    assert not (workspace / "new" / "other.txt").exists()
+    again = await plan_rewind_to_start(runtime.store, checkpoints[0].job_id)
+    assert again.changes == []
 
 
 async def test_a_file_edited_by_hand_is_reported_and_not_overwritten_without_confirmation(

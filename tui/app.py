@@ -635,6 +635,12 @@ class AgentTuiApp(App[int]):
                 "compact",
             ),
             (
+                "Rewind files",
+                "Put back the files this job's agent wrote, to the checkpoint under the cursor"
+                " or the job's start (/rewind)",
+                "rewind",
+            ),
+            (
                 "Context",
                 "Instructions, skills, hooks, servers, agents in effect (/context)",
                 "context",

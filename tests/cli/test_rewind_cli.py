@@ -93,3 +93,34 @@ def test_rewind_of_an_unknown_checkpoint_is_one_clear_line(cli: Cli) -> None:
     assert result.returncode == 2
     assert "no checkpoint id starts with 'nope'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_rewind_start_goes_back_before_the_jobs_first_step(cli: Cli) -> None:
+    """No checkpoint comes before a job's first step (one ends each step), so what the first
+    step wrote could not be rewound (found by a trial); ``--start JOB_ID`` is the job's start."""
+    checkpoints = _completed_demo_run(cli)
+    job_id = str(checkpoints[0]["job_id"])
+    notes = cli.workspace / NOTES_FILE
+
+    preview = cli.run("rewind", "--start", job_id)
+    assert preview.returncode == 0, preview.stderr
+    assert f"remove {NOTES_FILE}" in preview.stdout
+    assert "+++ /dev/null" in preview.stdout  # the file it created goes
+    assert f"agent-tui --db {cli.db} rewind --start {job_id} --files" in preview.stderr
+    assert "fork" not in preview.stderr  # a fork starts from a checkpoint, and none is named
+    assert notes.exists()
+
+    restored = cli.run("rewind", "--start", job_id, "--files", "--yes")
+    assert restored.returncode == 0, restored.stderr
+    assert f"removed {NOTES_FILE}" in restored.stdout and not notes.exists()
+    again = cli.run("rewind", "--start", job_id)
+    assert "Nothing to rewind" in again.stdout and "since its start" in again.stdout
+
+
+def test_rewind_names_a_checkpoint_or_a_jobs_start_one_of_them(cli: Cli) -> None:
+    checkpoints = _completed_demo_run(cli)
+    neither = cli.run("rewind")
+    assert neither.returncode == 2
+    assert "rewind --start JOB_ID" in neither.stderr
+    both = cli.run("rewind", str(checkpoints[0]["id"]), "--start", str(checkpoints[0]["job_id"]))
+    assert both.returncode == 2

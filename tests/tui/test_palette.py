@@ -33,6 +33,7 @@ PALETTE_TITLES = {
     "theme": "Theme",
     "permissions": "Permissions",
     "compact": "Compact",
+    "rewind": "Rewind files",
     "context": "Context",
     "inbox": "Inbox",
     "quit": "Quit",

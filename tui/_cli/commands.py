@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from runtime.api import Runtime, UnknownChoice, describe_call
 from runtime.errors import AgentTuiError, ConflictError, InvalidInput, RunStateConflict
 from runtime.models import InputRequest, Run, RunState
-from runtime.rewind import apply_rewind, plan_rewind
+from runtime.rewind import apply_rewind, plan_rewind, plan_rewind_to_start
 from runtime.transcript import inherited_history, kept_partials, partial_answer
 from tui._cli import render
 from tui._cli.listing import no_runs, shown_title
@@ -586,11 +586,20 @@ async def _confirm(ctx: Context, question: str) -> bool:
 
 
 async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
-    plan = await plan_rewind(runtime.store, args.checkpoint_id)
+    if (args.checkpoint_id is None) == (args.job_id is None):
+        raise InvalidInput(
+            "name a checkpoint (rewind CHECKPOINT_ID) or a job's start (rewind --start JOB_ID)"
+        )
+    if args.job_id is not None:
+        plan = await plan_rewind_to_start(runtime.store, args.job_id)
+        target, since = f"--start {plan.job_id}", "since its start"
+    else:
+        plan = await plan_rewind(runtime.store, args.checkpoint_id)
+        target, since = str(plan.checkpoint_id), f"after checkpoint {plan.checkpoint_id}"
     if not plan.changes:
         ctx.print(
-            f"Nothing to rewind: no file agent-tui wrote in job {plan.job_id} after checkpoint "
-            f"{plan.checkpoint_id} differs from its content then."
+            f"Nothing to rewind: no file agent-tui wrote in job {plan.job_id} {since} differs "
+            "from its content then."
         )
         return EXIT_OK
     for change in plan.changes:
@@ -606,17 +615,16 @@ async def cmd_rewind(ctx: Context, runtime: Runtime, args: Any) -> int:
         # A file changed since this job wrote it (by hand, another program, another job) is
         # only restored with --force: a hint of --files alone would restore none of them.
         if not plan.safe:
-            restore = f"To restore them anyway: {render.COMMAND} rewind {plan.checkpoint_id}"
-            restore += " --files --force"
+            restore = f"To restore them anyway: {render.COMMAND} rewind {target} --files --force"
         else:
-            restore = f"To restore these files: {render.COMMAND} rewind {plan.checkpoint_id}"
-            restore += " --files"
+            restore = f"To restore these files: {render.COMMAND} rewind {target} --files"
             if plan.changed_outside:
                 restore += " (add --force to overwrite those changed since too)"
-        ctx.say(
-            f"Nothing changed. {restore}; to start over from there: {render.COMMAND} fork "
-            f"{plan.checkpoint_id} PROMPT"
-        )
+        if plan.checkpoint_id is not None:
+            restore += (
+                f"; to start over from there: {render.COMMAND} fork {plan.checkpoint_id} PROMPT"
+            )
+        ctx.say(f"Nothing changed. {restore}")
         return EXIT_OK
     include_outside = bool(args.force)
     if not args.yes:

@@ -295,7 +295,13 @@ def _add_job_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "rewind",
         "show what rewinding a checkpoint's files would change; --files restores them",
     )
-    rewind.add_argument("checkpoint_id", metavar="CHECKPOINT_ID")
+    rewind.add_argument("checkpoint_id", metavar="CHECKPOINT_ID", nargs="?")
+    rewind.add_argument(
+        "--start",
+        dest="job_id",
+        metavar="JOB_ID",
+        help="rewind to the job's start, before its first step (no checkpoint marks it)",
+    )
     rewind.add_argument(
         "--files", action="store_true", help="restore the files (asks first on a terminal)"
     )

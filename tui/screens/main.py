@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
     from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run
+    from runtime.rewind import RewindPlan
     from runtime.transcript_pages import ItemKey, Keyed, TranscriptPager
     from tui import bridge
     from tui.app import AgentTuiApp
@@ -2042,6 +2043,8 @@ class MainScreen(Screen[None]):
             self.action_inbox()
         elif name == "compact":
             keep = not self.compact_job()
+        elif name == "rewind":
+            keep = not self.rewind_files(argument)
         elif name == "context":
             self.action_context()
         elif name == "quit":
@@ -2068,6 +2071,12 @@ class MainScreen(Screen[None]):
             said = (
                 f"/{name} takes no argument ({terminal_safe_line(short(argument, 24))}):"
                 f" /{name} alone does it — {command.help}"
+            )
+        elif name == "rewind" and argument not in ("", "start"):
+            said = (
+                f"/rewind takes start or nothing ({terminal_safe_line(short(argument, 24))}):"
+                " /rewind start goes to the job's start; /rewind alone to the checkpoint under"
+                " the cursor (else the start)"
             )
         else:
             return False
@@ -2118,6 +2127,81 @@ class MainScreen(Screen[None]):
             return False
         self._compact(job_id)
         return True
+
+    def action_rewind(self) -> None:
+        self.rewind_files("")
+
+    def rewind_files(self, argument: str) -> bool:
+        """``/rewind [start]``: put back the files the agent of the job the box addresses
+        wrote, as they were at the checkpoint under the browser's cursor (a step of that job),
+        else at the job's start, before its first step (no checkpoint marks it: a trial's
+        /rewind right after the first answer had nothing earlier to go to). Asks first,
+        saying which files; False when nothing is asked (said)."""
+        job_id = self.composer.follow_up_job_id
+        if job_id is None:
+            self.notify("Open a job first: /rewind puts back its files.", title="/rewind")
+            return False
+        node = self.job_tree.cursor_node
+        checkpoint: Checkpoint | None = None
+        if (
+            not argument
+            and node is not None
+            and isinstance(node.data, CheckpointEntry)
+            and node.data.checkpoint.job_id == job_id
+        ):
+            checkpoint = node.data.checkpoint
+        self.run_worker(
+            self._ask_to_rewind(job_id, checkpoint), exit_on_error=False, group="confirm"
+        )
+        return True
+
+    async def _ask_to_rewind(self, job_id: str, checkpoint: Checkpoint | None) -> None:
+        from runtime.rewind import plan_rewind, plan_rewind_to_start
+        from tui.widgets.confirm_bar import ConfirmBar
+
+        if checkpoint is None:
+            plan = await plan_rewind_to_start(self.runtime.store, job_id)
+            where = "the job's start (before its first step)"
+        else:
+            plan = await plan_rewind(self.runtime.store, checkpoint.id)
+            where = f"step {checkpoint.step} of run {checkpoint.run_id[:8]}"
+        if not plan.changes:
+            self.notify(
+                f"Nothing to rewind: every file this job's agent wrote is as it was at {where}.",
+                title="/rewind",
+            )
+            return
+        listed = terminal_safe_line(", ".join(f"{c.path} ({c.action})" for c in plan.safe[:6]))
+        more = f" and {len(plan.safe) - 6} more" if len(plan.safe) > 6 else ""
+        outside = terminal_safe_line(", ".join(c.path for c in plan.changed_outside))
+        kept = f" Left alone, changed since the job wrote them: {outside}." if outside else ""
+        if not plan.safe:
+            target = plan.checkpoint_id or f"--start {plan.job_id}"
+            self.notify(
+                f"Nothing rewound: {outside} changed since the job wrote them; `agent-tui rewind"
+                f" {target} --files --force` overwrites them.",
+                title="/rewind",
+                markup=False,
+            )
+            return
+        bar = ConfirmBar(
+            f"Rewind the files to {where}? {listed}{more}.{kept}",
+            lambda: self._rewind(plan),
+            returning_to=self.focused,
+            declined="No file was changed.",
+        )
+        await self._ask(bar)
+
+    @work(exit_on_error=False, group="rewind")
+    async def _rewind(self, plan: RewindPlan) -> None:
+        from runtime.rewind import apply_rewind
+
+        done = await asyncio.to_thread(apply_rewind, plan)
+        skipped = [c.path for c in plan.changes if c not in done]
+        said = "; ".join(f"{'removed' if c.target is None else 'restored'} {c.path}" for c in done)
+        if skipped:
+            said += f"; left alone: {', '.join(skipped)}"
+        self.notify(terminal_safe(said or "No file was changed."), title="/rewind", markup=False)
 
     def action_context(self) -> None:
         """``/context`` (and the palette's "Context"): what is in effect, for the job the box
@@ -2935,7 +3019,7 @@ class MainScreen(Screen[None]):
             return run is not None or (node is not None and isinstance(node.data, CheckpointEntry))
         if action == "unarchive_last":
             return self._archive_to_undo() is not None
-        if action == "compact":
+        if action in ("compact", "rewind"):
             return self.composer.follow_up_job_id is not None
         return True
 

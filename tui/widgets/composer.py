@@ -72,6 +72,12 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("theme", "[NAME]", "switch the theme (no name: choose from a list)"),
     SlashCommand("permissions", "", "what tools may do here"),
     SlashCommand("compact", "", "summarise this job's history so far (originals are kept)"),
+    SlashCommand(
+        "rewind",
+        "[start]",
+        "put back the files this job's agent wrote, as they were at the checkpoint under the"
+        " cursor, else (or with start) at the job's start",
+    ),
     SlashCommand("context", "", "instructions, skills, commands, hooks and phases in effect"),
     SlashCommand("inbox", "", "every run waiting for your input"),
     SlashCommand("quit", "", "quit agent-tui (running runs stay resumable)"),
