@@ -246,6 +246,89 @@ async def test_a_streamed_piece_is_drawn_in_one_frame_scroll_bar_and_all() -> No
         assert [list(strip) for strip in compositor.render_strips()] == drawn
 
 
+def _sections(count: int) -> str:
+    """Markdown in many blocks (headings and numbered lists), as a long answer is."""
+    item = "The runtime commits every message as it happens, so **nothing is lost**."
+    return "".join(
+        f"## Section {n}\n\n" + "".join(f"{k}. {item}\n" for k in range(1, 8)) + "\n"
+        for n in range(count)
+    )
+
+
+async def _after_a_long_answer(pilot: Any, conversation: Conversation) -> None:
+    """A run with a long answer, then another run opened: the conversation's scroll bar exists
+    and has its size (when a new bar first gets one, Textual lays the screen out once more)."""
+    conversation.run_id = "run"
+    await conversation.delta("m0", 0, "a line\n\n" * 100, thinking=False)
+    await pilot.pause()
+    await pilot.pause()
+    await wait_until(pilot, lambda: conversation.vertical_scrollbar.display)
+    await conversation.load("run-2", [], [], has_older=False)
+    await wait_until(pilot, lambda: not conversation.vertical_scrollbar.display)
+    await pilot.pause()
+
+
+async def test_a_long_answer_opens_in_one_layout_its_markdown_drawn_and_its_scroll_bar_shown(
+    runtime: Runtime, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fast model's first piece goes past the Markdown part of the answer: the answer is laid
+    out and drawn in one frame, its Markdown part rendered before that layout, and its scroll
+    bar placed by it. Before, the layout rendered the Markdown a time budget at a time, and
+    each later frame laid out and drew the screen again only to show more of it (two more
+    for a 1 MB answer, ~10 ms each); and the bar, found needed by that layout, was placed by
+    a second one, in a frame of its own."""
+    from tui.widgets import frozen_markdown
+
+    monkeypatch.setattr(frozen_markdown, "RENDER_BUDGET", 0.0)  # a block a layout pass
+    monkeypatch.setattr(frozen_markdown, "RESUME_BUDGET", 0.0)
+    monkeypatch.setattr(frozen_markdown, "AHEAD_BUDGET", 10.0, raising=False)
+    text = _sections(20) + "A plain tail line.\n" * 200
+    async with make_app(runtime, workspace).run_test(size=SIZE) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await _after_a_long_answer(pilot, conversation)
+        frames, layouts = FrameCount(pilot.app.screen), LayoutCount(pilot.app.screen)
+        await conversation.delta("m1", 0, text, thinking=False)
+        for _ in range(10):  # time for any frame after the first (a pass comes 20 ms after)
+            await pilot.pause(0.02)
+        view = conversation.message_views[-1]
+        markdown = view.query_one(FrozenMarkdown)
+        assert view.query(".plain") and markdown.settled
+        assert _shown_text(view) == text
+        assert conversation.vertical_scrollbar.display
+        assert conversation.scroll_y == conversation.max_scroll_y > 0  # at the tail
+        assert (layouts.count, frames.count) == (1, 1)
+
+
+async def test_the_piece_that_completes_the_markdown_part_renders_it_before_its_layout(
+    runtime: Runtime, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first piece is short (all of it Markdown); the next goes past the Markdown part:
+    what it completes is rendered as the piece comes, not a budget per layout, each followed
+    by a frame of its own only to show more of it."""
+    from tui.widgets import frozen_markdown
+
+    monkeypatch.setattr(frozen_markdown, "RENDER_BUDGET", 0.0)
+    monkeypatch.setattr(frozen_markdown, "RESUME_BUDGET", 0.0)
+    monkeypatch.setattr(frozen_markdown, "AHEAD_BUDGET", 10.0, raising=False)
+    text = _sections(20) + "A plain tail line.\n" * 200
+    async with make_app(runtime, workspace).run_test(size=SIZE) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await _after_a_long_answer(pilot, conversation)
+        await conversation.delta("m1", 0, text[:300], thinking=False)
+        view = conversation.message_views[-1]
+        markdown = view.query_one(FrozenMarkdown)
+        await wait_until(pilot, lambda: markdown.settled and markdown.source == text[:300])
+        for _ in range(5):
+            await pilot.pause(0.02)
+        layouts = LayoutCount(pilot.app.screen)
+        await conversation.delta("m1", 300, text[300:], thinking=False)
+        for _ in range(10):
+            await pilot.pause(0.02)
+        assert view.query(".plain") and markdown.settled
+        assert _shown_text(view) == text
+        assert layouts.count == 1
+
+
 async def test_a_growing_answer_does_not_draw_its_message_box_again() -> None:
     """What shows of a message's own box (its side padding, its border) is the same row from
     top to bottom: drawn once, not again each time a streamed piece makes the message taller

@@ -138,6 +138,11 @@ RESUME_DELAY = 0.02
 the event loop's next turn, a pass added its time to that frame's (a 24 ms frame and a 12 ms
 pass: 36 ms in which a key waited)."""
 
+AHEAD_BUDGET = 0.02
+"""Seconds of rendering outside a layout pass (``render_ahead``, ``append``): in a callback of
+its own, before the frame; what is left follows after the frame, as after a layout that
+paused."""
+
 _GAP = Strip([])
 """The blank row between two blocks (one for all: a row's caches are per Strip)."""
 
@@ -216,10 +221,18 @@ class FrozenMarkdown(SizedByLayout, Widget):
             self.refresh(layout=True)
             return
         # Rendered at once at the width it has: the screen is laid out again only when the
-        # height changed, not for every write into the same rows.
+        # height changed, not for every write into the same rows. Not in a layout pass: the
+        # blocks it seals are rendered with a longer budget than the layout's (the rest of a
+        # streaming answer's head, when the piece that completes it comes, was rendered 3 ms
+        # at a time, each followed by a frame of its own).
         rows = len(self._strips)
-        self._render_at(self._width)
+        self._render_at(self._width, AHEAD_BUDGET)
         self.refresh(layout=len(self._strips) != rows)
+
+    @property
+    def drawn_rows(self) -> int:
+        """How many rows are drawn now (0 before the first layout or ``render_ahead``)."""
+        return len(self._strips)
 
     @property
     def settled(self) -> bool:
@@ -270,12 +283,23 @@ class FrozenMarkdown(SizedByLayout, Widget):
         gap = [_GAP] if self._sealed_strips and self._open_strips else []
         self._strips = self._sealed_strips + gap + self._open_strips
 
+    def render_ahead(self, width: int) -> None:
+        """Render the blocks now, before the first layout, at ``width``: the width that layout
+        is expected to give (a streaming answer's complete head, as the answer is mounted).
+        That layout then finds them drawn, and no frame after it is needed to show the rest
+        (each such frame lays out and draws the screen again: ~10 ms, twice for the head of
+        a 1 MB answer). At another width, the layout renders them again as it would have."""
+        if width > 0 and self._width < 0 and self.is_mounted:
+            self._render_at(width, AHEAD_BUDGET)
+
     def _resume(self) -> None:
         """After a frame: the next blocks (a budget's worth), then a layout to show them."""
         self._paused = False
         if self.is_mounted and self._width >= 0:
+            rendered, open_strips = self._rendered, self._open_strips
             self._render_at(self._width, RESUME_BUDGET)
-            self.refresh(layout=True)
+            if self._rendered != rendered or self._open_strips is not open_strips:
+                self.refresh(layout=True)  # not when all was rendered meanwhile
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width

@@ -112,6 +112,20 @@ def _thinking_of(message: Message) -> str:
     )
 
 
+_FILLING = (None, "1fr", "100%")
+
+
+def _filled_width(width: int | None, widget: Widget) -> int | None:
+    """The width of ``widget``'s content when it fills a vertical layout ``width`` wide (its
+    width unset, ``1fr`` or ``100%``, unbounded); None when it may not."""
+    styles = widget.styles
+    if width is None or styles.min_width is not None or styles.max_width is not None:
+        return None
+    if (None if styles.width is None else str(styles.width)) not in _FILLING:
+        return None
+    return width - styles.margin.width - styles.gutter.width
+
+
 def toggle_thinking(blocks: Sequence[Collapsible], focused: Widget | None) -> Collapsible | None:
     """Open (or, when all are open, close) thinking blocks: the one whose title has focus, else
     ``blocks`` (those in view). Returns the block whose title should take focus."""
@@ -242,6 +256,13 @@ class MessageView(SizedByLayout, Vertical):
         return skill_invocation(text, workspace_skills(self._workspace))
 
     @property
+    def least_rows(self) -> int:
+        """A height the message has at least: its plain part's lines, and the rows of its
+        Markdown part drawn so far (at the width it was drawn at)."""
+        lines = self._tail.line_count if self._tail is not None else 0
+        return lines + self._markdown.drawn_rows
+
+    @property
     def streamed_chars(self) -> int:
         """How much of the message's text reached this view (as it streamed, or all of it)."""
         return self._streamed
@@ -343,6 +364,19 @@ class MessageView(SizedByLayout, Vertical):
                 Collapsible(self._thinking, title="Thinking", collapsed=True, id="thinking"),
                 before=0,
             )
+
+    def render_ahead(self, width: int) -> None:
+        """A streaming answer just mounted in a container ``width`` wide: its Markdown part as
+        it came with its first piece (all of it, when that piece went past it) is rendered
+        now, before the layout that places it, at the width that layout will give it. Left
+        to the layout, it was rendered a time budget per frame, and each frame after the
+        first laid out and drew the screen again only to show it (twice for a 1 MB answer,
+        ~10 ms each, while it was out of view above the tail)."""
+        if self.committed or self.role is Role.USER:
+            return
+        width_in = _filled_width(_filled_width(width, self), self._markdown)
+        if width_in is not None:
+            self._markdown.render_ahead(width_in)
 
     def on_unmount(self) -> None:
         # Whatever was still pending has nowhere to go once the widget is gone.

@@ -146,6 +146,11 @@ class StreamText(SizedByLayout, Widget):
         return len(self._rows)
 
     @property
+    def line_count(self) -> int:
+        """How many lines the text has: at least as many rows, at any width."""
+        return len(self._lines)
+
+    @property
     def rows(self) -> list[str]:
         """The wrapped rows as shown (at the width of the last layout)."""
         return list(self._rows)
