@@ -363,6 +363,44 @@ async def test_a_growing_answer_does_not_draw_its_message_box_again() -> None:
         assert drawn_rows == []
 
 
+async def test_a_growing_answer_does_not_mark_each_of_its_rows_to_draw_again() -> None:
+    """Each time a streamed piece makes the answer taller, Textual empties the lines its tail
+    and its message have drawn, then marked each row of their height to draw again: 20,000
+    numbers each for a 1 MB answer, two or three times a flush. Now no row is marked while
+    nothing drawn is kept (every row is drawn afresh anyway), and what is drawn is what a
+    Textual widget draws (this reaches into Textual's private styles cache: a change there
+    shows here)."""
+    text = "Some words that wrap across the width of the view, again and again.\n" * 3000
+    head = "plain\n\n" + "x" * 9000 + "\n\n"
+    async with _Host().run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        conversation.run_id = "run"
+        await conversation.delta("m1", 0, head + text[:100_000], thinking=False)
+        view = conversation.message_views[0]
+        await wait_until(pilot, lambda: view.query_one(FrozenMarkdown).settled)
+        conversation.anchor()
+        await pilot.pause()
+        tail = view.query_one(".plain", StreamText)
+        offset = len(head) + 100_000
+        for start in range(offset - len(head), offset - len(head) + 5 * 700, 700):
+            await conversation.delta(
+                "m1", len(head) + start, text[start : start + 700], thinking=False
+            )
+            for _ in range(4):
+                await pilot.pause()
+            assert tail.size.height > 1000
+            for widget in (tail, view):
+                assert len(widget._styles_cache._dirty_lines) < 100
+        compositor = pilot.app.screen._compositor
+        drawn = [list(strip) for strip in compositor.render_strips()]
+        textual_cache = type(conversation._styles_cache)
+        for widget in (tail, view):
+            widget._styles_cache = textual_cache()  # Textual's own
+            widget.refresh()
+        await pilot.pause()
+        assert [list(strip) for strip in compositor.render_strips()] == drawn
+
+
 async def test_a_message_box_is_drawn_as_textual_draws_it_row_for_row() -> None:
     """The box's row, drawn once and repeated, is the row Textual draws for each line: a
     person's message (border and background), an answer, and either marked as a search hit."""

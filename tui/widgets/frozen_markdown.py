@@ -36,6 +36,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.widgets.sized_by_layout import SizedByLayout
+from tui.widgets.tall_widget import TallWidget
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -158,7 +159,7 @@ def _trimmed(strips: list[Strip]) -> list[Strip]:
     return strips[first:last]
 
 
-class FrozenMarkdown(SizedByLayout, Widget):
+class FrozenMarkdown(SizedByLayout, TallWidget, Widget):
     """Markdown drawn from rows rendered once per width and block (see the module's text)."""
 
     DEFAULT_CSS = """

@@ -34,6 +34,7 @@ from runtime.textsafe import terminal_safe
 from tui.widgets.frozen_markdown import FrozenMarkdown
 from tui.widgets.sized_by_layout import SizedByLayout
 from tui.widgets.stream_text import StreamText
+from tui.widgets.tall_widget import TallWidget
 
 if TYPE_CHECKING:
     from runtime.models import Message
@@ -141,7 +142,7 @@ def toggle_thinking(blocks: Sequence[Collapsible], focused: Widget | None) -> Co
     return chosen[0]
 
 
-class MessageView(SizedByLayout, Vertical):
+class MessageView(SizedByLayout, TallWidget, Vertical):
     # $panel, not $boost: Textual's $boost is transparent in any theme that sets its panel or is
     # light (all but textual-dark).
     DEFAULT_CSS = """

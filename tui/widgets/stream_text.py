@@ -22,6 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.widgets.sized_by_layout import SizedByLayout
+from tui.widgets.tall_widget import TallWidget
 
 _CLEAN: dict[int, str | None] = {code: None for code in range(32) if code not in (9, 10)}
 _CLEAN[9] = "    "
@@ -102,7 +103,7 @@ def _wrap_cells(line: str, width: int) -> tuple[list[str], int]:
     return rows, start
 
 
-class StreamText(SizedByLayout, Widget):
+class StreamText(SizedByLayout, TallWidget, Widget):
     """Plain, word-wrapped text that is appended to; only the rows on screen are drawn."""
 
     DEFAULT_CSS = """
