@@ -357,14 +357,18 @@ async def test_job_rows_keep_age_tokens_and_the_whole_cost_at_120_columns(
     async with app.run_test(size=WIDE) as pilot:
         screen = main_screen(app)
         await wait_for_browser(pilot, app)
+        # A paid model's job among them: the cost column shows (none while nothing cost).
+        paid = (await runtime.list_jobs()).items[-1]
+        screen.job_tree.upsert_job(paid.model_copy(update={"cost_usd": 0.42}))
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen.job_tree.loaded_runs)
         await pilot.pause()
         rows = [row for row in tree_rows(screen.job_tree) if row.strip()]
         assert len(rows) >= 3
+        assert any(row.endswith("$0.42") for row in rows), rows
         for row in rows:
             # One agent: no column repeating it (the title has the room).
-            assert re.search(r"[^ ] +\d+s +[\d.]+k? +\$0\.00$", row), row
+            assert re.search(r"[^ ] +\d+s +[\d.]+k? +\$0\.(00|42)$", row), row
             assert "default" not in row
         assert any("…" in row for row in rows)  # a long title is ellipsised, not the figures
 
