@@ -71,9 +71,10 @@ async def test_a_title_written_over_several_lines_is_one_line_in_the_browser_and
 ) -> None:
     """Found by a new-user trial: rows read ``# Skill: explain␊␊S…`` and ``line one ␊line two``;
     a title is one line, its runs of whitespace (newlines too) one space."""
-    run = await runtime.start(
-        "line one \nline two\n\n\tand three", title="# Skill: explain\n\nSay why"
-    )
+    first = await runtime.start("explain it", title="# Skill: explain\n\nSay why")
+    await finish_run(runtime, first.id)
+    # A follow-up's row reads its input (the run that started the job reads the job's title).
+    run = await runtime.follow_up(first.job_id, "line one \nline two\n\n\tand three")
     await finish_run(runtime, run.id)
     app = make_app(runtime, workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -86,10 +87,12 @@ async def test_a_title_written_over_several_lines_is_one_line_in_the_browser_and
         await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
         await pilot.pause()
         job_node = tree.root.children[0]
-        run_node = tree.run_node(run.id)
-        assert run_node is not None
+        run_node, first_node = tree.run_node(run.id), tree.run_node(first.id)
+        assert run_node is not None and first_node is not None
         job_row, run_row = str(tree._label(job_node)), str(tree._label(run_node))
+        first_row = str(tree._label(first_node))
         composer_title = str(screen.composer.query_one("#mode").render())
     assert "# Skill: explain Say why" in job_row and "␊" not in job_row
+    assert "# Skill: explain Say why" in first_row and "␊" not in first_row
     assert "line one line two and three" in run_row and "␊" not in run_row
     assert "Follow-up in: # Skill: explain Say why" in composer_title
