@@ -42,6 +42,7 @@ from runtime.kinds import InputKind, Role, RunState
 from runtime.locations import EXPORTS_IGNORED, exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
 from tui import attention, browser_filters
+from tui.frame_pacer import FramePacer
 from tui.messages import (
     AnswerFailed,
     ApprovalOutdated,
@@ -215,6 +216,16 @@ class MainScreen(Screen[None]):
         }
     )
     """Actions on plain keys: they work only where no text is being typed."""
+
+    _pacer: FramePacer | None = None
+
+    @property
+    def _update_timer(self) -> FramePacer:  # type: ignore[override]
+        # Textual's own (an interval timer) drew a change up to two frames after the last one:
+        # see ``tui.frame_pacer``. The screen resumes and pauses it as it would its timer.
+        if self._pacer is None:
+            self._pacer = FramePacer(self, self._on_timer_update)
+        return self._pacer
 
     def __init__(self) -> None:
         super().__init__(id="main")
