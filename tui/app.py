@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_ch
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
+from textual.driver import Driver
 from textual.events import AppBlur, AppFocus
 from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
@@ -242,6 +243,20 @@ class AgentTuiApp(App[int]):
         frame-clock tick later. The default screen's first frame is written at once. (Keys
         typed before the screen is ready are held until the runtime opens: ``on_event``.)"""
         return MainScreen()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, except that on Linux and macOS what it reads is posted to
+        the app a turn of the event loop sooner (``tui.input_driver``). A driver the person
+        chose (``TEXTUAL_DRIVER``) is kept."""
+        driver = super().get_driver_class()
+        if sys.platform != "win32":
+            from textual.drivers.linux_driver import LinuxDriver
+
+            from tui.input_driver import KeysFirstDriver
+
+            if driver is LinuxDriver:
+                return KeysFirstDriver
+        return driver
 
     async def on_load(self) -> None:
         if self._open_runtime is not None:

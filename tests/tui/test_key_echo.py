@@ -4,10 +4,15 @@ the event loop as can be, and its echo is drawn as soon as the frame rate allows
 from __future__ import annotations
 
 import asyncio
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from textual import constants
+import pytest
+from textual import constants, events
 from textual.screen import Screen
 
 from runtime.api import Runtime
@@ -141,3 +146,51 @@ async def test_the_pacer_draws_nothing_once_paused_or_after_its_screen_closed() 
         assert frames == []
     finally:
         _Screen.is_running = True
+
+
+@pytest.fixture
+def signal_handlers() -> Iterator[None]:
+    """Textual's Linux driver installs its own SIGTSTP and SIGCONT handlers when made."""
+    before = {number: signal.getsignal(number) for number in (signal.SIGTSTP, signal.SIGCONT)}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Textual's Linux and macOS driver")
+async def test_a_key_read_from_the_terminal_is_in_the_box_on_the_third_turn_of_the_loop(
+    runtime: Runtime, workspace: Path, signal_handlers: None
+) -> None:
+    """Textual's own driver hands each key to the loop as a coroutine: a turn to make a task of
+    it, one for the task to queue the key for the app, and only then the app's turn and the
+    box's: the fourth turn (while ten runs stream, each turn is a step of every run)."""
+    app = make_app(runtime, workspace)
+    driver_class = app.driver_class
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        await wait_until(pilot, lambda: app.focused is box and app._held_input is None)
+        await pilot.pause()
+        driver = driver_class(app)
+        loop = asyncio.get_running_loop()
+        turns = 0
+        typed = asyncio.Event()
+
+        def turn() -> None:
+            nonlocal turns
+            if box.text == "x":
+                typed.set()
+            else:
+                turns += 1
+                loop.call_soon(turn)
+
+        # As the driver's input thread does; joined, so the key is queued before the next turn.
+        reader = threading.Thread(target=driver.process_message, args=(events.Key("x", "x"),))
+        reader.start()
+        reader.join()
+        loop.call_soon(turn)
+        async with asyncio.timeout(10):
+            await typed.wait()
+    assert turns <= 2  # the turns before the one that found the key in the box
