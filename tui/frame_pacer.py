@@ -9,9 +9,13 @@ closely (the status line, the browser's rows, the answer on screen), so a key's 
 for such a tick: in the keys benchmark, from the box taking the key to its echo being written,
 up to 24-32 ms in half the sections, against 16-21 ms with this pacer.
 
-``FramePacer`` stands in for that timer: a frame is drawn on the loop's next turn once a period
-has passed since the last one began, otherwise when it has. Still at most ``MAX_FPS`` frames a
-second, each as early as that allows.
+``FramePacer`` stands in for that timer: a change is drawn once a period has passed since the
+last frame began, not a tick later. A repaint (a key's echo: the box drawn again) is drawn at
+once, in the turn of the loop that asked for it (the screen asks once it has taken that turn's
+changes); a frame that lays the screen out is drawn on the loop's next turn, as Textual's timer
+would at the earliest: widgets finish what they do in that turn (a scroll, a mount) before the
+layout, as they always have. Still at most ``MAX_FPS`` frames a second, each as early as that
+allows.
 """
 
 from __future__ import annotations
@@ -29,10 +33,17 @@ class FramePacer:
     when it drew), calling ``draw`` (``Screen._on_timer_update``) at most once a ``period``."""
 
     def __init__(
-        self, screen: Screen[Any], draw: Callable[[], None], *, period: float | None = None
+        self,
+        screen: Screen[Any],
+        draw: Callable[[], None],
+        *,
+        period: float | None = None,
+        repaint_only: Callable[[], bool] = lambda: False,
     ) -> None:
         self._screen = screen
         self._draw = draw
+        self._repaint_only = repaint_only
+        """Whether what is to be drawn is only a repaint (no layout): drawn at once."""
         self.period = 1 / constants.MAX_FPS if period is None else period
         self._last = float("-inf")
         """When the last frame began (the loop's clock)."""
@@ -44,11 +55,16 @@ class FramePacer:
         return self._due is not None
 
     def resume(self) -> None:
-        """Something changed: draw it as soon as the frame rate allows."""
+        """Something changed: draw it once a period has passed since the last frame (a repaint
+        at once, a layout on the loop's next turn)."""
         if self._due is not None:
             return
         loop = asyncio.get_running_loop()
-        self._due = loop.call_at(max(loop.time(), self._last + self.period), self._frame)
+        now, due = loop.time(), self._last + self.period
+        if now >= due and self._repaint_only():
+            self._frame()
+        else:
+            self._due = loop.call_at(max(now, due), self._frame)
 
     def pause(self) -> None:
         """Nothing more to draw (a frame was just drawn, or the screen was laid out)."""

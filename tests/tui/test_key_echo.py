@@ -80,6 +80,39 @@ async def test_a_letter_typed_a_frame_period_after_the_last_frame_is_drawn_at_on
     assert max(waits) < PERIOD / 2, [round(wait * 1000, 1) for wait in waits]
 
 
+async def test_a_letters_echo_is_drawn_in_the_turn_of_the_loop_the_screen_takes_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """A repaint is not put off to the loop's next turn (while ten runs stream, each turn is a
+    step of every run): the box takes the letter, the screen its change, and the frame is
+    drawn then."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        await wait_until(pilot, lambda: app.focused is box and app._held_input is None)
+        await pilot.pause()
+        frames = FrameTimes(screen)
+        await asyncio.sleep(2 * PERIOD)  # more than a period since the last frame
+        loop = asyncio.get_running_loop()
+        turns = 0
+        drawn = asyncio.Event()
+
+        def turn() -> None:
+            nonlocal turns
+            if frames.times:
+                drawn.set()
+            else:
+                turns += 1
+                loop.call_soon(turn)
+
+        box.insert("x")
+        loop.call_soon(turn)
+        async with asyncio.timeout(10):
+            await drawn.wait()
+    assert turns <= 1  # the turns before the one that found the frame drawn (3 on the next turn)
+
+
 async def _drawn(pacer: FramePacer, frames: list[float], count: int) -> None:
     async with asyncio.timeout(10):
         while len(frames) < count:
@@ -93,39 +126,47 @@ class _Screen:
     is_running = True
 
 
-def _pacer(period: float) -> tuple[FramePacer, list[float]]:
+def _pacer(period: float, *, repaint_only: bool = True) -> tuple[FramePacer, list[float]]:
     frames: list[float] = []
     loop = asyncio.get_running_loop()
     pacer = FramePacer(
         _Screen(),  # type: ignore[arg-type]
         lambda: frames.append(loop.time()),
         period=period,
+        repaint_only=lambda: repaint_only,
     )
     return pacer, frames
 
 
-async def test_the_pacer_draws_on_the_next_turn_once_a_period_has_passed_since_the_last_frame() -> (
-    None
-):
+async def test_the_pacer_draws_a_repaint_at_once_a_period_after_the_last_frame() -> None:
     pacer, frames = _pacer(0.05)
+    pacer.resume()
+    assert len(frames) == 1  # the first frame: nothing was drawn before
+    await asyncio.sleep(0.06)
+    pacer.resume()
+    assert len(frames) == 2
+    assert not pacer.due
+
+
+async def test_the_pacer_draws_a_layout_on_the_next_turn_of_the_loop() -> None:
+    """Not in the screen's turn: the widgets finish what they do in it (a scroll to a search
+    hit, a mount) before the screen is laid out, as with Textual's timer."""
+    pacer, frames = _pacer(0.05, repaint_only=False)
     loop = asyncio.get_running_loop()
     asked = loop.time()
     pacer.resume()
+    assert frames == []
     await _drawn(pacer, frames, 1)
     assert frames[0] - asked < 0.025
-    await asyncio.sleep(0.06)
-    asked = loop.time()
-    pacer.resume()
-    await _drawn(pacer, frames, 2)
-    assert frames[1] - asked < 0.025
 
 
 async def test_the_pacer_draws_a_change_made_within_a_period_when_the_period_ends() -> None:
     pacer, frames = _pacer(0.2)
     pacer.resume()
-    await _drawn(pacer, frames, 1)
     pacer.resume()
     pacer.resume()  # asked again before it drew: still one frame
+    assert len(frames) == 1
+    assert pacer.due
     await _drawn(pacer, frames, 2)
     await asyncio.sleep(0.05)
     assert len(frames) == 2
@@ -134,16 +175,19 @@ async def test_the_pacer_draws_a_change_made_within_a_period_when_the_period_end
 
 
 async def test_the_pacer_draws_nothing_once_paused_or_after_its_screen_closed() -> None:
-    pacer, frames = _pacer(0.01)
+    pacer, frames = _pacer(0.2)
     pacer.resume()
-    pacer.pause()
-    await asyncio.sleep(0.03)
-    assert frames == []
+    pacer.resume()  # due when the period ends
+    pacer.pause()  # the screen drew meanwhile (a layout)
+    await asyncio.sleep(0.25)
+    assert len(frames) == 1
+    pacer.resume()  # a period later: at once
+    pacer.resume()  # due when the period ends
     _Screen.is_running = False
     try:
-        pacer.resume()
-        await asyncio.sleep(0.03)
-        assert frames == []
+        await asyncio.sleep(0.25)
+        assert len(frames) == 2
+        assert not pacer.due
     finally:
         _Screen.is_running = True
 

@@ -224,8 +224,13 @@ class MainScreen(Screen[None]):
         # Textual's own (an interval timer) drew a change up to two frames after the last one:
         # see ``tui.frame_pacer``. The screen resumes and pauses it as it would its timer.
         if self._pacer is None:
-            self._pacer = FramePacer(self, self._on_timer_update)
+            self._pacer = FramePacer(self, self._on_timer_update, repaint_only=self._repaint_only)
         return self._pacer
+
+    def _repaint_only(self) -> bool:
+        """Whether the next frame only paints widgets again (Textual's flags, as its
+        ``_on_timer_update`` reads them): no layout, scroll or recompose."""
+        return not (self._layout_required or self._scroll_required or self._recompose_required)
 
     def __init__(self) -> None:
         super().__init__(id="main")
