@@ -5,11 +5,13 @@ the file and exit status 2, as before the first frame it did."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from textual.color import Color
 from textual.css.stylesheet import Stylesheet
+from textual.dom import DOMNode
 from textual.pilot import Pilot
 
 from runtime.api import Runtime
@@ -145,6 +147,40 @@ async def test_the_first_screen_is_in_the_starting_theme_and_its_styles_are_pars
         assert before_first_frame == 0
     else:
         assert before_first_frame <= 3
+
+
+def _whole_screen_restyles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the restyles that cover the whole main screen from here on (both sides
+    of it: the browser's tree and the composer)."""
+    restyles: list[int] = []
+    update_nodes = Stylesheet.update_nodes
+
+    def counted(self: Stylesheet, nodes: Iterable[DOMNode], animate: bool = False) -> None:
+        nodes = list(nodes)
+        if {"tree", "composer-input"} <= {node.id for node in nodes}:
+            restyles.append(len(nodes))
+        update_nodes(self, nodes, animate=animate)
+
+    monkeypatch.setattr(Stylesheet, "update_nodes", counted)
+    return restyles
+
+
+async def test_the_main_screen_is_styled_as_it_mounts_and_not_again_as_it_is_first_shown(
+    tmp_path: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual restyled the whole screen when it was first shown, right after each widget had
+    been styled as it mounted, with the same stylesheet (6-8 ms of the first frame)."""
+    restyles = _whole_screen_restyles(monkeypatch)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    app = program_app(tmp_path / "data" / "agent-tui.db", workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert restyles == []
+        variables = app.get_css_variables()
+        composer = app.screen.query_one("#composer-input")
+        assert composer.has_focus
+        assert composer.styles.background == Color.parse(variables["surface"])
 
 
 async def test_collection_is_back_on_when_the_runtime_fails_to_open_unexpectedly(

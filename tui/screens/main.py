@@ -87,6 +87,8 @@ from tui.widgets.status_line import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from textual import events
+
     from runtime.api import RuntimeApi, UnknownChoice
     from runtime.mcp.manager import McpManager
     from runtime.models import Checkpoint, ImageBlock, InputRequest, Job, Run
@@ -131,6 +133,8 @@ class MainScreen(Screen[None]):
     # Its stylesheet, main.tcss, is the app's (``AgentTuiApp.CSS_PATH``): read with the app's,
     # not parsed again with every other stylesheet when the screen is first shown.
     AUTO_FOCUS = "#composer-input"
+    _styled_at_mount = True
+    """Its first ``ScreenResume`` need not restyle it (``_on_screen_resume``)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # Before "tab Pane": while a prompt waits behind the message being typed, Tab takes it
@@ -328,6 +332,16 @@ class MainScreen(Screen[None]):
         self.agent_app.report_worker_failure(event)
 
     # --- layout --------------------------------------------------------------------------------
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Runs before ``Screen._on_screen_resume`` (Textual calls each class's handler). The
+        first resume, as the app starts, comes right after every widget was styled as it
+        mounted, with the same stylesheet: Textual restyled the whole screen again there
+        (33 widgets and their component classes, 6-8 ms before the first frame; a bare app's
+        screen has three). Any later resume is Textual's, unchanged."""
+        if self._styled_at_mount:
+            self._styled_at_mount = False
+            event.refresh_styles = False
+
     def compose(self) -> ComposeResult:
         settings = self.agent_app.settings
         with Horizontal(id="body"):
