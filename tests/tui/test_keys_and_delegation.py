@@ -249,7 +249,8 @@ async def test_delegation_shows_the_run_tree_jumps_both_ways_and_a_sub_run_quest
             question = screen.query_one(QuestionPrompt).request
             assert question.run_id != parent.id
             assert "sub-run" in str(screen.query_one("#prompt-origin", Static).render())
-            assert isinstance(app.focused, AnswerInput)
+            # It has the keys once docked (typing in the box paused: the task was just sent).
+            await wait_until(pilot, lambda: isinstance(app.focused, AnswerInput))
 
             # The browser shows the tree: job → parent run → its two sub-runs.
             tree = screen.job_tree
