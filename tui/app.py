@@ -72,9 +72,6 @@ class Settings:
     attach: bool = False
     """``--attach``: new jobs are queued for workers (``agent-tui worker``); this app watches
     and answers but executes nothing it creates."""
-    clock: Callable[[], float] = time.monotonic
-    """Seconds, for how long ago a key was typed (a prompt waits for a pause in typing);
-    tests pass their own, to move time on without waiting."""
 
 
 QUIT_AGAIN_SECONDS = 2.0

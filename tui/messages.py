@@ -194,15 +194,11 @@ class MessageRefused(TextualMessage):
 class RetryChoiceWanted(TextualMessage):
     """A retry must first ask: the run's last step left calls whose outcome is unknown."""
 
-    def __init__(
-        self, run: Run, calls: list[ToolCall], checkpoint_id: str | None, *, told: bool = False
-    ) -> None:
-        """``told``: the choice was held for typing to pause, and the person told so."""
+    def __init__(self, run: Run, calls: list[ToolCall], checkpoint_id: str | None) -> None:
         super().__init__()
         self.run = run
         self.calls = calls
         self.checkpoint_id = checkpoint_id
-        self.told = told
 
 
 class RunInterrupted(TextualMessage):

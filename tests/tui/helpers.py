@@ -47,17 +47,6 @@ async def open_runtime(
     )
 
 
-class PersonsClock:
-    """A clock for ``Settings.clock`` that stands still unless a test moves it on (``now``):
-    how long ago the person typed is then the test's to say, not the machine's speed."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTuiApp:
     settings = Settings(
         workspace=workspace,
@@ -206,17 +195,11 @@ def send_burst(app: AgentTuiApp, text_and_keys: list[str]) -> None:
 async def asked_in_the_tui(
     pilot: Pilot[object], app: AgentTuiApp, task: str = "summarise"
 ) -> tuple[MainScreen, InputRequest]:
-    """``task`` typed and sent in the app, until the demo model's question is docked with the
-    keys (once typing in the box has paused): the screen and the request."""
+    """``task`` typed and sent in the app, until the demo model's question is docked: the
+    screen and the request."""
     from tui.widgets.question_prompt import QuestionPrompt
 
     await pilot.press(*task, "enter")
     screen = main_screen(app)
-
-    def docked() -> bool:
-        found = screen.query(QuestionPrompt)
-        focused = app.focused
-        return bool(found) and focused is not None and found.first() in focused.ancestors_with_self
-
-    await wait_until(pilot, docked)
+    await wait_until(pilot, lambda: screen.query(QuestionPrompt))
     return screen, screen.query_one(QuestionPrompt).request

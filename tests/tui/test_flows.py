@@ -60,9 +60,7 @@ async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
         screen = main_screen(app)
 
         await wait_until(pilot, lambda: screen.query(QuestionPrompt))
-        # The answer field, from the start (once typing in the box has paused: the task was
-        # just sent).
-        await wait_until(pilot, lambda: isinstance(app.focused, AnswerInput))
+        assert isinstance(app.focused, AnswerInput)  # the answer field, from the start
         assert any("Plan" in view.text for view in screen.query(MessageView))
         assert not screen.query_one(Composer).display
         run = screen.selected_run

@@ -20,14 +20,7 @@ from runtime.models import Role, RunState, ToolResultBlock
 from runtime.tools.base import ToolContext, ToolOutput
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_response
 from tests.fakes.scripted import ScriptedProvider, Turn
-from tests.tui.helpers import (
-    SIZE,
-    PersonsClock,
-    make_app,
-    notifications,
-    screen_text,
-    wait_until,
-)
+from tests.tui.helpers import SIZE, make_app, notifications, screen_text, wait_until
 from tests.tui.test_snapshots import ROOT
 from tui.app import AgentTuiApp, Settings, create_app
 from tui.screens.main import MainScreen
@@ -254,42 +247,6 @@ async def test_continue_without_it_completes_the_run_and_tells_the_model_what_wa
         runs = await runtime.job_runs(job_id)
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
         assert runs[1].retry_of_run_id == run_id
-    finally:
-        await runtime.close()
-
-
-async def test_words_typed_on_after_slash_retry_stay_in_the_box_and_choose_nothing(
-    db_path: Path, workspace: Path
-) -> None:
-    """The choice takes the keys once typing in the box pauses, as a prompt does: docked at
-    once, "carry on" typed after /retry and Enter chose to continue without the call (its c)."""
-    runtime, _, tool, run_id, job_id = await _failed_runtime(db_path, workspace, "shell")
-    clock = PersonsClock()
-    try:
-        app = make_app(runtime, workspace, open_job=job_id, clock=clock)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _main(app)
-            await wait_until(
-                pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run_id
-            )
-            screen.composer.focus_input()
-            await wait_until(pilot, lambda: screen.typing())
-            await pilot.press(*"/retry", "enter", *"carry on")
-            told = "/retry: The retry choice comes once you stop typing; what you typed stays"
-            await wait_until(pilot, lambda: any(told in text for text in notifications(app)))
-            composer = screen.composer
-            assert composer.input.text == "carry on" and app.focused is composer.input
-            assert not screen.query(RetryChoice)
-            assert [r.state for r in await runtime.job_runs(job_id)] == [RunState.FAILED]
-
-            clock.now += 2  # a pause: the choice takes the keys
-            await wait_until(pilot, lambda: screen.query(RetryChoice))
-            await wait_until(pilot, lambda: app.focused is screen.query_one(RetryChoice))
-            await pilot.press("escape")  # keep the run as it is: the words come back
-            await wait_until(pilot, lambda: app.focused is composer.input)
-            assert composer.input.text == "carry on"
-        assert tool.calls == 1
-        assert [r.state for r in await runtime.job_runs(job_id)] == [RunState.FAILED]
     finally:
         await runtime.close()
 

@@ -109,19 +109,6 @@ PROMPT_WAITS_TEXT = (
     "? The agent asks: {asks} — finish your message (Enter sends it), then answer; Tab answers now."
 )
 """Between a docked prompt and the message being typed when it came (``show_prompt``)."""
-PROMPT_SOON_TEXT = (
-    "? The agent asks: {asks} — it takes the keys once you stop typing; Tab answers now."
-)
-"""Over the box while a prompt waits for a pause in typing (``show_prompt``)."""
-PROMPT_GRACE_SECONDS = 0.5
-"""A prompt that comes while the message box has the focus takes the keys no sooner than this
-after it came: keys already on their way, or the first of a message begun just then, go into
-the box. (Docked at once, it took them: a trial's "hello there" and Enter, typed as an
-approval came, denied the write, and the words were gone; a "y", "a" or "A" among them would
-have allowed it, "A" for good.)"""
-TYPING_PAUSE_SECONDS = 1.0
-"""Nor sooner than this after the last key typed in the box (the box may be empty again: a
-message just sent, a word typed and rubbed out)."""
 
 APPLIED_DIFF_LINES = 80
 """How much of an applied diff a tool block shows (the rest is counted)."""
@@ -280,8 +267,8 @@ class MainScreen(Screen[None]):
         pressed while an archive is on its way undoes it once it landed."""
         self._prompt_lines_mounted = False
         self._waiting_prompt: Widget | None = None
-        """The open request's prompt while it waits for the typing (``show_prompt``)."""
-        self._prompt_came_at = float("-inf")  # when it came (the composer's clock)
+        """The open request's prompt while it waits for the message being typed: docked once
+        that is sent (or on Tab), ``show_prompt``."""
         self.state_filter: browser_filters.BrowserFilter = None
         self._loading_run_id: str | None = None
         self._started_job_id: str | None = None
@@ -379,7 +366,7 @@ class MainScreen(Screen[None]):
                     origin = Static("", id="prompt-origin", markup=False)
                     origin.display = False
                     yield origin
-                    yield Composer(id="composer", clock=settings.clock)
+                    yield Composer(id="composer")
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
@@ -1717,7 +1704,7 @@ class MainScreen(Screen[None]):
     @on(Composer.Submitted)
     def _composer_submitted(self, message: Composer.Submitted) -> None:
         message.stop()
-        self.call_after_refresh(self._after_sending)
+        self.call_after_refresh(self._take_prompt)
         from tui.file_index import with_attachments
 
         text = with_attachments(message.text, self.agent_app.settings.workspace)
@@ -2017,7 +2004,7 @@ class MainScreen(Screen[None]):
     @on(Composer.CommandSubmitted)
     def _command_submitted(self, message: Composer.CommandSubmitted) -> None:
         message.stop()
-        self.call_after_refresh(self._after_sending)
+        self.call_after_refresh(self._take_prompt)
         self.run_command(message.name, message.argument, typed=message.typed)
 
     @property
@@ -2467,20 +2454,21 @@ class MainScreen(Screen[None]):
             for line in lines:
                 line.display = False
             await bottom.mount(*lines, before=composer)
-        if composer.display and self._pane_of(self.focused) not in (0, 1):
-            # Keys go to the box (or will: a prompt just answered hands it the focus, and the
-            # next one came first), and may be on their way: the prompt waits, said in one line
-            # over the box, and takes no key yet (it took the keys at once, and the letters
-            # typed next answered it: a trial's "please also…" allowed a write for the whole
-            # run with its "a"). One line, not the prompt itself: on a short terminal the prompt
-            # pushed the box off the screen. It docks once typing pauses
-            # (``_dock_after_typing``); a message being typed, once sent (or on Tab). A request
-            # the inbox's Enter opened was asked for: only typing holds it.
+        if self.focused is composer.input and composer.input.text.strip() and not composer.put_back:
+            # A message is being typed: the prompt waits, said in one line over the box, and
+            # takes no key yet (it took the keys at once, and the letters typed next answered
+            # it: a trial's "please also…" allowed a write for the whole run with its "a").
+            # One line, not the prompt itself: on a short terminal the prompt pushed the box
+            # off the screen. Text the app put back, untouched since (the message kept while
+            # a question was answered), is not being typed: the prompt takes the keys (a
+            # trial's "A" to allow went into that text instead).
             self._waiting_prompt = widget
-            self._prompt_came_at = (
-                float("-inf") if request.id == self._answer_wanted else composer.clock()
+            waits = self._prompt_line("prompt-waits")
+            assert waits is not None
+            waits.update(
+                PROMPT_WAITS_TEXT.format(asks=short(terminal_safe_line(request.prompt), 70))
             )
-            await self._dock_after_typing(widget)
+            waits.display = True
             return
         self._waiting_prompt = None  # a prompt that waited was replaced (focus had left the box)
         self._hide_prompt_line("prompt-waits")
@@ -2495,12 +2483,7 @@ class MainScreen(Screen[None]):
         await self.query_one("#bottom", Vertical).mount(widget)
         if isinstance(widget, ElicitationForm):
             return
-        from tui.widgets.question_prompt import AnswerInput
-
-        # Now, not behind the keys already queued (as ``focus`` does it): docked by a timer,
-        # a key typed once the prompt showed reached the box hidden under it.
-        fields = widget.query(AnswerInput)
-        self.set_focus(fields.first() if fields else widget)
+        widget.focus()
         # Again once laid out: the hidden composer must not keep the focus. (Unless the
         # prompt went meanwhile, answered elsewhere: a removed widget would keep it.)
         self.call_after_refresh(self._focus_prompt, widget, request)
@@ -2517,53 +2500,6 @@ class MainScreen(Screen[None]):
         line = self._prompt_line(name)
         if line is not None:
             line.display = False
-
-    def _typing_left(self) -> float:
-        """While keys go to the message box: how long until typing there has paused
-        (``TYPING_PAUSE_SECONDS`` after its last key); 0 or less once it has, or elsewhere."""
-        composer = self.composer
-        if not composer.display or self._pane_of(self.focused) in (0, 1):
-            return 0.0
-        return composer.typed_at + TYPING_PAUSE_SECONDS - composer.clock()
-
-    async def _dock_after_typing(self, widget: Widget) -> None:
-        """``widget``, the prompt that waits, takes the keys once typing in the box pauses
-        (``PROMPT_GRACE_SECONDS``, ``TYPING_PAUSE_SECONDS``); asked again until then. While
-        the box holds a message being typed, it waits for that to be sent (or for Tab). Text
-        the app put back, untouched since (the message kept while a question was answered),
-        is not being typed (a trial's "A" to allow went into that text instead)."""
-        request = self.open_request
-        if widget is not self._waiting_prompt or request is None or not self.is_attached:
-            return  # docked, answered or replaced meanwhile
-        composer = self.composer
-        typed = bool(composer.input.text.strip()) and not composer.put_back
-        now = composer.clock()
-        left = max(
-            self._prompt_came_at + PROMPT_GRACE_SECONDS - now,
-            composer.typed_at + TYPING_PAUSE_SECONDS - now,
-        )
-        if typed or left > 0:
-            waits = self._prompt_line("prompt-waits")
-            assert waits is not None
-            text = PROMPT_WAITS_TEXT if typed else PROMPT_SOON_TEXT
-            waits.update(text.format(asks=short(terminal_safe_line(request.prompt), 70)))
-            waits.display = True
-            # Typed text may be rubbed out: then it docks after a pause, as it would have.
-            again = TYPING_PAUSE_SECONDS if typed else left
-            # Called in the screen's turn (a timer's callback runs in a task of its own): it
-            # docks between two keys, never while one is being handled.
-            self.set_timer(
-                max(again, 0.05), partial(self.call_later, self._dock_after_typing, widget)
-            )
-            return
-        await self._take_prompt()
-
-    async def _after_sending(self) -> None:
-        """A message (or a command) is sent: the prompt that waited for it takes the keys once
-        typing pauses (docked at the Enter, it took the next message's first letters)."""
-        widget = self._waiting_prompt
-        if widget is not None:
-            await self._dock_after_typing(widget)
 
     @property
     def prompt_waits(self) -> bool:
@@ -2636,20 +2572,6 @@ class MainScreen(Screen[None]):
                 self.composer.mark_put_back()  # kept under the prompt: back, untouched
             self.composer.display = True
             self.composer.focus_input()
-
-    @on(Composer.KeyWhileHidden)
-    def _key_while_hidden(self, message: Composer.KeyWhileHidden) -> None:
-        """A key that reached the box as a prompt (or the retry choice) docked in its place,
-        before that had the focus: handled after the docking, so for what has the focus now."""
-        message.stop()
-        from textual import events
-
-        focused = self.focused
-        if focused is not None and focused is not self.composer.input:
-            # As typed again: the app's bindings first (Esc leaves the prompt), then the focus.
-            self.app.post_message(events.Key(message.key, message.character))
-        elif message.character is not None and message.character.isprintable():
-            self.composer.input.insert(message.character)  # nothing took it: kept, not lost
 
     @on(KeyAfterAnswer)
     def _key_after_answer(self, message: KeyAfterAnswer) -> None:
@@ -3023,9 +2945,7 @@ class MainScreen(Screen[None]):
 
     def action_take_prompt(self) -> None:
         # The message stays in the box, hidden until the prompt is answered.
-        # In the screen's turn, not a worker's: the keys typed on after Tab reach the prompt
-        # once it has the focus (``_key_while_hidden``).
-        self.call_later(self._take_prompt)
+        self.run_worker(self._take_prompt(), exit_on_error=False, group="prompt")
 
     def action_next_pane(self) -> None:
         self._cycle(1)
@@ -3300,28 +3220,12 @@ class MainScreen(Screen[None]):
         await self._close_retry_choice()
         if self.selected_run is None or self.selected_run.id != message.run.id:
             return  # another run is on screen now
-        left = self._typing_left()
-        if left > 0:
-            # As a prompt does, the choice takes the keys once typing in the box pauses: words
-            # typed on after /retry and Enter chose with their r, c or f.
-            composer = self.composer
-            typed = bool(composer.input.text.strip()) and not composer.put_back
-            if typed and not message.told:
-                self.notify(
-                    "The retry choice comes once you stop typing; what you typed stays in the box.",
-                    title="/retry",
-                )
-            again = RetryChoiceWanted(
-                message.run, message.calls, message.checkpoint_id, told=message.told or typed
-            )
-            self.set_timer(max(left, 0.05), partial(self.post_message, again))
-            return
         from tui.widgets.retry_choice import RetryChoice
 
         choice = RetryChoice(message.run, message.calls, checkpoint_id=message.checkpoint_id)
         self.composer.display = False
         await self.query_one("#bottom", Vertical).mount(choice)
-        self.set_focus(choice)  # now: a key on its way is for it (``_key_while_hidden``)
+        choice.focus()
         self.call_after_refresh(choice.focus)
 
     async def _close_retry_choice(self) -> bool:

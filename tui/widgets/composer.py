@@ -16,7 +16,6 @@ the last queued message back for editing. The composer only posts messages; the 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Unpack
@@ -211,16 +210,7 @@ class ComposerInput(TextArea):
         composer = self.composer
         if composer is None:
             return
-        if not composer.display and (event.is_printable or event.key in ("enter", "backspace")):
-            # Hidden as a prompt docks in its place, before the prompt has the focus: the key
-            # is the prompt's (it docks once typing has paused, or on Tab), not lost in here.
-            # (Esc, Tab and the like act as bindings of the screen as they are.)
-            event.stop()
-            event.prevent_default()
-            composer.post_message(Composer.KeyWhileHidden(event.key, event.character))
-            return
         composer.put_back = False  # the person works in the box now
-        composer.typed_at = composer.clock()
         if event.character == "?" and not self.text:
             # As in Claude Code: "?" in an empty box lists the keys (the first screen says so).
             event.stop()
@@ -278,7 +268,6 @@ class ComposerInput(TextArea):
         composer = self.composer
         if composer is not None:
             composer.put_back = False  # TextArea's own handler inserts it, after this one
-            composer.typed_at = composer.clock()
 
 
 class Composer(Vertical):
@@ -334,14 +323,6 @@ class Composer(Vertical):
             self.follow_up_job_id = follow_up_job_id
             self.typed = typed
 
-    class KeyWhileHidden(TextualMessage):
-        """A key reached the box while it was hidden: for what took its place."""
-
-        def __init__(self, key: str, character: str | None) -> None:
-            super().__init__()
-            self.key = key
-            self.character = character
-
     class DraftChanged(TextualMessage):
         """The unsent text of a target changed (posted after a quiet moment, or at once when
         the target changes). ``merge``: the target's saved draft was never put in the box
@@ -381,15 +362,8 @@ class Composer(Vertical):
             super().__init__()
             self.job_id = job_id
 
-    def __init__(
-        self, *, clock: Callable[[], float] = time.monotonic, **kwargs: Unpack[WidgetOptions]
-    ) -> None:
-        """``clock``: seconds, for ``typed_at``."""
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
-        self.clock = clock
-        self.typed_at = float("-inf")
-        """When a key (or a paste) last reached the box, by ``clock``: a prompt that comes
-        waits for a pause in typing (``MainScreen.show_prompt``)."""
         self.selected_job_id: str | None = None
         self.selected_job_title: str = ""
         self.target_title: str = ""

@@ -182,9 +182,7 @@ class ElicitationForm(Vertical):
             "#fields Input, #fields Checkbox, #fields Select, #fields SelectionList"
         )
         if fields:
-            # Now, not behind the keys already queued (as ``focus`` does it): a key typed
-            # once the form showed reached the box hidden under it.
-            self.screen.set_focus(fields.first())
+            fields.first().focus()
 
     async def _step(self, step: int) -> None:
         """Focus the form's next (or previous) field or button at once; past its first or last,
