@@ -270,6 +270,9 @@ async def test_an_earlier_runs_write_shows_the_diff_it_applied_once_its_result_i
                 lambda: (
                     screen.conversation.run_id == follow_up
                     and len(screen.conversation.query(ToolCallView)) == 1
+                    # and mounted whole: its header is a child (under load the block was
+                    # found before its children were mounted)
+                    and bool(screen.conversation.query(".tool-header"))
                 ),
             )
             block = screen.conversation.query_one(ToolCallView)
