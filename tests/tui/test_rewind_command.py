@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.pilot import Pilot
+
 from runtime.api import Runtime
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
 from tests.tui.helpers import (
@@ -17,6 +19,8 @@ from tests.tui.helpers import (
     wait_for_browser,
     wait_until,
 )
+from tui.app import AgentTuiApp
+from tui.screens.main import MainScreen
 
 
 async def _first_step_wrote(db_path: Path, workspace: Path) -> tuple[Runtime, str]:
@@ -30,6 +34,16 @@ async def _first_step_wrote(db_path: Path, workspace: Path) -> tuple[Runtime, st
     return runtime, run.job_id
 
 
+async def _typing_in(pilot: Pilot[object], app: AgentTuiApp, job_id: str) -> MainScreen:
+    """The job opened from the browser (Enter), and the keys in its message box."""
+    screen = main_screen(app)
+    await wait_for_browser(pilot, app)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
+    screen.composer.focus_input()
+    return screen
+
+
 async def test_rewind_right_after_the_first_answer_puts_back_what_the_first_step_wrote(
     db_path: Path, workspace: Path
 ) -> None:
@@ -40,11 +54,7 @@ async def test_rewind_right_after_the_first_answer_puts_back_what_the_first_step
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            screen = main_screen(app)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
-            screen.composer.focus_input()
+            screen = await _typing_in(pilot, app, job_id)
             await pilot.press(*"/rewind", "enter")
             asked = (
                 "Rewind the files to the job's start (before its first step)? first.txt (remove)."
@@ -71,11 +81,7 @@ async def test_rewind_refuses_an_argument_it_does_not_know_and_changes_nothing(
     try:
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            screen = main_screen(app)
-            await wait_for_browser(pilot, app)
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
-            screen.composer.focus_input()
+            screen = await _typing_in(pilot, app, job_id)
             await pilot.press(*"/rewind 1", "enter")
             await wait_until(pilot, lambda: screen.composer.error.startswith("/rewind takes"))
             assert screen.composer.input.text == "/rewind 1"
