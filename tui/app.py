@@ -72,6 +72,9 @@ class Settings:
     attach: bool = False
     """``--attach``: new jobs are queued for workers (``agent-tui worker``); this app watches
     and answers but executes nothing it creates."""
+    prompt_settle_seconds: float = 0.5
+    """How long a prompt that docks takes text, not answers, from the keys (keys typed as it
+    came are typing: ``tui.widgets._prompt_base``); 0: answers at once."""
 
 
 QUIT_AGAIN_SECONDS = 2.0

@@ -53,6 +53,9 @@ def make_app(runtime: Runtime, workspace: Path, **overrides: object) -> AgentTui
         theme=str(overrides.pop("theme", "agent-dusk")),
         hide_ages=bool(overrides.pop("hide_ages", True)),
         remember_theme=bool(overrides.pop("remember_theme", False)),
+        # Prompts answer at once: a Pilot presses a prompt's key the moment it docks, as no
+        # person does (tests/tui/test_prompt_settles.py keeps the real wait).
+        prompt_settle_seconds=float(overrides.pop("prompt_settle_seconds", 0.0)),  # type: ignore[arg-type]
         **overrides,  # type: ignore[arg-type]
     )
     return create_app(runtime, settings)

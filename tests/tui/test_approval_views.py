@@ -63,7 +63,11 @@ def _app_factory(name: str, script: list[Turn]) -> Callable[[], Any]:
 
     def build() -> Any:
         settings = Settings(
-            workspace=workspace, theme="agent-dusk", hide_ages=True, remember_theme=False
+            workspace=workspace,
+            theme="agent-dusk",
+            hide_ages=True,
+            remember_theme=False,
+            prompt_settle_seconds=0,  # shown settled, with its keys, which the test presses
         )
         return create_app(opener, settings)
 
@@ -321,7 +325,12 @@ async def test_after_an_approved_edit_the_transcript_shows_the_diff_it_applied(
             db_path=base / "agent-tui.db", workspace=base / "project", config=Config()
         )
 
-    settings = Settings(workspace=base / "project", remember_theme=False, open_job=job_id)
+    settings = Settings(
+        workspace=base / "project",
+        remember_theme=False,
+        open_job=job_id,
+        prompt_settle_seconds=0,
+    )
     app = create_app(reopen, settings)
     async with app.run_test(size=(140, 45)) as pilot:
         screen = app.screen
@@ -398,7 +407,12 @@ async def test_an_approval_of_a_job_in_another_folder_names_that_folder(
         await elsewhere.respond(run.id, boundary.request.id, boundary.request.options[0])
         boundary = await elsewhere.wait(run.id, timeout=10)
         assert boundary.request is not None and boundary.request.kind.value == "approval"
-        settings = Settings(workspace=workspace, open_job=run.job_id, remember_theme=False)
+        settings = Settings(
+            workspace=workspace,
+            open_job=run.job_id,
+            remember_theme=False,
+            prompt_settle_seconds=0,
+        )
         app = create_app(here, settings)
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: app.screen.query(ApprovalPrompt))

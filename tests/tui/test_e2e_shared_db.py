@@ -16,7 +16,15 @@ import pytest
 from runtime.api import Runtime
 from runtime.config import Config
 from runtime.models import RunState
-from tests.tui.test_e2e_tmux import AGENT_TUI, TMUX, _command, _screen, _tmux, _wait_for_text
+from tests.tui.test_e2e_tmux import (
+    AGENT_TUI,
+    APPROVAL_KEYS,
+    TMUX,
+    _command,
+    _screen,
+    _tmux,
+    _wait_for_text,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -122,9 +130,10 @@ async def test_a_poller_never_steals_the_tuis_run_and_a_second_tui_can_answer_it
         await _wait_for_text(second, "question    summarise")
         await _open_from_inbox(second)
         assert "What should the notes focus on" in await _screen(second)
+        await _wait_for_text(second, "Enter: choose")  # its keys line: it takes answers
         await _tmux("send-keys", "-t", second, "1", "Enter")  # the option's number, then Enter
         # The first TUI follows the run from the database and answers the approval.
-        await _wait_for_text(first, "Allow write_file", timeout=60)
+        await _wait_for_text(first, APPROVAL_KEYS, timeout=60)
         await _tmux("send-keys", "-t", first, "y")
         await _wait_for_text(first, "completed", timeout=60)
         await _wait_for_text(second, "completed", timeout=60)

@@ -15,6 +15,9 @@ pytestmark = pytest.mark.slow
 
 TMUX = shutil.which("tmux")
 AGENT_TUI = Path(sys.executable).parent / "agent-tui"
+APPROVAL_KEYS = "n deny"
+"""In an approval's keys line (its long and short forms), which shows once it takes answers:
+keys sent before that are text for the message box (``tui.widgets._prompt_base``)."""
 
 
 async def _tmux(*args: str) -> tuple[int, str]:
@@ -89,7 +92,7 @@ async def test_a_task_answered_by_keys_survives_quit_and_relaunch(
         await _tmux("send-keys", "-t", session, "Enter")
         await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
         await _tmux("send-keys", "-t", session, "1", "Enter")  # an option's number, then Enter
-        await _wait_for_text(session, "Allow write_file")
+        await _wait_for_text(session, APPROVAL_KEYS)
         await _tmux("send-keys", "-t", session, "y")
         await _wait_for_text(session, "completed")
         await _tmux("send-keys", "-t", session, "C-q")
@@ -151,6 +154,7 @@ async def test_keys_in_a_real_terminal_paste_answer_interrupt_queue_and_help(
         await _paste(session, "summarise this project\nsecond line of the task\nthird line")
         await _tmux("send-keys", "-t", session, "Enter")
         await _wait_for_text(session, "What should the notes focus on", timeout=60)
+        await _wait_for_text(session, "Enter: choose")  # its keys line: it takes answers
         [(task,)] = await _read_db(db_path, "SELECT input FROM runs")
         assert task == "summarise this project\nsecond line of the task\nthird line"
 
@@ -158,7 +162,7 @@ async def test_keys_in_a_real_terminal_paste_answer_interrupt_queue_and_help(
         # it (c cancels, f forks elsewhere): recorded as the answer; nothing cancelled or forked.
         await _tmux("send-keys", "-t", session, "-l", "cool, focus on files")
         await _tmux("send-keys", "-t", session, "Enter")
-        await _wait_for_text(session, "Allow write_file", timeout=60)
+        await _wait_for_text(session, APPROVAL_KEYS, timeout=60)
         answers = await _read_db(
             db_path, "SELECT answer FROM input_requests WHERE kind = 'question'"
         )

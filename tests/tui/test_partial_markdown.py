@@ -206,7 +206,16 @@ async def test_a_long_partial_answer_read_from_the_database_is_markdown_up_to_64
                 views = [v for v in screen.query(MessageView) if v.role is Role.ASSISTANT]
                 return views[0] if views else None
 
-            await wait_until(pilot, lambda: partial() is not None)
+            def mounted() -> bool:
+                # Whole: under load the view was found before its parts were mounted.
+                view = partial()
+                return (
+                    view is not None
+                    and bool(view.query(FrozenMarkdown))
+                    and bool(view.query(".plain"))
+                )
+
+            await wait_until(pilot, mounted)
             view = partial()
             assert view is not None
             cut = markdown_cut(text, SETTLED_MARKDOWN_CHARS)

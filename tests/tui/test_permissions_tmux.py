@@ -12,6 +12,7 @@ import pytest
 
 from tests.tui.test_e2e_tmux import (
     AGENT_TUI,
+    APPROVAL_KEYS,
     TMUX,
     _command,
     _screen,
@@ -49,7 +50,7 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
         await _keys(session, "Enter")
         await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
         await _keys(session, "1", "Enter")  # an option's number, then Enter
-        await _wait_for_text(session, "Allow write_file")
+        await _wait_for_text(session, APPROVAL_KEYS)
         await _keys(session, "A")
         await _wait_for_text(session, "completed")
         assert "write_file" in (workspace / "agent-tui.toml").read_text()
@@ -75,7 +76,7 @@ async def test_a_rule_revoked_on_the_permissions_screen_asks_again_without_resta
         await _keys(session, "Enter")
         await _wait_for_text(session, "Enter: choose")  # the prompt itself, not the call line
         await _keys(session, "1", "Enter")  # an option's number, then Enter
-        await _wait_for_text(session, "Allow write_file")
+        await _wait_for_text(session, APPROVAL_KEYS)
         await _keys(session, "C-q")
         await _wait_for_exit(session)
     finally:

@@ -400,6 +400,7 @@ def _snapshot_app(name: str) -> Any:
         hide_ages=True,
         remember_theme=False,
         continue_last=True,
+        prompt_settle_seconds=0,
     )
     return create_app(opener, settings)
 

@@ -46,7 +46,11 @@ def snapshot_app(request: pytest.FixtureRequest) -> Callable[[], Any]:
 
     def build() -> Any:
         settings = Settings(
-            workspace=workspace, theme="agent-dusk", hide_ages=True, remember_theme=False
+            workspace=workspace,
+            theme="agent-dusk",
+            hide_ages=True,
+            remember_theme=False,
+            prompt_settle_seconds=0,  # a prompt is shown settled, with its keys
         )
         return create_app(opener, settings)
 

@@ -61,7 +61,12 @@ from tui.messages import (
     SearchFinished,
 )
 from tui.widgets._format import found_words, short, typed_text
-from tui.widgets._prompt_base import KeyAfterAnswer, PromptAnswered
+from tui.widgets._prompt_base import (
+    KeyAfterAnswer,
+    KeyBeforeSettled,
+    PromptAnswered,
+    SettlingPrompt,
+)
 from tui.widgets.composer import SLASH_COMMANDS, Composer, SlashCommand, merge_texts
 from tui.widgets.conversation import Conversation
 from tui.widgets.job_tree import (
@@ -2463,34 +2468,71 @@ class MainScreen(Screen[None]):
             # a question was answered), is not being typed: the prompt takes the keys (a
             # trial's "A" to allow went into that text instead).
             self._waiting_prompt = widget
-            waits = self._prompt_line("prompt-waits")
-            assert waits is not None
-            waits.update(
-                PROMPT_WAITS_TEXT.format(asks=short(terminal_safe_line(request.prompt), 70))
-            )
-            waits.display = True
+            self._say_prompt_waits(request)
             return
         self._waiting_prompt = None  # a prompt that waited was replaced (focus had left the box)
         self._hide_prompt_line("prompt-waits")
         await self._dock(widget, request)
 
-    async def _dock(self, widget: Widget, request: InputRequest) -> None:
-        """The prompt in the bottom area instead of the composer, with the keys."""
+    async def _dock(self, widget: Widget, request: InputRequest, *, settle: bool = True) -> None:
+        """The prompt in the bottom area instead of the composer, with the keys. Taking them
+        from the message box (``settle``), it answers to them only once settled: keys typed as
+        it came are text (``SettlingPrompt``)."""
         from tui.widgets.elicitation_form import ElicitationForm
 
+        typing = settle and self._pane_of(self.focused) not in (0, 1)
         self.composer.display = False
         self._sync_prompt_queue()
-        await self.query_one("#bottom", Vertical).mount(widget)
+        if widget.is_attached:
+            widget.display = True  # it waited for typing (``_key_before_settled``)
+        else:
+            await self.query_one("#bottom", Vertical).mount(widget)
         if isinstance(widget, ElicitationForm):
             return
         widget.focus()
+        if isinstance(widget, SettlingPrompt):
+            widget.start_settling(self.agent_app.settings.prompt_settle_seconds if typing else 0)
         # Again once laid out: the hidden composer must not keep the focus. (Unless the
         # prompt went meanwhile, answered elsewhere: a removed widget would keep it.)
         self.call_after_refresh(self._focus_prompt, widget, request)
 
     def _focus_prompt(self, widget: Widget, request: InputRequest) -> None:
-        if widget.is_attached and self.open_request is request:
+        if widget.is_attached and widget.display and self.open_request is request:
             widget.focus()
+
+    def _say_prompt_waits(self, request: InputRequest) -> None:
+        """The line over the box while the prompt waits for the message being typed."""
+        waits = self._prompt_line("prompt-waits")
+        assert waits is not None
+        waits.update(PROMPT_WAITS_TEXT.format(asks=short(terminal_safe_line(request.prompt), 70)))
+        waits.display = True
+
+    @on(KeyBeforeSettled)
+    def _key_before_settled(self, message: KeyBeforeSettled) -> None:
+        """A key typed at a prompt too soon after it docked to answer it (typing begun as it
+        came): the key goes into the message box, and the prompt waits over the box as it
+        does for a message being typed (Enter sends it, then the prompt docks; Tab answers
+        now)."""
+        message.stop()
+        from textual import events
+
+        prompt = message.prompt
+        request = self.open_request
+        if (
+            isinstance(prompt, SettlingPrompt)
+            and prompt.is_attached
+            and prompt.display
+            and request is not None
+            and self._waiting_prompt is None
+        ):
+            prompt.hold()
+            prompt.display = False
+            self._waiting_prompt = prompt
+            self._say_prompt_waits(request)
+            self.composer.display = True
+            self._sync_prompt_queue()
+            self.set_focus(self.composer.input)  # now: the keys typed next go to the box
+        self.composer.input.post_message(events.Key(message.key, message.character))
 
     def _prompt_line(self, name: str) -> Static | None:
         found = self.query(f"#bottom > #{name}")
@@ -2506,16 +2548,18 @@ class MainScreen(Screen[None]):
         """The open request's prompt waits for the message being typed (``show_prompt``)."""
         return self._waiting_prompt is not None
 
-    async def _take_prompt(self) -> None:
-        """The message typed is sent (or set aside with Tab): the prompt that waited docks and
-        takes the keys."""
+    async def _take_prompt(self, *, settle: bool = True) -> None:
+        """The message typed is sent (or set aside with Tab: not ``settle``): the prompt that
+        waited docks and takes the keys."""
         widget, self._waiting_prompt = self._waiting_prompt, None
         if widget is None:
             return
         self._hide_prompt_line("prompt-waits")
         request = self.open_request
         if request is not None:
-            await self._dock(widget, request)  # says what stays in the box, hidden under it
+            # Says what stays in the box, hidden under it. Asked for with Tab, it takes the
+            # keys at once; after a message sent, once settled (the next one may be begun).
+            await self._dock(widget, request, settle=settle)
 
     async def _remove_prompt(self) -> None:
         for widget in self.query(
@@ -2945,7 +2989,7 @@ class MainScreen(Screen[None]):
 
     def action_take_prompt(self) -> None:
         # The message stays in the box, hidden until the prompt is answered.
-        self.run_worker(self._take_prompt(), exit_on_error=False, group="prompt")
+        self.run_worker(self._take_prompt(settle=False), exit_on_error=False, group="prompt")
 
     def action_next_pane(self) -> None:
         self._cycle(1)

@@ -10,13 +10,13 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from runtime.approval_detail import CHANGED_SINCE_ASKED
 from runtime.textsafe import terminal_safe
-from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets._prompt_base import PromptAnswered, SettlingPrompt, forward_once_answered
 from tui.widgets.key_footer import ShortKeys
 from tui.widgets.one_line_input import OneLineInput
 from tui.widgets.ordered_keys import run_own_binding
@@ -40,7 +40,7 @@ class ReasonInput(OneLineInput):
             prompt.back_to_keys()
 
 
-class ApprovalPrompt(Vertical, ShortKeys, can_focus=True):
+class ApprovalPrompt(SettlingPrompt, ShortKeys, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "decide('allow_once')", "Allow once"),
         Binding("a", "decide('allow_run')", "Allow this run"),
@@ -192,6 +192,12 @@ class ApprovalPrompt(Vertical, ShortKeys, can_focus=True):
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_scroll_keys)
 
+    def _settle(self) -> None:
+        super()._settle()
+        # Hidden until now, the keys line had no width to choose its form by (the long one
+        # wrapped).
+        self.call_after_refresh(self._show_scroll_keys)
+
     def _show_scroll_keys(self) -> None:
         """The keys say how to scroll the details while they do not fit."""
         try:
@@ -219,6 +225,8 @@ class ApprovalPrompt(Vertical, ShortKeys, can_focus=True):
     async def on_key(self, event: events.Key) -> None:
         if self.app.focused is not self or forward_once_answered(self, self.answered, event):
             return
+        if self.held_as_typing(event):
+            return  # too soon to be an answer: typing begun as it came
         # The answer keys act here, at once: run at the app once the key has gone round, a
         # key typed right after them was taken first (and lost).
         await run_own_binding(self, event)

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from runtime.drafts import draft_revision
 from runtime.textsafe import terminal_safe, terminal_safe_line
-from tui.widgets._prompt_base import PromptAnswered, forward_once_answered
+from tui.widgets._prompt_base import PromptAnswered, SettlingPrompt, forward_once_answered
 from tui.widgets.ordered_keys import OrderedInput, run_own_binding
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ class AnswerInput(OrderedInput):
         prompt = self.parent
         if not isinstance(prompt, QuestionPrompt):
             return
-        if forward_once_answered(self, prompt.answered, event):
+        if forward_once_answered(self, prompt.answered, event) or prompt.held_as_typing(event):
             return
         if event.key == "enter" and self.value.strip():
             # Answered from this key on: the keys typed after it are for what comes next,
@@ -73,7 +72,7 @@ class AnswerInput(OrderedInput):
             prompt.answered = True
 
 
-class QuestionPrompt(Vertical, can_focus=True):
+class QuestionPrompt(SettlingPrompt, can_focus=True):
     class AnswerDraftChanged(TextualMessage):
         """The answer being typed changed (blank: nothing to keep). ``revision``: as
         ``Composer.DraftChanged``'s."""
@@ -154,6 +153,8 @@ class QuestionPrompt(Vertical, can_focus=True):
     async def on_key(self, event: events.Key) -> None:
         if self.app.focused is not self or forward_once_answered(self, self.answered, event):
             return
+        if self.held_as_typing(event):
+            return  # too soon to be an answer: typing begun as it came
         option = option_for_digit(self.request, event.character)
         if option is not None:
             event.stop()

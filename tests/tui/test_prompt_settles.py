@@ -1,0 +1,175 @@
+"""Keys typed as a prompt docks are text for the message box, not answers. Found by a new-user
+trial: "hello there" and Enter, typed into an empty box just as a write's approval docked,
+denied the write (its "r" asked for a reason, Enter sent it) and the words were gone; a "y",
+"a" or "A" among them would have allowed it, "A" for good. A prompt that takes the keys from the
+box now answers to them only once settled (``Settings.prompt_settle_seconds``), and shows its
+keys line from then on."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from runtime.api import Runtime
+from runtime.kinds import RunState
+from runtime.models import InputRequest, InputRequestState, Run
+from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
+from tests.tui.helpers import SIZE, main_screen, make_app, screen_text, wait_until
+from tui.app import AgentTuiApp
+from tui.screens.main import MainScreen
+from tui.widgets._prompt_base import SettlingPrompt
+
+CALLS = {
+    "approval": ("write_file", {"path": "n.md", "content": "x"}),
+    "question": (
+        "ask_user",
+        {"question": "Which folder?", "options": ["src", "docs"], "allow_free_text": True},
+    ),
+}
+
+
+async def _open(kind: str, gate: asyncio.Event, db_path: Path, workspace: Path) -> Runtime:
+    """A model that asks for ``kind`` once ``gate`` is set (the run works meanwhile)."""
+    script = [Turn("One thing first.", tool_calls=[CALLS[kind]], gate=gate), Turn("Done.")]
+    return await open_scripted(ScriptedProvider(script), db_path, workspace)
+
+
+async def _working(pilot: Pilot[object], screen: MainScreen) -> Run:
+    """A first task sent from the box and working (its model held)."""
+    await pilot.press(*"first task", "enter")
+    await wait_until(
+        pilot,
+        lambda: screen.selected_run is not None and screen.selected_run.state is RunState.RUNNING,
+    )
+    assert screen.selected_run is not None
+    return screen.selected_run
+
+
+def _docked(app: AgentTuiApp, screen: MainScreen) -> SettlingPrompt | None:
+    """The prompt docked with the keys (its answer field's, for a question), if one is."""
+    focused = app.focused
+    for prompt in screen.query("#bottom > ApprovalPrompt, #bottom > QuestionPrompt"):
+        if prompt.display and focused is not None and prompt in focused.ancestors_with_self:
+            assert isinstance(prompt, SettlingPrompt)
+            return prompt
+    return None
+
+
+def _keys_line_shown(prompt: SettlingPrompt) -> bool:
+    return prompt.query_one(".prompt-keys", Static).styles.visibility == "visible"
+
+
+async def _pending(runtime: Runtime, request: InputRequest) -> bool:
+    stored = await runtime.store.get_input_request(request.id)
+    return stored.state is InputRequestState.PENDING
+
+
+@pytest.mark.parametrize("kind", ["approval", "question"])
+async def test_keys_typed_as_a_prompt_docks_go_into_the_box_and_answer_nothing(
+    db_path: Path, workspace: Path, kind: str
+) -> None:
+    gate = asyncio.Event()
+    runtime = await _open(kind, gate, db_path, workspace)
+    try:
+        # Settling takes longer than the test: every key typed at the prompt is too soon.
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            first = await _working(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None and not prompt.settled
+            assert not _keys_line_shown(prompt)  # its keys show once they answer it
+            request = screen.open_request
+            assert request is not None
+            # The person starts a message just then: "A" would allow for good, "a" for the
+            # run, "y" once, "r" ask a reason; in a question's field, Enter would send the
+            # words as the answer.
+            await pilot.press(*"Always say hello there")
+            composer = screen.composer
+            await wait_until(pilot, lambda: composer.input.text == "Always say hello there")
+            assert app.focused is composer.input and composer.display
+            assert screen.prompt_waits and "Tab answers now" in screen_text(app)
+            assert await _pending(runtime, request)
+
+            await pilot.press("enter")  # sent: queued for the job, and the prompt docks again
+            await wait_until(pilot, lambda: composer.queued(first.job_id))
+            assert composer.queued(first.job_id) == ["Always say hello there"]
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            await pilot.press("y")  # too soon again: text, not an answer
+            await wait_until(pilot, lambda: composer.input.text == "y")
+            assert await _pending(runtime, request)
+
+            await pilot.press("tab")  # answer now: asked for, it takes the keys at once
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None and prompt.settled and _keys_line_shown(prompt)
+            await pilot.press(*(["y"] if kind == "approval" else ["1", "enter"]))
+            await wait_until(pilot, lambda: screen.open_request is None)
+            stored = await runtime.store.get_input_request(request.id)
+            assert stored.state is InputRequestState.ANSWERED
+            assert stored.answer == (
+                {"decision": "allow_once", "reason": None} if kind == "approval" else "src"
+            )
+            await wait_until(pilot, lambda: composer.input.text == "y")  # kept, not lost
+    finally:
+        await runtime.close()
+
+
+async def test_a_prompt_takes_its_keys_once_settled_and_shows_them_then(
+    db_path: Path, workspace: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=0.3)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            await _working(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None
+            request = screen.open_request
+            assert request is not None
+            await wait_until(pilot, lambda: prompt.settled)
+            assert _keys_line_shown(prompt)
+            # In the form that fits the prompt's width, chosen once it shows (hidden, it had
+            # no width, and the long form wrapped).
+            keys = prompt.query_one(".prompt-keys", Static)
+            await wait_until(pilot, lambda: "y once" in str(keys.render()))
+            assert keys.size.height == 1
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.open_request is None)
+            stored = await runtime.store.get_input_request(request.id)
+            assert stored.state is InputRequestState.ANSWERED
+            assert stored.answer == {"decision": "allow_once", "reason": None}
+            assert screen.composer.input.text == ""
+    finally:
+        await runtime.close()
+
+
+async def test_a_prompt_that_docks_while_the_browser_has_the_keys_takes_them_at_once(
+    db_path: Path, workspace: Path
+) -> None:
+    """Keys there are commands, not text: the prompt answers to them as before."""
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await _working(pilot, screen)
+            screen.job_tree.focus()
+            await wait_until(pilot, lambda: app.focused is screen.job_tree)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None and prompt.settled and _keys_line_shown(prompt)
+    finally:
+        await runtime.close()
