@@ -115,6 +115,10 @@ async def _menu_open(pilot: Pilot[object], app: AgentTuiApp, typed: str) -> Opti
     screen = main_screen(app)
     await pilot.press(*typed)
     await wait_until(pilot, lambda: len(_entries(screen)) >= MENU_ROWS)
+    box = screen.composer.input
+    # The box gives up rows to the menu, then scrolls to the cursor, a frame or more later
+    # under load (a CI run saw the cursor a row under the box).
+    await wait_until(pilot, lambda: box.region.contains(*box.cursor_screen_offset))
     await pilot.pause()
     return _menu(screen)
 
