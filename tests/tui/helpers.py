@@ -16,7 +16,8 @@ from textual.widget import Widget
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.models import InputRequest
+from runtime.kinds import RunState
+from runtime.models import InputRequest, Run
 from tui.app import AgentTuiApp, Settings, create_app
 from tui.screens.main import MainScreen
 
@@ -206,3 +207,15 @@ async def asked_in_the_tui(
     screen = main_screen(app)
     await wait_until(pilot, lambda: screen.query(QuestionPrompt))
     return screen, screen.query_one(QuestionPrompt).request
+
+
+async def first_task_running(pilot: Pilot[Any], screen: MainScreen) -> Run:
+    """Send a first task from the box and wait until its run works (its model held by a
+    gate)."""
+    await pilot.press(*"first task", "enter")
+    await wait_until(
+        pilot,
+        lambda: screen.selected_run is not None and screen.selected_run.state is RunState.RUNNING,
+    )
+    assert screen.selected_run is not None
+    return screen.selected_run

@@ -27,6 +27,7 @@ from tests.tui.helpers import (
     asked_in_the_tui,
     finish_run,
     finished_earlier,
+    first_task_running,
     main_screen,
     make_app,
     notifications,
@@ -1206,21 +1207,10 @@ async def test_a_quit_while_several_runs_work_names_the_first_three_as_commands_
 
 
 # --- 4. the queue --------------------------------------------------------------------------------
-async def _first_task_running(pilot: Pilot[object], screen: MainScreen) -> Run:
-    """Send a first task and wait until its run works (its model held by a gate)."""
-    await pilot.press(*"first task", "enter")
-    await wait_until(
-        pilot,
-        lambda: screen.selected_run is not None and screen.selected_run.state is RunState.RUNNING,
-    )
-    assert screen.selected_run is not None
-    return screen.selected_run
-
-
 async def _queued_while_the_first_task_works(pilot: Pilot[object], screen: MainScreen) -> Run:
     """A first task working (its model held by a gate), and "then say thanks" queued for its
     job; the run."""
-    first = await _first_task_running(pilot, screen)
+    first = await first_task_running(pilot, screen)
     await pilot.press(*"then say thanks", "enter")
     await wait_until(pilot, lambda: screen.composer.queued(first.job_id), timeout=60)
     return first
@@ -1277,7 +1267,7 @@ async def test_a_prompt_that_comes_while_a_message_is_typed_waits_for_it_to_be_s
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            first = await _first_task_running(pilot, screen)
+            first = await first_task_running(pilot, screen)
             await pilot.press(*"ple")
             gate.set()
             await wait_until(pilot, lambda: screen.prompt_waits)
@@ -1352,7 +1342,7 @@ async def test_tab_from_the_message_being_typed_goes_to_the_prompt_that_waits(
         app = make_app(runtime, workspace)
         async with app.run_test(size=(80, 24)) as pilot:
             screen = main_screen(app)
-            first = await _first_task_running(pilot, screen)
+            first = await first_task_running(pilot, screen)
             await pilot.press(*"half a thought")
             gate.set()
             await wait_until(pilot, lambda: screen.prompt_waits)
@@ -1873,7 +1863,7 @@ async def test_a_queued_message_outlives_a_crash_and_comes_back_in_the_box(
         app = make_app(runtime, workspace)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            job_id = (await _first_task_running(pilot, screen)).job_id
+            job_id = (await first_task_running(pilot, screen)).job_id
             await pilot.press(*"then the tests", "enter")
             await wait_until(pilot, lambda: screen.composer.queued(job_id))
             stored: list[list[str]] = [[]]

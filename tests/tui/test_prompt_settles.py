@@ -11,14 +11,19 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Static
 
 from runtime.api import Runtime
-from runtime.kinds import RunState
-from runtime.models import InputRequest, InputRequestState, Run
+from runtime.models import InputRequest, InputRequestState
 from tests.fakes.scripted import ScriptedProvider, Turn, open_scripted
-from tests.tui.helpers import SIZE, main_screen, make_app, screen_text, wait_until
+from tests.tui.helpers import (
+    SIZE,
+    first_task_running,
+    main_screen,
+    make_app,
+    screen_text,
+    wait_until,
+)
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.widgets._prompt_base import SettlingPrompt
@@ -36,17 +41,6 @@ async def _open(kind: str, gate: asyncio.Event, db_path: Path, workspace: Path) 
     """A model that asks for ``kind`` once ``gate`` is set (the run works meanwhile)."""
     script = [Turn("One thing first.", tool_calls=[CALLS[kind]], gate=gate), Turn("Done.")]
     return await open_scripted(ScriptedProvider(script), db_path, workspace)
-
-
-async def _working(pilot: Pilot[object], screen: MainScreen) -> Run:
-    """A first task sent from the box and working (its model held)."""
-    await pilot.press(*"first task", "enter")
-    await wait_until(
-        pilot,
-        lambda: screen.selected_run is not None and screen.selected_run.state is RunState.RUNNING,
-    )
-    assert screen.selected_run is not None
-    return screen.selected_run
 
 
 def _docked(app: AgentTuiApp, screen: MainScreen) -> SettlingPrompt | None:
@@ -79,7 +73,7 @@ async def test_keys_typed_as_a_prompt_docks_go_into_the_box_and_answer_nothing(
         app = make_app(runtime, workspace, prompt_settle_seconds=600)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            first = await _working(pilot, screen)
+            first = await first_task_running(pilot, screen)
             gate.set()
             await wait_until(pilot, lambda: _docked(app, screen) is not None)
             prompt = _docked(app, screen)
@@ -130,7 +124,7 @@ async def test_a_prompt_takes_its_keys_once_settled_and_shows_them_then(
         app = make_app(runtime, workspace, prompt_settle_seconds=0.3)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = main_screen(app)
-            await _working(pilot, screen)
+            await first_task_running(pilot, screen)
             gate.set()
             await wait_until(pilot, lambda: _docked(app, screen) is not None)
             prompt = _docked(app, screen)
@@ -164,7 +158,7 @@ async def test_a_prompt_that_docks_while_the_browser_has_the_keys_takes_them_at_
         app = make_app(runtime, workspace, prompt_settle_seconds=600)
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
-            await _working(pilot, screen)
+            await first_task_running(pilot, screen)
             screen.job_tree.focus()
             await wait_until(pilot, lambda: app.focused is screen.job_tree)
             gate.set()

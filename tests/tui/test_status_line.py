@@ -49,6 +49,17 @@ def test_elapsed_times_read_as_seconds_minutes_and_hours() -> None:
     assert format_elapsed(-3) == "0s"
 
 
+async def _on_claude(server: FakeAnthropicServer, db_path: Path, workspace: Path) -> Runtime:
+    """A runtime whose model is Claude, through the real SDK, served by ``server``."""
+    return await Runtime.open(
+        db_path=db_path,
+        workspace=workspace,
+        config=Config(),
+        model="anthropic:claude-sonnet-5",
+        env={"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url},
+    )
+
+
 async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_stop_key(
     db_path: Path, workspace: Path
 ) -> None:
@@ -58,13 +69,7 @@ async def test_a_working_run_shows_a_spinner_elapsed_time_live_tokens_and_the_st
     text = "Here is what the project holds, file by file, with a word on each. " * 2
     held = stream([message_start(), *text_block(0, [text]), gate("held")])
     async with FakeAnthropicServer([held]) as server:
-        runtime = await Runtime.open(
-            db_path=db_path,
-            workspace=workspace,
-            config=Config(),
-            model="anthropic:claude-sonnet-5",
-            env={"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url},
-        )
+        runtime = await _on_claude(server, db_path, workspace)
         try:
             app = make_app(runtime, workspace)
             async with app.run_test(size=SIZE) as pilot:
@@ -107,13 +112,7 @@ async def test_a_run_cancelled_mid_stream_shows_the_tokens_and_cost_it_used(
         [message_start(input_tokens=12000, cache_read=3000), *text_block(0, [text]), gate("x")]
     )
     async with FakeAnthropicServer([held]) as server:
-        runtime = await Runtime.open(
-            db_path=db_path,
-            workspace=workspace,
-            config=Config(),
-            model="anthropic:claude-sonnet-5",
-            env={"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url},
-        )
+        runtime = await _on_claude(server, db_path, workspace)
         try:
             app = make_app(runtime, workspace)
             async with app.run_test(size=SIZE) as pilot:
