@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.widgets import Static
 
 from runtime.api import Runtime
@@ -27,6 +28,9 @@ from tests.tui.helpers import (
 from tui.app import AgentTuiApp
 from tui.screens.main import MainScreen
 from tui.widgets._prompt_base import SettlingPrompt
+from tui.widgets.approval_prompt import ApprovalPrompt
+from tui.widgets.key_footer import FooterKey, KeyFooter
+from tui.widgets.search_field import SearchField
 
 CALLS = {
     "approval": ("write_file", {"path": "n.md", "content": "x"}),
@@ -57,6 +61,10 @@ def _keys_line_shown(prompt: SettlingPrompt) -> bool:
     return prompt.query_one(".prompt-keys", Static).styles.visibility == "visible"
 
 
+def _footer_keys(screen: MainScreen) -> set[str]:
+    return {key.key for key in screen.query_one(KeyFooter).query(FooterKey)}
+
+
 async def _pending(runtime: Runtime, request: InputRequest) -> bool:
     stored = await runtime.store.get_input_request(request.id)
     return stored.state is InputRequestState.PENDING
@@ -79,6 +87,7 @@ async def test_keys_typed_as_a_prompt_docks_go_into_the_box_and_answer_nothing(
             prompt = _docked(app, screen)
             assert prompt is not None and not prompt.settled
             assert not _keys_line_shown(prompt)  # its keys show once they answer it
+            assert not {"y", "a", "A"} & _footer_keys(screen)  # nor does the footer offer them
             request = screen.open_request
             assert request is not None
             # The person starts a message just then: "A" would allow for good, "a" for the
@@ -133,6 +142,7 @@ async def test_a_prompt_takes_its_keys_once_settled_and_shows_them_then(
             assert request is not None
             await wait_until(pilot, lambda: prompt.settled)
             assert _keys_line_shown(prompt)
+            await wait_until(pilot, lambda: {"y", "a", "A", "n"} <= _footer_keys(screen))
             # In the form that fits the prompt's width, chosen once it shows (hidden, it had
             # no width, and the long form wrapped).
             keys = prompt.query_one(".prompt-keys", Static)
@@ -165,5 +175,105 @@ async def test_a_prompt_that_docks_while_the_browser_has_the_keys_takes_them_at_
             await wait_until(pilot, lambda: _docked(app, screen) is not None)
             prompt = _docked(app, screen)
             assert prompt is not None and prompt.settled and _keys_line_shown(prompt)
+    finally:
+        await runtime.close()
+
+
+async def test_the_hidden_keys_line_already_has_the_form_that_fits_so_the_prompt_keeps_its_height(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: hidden, the line had no width of its own, kept the long
+    form, which took two rows at 120 columns, and the prompt shrank by one as it settled."""
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            await first_task_running(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None and not prompt.settled
+            keys = prompt.query_one(".prompt-keys", Static)
+            await wait_until(pilot, lambda: str(keys.render()) == ApprovalPrompt.SHORT_KEYS)
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.parametrize("kind", ["approval", "question"])
+async def test_a_paste_as_a_prompt_docks_goes_into_the_box(
+    db_path: Path, workspace: Path, kind: str
+) -> None:
+    """Found by a new-user trial: pasted as the question docked, the text went into its
+    answer field (and Enter sent it as the answer); at an approval it vanished."""
+    gate = asyncio.Event()
+    runtime = await _open(kind, gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await first_task_running(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            request = screen.open_request
+            assert request is not None
+            app.post_message(events.Paste("pasted note\nsecond line"))
+            composer = screen.composer
+            await wait_until(pilot, lambda: composer.input.text == "pasted note\nsecond line")
+            assert app.focused is composer.input and screen.prompt_waits
+            assert await _pending(runtime, request)
+    finally:
+        await runtime.close()
+
+
+async def test_a_prompt_that_docks_while_a_search_is_typed_leaves_the_keys_to_the_search(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: typing "aaa" in the browser's search field as a write's
+    approval docked, the next "a" allowed the write for the whole run."""
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await first_task_running(pilot, screen)
+            screen.action_search()
+            search = screen.query_one(SearchField)
+            await wait_until(pilot, lambda: app.focused is search)
+            await pilot.press(*"aa")
+            gate.set()
+            await wait_until(pilot, lambda: bool(screen.query(ApprovalPrompt)))
+            request = screen.open_request
+            assert request is not None
+            await pilot.press(*"aA")
+            await wait_until(pilot, lambda: search.value == "aaaA")
+            assert app.focused is search
+            assert await _pending(runtime, request)
+    finally:
+        await runtime.close()
+
+
+async def test_enter_in_the_emptied_box_docks_the_prompt_that_waited(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a stray key held the prompt; rubbed out, the box was empty,
+    Enter did nothing, and the prompt stayed hidden."""
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await first_task_running(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.prompt_waits)
+            await pilot.press("backspace", "enter")
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            prompt = _docked(app, screen)
+            assert prompt is not None and prompt.settled and not screen.prompt_waits
     finally:
         await runtime.close()

@@ -461,6 +461,31 @@ async def test_a_message_to_a_job_whose_run_was_interrupted_can_go_on_as_the_nex
         await second.close()
 
 
+async def test_keys_typed_on_as_the_interrupted_run_question_docks_are_text_not_an_answer(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: "next step", Enter, and typing on "yes and more": the "y"
+    cancelled the interrupted run (R could no longer resume it), the "e" was lost. Asked as
+    a message is sent, the question takes no answer from keys typed on at once: they go to the
+    box, and the run stays as it was."""
+    run = await _interrupted_by_a_quit(db_path, workspace)
+
+    second = await open_runtime(db_path, workspace)
+    try:
+        # Settling takes longer than the test: every key typed on is too soon to answer.
+        app = make_app(second, workspace, open_job=run.job_id, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _asked_to_cancel(pilot, app, run, "next step")
+            await pilot.press(*"yes and more")
+            await wait_until(pilot, lambda: not screen.query(ConfirmBar))
+            await wait_until(pilot, lambda: screen.composer.input.text == "next stepyes and more")
+            assert app.focused is screen.composer.input
+        assert (await second.get_run(run.id)).interrupted
+        assert [r.id for r in await second.job_runs(run.job_id)] == [run.id]
+    finally:
+        await second.close()
+
+
 async def test_an_answer_refused_because_another_came_first_is_quoted_not_lost(
     db_path: Path, workspace: Path
 ) -> None:

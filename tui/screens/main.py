@@ -1888,6 +1888,7 @@ class MainScreen(Screen[None]):
             returning_to=composer.input,
             declined="Not sent: your message is in the box. Esc, then R resumes the run.",
             about_run=run.id,
+            settle_seconds=self.agent_app.settings.prompt_settle_seconds,
         )
         await self._ask(bar)
 
@@ -2480,7 +2481,8 @@ class MainScreen(Screen[None]):
         it came are text (``SettlingPrompt``)."""
         from tui.widgets.elicitation_form import ElicitationForm
 
-        typing = settle and self._pane_of(self.focused) not in (0, 1)
+        focused = self.focused
+        typing = settle and self._pane_of(focused) not in (0, 1)
         self.composer.display = False
         self._sync_prompt_queue()
         if widget.is_attached:
@@ -2488,6 +2490,12 @@ class MainScreen(Screen[None]):
         else:
             await self.query_one("#bottom", Vertical).mount(widget)
         if isinstance(widget, ElicitationForm):
+            return
+        if isinstance(focused, SearchField) and focused.is_attached:
+            # Typing a search: the prompt docks without the keys (they answered it: a trial's
+            # "a" typed there allowed a write for the run); Tab reaches it.
+            if isinstance(widget, SettlingPrompt):
+                widget.start_settling(0)
             return
         widget.focus()
         if isinstance(widget, SettlingPrompt):
@@ -2532,7 +2540,20 @@ class MainScreen(Screen[None]):
             self.composer.display = True
             self._sync_prompt_queue()
             self.set_focus(self.composer.input)  # now: the keys typed next go to the box
-        self.composer.input.post_message(events.Key(message.key, message.character))
+        # Posted to the box, behind what it was already sent: in the order typed.
+        if message.pasted is not None:
+            self.composer.input.post_message(events.Paste(message.pasted))
+        else:
+            self.composer.input.post_message(events.Key(message.key, message.character))
+
+    @on(Composer.EmptyEnter)
+    def _empty_enter(self, message: Composer.EmptyEnter) -> None:
+        """Enter in the empty box while a prompt waits over it (the stray key that held it
+        rubbed out): the prompt docks, with the keys (it stayed hidden, and only Tab, which
+        nothing on screen pointed to once the box was empty, brought it back)."""
+        message.stop()
+        if self._waiting_prompt is not None:
+            self.run_worker(self._take_prompt(settle=False), exit_on_error=False, group="prompt")
 
     def _prompt_line(self, name: str) -> Static | None:
         found = self.query(f"#bottom > #{name}")

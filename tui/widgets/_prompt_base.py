@@ -53,14 +53,18 @@ def forward_once_answered(widget: Widget, answered: bool, event: events.Key) -> 
 
 
 class KeyBeforeSettled(TextualMessage):
-    """A printable key reached ``prompt`` before it settled: typing begun as it came, not an
-    answer. The screen puts the key in the message box and lets the prompt wait there."""
+    """A printable key (or a paste: ``pasted``) reached ``prompt`` before it settled: typing
+    begun as it came, not an answer. The screen puts it in the message box and lets the prompt
+    wait there."""
 
-    def __init__(self, prompt: Widget, key: str, character: str | None) -> None:
+    def __init__(
+        self, prompt: Widget, key: str, character: str | None, *, pasted: str | None = None
+    ) -> None:
         super().__init__()
         self.prompt = prompt
         self.key = key
         self.character = character
+        self.pasted = pasted
 
 
 class SettlingPrompt(Vertical):
@@ -86,11 +90,13 @@ class SettlingPrompt(Vertical):
             self._settle_timer = None
         self.settled = False
         self._keys_line_shown(False)
+        self.refresh_bindings()
 
     def _settle(self) -> None:
         self._settle_timer = None
         self.settled = True
         self._keys_line_shown(True)
+        self.refresh_bindings()  # the footer shows the answer keys from now on
 
     def _keys_line_shown(self, shown: bool) -> None:
         from textual.widgets import Static
@@ -114,4 +120,14 @@ class SettlingPrompt(Vertical):
         event.stop()
         event.prevent_default()
         self.post_message(KeyBeforeSettled(self, event.key, event.character))
+        return True
+
+    def pasted_as_typing(self, event: events.Paste, *, always: bool = False) -> bool:
+        """A paste before it settled (or ``always``: a prompt with no field for it) is for the
+        message box, as typed keys are; whether ``event`` was taken so."""
+        if self.settled and self.display and not always:
+            return False
+        event.stop()
+        event.prevent_default()
+        self.post_message(KeyBeforeSettled(self, "", None, pasted=event.text))
         return True

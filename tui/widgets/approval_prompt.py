@@ -192,11 +192,15 @@ class ApprovalPrompt(SettlingPrompt, ShortKeys, can_focus=True):
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_scroll_keys)
 
-    def _settle(self) -> None:
-        super()._settle()
-        # Hidden until now, the keys line had no width to choose its form by (the long one
-        # wrapped).
-        self.call_after_refresh(self._show_scroll_keys)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The answer keys are not offered (in the footer) before they answer it.
+        if action in ("decide", "reason"):
+            return self.settled
+        return True
+
+    def _on_paste(self, event: events.Paste) -> None:
+        # Nothing here takes text: a paste is a message for the box (it was lost).
+        self.pasted_as_typing(event, always=True)
 
     def _show_scroll_keys(self) -> None:
         """The keys say how to scroll the details while they do not fit."""
@@ -208,7 +212,9 @@ class ApprovalPrompt(SettlingPrompt, ShortKeys, can_focus=True):
             # gone by then (answered, another run opened), or going, its parts first.
             return
         more = self.MORE if details.max_scroll_y > 0 else ""
-        width = keys.content_region.width
+        # The prompt's width: the line's own is none while it is hidden (before it settles),
+        # and the long form then took two rows, one of them given back as it showed.
+        width = self.content_region.width
         text = self.KEYS + more
         if width and len(text) > width:
             text = self.SHORT_KEYS + more

@@ -323,6 +323,9 @@ class Composer(Vertical):
             self.follow_up_job_id = follow_up_job_id
             self.typed = typed
 
+    class EmptyEnter(TextualMessage):
+        """Enter in an empty box: nothing to send (a prompt waiting over the box docks)."""
+
     class DraftChanged(TextualMessage):
         """The unsent text of a target changed (posted after a quiet moment, or at once when
         the target changes). ``merge``: the target's saved draft was never put in the box
@@ -859,6 +862,7 @@ class Composer(Vertical):
     def _send(self) -> None:
         text = self.input.text
         if not text.strip():
+            self.post_message(self.EmptyEnter())
             return
         self._history_index = None
         command = parse_command(text)

@@ -44,12 +44,16 @@ class ConfirmBar(Static, can_focus=True):
         about_run: str | None = None,
         also_yes: Sequence[str] = (),
         stops_run: bool = False,
+        settle_seconds: float = 0.0,
     ) -> None:
         """``about_run``: the run the question is about, when the question no longer stands
         once that run's state changes (the screen then takes the question away).
         ``also_yes``: keys that confirm besides y (``d`` again, after ``d`` asked).
         ``stops_run``: y stops the run on screen ("Cancel the run?"; the status line says so
-        while the question has the keys)."""
+        while the question has the keys). ``settle_seconds``: asked as a message was sent
+        from the box, the question takes no answer from keys typed on for so long: a printable
+        one closes it unanswered (no) and goes, with those after it, to the box (a trial's
+        "yes and more", typed on after Enter, cancelled a run with its "y")."""
         yes = " / ".join([*also_yes, "y"])
         super().__init__(f"{question}   {yes} yes · n / Esc no", markup=False, id="confirm")
         self.yes_keys = frozenset({"y", *also_yes})
@@ -60,12 +64,32 @@ class ConfirmBar(Static, can_focus=True):
         """The widget focused before the question, focused again once it is answered."""
         self.declined = declined
         """What the screen says when the answer is no."""
+        self.settle_seconds = settle_seconds
+        self._settled = settle_seconds <= 0
 
     _answered = False
+
+    def on_mount(self) -> None:
+        if not self._settled:
+            self.set_timer(self.settle_seconds, self._settle)
+
+    def _settle(self) -> None:
+        self._settled = True
 
     def on_key(self, event: events.Key) -> None:
         event.stop()
         event.prevent_default()
+        typed_on = self.settle_seconds > 0 and (
+            self._answered
+            or (not self._settled and event.character is not None and event.character.isprintable())
+        )
+        if typed_on:
+            # For the box, in order (the screen posts it there): typing went on after Enter.
+            from tui.widgets._prompt_base import KeyAfterAnswer
+
+            self.post_message(KeyAfterAnswer(event.key, event.character))
+            self.action_answer(False)
+            return
         self.action_answer(event.key in self.yes_keys)
 
     def action_answer(self, confirmed: bool) -> None:

@@ -71,6 +71,11 @@ class AnswerInput(OrderedInput):
             # even those handled before the screen hears of the answer.
             prompt.answered = True
 
+    def _on_paste(self, event: events.Paste) -> None:
+        prompt = self.parent
+        if isinstance(prompt, QuestionPrompt):
+            prompt.pasted_as_typing(event)  # before it settled: for the message box
+
 
 class QuestionPrompt(SettlingPrompt, can_focus=True):
     class AnswerDraftChanged(TextualMessage):
@@ -149,6 +154,10 @@ class QuestionPrompt(SettlingPrompt, can_focus=True):
         else:
             super().focus(scroll_visible)
         return self
+
+    def _on_paste(self, event: events.Paste) -> None:
+        # Its field takes a paste once it settled; with no field, nothing here takes text.
+        self.pasted_as_typing(event, always=not allows_free_text(self.request))
 
     async def on_key(self, event: events.Key) -> None:
         if self.app.focused is not self or forward_once_answered(self, self.answered, event):
