@@ -16,7 +16,7 @@ from textual.widgets import Input, OptionList, Static
 
 from runtime.api import Runtime
 from runtime.config import Config
-from runtime.models import InputRequestState, Role, Run, RunState
+from runtime.models import InputRequestState, Job, Role, Run, RunState
 from runtime.providers.base import ModelEvent, ModelRequest, TextDelta
 from runtime.store.base import WrittenDraft
 from runtime.store.sqlite import SqliteStore
@@ -652,6 +652,93 @@ async def test_a_message_sent_while_slash_new_starts_its_job_goes_to_that_job_no
         assert len((await runtime.list_jobs()).items) == 2
     finally:
         await runtime.close()
+
+
+def _opened_late(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Run], asyncio.Event]:
+    """The runs the app starts (in order), and an event until which a job started is not read
+    back: its run is not on screen, so the box does not address it yet (a loaded machine)."""
+    started: list[Run] = []
+    opened = asyncio.Event()
+    start, get_job = runtime.start, runtime.get_job
+
+    async def recorded_start(*args: Any, **kwargs: Any) -> Run:
+        run = await start(*args, **kwargs)
+        started.append(run)
+        return run
+
+    async def late_get_job(job_id: str) -> Job:
+        if started:
+            await opened.wait()
+        return await get_job(job_id)
+
+    monkeypatch.setattr(runtime, "start", recorded_start)
+    monkeypatch.setattr(runtime, "get_job", late_get_job)
+    return started, opened
+
+
+async def _root_inputs(runtime: Runtime, job_id: str) -> list[str | None]:
+    runs = await runtime.job_runs(job_id)
+    return [r.input for r in runs if r.parent_run_id is None and r.state.is_terminal]
+
+
+async def test_a_message_sent_right_after_a_new_jobs_task_is_its_follow_up_not_a_second_job(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial in tmux: a task, Enter, and at once another message, Enter;
+    the job existed but its run was not on screen yet, so the box still addressed a new job and
+    the message started a second job."""
+    working = asyncio.Event()
+    script = [Turn("looking at it " * 10, gate=working), Turn("hello to you")]
+    runtime = await open_scripted(ScriptedProvider(script), db_path, workspace)
+    try:
+        started, opened = _opened_late(runtime, monkeypatch)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await pilot.press(*"summarise this project", "enter")
+            await wait_until(pilot, lambda: started)
+            job_id = started[0].job_id
+            assert screen.composer.follow_up_job_id is None
+            await pilot.press(*"hello there", "enter")
+            await wait_until(pilot, lambda: len(started) > 1 or screen.composer.queued(job_id))
+            assert len(started) == 1
+            assert screen.composer.queued(job_id) == ["hello there"]
+            opened.set()
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == job_id)
+            working.set()
+            async with asyncio.timeout(30):
+                while await _root_inputs(runtime, job_id) != [
+                    "summarise this project",
+                    "hello there",
+                ]:
+                    await pilot.pause(0.05)
+        assert len((await runtime.list_jobs()).items) == 1
+    finally:
+        await runtime.close()
+
+
+async def test_a_message_sent_after_slash_new_while_the_last_new_job_opens_starts_its_own_job(
+    runtime: Runtime, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/new`` asks for a new job explicitly: what is sent after it is not the follow-up of
+    the job started just before, whose run is still being opened."""
+    started, opened = _opened_late(runtime, monkeypatch)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press(*"summarise this project", "enter")
+        await wait_until(pilot, lambda: started)
+        await pilot.press(*"/new", "enter")
+        await wait_until(pilot, lambda: "New job: type the task" in screen_text(app))
+        await pilot.press(*"hello there", "enter")
+        first = started[0].job_id
+        await wait_until(pilot, lambda: len(started) > 1 or screen.composer.queued(first))
+        opened.set()
+        assert screen.composer.queued(first) == []
+    titles = sorted(job.title for job in (await runtime.list_jobs()).items)
+    assert titles == ["hello there", "summarise this project"]
 
 
 async def test_ctrl_t_moves_what_is_typed_between_a_follow_up_and_a_new_job(

@@ -134,6 +134,15 @@ def _runs(count: int, one: str = "", many: str = "") -> str:
     return f"{words} {verb}" if verb else words
 
 
+class _NewJob:
+    """A new job this screen is starting: what is sent to it before it exists (``held``,
+    queued for it once it does), then its id."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.job_id: str | None = None
+
+
 class MainScreen(Screen[None]):
     # Its stylesheet, main.tcss, is the app's (``AgentTuiApp.CSS_PATH``): read with the app's,
     # not parsed again with every other stylesheet when the screen is first shown.
@@ -306,9 +315,9 @@ class MainScreen(Screen[None]):
         self._repairs_told: set[tuple[str, frozenset[str]]] = set()
         """The history repairs said: (job, the tool calls repaired). Each follow-up of a job
         repairs the same calls again before its model call; a person is told once."""
-        self._new_job_held: list[str] | None = None
-        """While a new job is being started: the messages sent to it meanwhile, queued for it
-        once it exists (``_hold_for_new_job``)."""
+        self._starting_job: _NewJob | None = None
+        """The new job what is sent to a new job goes to: from its task's Enter until the box
+        addresses it (its run on screen), or a new job is asked for (``_hold_for_new_job``)."""
         self._answered_here: set[str] = set()
         """Requests this screen sent an answer to (a prompt that goes otherwise went elsewhere)."""
         self._cancelled_here: set[str] = set()
@@ -1702,6 +1711,8 @@ class MainScreen(Screen[None]):
         composer = self.composer
         changed = composer.follow_up_job_id != job.id
         started, self._started_job_id = self._started_job_id == job.id, None
+        if self._starting_job is not None and self._starting_job.job_id is not None:
+            self._starting_job = None  # the box addresses a job now: what is sent goes there
         composer.target(job.id, job.title, carry=started)
         if changed:
             self._load_draft(job.id)
@@ -1718,6 +1729,11 @@ class MainScreen(Screen[None]):
             # Sent before a command sent ahead of it had run (``/new``, Enter, the task,
             # Enter in one burst): it goes where that command left the box addressed.
             job_id = self.composer.follow_up_job_id
+        if job_id is None and self._starting_job is not None:
+            # Once the new job exists, what is sent is its follow-up, also before its run is on
+            # screen (which points the box at it): a trial's message sent right after the
+            # task's Enter started a second job. (None: it does not exist yet, and holds it.)
+            job_id = self._starting_job.job_id
         if job_id is None and self._hold_for_new_job(text):
             return
         manager = self.runtime.mcp
@@ -1735,22 +1751,24 @@ class MainScreen(Screen[None]):
         that job, queued: not to a second new job, nor to the job the box addressed before
         ``/new TASK`` (a trial's message sent half a second after ``/new`` became a follow-up
         of the old job). Whether it was held; if not, a new job starts with it now."""
-        if self._new_job_held is None:
+        if self._starting_job is None:
             return False
         # Out of the box since its Enter: what the box holds now was typed after it, and stays.
         self.composer.message_taken()
-        self._new_job_held.append(text)
+        self._starting_job.held.append(text)
         self.notify("The new job is still starting: your message is queued for it.", title="Queued")
         return True
 
-    def _new_job_started(self, job_id: str | None) -> list[str]:
+    def _new_job_started(self, new: _NewJob, job_id: str | None) -> list[str]:
         """The new job exists (``job_id``), or could not be started (None): what was held
         for it goes to its queue, or is returned to go back to the box."""
-        held, self._new_job_held = self._new_job_held or [], None
+        held, new.held, new.job_id = new.held, [], job_id
         if job_id is not None:
             for text in held:
                 self.composer.enqueue(job_id, text)
             return []
+        if self._starting_job is new:
+            self._starting_job = None
         return held
 
     @work(exit_on_error=False, group="mcp-resources")
@@ -1773,28 +1791,37 @@ class MainScreen(Screen[None]):
 
     def _submit(self, text: str, follow_up_job_id: str | None, *, title: str | None = None) -> None:
         """Send ``text`` as a follow-up in ``follow_up_job_id``, or as a new job's task (None:
-        what is sent to a new job from now until it exists is held for it, see
+        what is sent to a new job from now on goes to that job, held until it exists, see
         ``_hold_for_new_job``). ``title``: a new job's, when not the text's first line (a
         command's: what the person typed, not what it expands to)."""
+        new = None
         if follow_up_job_id is None:
-            self._new_job_held = self._new_job_held or []
-        self._send(text, follow_up_job_id, title=title)
+            self._starting_job = new = _NewJob()
+        self._send(text, follow_up_job_id, title=title, new=new)
 
     @work(exit_on_error=False, group="start")
-    async def _send(self, text: str, follow_up_job_id: str | None, *, title: str | None) -> None:
+    async def _send(
+        self, text: str, follow_up_job_id: str | None, *, title: str | None, new: _NewJob | None
+    ) -> None:
         try:
-            await self._send_or_refuse(text, follow_up_job_id, title=title)
+            await self._send_or_refuse(text, follow_up_job_id, title=title, new=new)
         finally:
-            if follow_up_job_id is None and self._new_job_held is not None:
+            if new is not None and new.job_id is None:
                 # Neither started nor refused (an error of another kind, reported by the
                 # worker's handler): what was held comes back to the box, not held forever.
-                held = self._new_job_started(None)
+                held = self._new_job_started(new, None)
                 if held and not self.composer.input.text:
                     self.composer.input.value = "\n\n".join(held)
 
     async def _send_or_refuse(
-        self, text: str, follow_up_job_id: str | None, *, title: str | None
+        self,
+        text: str,
+        follow_up_job_id: str | None,
+        *,
+        title: str | None,
+        new: _NewJob | None,
     ) -> None:
+        """``new``: the new job being started, when ``follow_up_job_id`` is None."""
         composer = self.composer
         settings = self.agent_app.settings
         try:
@@ -1838,11 +1865,11 @@ class MainScreen(Screen[None]):
             self.post_message(MessageQueued(follow_up_job_id, text))
             return
         except AgentTuiError as error:
-            held = self._new_job_started(None) if follow_up_job_id is None else []
+            held = self._new_job_started(new, None) if new is not None else []
             self.post_message(MessageRefused(follow_up_job_id, "\n\n".join([text, *held]), error))
             return
-        if follow_up_job_id is None:
-            self._new_job_started(run.job_id)
+        if new is not None:
+            self._new_job_started(new, run.job_id)
             if self.composer.queued(run.job_id):
                 # Queued after its run may have ended already (an instant model): the end
                 # seen by the screen before the queue filled would have sent nothing.
@@ -2770,6 +2797,9 @@ class MainScreen(Screen[None]):
         self.selected_run = None
         self.selected_job = None
         self._loading_run_id = None
+        # What is sent from now on starts it: it joins no new job started before (whose held
+        # messages still go to that one).
+        self._starting_job = None
         self.query_one("#banner", Static).display = False
         self.status.show(model=str(self.runtime.default_model))
         self.job_tree.keep_live(None)
