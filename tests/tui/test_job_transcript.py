@@ -105,6 +105,8 @@ async def test_a_cancelled_runs_streamed_text_shows_after_relaunch_marked_partia
         assert views[-1].text == "The notes say the"
         # What it was thinking is there too, folded as a committed message's thinking is.
         assert views[-1].thinking_text == "Which notes?"
+        # Once mounted whole: under load its fold was queried before it was mounted.
+        await wait_until(pilot, lambda: bool(views[-1].query(Collapsible)))
         assert views[-1].query_one(Collapsible).collapsed
 
 
