@@ -277,3 +277,42 @@ async def test_enter_in_the_emptied_box_docks_the_prompt_that_waited(
             assert prompt is not None and prompt.settled and not screen.prompt_waits
     finally:
         await runtime.close()
+
+
+async def test_a_prompt_that_waits_over_the_box_docks_when_the_inbox_opens_it(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: with the prompt waiting over the box, Esc, i and Enter on its
+    request in the inbox left it hidden and the keys in the browser ("y" did nothing)."""
+    from textual.widgets import OptionList
+
+    from tui.screens.inbox import InboxScreen
+
+    gate = asyncio.Event()
+    runtime = await _open("approval", gate, db_path, workspace)
+    try:
+        app = make_app(runtime, workspace, prompt_settle_seconds=600)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await first_task_running(pilot, screen)
+            gate.set()
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            request = screen.open_request
+            assert request is not None
+            await pilot.press("x")  # too soon: text, and the prompt waits over the box
+            await wait_until(pilot, lambda: screen.prompt_waits)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: screen._pane_of(app.focused) == 0)
+            await pilot.press("i")
+            await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen))
+            inbox = app.screen.query_one("#inbox-list", OptionList)
+            await wait_until(pilot, lambda: inbox.option_count == 1)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: _docked(app, screen) is not None)
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.open_request is None)
+            stored = await runtime.store.get_input_request(request.id)
+            assert stored.answer == {"decision": "allow_once", "reason": None}
+            await wait_until(pilot, lambda: screen.composer.input.text == "x")  # kept
+    finally:
+        await runtime.close()

@@ -1144,7 +1144,10 @@ class MainScreen(Screen[None]):
             self.refresh_run(message.run.id)
         if request is not None:
             await self.show_prompt(request, asker=asker)
-            if request.id == self._answer_wanted and not self.prompt_waits:
+            if request.id == self._answer_wanted:
+                # Asked for from the inbox: a prompt that waited over the box docks, as Tab
+                # docks it (it stayed hidden, and the keys went to the browser: a trial).
+                await self._take_prompt(settle=False)
                 self._focus_pane(2)
         else:
             await self.hide_prompt()
