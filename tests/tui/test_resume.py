@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from runtime.api import Runtime
-from runtime.models import InputRequestState, Run, RunState
-from tests.store.helpers import answer_text, queued_messages
+from runtime.models import InputRequestState, Job, Run, RunState
+from tests.store.helpers import answer_text, composer_text, queued_messages
 from tests.tui.helpers import (
     SIZE,
     finish_run,
@@ -726,3 +726,51 @@ async def test_r_on_a_run_later_runs_went_past_names_commands_for_this_database(
         assert len(await runtime.job_runs(first.job_id)) == 2  # nothing was retried
     finally:
         await runtime.close()
+
+
+@pytest.mark.parametrize("launch", ["--continue", "--resume JOB_ID"])
+async def test_text_typed_before_the_job_opened_at_launch_goes_to_that_job_whole(
+    runtime: Runtime, workspace: Path, monkeypatch: pytest.MonkeyPatch, launch: str
+) -> None:
+    """A new-user trial launched with --continue and typed "yes please" at once: the job's
+    box got "se", and "yes plea" was left as the new job's draft."""
+    run = await runtime.start("summarise")
+    await finish_run(runtime, run.id)
+    # The job opens once the test has typed (its run is read, its job's read waits).
+    typed = asyncio.Event()
+    get_job = runtime.get_job
+
+    async def get_job_once_typed(job_id: str) -> Job:
+        await typed.wait()
+        return await get_job(job_id)
+
+    monkeypatch.setattr(runtime, "get_job", get_job_once_typed)
+    opening = {"continue_last": True} if launch == "--continue" else {"open_job": run.job_id}
+    app = make_app(runtime, workspace, **opening)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        box = screen.composer.input
+        await wait_until(pilot, lambda: app.focused is box and app._held_input is None)
+        await pilot.press(*"yes please")
+        assert screen.composer.follow_up_job_id is None  # typed before the job opened
+        typed.set()
+        await wait_until(pilot, lambda: screen.composer.follow_up_job_id == run.job_id)
+        await pilot.pause()
+        assert box.text == "yes please"
+        # Moved, not copied: the job's draft, and the new job keeps none of it.
+        async with asyncio.timeout(10):
+            while await composer_text(runtime.store, run.job_id) != "yes please":
+                await pilot.pause(0.05)
+        assert await composer_text(runtime.store, None) == ""
+
+        await pilot.press("enter")
+
+        async def follow_ups() -> list[str | None]:
+            runs = await runtime.job_runs(run.job_id)
+            return [r.input for r in runs if r.parent_run_id is None and r.id != run.id]
+
+        async with asyncio.timeout(20):
+            while not await follow_ups():
+                await pilot.pause(0.05)
+        assert await follow_ups() == ["yes please"]
+    assert await composer_text(runtime.store, None) == ""

@@ -341,8 +341,11 @@ class MainScreen(Screen[None]):
         return self.agent_app.open_runtime
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "open-run" and event.state is WorkerState.ERROR:
+        failed = event.state is WorkerState.ERROR
+        if failed and event.worker.group == "open-run":
             self._loading_run_id = None  # its state changes show in the browser again
+        if failed and event.worker.group in ("launch", "open", "open-run"):
+            self._nothing_opened_at_launch()
         self.agent_app.report_worker_failure(event)
 
     # --- layout --------------------------------------------------------------------------------
@@ -440,12 +443,15 @@ class MainScreen(Screen[None]):
             composer.file_source = self._file_list
             composer.command_sources.append(self._mcp_prompt_commands)
             composer.command_sources.append(self.extension_commands.slash_commands)
+            settings = self.agent_app.settings
+            composer.typed_ahead_for_job = bool(
+                settings.open_run or settings.open_job or settings.continue_last
+            )
             self.load_jobs(None, first=True)
             self.agent_app.start_bridge(self)
             self._check_sandbox()
             self._load_history()
             self._load_draft(None)
-            settings = self.agent_app.settings
             if settings.open_run is not None:
                 self.open_run(settings.open_run)
             elif settings.open_job is not None:
@@ -528,7 +534,14 @@ class MainScreen(Screen[None]):
         if page.items:
             self.open_job(page.items[0].id)
         else:
+            self._nothing_opened_at_launch()
             self.notify("No job yet to continue: type a task below.", title="--continue")
+
+    def _nothing_opened_at_launch(self) -> None:
+        """What was typed for the job to open at launch is the new job's (none opens): it must
+        not go to the job opened next, from the browser, say."""
+        for composer in self.query(Composer):
+            composer.typed_ahead_for_job = False
 
     # --- composer support: history, drafts, files ----------------------------------------------
     @work(exit_on_error=False, group="history")
@@ -1710,12 +1723,17 @@ class MainScreen(Screen[None]):
     def _target_composer(self, job: Job) -> None:
         """The composer addresses the job on screen; its saved draft comes back. What was typed
         for another job stays that job's draft, but for a run this screen just started (a new
-        job's task, a fork): what is typed after Enter goes on to it."""
+        job's task, a fork): what is typed after Enter goes on to it; and for the job opened
+        at launch, what was typed before it opened (``typed_ahead_for_job``: a trial's "yes
+        please" went to it as "se", "yes plea" left as the new job's draft)."""
         composer = self.composer
         changed = composer.follow_up_job_id != job.id
         started, self._started_job_id = self._started_job_id == job.id, None
         if self._starting_job is not None and self._starting_job.job_id is not None:
             self._starting_job = None  # the box addresses a job now: what is sent goes there
+        if composer.typed_ahead_for_job and changed:
+            composer.carry_to(job.id, job.title)  # the job's own saved draft goes under it
+            return
         composer.target(job.id, job.title, carry=started)
         if changed:
             self._load_draft(job.id)
@@ -2807,6 +2825,7 @@ class MainScreen(Screen[None]):
         self.status.show(model=str(self.runtime.default_model))
         self.job_tree.keep_live(None)
         composer = self.composer
+        composer.typed_ahead_for_job = False  # a new job asked for before the one opening
         if composer.follow_up_job_id is not None:
             if carry:
                 composer.carry_to(None)  # the new job's own draft comes back (under it)

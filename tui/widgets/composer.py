@@ -370,6 +370,11 @@ class Composer(Vertical):
         self.selected_job_id: str | None = None
         self.selected_job_title: str = ""
         self.target_title: str = ""
+        self.typed_ahead_for_job = False
+        """Launched to open a job, which the box does not address yet: what is typed meanwhile
+        is for that job (``--continue``, then "yes please" at once), and goes to it as the box
+        is first addressed. Any other address first (ctrl+t, ``/new``), or the new job's draft
+        coming back, and it stays the new job's."""
         self.queues: dict[str, list[str]] = {}
         """Messages waiting for the job's run to finish, oldest first."""
         self.history: list[str] = []
@@ -538,6 +543,7 @@ class Composer(Vertical):
         is saved at once and the box emptied for the new one's, which the screen asks for.
         ``carry``: the text in the box goes to the new target instead (it is moved, not copied:
         the old target keeps no draft of it)."""
+        self.typed_ahead_for_job = False  # addressed now: what comes next is typed for it
         if title is not None:
             self.target_title = title
         elif job_id is not None and job_id == self.selected_job_id:
@@ -597,11 +603,12 @@ class Composer(Vertical):
         else:
             self.carry_to(None)
 
-    def carry_to(self, job_id: str | None) -> None:
+    def carry_to(self, job_id: str | None, title: str | None = None) -> None:
         """Address ``job_id`` with what the box holds (ctrl+t; ``/new`` with text typed after
-        its Enter): that target's own saved draft comes back, under the text carried."""
+        its Enter; text typed before the job opened at launch): that target's own saved draft
+        comes back, under the text carried."""
         before = self.follow_up_job_id
-        self.target(job_id, carry=True)
+        self.target(job_id, title, carry=True)
         carried = bool(self.input.text)
         if self.follow_up_job_id != before:
             if carried:
@@ -711,6 +718,7 @@ class Composer(Vertical):
         it was put back."""
         if job_id != self.follow_up_job_id or self.input.text or not text:
             return False
+        self.typed_ahead_for_job = False  # typed on after the draft: for the new job, with it
         self._loading_draft = True
         self.input.value = text
         self.mark_put_back()
