@@ -244,6 +244,10 @@ class RuntimeApi(Protocol):
         """Until the calls this process runs for the run beside its open request ended."""
         ...
 
+    def give_way_to_input(self, pending: Callable[[], bool]) -> None:
+        """Runs streaming in this process give the event loop up while ``pending()``."""
+        ...
+
 
 def _implements(runtime: Runtime) -> RuntimeApi:
     return runtime  # mypy: Runtime must stay a RuntimeApi

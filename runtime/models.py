@@ -260,6 +260,20 @@ class InputRequest(_Model):
     answered_at: float | None = None
 
 
+class Boundary(_Model):
+    """Where ``Runtime.wait`` returns: a terminal state, or ``input_required`` with its request.
+
+    ``run`` is the run that reached the boundary: the waited-for run, or one of its
+    descendants when a delegated child waits for a person."""
+
+    run: Run
+    request: InputRequest | None = None
+
+    @property
+    def state(self) -> RunState:
+        return self.run.state
+
+
 class Checkpoint(_Model):
     id: str
     run_id: str

@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
-from pydantic import BaseModel, ConfigDict
-
 from runtime.answers import checked_answer
 from runtime.clock import Clock
 from runtime.config import Config
@@ -40,6 +38,7 @@ from runtime.errors import AgentTuiError, InvalidInput, RevisionConflict, RunSta
 from runtime.events import DurableEvent, Event, RunStateChanged
 from runtime.history import all_messages, last_message
 from runtime.models import (
+    Boundary,
     Checkpoint,
     InputKind,
     InputRequest,
@@ -62,22 +61,6 @@ if TYPE_CHECKING:
 CLOSED_REASON = "stopped when agent-tui closed"
 """``RunStateChanged.reason`` of a run this process stopped on a deliberate close."""
 DEMO_NOTICE = "Using the offline demo model — set ANTHROPIC_API_KEY to use Claude."
-
-
-class Boundary(BaseModel):
-    """Where ``wait`` returns: a terminal state, or ``input_required`` with its request.
-
-    ``run`` is the run that reached the boundary: the waited-for run, or one of its
-    descendants when a delegated child waits for a person."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run: Run
-    request: InputRequest | None = None
-
-    @property
-    def state(self) -> RunState:
-        return self.run.state
 
 
 class Runtime:
@@ -131,6 +114,7 @@ class Runtime:
         self._pump = engine.pump
         self._leases = engine.leases
         self._executor = engine.executor
+        self._model_call = engine.model_call
         self.dispatch = engine.dispatch  # where runs execute: here, or in workers
         self.extensions = ExtensionPoints(store, engine.catalog, workspace)
 
@@ -496,6 +480,11 @@ class Runtime:
         """Until the calls this process runs for ``run_id`` beside its open request ended: a
         client that leaves at ``input_required`` would cut them short."""
         await self.dispatch.calls_ended(run_id)
+
+    def give_way_to_input(self, pending: Callable[[], bool]) -> None:
+        """While ``pending()`` (a person's key waits for this event loop), the runs streaming
+        here give the loop up every few events (as a browser's ``isInputPending``)."""
+        self._model_call.input_pending = pending
 
     async def get_request(self, request_id: str) -> InputRequest:
         return await self.store.get_input_request(request_id)

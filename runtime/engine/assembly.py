@@ -34,6 +34,7 @@ class Engine:
     bus: EventBus
     executions: Executions
     dispatch: Dispatch
+    model_call: ModelCall
 
 
 def build_engine(
@@ -112,4 +113,6 @@ def build_engine(
         pump=pump,
         launch=launcher.launch,
     )
-    return Engine(catalog, pump, delegation, leases, executor, bus, executions, dispatch)
+    return Engine(
+        catalog, pump, delegation, leases, executor, bus, executions, dispatch, model_call
+    )

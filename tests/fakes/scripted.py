@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import ModelError
-from runtime.models import Usage
+from runtime.models import RunState, Usage
 from runtime.providers.base import (
     ModelEvent,
     ModelRequest,
@@ -117,6 +117,41 @@ class ScriptedProvider:
             yield StopReason(reason=turn.stop or ("tool_use" if turn.tool_calls else "end_turn"))
         finally:
             self.closed_streams += 1
+
+
+class TickCounting(ScriptedProvider):
+    """Streams its text pieces without ever waiting (as a local model flat out) and notes, at
+    each piece, how many times a ticker task had turned the event loop by then."""
+
+    def __init__(self, script: list[ScriptItem]) -> None:
+        super().__init__(script)
+        self.ticks = 0
+        self.seen: list[int] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        async for event in super().stream(request):
+            if isinstance(event, TextDelta):
+                self.seen.append(self.ticks)
+            yield event
+
+
+async def turns_while_it_streams(runtime: Runtime, provider: TickCounting) -> int:
+    """The event loop's turns taken by another task from the stream's first piece to its last."""
+
+    async def tick() -> None:
+        while True:
+            provider.ticks += 1
+            await asyncio.sleep(0)
+
+    provider.seen.clear()
+    ticker = asyncio.create_task(tick())
+    try:
+        run = await runtime.start("go")
+        boundary = await runtime.wait(run.id, timeout=60)
+    finally:
+        ticker.cancel()
+    assert boundary.state is RunState.COMPLETED
+    return provider.seen[-1] - provider.seen[0]
 
 
 async def open_scripted(
