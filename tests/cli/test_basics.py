@@ -269,3 +269,21 @@ def test_doctor_reports_the_integrity_and_schema_checks_without_touching_the_fil
     assert "integrity check: ok" in damaged.stdout
     assert "schema check: error: index runs_by_job is missing" in damaged.stdout
     assert cli.db.read_bytes() == before
+
+
+def test_doctor_says_a_database_of_another_program_is_not_agent_tuis_in_its_schema_check(
+    cli: Cli,
+) -> None:
+    """Version 0 with tables read "schema check: ok" (a trial): only the runtime's line further
+    down said the file was not agent-tui's."""
+    cli.db.parent.mkdir(parents=True)
+    with sqlite3.connect(cli.db) as connection:
+        connection.execute("CREATE TABLE contacts (name TEXT)")
+    before = cli.db.read_bytes()
+    result = cli.run("doctor")
+    assert result.returncode == 1
+    assert (
+        "  integrity check: ok\n"
+        "  schema check: error: an SQLite database of another program, not an agent-tui database\n"
+    ) in result.stdout
+    assert cli.db.read_bytes() == before

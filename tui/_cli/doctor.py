@@ -59,6 +59,12 @@ def _inspect_database(path: Path) -> tuple[int, list[str], list[str]]:
             schema = [f"version {version} is newer than this agent-tui ({LATEST_VERSION})"]
         elif version > 0:
             schema = schema_problems(shape_of(connection), expected_shape(version))
+        elif connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ).fetchone():
+            # Version 0 with tables: not a new database but another program's (which every
+            # command refuses), whose integrity is fine and whose schema is not ours at all.
+            schema = ["an SQLite database of another program, not an agent-tui database"]
         return version, [line for line in integrity if line != "ok"], schema
     finally:
         connection.close()
