@@ -971,8 +971,9 @@ async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
     except AgentTuiError as error:
         print(f"agent-tui: error: {error}", file=sys.stderr)
         return 2
+    stopped_by: list[int] = []
     try:
-        with responsive_threads():
+        with responsive_threads(), _quitting_on_stop_signals(app, stopped_by):
             await app.run_async()
     finally:
         if app.runtime is not None:
@@ -981,7 +982,41 @@ async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
         print(app.exit_error, file=sys.stderr)
     if app.quit_note:
         print(app.quit_note, file=sys.stderr)
+    if stopped_by:
+        return 128 + stopped_by[0]  # what a shell reports for a process the signal ended
     return app.return_code or 0
+
+
+@contextlib.contextmanager
+def _quitting_on_stop_signals(app: AgentTuiApp, stopped_by: list[int]) -> Iterator[None]:
+    """SIGTERM (``kill PID``) quits ``app`` as ctrl+q does, saving drafts and releasing its
+    runs, and is noted in ``stopped_by``; a second one ends the process at once. Left to its
+    default action it ended the process on the spot: the terminal stayed in the app's
+    alternate screen with mouse reporting on and no cursor, and its runs read "running (its
+    process is gone)" until another agent-tui recovered them (a trial). SIGHUP (the terminal
+    closed) keeps its default: with the terminal gone, quitting through the app hung on it,
+    and there is no screen left to restore."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        if stopped_by:  # asked again while quitting: as if nothing handled it
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+            return
+        stopped_by.append(signal.SIGTERM)
+        app.call_later(app.action_quit)
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 @dataclass(frozen=True)
