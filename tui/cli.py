@@ -32,6 +32,7 @@ from tui._cli.parser import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     parse_arguments,
 )
@@ -114,18 +115,32 @@ def _error_message(exc: AgentTuiError, db_path: Path | str | None) -> str:
 
 
 class _Interrupt:
-    """First Ctrl+C cancels the command (the runtime closes cleanly); a second one exits now."""
+    """First Ctrl+C (or SIGTERM) cancels the command (the runtime closes cleanly); a second
+    one exits now. SIGTERM (``kill PID``, ``timeout``) was left to its default action, which
+    ended the process on the spot: its run read "running (its process is gone)" until another
+    agent-tui recovered it, and nothing said how to resume it (a trial)."""
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.requested = False
+        self.by_sigterm = False
 
-    def __call__(self) -> None:
+    def __call__(self, by_sigterm: bool = False) -> None:
         if self.requested:
-            _say("agent-tui: interrupted again, exiting now")
-            os._exit(EXIT_INTERRUPTED)
+            _say(f"agent-tui: {self.ended} again, exiting now")
+            os._exit(self.exit_status)
         self.requested = True
+        self.by_sigterm = by_sigterm
         self.task.cancel()
+
+    @property
+    def ended(self) -> str:
+        return "terminated" if self.by_sigterm else "interrupted"
+
+    @property
+    def exit_status(self) -> int:
+        """130 for Ctrl+C, 143 for SIGTERM: what a shell reports for a process either ended."""
+        return EXIT_TERMINATED if self.by_sigterm else EXIT_INTERRUPTED
 
 
 async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace: Path) -> int:
@@ -162,6 +177,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, interrupt)
+        loop.add_signal_handler(signal.SIGTERM, interrupt, True)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
         pass
     try:
@@ -179,11 +195,12 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
             raise
         task.uncancel()
         hint = ctx.resume_hint() if args.command in RUNS_AN_AGENT else None
-        _say("\nagent-tui: interrupted." + (f" {hint}" if hint else ""))
-        return EXIT_INTERRUPTED
+        _say(f"\nagent-tui: {interrupt.ended}." + (f" {hint}" if hint else ""))
+        return interrupt.exit_status
     finally:
         try:
             loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError):  # pragma: no cover
             pass
 

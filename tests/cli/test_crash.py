@@ -290,3 +290,34 @@ def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cl
     assert recovered["run"]["interrupted"] is True
     retry_to_completion(cli, run_id)
     assert_transcript_is_paired(cli.db, run_id)
+
+
+def test_sigterm_during_a_run_releases_it_as_interrupted_and_says_how_to_resume(cli: Cli) -> None:
+    """``kill PID`` (or ``timeout``) ended the process on the spot: the run read "running (its
+    process is gone)" until another agent-tui recovered it, and nothing said how to go on."""
+    proc = cli.spawn("run", PROMPT, "--model", "demo", "--json")
+    stream = LineStream(proc)
+    try:
+        seen = stream.json_until(lambda item, lines: item["kind"] == "message_delta")
+        proc.send_signal(signal.SIGTERM)
+        stream.rest(timeout=30)
+        code = proc.wait(timeout=30)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            kill_hard(proc)
+    run_id = seen[0]["run_id"]
+    assert code == 128 + signal.SIGTERM
+    assert f"agent-tui: terminated. Run {run_id} stays recoverable" in stderr
+    assert f"agent-tui --db {cli.db} retry {run_id}" in stderr
+    assert "Traceback" not in stderr
+
+    # Released by the process itself: no other agent-tui had to find it gone.
+    shown = cli.run("show", run_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    details = json.loads(shown.stdout)
+    assert (details["run"]["state"], details["run"]["interrupted"]) == ("queued", True)
+    assert details["owner_gone"] is False
+    retry_to_completion(cli, run_id)
+    assert_transcript_is_paired(cli.db, run_id)
