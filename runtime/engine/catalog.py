@@ -7,12 +7,13 @@ import contextlib
 import difflib
 import fnmatch
 import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.config import AgentConfig, Config, Permissions, located_error
+from runtime.config import ENV_MODEL, AgentConfig, Config, Permissions, located_error
 from runtime.engine.execution import ASK_USER, DELEGATE_PREFIX, ProviderFactory
 from runtime.errors import ConfigError, ToolError
 from runtime.fileio import FileStamp, file_stamp
@@ -195,16 +196,24 @@ class Catalog:
     def check_model(self, reference: str, *, agent: str | None = None) -> None:
         """ConfigError when ``reference`` cannot be used, before a run is stored for it; cheap
         (no SDK import) when a check was given, else by building the provider. When it is the
-        ``model`` of ``agent`` in this folder's config, the error names file, line and key."""
+        ``model`` of ``agent`` in this folder's config, or its ``[defaults] model``, the error
+        names file, line and key."""
         try:
             if self._check_model is not None:
                 self._check_model(reference)
             else:
                 self.provider(reference)
         except ConfigError as exc:
-            if agent is None or self.agent(agent).model != reference:
+            loc: tuple[str, ...]
+            if agent is not None and self.agent(agent).model == reference:
+                loc = ("agents", agent, "model")
+            elif self.config.defaults.model == reference and not os.environ.get(ENV_MODEL):
+                # A typo there read "unknown model provider 'x'" with no hint of where the
+                # model came from (a trial): --model, AGENT_TUI_MODEL or which config file.
+                # (AGENT_TUI_MODEL, when set, is what the config's defaults.model holds.)
+                loc = ("defaults", "model")
+            else:
                 raise
-            loc = ("agents", agent, "model")
             raise located_error(exc.message, loc, Path(self.workspace)) from None
 
     def config_for(self, workspace: str | None) -> Config:

@@ -24,17 +24,33 @@ def _errors(stdout: str) -> list[str]:
 
 
 def test_doctor_fails_on_a_default_model_that_run_refuses_with_the_same_words(cli: Cli) -> None:
-    _config(cli, '[defaults]\nmodel = "nosuch:x"\n')
+    """Both name the file, line and key (a CLI trial: `run` said only "unknown model provider
+    'nosuch'", which could have come from --model, AGENT_TUI_MODEL or any config file)."""
+    _config(cli, '[defaults]\nagent = "default"\nmodel = "nosuch:x"\n')
     refused = cli.run("run", "hi")
     assert refused.returncode == 2
     [message] = refused.stderr.splitlines()
-    assert message.startswith("agent-tui: error: unknown model provider 'nosuch' in 'nosuch:x'")
+    where = f"{cli.workspace / 'agent-tui.toml'}:3: defaults.model"
+    assert message.startswith(f"agent-tui: error: {where}: unknown model provider 'nosuch'")
 
     doctor = cli.run("doctor")
     assert doctor.returncode == 1, doctor.stdout
     assert "Default model: nosuch:x\n" in doctor.stdout
     assert _errors(doctor.stdout) == [message.removeprefix("agent-tui: ")]
     assert doctor.stdout.rstrip().endswith("Some checks failed (see above).")
+
+
+def test_a_default_model_from_agent_tui_model_is_not_blamed_on_the_config_file(cli: Cli) -> None:
+    _config(cli, '[defaults]\nmodel = "demo"\n')
+    cli.env = {**cli.env, "AGENT_TUI_MODEL": "nosuch:x"}
+    refused = cli.run("run", "hi")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "agent-tui: error: unknown model provider 'nosuch' in 'nosuch:x': use anthropic:MODEL,"
+        " openai:MODEL or demo\n"
+    )
+    doctor = cli.run("doctor")
+    assert _errors(doctor.stdout) == [refused.stderr.strip().removeprefix("agent-tui: ")]
 
 
 def test_doctor_names_each_agent_whose_model_run_would_refuse(cli: Cli) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime.api import Runtime
-from runtime.config import ENV_MCP_TIMEOUT, STARTUP_TIMEOUT, env_startup_timeout
+from runtime.config import ENV_MCP_TIMEOUT, ENV_MODEL, STARTUP_TIMEOUT, env_startup_timeout
 from runtime.errors import AgentTuiError, ConfigError, DatabaseError, DatabaseNotCreated
 from runtime.store.checks import read_only_uri
 from runtime.store.migrations import LATEST_VERSION
@@ -391,7 +391,14 @@ async def _check_runtime(ctx: Context, config: Config | None, *, open_database: 
     try:
         check_reference(opened.default_model)  # what `run` checks before it stores a run
     except ConfigError as exc:
-        out(f"  error: {exc.message}")
+        problem = exc.message
+        from_a_file = config.defaults.model == opened.default_model
+        if from_a_file and ctx.model is None and not os.environ.get(ENV_MODEL):
+            from runtime.config import located_error
+
+            # The config file's [defaults] model: named with file, line and key as `run` does.
+            problem = located_error(problem, ("defaults", "model"), ctx.workspace).message
+        out(f"  error: {problem}")
         healthy = False
     else:
         if opened.model_notice:
