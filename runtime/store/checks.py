@@ -142,8 +142,12 @@ def check_database_file(path: Path) -> int | None:
         raise errors.NotADatabase(f"{path}: is a directory, not an agent-tui database")
     if path.stat().st_size == 0:
         return None
-    with path.open("rb") as fh:
-        header = fh.read(len(SQLITE_HEADER))
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:  # a file of another user, say: one line, not a traceback
+        reason = (exc.strerror or str(exc)).lower()
+        raise errors.DatabaseError(f"{path}: cannot be read ({reason})") from None
     if header != SQLITE_HEADER:
         raise errors.NotADatabase(
             f"{path}: not an SQLite database, so not an agent-tui database; refusing to open it"

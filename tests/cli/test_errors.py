@@ -62,6 +62,32 @@ def test_an_unwritable_database_folder_is_one_line_exit_2_and_nothing_is_written
     assert folder_state(cli.db.parent) == {"agent-tui.db": b""}
 
 
+@pytest.mark.parametrize(
+    "command", [["runs"], ["runs", "--json"], ["show", "abc"], ["export", "abc"], ["events"]]
+)
+def test_a_database_file_this_user_cannot_read_is_one_line_exit_2_and_nothing_is_written(
+    cli: Cli, command: list[str]
+) -> None:
+    """A database of another user (mode 000 here) read as "unexpected error: [Errno 13]
+    Permission denied", exit 1, with a traceback written to a new log beside it (a trial)."""
+    made = cli.run("run", "hello", "--model", "demo:instant")
+    assert made.returncode == 3, made.stderr
+    cli.db.chmod(0o000)
+    before = _sizes(cli.db.parent)
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root reads any file: run as a user of its own namespace
+        prefix = read_only(cli, by="permissions")
+    result = run_cli(cli, prefix, *command)
+    assert_one_line_error(result, f"{cli.db}: cannot be read (permission denied)")
+    assert result.stdout == ""
+    assert _sizes(cli.db.parent) == before
+
+
+def _sizes(folder: Path) -> dict[str, int]:
+    """The files in ``folder`` and their sizes (an unreadable file's bytes cannot be read)."""
+    return {path.name: path.stat().st_size for path in sorted(folder.iterdir())}
+
+
 def test_an_existing_database_in_a_folder_that_became_read_only_is_left_untouched(
     cli: Cli,
 ) -> None:
