@@ -713,6 +713,40 @@ async def test_a_search_with_no_match_keeps_its_words_to_be_changed_and_letters_
         assert not any("Export" in text for text in notifications(app))
 
 
+async def test_e_and_x_on_a_search_hit_act_on_the_hits_job_not_the_one_behind_the_hits(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial: on the search hits, e exported and x archived the job under
+    the job tree's cursor, hidden behind the hits (neither key was in the footer). They act
+    on the highlighted hit's job, as the browser's rows do, and an archived job's hits go."""
+    for task in ("find the pelicans", "count the herons"):
+        await finish_run(runtime, (await runtime.start(task)).id)
+    herons, pelicans = (await runtime.list_jobs(limit=2)).items
+    exports = workspace / ".agent-tui" / "exports"
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        assert screen.job_tree.cursor_job() == herons  # behind the hits, the newest job
+        await pilot.press("slash", *"pelicans", "enter")
+        results = screen.query_one("#search-results", SearchResults)
+        await wait_until(pilot, lambda: results.display and app.focused is results)
+        shown = {
+            key: active.binding.description
+            for key, active in screen.active_bindings.items()
+            if active.binding.show
+        }
+        assert shown.get("e") == "Export" and shown.get("x") == "Archive", shown
+        await pilot.press("e")
+        await wait_until(pilot, lambda: exports.exists() and any(exports.glob("*.md")))
+        [path] = exports.glob("*.md")
+        assert path.read_text().splitlines()[0] == "# find the pelicans"
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not results.hits)
+        assert (await runtime.get_job(pelicans.id)).archived
+        assert not (await runtime.get_job(herons.id)).archived
+
+
 async def test_export_from_the_conversation_or_the_composer_writes_the_job_on_screen(
     runtime: Runtime, workspace: Path
 ) -> None:

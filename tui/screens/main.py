@@ -1458,6 +1458,7 @@ class MainScreen(Screen[None]):
         else:
             title = job_id[:8]
         self.job_tree.remove_job(job_id)
+        self.query_one("#search-results", SearchResults).drop_job(job_id)  # search skips it
         shown = shown_job.id if shown_job is not None else None
         if job_id in (shown, self.composer.follow_up_job_id):
             here = job_id in self._archiving or job_id in self._archived_here
@@ -3454,23 +3455,28 @@ class MainScreen(Screen[None]):
         self.post_message(RunStarted(run, job))
         self.notify(f"Forked into a new job: {terminal_safe_line(job.title)}", markup=False)
 
-    def _job_acted_on(self) -> Job | None:
-        """The job a key like ``e`` or ``x`` acts on: in the browser, the job of the row under
-        the cursor (a run's or a checkpoint's row too); elsewhere (the conversation, the
-        palette) the job on screen. The cursor's job went from the conversation too, another
-        job than the one read there (a new-user trial)."""
+    def _job_acted_on(self) -> str | None:
+        """The id of the job a key like ``e`` or ``x`` acts on: in the browser, the job of the
+        row under the cursor (a run's or a checkpoint's row too, a search hit's); elsewhere
+        (the conversation, the palette) the job on screen. The cursor's job went from the
+        conversation too, another job than the one read there (a new-user trial)."""
+        if isinstance(self.focused, SearchResults):
+            hit = self.focused.highlighted_hit
+            return hit.job_id if hit is not None else None
         cursor_job = self.job_tree.cursor_job()
         if self._pane_of(self.focused) == 0:
-            return cursor_job or self.selected_job
-        return self.selected_job or cursor_job
+            job = cursor_job or self.selected_job
+        else:
+            job = self.selected_job or cursor_job
+        return job.id if job is not None else None
 
     def action_export(self) -> None:
         """``e``: the job of ``_job_acted_on``, written as Markdown to the exports folder."""
-        job = self._job_acted_on()
-        if job is None:
+        job_id = self._job_acted_on()
+        if job_id is None:
             self.notify("Select a job first.", severity="warning")
             return
-        self._export(job.id)
+        self._export(job_id)
 
     @work(exit_on_error=False, group="export")
     async def _export(self, job_id: str) -> None:
@@ -3499,15 +3505,15 @@ class MainScreen(Screen[None]):
         self.notify(f"Exported to {folder}/\n{path.name}", title="Export", markup=False)
 
     def action_archive_job(self) -> None:
-        job = self._job_acted_on()  # x on an older job's run row archived the job on screen
-        if job is None:
+        job_id = self._job_acted_on()  # x on an older job's run row archived the job on screen
+        if job_id is None:
             self.notify("Select a job first.", severity="warning")
             return
         # Counted as being archived here before its event can come back (``_leave_archived``
         # tells an archive made here from one made elsewhere), and before a u pressed next.
-        self._archiving.append(job.id)
+        self._archiving.append(job_id)
         self.refresh_bindings()
-        self._archive(job.id)
+        self._archive(job_id)
 
     @work(exit_on_error=False, group="archive")
     async def _archive(self, job_id: str) -> None:

@@ -34,6 +34,11 @@ class SearchResults(OptionList):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the run at the message found"),
+        # The browser's keys for the job of the row under the cursor: here, the hit's job.
+        # Unshown, e and x wrote and archived the job under the job tree's cursor, hidden
+        # behind the hits (a new-user trial archived a job it could not see).
+        Binding("e", "screen.export", "Export", tooltip="Export the hit's job"),
+        Binding("x", "screen.archive_job", "Archive", tooltip="Archive the hit's job"),
     ]
 
     class ToField(Message):
@@ -66,6 +71,22 @@ class SearchResults(OptionList):
         """Show the hits of ``query`` (or that nothing matched), the first one highlighted."""
         self.hits, self._query = hits, query
         self._fill(highlighted=0)
+
+    @property
+    def highlighted_hit(self) -> SearchHit | None:
+        """The hit under the cursor (None when nothing matched)."""
+        index = self.highlighted
+        return self.hits[index] if index is not None and index < len(self.hits) else None
+
+    def drop_job(self, job_id: str) -> None:
+        """The hits of ``job_id`` go (its job was archived: search leaves it out)."""
+        kept = [hit for hit in self.hits if hit.job_id != job_id]
+        if len(kept) == len(self.hits):
+            return
+        highlighted = self.highlighted or 0
+        gone_before = sum(hit.job_id == job_id for hit in self.hits[:highlighted])
+        self.hits = kept
+        self._fill(highlighted=min(highlighted - gone_before, len(kept) - 1) if kept else None)
 
     def action_cursor_up(self) -> None:
         if self.highlighted is None or self.highlighted == 0:
