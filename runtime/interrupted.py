@@ -96,6 +96,13 @@ def needs_resume(run: Run) -> bool:
     )
 
 
+def before_its_first_checkpoint(run: Run) -> bool:
+    """No step of ``run`` has ended: it has no checkpoint to fork from (each step ends with
+    one), and a retry goes on from its start. (One stopped in its first step's tools has none
+    either, and its ``step`` reads 1: a fork asked for says so then.)"""
+    return run.step == 0
+
+
 def later_roots(run: Run, runs: Sequence[Run]) -> list[Run]:
     """The root runs of ``run``'s job created after it; ``runs`` are the job's runs in the
     order they were created (as ``job_runs`` lists them). Runs it delegated are not roots."""

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.widgets import Static
 
 from runtime.api import Runtime
+from runtime.interrupted import needs_resume
 from runtime.models import InputRequestState, Job, Run, RunState
 from tests.store.helpers import answer_text, composer_text, queued_messages
 from tests.tui.helpers import (
@@ -118,6 +120,40 @@ async def test_a_run_cut_off_by_quitting_is_offered_for_retry_and_retries(
         stored = await second.get_run(retried.id)
         assert stored.state is RunState.INPUT_REQUIRED
         assert retried.id == run_id or stored.retry_of_run_id == run_id
+    finally:
+        await second.close()
+
+
+async def test_a_run_stopped_in_its_first_step_offers_a_retry_from_its_start_not_a_fork(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: a task quit while its first answer streamed came back under
+    "R retry · f fork from the last checkpoint" (and "(R retry · f fork)" in the status
+    line), f said "This run has no checkpoint to fork from yet", and R said it retried "from
+    its last checkpoint". Before its first checkpoint only R is offered, from the start."""
+    run = await _interrupted_by_a_quit(db_path, workspace)
+    second = await open_runtime(db_path, workspace)
+    try:
+        stopped = await second.get_run(run.id)
+        assert needs_resume(stopped) and stopped.step == 0
+        assert not await second.checkpoints(run.id)
+        app = make_app(second, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            await pilot.press("enter")
+            await wait_until(
+                pilot, lambda: screen.selected_run is not None and screen.selected_run.id == run.id
+            )
+            banner = screen.query_one("#banner", Static)
+            await wait_until(pilot, lambda: banner.display)
+            assert "R retry from its start" in str(banner.render())
+            assert "fork" not in str(banner.render())
+            assert "(R retry)" in screen.status.text and "fork" not in screen.status.text
+            await pilot.press("R")
+            await wait_until(pilot, lambda: screen.query(QuestionPrompt), timeout=30)
+            assert any("from its start" in text for text in notifications(app))
+            assert not any("last checkpoint" in text for text in notifications(app))
     finally:
         await second.close()
 

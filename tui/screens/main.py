@@ -37,7 +37,7 @@ from runtime.errors import (
     RunStateConflict,
 )
 from runtime.fileio import write_text_atomically
-from runtime.interrupted import needs_resume
+from runtime.interrupted import before_its_first_checkpoint, needs_resume
 from runtime.kinds import InputKind, Role, RunState
 from runtime.locations import EXPORTS_IGNORED, exports_dir
 from runtime.textsafe import terminal_safe, terminal_safe_line
@@ -1212,6 +1212,10 @@ class MainScreen(Screen[None]):
                 keys = "Later runs continued this job: f fork from its last checkpoint"
             elif run.failure is not None and run.failure.code == "tool_indeterminate":
                 keys = "R to choose: run it again, continue without it, or fork"
+            elif before_its_first_checkpoint(run):
+                # Stopped in its first step: nothing to fork from (f said "no checkpoint to
+                # fork from yet" under a banner that offered it: a new-user trial).
+                keys = "R retry from its start"
             else:
                 keys = "R retry · f fork from the last checkpoint"
             if run.failure is not None and run.failure.code == "tool_indeterminate":
@@ -3322,6 +3326,7 @@ class MainScreen(Screen[None]):
         self.post_message(RetryChoiceWanted(run, calls, latest))
 
     async def _start_retry(self, run_id: str, unknown: UnknownChoice | None) -> None:
+        from_start = not await self.runtime.checkpoints(run_id)
         run = await self.runtime.retry(run_id, unknown=unknown)
         self._resumed(run_id)
         self._loading_run_id = run.id
@@ -3331,6 +3336,8 @@ class MainScreen(Screen[None]):
             self.notify("Retrying: the call whose outcome was unknown runs again.")
         elif unknown == "skip":
             self.notify("Retrying without the call: the model is told its outcome is unknown.")
+        elif from_start:
+            self.notify("Retrying the run from its start (it had no checkpoint yet).")
         else:
             self.notify("Retrying the run from its last checkpoint.")
 

@@ -17,7 +17,7 @@ from textual.timer import Timer
 from textual.visual import VisualType
 from textual.widgets import Static
 
-from runtime.interrupted import needs_resume
+from runtime.interrupted import before_its_first_checkpoint, needs_resume
 from runtime.kinds import RunState, ToolCallState
 from runtime.results import CHARS_PER_TOKEN  # the estimate the runtime records too
 from runtime.steps import step_shown
@@ -288,7 +288,12 @@ class StatusLine(Static):
         if run is not None:
             state = state_text(run)
             if needs_resume(run):
-                state += " (f fork)" if self.gone_past else " (R retry · f fork)"
+                if self.gone_past:
+                    state += " (f fork)"
+                elif before_its_first_checkpoint(run):
+                    state += " (R retry)"  # no checkpoint to fork from: f would say so
+                else:
+                    state += " (R retry · f fork)"
             state_part = _Part(state)
             if self.working:
                 now = self.now if self.now is not None else time.time()
