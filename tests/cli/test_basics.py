@@ -28,6 +28,23 @@ def test_an_unknown_command_is_a_usage_error(cli: Cli) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_task_given_as_the_first_argument_says_how_to_give_a_task_in_one_line(
+    cli: Cli,
+) -> None:
+    """Found by a new-user trial: ``agent-tui "explain this repo"``, as one starts Claude Code
+    or Codex with a task, printed the top-level usage and "invalid choice: 'explain this
+    repo' (choose from 'run', 'runs', …)". One line says what to do instead, exit 2, and
+    nothing is created."""
+    result = cli.run("explain this repo")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "agent-tui: error: 'explain this repo' is not a command: to give the agent a task,"
+        " type it in agent-tui (opened without arguments), or run it headless with agent-tui"
+        " run PROMPT"
+    ]
+    assert not cli.db.exists()
+
+
 def test_an_invalid_state_filter_is_a_usage_error(cli: Cli) -> None:
     result = cli.run("runs", "--state", "sleeping")
     assert result.returncode == 2

@@ -124,6 +124,8 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
             if not rest:
                 args.command = None
                 return args
+            if not rest[0].startswith("-") and any(char.isspace() for char in rest[0]):
+                _refuse_a_task(rest[0])
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -132,6 +134,18 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
         command = COMMAND_PARSERS.get(getattr(args, "command", None) or "", parser)
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
+
+
+def _refuse_a_task(words: str) -> NoReturn:
+    """Words given where a command goes, as one starts Claude Code or Codex with a task:
+    argparse's "invalid choice" and the whole usage said nothing of where a task goes."""
+    import sys
+
+    sys.stderr.write(
+        f"agent-tui: error: {words!r} is not a command: to give the agent a task, type it in"
+        " agent-tui (opened without arguments), or run it headless with agent-tui run PROMPT\n"
+    )  # repr: a line break or a control character typed in the words shows escaped
+    raise SystemExit(EXIT_USAGE)
 
 
 COMMAND_PARSERS: dict[str, argparse.ArgumentParser] = {}
