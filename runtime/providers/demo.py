@@ -224,6 +224,16 @@ def _listed_files(listing: str, workspace: Path) -> list[str]:
     return files
 
 
+_ATTACHED = re.compile(r"^📎 Attached: (.+) — read with read_file$", re.MULTILINE)
+"""The line the TUI adds under a message that mentions files with ``@`` (``with_attachments``
+in ``tui/file_index.py``): each file's path in backticks, then its size."""
+
+
+def _attached(prompt: str) -> list[str]:
+    """The paths of the files the prompt attached (``@src/app.py``)."""
+    return [path for line in _ATTACHED.findall(prompt) for path in re.findall(r"`([^`]+)`", line)]
+
+
 def _pick_files(files: list[str]) -> list[str]:
     def rank(name: str) -> tuple[int, int, str]:
         lower = name.lower()
@@ -463,7 +473,7 @@ def _tour_turn(prompt: str, tools: list[ToolSpec], done: _ResultsByTool, workspa
     listing = done.get("list_dir", [])
     files = _listed_files(listing[0][1].content, workspace) if listing else []
     if "read_file" not in done and "search" not in done and (read_file or search):
-        return _read_and_search_turn(files, read_file, search)
+        return _read_and_search_turn(files, read_file, search, _attached(prompt))
 
     if ask_user and "ask_user" not in done:
         return _ask_focus_turn(ask_user)
@@ -496,9 +506,11 @@ def _plan_and_list_turn(prompt: str, list_dir: ToolSpec) -> _Turn:
 
 
 def _read_and_search_turn(
-    files: list[str], read_file: ToolSpec | None, search: ToolSpec | None
+    files: list[str], read_file: ToolSpec | None, search: ToolSpec | None, attached: list[str]
 ) -> _Turn:
-    chosen = _pick_files(files)
+    # The files the person attached first: the demo read two others (a new-user trial's
+    # "explain @src/app.py" read README.md and notes.txt, never src/app.py).
+    chosen = list(dict.fromkeys([*attached, *_pick_files(files)]))[: max(2, len(attached))]
     calls: list[tuple[str, dict[str, Any]]] = []
     if read_file:
         calls += [("read_file", _args(read_file, path=f)) for f in chosen]
@@ -611,6 +623,10 @@ def _final_summary_turn(
 
 
 def _follow_up_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) -> _Turn:
+    attached, read_file = _attached(prompt), _spec(tools, "read_file")
+    prompt = _ATTACHED.sub("", prompt).strip()  # its words: "read_file" was the keyword
+    if attached and read_file:
+        return _read_attached_turn(prompt, attached, read_file, done)
     search = _spec(tools, "search")
     words = [w for w in re.findall(r"[A-Za-z_]{4,}", prompt)]
     keyword = words[-1] if words else "TODO"
@@ -627,6 +643,27 @@ def _follow_up_turn(prompt: str, tools: list[ToolSpec], done: dict[str, Any]) ->
         f"## Follow-up\n\nYou asked:\n\n{_quoted(prompt)}\n\n"
         f"The search for `{keyword}` gave **{hits}** matching line(s). "
         "Everything from the earlier runs of this job is still in my context."
+    )
+
+
+def _read_attached_turn(
+    prompt: str, attached: list[str], read_file: ToolSpec, done: dict[str, Any]
+) -> _Turn:
+    """A follow-up that attached files: read them, then say what each begins with."""
+    if "read_file" not in done:
+        return _Turn(
+            f"Following up on:\n\n{_quoted(prompt)}\n\nReading what you attached first.",
+            [("read_file", _args(read_file, path=path)) for path in attached],
+        )
+    lines = [
+        f"- `{use.input.get('path', '?')}`: "
+        f"{'could not be read' if result.is_error else _first_line(result.content)}"
+        for use, result in done["read_file"]
+    ]
+    return _Turn(
+        f"## Follow-up\n\nYou asked:\n\n{_quoted(prompt)}\n\nWhat you attached begins:\n\n"
+        + "\n".join(lines)
+        + "\n\nEverything from the earlier runs of this job is still in my context."
     )
 
 

@@ -191,3 +191,39 @@ async def test_a_prompt_naming_no_offered_tool_still_gets_the_tour(
     finally:
         await runtime.close()
     assert first.name == "list_dir"
+
+
+async def test_files_attached_with_at_are_the_ones_the_demo_reads_in_a_job_and_a_follow_up(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: "explain @src/app.py" read README.md and notes.txt, never
+    the file attached; a follow-up attaching one searched the workspace for `read_file`, the
+    last word of the attachment line. The demo reads what is attached, first."""
+    from tui.file_index import with_attachments  # the line the TUI adds under the message
+
+    (workspace / "src" / "main.py").write_text("# the entry point\nprint('hello')\n")
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start(with_attachments("explain @src/main.py", workspace))
+        asked = await runtime.wait(run.id, timeout=30)
+        assert asked.request is not None
+        read = [
+            c.arguments["path"] for c in await runtime.tool_calls(run.id) if c.name == "read_file"
+        ]
+        assert read[0] == "src/main.py", read
+        await runtime.cancel(run.id)
+
+        follow_up = await runtime.follow_up(
+            run.job_id, with_attachments("and what is in @notes.txt ?", workspace)
+        )
+        await runtime.wait(follow_up.id, timeout=30)
+        calls = await runtime.tool_calls(follow_up.id)
+        messages = await runtime.all_messages(follow_up.id)
+    finally:
+        await runtime.close()
+    assert [(c.name, c.arguments.get("path")) for c in calls] == [("read_file", "notes.txt")]
+    answer = [m.text for m in messages if m.role is Role.ASSISTANT][-1]
+    assert "- `notes.txt`: remember: the answer is 42" in answer
+    assert "read_file" not in answer
