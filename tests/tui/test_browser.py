@@ -110,6 +110,33 @@ async def test_the_header_names_the_columns_and_each_sits_over_its_figures(
             assert row.rstrip().endswith("$0.42" if job_id == paid.id else "$0.00")
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_title_of_wide_characters_is_cut_to_the_row_and_keeps_its_figures_in_place(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: a job titled in Chinese (each character two cells wide) was
+    cut by characters, not cells: its row ran past the pane and its age and tokens were not
+    drawn; a run's title with the 📎 of an attachment pushed its tokens into the border.
+    Rows are cut to their cells: each ends where an ASCII row ends, with its figures."""
+    from rich.cells import cell_len
+
+    for task in ("修复这个错误：解析器里的问题和更多的文字 🐛🐛", "list the TODOs 📎"):
+        await finish_run(runtime, (await runtime.start(task)).id)
+    app = make_app(runtime, workspace, hide_ages=False)
+    async with app.run_test(size=size) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        await pilot.pause()
+        header = rendered(screen.query_one(BrowserHeader)).rstrip()
+        rows = ["▶ " + tree.row_text(node) for node in tree._visible_nodes()]
+        assert len(rows) == 2, rows
+        for row in rows:
+            assert cell_len(row.rstrip()) == cell_len(header), (row, header)
+            assert re.search(r" \d+s +\d+(\.\d)?k?$", row.rstrip()), row  # age, tokens
+        assert any("修复这个错误" in row and "…" in row for row in rows), rows
+
+
 def _drawn_rows(tree: JobTree) -> list[str]:
     """The browser's rows as drawn, guides and expanders included."""
     return [str(tree.render_line(y).text).rstrip() for y in range(tree.last_line + 1)]

@@ -6,6 +6,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 
 from runtime.interrupted import needs_resume
@@ -93,8 +94,18 @@ def typed_text(text: str, workspace: str | None) -> str:
 
 
 def short(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` cells with "…". Counted in cells: a wide
+    character (Chinese, Japanese, an emoji) takes two, and a title of them cut by characters
+    pushed a browser row's age and tokens out of the pane (a new-user trial)."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"  # a wide one that would not fit: a space
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` cells (``str.ljust`` counts characters)."""
+    return text + " " * (width - cell_len(text))
 
 
 _MARKDOWN_LINE_START = re.compile(r"^\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")

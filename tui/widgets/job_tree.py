@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Unpack
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -52,6 +53,7 @@ from tui.widgets._format import (
     STATE_ICONS,
     age,
     cost,
+    pad,
     run_icon,
     short,
     state_text,
@@ -510,12 +512,12 @@ class JobTree(Tree[NodeData]):
             # folder's job from this one's until its approval named the folder.
             # Narrow (80 columns), an arrow; the detail line under the tree names the folder.
             folder = short(terminal_safe_line(Path(data.job.workspace).name or "/"), 16) + ": "
-            if len(folder) >= title_room - 8:
+            if cell_len(folder) >= title_room - 8:
                 folder = "↗ "
-            if len(folder) < title_room:
+            if cell_len(folder) < title_room:
                 label.append(folder, style="dim italic")
-                title_room -= len(folder)
-        label.append(short(title, title_room).ljust(title_room))
+                title_room -= cell_len(folder)
+        label.append(pad(short(title, title_room), title_room))
         if right:
             label.append(" " + right, style="dim")
         return label

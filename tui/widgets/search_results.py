@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
@@ -118,7 +119,7 @@ class SearchResults(OptionList):
         hit = self.hits[index]
         when = self._shown_ages[index] = self._age(hit)
         title = short(hit.job_title, width - (len(when) + 1 if when else 0))
-        gap = width - len(title) - len(when)
+        gap = width - cell_len(title) - len(when)
         writer = f"{ROLE_LABELS[hit.role]}: " if hit.role is not None else ""
         return Text.assemble(
             (title, "bold"),
