@@ -225,6 +225,40 @@ async def test_a_paste_with_windows_or_carriage_return_line_breaks_keeps_one_bre
         assert field.value == "first second third"
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_ctrl_z_undoes_a_paste_longer_than_the_box_and_ctrl_y_brings_it_back(
+    runtime: Runtime, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Found by a new-user trial: thirty lines pasted into the message box (which shows ten
+    and scrolls), then ctrl+z: the app quit with "ValueError: The document line index 1 is
+    out of bounds" (Textual lays the box out again, its scrollbar gone, before it puts the
+    cursor back, and the cursor was still on the pasted text's last line)."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=size) as pilot:
+        box = main_screen(app).composer.input
+        # The app takes keys and pastes as they come (not held until its screen is up).
+        await wait_until(pilot, lambda: app.focused is box and app._held_input is None)
+        pasted = "\n".join(f"line number {number}" for number in range(1, 31)) + "\n"
+        await pilot.press(*"keep this: ")
+        app.post_message(events.Paste(pasted))
+        await wait_until(pilot, lambda: box.text == "keep this: " + pasted)
+        await pilot.pause()
+        assert box.size.height == MAX_LINES  # it scrolls
+        await pilot.press("ctrl+z")
+        await wait_until(pilot, lambda: box.text == "keep this: ")
+        await pilot.pause()
+        assert box.cursor_location == (0, len("keep this: "))
+        await pilot.press("ctrl+y")
+        await wait_until(pilot, lambda: box.text == "keep this: " + pasted)
+        await pilot.pause()
+        await pilot.press("f7", "backspace")  # everything selected, deleted
+        await wait_until(pilot, lambda: box.text == "")
+        await pilot.press("ctrl+z", "ctrl+y")  # back, and gone again
+        await wait_until(pilot, lambda: box.text == "")
+        await pilot.press(*"still works")
+        assert box.text == "still works"
+
+
 async def test_a_long_paste_into_the_empty_answer_field_shows_its_end_and_the_cursor(
     runtime: Runtime, workspace: Path
 ) -> None:

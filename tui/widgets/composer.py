@@ -31,6 +31,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
+from textual.widgets.text_area import Selection
 
 from runtime.drafts import draft_revision
 from runtime.textsafe import terminal_safe_line, terminal_safe_title
@@ -183,6 +184,23 @@ class ComposerInput(TextArea):
             placeholder=PLACEHOLDERS[0],
             **kwargs,
         )
+
+    def undo(self) -> None:
+        self._at_the_start_then(super().undo, bool(self.history.undo_stack))
+
+    def redo(self) -> None:
+        self._at_the_start_then(super().redo, bool(self.history.redo_stack))
+
+    def _at_the_start_then(self, change: Callable[[], None], changes: bool) -> None:
+        """Undo or redo with the cursor moved first to the text's start, which every text
+        has. Textual lays the box out again (its scrollbar comes or goes) before it puts the
+        cursor back; the cursor left at the end of a long paste undone was past the end of
+        the text, and the app quit with "ValueError: The document line index 1 is out of
+        bounds" (a new-user trial: thirty lines pasted, then ctrl+z). The cursor then goes
+        where the edit undone or redone had it."""
+        if changes:
+            self.selection = Selection.cursor((0, 0))
+        change()
 
     def on_resize(self) -> None:
         placeholder = placeholder_for(self.content_size.width)
