@@ -333,3 +333,6 @@ async def test_a_tool_call_s_state_for_a_block_going_is_dropped_without_an_error
         block.set_result("the file's text", is_error=False)
         block.set_child("child-run")
         assert block.result == "the file's text" and block.child_run_id == "child-run"
+        # And a progress report (a helper's full tests/tui run, test_new_job_keys: a new job
+        # emptied the conversation as a demo run's tool reported progress: NoMatches).
+        block.progress(1, 3, "reading README.md")

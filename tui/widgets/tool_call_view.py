@@ -397,10 +397,15 @@ class ToolCallView(Vertical, can_focus=True):
         latest progress line (e.g. the last line a shell command printed). Before it runs, the
         line says what it waits for ("checking with hook `…`…")."""
         running = not self.state.is_terminal
-        bar = self.query_one("#progress", ProgressBar)
+        if not self.is_mounted:
+            return
+        try:
+            bar = self.query_one("#progress", ProgressBar)
+            line = self.query_one("#progress-line", Static)
+        except NoMatches:
+            return  # going (see ``set_result``): nothing to show it on
         bar.display = running
         bar.update(total=total, progress=progress)
-        line = self.query_one("#progress-line", Static)
         line.display = running and bool(message)
         if message:
             line.update(terminal_safe_line(short(message, 100)))
