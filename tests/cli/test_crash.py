@@ -267,12 +267,13 @@ def test_kill_around_a_file_write_fails_or_requeues_as_the_write_state_says(cli:
     assert (cli.workspace / NOTES_FILE).exists()
 
 
-def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cli) -> None:
+def _signalled_while_it_streams(cli: Cli, signum: signal.Signals) -> tuple[str, int, str]:
+    """``run`` sent ``signum`` once its answer streams: its run id, exit status and stderr."""
     proc = cli.spawn("run", PROMPT, "--model", "demo", "--json")
     stream = LineStream(proc)
     try:
         seen = stream.json_until(lambda item, lines: item["kind"] == "message_delta")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         stream.rest(timeout=30)
         code = proc.wait(timeout=30)
         assert proc.stderr is not None
@@ -280,7 +281,11 @@ def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cl
     finally:
         if proc.poll() is None:
             kill_hard(proc)
-    run_id = seen[0]["run_id"]
+    return seen[0]["run_id"], code, stderr
+
+
+def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cli) -> None:
+    run_id, code, stderr = _signalled_while_it_streams(cli, signal.SIGINT)
     assert code == 130
     assert f"agent-tui --db {cli.db} retry {run_id}" in stderr
     assert "Traceback" not in stderr
@@ -295,19 +300,7 @@ def test_ctrl_c_during_a_run_keeps_it_recoverable_and_says_how_to_resume(cli: Cl
 def test_sigterm_during_a_run_releases_it_as_interrupted_and_says_how_to_resume(cli: Cli) -> None:
     """``kill PID`` (or ``timeout``) ended the process on the spot: the run read "running (its
     process is gone)" until another agent-tui recovered it, and nothing said how to go on."""
-    proc = cli.spawn("run", PROMPT, "--model", "demo", "--json")
-    stream = LineStream(proc)
-    try:
-        seen = stream.json_until(lambda item, lines: item["kind"] == "message_delta")
-        proc.send_signal(signal.SIGTERM)
-        stream.rest(timeout=30)
-        code = proc.wait(timeout=30)
-        assert proc.stderr is not None
-        stderr = proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            kill_hard(proc)
-    run_id = seen[0]["run_id"]
+    run_id, code, stderr = _signalled_while_it_streams(cli, signal.SIGTERM)
     assert code == 128 + signal.SIGTERM
     assert f"agent-tui: terminated. Run {run_id} stays recoverable" in stderr
     assert f"agent-tui --db {cli.db} retry {run_id}" in stderr

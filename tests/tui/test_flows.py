@@ -45,8 +45,18 @@ if TYPE_CHECKING:
 
     from runtime.models import Run
     from tui.app import AgentTuiApp
+    from tui.screens.main import MainScreen
 
 pytestmark = pytest.mark.both_stores  # and on PostgreSQL: the TUI's main flows there too
+
+
+def _footer_descriptions(screen: MainScreen) -> dict[str, str]:
+    """The keys the footer shows, with what it says they do."""
+    return {
+        key: active.binding.description
+        for key, active in screen.active_bindings.items()
+        if active.binding.show
+    }
 
 
 async def test_a_new_job_streams_asks_inline_and_completes_by_keys(
@@ -440,11 +450,7 @@ async def test_search_finds_a_message_and_opens_its_run(runtime: Runtime, worksp
         results = screen.query_one("#search-results")
         await wait_until(pilot, lambda: results.display and app.focused is results)
         # The footer says what Enter does there, and how to go back.
-        shown = {
-            key: active.binding.description
-            for key, active in screen.active_bindings.items()
-            if active.binding.show
-        }
+        shown = _footer_descriptions(screen)
         assert shown.get("enter") == "Open" and shown.get("escape") == "Leave", shown
         await pilot.press("enter")
         await wait_until(
@@ -731,11 +737,7 @@ async def test_e_and_x_on_a_search_hit_act_on_the_hits_job_not_the_one_behind_th
         await pilot.press("slash", *"pelicans", "enter")
         results = screen.query_one("#search-results", SearchResults)
         await wait_until(pilot, lambda: results.display and app.focused is results)
-        shown = {
-            key: active.binding.description
-            for key, active in screen.active_bindings.items()
-            if active.binding.show
-        }
+        shown = _footer_descriptions(screen)
         assert shown.get("e") == "Export" and shown.get("x") == "Archive", shown
         await pilot.press("e")
         await wait_until(pilot, lambda: exports.exists() and any(exports.glob("*.md")))
