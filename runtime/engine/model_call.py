@@ -266,15 +266,13 @@ class ModelCall:
         spent.draft = draft
         stream = provider.stream(request)
         ended = False
-        input_pending, count = self.input_pending, 0
+        count = 0
         try:
             async for event in stream:
                 count += 1
-                if not count % GIVE_WAY_EVERY and input_pending():
-                    # A key waits behind this stream (and the other runs' streams): each of its
-                    # steps through the loop (the app takes it, the box takes it, a frame draws
-                    # it) waited for a turn of every stream, ~0.2 ms each, so a key typed while
-                    # ten runs streamed flat out took 14 ms to show (9 ms with this).
+                if not count % GIVE_WAY_EVERY and self.input_pending():
+                    # A key waits: each of its steps through the loop (the app takes it, the box
+                    # takes it, a frame draws it) would wait for a whole turn of every stream.
                     await asyncio.sleep(0)
                 shown = folded.apply(event)
                 if shown is None:
