@@ -235,6 +235,16 @@ def test_an_unknown_model_is_a_configuration_error(cli: Cli) -> None:
     assert "nonsense" in result.stderr
 
 
+@pytest.mark.parametrize("model", ["", "  "])
+def test_an_empty_model_is_refused_not_taken_for_the_default(cli: Cli, model: str) -> None:
+    # It ran with the default model (the demo), saying nothing (a trial).
+    result = cli.run("run", PROMPT, "--model", model)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "agent-tui: error: --model is empty: give a model reference, e.g. demo or anthropic:NAME\n"
+    )
+
+
 @pytest.mark.parametrize("markers", [0, 2])
 def test_the_demo_notes_count_the_todo_markers_the_workspace_really_has(
     cli: Cli, markers: int

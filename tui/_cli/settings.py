@@ -194,7 +194,10 @@ def load_config(workspace: Path) -> config.Config:
 
 
 def model_override(option: str | None) -> str | None:
-    """--model, else AGENT_TUI_MODEL; None lets the runtime use config and its default."""
+    """--model, else AGENT_TUI_MODEL; None lets the runtime use config and its default. An
+    empty --model is refused: it ran with the default model, saying nothing (a trial)."""
+    if option is not None and not option.strip():
+        raise ConfigError("--model is empty: give a model reference, e.g. demo or anthropic:NAME")
     return option or os.environ.get("AGENT_TUI_MODEL") or None
 
 
