@@ -395,6 +395,9 @@ class Composer(Vertical):
         coming back, and it stays the new job's."""
         self.queues: dict[str, list[str]] = {}
         """Messages waiting for the job's run to finish, oldest first."""
+        self._cursor_to_show = False
+        """The box was given fewer rows: once a layout has given them, the line with the
+        cursor is scrolled into view (``_fit_to_room``)."""
         self.history: list[str] = []
         """Earlier prompts, oldest first."""
         self._commands_out: list[str] = []
@@ -508,6 +511,12 @@ class Composer(Vertical):
         if self._set_max_height(box, box_max):
             # Fewer rows: the line with the cursor stays in view.
             box.call_after_refresh(box.scroll_cursor_visible)
+            self._cursor_to_show = True
+        elif self._cursor_to_show:
+            # Laid out at its new height now: the scroll above may have come before the layout
+            # that gave it (under load the box kept its cursor under the menu).
+            self._cursor_to_show = False
+            box.scroll_cursor_visible()
 
     @staticmethod
     def _set_max_height(widget: Widget, rows: int) -> bool:
