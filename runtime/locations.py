@@ -37,6 +37,12 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     return _user_config_path(env.get("XDG_CONFIG_HOME", ""), env.get("HOME", ""))
 
 
+def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/agent-tui`` (``~/.cache/agent-tui``): what can be made again."""
+    env = os.environ if env is None else env
+    return _xdg_dir(env, "XDG_CACHE_HOME", ".cache") / "agent-tui"
+
+
 @functools.lru_cache(maxsize=16)
 def _user_config_path(xdg_config_home: str, home: str) -> Path:
     """Made once per pair of values (it is looked up before every tool call)."""

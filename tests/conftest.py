@@ -23,6 +23,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"no shell sandbox here: {status.detail}")
 
 
+@pytest.fixture(autouse=True)
+def own_cache_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the program keeps in the user's cache folder (the stylesheets it parsed:
+    ``tui.stylesheet_cache``) goes to a folder of the test's own, for it and for the programs
+    it starts, never to the home folder of whoever runs the tests."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A small project folder with a few files, like the one a person runs agent-tui in."""

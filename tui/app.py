@@ -34,6 +34,7 @@ from runtime.errors import AgentTuiError, ConfigError, DatabaseCorrupt
 from themes import THEMES_DIR, load_themes
 from tui.bindings import APP_BINDINGS
 from tui.screens.main import MainScreen
+from tui.stylesheet_cache import StoredRules, StoredStylesheet
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -72,6 +73,9 @@ class Settings:
     attach: bool = False
     """``--attach``: new jobs are queued for workers (``agent-tui worker``); this app watches
     and answers but executes nothing it creates."""
+    stylesheet_cache: Path | None = None
+    """Where the stylesheets parsed at one launch are kept for the next
+    (``tui.stylesheet_cache``); None: parsed at each launch (tests)."""
     prompt_settle_seconds: float = 0.5
     """How long a prompt that docks takes text, not answers, from the keys (keys typed as it
     came are typing: ``tui.widgets._prompt_base``); 0: answers at once."""
@@ -180,6 +184,12 @@ class AgentTuiApp(App[int]):
         """The default model's SDK being imported on a thread (done once the import ended; a failure
         is logged, not raised)."""
         super().__init__()
+        self._stored_rules: StoredRules | None = None
+        if settings.stylesheet_cache is not None:
+            self._stored_rules = StoredRules.load(settings.stylesheet_cache)
+            self.stylesheet = StoredStylesheet(
+                variables=self.get_css_variables(), stored=self._stored_rules
+            )
         themes, self._theme_problems = load_themes(settings.theme_dirs)
         for theme in themes:
             self.register_theme(theme)
@@ -269,6 +279,8 @@ class AgentTuiApp(App[int]):
             self._runtime_came(self.runtime)
 
     async def on_unmount(self) -> None:
+        if self._stored_rules is not None:
+            self._stored_rules.save()  # what was parsed since the first frame (a screen's CSS)
         if self._open_runtime is not None and self.runtime is not None:
             await self.runtime.close()
 
@@ -290,6 +302,11 @@ class AgentTuiApp(App[int]):
 
     async def _open(self) -> None:
         assert self._open_after_first_frame is not None
+        unsaved = self._stored_rules.unsaved() if self._stored_rules is not None else None
+        if self._stored_rules is not None and unsaved is not None:
+            # The first frame's stylesheets, for the next launch (a first launch, or the CSS
+            # changed): kept now, should this one not end by quitting.
+            await asyncio.to_thread(self._stored_rules.write, unsaved)
         try:
             self.runtime = await self._open_after_first_frame(self)
         except AgentTuiError as error:
@@ -809,6 +826,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
     ConfigError naming the file on the terminal and exit status 2, as a database that cannot be
     opened does. ``db_path``: a SQLite file, or a ``postgresql://`` URL as a string."""
     from runtime.locations import peek_default
+    from tui.stylesheet_cache import cache_path as stylesheet_cache_path
 
     launch = launch or Launch()
 
@@ -875,6 +893,7 @@ def program_app(db_path: Path | str, workspace: Path, launch: Launch | None = No
     settings = Settings(
         workspace=workspace,
         theme=peek_default(workspace, "theme"),
+        stylesheet_cache=stylesheet_cache_path(),
         agent=launch.agent,
         continue_last=launch.continue_last,
         attach=launch.attach,

@@ -50,6 +50,7 @@ async def _run_in_a_pty(workspace: Path, home: Path, db_path: Path, notify: str)
         "AGENT_TUI_MODEL": "demo:instant",
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
         "TERM": "xterm-256color",
         "ANTHROPIC_API_KEY": "",
         "COLUMNS": "120",

@@ -63,6 +63,7 @@ def _command(db_path: Path, workspace: Path, home: Path) -> str:
         "AGENT_TUI_MODEL": "demo:instant",
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
         "TERM": "xterm-256color",
         "ANTHROPIC_API_KEY": "",
     }

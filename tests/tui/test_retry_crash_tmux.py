@@ -52,6 +52,7 @@ def _command(db_path: Path, workspace: Path, home: Path, base_url: str) -> str:
         "ANTHROPIC_BASE_URL": base_url,
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
         "TERM": "xterm-256color",
     }
     exports = " ".join(f"{key}={value!r}" for key, value in env.items())

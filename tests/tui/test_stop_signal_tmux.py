@@ -52,6 +52,7 @@ async def test_sigterm_while_a_run_streams_gives_the_terminal_back_and_releases_
         "AGENT_TUI_MODEL": "demo",
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "TERM": "xterm-256color",
     }
     exports = " ".join(f"{key}={value!r}" for key, value in env.items())
