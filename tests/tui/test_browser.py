@@ -1459,6 +1459,42 @@ async def test_a_streaming_runs_deltas_redraw_its_row_at_most_once_a_tick(
         await runtime.close()
 
 
+async def test_a_streaming_runs_count_is_drawn_once_a_spinner_turn_in_the_status_line_and_detail(
+    db_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame draws every widget in the rectangle around all that changed: the status line
+    (the screen's width, at the bottom) redrawn at each delta put the whole screen in every
+    frame of a stream, the browser and the composer too. While the spinner turns, a delta only
+    counts; the spinner's next turn draws the count, in the status line and in the browser's
+    detail together (they show the same estimate)."""
+    runtime = await open_runtime(db_path, workspace, chunk_delay=0.5)
+    try:
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = main_screen(app)
+            run = await _streaming_in_the_tui(pilot, screen)
+            status, tree = screen.status, screen.job_tree
+            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+            tree.move_cursor(tree.run_node(run.id))
+            detail = screen.query_one(BrowserDetail)
+            await wait_until(pilot, lambda: status.working and " · ~" in rendered(detail))
+            assert status.run is not None
+            drawn: list[str] = []
+            update = status.update
+            monkeypatch.setattr(status, "update", lambda text="", **kw: drawn.append(str(text)))
+            shown_in_detail = rendered(detail)
+            for _ in range(200):  # deltas between two turns of the spinner
+                status.streamed(run.id, 40)
+            assert drawn == []
+            assert rendered(detail) == shown_in_detail
+            monkeypatch.setattr(status, "update", update)
+            status._spin()  # the spinner's turn
+            in_detail = [p for p in rendered(detail).split(" · ") if p.startswith("~")]
+            assert in_detail and in_detail[0].split()[0] == _tokens_and_cost(rendered(status))[0]
+    finally:
+        await runtime.close()
+
+
 async def _started_elsewhere(db_path: Path, workspace: Path, task: str) -> str:
     """``task`` run to its end by another agent-tui on the same database; its job's id."""
     elsewhere = await open_runtime(db_path, workspace)

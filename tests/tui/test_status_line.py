@@ -192,9 +192,10 @@ async def test_a_run_that_stopped_running_shows_its_count_not_an_estimate(
 async def test_streamed_text_repaints_the_status_line_without_laying_out_the_screen(
     db_path: Path, workspace: Path, monkeypatch: Any
 ) -> None:
-    """The status line is one row as wide as the screen whatever it says: a delta repaints it
+    """The status line is one row as wide as the screen whatever it says: its count repaints it
     and asks for no layout (with ``update``'s default each delta of the run on screen laid the
-    whole screen out again, once a frame while it streamed); the same text repaints nothing."""
+    whole screen out again, once a frame while it streamed); the same text repaints nothing.
+    While the spinner turns, a delta only counts: the spinner's next turn draws it."""
     runtime = await open_runtime(db_path, workspace)
     try:
         app = make_app(runtime, workspace)
@@ -203,9 +204,13 @@ async def test_streamed_text_repaints_the_status_line_without_laying_out_the_scr
             status.show(run=done.model_copy(update={"state": RunState.RUNNING}))
             await pilot.pause()
             asked = layout_requests(monkeypatch, status)
+            assert status.working
             status.streamed(done.id, 400)
             assert "~" in status.text
+            assert asked == []  # counted, drawn at the spinner's next turn
+            status._spin()
             assert asked == [False]
+            assert "~" in str(status.render())
             status.redraw()  # nothing changed: nothing to draw
             assert asked == [False]
     finally:

@@ -409,6 +409,8 @@ class MainScreen(Screen[None]):
         )
         # The keys that work change with the focus and the run: the status line's hint too.
         self.bindings_updated_signal.subscribe(self, self._show_stop_keys)
+        # The browser's rows and detail count what the status line draws, as it draws it.
+        self.status.count_shown = self.job_tree.show_streamed
         self.screen_layout_refresh_signal.subscribe(self, self._fit_toasts)
         if self.agent_app.runtime is not None:  # else the app calls runtime_opened once open
             await self.runtime_opened()
@@ -1376,9 +1378,7 @@ class MainScreen(Screen[None]):
             await self._apply_to_conversation(message)
 
     async def on_delta_received(self, message: bridge.DeltaReceived) -> None:
-        run = self.status.streamed(message.run_id, len(message.text))
-        if run is not None:
-            self.job_tree.show_streamed(run, self.status.streamed_chars)
+        self.status.streamed(message.run_id, len(message.text))  # drawn: ``_count_shown``
         await self._route(message.run_id, message)
 
     async def on_message_committed(self, message: bridge.MessageCommitted) -> None:

@@ -26,6 +26,8 @@ from tui.widgets._format import context_fill, cost, state_text, tokens
 from tui.widgets._options import WidgetOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from runtime.models import Run
 
 SEPARATOR = " │ "
@@ -139,6 +141,10 @@ class StatusLine(Static):
         self._spinner: Timer | None = None
         self._shown: str | None = ""
         """The text on the line (None: something else was shown)."""
+        self.count_shown: Callable[[Run, int], None] | None = None
+        """Told the run and its streamed count each time the line draws a new count: the
+        browser's detail shows the same estimate, drawn in the same frame."""
+        self._count_told: tuple[str, int] | None = None
 
     def show(
         self,
@@ -227,7 +233,12 @@ class StatusLine(Static):
         run = self.run
         if run is not None and run.id == run_id and run.state is RunState.RUNNING:
             self.streamed_chars += chars
-            self.redraw()
+            if self._spinner is None:
+                self.redraw()
+            # Else the spinner's next turn (within ``SPIN_INTERVAL``) draws it: a redraw at
+            # each delta put this row, the screen's width, in every frame of a stream, and a
+            # frame draws every widget in the rectangle around all that changed: with the
+            # answer's rows that was the whole screen, the browser and the composer too.
             return run
         return None
 
@@ -243,10 +254,16 @@ class StatusLine(Static):
         self.redraw()
 
     def redraw(self) -> None:
-        """Show ``text`` if it changed."""
+        """Show ``text`` if it changed (and tell ``count_shown`` a new streamed count)."""
         text = self.text
         if text != self._shown:
             self.update(text)
+        run = self.run
+        if run is not None and self.count_shown is not None:
+            counted = (run.id, self.streamed_chars)
+            if counted != self._count_told:
+                self._count_told = counted
+                self.count_shown(run, self.streamed_chars)
 
     def update(self, content: VisualType = "", *, layout: bool = False) -> None:
         """Only this line is repainted: its size never depends on what it says (one row, the
