@@ -1270,6 +1270,17 @@ async def _streaming_in_the_tui(
     return run
 
 
+async def _streaming_under_the_cursor(
+    pilot: Pilot[Any], screen: MainScreen
+) -> tuple[Run, BrowserDetail]:
+    """A task streaming in the TUI with the browser's cursor on its run: the run, the detail."""
+    run = await _streaming_in_the_tui(pilot, screen)
+    tree = screen.job_tree
+    await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
+    tree.move_cursor(tree.run_node(run.id))
+    return run, screen.query_one(BrowserDetail)
+
+
 async def test_a_streaming_run_shows_its_live_token_estimate_and_updated_now_in_the_browser(
     db_path: Path, workspace: Path
 ) -> None:
@@ -1356,11 +1367,8 @@ async def test_the_detail_under_the_browser_says_the_status_lines_figure_with_ea
         app = make_app(runtime, workspace)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = main_screen(app)
-            run = await _streaming_in_the_tui(pilot, screen)
-            status, tree = screen.status, screen.job_tree
-            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
-            tree.move_cursor(tree.run_node(run.id))
-            detail = screen.query_one(BrowserDetail)
+            run, detail = await _streaming_under_the_cursor(pilot, screen)
+            status = screen.status
 
             def figures() -> tuple[str, str]:
                 [shown] = [
@@ -1472,11 +1480,8 @@ async def test_a_streaming_runs_count_is_drawn_once_a_spinner_turn_in_the_status
         app = make_app(runtime, workspace)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = main_screen(app)
-            run = await _streaming_in_the_tui(pilot, screen)
-            status, tree = screen.status, screen.job_tree
-            await wait_until(pilot, lambda: tree.run_node(run.id) is not None)
-            tree.move_cursor(tree.run_node(run.id))
-            detail = screen.query_one(BrowserDetail)
+            run, detail = await _streaming_under_the_cursor(pilot, screen)
+            status = screen.status
             await wait_until(pilot, lambda: status.working and " · ~" in rendered(detail))
             assert status.run is not None
             drawn: list[str] = []
