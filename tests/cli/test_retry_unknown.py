@@ -8,6 +8,8 @@ import asyncio
 import json
 import sqlite3
 
+import pytest
+
 from runtime.models import Failure, Role, RunState, TextBlock, ToolCallState, ToolUseBlock
 from runtime.store.base import NewMessage, NewRun, NewToolCall, ToolStateChange
 from runtime.store.sqlite import SqliteStore
@@ -144,3 +146,19 @@ def test_retry_of_a_failed_run_a_later_follow_up_went_past_is_refused_in_one_lin
         assert [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES] == counts
     listed = cli.run("runs", "--state", "interrupted")
     assert listed.returncode == 0 and run_id not in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("flag", "done"),
+    [("--skip-unknown", "without running the call again"), ("--rerun", "running the call again")],
+)
+def test_retry_with_a_choice_says_what_it_did_with_the_call_not_that_the_run_was_interrupted(
+    cli: Cli, flag: str, done: str
+) -> None:
+    """Found by a user trial: `retry --skip-unknown` printed "(the run was interrupted and
+    re-queued)" while preparing its run, though nothing had been interrupted."""
+    run_id = asyncio.run(_seed(cli))
+    retried = cli.run("retry", run_id, flag)
+    assert retried.returncode in (0, 3), retried.stderr
+    assert "interrupted" not in retried.stderr
+    assert f"(retried from the step whose call had an unknown outcome, {done})" in retried.stderr

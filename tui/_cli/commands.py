@@ -133,14 +133,17 @@ async def _follow(
     json_mode: bool,
     after: int,
     observer: Observer | None = None,
+    seeded_note: str | None = None,
 ) -> int:
-    """Print the run's events from ``after`` on and follow it to its final boundary."""
+    """Print the run's events from ``after`` on and follow it to its final boundary
+    (``seeded_note``: see ``EventPrinter.seeded_note``)."""
     from tui._cli.driver import EventPrinter, Observer, drive
     from tui._cli.prompt import Prompter, StdinLines
 
     ctx.current_run_id = run.id
     if observer is None:
         printer = EventPrinter(ctx.out, ctx.err, json_mode=json_mode, main_run_id=run.id)
+        printer.seeded_note = seeded_note
         observer = Observer(runtime, run.job_id, after=after, printer=printer)
         observer.start()
     else:
@@ -239,8 +242,8 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
     if refusal is not None:
         raise refusal
     unknown: UnknownChoice | None = "rerun" if args.rerun else "skip" if args.skip_unknown else None
-    doubtful = [] if unknown else await runtime.unknown_calls(old.id)
-    if doubtful:
+    doubtful = await runtime.unknown_calls(old.id)
+    if doubtful and unknown is None:
         raise InvalidInput(
             f"the outcome of {'; '.join(describe_call(c) for c in doubtful)} is unknown (it may "
             "have acted): retry with --rerun to run it again or --skip-unknown to continue "
@@ -250,7 +253,16 @@ async def cmd_retry(ctx: Context, runtime: Runtime, args: Any) -> int:
     cursor = await event_cursor(runtime)
     run = await runtime.retry(args.run_id, unknown=unknown)
     _show_model_notice(ctx, runtime, run)
-    return await _follow(ctx, runtime, run, json_mode=args.json, after=cursor)
+    seeded_note = None
+    if doubtful and run.id != old.id:
+        calls = "call" if len(doubtful) == 1 else "calls"
+        done = "running" if unknown == "rerun" else "without running"
+        seeded_note = (
+            f"retried from the step whose {calls} had an unknown outcome, {done} the {calls} again"
+        )
+    return await _follow(
+        ctx, runtime, run, json_mode=args.json, after=cursor, seeded_note=seeded_note
+    )
 
 
 async def cmd_respond(ctx: Context, runtime: Runtime, args: Any) -> int:

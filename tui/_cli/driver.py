@@ -55,6 +55,11 @@ class EventPrinter:
         self._tool_names: dict[str, str] = {}
         self._midline = False
         self._same_terminal = _isatty(out) and _isatty(err)
+        self.seeded_note: str | None = None
+        """Said, once, of the main run's first running → queued instead of "interrupted": a
+        retry that chose what to do with a call of unknown outcome (``retry --skip-unknown`` or
+        ``--rerun``) prepares its run that way before it executes, and nothing was
+        interrupted."""
 
     # --- output helpers ----------------------------------------------------------------------
     def _stdout(self, text: str) -> None:
@@ -112,7 +117,9 @@ class EventPrinter:
                 if child:
                     self.note(f"{prefix}child run {event.to_state.value}")
                 elif event.to_state is RunState.QUEUED and event.from_state is RunState.RUNNING:
-                    self.note("  (the run was interrupted and re-queued)")
+                    said = self.seeded_note or "the run was interrupted and re-queued"
+                    self.seeded_note = None
+                    self.note(f"  ({said})")
             case RunNoted():
                 if not child:
                     self.note(f"  {event.text}")
