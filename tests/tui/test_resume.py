@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,8 +13,11 @@ import pytest
 from textual.widgets import Static
 
 from runtime.api import Runtime
+from runtime.clock import ManualClock
 from runtime.interrupted import needs_resume
 from runtime.models import InputRequestState, Job, Run, RunState
+from runtime.store.base import NewRun
+from runtime.store.sqlite import SqliteStore
 from tests.store.helpers import answer_text, composer_text, queued_messages
 from tests.tui.helpers import (
     SIZE,
@@ -564,6 +569,61 @@ async def test_a_run_a_quit_interrupted_is_named_when_agent_tui_opens_again(
             )
     finally:
         await second.close()
+
+
+async def _crashed_running_run(db_path: Path, workspace: Path, *, steps_done: int) -> str:
+    """A running run whose agent-tui died an hour ago (a pid that has exited, its lease run
+    out) after ``steps_done`` steps, each ending with its checkpoint: the next runtime to open
+    recovers it."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    async with asyncio.timeout(30):
+        await child.wait()
+    owner = f"{socket.gethostname()}:{child.pid}:x-0wner000"
+    store = SqliteStore(db_path, clock=ManualClock(time.time() - 3600))
+    await store.open()
+    try:
+        await store.register_owner(owner, lease_seconds=10)
+        run = await store.create_run(
+            NewRun(
+                agent="default",
+                model="demo",
+                input="summarise",
+                workspace=str(workspace),
+                owner_id=owner,
+            )
+        )
+        claimed = await store.claim_run(run.id, owner_id=owner)
+        for step in range(1, steps_done + 1):
+            token = claimed.execution_token or ""
+            await store.set_run_step(run.id, token=token, step=step)
+            await store.create_checkpoint(run.id, token=token, step=step)
+        return run.id
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(("steps_done", "offers_fork"), [(0, False), (1, True)])
+async def test_the_notice_of_runs_a_crash_stopped_offers_fork_only_when_there_is_a_checkpoint(
+    db_path: Path, workspace: Path, steps_done: int, offers_fork: bool
+) -> None:
+    """Found by a user trial: the notice said "press R to retry or f to fork" of a run a crash
+    stopped in its first step, which has no checkpoint: f there only says so."""
+    run_id = await _crashed_running_run(db_path, workspace, steps_done=steps_done)
+    runtime = await open_runtime(db_path, workspace)
+    try:
+        assert runtime.recovery.requeued == [run_id]
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE) as pilot:
+
+            def notice() -> str:
+                found = [t for t in notifications(app) if "stopped before finishing" in t]
+                return found[0] if found else ""
+
+            await wait_until(pilot, notice)
+            assert "press R to retry" in notice()
+            assert ("f to fork" in notice()) is offers_fork
+    finally:
+        await runtime.close()
 
 
 async def test_the_question_to_cancel_an_interrupted_run_goes_once_it_is_resumed_elsewhere(

@@ -793,12 +793,21 @@ class MainScreen(Screen[None]):
         folder's jobs a quit interrupted that wait to be resumed (a trial quit with a run
         working, came back, and nothing but the row's ⚠ said so)."""
         report = self.runtime.recovery
-        interrupted = len(report.requeued) + len(report.failed) + len(report.interrupted_queued)
-        if interrupted:
+        recovered = [*report.requeued, *report.failed, *report.interrupted_queued]
+        if recovered:
+            # f forks from a checkpoint: a trial read "f to fork" over a run stopped in its
+            # first step, where f only says there is none yet.
+            forkable = [run_id for run_id in recovered if await self.runtime.checkpoints(run_id)]
+            if not forkable:
+                keys = "press R to retry"
+            elif len(forkable) < len(recovered):
+                keys = "press R to retry, or f to fork one that finished a step"
+            else:
+                keys = "press R to retry or f to fork"
             self._notify_recovery(
-                f"{_runs(interrupted)} stopped before finishing last time: select one (its "
-                "banner says why) and press R to retry or f to fork, or send its job a message.",
-                {*report.requeued, *report.failed, *report.interrupted_queued},
+                f"{_runs(len(recovered))} stopped before finishing last time: select one (its "
+                f"banner says why) and {keys}, or send its job a message.",
+                set(recovered),
             )
             return
         from runtime.interrupted import interrupted_runs
