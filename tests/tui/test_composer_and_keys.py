@@ -153,6 +153,32 @@ async def test_a_command_typed_as_an_answer_is_not_sent_and_a_double_slash_answe
     assert len((await runtime.list_jobs()).items) == 1
 
 
+async def test_an_unknown_command_typed_as_an_answer_is_refused_as_the_message_box_refuses_it(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a user trial: "/bogus" typed with a question open went to the agent as the
+    answer, where the message box refuses an unknown command. It is kept, not sent, and the
+    notice gives the escaped text that answers with it."""
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        await pilot.press(*"/bogus thing", "enter")
+        await wait_until(
+            pilot, lambda: any("/bogus is not an answer" in t for t in notifications(app))
+        )
+        [notice] = [t for t in notifications(app) if "/bogus is not an answer" in t]
+        assert "nothing was sent" in notice and "//bogus thing answers with" in notice
+        assert screen.query(QuestionPrompt)
+        assert (await runtime.store.get_input_request(request.id)).answer is None
+        field = screen.query_one(AnswerInput)
+        assert app.focused is field and field.value == "/bogus thing"
+        # A path is text: no command's name has a slash in it.
+        field.value = "/etc/hosts"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    assert (await runtime.store.get_input_request(request.id)).answer == "/etc/hosts"
+
+
 async def test_an_answer_that_starts_with_a_digit_is_typed_whole_not_taken_for_an_option(
     runtime: Runtime, workspace: Path
 ) -> None:

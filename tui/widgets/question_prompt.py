@@ -3,7 +3,8 @@
 Typing goes straight into the field and Enter sends it; an option's number alone, then Enter,
 picks that option. (A digit picked its option at once while the field was empty: "2024 roadmap"
 sent option 2 and dropped the rest.) A question whose answer must be one of its options has no
-field: digits (or ↑ ↓ and Enter) choose at once.
+field: digits (or ↑ ↓ and Enter) choose at once. A ``/command`` is not sent (none runs from
+here); ``//`` at its start answers with one slash, as in the message box.
 
 What is typed is said to the screen (``AnswerDraftChanged``) half a second after the last key,
 as the composer's text is, so an answer half typed survives a quit or a crash.
@@ -22,6 +23,7 @@ from textual.widgets import Input, Static
 
 from runtime.drafts import draft_revision
 from runtime.textsafe import terminal_safe, terminal_safe_line
+from tui.widgets._format import short
 from tui.widgets._prompt_base import PromptAnswered, SettlingPrompt, forward_once_answered
 from tui.widgets.ordered_keys import OrderedInput, run_own_binding
 
@@ -226,14 +228,24 @@ class QuestionPrompt(SettlingPrompt, can_focus=True):
         from tui.widgets.composer import SLASH_COMMANDS, parse_command
 
         command = parse_command(text)
-        if command is not None and command[0] in {known.name for known in SLASH_COMMANDS}:
-            # A trial typed "/new Quit test" here and it went to the agent as the answer.
+        if command is not None:
+            # A trial typed "/new Quit test" here and it went to the agent as the answer; then
+            # "/bogus" went, where the message box refuses an unknown command. A slash answers
+            # with the text only escaped, as in the message box (``//``).
             self.answered = False  # the field keeps the keys
             name = command[0]
+            if name in {known.name for known in SLASH_COMMANDS}:
+                said = f"/{name} is a command, not an answer"
+                escaped = f"//{name}"
+            else:
+                said = (
+                    f"/{terminal_safe_line(short(name, 24))} is not an answer (a / starts a"
+                    " command, and none runs from here)"
+                )
+                escaped = "/" + terminal_safe_line(short(text, 40))
             self.notify(
-                f"/{name} is a command, not an answer: nothing was sent. Answer the question,"
-                f" or Esc to leave it waiting (it stays in the inbox); //{name} answers with"
-                " the text as typed.",
+                f"{said}: nothing was sent. Answer the question, or Esc to leave it waiting (it"
+                f" stays in the inbox); {escaped} answers with the text as typed.",
                 title="Not sent",
                 severity="warning",
                 markup=False,
