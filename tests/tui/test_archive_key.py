@@ -512,3 +512,43 @@ async def test_u_pressed_while_an_archive_that_is_then_refused_is_written_brings
         assert not (await runtime.get_job(waiting.job_id)).archived
     finally:
         await runtime.close()
+
+
+async def test_a_job_archived_here_then_deleted_with_the_cli_is_no_longer_offered_for_undo(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Found by a user trial: a job archived with x, then deleted from another shell with
+    `agent-tui delete`, left its "Archived … u brings it back" notice up and u offered; u then
+    said "job <id> not found". A deletion writes no event, so the screen looks for the job."""
+    cli = Cli.create(tmp_path, workspace)
+    runtime = await open_runtime(cli.db, workspace)
+    try:
+        kept, gone = await _kept_and_gone(runtime)
+        app = make_app(runtime, workspace)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            screen = main_screen(app)
+            await wait_for_browser(pilot, app)
+            screen.job_tree.focus()
+            screen.job_tree.move_cursor(screen.job_tree.job_node(gone.job_id))
+            await pilot.press("x")
+            await wait_until(pilot, lambda: gone.job_id not in screen.job_tree.job_ids)
+
+            def archived_toast() -> bool:
+                return any(
+                    "u brings it back" in str(toast.render()) for toast in app.screen.query("Toast")
+                )
+
+            await wait_until(pilot, archived_toast)
+            deleted = await asyncio.to_thread(cli.run, "delete", gone.job_id, "--yes")
+            assert deleted.returncode == 0, deleted.stderr
+            await wait_until(
+                pilot, lambda: any(t.startswith("Deleted: ") for t in notifications(app))
+            )
+            [told] = [t for t in notifications(app) if t.startswith("Deleted: ")]
+            assert told.startswith("Deleted: archive this one was deleted elsewhere")
+            assert not archived_toast()
+            assert not any("u brings it back" in t for t in notifications(app))
+            assert not screen.check_action("unarchive_last", ())
+            assert kept.job_id in screen.job_tree.job_ids
+    finally:
+        await runtime.close()

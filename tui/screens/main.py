@@ -23,6 +23,7 @@ from textual.dom import DOMNode
 from textual.message import Message as TextualMessage
 from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, OptionList, Static, TextArea, Tree
 from textual.widgets.collapsible import CollapsibleTitle
@@ -33,6 +34,7 @@ from runtime.errors import (
     AgentTuiError,
     AlreadyAnswered,
     InvalidInput,
+    JobNotFound,
     JobRunOpen,
     RunStateConflict,
 )
@@ -117,6 +119,9 @@ PROMPT_WAITS_TEXT = (
 
 APPLIED_DIFF_LINES = 80
 """How much of an applied diff a tool block shows (the rest is counted)."""
+DELETED_CHECK_SECONDS = 2.0
+"""How often the jobs u could bring back are looked for while there are any: a job deleted by
+another process (`agent-tui delete`) takes its events with it and leaves none to say so."""
 PROMPTS_RETRY_SECONDS = 30.0
 """No MCP prompt found: ask the servers again when the menu opens after this long."""
 NOTICE_SEVERITIES: dict[str, SeverityLevel] = {
@@ -268,17 +273,7 @@ class MainScreen(Screen[None]):
         """The runs that notification counts and nobody resumed yet."""
         self._toast_room: int | None = None  # rows the notifications may take (_fit_toasts)
         self._bottom: Widget | None = None
-        self._archived_here: list[str] = []
-        """Jobs archived in this session, the last one first to come back with u: each once
-        its archive was written (and until it is brought back, from anywhere)."""
-        self._archiving: list[str] = []
-        """Jobs whose archive, asked for here with x, is still being written (in the order x
-        was pressed): their event is told from an archive made elsewhere by this."""
-        self._undoing: set[str] = set()
-        """Jobs a u pressed is about to bring back (a second u undoes the archive before)."""
-        self._archive_writes = asyncio.Lock()
-        """Archives and their undoing, written one at a time in the order the keys came: u
-        pressed while an archive is on its way undoes it once it landed."""
+        self._init_archive_state()
         self._prompt_lines_mounted = False
         self._waiting_prompt: Widget | None = None
         """The open request's prompt while it waits for the message being typed: docked once
@@ -330,6 +325,24 @@ class MainScreen(Screen[None]):
         """The MCP servers' prompts as slash commands (asked for when the menu first opens)."""
         self._loading_prompts = False
         self._prompts_asked_at = float("-inf")
+
+    def _init_archive_state(self) -> None:
+        """What this screen keeps of the jobs archived with x (part of ``__init__``)."""
+        self._archived_here: list[str] = []
+        """Jobs archived in this session, the last one first to come back with u: each once
+        its archive was written (and until it is brought back, from anywhere)."""
+        self._archive_notices: dict[str, tuple[str, Notification]] = {}
+        """The title and the "Archived" notice (which offers u) of each job archived here."""
+        self._deletion_watch: Timer | None = None
+        """Looks for the jobs archived here every ``DELETED_CHECK_SECONDS``, once there are."""
+        self._archiving: list[str] = []
+        """Jobs whose archive, asked for here with x, is still being written (in the order x
+        was pressed): their event is told from an archive made elsewhere by this."""
+        self._undoing: set[str] = set()
+        """Jobs a u pressed is about to bring back (a second u undoes the archive before)."""
+        self._archive_writes = asyncio.Lock()
+        """Archives and their undoing, written one at a time in the order the keys came: u
+        pressed while an archive is on its way undoes it once it landed."""
 
     @property
     def agent_app(self) -> AgentTuiApp:
@@ -1454,7 +1467,7 @@ class MainScreen(Screen[None]):
             # Back (brought back here or elsewhere): archived again elsewhere later, it is
             # not this session's archive, and u has nothing of it to undo.
             if event.job_id in self._archived_here:
-                self._archived_here.remove(event.job_id)
+                self._forget_archive(event.job_id)
                 self.refresh_bindings()
             self.refresh_run(event.run_id)
 
@@ -3563,14 +3576,53 @@ class MainScreen(Screen[None]):
         # Archiving leaves the keys where they are; in a text field u is a letter.
         undo = f"{self._way_out()}, then u brings it back" if self.typing() else "u brings it back"
         command = self._command_line()
-        self.notify(
+        notice = Notification(
             terminal_safe_line(
                 f"Archived {short(job.title, 40)}: hidden here and from `{command} runs`. {undo}"
                 f" (or `{command} unarchive {job.id[:8]}`)."
             ),
             title="Archived",
-            markup=False,
         )  # its job_archived event takes the rows away (``on_job_archived``)
+        # Kept to expire if the job is deleted meanwhile, with the u it offers.
+        self._archive_notices[job_id] = (job.title, notice)
+        self.app.post_message(Notify(notice))
+        if self._deletion_watch is None:
+            self._deletion_watch = self.set_interval(DELETED_CHECK_SECONDS, self._look_for_deleted)
+
+    def _look_for_deleted(self) -> None:
+        if self._archived_here:
+            self._find_deleted(list(self._archived_here))
+
+    @work(exit_on_error=False, group="deleted", exclusive=True)
+    async def _find_deleted(self, job_ids: list[str]) -> None:
+        for job_id in job_ids:
+            try:
+                await self.runtime.get_job(job_id)
+            except JobNotFound:
+                self._deleted_elsewhere(job_id)
+
+    def _deleted_elsewhere(self, job_id: str) -> None:
+        """A job archived here was deleted by another process: u brings it back no more, and
+        its "Archived" notice, which says u does, goes (a trial read it on over the deletion)."""
+        title, notice = self._forget_archive(job_id)
+        if notice is not None:
+            notice.timeout = 0.0  # expired: the next notice shown leaves it out
+        self.refresh_bindings()
+        self.notify(
+            terminal_safe_line(
+                f"{short(title, 40)} was deleted elsewhere (`{self._command_line()} delete`, "
+                "or another agent-tui): it can no longer be brought back."
+            ),
+            title="Deleted",
+            markup=False,
+        )
+
+    def _forget_archive(self, job_id: str) -> tuple[str, Notification | None]:
+        """The job is no more this session's archive to undo: its title and notice."""
+        if job_id in self._archived_here:
+            self._archived_here.remove(job_id)
+        title, notice = self._archive_notices.pop(job_id, (job_id[:8], None))
+        return title, notice
 
     def action_unarchive_last(self) -> None:
         """The archive asked for last comes undone; one still being written, once it landed
@@ -3593,7 +3645,12 @@ class MainScreen(Screen[None]):
                     return  # not archived after all (its refusal said so), or brought back
                 self._archived_here.remove(job_id)
                 job = await self.runtime.store.set_job_archived(job_id, False)
+                self._archive_notices.pop(job_id, None)
+        except JobNotFound:
+            self._deleted_elsewhere(job_id)
+            return
         except AgentTuiError as exc:
+            self._archive_notices.pop(job_id, None)
             self.notify(
                 self.agent_app.error_text(exc),
                 title="Not brought back",
