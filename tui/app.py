@@ -1008,34 +1008,44 @@ async def _run(db_path: Path | str, workspace: Path, launch: Launch) -> int:
 
 @contextlib.contextmanager
 def _quitting_on_stop_signals(app: AgentTuiApp, stopped_by: list[int]) -> Iterator[None]:
-    """SIGTERM (``kill PID``) quits ``app`` as ctrl+q does, saving drafts and releasing its
-    runs, and is noted in ``stopped_by``; a second one ends the process at once. Left to its
-    default action it ended the process on the spot: the terminal stayed in the app's
-    alternate screen with mouse reporting on and no cursor, and its runs read "running (its
-    process is gone)" until another agent-tui recovered them (a trial). SIGHUP (the terminal
-    closed) keeps its default: with the terminal gone, quitting through the app hung on it,
-    and there is no screen left to restore."""
+    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) quit ``app`` as ctrl+q does,
+    saving drafts and releasing its runs, and are noted in ``stopped_by``; a second one ends
+    the process at once. Left to its default action SIGTERM ended the process on the spot: the
+    terminal stayed in the app's alternate screen with mouse reporting on and no cursor, and its
+    runs read "running (its process is gone)" until another agent-tui recovered them (a trial);
+    SIGHUP did the same to the runs."""
     import signal
+
+    from tui.hangup import let_go_of_a_closed_terminal
 
     loop = asyncio.get_running_loop()
 
-    def stop() -> None:
+    def stop(signum: signal.Signals) -> None:
         if stopped_by:  # asked again while quitting: as if nothing handled it
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.raise_signal(signal.SIGTERM)
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
             return
-        stopped_by.append(signal.SIGTERM)
+        stopped_by.append(signum)
         app.call_later(app.action_quit)
 
+    def hung_up(signum: int, frame: object) -> None:
+        # At once, not from the event loop as SIGTERM is: the SIGCONT that comes with a
+        # hangup makes Textual start its output again, and on the closed terminal that
+        # output died at its first write and the quit waited on it for ever (tried in tmux).
+        let_go_of_a_closed_terminal()
+        loop.call_soon_threadsafe(stop, signal.SIGHUP)
+
     try:
-        loop.add_signal_handler(signal.SIGTERM, stop)
+        loop.add_signal_handler(signal.SIGTERM, stop, signal.SIGTERM)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
         yield
         return
+    before = signal.signal(signal.SIGHUP, hung_up)
     try:
         yield
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGHUP, before)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ logged with its traceback to ``agent-tui.log`` next to the database and exits 1.
 
 Exit status of commands that run an agent: 0 completed, 1 failed, 2 usage or configuration
 error, 3 stopped at input_required with nobody to answer, 4 cancelled, 130 interrupted (Ctrl+C;
-the run stays recoverable).
+the run stays recoverable), 143 terminated (SIGTERM), 129 hung up (SIGHUP: the terminal closed).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from runtime.errors import (
 from runtime.version import VERSION
 from tui._cli.parser import (
     EXIT_FAILED,
+    EXIT_HUNG_UP,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
@@ -115,32 +116,27 @@ def _error_message(exc: AgentTuiError, db_path: Path | str | None) -> str:
 
 
 class _Interrupt:
-    """First Ctrl+C (or SIGTERM) cancels the command (the runtime closes cleanly); a second
-    one exits now. SIGTERM (``kill PID``, ``timeout``) was left to its default action, which
-    ended the process on the spot: its run read "running (its process is gone)" until another
-    agent-tui recovered it, and nothing said how to resume it (a trial)."""
+    """First Ctrl+C (or SIGTERM, or SIGHUP) cancels the command (the runtime closes cleanly); a
+    second one exits now. SIGTERM (``kill PID``, ``timeout``) was left to its default action,
+    which ended the process on the spot: its run read "running (its process is gone)" until
+    another agent-tui recovered it, and nothing said how to resume it (a trial); SIGHUP (the
+    terminal closed) did the same."""
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.requested = False
-        self.by_sigterm = False
+        self.ended = "interrupted"
+        self.exit_status = EXIT_INTERRUPTED
+        """What a shell reports for a process the signal ended: 130 for Ctrl+C, 143 for
+        SIGTERM, 129 for SIGHUP."""
 
-    def __call__(self, by_sigterm: bool = False) -> None:
+    def __call__(self, ended: str = "interrupted", exit_status: int = EXIT_INTERRUPTED) -> None:
         if self.requested:
             _say(f"agent-tui: {self.ended} again, exiting now")
             os._exit(self.exit_status)
         self.requested = True
-        self.by_sigterm = by_sigterm
+        self.ended, self.exit_status = ended, exit_status
         self.task.cancel()
-
-    @property
-    def ended(self) -> str:
-        return "terminated" if self.by_sigterm else "interrupted"
-
-    @property
-    def exit_status(self) -> int:
-        """130 for Ctrl+C, 143 for SIGTERM: what a shell reports for a process either ended."""
-        return EXIT_TERMINATED if self.by_sigterm else EXIT_INTERRUPTED
 
 
 async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace: Path) -> int:
@@ -156,6 +152,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
     from tui._cli.parser import opens_read_only
     from tui._cli.render import TerminalSafeWriter
     from tui._cli.settings import model_override
+    from tui.hangup import let_go_of_a_closed_terminal
 
     # Plain text is made terminal-safe on its way out; JSON stays exact.
     exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
@@ -175,9 +172,17 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
     assert task is not None
     interrupt = _Interrupt(task)
     loop = asyncio.get_running_loop()
+
+    def hung_up(signum: int, frame: object) -> None:
+        # At once, not from the event loop: what is written to the closed terminal meanwhile
+        # would fail (``tui.hangup``).
+        let_go_of_a_closed_terminal()
+        loop.call_soon_threadsafe(interrupt, "hung up", EXIT_HUNG_UP)
+
+    before_hangup = signal.signal(signal.SIGHUP, hung_up)
     try:
         loop.add_signal_handler(signal.SIGINT, interrupt)
-        loop.add_signal_handler(signal.SIGTERM, interrupt, True)
+        loop.add_signal_handler(signal.SIGTERM, interrupt, "terminated", EXIT_TERMINATED)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
         pass
     try:
@@ -198,6 +203,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         _say(f"\nagent-tui: {interrupt.ended}." + (f" {hint}" if hint else ""))
         return interrupt.exit_status
     finally:
+        signal.signal(signal.SIGHUP, before_hangup)
         try:
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)

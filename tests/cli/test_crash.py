@@ -314,3 +314,18 @@ def test_sigterm_during_a_run_releases_it_as_interrupted_and_says_how_to_resume(
     assert details["owner_gone"] is False
     retry_to_completion(cli, run_id)
     assert_transcript_is_paired(cli.db, run_id)
+
+
+def test_sighup_during_a_run_releases_it_as_interrupted_as_sigterm_does(cli: Cli) -> None:
+    """SIGHUP (the terminal closed) kept its default action, which ended the process on the
+    spot as SIGTERM's did: the run read "running (its process is gone)"."""
+    run_id, code, stderr = _signalled_while_it_streams(cli, signal.SIGHUP)
+    assert code == 128 + signal.SIGHUP
+    assert f"agent-tui: hung up. Run {run_id} stays recoverable" in stderr
+    assert "Traceback" not in stderr
+
+    shown = cli.run("show", run_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    details = json.loads(shown.stdout)
+    assert (details["run"]["state"], details["run"]["interrupted"]) == ("queued", True)
+    assert details["owner_gone"] is False

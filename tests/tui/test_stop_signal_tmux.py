@@ -2,15 +2,18 @@
 quits as ctrl+q does — the terminal is given back as it was, the run is released as
 interrupted (resumable) rather than left "running" by a process that is gone, and the quit
 says so. Left to SIGTERM's default action, the process ended on the spot with the terminal
-still in the app's alternate screen, mouse reporting on and the cursor hidden (a trial)."""
+still in the app's alternate screen, mouse reporting on and the cursor hidden (a trial).
+SIGHUP, and closing the terminal, end it as cleanly."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -45,9 +48,12 @@ async def _until(condition: object, what: str, *, timeout: float = 60.0) -> None
         pytest.fail(f"timed out waiting for {what}")
 
 
-async def test_sigterm_while_a_run_streams_gives_the_terminal_back_and_releases_the_run(
+@contextlib.asynccontextmanager
+async def _streaming_tui(
     db_path: Path, workspace: Path, tmp_path: Path
-) -> None:
+) -> AsyncIterator[tuple[str, int]]:
+    """agent-tui in a tmux session, its run streaming: the session and agent-tui's pid. The
+    shell around it stays, to say how it ended, with the terminal as it left it."""
     env = {
         "AGENT_TUI_MODEL": "demo",
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
@@ -55,14 +61,15 @@ async def test_sigterm_while_a_run_streams_gives_the_terminal_back_and_releases_
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "TERM": "xterm-256color",
     }
+    if "PYTHONPATH" in os.environ:  # the code under test, whatever environment tmux has
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     exports = " ".join(f"{key}={value!r}" for key, value in env.items())
-    # The shell around it stays, to say how it ended, with the terminal as it left it.
     command = (
         f"cd {str(workspace)!r} && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY {exports} "
         f"{str(AGENT_TUI)!r} --db {str(db_path)!r} --workspace {str(workspace)!r}; "
         'echo "agent-tui exited with $?"; exec sleep 600'
     )
-    session = f"agent-tui-sigterm-{uuid.uuid4().hex[:8]}"
+    session = f"agent-tui-signal-{uuid.uuid4().hex[:8]}"
     started = await _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "40", command)
     assert started[0] == 0, started[1]
     try:
@@ -83,13 +90,42 @@ async def test_sigterm_while_a_run_streams_gives_the_terminal_back_and_releases_
             for child in Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
             if b"agent-tui" in Path(f"/proc/{child}/cmdline").read_bytes()
         ]
-        os.kill(pid, signal.SIGTERM)
+        yield session, pid
+    finally:
+        await _tmux("kill-session", "-t", session)
 
-        await _wait_for_text(session, f"agent-tui exited with {128 + signal.SIGTERM}")
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+async def test_a_stop_signal_while_a_run_streams_gives_the_terminal_back_and_releases_the_run(
+    db_path: Path, workspace: Path, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """SIGHUP sent with the terminal still there is as SIGTERM: 128 + its number."""
+    async with _streaming_tui(db_path, workspace, tmp_path) as (session, pid):
+        os.kill(pid, signum)
+
+        await _wait_for_text(session, f"agent-tui exited with {128 + signum}")
         # The terminal as it was: main screen, no mouse reporting, the cursor shown.
         assert await _pane(session, "#{alternate_on} #{mouse_any_flag} #{cursor_flag}") == "0 0 1"
         # Released as a quit releases it: interrupted, waiting for a retry, not "running".
         assert _run_rows(db_path) == [("queued", 1)]
         await _wait_for_text(session, "1 run was still working")
-    finally:
-        await _tmux("kill-session", "-t", session)
+
+
+async def test_closing_the_terminal_while_a_run_streams_releases_the_run_and_ends_the_process(
+    db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by a user trial: closing the terminal (SIGHUP) ended agent-tui on the spot, its
+    run left "running (its process is gone)" until another agent-tui recovered it. Handled as
+    SIGTERM is, the quit hung on the closed terminal and the process stayed."""
+    async with _streaming_tui(db_path, workspace, tmp_path) as (session, pid):
+        assert (await _tmux("kill-session", "-t", session))[0] == 0  # the terminal hangs up
+
+        async def ended() -> bool:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except FileNotFoundError:
+                return True
+            return "State:\tZ" in status
+
+        await _until(ended, "agent-tui to exit")
+        assert _run_rows(db_path) == [("queued", 1)]

@@ -12,6 +12,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.cli.harness import Cli, json_lines
 from tests.fakes.anthropic_server import (
     message_delta,
@@ -178,9 +180,11 @@ def _eventually(condition: Callable[[], object], *, timeout: float = TIMEOUT) ->
         time.sleep(0.02)
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_lets_the_step_finish_then_gives_the_run_back_to_another_worker(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, signum: signal.Signals
 ) -> None:
+    """SIGHUP (the terminal the worker was started in closed) is as SIGTERM."""
     listing = json.dumps({"path": "."})
     script = [
         stream(
@@ -205,7 +209,7 @@ def test_sigterm_lets_the_step_finish_then_gives_the_run_back_to_another_worker(
         try:
             first.wait_for(lambda i: i["kind"] == "worker_claimed", timeout=TIMEOUT)
             _eventually(lambda: len(server.requests()) == 1)  # step 1's model call is open
-            first.signal(signal.SIGTERM)
+            first.signal(signum)
             first.wait_for(lambda i: i["kind"] == "worker_stopping", timeout=TIMEOUT)
             urllib.request.urlopen(
                 urllib.request.Request(f"{server.base_url}/_fake/release/step1", method="POST"),

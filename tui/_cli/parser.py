@@ -23,6 +23,7 @@ EXIT_INPUT_REQUIRED = 3
 EXIT_CANCELLED = 4
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # SIGTERM: 128 + 15, as a shell reports a process it ended
+EXIT_HUNG_UP = 129  # SIGHUP (the terminal closed): 128 + 1
 
 RUN_STATES = ["queued", "running", "input_required", "completed", "failed", "cancelled"]
 """The values of ``runtime.models.RunState``, spelled out so that building the parser (and so

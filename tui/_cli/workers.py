@@ -41,19 +41,24 @@ PAGE = 500
 
 @contextlib.contextmanager
 def _on_stop_signals(first: Callable[[], None], again: Callable[[], None]) -> Any:
-    """SIGTERM or Ctrl+C once: ``first``; a second time: ``again``."""
+    """SIGTERM, SIGHUP (the terminal closed) or Ctrl+C once: ``first``; a second time:
+    ``again``."""
+    from tui.hangup import let_go_of_a_closed_terminal
+
     loop = asyncio.get_running_loop()
     count = 0
 
-    def handler() -> None:
+    def handler(sig: signal.Signals) -> None:
         nonlocal count
+        if sig is signal.SIGHUP:
+            let_go_of_a_closed_terminal()  # its reports would fail on the closed terminal
         count += 1
         (first if count == 1 else again)()
 
     installed = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, handler)
+            loop.add_signal_handler(sig, handler, sig)
             installed.append(sig)
     try:
         yield
