@@ -662,6 +662,42 @@ async def test_the_detail_growing_by_a_row_lays_the_screen_out_once_and_keeps_th
         assert _rows_ageless(tree) != rows_before
 
 
+async def test_rows_drawn_before_the_scrollbar_came_are_drawn_again_in_line_with_the_header(
+    runtime: Runtime, workspace: Path
+) -> None:
+    """Found by a new-user trial at 80x24: the detail under the tree took a row more, the tree
+    a row less brought its scrollbar, and the rows drawn before kept the width they had without
+    it: their figures a column out of line with the header and with the rows drawn since."""
+
+    async def add_job(number: int) -> Job:
+        new = NewRun(agent="default", model="demo", input=f"job {number}", workspace=str(workspace))
+        return await runtime.get_job((await runtime.store.create_run(new)).job_id)
+
+    await add_job(0)
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await wait_for_browser(pilot, app)
+        tree = screen.job_tree
+        detail = screen.query_one(BrowserDetail)
+        detail.update("job")  # one row
+        await wait_until(pilot, lambda: detail.size.height == 1)
+        for number in range(1, tree.size.height):  # every row of the tree taken, no scrollbar
+            tree.upsert_job(await add_job(number))
+        await wait_until(pilot, lambda: len(tree.job_ids) == tree.size.height)
+        await pilot.pause()
+        assert not tree.show_vertical_scrollbar
+        height = tree.size.height
+        detail.update("run\nrunning")  # the tree a row shorter: its rows need the scrollbar
+        await wait_until(pilot, lambda: tree.size.height == height - 1)
+        await wait_until(pilot, lambda: tree.show_vertical_scrollbar)
+        await pilot.pause()
+        room = tree.scrollable_content_region.width
+        rows = [tree.render_line(y).text[:room].rstrip() for y in range(tree.size.height)]
+        header = rendered(screen.query_one(BrowserHeader)).rstrip()
+        assert {len(row) for row in rows} == {len(header)}, rows
+
+
 async def test_a_row_read_again_unchanged_is_not_drawn_again_and_a_changed_one_is(
     runtime: Runtime, workspace: Path
 ) -> None:

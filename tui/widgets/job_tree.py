@@ -699,6 +699,15 @@ class JobTree(Tree[NodeData]):
         self._rows_width = event.size.width
         self._sync_labels()
 
+    def watch_show_vertical_scrollbar(self) -> None:
+        # The scrollbar takes a column from the rows (or gives it back) with no change of the
+        # tree's width: when only its height changed (above), a trial at 80x24 saw the rows
+        # drawn before keep their old width, their figures a column out of line with the
+        # header and the rows drawn since. Every row is drawn again for the room it has now.
+        self._clear_line_cache()
+        self.refresh()
+        self._sync_labels()
+
     def wait_on_top(self) -> None:
         """The cursor on the first row, where it stays as jobs come above it until it moves
         (``cursor_waits_on_top``)."""
