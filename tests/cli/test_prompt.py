@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,46 @@ async def test_a_prompt_answered_elsewhere_is_left_and_the_run_followed_to_its_e
     assert answered >= 2  # the question, then the approval: each left at its prompt here
     assert code == 0
     assert err.getvalue().count("was answered elsewhere; going on with the run.") == answered
+
+
+async def test_a_line_printed_while_a_prompt_waits_starts_a_line_of_its_own(
+    db_path: Path, workspace: Path
+) -> None:
+    """Found by a new-user trial: the TUI allowed a write that `agent-tui run` was asking about
+    in a terminal; the run went on in that process, which printed "> ✓ write_file (44 chars)"
+    on the prompt's line."""
+    runtime = await Runtime.open(
+        db_path=db_path, workspace=workspace, config=Config(), model="demo:instant"
+    )
+    try:
+        run = await runtime.start("summarise")
+        first = await runtime.wait(run.id, timeout=10)
+        assert first.request is not None
+        err = io.StringIO()
+        printer = EventPrinter(io.StringIO(), err, json_mode=False, main_run_id=run.id)
+        observer = Observer(
+            runtime, run.job_id, after=await runtime.store.last_seq(), printer=printer
+        )
+        driving = asyncio.create_task(
+            drive(runtime, run.id, observer, Prompter(SilentLines(), err))
+        )
+        async with asyncio.timeout(10):
+            while not err.getvalue().endswith("Answer (1-3 or text): "):
+                await asyncio.sleep(0.01)
+        printer.note("  ✓ read_file (40 chars)")  # as the run's next events are printed
+        await runtime.respond(run.id, first.request.id, first.request.options[0])
+        async with asyncio.timeout(10):
+            while "going on with the run" not in err.getvalue():
+                await asyncio.sleep(0.01)
+        driving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await driving
+    finally:
+        await runtime.close()
+    shown = err.getvalue()
+    left = shown[shown.index("Answer (1-3 or text): ") : shown.index("going on with the run")]
+    assert left.startswith("Answer (1-3 or text): \n  ✓ read_file (40 chars)\n")
+    assert "\n\n" not in left  # leaving the prompt ends no line a second time
 
 
 async def test_a_form_s_email_and_date_fields_ask_again_until_they_hold_one() -> None:

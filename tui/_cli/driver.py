@@ -60,11 +60,15 @@ class EventPrinter:
         retry that chose what to do with a call of unknown outcome (``retry --skip-unknown`` or
         ``--rerun``) prepares its run that way before it executes, and nothing was
         interrupted."""
+        self.prompter: Prompter | None = None
+        """The prompt waiting for an answer on ``err``, whose line a line printed ends first."""
 
     # --- output helpers ----------------------------------------------------------------------
     def _stdout(self, text: str) -> None:
         if not text:
             return
+        if self._same_terminal and self.prompter is not None:
+            self.prompter.end_line()
         self.out.write(text)
         self.out.flush()
         self._midline = not text.endswith("\n")
@@ -78,6 +82,10 @@ class EventPrinter:
         """A diagnostic line on stderr."""
         if self._same_terminal:
             self.end_line()
+        if self.prompter is not None:
+            # A run answered elsewhere goes on here while its prompt still waits: a new-user
+            # trial saw "> ✓ write_file (44 chars)" after the TUI allowed the write.
+            self.prompter.end_line()
         self.err.write(text + "\n")
         self.err.flush()
 
@@ -263,7 +271,7 @@ async def _answer_unless_gone(runtime: Runtime, prompter: Prompter, request: Inp
                     await task
     if asking.done() and not asking.cancelled():
         return asking.result()
-    prompter.say()  # the prompt's line, left half written
+    prompter.end_line()  # the prompt's line, left half written
     went = watching.result()
     raise _Gone(f"that request was {went.state.value} elsewhere")
 
@@ -302,6 +310,7 @@ async def drive(
 ) -> int:
     """Follow ``run_id`` to a terminal state, answering requests through ``prompter`` when there
     is one; return the exit code."""
+    observer.printer.prompter = prompter
     while True:
         boundary = await runtime.wait(run_id)
         await observer.sync()

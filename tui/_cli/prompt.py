@@ -76,15 +76,25 @@ class Prompter:
     def __init__(self, lines: LineSource, err: TextIO) -> None:
         self._lines = lines
         self._err = err
+        self._line_open = False
+        """A prompt is written and nothing has ended its line yet (no Enter typed)."""
 
     def say(self, text: str = "") -> None:
+        self._line_open = False
         self._err.write(text + "\n")
         self._err.flush()
+
+    def end_line(self) -> None:
+        """End the line of a prompt left waiting, so that what follows starts a line."""
+        if self._line_open:
+            self.say()
 
     async def ask(self, prompt: str) -> str:
         self._err.write(prompt)
         self._err.flush()
+        self._line_open = True
         line = await self._lines.readline()
+        self._line_open = False  # the Enter typed ended it (a cancelled read leaves it open)
         if line is None:
             self.say()
             raise GaveUp
