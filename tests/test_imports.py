@@ -236,6 +236,21 @@ async def on_mount(self):
 
 MainScreen.on_mount = on_mount
 
+from tui.widgets.job_tree import JobTree
+
+original_add_jobs = JobTree.add_jobs
+
+def add_jobs(self, jobs, next_cursor):
+    if jobs and "first_page" not in seen:
+        seen["first_page"] = {
+            "engine": sorted(m for m in ("runtime.api", "runtime.runtime", "runtime.engine",
+                                         "runtime.config") if m in sys.modules),
+            "runtime_open": self.app.runtime is not None,
+        }
+    original_add_jobs(self, jobs, next_cursor)
+
+JobTree.add_jobs = add_jobs
+
 async def drive(db, workspace):
     app = app_module.program_app(db, workspace)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -290,6 +305,9 @@ def test_the_tui_composes_its_first_screen_before_the_engine_is_imported(
     assert seen["composed"] == ["tree", "conversation", "composer"]
     assert seen["runtime_at_mount"] is False
     assert seen["mounted"] == []
+    # The browser's first page, read through the store once it is imported: before the rest
+    # of the engine and before the runtime opens.
+    assert seen["first_page"] == {"engine": [], "runtime_open": False}
     # Nothing collected before the first frame, and the stylesheet parsed once, not again as
     # the start mode's screen is made; collection is back on, with start-up's objects frozen,
     # once the runtime is open.

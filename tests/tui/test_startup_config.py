@@ -363,3 +363,81 @@ async def test_a_default_agent_whose_model_works_brings_no_notice(
         await wait_until(pilot, lambda: app.runtime is not None)
         await pilot.pause()
         assert not [n for n in app._notifications if n.title == "Configuration"]
+
+
+async def _database_with_a_job(db: Path, workspace: Path, task: str = "hello there") -> str:
+    """``db`` with one finished job of ``task``, made by another runtime: the job's id."""
+    from tests.tui.helpers import finish_run, open_runtime
+
+    runtime = await open_runtime(db, workspace)
+    try:
+        run = await runtime.start(task)
+        await finish_run(runtime, run.id)
+        return run.job_id
+    finally:
+        await runtime.close()
+
+
+async def test_a_refused_launch_leaves_a_database_with_jobs_as_it_was(
+    tmp_path: Path, config_home: Path
+) -> None:
+    """The browser's first page is read before the command line is checked, to be on screen
+    sooner (``tui.app._show_first_page``): read only, so a launch refused for a typo sets up,
+    migrates and recovers nothing, and writes not a byte."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = tmp_path / "data" / "agent-tui.db"
+    await _database_with_a_job(db, workspace)
+    before = db.read_bytes()
+    app = program_app(db, workspace, Launch(agent="nosuchagent"))
+    assert "unknown agent 'nosuchagent'" in await _startup_error(app)
+    assert db.read_bytes() == before
+
+
+async def test_the_first_page_is_shown_before_the_runtime_opens_and_its_rows_wait_for_it(
+    tmp_path: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jobs are on screen once the store is imported, while the rest of the engine is
+    still importing; a row chosen meanwhile (a click) does nothing until the runtime is open,
+    then it opens as always."""
+    import threading
+
+    from tests.tui.helpers import main_screen, notifications
+    from tui import app as app_module
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = tmp_path / "data" / "agent-tui.db"
+    job_id = await _database_with_a_job(db, workspace, "an early task")
+    engine_may_load = threading.Event()
+    import_engine = app_module._import_engine
+
+    def held_import() -> None:
+        engine_may_load.wait(30)
+        import_engine()
+
+    monkeypatch.setattr(app_module, "_import_engine", held_import)
+    app = program_app(db, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = main_screen(app)
+            tree = screen.job_tree
+            await wait_until(pilot, lambda: tree.job_ids == [job_id])
+            assert app.runtime is None
+            node = tree.job_node(job_id)
+            assert node is not None
+            assert "an early task" in tree.row_text(node)
+            tree.select_node(node)  # as a click on its row
+            await pilot.pause()
+            assert not notifications(app)
+            engine_may_load.set()
+            await wait_until(pilot, lambda: app.runtime is not None)
+            await wait_until(pilot, lambda: tree.job_ids == [job_id])
+            node = tree.job_node(job_id)
+            assert node is not None
+            tree.select_node(node)
+            await wait_until(pilot, lambda: screen.selected_run is not None)
+            assert screen.selected_run is not None and screen.selected_run.job_id == job_id
+            assert not notifications(app)
+    finally:
+        engine_may_load.set()

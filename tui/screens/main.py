@@ -889,6 +889,12 @@ class MainScreen(Screen[None]):
         )
         self.post_message(JobsLoaded(page.items, page.next_cursor, first=first))
 
+    def show_first_page(self, jobs: list[Job]) -> None:
+        """The browser's first page, read before the runtime opened (``tui.app``): its rows
+        only; the runtime's page replaces it (``load_jobs``), with what loads more."""
+        if self.agent_app.runtime is None and jobs and not self.job_tree.job_ids:
+            self.job_tree.add_jobs(jobs, None)
+
     def on_jobs_loaded(self, message: JobsLoaded) -> None:
         self._loading_more = False
         tree = self.job_tree
@@ -993,6 +999,8 @@ class MainScreen(Screen[None]):
 
     @on(Tree.NodeExpanded, "#tree")
     def _node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
+        if self.agent_app.runtime is None:
+            return  # a row of the first page, clicked before the runtime opened
         data = event.node.data
         if isinstance(data, JobEntry) and data.job.id not in self.job_tree.loaded_runs:
             self.load_runs(data.job.id)
@@ -1012,6 +1020,8 @@ class MainScreen(Screen[None]):
 
     @on(Tree.NodeSelected, "#tree")
     def _node_selected(self, event: Tree.NodeSelected[Any]) -> None:
+        if self.agent_app.runtime is None:
+            return  # a row of the first page, clicked before the runtime opened
         data = event.node.data
         self._opened_checkpoint = None
         if isinstance(data, JobEntry):
