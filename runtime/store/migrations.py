@@ -830,6 +830,15 @@ def migrate(conn: sqlite3.Connection, *, path: str, upto: int | None = None) -> 
     one ``BEGIN IMMEDIATE`` transaction. ``conn`` must be in autocommit mode
     (``isolation_level=None``). Returns the resulting version."""
     target = LATEST_VERSION if upto is None else upto
+    # Versions only grow, each with the commit of its migration: a database already at the
+    # target needs no write lock at all. Taking it once per migration to find nothing to do
+    # made every open (a CLI command, the TUI's first page) wait behind another process's
+    # writes, 17 times.
+    current = user_version(conn)
+    if current > LATEST_VERSION:
+        raise SchemaTooNew(too_new_message(path, current))
+    if current >= target:
+        return current
     for migration in MIGRATIONS:
         if migration.version > target:
             break

@@ -677,3 +677,24 @@ def test_every_plain_tool_transition_reads_back_from_its_short_form() -> None:
     assert compact_tool_payload({"from": "running", "to": "failed", "error": "boom"}) is None
     assert compact_tool_payload({"from": "running", "to": "completed", "result": "x"}) is None
     assert event_payload('{"from":"running","to":"failed","error":"boom"}')["error"] == "boom"
+
+
+def test_a_current_database_is_opened_without_waiting_for_another_writer(tmp_path: Path) -> None:
+    """Every open (a CLI command beside a busy TUI, the TUI's first page) migrates; a database
+    already at the latest version needs nothing, so it takes no write lock: it took one per
+    migration, and waited behind another process's writes for each."""
+    path = tmp_path / "agent-tui.db"
+    setup = sqlite3.connect(path, isolation_level=None)
+    migrate(setup, path=str(path))
+    setup.close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process, writing
+    try:
+        opening = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            assert migrate(opening, path=str(path)) == LATEST_VERSION
+        finally:
+            opening.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
