@@ -1060,7 +1060,7 @@ def _quitting_on_stop_signals(app: AgentTuiApp, stopped_by: list[int]) -> Iterat
     SIGHUP did the same to the runs."""
     import signal
 
-    from tui.hangup import let_go_of_a_closed_terminal
+    from tui.hangup import hangup_ignored, let_go_of_a_closed_terminal
 
     loop = asyncio.get_running_loop()
 
@@ -1084,12 +1084,13 @@ def _quitting_on_stop_signals(app: AgentTuiApp, stopped_by: list[int]) -> Iterat
     except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Unix
         yield
         return
-    before = signal.signal(signal.SIGHUP, hung_up)
+    before = None if hangup_ignored() else signal.signal(signal.SIGHUP, hung_up)
     try:
         yield
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
-        signal.signal(signal.SIGHUP, before)
+        if before is not None:
+            signal.signal(signal.SIGHUP, before)
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
     from tui._cli.parser import opens_read_only
     from tui._cli.render import TerminalSafeWriter
     from tui._cli.settings import model_override
-    from tui.hangup import let_go_of_a_closed_terminal
+    from tui.hangup import hangup_ignored, let_go_of_a_closed_terminal
 
     # Plain text is made terminal-safe on its way out; JSON stays exact.
     exact = bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
@@ -179,7 +179,7 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         let_go_of_a_closed_terminal()
         loop.call_soon_threadsafe(interrupt, "hung up", EXIT_HUNG_UP)
 
-    before_hangup = signal.signal(signal.SIGHUP, hung_up)
+    before_hangup = None if hangup_ignored() else signal.signal(signal.SIGHUP, hung_up)
     try:
         loop.add_signal_handler(signal.SIGINT, interrupt)
         loop.add_signal_handler(signal.SIGTERM, interrupt, "terminated", EXIT_TERMINATED)
@@ -203,7 +203,8 @@ async def _run_command(args: argparse.Namespace, db_path: Path | str, workspace:
         _say(f"\nagent-tui: {interrupt.ended}." + (f" {hint}" if hint else ""))
         return interrupt.exit_status
     finally:
-        signal.signal(signal.SIGHUP, before_hangup)
+        if before_hangup is not None:
+            signal.signal(signal.SIGHUP, before_hangup)
         try:
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)

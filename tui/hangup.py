@@ -10,9 +10,17 @@ to stays as it is."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 
-__all__ = ["let_go_of_a_closed_terminal"]
+__all__ = ["hangup_ignored", "let_go_of_a_closed_terminal"]
+
+
+def hangup_ignored() -> bool:
+    """Whether SIGHUP was set to be ignored before agent-tui started: ``nohup``, or a service
+    manager whose reload sends it. Then a hangup is left ignored: the person asked for the
+    process to outlive its terminal (a worker under ``nohup`` stopped when it closed)."""
+    return signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
 
 
 def let_go_of_a_closed_terminal() -> None:

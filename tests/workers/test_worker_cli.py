@@ -293,3 +293,26 @@ def test_a_worker_whose_database_loses_a_table_ends_with_one_line_naming_it(cli:
         ended_on_a_refusal(executor, "no such table: runs")
     finally:
         executor.kill()
+
+
+def test_a_worker_started_with_nohup_outlives_the_hangup_and_goes_on_working(cli: Cli) -> None:
+    """``nohup`` (or a service manager whose reload sends SIGHUP) asks for the process to
+    outlive its terminal: SIGHUP set to be ignored stays ignored. A worker under ``nohup``
+    stopped at the hangup, as one whose terminal closed does."""
+    cli.db.parent.mkdir(parents=True, exist_ok=True)
+    detached = Proc(["nohup", *cli.argv("worker", "--json")], cli=cli, name="nohup")
+    try:
+        detached.wait_for(lambda i: i["kind"] == "worker_started", timeout=TIMEOUT)
+        detached.signal(signal.SIGHUP)
+        queued = cli.run("run", "--detach", "--model", "demo:instant", "/stream 1")  # 1 KiB, done
+        run_id = queued.stdout.strip()
+        detached.wait_for(
+            lambda i: i["kind"] == "worker_claimed" and i.get("run_id") == run_id,
+            timeout=TIMEOUT,
+        )
+        _eventually(lambda: _run_row(cli, run_id)["state"] == "completed")
+        assert not [i for i in detached.items if i["kind"] == "worker_stopping"]
+        detached.signal(signal.SIGTERM)  # it stops when asked to, as before
+        assert detached.finish(timeout=TIMEOUT) == 0, detached.stderr()
+    finally:
+        detached.kill()

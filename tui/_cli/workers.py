@@ -43,10 +43,13 @@ PAGE = 500
 def _on_stop_signals(first: Callable[[], None], again: Callable[[], None]) -> Any:
     """SIGTERM, SIGHUP (the terminal closed) or Ctrl+C once: ``first``; a second time:
     ``again``."""
-    from tui.hangup import let_go_of_a_closed_terminal
+    from tui.hangup import hangup_ignored, let_go_of_a_closed_terminal
 
     loop = asyncio.get_running_loop()
     count = 0
+    stop_signals = [signal.SIGTERM, signal.SIGINT]
+    if not hangup_ignored():
+        stop_signals.append(signal.SIGHUP)
 
     def handler(sig: signal.Signals) -> None:
         nonlocal count
@@ -56,7 +59,7 @@ def _on_stop_signals(first: Callable[[], None], again: Callable[[], None]) -> An
         (first if count == 1 else again)()
 
     installed = []
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    for sig in stop_signals:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, handler, sig)
             installed.append(sig)
