@@ -12,8 +12,8 @@ the exact source text and where it was read from: a changed source misses and is
 before. It is a cache and nothing more: a file that is missing, unreadable, damaged or made by
 another Textual or Python is ignored (and written again at the end of the launch), and each
 launch writes a whole new file over the old one (``os.replace``), so two apps starting at once
-never read half of one. Pickle loads objects: the file is trusted as the user's own bytecode
-caches are, being in a folder only they write to.
+never read half of one. Pickle runs code as it loads: the file is loaded only when it and its
+folder are the user's own and nobody else can write them, as the user's bytecode caches are.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ import contextlib
 import logging
 import os
 import pickle
+import stat
 import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+import textual
 import textual.css.model
 import textual.css.styles
 from textual.css.model import RuleSet
@@ -47,12 +49,38 @@ default CSS, its tie breaker and its scope."""
 
 
 def _textual_stamp() -> tuple[object, ...]:
-    """What the stored rules are objects of: this Python and this copy of Textual's CSS model
-    (a reinstall or upgrade rewrites its files). Reading the version from the package metadata
-    would cost about as much as the cache saves."""
+    """What the stored rules are objects of: this Python, this version of Textual (the name of
+    its ``textual-X.Y.Z.dist-info`` folder: reading the version through ``importlib.metadata``
+    costs about as much as the cache saves) and this copy of its CSS model (a reinstall
+    rewrites the files; an installer that keeps mtimes still changes the version)."""
     files = (textual.css.model.__file__, textual.css.styles.__file__)
     stats = [os.stat(path) for path in files if path is not None]
-    return (FORMAT, sys.version_info[:2], *((s.st_size, s.st_mtime_ns) for s in stats))
+    package = Path(textual.__file__ or "").parent
+    try:
+        versions = sorted(
+            entry.name
+            for entry in os.scandir(package.parent)
+            if entry.name.startswith("textual-") and entry.name.endswith(".dist-info")
+        )
+    except OSError:
+        versions = []
+    return (
+        FORMAT,
+        sys.version_info[:2],
+        tuple(versions),
+        *((s.st_size, s.st_mtime_ns) for s in stats),
+    )
+
+
+def _only_ours(file: BinaryIO, folder: Path) -> bool:
+    """Whether the file and its folder belong to this user and nobody else can write them: a
+    pickle runs code as it loads, so one that another user could have written (a cache folder
+    in a shared place, ``sudo`` with the user's home) is not loaded."""
+    me = os.geteuid()
+    for status in (os.fstat(file.fileno()), os.stat(folder)):
+        if status.st_uid != me or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+    return True
 
 
 class StoredRules:
@@ -77,6 +105,9 @@ class StoredRules:
         try:
             stored._stamp = _textual_stamp()
             with path.open("rb") as file:
+                if not _only_ours(file, path.parent):
+                    log.warning("stylesheet cache %s not used: others can write it", path)
+                    return stored
                 data = pickle.load(file)  # the user's own cache: see the module
             if not isinstance(data, dict) or data.get("stamp") != stored._stamp:
                 return stored

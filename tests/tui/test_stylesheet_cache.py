@@ -161,3 +161,44 @@ def test_a_folder_that_cannot_be_written_costs_only_the_cache(tmp_path: Path) ->
     stored.add(("Static { color: red; }", ("", "Static"), True, 0, ""), {"primary": "red"}, [])
     stored.save()  # logged, not raised: the app goes on
     assert blocker.read_text() == "a file where the cache folder would be"
+
+
+@pytest.mark.parametrize("others", ["group-writable file", "group-writable folder", "other owner"])
+async def test_a_file_others_could_have_written_is_not_loaded(
+    runtime: Runtime,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    others: str,
+) -> None:
+    """A pickle runs code as it loads: one that another user could have written (a cache
+    folder in a shared place, ``sudo`` keeping the user's home) is parsed past, not loaded."""
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    cache = folder / FILE_NAME
+    await _launch(runtime, workspace, cache)
+    cache.chmod(0o600)
+    if others == "group-writable file":
+        cache.chmod(0o620)
+    elif others == "group-writable folder":
+        folder.chmod(0o770)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a file to another user needs root")
+        os.chown(cache, 65534, 65534)
+    parsed = ParseCount(monkeypatch)
+    await _launch(runtime, workspace, cache)
+    assert parsed.sources > 10
+
+
+async def test_a_file_only_its_user_can_write_is_loaded(
+    runtime: Runtime, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o755)  # readable by others is fine: only writing is theirs to not do
+    cache = folder / FILE_NAME
+    await _launch(runtime, workspace, cache)
+    cache.chmod(0o644)
+    parsed = ParseCount(monkeypatch)
+    await _launch(runtime, workspace, cache)
+    assert parsed.sources == 0
