@@ -955,22 +955,29 @@ async def _show_first_page(app: AgentTuiApp, db_path: Path | str) -> None:
     """The browser's first page, read as soon as the store is imported, before the rest of
     the engine (as long again to import) and before the runtime opens: with 100,000 jobs it
     came 140-150 ms sooner, ~410 ms after the spawn against ~560 (``pty_bench first-frame``).
-    Read through a read-only store, and only from a database of the current schema: nothing
-    is set up, migrated or recovered before the configuration and the command line were
-    checked. The runtime's own first page replaces it (a dead process's run reads as
-    interrupted once recovered); anything wrong here is left to that path to say."""
-    if not await asyncio.to_thread(_current_database, db_path):
+    Read through SQLite's read-only mode (``SqliteStore(peek=True)``), and only from a
+    database of the current schema: nothing is set up, migrated, recovered or written before
+    the configuration and the command line were checked. The runtime's own first page
+    replaces it (a dead process's run reads as interrupted once recovered); anything wrong
+    here is left to that path to say."""
+    try:
+        current = await asyncio.to_thread(_current_database, db_path)
+    except Exception:  # as below: left to the runtime's path
+        log.info("the first page was not read ahead of the runtime", exc_info=True)
+        return
+    if not current:
         return
     from runtime.store.sqlite import SqliteStore
 
     main = app._main_screen()
     if main is None:
         return
-    store = SqliteStore(Path(db_path), read_only=True)
+    store = SqliteStore(Path(db_path), peek=True)
     try:
         await store.open()
         page = await store.list_jobs(limit=app.settings.page_size)
-    except AgentTuiError:
+    except Exception:  # a look ahead only: the runtime's own path opens and says what is wrong
+        log.info("the first page was not read ahead of the runtime", exc_info=True)
         return
     finally:
         await store.close()

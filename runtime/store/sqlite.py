@@ -492,13 +492,23 @@ class SqliteStore:
     """A ``Store`` on one SQLite file. ``await open()`` before use, ``await close()`` after."""
 
     def __init__(
-        self, path: str | Path, *, clock: Clock | None = None, read_only: bool = False
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        read_only: bool = False,
+        peek: bool = False,
     ) -> None:
         self.path = Path(path)
-        self.read_only = read_only
+        self.read_only = read_only or peek
         """Opened by a process that only looks (DESIGN §4.4): it never indexes messages for
         search (a search then finds what the writers indexed) nor copies the WAL back on close,
         so it takes no write lock a process working runs would wait for."""
+        self.peek = peek
+        """Read through SQLite's own read-only mode (``read_only_uri``) however writable the
+        file: nothing is set up or migrated (a database of another schema is refused), and the
+        last connection's close copies no write-ahead log back. For a look before anything
+        was checked (the TUI's first page, read before its command line is)."""
         self._clock: Clock = clock or SystemClock()
         self._draft_revisions = DraftRevisions()
         self._conn: sqlite3.Connection | None = None
@@ -744,7 +754,7 @@ class SqliteStore:
         )
 
     def _connect(self) -> Conn:
-        if self.read_only and not database_writable(self.path):
+        if self.peek or (self.read_only and not database_writable(self.path)):
             # A copy or a backup in a read-only folder (or a read-only file): nothing can be set
             # up or migrated, and in the folder SQLite cannot make its -wal and -shm files
             # (``read_only_uri``).

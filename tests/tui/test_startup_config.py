@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.color import Color
@@ -399,7 +400,7 @@ async def test_the_first_page_is_shown_before_the_runtime_opens_and_its_rows_wai
 ) -> None:
     """The jobs are on screen once the store is imported, while the rest of the engine is
     still importing; a row chosen meanwhile (a click) does nothing until the runtime is open,
-    then it opens as always."""
+    then its job is the one under the cursor on the runtime's page, and it opens as always."""
     import threading
 
     from tests.tui.helpers import main_screen, notifications
@@ -408,7 +409,8 @@ async def test_the_first_page_is_shown_before_the_runtime_opens_and_its_rows_wai
     workspace = tmp_path / "ws"
     workspace.mkdir()
     db = tmp_path / "data" / "agent-tui.db"
-    job_id = await _database_with_a_job(db, workspace, "an early task")
+    older = await _database_with_a_job(db, workspace, "an early task")
+    newer = await _database_with_a_job(db, workspace, "a later task")
     engine_may_load = threading.Event()
     import_engine = app_module._import_engine
 
@@ -422,22 +424,54 @@ async def test_the_first_page_is_shown_before_the_runtime_opens_and_its_rows_wai
         async with app.run_test(size=SIZE) as pilot:
             screen = main_screen(app)
             tree = screen.job_tree
-            await wait_until(pilot, lambda: tree.job_ids == [job_id])
+            await wait_until(pilot, lambda: tree.job_ids == [newer, older])
             assert app.runtime is None
-            node = tree.job_node(job_id)
+            node = tree.job_node(older)
             assert node is not None
             assert "an early task" in tree.row_text(node)
-            tree.select_node(node)  # as a click on its row
+            tree.move_cursor(node)  # as a click on its row
+            tree.select_node(node)
             await pilot.pause()
             assert not notifications(app)
+            assert screen.composer.selected_job_id is None  # nothing acted on yet
             engine_may_load.set()
             await wait_until(pilot, lambda: app.runtime is not None)
-            await wait_until(pilot, lambda: tree.job_ids == [job_id])
-            node = tree.job_node(job_id)
+            await wait_until(pilot, lambda: screen.composer.selected_job_id == older)
+            chosen = tree.cursor_job()
+            assert chosen is not None and chosen.id == older
+            node = tree.job_node(older)
             assert node is not None
             tree.select_node(node)
             await wait_until(pilot, lambda: screen.selected_run is not None)
-            assert screen.selected_run is not None and screen.selected_run.job_id == job_id
+            assert screen.selected_run is not None and screen.selected_run.job_id == older
             assert not notifications(app)
     finally:
         engine_may_load.set()
+
+
+async def test_a_first_page_that_cannot_be_read_ahead_is_left_to_the_runtime(
+    tmp_path: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the first page ahead of the runtime is only sooner: whatever fails there (a row
+    this code cannot read), the runtime still opens and its own path shows the page, or says
+    what is wrong. An error there left the app with no runtime and every key held."""
+    from runtime.store.sqlite import SqliteStore
+    from tests.tui.helpers import main_screen, notifications
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = tmp_path / "data" / "agent-tui.db"
+    job_id = await _database_with_a_job(db, workspace)
+    list_jobs = SqliteStore.list_jobs
+
+    async def failing_ahead(self: SqliteStore, **options: Any) -> Any:
+        if self.peek:
+            raise ValueError("a row this code cannot read")
+        return await list_jobs(self, **options)
+
+    monkeypatch.setattr(SqliteStore, "list_jobs", failing_ahead)
+    app = program_app(db, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.runtime is not None)
+        await wait_until(pilot, lambda: main_screen(app).job_tree.job_ids == [job_id])
+        assert not notifications(app)

@@ -263,6 +263,8 @@ class MainScreen(Screen[None]):
         self._prompt_asker: Run | None = None
         """The sub-run that asks the open request, when not the run on screen."""
         self._recovery_reported = False
+        self._first_page_ahead = False
+        """The browser shows the page read before the runtime opened (``show_first_page``)."""
         self._waiting_reported = False
         """The launch's "N runs wait for your input" was said: once, not again at every first
         page the browser loads (each ``s`` did, a new-user trial)."""
@@ -894,12 +896,21 @@ class MainScreen(Screen[None]):
         only; the runtime's page replaces it (``load_jobs``), with what loads more."""
         if self.agent_app.runtime is None and jobs and not self.job_tree.job_ids:
             self.job_tree.add_jobs(jobs, None)
+            self._first_page_ahead = True
 
     def on_jobs_loaded(self, message: JobsLoaded) -> None:
         self._loading_more = False
         tree = self.job_tree
+        chosen_ahead: Job | None = None
         if message.first:
+            if self._first_page_ahead:
+                # A row clicked on the page read ahead: the same job's row on this page, which
+                # may be at another line (recovery, a job from another process).
+                self._first_page_ahead = False
+                chosen_ahead = tree.cursor_job()
             tree.clear_jobs()
+            if chosen_ahead is not None:
+                tree.cursor_line = -1
             if not self._recovery_reported:
                 # After the browser's first page: its scan of interrupted runs (15-30 ms at
                 # 100,000 jobs) must not hold that page back.
@@ -907,6 +918,8 @@ class MainScreen(Screen[None]):
                 self.call_after_refresh(self._report_recovery)
         tree.empty_text = browser_filters.empty_text(self.state_filter)
         tree.add_jobs(message.jobs, message.next_cursor)
+        if chosen_ahead is not None and (row := tree.job_node(chosen_ahead.id)) is not None:
+            tree.move_cursor(row)
         # A crash leaves runs queued, running or failed: look at those jobs' runs (a page at
         # most) so an interrupted one shows ⚠ on its job row too.
         suspects = [
@@ -1009,6 +1022,8 @@ class MainScreen(Screen[None]):
 
     @on(Tree.NodeHighlighted, "#tree")
     def _node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        if self.agent_app.runtime is None:
+            return  # a row of the first page, clicked before the runtime opened
         # What the row under the cursor offers changes the footer: f on a checkpoint's row
         # forked, unshown, until some other change redrew the keys (a new-user trial).
         self.refresh_bindings()
