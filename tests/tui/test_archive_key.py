@@ -551,5 +551,9 @@ async def test_a_job_archived_here_then_deleted_with_the_cli_is_no_longer_offere
             assert not any("u brings it back" in t for t in notifications(app))
             assert not screen.check_action("unarchive_last", ())
             assert kept.job_id in screen.job_tree.job_ids
+            # Said once, however many ways it is found gone; nothing is looked for any more.
+            screen._deleted_elsewhere(gone.job_id)
+            assert len([t for t in notifications(app) if t.startswith("Deleted: ")]) == 1
+            await wait_until(pilot, lambda: screen._deletion_watch is None)
     finally:
         await runtime.close()

@@ -3617,6 +3617,10 @@ class MainScreen(Screen[None]):
     def _look_for_deleted(self) -> None:
         if self._archived_here:
             self._find_deleted(list(self._archived_here))
+        elif self._deletion_watch is not None:
+            # Nothing left to bring back: no more looking (the next x starts it again).
+            self._deletion_watch.stop()
+            self._deletion_watch = None
 
     @work(exit_on_error=False, group="deleted", exclusive=True)
     async def _find_deleted(self, job_ids: list[str]) -> None:
@@ -3628,7 +3632,10 @@ class MainScreen(Screen[None]):
 
     def _deleted_elsewhere(self, job_id: str) -> None:
         """A job archived here was deleted by another process: u brings it back no more, and
-        its "Archived" notice, which says u does, goes (a trial read it on over the deletion)."""
+        its "Archived" notice, which says u does, goes (a trial read it on over the deletion).
+        Said once: the look and u's refusal can both find it gone."""
+        if job_id not in self._archived_here and job_id not in self._archive_notices:
+            return
         title, notice = self._forget_archive(job_id)
         if notice is not None:
             notice.timeout = 0.0  # expired: the next notice shown leaves it out
