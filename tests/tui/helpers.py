@@ -107,11 +107,16 @@ async def finish_run(runtime: Runtime, run_id: str) -> None:
 async def finished_earlier(db_path: Path, workspace: Path, task: str) -> str:
     """A run of ``task`` finished by an earlier process on ``db_path`` (a relaunch finds it in
     the browser); its run id."""
+    return (await finished_earlier_run(db_path, workspace, task)).id
+
+
+async def finished_earlier_run(db_path: Path, workspace: Path, task: str) -> Run:
+    """``finished_earlier``'s run, as it was started (its id, its job's)."""
     earlier = await open_runtime(db_path, workspace)
     try:
         run = await earlier.start(task)
         await finish_run(earlier, run.id)
-        return run.id
+        return run
     finally:
         await earlier.close()
 

@@ -368,15 +368,9 @@ async def test_a_default_agent_whose_model_works_brings_no_notice(
 
 async def _database_with_a_job(db: Path, workspace: Path, task: str = "hello there") -> str:
     """``db`` with one finished job of ``task``, made by another runtime: the job's id."""
-    from tests.tui.helpers import finish_run, open_runtime
+    from tests.tui.helpers import finished_earlier_run
 
-    runtime = await open_runtime(db, workspace)
-    try:
-        run = await runtime.start(task)
-        await finish_run(runtime, run.id)
-        return run.job_id
-    finally:
-        await runtime.close()
+    return (await finished_earlier_run(db, workspace, task)).job_id
 
 
 async def test_a_refused_launch_leaves_a_database_with_jobs_as_it_was(
