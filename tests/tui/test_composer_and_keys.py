@@ -172,9 +172,21 @@ async def test_an_unknown_command_typed_as_an_answer_is_refused_as_the_message_b
         assert (await runtime.store.get_input_request(request.id)).answer is None
         field = screen.query_one(AnswerInput)
         assert app.focused is field and field.value == "/bogus thing"
-        # A path is text: no command's name has a slash in it.
-        field.value = "/etc/hosts"
+        # A path is text: no command's name has a slash in it; nor is a folder at the root,
+        # a likely answer to "where…?" (a review).
+        field.value = "/tmp"
         await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
+    assert (await runtime.store.get_input_request(request.id)).answer == "/tmp"
+
+
+async def test_a_path_typed_as_an_answer_is_sent_as_typed(
+    runtime: Runtime, workspace: Path
+) -> None:
+    app = make_app(runtime, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen, request = await asked_in_the_tui(pilot, app)
+        await pilot.press(*"/etc/hosts", "enter")
         await wait_until(pilot, lambda: not screen.query(QuestionPrompt))
     assert (await runtime.store.get_input_request(request.id)).answer == "/etc/hosts"
 

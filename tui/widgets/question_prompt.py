@@ -12,6 +12,7 @@ as the composer's text is, so an answer half typed survives a quit or a crash.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
@@ -228,6 +229,12 @@ class QuestionPrompt(SettlingPrompt, can_focus=True):
         from tui.widgets.composer import SLASH_COMMANDS, parse_command
 
         command = parse_command(text)
+        if command is not None and command[0] not in {known.name for known in SLASH_COMMANDS}:
+            # A folder at the root (``/tmp``, ``/opt``; ``/`` itself) is an answer to "where…?"
+            # (a review): only a name that is not one is taken for a command.
+            first_word = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+            if os.path.lexists("/" + first_word):
+                command = None
         if command is not None:
             # A trial typed "/new Quit test" here and it went to the agent as the answer; then
             # "/bogus" went, where the message box refuses an unknown command. A slash answers
