@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from runtime.events import RunNoted
 from runtime.history import all_messages
+from runtime.interrupted import gone_owners_of, owner_gone
 from runtime.models import (
     Message,
     Role,
@@ -39,6 +40,9 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
     job = await store.get_job(job_id)
     runs = await store.job_runs(job_id)
     origin, inherited = (None, []) if not runs else await inherited_history(store, runs[0])
+    # A run whose process is gone (killed, nothing recovered it yet) streams nothing: its
+    # draft is the answer cut short, exported as `show` prints it.
+    gone = await gone_owners_of(store, runs)
     if format == "json":
         data: dict[str, Any] = {"job": job.model_dump(mode="json"), "runs": []}
         if origin is not None:
@@ -50,7 +54,7 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                 "checkpoint_step": origin.checkpoint_step,
                 "messages": [item.message.model_dump(mode="json") for item in inherited],
             }
-        data["runs"] = [await _run_json(store, run) for run in runs]
+        data["runs"] = [await _run_json(store, run, gone=owner_gone(run, gone)) for run in runs]
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if format != "md":
         raise ValueError(f"unknown export format {format!r}")
@@ -94,16 +98,17 @@ async def export_job(store: Store, job_id: str, *, format: Literal["md", "json"]
                 lines += _message_lines(shown)
         for note in notes:
             lines += _note_lines(note)
-        partial = await partial_answer(store, run)
+        partial = await partial_answer(store, run, owner_gone=owner_gone(run, gone))
         if partial is not None:
             lines += _partial_lines(partial)
     # Markdown is read in terminals (cat, less -R): control characters are made visible.
     return terminal_safe("\n".join(lines).rstrip()) + "\n"
 
 
-async def _run_json(store: Store, run: Run) -> dict[str, Any]:
-    """One run in a JSON export: its row, messages, tool calls, notes and partial answers."""
-    partial = await partial_answer(store, run)
+async def _run_json(store: Store, run: Run, *, gone: bool) -> dict[str, Any]:
+    """One run in a JSON export: its row, messages, tool calls, notes and partial answers
+    (``gone``: its process is, so its draft is a partial answer)."""
+    partial = await partial_answer(store, run, owner_gone=gone)
     return {
         "run": run.model_dump(mode="json"),
         "messages": [m.model_dump(mode="json") for m in await all_messages(store, run.id)],

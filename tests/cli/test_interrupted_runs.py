@@ -184,6 +184,31 @@ def test_a_run_whose_owner_on_another_host_let_its_lease_expire_is_shown_as_gone
     assert _contents(cli.db) == before
 
 
+def test_export_keeps_what_a_gone_process_streamed_as_show_does(cli: Cli) -> None:
+    """Found by a trial of several processes on one database: after `kill -9` of the process
+    streaming an answer, `show` printed the answer cut short but `export` (Markdown and JSON)
+    left it out, as if the run still streamed it, until another agent-tui recovered the run."""
+    expired, live = asyncio.run(_claimed_by_other_hosts(cli))
+    before = _contents(cli.db)
+
+    exported = cli.run("export", expired.job_id)
+    assert exported.returncode == 0, exported.stderr
+    assert "### Assistant (partial)" in exported.stdout
+    assert "the run was interrupted before it finished" in exported.stdout
+    assert exported.stdout.rstrip().endswith("The answer so")
+    data = json.loads(cli.run("export", expired.job_id, "--format", "json").stdout)
+    [run] = data["runs"]
+    assert (run["partial_answer"]["text"], run["partial_answer"]["streaming"]) == (
+        "The answer so",
+        False,
+    )
+    # A run its process still streams: its draft is live text, not a partial answer.
+    assert "(partial)" not in cli.run("export", live.job_id).stdout
+    [run] = json.loads(cli.run("export", live.job_id, "--format", "json").stdout)["runs"]
+    assert run["partial_answer"] is None
+    assert _contents(cli.db) == before
+
+
 async def _cancelled_then_interrupted(cli: Cli) -> tuple[Run, Run]:
     """A job whose first run was cancelled and whose newer run a crash interrupted (queued by a
     process that died before running it, then recovered when agent-tui opened)."""
