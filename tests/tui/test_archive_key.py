@@ -557,3 +557,44 @@ async def test_a_job_archived_here_then_deleted_with_the_cli_is_no_longer_offere
             await wait_until(pilot, lambda: screen._deletion_watch is None)
     finally:
         await runtime.close()
+
+
+async def test_the_job_on_screen_archived_then_deleted_with_the_cli_is_no_longer_offered_back(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Found by a trial of several processes on one database: `agent-tui archive JOB`, then
+    `agent-tui delete JOB --yes` (delete takes archived jobs only), of the job another agent-tui
+    showed: its "archived elsewhere … `unarchive` brings it back" notice stayed up over the
+    deletion, and that command then said no such job."""
+    cli = Cli.create(tmp_path, workspace)
+    elsewhere = await open_runtime(cli.db, workspace)
+    watching = await open_runtime(cli.db, workspace)
+    try:
+        gone = await elsewhere.start("archive and delete this one")
+        await finish_run(elsewhere, gone.id)
+        await elsewhere.close()
+        app = make_app(watching, workspace, open_job=gone.job_id)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: screen.composer.follow_up_job_id == gone.job_id)
+
+            def offered_back() -> bool:
+                return any(
+                    "brings it back" in str(toast.render()) for toast in app.screen.query("Toast")
+                )
+
+            archived = await asyncio.to_thread(cli.run, "archive", gone.job_id)
+            assert archived.returncode == 0, archived.stderr
+            await wait_until(pilot, offered_back)
+            deleted = await asyncio.to_thread(cli.run, "delete", gone.job_id, "--yes")
+            assert deleted.returncode == 0, deleted.stderr
+            await wait_until(
+                pilot, lambda: any(t.startswith("Deleted: ") for t in notifications(app))
+            )
+            [told] = [t for t in notifications(app) if t.startswith("Deleted: ")]
+            assert told.startswith("Deleted: archive and delete this one was deleted elsewhere")
+            # The rack draws the notices again as it takes the new one: a frame or so later.
+            await wait_until(pilot, lambda: not offered_back())
+            assert not any("brings it back" in t for t in notifications(app))
+    finally:
+        await watching.close()

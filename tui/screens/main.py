@@ -335,6 +335,9 @@ class MainScreen(Screen[None]):
         its archive was written (and until it is brought back, from anywhere)."""
         self._archive_notices: dict[str, tuple[str, Notification]] = {}
         """The title and the "Archived" notice (which offers u) of each job archived here."""
+        self._elsewhere_notices: dict[str, tuple[str, Notification]] = {}
+        """The title and the "archived elsewhere" notice (which offers `unarchive`) of each job
+        on screen that another process archived, while that notice shows."""
         self._deletion_watch: Timer | None = None
         """Looks for the jobs archived here every ``DELETED_CHECK_SECONDS``, once there are."""
         self._archiving: list[str] = []
@@ -1520,15 +1523,19 @@ class MainScreen(Screen[None]):
                 typed = self.composer.input.text.strip()
                 kept = " What you typed stays in the box, for a new job." if typed else ""
                 command = self._command_line()
-                self.notify(
+                notice = Notification(
                     terminal_safe_line(
                         f"{short(title, 40)} was archived elsewhere (another agent-tui, or"
                         f" `{command} archive`): `{command} unarchive {job_id[:8]}` brings it"
                         f" back.{kept}"
                     ),
                     title="Archived",
-                    markup=False,
                 )
+                # Kept to expire if the job is deleted while it shows: `agent-tui delete`
+                # takes an archived job only, so it often follows the archive at once.
+                self._elsewhere_notices[job_id] = (title, notice)
+                self.app.post_message(Notify(notice))
+                self._watch_for_deleted()
 
     def _command_line(self) -> str:
         """``agent-tui`` as a command this screen suggests must be typed: with ``--db`` when
@@ -3611,14 +3618,21 @@ class MainScreen(Screen[None]):
         # Kept to expire if the job is deleted meanwhile, with the u it offers.
         self._archive_notices[job_id] = (job.title, notice)
         self.app.post_message(Notify(notice))
+        self._watch_for_deleted()
+
+    def _watch_for_deleted(self) -> None:
         if self._deletion_watch is None:
             self._deletion_watch = self.set_interval(DELETED_CHECK_SECONDS, self._look_for_deleted)
 
     def _look_for_deleted(self) -> None:
-        if self._archived_here:
-            self._find_deleted(list(self._archived_here))
+        for job_id, (_, notice) in list(self._elsewhere_notices.items()):
+            if notice.has_expired:  # gone by itself: nothing it says needs taking back
+                del self._elsewhere_notices[job_id]
+        watched = [*self._archived_here, *self._elsewhere_notices]
+        if watched:
+            self._find_deleted(watched)
         elif self._deletion_watch is not None:
-            # Nothing left to bring back: no more looking (the next x starts it again).
+            # Nothing left to look for: no more looking (the next archive starts it again).
             self._deletion_watch.stop()
             self._deletion_watch = None
 
@@ -3633,10 +3647,17 @@ class MainScreen(Screen[None]):
     def _deleted_elsewhere(self, job_id: str) -> None:
         """A job archived here was deleted by another process: u brings it back no more, and
         its "Archived" notice, which says u does, goes (a trial read it on over the deletion).
-        Said once: the look and u's refusal can both find it gone."""
-        if job_id not in self._archived_here and job_id not in self._archive_notices:
+        So does the notice of a job archived elsewhere, which says `unarchive` does. Said
+        once: the look and u's refusal can both find it gone."""
+        if (
+            job_id not in self._archived_here
+            and job_id not in self._archive_notices
+            and job_id not in self._elsewhere_notices
+        ):
             return
         title, notice = self._forget_archive(job_id)
+        if job_id in self._elsewhere_notices:
+            title, notice = self._elsewhere_notices.pop(job_id)
         if notice is not None:
             notice.timeout = 0.0  # expired: the next notice shown leaves it out
         self.refresh_bindings()
