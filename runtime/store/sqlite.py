@@ -1471,7 +1471,7 @@ class SqliteStore:
         job_id: str | None = None,
     ) -> list[DurableEvent]:
         def read(conn: Conn) -> list[DurableEvent]:
-            last = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+            last = _last_seq(conn)
             if after < 0 or after > last:
                 raise errors.CursorOutOfRange(
                     f"event cursor {after} is outside the log (last event is {last})"
@@ -1551,9 +1551,7 @@ class SqliteStore:
         return await self._call(read)
 
     async def last_seq(self) -> int:
-        return await self._read(
-            lambda conn: int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
-        )
+        return await self._read(_last_seq)
 
     async def running_since(self, run_id: str) -> float | None:
         def read(conn: Conn) -> float | None:
@@ -3376,6 +3374,18 @@ def _emit(
     if sink is not None:
         sink.extend(published)
     return published
+
+
+def _last_seq(conn: Conn) -> int:
+    """The newest event's number ever given, not the newest left: deleting a job deletes its
+    events, which may be the newest, and a reader's cursor past what is left must stay inside
+    the log (``seq`` is AUTOINCREMENT, so no number is given twice; ``sqlite_sequence`` keeps
+    the highest)."""
+    row = conn.execute(
+        "SELECT max(coalesce((SELECT max(seq) FROM events), 0),"
+        " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))"
+    ).fetchone()
+    return int(row[0])
 
 
 def _hydrate_events(conn: Conn, rows: Sequence[sqlite3.Row]) -> list[DurableEvent]:

@@ -129,3 +129,29 @@ async def test_following_from_past_the_end_of_the_log_is_one_line_and_exit_2(
     [line] = result.stderr.splitlines()
     assert line.startswith("agent-tui: error: ") and after in line
     assert "cannot reach" not in line
+
+
+async def test_a_follower_goes_on_when_the_job_of_the_newest_events_is_deleted(cli: Cli) -> None:
+    """Found by a trial of several processes on one database: `agent-tui archive JOB` then
+    `agent-tui delete JOB --yes` of the job updated last, while `events --follow` ran in another
+    shell: it ended, "event cursor N is outside the log (last event is M)" (the deletion took
+    the job's events, the newest ones, with it)."""
+    first = await _make_events(cli, 1)
+    follower = cli.spawn("events", "--follow", "--json", "--after", str(first))
+    stream = LineStream(follower)
+    try:
+        newest = await _make_events(cli, 1)  # the job to delete, its events the newest
+        stream.json_until(lambda item, seen: item["seq"] == newest, timeout=TIMEOUT)
+        [job] = [r["job_id"] for r in json_lines(cli.run("runs", "--json", "--limit", "1").stdout)]
+        for command in (("archive", job), ("delete", job, "--yes")):
+            done = cli.run(*command, timeout=TIMEOUT)
+            assert done.returncode == 0, done.stderr
+        # What the follower reads next (after the archive's event, deleted too): nothing yet.
+        listed = cli.run("events", "--json", "--after", str(newest + 1), timeout=TIMEOUT)
+        assert (listed.returncode, listed.stdout, listed.stderr) == (0, "", "")
+        after = await _make_events(cli, 1)
+        seen = stream.json_until(lambda item, seen: item["seq"] == after, timeout=TIMEOUT)
+        assert all(item["seq"] > newest for item in seen)
+        assert follower.poll() is None
+    finally:
+        kill_hard(follower)

@@ -1707,6 +1707,29 @@ async def test_deleting_a_job_deletes_what_was_typed_in_it_and_nothing_else(stor
     assert await composer_text(store, other.job_id) == "kept too"
 
 
+async def test_a_cursor_past_the_events_of_a_deleted_job_still_reads_and_sees_what_follows(
+    store: Store,
+) -> None:
+    """Found by a trial of several processes on one database: `agent-tui delete` of the job
+    whose events were the newest took the log's last event back below every reader's cursor,
+    and reading after it was "outside the log": each open agent-tui logged an error at every
+    poll (and mirrored no streamed text) until a new event came, and `events --follow` ended."""
+    kept, kept_token = await running_run(store)
+    gone, _ = await running_run(store)
+    await store.cancel_run(gone.id, reason="done")
+    await store.set_job_archived(gone.job_id, True)
+    cursor = await store.last_seq()
+    await store.delete_job(gone.job_id)
+
+    assert await store.last_seq() == cursor
+    assert await store.read_events(after=cursor) == []
+    await store.commit_message(kept.id, token=kept_token, message=assistant("after"))
+    [event] = await store.read_events(after=cursor)
+    assert event.run_id == kept.id and event.seq > cursor
+    with pytest.raises(errors.CursorOutOfRange):
+        await store.read_events(after=event.seq + 1)
+
+
 async def test_answering_a_question_deletes_what_was_being_typed_to_it(store: Store) -> None:
     # Answered elsewhere (the CLI, another TUI), the draft stayed until its job was deleted.
     run, token = await running_run(store)
