@@ -113,7 +113,15 @@ class Cli:
             env=self.env,
             cwd=self.workspace,
             start_new_session=True,
+            preexec_fn=hangup_as_in_a_terminal,
         )
+
+
+def hangup_as_in_a_terminal() -> None:
+    """In a child, before it runs: SIGHUP at its default action, as a program started from a
+    terminal has it, whatever the tests run under (``nohup``, which agent-tui respects by
+    leaving SIGHUP ignored, so the tests of what a hangup does must not inherit it)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def json_lines(stdout: str) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.cli.harness import Cli, agent_tui_command
+from tests.cli.harness import Cli, agent_tui_command, hangup_as_in_a_terminal
 
 Item = dict[str, Any]
 
@@ -43,6 +43,7 @@ class Proc:
             env=env or cli.env,
             cwd=cli.workspace,
             start_new_session=True,
+            preexec_fn=hangup_as_in_a_terminal,
         )
         self.items: list[Item] = []
         self._changed = threading.Condition()
